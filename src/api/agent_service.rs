@@ -1,0 +1,350 @@
+//! `askuser.v1.AgentService`: decode, validate, hand to the runtime, stream events back.
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use tokio::sync::mpsc;
+use tonic::{Request, Response, Status, Streaming};
+
+use super::convert::{self, answer_from_proto};
+use super::error::ApiError;
+use crate::proto::v1 as pb;
+use crate::proto::v1::agent_service_server::AgentService;
+use crate::proto::v1::run_agent_request::Frame;
+use crate::runtime::{
+    EventStream, FollowUntil, RejectReason, Runtime, RuntimeError, StartRunRequest,
+};
+
+/// The frames a server-streaming RPC sends.
+pub type FrameStream = Pin<Box<dyn Stream<Item = Result<pb::RunAgentResponse, Status>> + Send>>;
+
+/// Handlers of `AgentService`.
+pub struct AgentApi {
+    runtime: Runtime,
+    heartbeat_interval: Duration,
+}
+
+impl AgentApi {
+    pub fn new(runtime: Runtime, heartbeat_interval: Duration) -> Self {
+        Self {
+            runtime,
+            heartbeat_interval,
+        }
+    }
+
+    /// Turns a run's events into frames: `side` frames (answer acks and rejections) are merged in,
+    /// and a heartbeat goes out whenever nothing else did for a whole interval.
+    fn frames(
+        &self,
+        run_id: String,
+        first: Option<pb::RunAgentResponse>,
+        mut events: EventStream,
+        mut side: Option<mpsc::Receiver<Result<pb::RunAgentResponse, Status>>>,
+    ) -> FrameStream {
+        let heartbeat = self.heartbeat_interval;
+        Box::pin(async_stream::stream! {
+            if let Some(frame) = first {
+                yield Ok(frame);
+            }
+            loop {
+                let side_frame = async {
+                    match side.as_mut() {
+                        Some(side) => side.recv().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    event = events.next() => match event {
+                        Some(Ok(event)) => yield Ok(convert::event_to_proto(event)),
+                        Some(Err(error)) => {
+                            yield Err(Status::from(ApiError::from(error)));
+                            break;
+                        }
+                        None => break,
+                    },
+                    frame = side_frame => match frame {
+                        Some(Ok(frame)) => yield Ok(frame),
+                        Some(Err(status)) => {
+                            yield Err(status);
+                            break;
+                        }
+                        // The client closed its side; keep streaming the run.
+                        None => side = None,
+                    },
+                    () = tokio::time::sleep(heartbeat) => {
+                        yield Ok(convert::unstored_frame(
+                            &run_id,
+                            pb::run_agent_response::Event::Heartbeat(pb::Heartbeat {}),
+                        ));
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// Reads the client's answers on a `RunAgent` stream and reports the outcome of each as a frame.
+async fn answer_loop(
+    runtime: Runtime,
+    run_id: String,
+    mut inbound: Streaming<pb::RunAgentRequest>,
+    side: mpsc::Sender<Result<pb::RunAgentResponse, Status>>,
+) {
+    loop {
+        let message = tokio::select! {
+            message = inbound.message() => message,
+            () = side.closed() => return,
+        };
+        let frame = match message {
+            Ok(Some(pb::RunAgentRequest {
+                frame: Some(Frame::Answer(answer)),
+            })) => answer_frame(&runtime, &run_id, answer).await,
+            Ok(Some(_)) => Err(Status::from(ApiError::Protocol(
+                "after the first frame, only answer frames are valid".into(),
+            ))),
+            // Half-closed or gone: nothing more to read.
+            Ok(None) | Err(_) => return,
+        };
+        let ends = frame.is_err();
+        if side.send(frame).await.is_err() || ends {
+            return;
+        }
+    }
+}
+
+async fn answer_frame(
+    runtime: &Runtime,
+    run_id: &str,
+    answer: pb::Answer,
+) -> Result<pb::RunAgentResponse, Status> {
+    let tool_call_id = answer.tool_call_id.clone();
+    let answer_id = answer.answer_id.clone();
+    let reject = |reason, message, violations| {
+        Ok(convert::rejected_frame(
+            run_id,
+            &tool_call_id,
+            &answer_id,
+            reason,
+            message,
+            violations,
+        ))
+    };
+    if !answer.run_id.is_empty() && answer.run_id != run_id {
+        return reject(
+            RejectReason::RunMismatch,
+            format!(
+                "this stream follows run \"{run_id}\", not \"{}\"; answer that run on its own stream or with ResumeRun",
+                answer.run_id
+            ),
+            Vec::new(),
+        );
+    }
+    let request = match answer_from_proto(answer, Some(run_id)) {
+        Ok(request) => request,
+        Err(ApiError::InvalidRequest(violations)) => {
+            return reject(
+                RejectReason::InvalidAnswer,
+                "the answer is incomplete".into(),
+                violations,
+            );
+        }
+        Err(other) => return Err(other.into()),
+    };
+    match runtime.answer(request).await {
+        Ok(ack) => Ok(convert::accepted_frame(run_id, ack)),
+        Err(RuntimeError::AnswerRejected {
+            reason,
+            message,
+            violations,
+        }) => reject(reason, message, violations),
+        Err(other) => Err(ApiError::from(other).into()),
+    }
+}
+
+fn require(value: &str, field: &str) -> Result<(), ApiError> {
+    if value.is_empty() {
+        Err(ApiError::field(field, format!("{field} must not be empty")))
+    } else {
+        Ok(())
+    }
+}
+
+#[tonic::async_trait]
+impl AgentService for AgentApi {
+    type RunAgentStream = FrameStream;
+    type ResumeRunStream = FrameStream;
+    type WatchRunStream = FrameStream;
+
+    async fn run_agent(
+        &self,
+        request: Request<Streaming<pb::RunAgentRequest>>,
+    ) -> Result<Response<Self::RunAgentStream>, Status> {
+        let mut inbound = request.into_inner();
+        let first = inbound.message().await?.and_then(|m| m.frame);
+        let (run_id, after_sequence) = match first {
+            Some(Frame::Start(start)) => {
+                let question_ttl = start
+                    .question_ttl
+                    .as_ref()
+                    .map(|ttl| convert::duration_from_proto(ttl, "start.question_ttl"))
+                    .transpose()?;
+                let run_id = self
+                    .runtime
+                    .start_run(StartRunRequest {
+                        agent_id: start.agent_id,
+                        prompt: start.prompt,
+                        metadata: start.metadata.into_iter().collect(),
+                        question_ttl,
+                    })
+                    .await
+                    .map_err(|error| match error {
+                        RuntimeError::InvalidArgument(violations) => {
+                            ApiError::InvalidRequest(convert::nest("start", violations))
+                        }
+                        other => other.into(),
+                    })?;
+                (run_id, 0)
+            }
+            Some(Frame::Attach(attach)) => {
+                require(&attach.run_id, "attach.run_id")?;
+                self.runtime
+                    .get_run(&attach.run_id)
+                    .await
+                    .map_err(ApiError::from)?;
+                (attach.run_id, attach.after_sequence)
+            }
+            Some(Frame::Answer(_)) | None => {
+                return Err(
+                    ApiError::Protocol("the first frame must be start or attach".into()).into(),
+                );
+            }
+        };
+        let events = self
+            .runtime
+            .follow(&run_id, after_sequence, FollowUntil::End);
+        let (side_tx, side_rx) = mpsc::channel(16);
+        tokio::spawn(answer_loop(
+            self.runtime.clone(),
+            run_id.clone(),
+            inbound,
+            side_tx,
+        ));
+        Ok(Response::new(self.frames(
+            run_id,
+            None,
+            events,
+            Some(side_rx),
+        )))
+    }
+
+    async fn resume_run(
+        &self,
+        request: Request<pb::ResumeRunRequest>,
+    ) -> Result<Response<Self::ResumeRunStream>, Status> {
+        let answer = request
+            .into_inner()
+            .answer
+            .ok_or_else(|| ApiError::field("answer", "answer is required"))?;
+        let request = answer_from_proto(answer, None)?;
+        let run_id = request.run_id.clone();
+        let ack = self.runtime.answer(request).await.map_err(ApiError::from)?;
+        let events = self.runtime.follow(
+            &run_id,
+            ack.result_sequence.saturating_sub(1),
+            FollowUntil::Idle,
+        );
+        let first = convert::accepted_frame(&run_id, ack);
+        Ok(Response::new(self.frames(
+            run_id,
+            Some(first),
+            events,
+            None,
+        )))
+    }
+
+    async fn watch_run(
+        &self,
+        request: Request<pb::WatchRunRequest>,
+    ) -> Result<Response<Self::WatchRunStream>, Status> {
+        let request = request.into_inner();
+        require(&request.run_id, "run_id")?;
+        self.runtime
+            .get_run(&request.run_id)
+            .await
+            .map_err(ApiError::from)?;
+        let events = self
+            .runtime
+            .follow(&request.run_id, request.after_sequence, FollowUntil::End);
+        Ok(Response::new(self.frames(
+            request.run_id,
+            None,
+            events,
+            None,
+        )))
+    }
+
+    async fn get_run(
+        &self,
+        request: Request<pb::GetRunRequest>,
+    ) -> Result<Response<pb::GetRunResponse>, Status> {
+        let request = request.into_inner();
+        require(&request.run_id, "run_id")?;
+        let run = self
+            .runtime
+            .get_run(&request.run_id)
+            .await
+            .map_err(ApiError::from)?;
+        Ok(Response::new(pb::GetRunResponse {
+            run: Some(convert::run_to_proto(run)),
+        }))
+    }
+
+    async fn list_runs(
+        &self,
+        request: Request<pb::ListRunsRequest>,
+    ) -> Result<Response<pb::ListRunsResponse>, Status> {
+        let request = request.into_inner();
+        let status = convert::status_filter(request.status)?;
+        let agent_id = (!request.agent_id.is_empty()).then_some(request.agent_id);
+        let page = self
+            .runtime
+            .list_runs(status, agent_id, request.page_size, &request.page_token)
+            .await
+            .map_err(ApiError::from)?;
+        Ok(Response::new(pb::ListRunsResponse {
+            runs: page.runs.into_iter().map(convert::run_to_proto).collect(),
+            next_page_token: page.next_page_token,
+        }))
+    }
+
+    async fn cancel_run(
+        &self,
+        request: Request<pb::CancelRunRequest>,
+    ) -> Result<Response<pb::CancelRunResponse>, Status> {
+        let request = request.into_inner();
+        require(&request.run_id, "run_id")?;
+        let run = self
+            .runtime
+            .cancel_run(&request.run_id, &request.reason)
+            .await
+            .map_err(ApiError::from)?;
+        Ok(Response::new(pb::CancelRunResponse {
+            run: Some(convert::run_to_proto(run)),
+        }))
+    }
+
+    async fn list_agents(
+        &self,
+        _request: Request<pb::ListAgentsRequest>,
+    ) -> Result<Response<pb::ListAgentsResponse>, Status> {
+        Ok(Response::new(pb::ListAgentsResponse {
+            agents: self
+                .runtime
+                .agents()
+                .into_iter()
+                .map(convert::agent_to_proto)
+                .collect(),
+        }))
+    }
+}

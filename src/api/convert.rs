@@ -1,0 +1,322 @@
+//! Conversions between the wire types of askuser.v1 and the domain.
+
+use std::time::Duration;
+
+use prost_types::Timestamp;
+
+use super::error::ApiError;
+use crate::domain::{
+    self, AnswerInput, Event, EventKind, PendingCall, RunRecord, RunStatus, SelectionMode,
+    ToolResultKind,
+};
+use crate::proto::v1 as pb;
+use crate::runtime::{AgentDefinition, AnswerAck, AnswerRequest, RejectReason, Violation};
+
+pub fn timestamp(ms: i64) -> Timestamp {
+    Timestamp {
+        seconds: ms.div_euclid(1000),
+        nanos: i32::try_from(ms.rem_euclid(1000) * 1_000_000).unwrap_or(0),
+    }
+}
+
+pub fn duration_to_proto(duration: Duration) -> prost_types::Duration {
+    prost_types::Duration {
+        seconds: i64::try_from(duration.as_secs()).unwrap_or(i64::MAX),
+        nanos: i32::try_from(duration.subsec_nanos()).unwrap_or(0),
+    }
+}
+
+/// A non-negative wire duration; `field` names it in the error.
+pub fn duration_from_proto(
+    duration: &prost_types::Duration,
+    field: &str,
+) -> Result<Duration, ApiError> {
+    match (
+        u64::try_from(duration.seconds),
+        u32::try_from(duration.nanos),
+    ) {
+        (Ok(seconds), Ok(nanos)) if nanos < 1_000_000_000 => Ok(Duration::new(seconds, nanos)),
+        _ => Err(ApiError::field(
+            field,
+            format!("{field} must be a non-negative duration"),
+        )),
+    }
+}
+
+fn mode_to_proto(mode: SelectionMode) -> pb::SelectionMode {
+    match mode {
+        SelectionMode::SingleSelect => pb::SelectionMode::SingleSelect,
+        SelectionMode::MultiSelect => pb::SelectionMode::MultiSelect,
+    }
+}
+
+pub fn payload_to_proto(payload: &domain::SuspendPayload) -> pb::SuspendPayload {
+    pb::SuspendPayload {
+        question: payload.question.clone(),
+        options: payload
+            .options
+            .iter()
+            .map(|o| pb::AskUserOption {
+                label: o.label.clone(),
+                description: o.description.clone(),
+            })
+            .collect(),
+        selection_mode: payload.selection_mode.map(|m| mode_to_proto(m) as i32),
+    }
+}
+
+/// Decodes a tool input; unknown enum numbers are field violations under `field`.
+pub fn input_from_proto(
+    input: pb::AskUserInput,
+    field: &str,
+) -> Result<domain::AskUserInput, ApiError> {
+    let selection_mode = match input.selection_mode.map(pb::SelectionMode::try_from) {
+        None | Some(Ok(pb::SelectionMode::Unspecified)) => None,
+        Some(Ok(pb::SelectionMode::SingleSelect)) => Some(SelectionMode::SingleSelect),
+        Some(Ok(pb::SelectionMode::MultiSelect)) => Some(SelectionMode::MultiSelect),
+        Some(Err(_)) => {
+            return Err(ApiError::field(
+                format!("{field}.selection_mode"),
+                "selection_mode is not a known SelectionMode",
+            ));
+        }
+    };
+    Ok(domain::AskUserInput {
+        question: input.question,
+        options: input
+            .options
+            .into_iter()
+            .map(|o| domain::AskUserOption {
+                label: o.label,
+                description: o.description,
+            })
+            .collect(),
+        selection_mode,
+    })
+}
+
+/// Prefixes violation fields with the request field that holds them.
+pub fn nest(prefix: &str, violations: Vec<Violation>) -> Vec<Violation> {
+    violations
+        .into_iter()
+        .map(|v| Violation {
+            field: if v.field.is_empty() {
+                prefix.to_owned()
+            } else {
+                format!("{prefix}.{}", v.field)
+            },
+            description: v.description,
+        })
+        .collect()
+}
+
+/// Decodes an answer; `default_run_id` fills an empty `run_id` (the stream's run on `RunAgent`).
+pub fn answer_from_proto(
+    answer: pb::Answer,
+    default_run_id: Option<&str>,
+) -> Result<AnswerRequest, ApiError> {
+    let run_id = match (answer.run_id.is_empty(), default_run_id) {
+        (false, _) => answer.run_id,
+        (true, Some(run_id)) => run_id.to_owned(),
+        (true, None) => return Err(ApiError::field("answer.run_id", "run_id must not be empty")),
+    };
+    let input = match answer.answer {
+        Some(pb::answer::Answer::Text(text)) => AnswerInput::Text(text),
+        Some(pb::answer::Answer::Selections(selections)) => {
+            AnswerInput::Selections(selections.labels)
+        }
+        Some(pb::answer::Answer::Decline(decline)) => AnswerInput::Decline(decline.reason),
+        None => {
+            return Err(ApiError::field(
+                "answer.answer",
+                "an answer needs one of text, selections or decline",
+            ));
+        }
+    };
+    Ok(AnswerRequest {
+        run_id,
+        tool_call_id: answer.tool_call_id,
+        answer: input,
+        answer_id: answer.answer_id,
+    })
+}
+
+fn kind_to_proto(kind: ToolResultKind) -> pb::ToolResultKind {
+    match kind {
+        ToolResultKind::Answered => pb::ToolResultKind::Answered,
+        ToolResultKind::Declined => pb::ToolResultKind::Declined,
+        ToolResultKind::Expired => pb::ToolResultKind::Expired,
+        ToolResultKind::Cancelled => pb::ToolResultKind::Cancelled,
+        ToolResultKind::InvalidCall => pb::ToolResultKind::InvalidCall,
+    }
+}
+
+pub fn event_to_proto(event: Event) -> pb::RunAgentResponse {
+    use pb::run_agent_response::Event as E;
+    let body = match event.kind {
+        EventKind::RunStarted {
+            agent_id,
+            prompt,
+            metadata,
+        } => E::RunStarted(pb::RunStarted {
+            agent_id,
+            prompt,
+            metadata: metadata.into_iter().collect(),
+        }),
+        EventKind::TextDelta { text } => E::TextDelta(pb::TextDelta { text }),
+        EventKind::ToolCall {
+            tool_call_id,
+            tool_name,
+            arguments_json,
+        } => E::ToolCall(pb::ToolCall {
+            tool_call_id,
+            tool_name,
+            arguments_json,
+        }),
+        EventKind::ToolCallSuspended {
+            tool_call_id,
+            tool_name,
+            payload,
+            expire_ms,
+        } => E::ToolCallSuspended(pb::ToolCallSuspended {
+            tool_call_id,
+            tool_name,
+            suspend_payload: Some(payload_to_proto(&payload)),
+            expire_time: expire_ms.map(timestamp),
+        }),
+        EventKind::ToolResult {
+            tool_call_id,
+            content,
+            is_error,
+            kind,
+        } => E::ToolResult(pb::ToolResult {
+            tool_call_id,
+            content,
+            is_error,
+            kind: kind_to_proto(kind) as i32,
+        }),
+        EventKind::RunCompleted { output_text, usage } => E::RunCompleted(pb::RunCompleted {
+            output_text,
+            usage: usage.map(|u| pb::Usage {
+                input_tokens: u.input_tokens,
+                output_tokens: u.output_tokens,
+            }),
+        }),
+        EventKind::RunFailed { message } => E::RunFailed(pb::RunFailed { message }),
+        EventKind::RunCancelled { reason } => E::RunCancelled(pb::RunCancelled { reason }),
+    };
+    pb::RunAgentResponse {
+        run_id: event.run_id,
+        sequence: event.sequence,
+        time: Some(timestamp(event.time_ms)),
+        event: Some(body),
+    }
+}
+
+/// A frame that is not stored (sequence 0), stamped now.
+pub fn unstored_frame(run_id: &str, event: pb::run_agent_response::Event) -> pb::RunAgentResponse {
+    pb::RunAgentResponse {
+        run_id: run_id.to_owned(),
+        sequence: 0,
+        time: Some(timestamp(domain::now_millis())),
+        event: Some(event),
+    }
+}
+
+pub fn accepted_frame(run_id: &str, ack: AnswerAck) -> pb::RunAgentResponse {
+    unstored_frame(
+        run_id,
+        pb::run_agent_response::Event::AnswerAccepted(pb::AnswerAccepted {
+            tool_call_id: ack.tool_call_id,
+            answer_id: ack.answer_id,
+            duplicate: ack.duplicate,
+        }),
+    )
+}
+
+/// The in-band form of a rejected answer on `RunAgent`.
+pub fn rejected_frame(
+    run_id: &str,
+    tool_call_id: &str,
+    answer_id: &str,
+    reason: RejectReason,
+    message: String,
+    violations: Vec<Violation>,
+) -> pb::RunAgentResponse {
+    unstored_frame(
+        run_id,
+        pb::run_agent_response::Event::AnswerRejected(pb::AnswerRejected {
+            tool_call_id: tool_call_id.to_owned(),
+            reason: reason.code().to_owned(),
+            message,
+            field_violations: violations
+                .into_iter()
+                .map(|v| pb::FieldViolation {
+                    field: v.field,
+                    description: v.description,
+                })
+                .collect(),
+            answer_id: answer_id.to_owned(),
+        }),
+    )
+}
+
+pub fn status_to_proto(status: RunStatus) -> pb::RunStatus {
+    match status {
+        RunStatus::Running => pb::RunStatus::Running,
+        RunStatus::Suspended => pb::RunStatus::Suspended,
+        RunStatus::Completed => pb::RunStatus::Completed,
+        RunStatus::Failed => pb::RunStatus::Failed,
+        RunStatus::Cancelled => pb::RunStatus::Cancelled,
+    }
+}
+
+/// Decodes a status filter: unspecified is "any".
+pub fn status_filter(value: i32) -> Result<Option<RunStatus>, ApiError> {
+    match pb::RunStatus::try_from(value) {
+        Ok(pb::RunStatus::Unspecified) => Ok(None),
+        Ok(pb::RunStatus::Running) => Ok(Some(RunStatus::Running)),
+        Ok(pb::RunStatus::Suspended) => Ok(Some(RunStatus::Suspended)),
+        Ok(pb::RunStatus::Completed) => Ok(Some(RunStatus::Completed)),
+        Ok(pb::RunStatus::Failed) => Ok(Some(RunStatus::Failed)),
+        Ok(pb::RunStatus::Cancelled) => Ok(Some(RunStatus::Cancelled)),
+        Err(_) => Err(ApiError::field("status", "status is not a known RunStatus")),
+    }
+}
+
+fn pending_to_proto(call: PendingCall) -> pb::PendingToolCall {
+    pb::PendingToolCall {
+        tool_call_id: call.tool_call_id,
+        tool_name: call.tool_name,
+        suspend_payload: Some(payload_to_proto(&call.payload)),
+        expire_time: call.expire_ms.map(timestamp),
+    }
+}
+
+pub fn run_to_proto(run: RunRecord) -> pb::Run {
+    pb::Run {
+        run_id: run.run_id,
+        agent_id: run.agent_id,
+        status: status_to_proto(run.status) as i32,
+        pending_tool_calls: run.pending.into_iter().map(pending_to_proto).collect(),
+        output_text: run.output_text,
+        last_sequence: run.last_sequence,
+        create_time: Some(timestamp(run.created_ms)),
+        update_time: Some(timestamp(run.updated_ms)),
+        metadata: run.metadata.into_iter().collect(),
+        prompt: run.prompt,
+        error_message: run.error_message,
+    }
+}
+
+pub fn agent_to_proto(agent: &AgentDefinition) -> pb::Agent {
+    pb::Agent {
+        agent_id: agent.id.clone(),
+        name: agent.name.clone(),
+        instructions: agent.instructions.clone(),
+        tools: agent.tools.clone(),
+        model_provider: agent.model.provider().to_owned(),
+        max_steps: agent.max_steps,
+        question_ttl: agent.question_ttl.map(duration_to_proto),
+    }
+}

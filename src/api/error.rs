@@ -1,0 +1,108 @@
+//! The one place where errors become gRPC statuses.
+
+use std::collections::HashMap;
+
+use tonic::{Code, Status};
+use tonic_types::{ErrorDetails, StatusExt};
+use tracing::error;
+
+use crate::runtime::{RejectReason, RuntimeError, Violation};
+
+/// The `ErrorInfo.domain` of every askuser error.
+pub const ERROR_DOMAIN: &str = "askuser.dev";
+
+/// Errors of the API layer: requests that do not decode into something the runtime can take, and
+/// whatever the runtime reports.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("invalid request")]
+    InvalidRequest(Vec<Violation>),
+    #[error("{0}")]
+    Protocol(String),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+}
+
+impl ApiError {
+    /// One bad field.
+    pub fn field(field: impl Into<String>, description: impl Into<String>) -> Self {
+        ApiError::InvalidRequest(vec![Violation {
+            field: field.into(),
+            description: description.into(),
+        }])
+    }
+}
+
+fn describe(violations: &[Violation]) -> String {
+    violations
+        .iter()
+        .map(|v| v.description.as_str())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn bad_request(message: String, violations: &[Violation], reason: Option<&str>) -> Status {
+    let mut details = ErrorDetails::new();
+    for violation in violations {
+        details.add_bad_request_violation(violation.field.clone(), violation.description.clone());
+    }
+    if let Some(reason) = reason {
+        details.set_error_info(reason, ERROR_DOMAIN, HashMap::new());
+    }
+    Status::with_error_details(Code::InvalidArgument, message, details)
+}
+
+fn with_reason(code: Code, reason: &str, message: String) -> Status {
+    Status::with_error_details(
+        code,
+        message,
+        ErrorDetails::with_error_info(reason, ERROR_DOMAIN, HashMap::new()),
+    )
+}
+
+impl From<ApiError> for Status {
+    fn from(error: ApiError) -> Self {
+        match error {
+            ApiError::InvalidRequest(violations) => {
+                bad_request(describe(&violations), &violations, None)
+            }
+            ApiError::Protocol(message) => Status::invalid_argument(message),
+            ApiError::Runtime(error) => runtime_status(error),
+        }
+    }
+}
+
+fn runtime_status(error: RuntimeError) -> Status {
+    let message = error.to_string();
+    match error {
+        RuntimeError::InvalidArgument(violations) => {
+            bad_request(describe(&violations), &violations, None)
+        }
+        RuntimeError::AgentNotFound(_) => with_reason(Code::NotFound, "AGENT_NOT_FOUND", message),
+        RuntimeError::RunNotFound(_) => with_reason(Code::NotFound, "RUN_NOT_FOUND", message),
+        RuntimeError::AnswerRejected {
+            reason: RejectReason::InvalidAnswer,
+            message,
+            violations,
+        } => bad_request(
+            message,
+            &violations,
+            Some(RejectReason::InvalidAnswer.code()),
+        ),
+        RuntimeError::AnswerRejected {
+            reason, message, ..
+        } => with_reason(Code::FailedPrecondition, reason.code(), message),
+        RuntimeError::RunFinished { .. } => {
+            with_reason(Code::FailedPrecondition, "RUN_FINISHED", message)
+        }
+        RuntimeError::ShuttingDown => with_reason(
+            Code::Unavailable,
+            "SHUTTING_DOWN",
+            format!("{message}; reattach to the run on another connection"),
+        ),
+        RuntimeError::Store(_) | RuntimeError::Model(_) => {
+            error!(%message, "internal error");
+            Status::internal(message)
+        }
+    }
+}

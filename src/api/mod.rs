@@ -1,0 +1,10 @@
+//! The gRPC surface: decodes and validates requests, calls the runtime, maps errors to statuses.
+
+mod agent_service;
+mod convert;
+mod error;
+mod tool_service;
+
+pub use agent_service::AgentApi;
+pub use error::{ApiError, ERROR_DOMAIN};
+pub use tool_service::ToolApi;

@@ -1,0 +1,316 @@
+//! Command line, environment and the agents file.
+//!
+//! Every flag can also come from an `ASKUSER_*` environment variable; agents come from a TOML file
+//! (`--config`) or, without one, the built-in demo agents.
+
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use serde::Deserialize;
+
+use crate::model::{ScriptedModel, ScriptedTurn};
+use crate::runtime::{AgentDefinition, AskUserLimits, RuntimeConfig, tool_spec};
+use crate::store::Synchronous;
+
+/// The askuser command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "askuser",
+    version,
+    about = "Runs AI agents whose tools can stop and ask a human"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the askuser gRPC API.
+    Serve(Box<ServeArgs>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+fn duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|e| e.to_string())
+}
+
+/// Settings of `askuser serve`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port; the address is printed on stdout).
+    #[arg(long, env = "ASKUSER_LISTEN", default_value = "127.0.0.1:50051")]
+    pub listen: SocketAddr,
+    /// Directory of the SQLite store.
+    #[arg(long, env = "ASKUSER_DATA_DIR", default_value = "askuser-data")]
+    pub data_dir: PathBuf,
+    /// Agents file (TOML); without it the built-in demo agents are served.
+    #[arg(long, env = "ASKUSER_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Log format on stderr.
+    #[arg(long, env = "ASKUSER_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+    /// SQLite durability: `normal` survives a process crash, `full` also a power loss.
+    #[arg(
+        long,
+        env = "ASKUSER_SQLITE_SYNCHRONOUS",
+        value_enum,
+        default_value = "normal"
+    )]
+    pub sqlite_synchronous: Synchronous,
+    /// Most options a question may offer.
+    #[arg(long, env = "ASKUSER_MAX_OPTIONS", default_value_t = 64)]
+    pub max_options: usize,
+    /// Longest option label, in bytes.
+    #[arg(long, env = "ASKUSER_MAX_LABEL_BYTES", default_value_t = 1024)]
+    pub max_label_bytes: usize,
+    /// Longest question, in bytes.
+    #[arg(long, env = "ASKUSER_MAX_QUESTION_BYTES", default_value_t = 16384)]
+    pub max_question_bytes: usize,
+    /// Longest option description, in bytes.
+    #[arg(long, env = "ASKUSER_MAX_DESCRIPTION_BYTES", default_value_t = 4096)]
+    pub max_description_bytes: usize,
+    /// Longest free-text answer, in bytes.
+    #[arg(long, env = "ASKUSER_MAX_ANSWER_BYTES", default_value_t = 65536)]
+    pub max_answer_bytes: usize,
+    /// A heartbeat frame goes out on a stream idle this long.
+    #[arg(long, env = "ASKUSER_HEARTBEAT_INTERVAL", default_value = "20s", value_parser = duration)]
+    pub heartbeat_interval: Duration,
+    /// The longest time to live a question may have.
+    #[arg(long, env = "ASKUSER_MAX_QUESTION_TTL", default_value = "30d", value_parser = duration)]
+    pub max_question_ttl: Duration,
+    /// How long finished runs are kept.
+    #[arg(long, env = "ASKUSER_RETENTION", default_value = "7d", value_parser = duration)]
+    pub retention: Duration,
+    /// How often finished runs past retention are pruned.
+    #[arg(long, env = "ASKUSER_PRUNE_INTERVAL", default_value = "1h", value_parser = duration)]
+    pub prune_interval: Duration,
+    /// How long a graceful shutdown may take.
+    #[arg(long, env = "ASKUSER_SHUTDOWN_TIMEOUT", default_value = "10s", value_parser = duration)]
+    pub shutdown_timeout: Duration,
+    /// HTTP/2 keepalive ping interval.
+    #[arg(long, env = "ASKUSER_HTTP2_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = duration)]
+    pub http2_keepalive_interval: Duration,
+    /// How long to wait for a keepalive ping's acknowledgement before closing the connection.
+    #[arg(long, env = "ASKUSER_HTTP2_KEEPALIVE_TIMEOUT", default_value = "10s", value_parser = duration)]
+    pub http2_keepalive_timeout: Duration,
+}
+
+impl ServeArgs {
+    pub fn limits(&self) -> AskUserLimits {
+        AskUserLimits {
+            max_options: self.max_options,
+            max_label_bytes: self.max_label_bytes,
+            max_question_bytes: self.max_question_bytes,
+            max_description_bytes: self.max_description_bytes,
+            max_answer_bytes: self.max_answer_bytes,
+        }
+    }
+
+    pub fn runtime_config(&self) -> RuntimeConfig {
+        RuntimeConfig {
+            limits: self.limits(),
+            max_question_ttl: self.max_question_ttl,
+            retention: self.retention,
+            prune_interval: self.prune_interval,
+        }
+    }
+}
+
+/// Errors in the agents file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{origin}: {source}")]
+    Parse {
+        origin: String,
+        source: Box<toml::de::Error>,
+    },
+    #[error("{origin}: agent \"{agent}\": {message}")]
+    Agent {
+        origin: String,
+        agent: String,
+        message: String,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentsFile {
+    #[serde(default)]
+    agent: Vec<AgentEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentEntry {
+    id: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    instructions: String,
+    #[serde(default = "default_tools")]
+    tools: Vec<String>,
+    #[serde(default = "default_max_steps")]
+    max_steps: u32,
+    /// Default time to live of the agent's questions, e.g. `10m` or `7d`.
+    #[serde(default)]
+    question_ttl: Option<String>,
+    model: ModelEntry,
+}
+
+fn default_tools() -> Vec<String> {
+    vec!["ask_user".to_owned()]
+}
+
+fn default_max_steps() -> u32 {
+    8
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "provider", rename_all = "snake_case", deny_unknown_fields)]
+enum ModelEntry {
+    Scripted {
+        #[serde(default)]
+        turns: Vec<ScriptedTurn>,
+    },
+}
+
+/// The built-in demo agents.
+pub const DEMO_AGENTS: &str = include_str!("demo_agents.toml");
+
+/// Reads the agents file, or the demo agents without one.
+pub fn load_agents(
+    path: Option<&Path>,
+    limits: &AskUserLimits,
+) -> Result<Vec<AgentDefinition>, ConfigError> {
+    match path {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            })?;
+            parse_agents(&text, &path.display().to_string(), limits)
+        }
+        None => parse_agents(DEMO_AGENTS, "built-in demo agents", limits),
+    }
+}
+
+/// Parses an agents file; `origin` names it in errors.
+pub fn parse_agents(
+    text: &str,
+    origin: &str,
+    limits: &AskUserLimits,
+) -> Result<Vec<AgentDefinition>, ConfigError> {
+    let file: AgentsFile = toml::from_str(text).map_err(|source| ConfigError::Parse {
+        origin: origin.to_owned(),
+        source: Box::new(source),
+    })?;
+    let mut seen = HashSet::new();
+    file.agent
+        .into_iter()
+        .map(|entry| {
+            let invalid = |message: String| ConfigError::Agent {
+                origin: origin.to_owned(),
+                agent: entry.id.clone(),
+                message,
+            };
+            if entry.id.is_empty() {
+                return Err(invalid("id must not be empty".into()));
+            }
+            if !seen.insert(entry.id.clone()) {
+                return Err(invalid("id is used by another agent".into()));
+            }
+            if entry.max_steps == 0 {
+                return Err(invalid("max_steps must be at least 1".into()));
+            }
+            let tool_specs = entry
+                .tools
+                .iter()
+                .map(|name| {
+                    tool_spec(name, limits).ok_or_else(|| {
+                        invalid(format!("unknown tool \"{name}\" (known: ask_user)"))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let question_ttl = entry
+                .question_ttl
+                .as_deref()
+                .map(|text| {
+                    humantime::parse_duration(text)
+                        .map_err(|e| invalid(format!("question_ttl \"{text}\": {e}")))
+                })
+                .transpose()?;
+            let model = match entry.model {
+                ModelEntry::Scripted { turns } => {
+                    for (index, turn) in turns.iter().enumerate() {
+                        let kinds = usize::from(!turn.ask.is_empty())
+                            + usize::from(turn.say.is_some())
+                            + usize::from(turn.fail.is_some());
+                        if kinds != 1 {
+                            return Err(invalid(format!(
+                                "scripted turn {} must have exactly one of ask, say, fail",
+                                index + 1
+                            )));
+                        }
+                    }
+                    Arc::new(ScriptedModel::new(turns))
+                }
+            };
+            Ok(AgentDefinition {
+                name: entry.name.unwrap_or_else(|| entry.id.clone()),
+                id: entry.id,
+                instructions: entry.instructions,
+                tools: entry.tools,
+                tool_specs,
+                max_steps: entry.max_steps,
+                question_ttl,
+                model,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demo_agents_parse() {
+        let agents =
+            parse_agents(DEMO_AGENTS, "demo", &AskUserLimits::default()).expect("demo agents");
+        let ids: Vec<&str> = agents.iter().map(|a| a.id.as_str()).collect();
+        assert_eq!(ids, ["deploy", "environment", "greeter"]);
+    }
+
+    #[test]
+    fn rejects_unknown_tools_and_mixed_turns() {
+        let limits = AskUserLimits::default();
+        let unknown =
+            "[[agent]]\nid = \"a\"\ntools = [\"shell\"]\n[agent.model]\nprovider = \"scripted\"\n";
+        let error = parse_agents(unknown, "t", &limits).err().expect("error");
+        assert!(
+            error.to_string().contains("unknown tool \"shell\""),
+            "{error}"
+        );
+        let mixed = "[[agent]]\nid = \"a\"\n[agent.model]\nprovider = \"scripted\"\n[[agent.model.turns]]\nsay = \"x\"\nfail = \"y\"\n";
+        let error = parse_agents(mixed, "t", &limits).err().expect("error");
+        assert!(
+            error.to_string().contains("exactly one of ask, say, fail"),
+            "{error}"
+        );
+    }
+}

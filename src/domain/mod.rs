@@ -1,0 +1,12 @@
+//! Plain data shared by every layer: questions, answers, runs and their events.
+//!
+//! Nothing here talks to the network, the store or a model; the layers convert to and from it.
+
+mod ask_user;
+mod run;
+
+pub use ask_user::{AnswerInput, AskUserInput, AskUserOption, SelectionMode, SuspendPayload};
+pub use run::{
+    Event, EventKind, Message, ModelToolCall, PendingCall, RunRecord, RunStatus, ToolResultKind,
+    Usage, now_millis,
+};

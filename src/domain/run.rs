@@ -1,0 +1,193 @@
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::SuspendPayload;
+
+/// Milliseconds since the Unix epoch, the time unit of every stored timestamp.
+pub fn now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// The lifecycle state of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Running,
+    Suspended,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Suspended => "suspended",
+            RunStatus::Completed => "completed",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        [
+            RunStatus::Running,
+            RunStatus::Suspended,
+            RunStatus::Completed,
+            RunStatus::Failed,
+            RunStatus::Cancelled,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == name)
+    }
+
+    /// Completed, failed and cancelled runs never change again.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled
+        )
+    }
+}
+
+/// How a tool call was settled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolResultKind {
+    Answered,
+    Declined,
+    Expired,
+    Cancelled,
+    InvalidCall,
+}
+
+/// Token counts reported by a model provider.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// What happened in a run; every kind is stored in the run's event log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    RunStarted {
+        agent_id: String,
+        prompt: String,
+        metadata: BTreeMap<String, String>,
+    },
+    TextDelta {
+        text: String,
+    },
+    ToolCall {
+        tool_call_id: String,
+        tool_name: String,
+        arguments_json: String,
+    },
+    ToolCallSuspended {
+        tool_call_id: String,
+        tool_name: String,
+        payload: SuspendPayload,
+        expire_ms: Option<i64>,
+    },
+    ToolResult {
+        tool_call_id: String,
+        content: String,
+        is_error: bool,
+        kind: ToolResultKind,
+    },
+    RunCompleted {
+        output_text: String,
+        usage: Option<Usage>,
+    },
+    RunFailed {
+        message: String,
+    },
+    RunCancelled {
+        reason: String,
+    },
+}
+
+impl EventKind {
+    /// Whether this event ends the run.
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            EventKind::RunCompleted { .. }
+                | EventKind::RunFailed { .. }
+                | EventKind::RunCancelled { .. }
+        )
+    }
+}
+
+/// A stored event: its kind with its place in the run's log.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    pub run_id: String,
+    pub sequence: u64,
+    pub time_ms: i64,
+    pub kind: EventKind,
+}
+
+/// A question waiting for an answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingCall {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub payload: SuspendPayload,
+    pub expire_ms: Option<i64>,
+}
+
+/// A run as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunRecord {
+    pub run_id: String,
+    pub agent_id: String,
+    pub status: RunStatus,
+    pub prompt: String,
+    pub metadata: BTreeMap<String, String>,
+    pub output_text: String,
+    pub error_message: String,
+    pub last_sequence: u64,
+    /// Model turns committed so far.
+    pub turns: u32,
+    /// Time to live of this run's questions, when they expire.
+    pub question_ttl_ms: Option<i64>,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+    /// Pending questions in the order they were asked.
+    pub pending: Vec<PendingCall>,
+}
+
+/// A tool call as the model made it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments_json: String,
+}
+
+/// One message of a run's transcript, as a model receives it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Message {
+    User {
+        text: String,
+    },
+    Assistant {
+        text: String,
+        tool_calls: Vec<ModelToolCall>,
+    },
+    Tool {
+        tool_call_id: String,
+        content: String,
+        is_error: bool,
+        kind: ToolResultKind,
+    },
+}

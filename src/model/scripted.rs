@@ -1,0 +1,177 @@
+//! A model that plays a fixed script from the agent's TOML, for demos and tests.
+
+use async_trait::async_trait;
+use serde::Deserialize;
+
+use super::{Model, ModelError, ModelEvent, ModelRequest, ModelStream};
+use crate::domain::{Message, ModelToolCall, ToolResultKind};
+
+/// One option of a scripted question.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedOption {
+    pub label: String,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// One scripted `ask_user` call, passed to the tool as written (so a script can also make bad calls).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedAsk {
+    #[serde(default)]
+    pub question: String,
+    #[serde(default)]
+    pub options: Option<Vec<ScriptedOption>>,
+    #[serde(default)]
+    pub selection_mode: Option<String>,
+}
+
+/// One model turn of a script.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedTurn {
+    /// `ask_user` calls made in parallel in this turn.
+    #[serde(default)]
+    pub ask: Vec<ScriptedAsk>,
+    /// Text to say; the run then completes.
+    #[serde(default)]
+    pub say: Option<String>,
+    /// The model errors with this message.
+    #[serde(default)]
+    pub fail: Option<String>,
+}
+
+/// Plays [`ScriptedTurn`]s in order; the turn played is the number of assistant turns so far.
+#[derive(Clone, Debug)]
+pub struct ScriptedModel {
+    turns: Vec<ScriptedTurn>,
+}
+
+/// How many characters of a `say` go in one text delta.
+const DELTA_CHARS: usize = 16;
+
+impl ScriptedModel {
+    pub fn new(turns: Vec<ScriptedTurn>) -> Self {
+        Self { turns }
+    }
+}
+
+/// The answers of a run in the order their questions were asked, as in their tool results after
+/// `User answered: `.
+fn answers(transcript: &[Message]) -> Vec<String> {
+    transcript
+        .iter()
+        .filter_map(|message| match message {
+            Message::Tool { content, kind, .. } if *kind != ToolResultKind::InvalidCall => Some(
+                content
+                    .strip_prefix("User answered: ")
+                    .unwrap_or(content)
+                    .to_owned(),
+            ),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Replaces `{{answer.N}}` (1-based) with the Nth answer; unknown placeholders stay as written.
+fn fill(template: &str, answers: &[String]) -> String {
+    let mut out = template.to_owned();
+    for (index, answer) in answers.iter().enumerate().rev() {
+        out = out.replace(&format!("{{{{answer.{}}}}}", index + 1), answer);
+    }
+    out
+}
+
+fn ask_arguments(ask: &ScriptedAsk, answers: &[String]) -> String {
+    let mut args = serde_json::Map::new();
+    args.insert("question".into(), fill(&ask.question, answers).into());
+    if let Some(options) = &ask.options {
+        let options = options
+            .iter()
+            .map(|o| {
+                let mut option = serde_json::Map::new();
+                option.insert("label".into(), o.label.clone().into());
+                if let Some(description) = &o.description {
+                    option.insert("description".into(), description.clone().into());
+                }
+                serde_json::Value::Object(option)
+            })
+            .collect::<Vec<_>>();
+        args.insert("options".into(), options.into());
+    }
+    if let Some(mode) = &ask.selection_mode {
+        args.insert("selectionMode".into(), mode.clone().into());
+    }
+    serde_json::Value::Object(args).to_string()
+}
+
+#[async_trait]
+impl Model for ScriptedModel {
+    fn provider(&self) -> &str {
+        "scripted"
+    }
+
+    async fn stream_turn(&self, request: ModelRequest<'_>) -> Result<ModelStream, ModelError> {
+        let index = request
+            .transcript
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant { .. }))
+            .count();
+        let turn = self
+            .turns
+            .get(index)
+            .ok_or(ModelError::Exhausted(index + 1))?;
+        let answers = answers(request.transcript);
+        if let Some(message) = &turn.fail {
+            return Err(ModelError::Failed(fill(message, &answers)));
+        }
+        let mut events = Vec::new();
+        if let Some(text) = &turn.say {
+            let text: Vec<char> = fill(text, &answers).chars().collect();
+            events.extend(
+                text.chunks(DELTA_CHARS)
+                    .map(|piece| Ok(ModelEvent::TextDelta(piece.iter().collect()))),
+            );
+        }
+        for ask in &turn.ask {
+            events.push(Ok(ModelEvent::ToolCall(ModelToolCall {
+                id: format!("call_{}", uuid::Uuid::now_v7().simple()),
+                name: "ask_user".into(),
+                arguments_json: ask_arguments(ask, &answers),
+            })));
+        }
+        events.push(Ok(ModelEvent::Finished(None)));
+        Ok(Box::pin(futures::stream::iter(events)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fills_answers_in_order_asked() {
+        let answers = vec!["staging".to_owned(), "lint, unit".to_owned()];
+        assert_eq!(
+            fill("to {{answer.1}} with {{answer.2}} {{answer.3}}", &answers),
+            "to staging with lint, unit {{answer.3}}"
+        );
+    }
+
+    #[test]
+    fn answers_strip_the_answered_prefix_only() {
+        let tool = |content: &str, kind| Message::Tool {
+            tool_call_id: "c".into(),
+            content: content.into(),
+            is_error: false,
+            kind,
+        };
+        let transcript = vec![
+            tool("User answered: a", ToolResultKind::Answered),
+            tool("Failed to ask user: x", ToolResultKind::InvalidCall),
+            tool("User declined to answer", ToolResultKind::Declined),
+        ];
+        assert_eq!(answers(&transcript), vec!["a", "User declined to answer"]);
+    }
+}

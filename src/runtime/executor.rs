@@ -1,0 +1,312 @@
+//! Executes runs step by step: load the committed state, call the model, commit the turn.
+//!
+//! A step is re-runnable: it starts from the store, and its commit is conditional on the run still
+//! being at the same turn, so a step cut short by a crash simply runs again.
+
+use std::collections::HashMap;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use tracing::{debug, warn};
+
+use super::Inner;
+use super::agents::AgentDefinition;
+use super::ask_user::{self, TOOL_NAME};
+use super::hub::Batch;
+use crate::domain::{EventKind, ModelToolCall, RunStatus, Usage, now_millis};
+use crate::model::{ModelError, ModelEvent, ModelRequest};
+use crate::store::{NewCallState, NewToolCall, RunEnd, StoreError, TurnCommit, TurnOutcome};
+
+/// The runs this process is executing, each with a flag set when it was asked to look again.
+#[derive(Default)]
+pub(crate) struct Executing(Mutex<HashMap<String, bool>>);
+
+impl Executing {
+    /// Returns true when the caller must start an executor; otherwise the running one is told to
+    /// look at the run again before it stops.
+    fn claim(&self, run_id: &str) -> bool {
+        let Ok(mut runs) = self.0.lock() else {
+            return false;
+        };
+        match runs.get_mut(run_id) {
+            Some(again) => {
+                *again = true;
+                false
+            }
+            None => {
+                runs.insert(run_id.to_owned(), false);
+                true
+            }
+        }
+    }
+
+    /// Returns true when the executor may stop; false when it was asked to look again.
+    fn finish(&self, run_id: &str) -> bool {
+        let Ok(mut runs) = self.0.lock() else {
+            return true;
+        };
+        match runs.get_mut(run_id) {
+            Some(again) if *again => {
+                *again = false;
+                false
+            }
+            _ => {
+                runs.remove(run_id);
+                true
+            }
+        }
+    }
+}
+
+/// Makes sure an executor works on the run (starting one unless one is running).
+pub(crate) fn kick(inner: &Arc<Inner>, run_id: &str) {
+    if inner.shutdown.is_cancelled() || !inner.executing.claim(run_id) {
+        return;
+    }
+    let task_inner = Arc::clone(inner);
+    let run_id = run_id.to_owned();
+    inner
+        .tasks
+        .spawn(async move { drive(task_inner, run_id).await });
+}
+
+enum StepOutcome {
+    /// The run is still running: take the next step.
+    Continue,
+    /// The run waits, ended, or is not ours to run.
+    Idle,
+}
+
+/// Store failures are retried this many times before the run is left for the next start.
+const STORE_RETRIES: u32 = 5;
+
+async fn drive(inner: Arc<Inner>, run_id: String) {
+    let mut failures = 0;
+    loop {
+        if inner.shutdown.is_cancelled() {
+            // The run stays running in the store; the next start picks it up.
+            inner.executing.finish(&run_id);
+            return;
+        }
+        match step(&inner, &run_id).await {
+            Ok(StepOutcome::Continue) => {
+                failures = 0;
+                continue;
+            }
+            Ok(StepOutcome::Idle) => {}
+            Err(error) => {
+                failures += 1;
+                warn!(run_id, %error, failures, "run step failed");
+                if failures < STORE_RETRIES {
+                    tokio::time::sleep(Duration::from_millis(100 << failures)).await;
+                    continue;
+                }
+            }
+        }
+        if inner.executing.finish(&run_id) {
+            return;
+        }
+    }
+}
+
+async fn step(inner: &Arc<Inner>, run_id: &str) -> Result<StepOutcome, StoreError> {
+    let Some(state) = inner.store.load_step(run_id).await? else {
+        return Ok(StepOutcome::Idle);
+    };
+    if state.run.status != RunStatus::Running {
+        return Ok(StepOutcome::Idle);
+    }
+    let expected_turns = state.run.turns;
+    let commit = match inner.agents.get(&state.run.agent_id) {
+        None => failure(format!(
+            "agent \"{}\" is not configured on this server",
+            state.run.agent_id
+        )),
+        Some(agent) if expected_turns >= agent.max_steps => failure(format!(
+            "the run reached max_steps ({}) without finishing",
+            agent.max_steps
+        )),
+        Some(agent) => {
+            let request = ModelRequest {
+                instructions: &agent.instructions,
+                transcript: &state.transcript,
+                tools: &agent.tool_specs,
+            };
+            match model_turn(agent, request).await {
+                Ok(turn) => turn_commit(inner, agent, state.run.question_ttl_ms, turn),
+                Err(error) => failure(format!(
+                    "model provider {} failed: {error}",
+                    agent.model.provider()
+                )),
+            }
+        }
+    };
+    let expires = commit.tool_calls.iter().any(|c| {
+        matches!(
+            c.state,
+            NewCallState::Pending {
+                expire_ms: Some(_),
+                ..
+            }
+        )
+    });
+    match inner
+        .store
+        .commit_turn(run_id, expected_turns, commit)
+        .await?
+    {
+        TurnOutcome::Committed(committed) => {
+            if expires {
+                inner.expiry_wake.notify_one();
+            }
+            let status = committed.status;
+            inner.hub.publish(
+                run_id,
+                Batch {
+                    events: committed.events,
+                    status,
+                },
+            );
+            debug!(run_id, status = status.as_str(), "turn committed");
+            Ok(if status == RunStatus::Running {
+                StepOutcome::Continue
+            } else {
+                StepOutcome::Idle
+            })
+        }
+        TurnOutcome::Stale => Ok(StepOutcome::Idle),
+    }
+}
+
+/// A model turn, collected.
+struct ModelTurn {
+    deltas: Vec<String>,
+    tool_calls: Vec<ModelToolCall>,
+    usage: Option<Usage>,
+}
+
+async fn model_turn(
+    agent: &AgentDefinition,
+    request: ModelRequest<'_>,
+) -> Result<ModelTurn, ModelError> {
+    let mut stream = agent.model.stream_turn(request).await?;
+    let mut turn = ModelTurn {
+        deltas: Vec::new(),
+        tool_calls: Vec::new(),
+        usage: None,
+    };
+    while let Some(event) = stream.next().await {
+        match event? {
+            ModelEvent::TextDelta(text) => turn.deltas.push(text),
+            ModelEvent::ToolCall(call) => turn.tool_calls.push(call),
+            ModelEvent::Finished(usage) => turn.usage = usage,
+        }
+    }
+    Ok(turn)
+}
+
+fn failure(message: String) -> TurnCommit {
+    TurnCommit {
+        events: vec![EventKind::RunFailed {
+            message: message.clone(),
+        }],
+        end: Some(RunEnd::Failed { message }),
+        ..TurnCommit::default()
+    }
+}
+
+fn turn_commit(
+    inner: &Inner,
+    agent: &AgentDefinition,
+    question_ttl_ms: Option<i64>,
+    turn: ModelTurn,
+) -> TurnCommit {
+    let text: String = turn.deltas.concat();
+    let mut events: Vec<EventKind> = turn
+        .deltas
+        .into_iter()
+        .filter(|delta| !delta.is_empty())
+        .map(|text| EventKind::TextDelta { text })
+        .collect();
+    let mut seen_ids = HashSet::new();
+    let mut tool_calls = Vec::with_capacity(turn.tool_calls.len());
+    for mut call in turn.tool_calls {
+        // Ids must be unique within the run; a provider that repeats or omits one gets a fresh one.
+        if call.id.is_empty() || !seen_ids.insert(call.id.clone()) {
+            call.id = super::new_tool_call_id();
+            seen_ids.insert(call.id.clone());
+        }
+        events.push(EventKind::ToolCall {
+            tool_call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            arguments_json: call.arguments_json.clone(),
+        });
+        let state = if call.name != TOOL_NAME || !agent.tools.iter().any(|t| t == TOOL_NAME) {
+            settled_invalid(format!(
+                "Unknown tool \"{}\": this agent's tools are: {}",
+                call.name,
+                agent.tools.join(", ")
+            ))
+        } else {
+            match ask_user::parse_arguments(&call.arguments_json)
+                .and_then(|input| ask_user::validate(&input, &inner.config.limits))
+            {
+                Ok(payload) => {
+                    let expire_ms = question_ttl_ms.map(|ttl| now_millis().saturating_add(ttl));
+                    events.push(EventKind::ToolCallSuspended {
+                        tool_call_id: call.id.clone(),
+                        tool_name: call.name.clone(),
+                        payload: payload.clone(),
+                        expire_ms,
+                    });
+                    NewCallState::Pending { payload, expire_ms }
+                }
+                Err(violations) => settled_invalid(ask_user::invalid_call_result(&violations)),
+            }
+        };
+        if let NewCallState::Settled {
+            content,
+            is_error,
+            kind,
+        } = &state
+        {
+            events.push(EventKind::ToolResult {
+                tool_call_id: call.id.clone(),
+                content: content.clone(),
+                is_error: *is_error,
+                kind: *kind,
+            });
+        }
+        tool_calls.push(NewToolCall {
+            tool_call_id: call.id,
+            tool_name: call.name,
+            arguments_json: call.arguments_json,
+            state,
+        });
+    }
+    let end = tool_calls.is_empty().then(|| {
+        events.push(EventKind::RunCompleted {
+            output_text: text.clone(),
+            usage: turn.usage,
+        });
+        RunEnd::Completed {
+            output_text: text.clone(),
+        }
+    });
+    TurnCommit {
+        assistant_text: Some(text),
+        tool_calls,
+        events,
+        end,
+    }
+}
+
+fn settled_invalid(content: String) -> NewCallState {
+    NewCallState::Settled {
+        content,
+        is_error: true,
+        kind: crate::domain::ToolResultKind::InvalidCall,
+    }
+}

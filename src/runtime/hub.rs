@@ -1,0 +1,88 @@
+//! Live fan-out of committed events to the streams following a run.
+//!
+//! Only committed events are published, so a subscriber can always fill a gap from the store: the
+//! hub is an accelerator, never the source of truth.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::broadcast;
+
+use crate::domain::{Event, RunStatus};
+
+/// Events committed together, with the run's status after the commit.
+#[derive(Debug)]
+pub struct Batch {
+    pub events: Vec<Event>,
+    pub status: RunStatus,
+}
+
+/// How many batches a slow subscriber may fall behind before it catches up from the store.
+const CHANNEL_CAPACITY: usize = 64;
+
+/// Per-run broadcast channels, created on first subscription and dropped with the last one.
+#[derive(Default)]
+pub struct Hub {
+    channels: Mutex<HashMap<String, broadcast::Sender<Arc<Batch>>>>,
+}
+
+impl Hub {
+    pub fn publish(&self, run_id: &str, batch: Batch) {
+        let Ok(channels) = self.channels.lock() else {
+            return;
+        };
+        if let Some(sender) = channels.get(run_id) {
+            // An error only means nobody listens right now.
+            let _ = sender.send(Arc::new(batch));
+        }
+    }
+
+    pub fn subscribe(self: &Arc<Self>, run_id: &str) -> Subscription {
+        let receiver = match self.channels.lock() {
+            Ok(mut channels) => channels
+                .entry(run_id.to_owned())
+                .or_insert_with(|| broadcast::channel(CHANNEL_CAPACITY).0)
+                .subscribe(),
+            // A poisoned map cannot deliver live events; the subscriber then reads the store only.
+            Err(_) => broadcast::channel(1).1,
+        };
+        Subscription {
+            hub: Arc::clone(self),
+            run_id: run_id.to_owned(),
+            receiver: Some(receiver),
+        }
+    }
+
+    fn release(&self, run_id: &str) {
+        if let Ok(mut channels) = self.channels.lock()
+            && channels
+                .get(run_id)
+                .is_some_and(|sender| sender.receiver_count() == 0)
+        {
+            channels.remove(run_id);
+        }
+    }
+}
+
+/// A live subscription to one run's batches.
+pub struct Subscription {
+    hub: Arc<Hub>,
+    run_id: String,
+    receiver: Option<broadcast::Receiver<Arc<Batch>>>,
+}
+
+impl Subscription {
+    pub async fn recv(&mut self) -> Result<Arc<Batch>, broadcast::error::RecvError> {
+        match self.receiver.as_mut() {
+            Some(receiver) => receiver.recv().await,
+            None => Err(broadcast::error::RecvError::Closed),
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.receiver.take();
+        self.hub.release(&self.run_id);
+    }
+}

@@ -1,0 +1,649 @@
+//! The agent runtime: runs agents turn by turn, suspends them on `ask_user`, applies answers
+//! exactly once, and streams every committed event to whoever follows a run.
+//!
+//! A suspended run holds no task and no transcript in memory: everything lives in the store, and
+//! a step starts from there. The runtime knows nothing of gRPC.
+
+mod agents;
+pub mod ask_user;
+mod error;
+mod executor;
+mod hub;
+
+use std::collections::{BTreeMap, HashMap};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::Stream;
+use tokio::sync::Notify;
+use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{info, warn};
+
+use crate::domain::{
+    AnswerInput, AskUserInput, Event, RunRecord, RunStatus, ToolResultKind, now_millis,
+};
+use crate::model::ToolSpec;
+use crate::store::{
+    CallStatus, CancelOutcome, NewRun, RunQuery, RunStore, SettleOutcome, Settlement, StoreError,
+    ToolCallRecord,
+};
+
+pub use agents::AgentDefinition;
+pub use ask_user::{AskUserLimits, Violation};
+pub use error::{RejectReason, RuntimeError};
+pub use hub::Batch;
+
+use ask_user::{CANCELLED_RESULT, EXPIRED_RESULT, check_answer};
+use executor::{Executing, kick};
+use hub::Hub;
+
+/// Settings of the runtime.
+#[derive(Clone, Debug)]
+pub struct RuntimeConfig {
+    pub limits: AskUserLimits,
+    /// The longest a question may wait; longer TTLs are capped to it.
+    pub max_question_ttl: Duration,
+    /// How long finished runs are kept.
+    pub retention: Duration,
+    /// How often finished runs past retention are pruned.
+    pub prune_interval: Duration,
+}
+
+/// A request to start a run.
+#[derive(Clone, Debug, Default)]
+pub struct StartRunRequest {
+    pub agent_id: String,
+    pub prompt: String,
+    pub metadata: BTreeMap<String, String>,
+    pub question_ttl: Option<Duration>,
+}
+
+/// An answer to a pending question.
+#[derive(Clone, Debug)]
+pub struct AnswerRequest {
+    pub run_id: String,
+    pub tool_call_id: String,
+    pub answer: AnswerInput,
+    pub answer_id: String,
+}
+
+/// An accepted answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AnswerAck {
+    pub tool_call_id: String,
+    pub answer_id: String,
+    /// A retry of an answer accepted before; nothing was applied again.
+    pub duplicate: bool,
+    /// Sequence of the `tool_result` event of the answer.
+    pub result_sequence: u64,
+}
+
+/// How long [`Runtime::follow`] follows a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FollowUntil {
+    /// Until the run ends.
+    End,
+    /// Until the run stops working (waits for answers, or ends).
+    Idle,
+}
+
+/// A page of runs.
+#[derive(Clone, Debug)]
+pub struct RunPage {
+    pub runs: Vec<RunRecord>,
+    pub next_page_token: String,
+}
+
+/// The stream of a followed run's events.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<Event, RuntimeError>> + Send>>;
+
+pub(crate) struct Inner {
+    store: Arc<dyn RunStore>,
+    agents: HashMap<String, AgentDefinition>,
+    config: RuntimeConfig,
+    hub: Arc<Hub>,
+    executing: Executing,
+    shutdown: CancellationToken,
+    tasks: TaskTracker,
+    expiry_wake: Notify,
+}
+
+/// Handle to the runtime; cheap to clone.
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<Inner>,
+}
+
+/// Events read from the store per round trip while replaying.
+const REPLAY_PAGE: usize = 512;
+const DEFAULT_PAGE_SIZE: usize = 50;
+const MAX_PAGE_SIZE: usize = 1000;
+
+pub(crate) fn new_tool_call_id() -> String {
+    format!("call_{}", uuid::Uuid::now_v7().simple())
+}
+
+/// The tools a model may be told about, by name.
+pub fn tool_spec(name: &str, limits: &AskUserLimits) -> Option<ToolSpec> {
+    (name == ask_user::TOOL_NAME).then(|| ToolSpec {
+        name: ask_user::TOOL_NAME.to_owned(),
+        description: ask_user::TOOL_DESCRIPTION.to_owned(),
+        parameters: ask_user::arguments_schema(limits),
+    })
+}
+
+impl Runtime {
+    pub fn new(
+        store: Arc<dyn RunStore>,
+        agents: Vec<AgentDefinition>,
+        config: RuntimeConfig,
+    ) -> Self {
+        let agents = agents.into_iter().map(|a| (a.id.clone(), a)).collect();
+        Self {
+            inner: Arc::new(Inner {
+                store,
+                agents,
+                config,
+                hub: Arc::new(Hub::default()),
+                executing: Executing::default(),
+                shutdown: CancellationToken::new(),
+                tasks: TaskTracker::new(),
+                expiry_wake: Notify::new(),
+            }),
+        }
+    }
+
+    /// Resumes the runs that were working when the server stopped and starts the background
+    /// loops (question expiry, retention).
+    pub async fn start(&self) -> Result<(), RuntimeError> {
+        let running = self
+            .inner
+            .store
+            .run_ids_with_status(RunStatus::Running)
+            .await?;
+        if !running.is_empty() {
+            info!(
+                runs = running.len(),
+                "resuming runs that were working at the last stop"
+            );
+        }
+        for run_id in running {
+            kick(&self.inner, &run_id);
+        }
+        let inner = Arc::clone(&self.inner);
+        self.inner.tasks.spawn(expiry_loop(inner));
+        let inner = Arc::clone(&self.inner);
+        self.inner.tasks.spawn(retention_loop(inner));
+        Ok(())
+    }
+
+    /// Stops starting work and ends every follower (their streams end with "shutting down").
+    pub fn begin_shutdown(&self) {
+        self.inner.shutdown.cancel();
+    }
+
+    /// Stops starting work, ends followers, waits up to `timeout` for steps in flight, then
+    /// flushes the store. A step still running then is redone at the next start.
+    pub async fn shutdown(&self, timeout: Duration) {
+        self.begin_shutdown();
+        self.inner.tasks.close();
+        if tokio::time::timeout(timeout, self.inner.tasks.wait())
+            .await
+            .is_err()
+        {
+            warn!("steps still running at shutdown; they run again at the next start");
+        }
+        if let Err(error) = self.inner.store.close().await {
+            warn!(%error, "store flush at shutdown failed");
+        }
+    }
+
+    /// The agents, ordered by id.
+    pub fn agents(&self) -> Vec<&AgentDefinition> {
+        let mut agents: Vec<&AgentDefinition> = self.inner.agents.values().collect();
+        agents.sort_by(|a, b| a.id.cmp(&b.id));
+        agents
+    }
+
+    /// Runs `ask_user` outside a run: validates and returns the fallback text.
+    pub fn ask_user_fallback(&self, input: &AskUserInput) -> Result<String, RuntimeError> {
+        ask_user::validate(input, &self.inner.config.limits)
+            .map(|payload| ask_user::fallback_text(&payload))
+            .map_err(RuntimeError::InvalidArgument)
+    }
+
+    /// Creates a run and starts working on it; returns its id.
+    pub async fn start_run(&self, request: StartRunRequest) -> Result<String, RuntimeError> {
+        if self.inner.shutdown.is_cancelled() {
+            return Err(RuntimeError::ShuttingDown);
+        }
+        if request.agent_id.is_empty() {
+            return Err(RuntimeError::InvalidArgument(vec![Violation {
+                field: "agent_id".into(),
+                description: "agent_id must not be empty".into(),
+            }]));
+        }
+        let agent = self
+            .inner
+            .agents
+            .get(&request.agent_id)
+            .ok_or_else(|| RuntimeError::AgentNotFound(request.agent_id.clone()))?;
+        let ttl = request
+            .question_ttl
+            .or(agent.question_ttl)
+            .map(|ttl| ttl.min(self.inner.config.max_question_ttl));
+        let run_id = uuid::Uuid::now_v7().to_string();
+        let committed = self
+            .inner
+            .store
+            .create_run(NewRun {
+                run_id: run_id.clone(),
+                agent_id: request.agent_id,
+                prompt: request.prompt,
+                metadata: request.metadata,
+                question_ttl_ms: ttl.map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX)),
+            })
+            .await?;
+        self.inner.hub.publish(
+            &run_id,
+            Batch {
+                events: committed.events,
+                status: committed.status,
+            },
+        );
+        kick(&self.inner, &run_id);
+        Ok(run_id)
+    }
+
+    pub async fn get_run(&self, run_id: &str) -> Result<RunRecord, RuntimeError> {
+        self.inner
+            .store
+            .get_run(run_id)
+            .await?
+            .ok_or_else(|| RuntimeError::RunNotFound(run_id.to_owned()))
+    }
+
+    /// Lists runs newest first; the page token is the last run id of the previous page.
+    pub async fn list_runs(
+        &self,
+        status: Option<RunStatus>,
+        agent_id: Option<String>,
+        page_size: i32,
+        page_token: &str,
+    ) -> Result<RunPage, RuntimeError> {
+        let limit = match usize::try_from(page_size) {
+            Ok(0) => DEFAULT_PAGE_SIZE,
+            Ok(size) if size <= MAX_PAGE_SIZE => size,
+            _ => {
+                return Err(RuntimeError::InvalidArgument(vec![Violation {
+                    field: "page_size".into(),
+                    description: format!("page_size must be between 0 and {MAX_PAGE_SIZE}"),
+                }]));
+            }
+        };
+        let mut runs = self
+            .inner
+            .store
+            .list_runs(RunQuery {
+                status,
+                agent_id,
+                before_run_id: (!page_token.is_empty()).then(|| page_token.to_owned()),
+                limit: limit + 1,
+            })
+            .await?;
+        let next_page_token = if runs.len() > limit {
+            runs.truncate(limit);
+            runs.last().map(|r| r.run_id.clone()).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        Ok(RunPage {
+            runs,
+            next_page_token,
+        })
+    }
+
+    /// Applies an answer exactly once: validates it against its question, then settles the pending
+    /// call with a compare-and-set in the store. A retry of an accepted answer (same `answer_id`,
+    /// or the same content) is acknowledged as a duplicate.
+    pub async fn answer(&self, request: AnswerRequest) -> Result<AnswerAck, RuntimeError> {
+        if request.tool_call_id.is_empty() {
+            return Err(RuntimeError::AnswerRejected {
+                reason: RejectReason::InvalidAnswer,
+                message: "tool_call_id must not be empty".into(),
+                violations: vec![Violation {
+                    field: "answer.tool_call_id".into(),
+                    description: "tool_call_id must not be empty".into(),
+                }],
+            });
+        }
+        let store = &self.inner.store;
+        let Some(call) = store
+            .get_tool_call(&request.run_id, &request.tool_call_id)
+            .await?
+        else {
+            return Err(self.unknown_call(&request).await);
+        };
+        if call.status != CallStatus::Pending {
+            return not_pending(&call, &request);
+        }
+        let Some(payload) = &call.payload else {
+            return Err(StoreError::Corrupt(format!(
+                "pending call {} has no payload",
+                call.tool_call_id
+            ))
+            .into());
+        };
+        check_answer(payload, &request.answer, &self.inner.config.limits).map_err(
+            |violations| RuntimeError::AnswerRejected {
+                reason: RejectReason::InvalidAnswer,
+                message: format!(
+                    "the answer does not fit the question: {}",
+                    violations
+                        .iter()
+                        .map(|v| v.description.as_str())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+                violations,
+            },
+        )?;
+        let (status, kind) = match &request.answer {
+            AnswerInput::Decline(_) => (CallStatus::Declined, ToolResultKind::Declined),
+            _ => (CallStatus::Answered, ToolResultKind::Answered),
+        };
+        let settlement = Settlement {
+            status,
+            answer: Some(request.answer.clone()),
+            answer_id: request.answer_id.clone(),
+            content: ask_user::answer_result(&request.answer),
+            kind,
+        };
+        match store
+            .settle_tool_call(&request.run_id, &request.tool_call_id, settlement)
+            .await?
+        {
+            SettleOutcome::Settled(committed) => {
+                let result_sequence = committed.events.first().map_or(0, |e| e.sequence);
+                self.publish_settled(&request.run_id, committed);
+                Ok(AnswerAck {
+                    tool_call_id: request.tool_call_id,
+                    answer_id: request.answer_id,
+                    duplicate: false,
+                    result_sequence,
+                })
+            }
+            SettleOutcome::NotPending(call) => not_pending(&call, &request),
+            SettleOutcome::NotFound => Err(self.unknown_call(&request).await),
+        }
+    }
+
+    async fn unknown_call(&self, request: &AnswerRequest) -> RuntimeError {
+        match self.inner.store.get_run(&request.run_id).await {
+            Ok(Some(_)) => RuntimeError::rejected(
+                RejectReason::ToolCallNotPending,
+                format!(
+                    "run \"{}\" has no tool call \"{}\"",
+                    request.run_id, request.tool_call_id
+                ),
+            ),
+            Ok(None) => RuntimeError::RunNotFound(request.run_id.clone()),
+            Err(error) => error.into(),
+        }
+    }
+
+    fn publish_settled(&self, run_id: &str, committed: crate::store::Committed) {
+        let status = committed.status;
+        self.inner.hub.publish(
+            run_id,
+            Batch {
+                events: committed.events,
+                status,
+            },
+        );
+        if status == RunStatus::Running {
+            kick(&self.inner, run_id);
+        }
+    }
+
+    /// Cancels a working or suspended run; idempotent for a cancelled one.
+    pub async fn cancel_run(&self, run_id: &str, reason: &str) -> Result<RunRecord, RuntimeError> {
+        match self
+            .inner
+            .store
+            .cancel_run(run_id, reason, CANCELLED_RESULT)
+            .await?
+        {
+            CancelOutcome::Cancelled(committed) => {
+                self.inner.hub.publish(
+                    run_id,
+                    Batch {
+                        events: committed.events,
+                        status: committed.status,
+                    },
+                );
+            }
+            CancelOutcome::AlreadyCancelled => {}
+            CancelOutcome::Finished(status) => {
+                return Err(RuntimeError::RunFinished {
+                    run_id: run_id.to_owned(),
+                    status: status.as_str(),
+                });
+            }
+            CancelOutcome::NotFound => return Err(RuntimeError::RunNotFound(run_id.to_owned())),
+        }
+        self.get_run(run_id).await
+    }
+
+    /// Replays the run's stored events after `after_sequence`, then follows it live, in order and
+    /// without gaps or doubles, until it ends (or, with [`FollowUntil::Idle`], stops working).
+    pub fn follow(&self, run_id: &str, after_sequence: u64, until: FollowUntil) -> EventStream {
+        let inner = Arc::clone(&self.inner);
+        let run_id = run_id.to_owned();
+        Box::pin(async_stream::try_stream! {
+            // Subscribe before reading the store, so nothing committed in between is missed.
+            let mut live = inner.hub.subscribe(&run_id);
+            let mut delivered = after_sequence;
+            let mut known_last;
+            let mut status;
+            loop {
+                let page = inner
+                    .store
+                    .read_events(&run_id, delivered, REPLAY_PAGE)
+                    .await?
+                    .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
+                let full = page.events.len() == REPLAY_PAGE;
+                for event in page.events {
+                    delivered = event.sequence;
+                    yield event;
+                }
+                known_last = page.last_sequence;
+                status = page.status;
+                if !full {
+                    break;
+                }
+            }
+            while !finished(until, status, delivered, known_last) {
+                let batch = tokio::select! {
+                    batch = live.recv() => batch,
+                    () = inner.shutdown.cancelled() => Err(RecvError::Closed),
+                };
+                let batch = match batch {
+                    Ok(batch) => batch,
+                    Err(RecvError::Lagged(_)) => {
+                        // Fell behind the live channel: catch up from the store.
+                        let page = inner
+                            .store
+                            .read_events(&run_id, delivered, usize::MAX >> 1)
+                            .await?
+                            .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
+                        for event in page.events {
+                            delivered = event.sequence;
+                            yield event;
+                        }
+                        known_last = page.last_sequence;
+                        status = page.status;
+                        continue;
+                    }
+                    Err(RecvError::Closed) => Err(RuntimeError::ShuttingDown)?,
+                };
+                let Some(first) = batch.events.first().map(|e| e.sequence) else {
+                    continue;
+                };
+                if first > delivered + 1 {
+                    // A batch committed earlier was published later: fill the gap from the store.
+                    let page = inner
+                        .store
+                        .read_events(&run_id, delivered, usize::try_from(first - delivered - 1).unwrap_or(usize::MAX))
+                        .await?
+                        .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
+                    for event in page.events {
+                        delivered = event.sequence;
+                        yield event;
+                    }
+                }
+                for event in &batch.events {
+                    if event.sequence == delivered + 1 {
+                        delivered = event.sequence;
+                        yield event.clone();
+                    }
+                }
+                if let Some(last) = batch.events.last()
+                    && last.sequence >= known_last
+                {
+                    known_last = last.sequence;
+                    status = batch.status;
+                }
+            }
+        })
+    }
+}
+
+/// Whether a follower has seen all it waits for.
+fn finished(until: FollowUntil, status: RunStatus, delivered: u64, known_last: u64) -> bool {
+    if delivered < known_last {
+        return false;
+    }
+    match until {
+        FollowUntil::End => status.is_terminal(),
+        FollowUntil::Idle => status != RunStatus::Running,
+    }
+}
+
+/// The answer to a call that is no longer pending: a retry of the accepted answer is
+/// acknowledged, anything else rejected with the call's state.
+fn not_pending(call: &ToolCallRecord, request: &AnswerRequest) -> Result<AnswerAck, RuntimeError> {
+    let same_key = !request.answer_id.is_empty() && request.answer_id == call.answer_id;
+    let same_content = call.answer.as_ref() == Some(&request.answer);
+    let id = &call.tool_call_id;
+    match call.status {
+        CallStatus::Answered | CallStatus::Declined if same_key || same_content => Ok(AnswerAck {
+            tool_call_id: call.tool_call_id.clone(),
+            answer_id: call.answer_id.clone(),
+            duplicate: true,
+            result_sequence: call.result_sequence,
+        }),
+        CallStatus::Answered | CallStatus::Declined => Err(RuntimeError::rejected(
+            RejectReason::AlreadyAnswered,
+            format!("tool call \"{id}\" was already answered"),
+        )),
+        CallStatus::Expired => Err(RuntimeError::rejected(
+            RejectReason::QuestionExpired,
+            format!("the question of tool call \"{id}\" expired"),
+        )),
+        CallStatus::Cancelled => Err(RuntimeError::rejected(
+            RejectReason::RunNotSuspended,
+            format!("the run of tool call \"{id}\" was cancelled"),
+        )),
+        CallStatus::Invalid | CallStatus::Pending => Err(RuntimeError::rejected(
+            RejectReason::ToolCallNotPending,
+            format!("tool call \"{id}\" is not waiting for an answer"),
+        )),
+    }
+}
+
+/// Settles questions as they expire, including those that expired while the server was down.
+async fn expiry_loop(inner: Arc<Inner>) {
+    const IDLE_CHECK: i64 = 60_000;
+    loop {
+        let wait_ms = match inner.store.next_expiry().await {
+            Ok(Some(at)) => (at - now_millis()).clamp(0, IDLE_CHECK),
+            Ok(None) => IDLE_CHECK,
+            Err(error) => {
+                warn!(%error, "reading the next question expiry failed");
+                IDLE_CHECK / 10
+            }
+        };
+        if wait_ms > 0 {
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(wait_ms.unsigned_abs())) => {}
+                () = inner.expiry_wake.notified() => continue,
+                () = inner.shutdown.cancelled() => return,
+            }
+        }
+        if inner.shutdown.is_cancelled() {
+            return;
+        }
+        let due = match inner.store.due_expiries(now_millis(), 256).await {
+            Ok(due) => due,
+            Err(error) => {
+                warn!(%error, "reading expired questions failed");
+                continue;
+            }
+        };
+        for (run_id, tool_call_id) in due {
+            let settlement = Settlement {
+                status: CallStatus::Expired,
+                answer: None,
+                answer_id: String::new(),
+                content: EXPIRED_RESULT.to_owned(),
+                kind: ToolResultKind::Expired,
+            };
+            match inner
+                .store
+                .settle_tool_call(&run_id, &tool_call_id, settlement)
+                .await
+            {
+                Ok(SettleOutcome::Settled(committed)) => {
+                    let status = committed.status;
+                    inner.hub.publish(
+                        &run_id,
+                        Batch {
+                            events: committed.events,
+                            status,
+                        },
+                    );
+                    if status == RunStatus::Running {
+                        kick(&inner, &run_id);
+                    }
+                }
+                // Answered or cancelled in the meantime.
+                Ok(_) => {}
+                Err(error) => warn!(%error, run_id, tool_call_id, "expiring a question failed"),
+            }
+        }
+    }
+}
+
+/// Deletes finished runs once they are older than the retention.
+async fn retention_loop(inner: Arc<Inner>) {
+    let retention_ms = i64::try_from(inner.config.retention.as_millis()).unwrap_or(i64::MAX);
+    loop {
+        match inner
+            .store
+            .prune_finished(now_millis().saturating_sub(retention_ms))
+            .await
+        {
+            Ok(0) => {}
+            Ok(pruned) => info!(pruned, "pruned finished runs past retention"),
+            Err(error) => warn!(%error, "pruning finished runs failed"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(inner.config.prune_interval) => {}
+            () = inner.shutdown.cancelled() => return,
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! Wires the layers together and serves them: store → runtime → gRPC services, health and
+//! reflection, graceful shutdown.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::transport::Server;
+use tonic_health::ServingStatus;
+use tracing::{info, warn};
+
+use crate::api::{AgentApi, ToolApi};
+use crate::config::{ServeArgs, load_agents};
+use crate::proto::v1::agent_service_server::AgentServiceServer;
+use crate::proto::v1::tool_service_server::ToolServiceServer;
+use crate::runtime::Runtime;
+use crate::store::SqliteStore;
+
+/// Errors that stop the server from starting or serving.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error("store: {0}")]
+    Store(#[from] crate::store::StoreError),
+    #[error("runtime: {0}")]
+    Runtime(#[from] crate::runtime::RuntimeError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("reflection: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    #[error("transport: {0}")]
+    Transport(#[from] tonic::transport::Error),
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The fully qualified names of the services, as health checks name them.
+const SERVICE_NAMES: [&str; 2] = ["askuser.v1.AgentService", "askuser.v1.ToolService"];
+
+/// Runs the server until SIGINT or SIGTERM, then shuts down gracefully.
+pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
+    let limits = args.limits();
+    let agents = load_agents(args.config.as_deref(), &limits)?;
+    let store = Arc::new(SqliteStore::open(
+        &args.data_dir.join("askuser.sqlite3"),
+        args.sqlite_synchronous,
+    )?);
+    let runtime = Runtime::new(store, agents, args.runtime_config());
+    runtime.start().await?;
+
+    let (health, health_service) = tonic_health::server::health_reporter();
+    for name in std::iter::once("").chain(SERVICE_NAMES) {
+        health
+            .set_service_status(name, ServingStatus::Serving)
+            .await;
+    }
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()?;
+
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .map_err(|source| ServeError::Listen {
+            addr: args.listen,
+            source,
+        })?;
+    let local = listener.local_addr()?;
+    // Tests and scripts read this line to find a port chosen by the OS.
+    let mut stdout = std::io::stdout();
+    writeln!(stdout, "askuser listening on {local}")?;
+    stdout.flush()?;
+    info!(%local, data_dir = %args.data_dir.display(), "serving askuser.v1");
+
+    let shutdown_runtime = runtime.clone();
+    let shutdown_signal = async move {
+        wait_for_signal().await;
+        info!("shutting down: health NOT_SERVING, ending streams");
+        for name in std::iter::once("").chain(SERVICE_NAMES) {
+            health
+                .set_service_status(name, ServingStatus::NotServing)
+                .await;
+        }
+        shutdown_runtime.begin_shutdown();
+    };
+
+    let server = Server::builder()
+        .http2_keepalive_interval(Some(args.http2_keepalive_interval))
+        .http2_keepalive_timeout(Some(args.http2_keepalive_timeout))
+        .add_service(health_service)
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .add_service(AgentServiceServer::new(AgentApi::new(
+            runtime.clone(),
+            args.heartbeat_interval,
+        )))
+        .add_service(ToolServiceServer::new(ToolApi::new(runtime.clone())))
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown_signal);
+    server.await?;
+    runtime.shutdown(args.shutdown_timeout).await;
+    info!("stopped");
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = interrupt => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(error) => {
+                warn!(%error, "cannot listen for SIGTERM; only SIGINT stops the server");
+                let _ = interrupt.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}

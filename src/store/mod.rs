@@ -1,0 +1,258 @@
+//! Durable storage of runs, their transcripts, pending tool calls and event logs.
+//!
+//! Every state change is one transaction that also appends its events, so the event log and the
+//! state never disagree, and answers are settled with a compare-and-set on the pending tool call.
+
+mod sqlite;
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+
+use crate::domain::{
+    AnswerInput, Event, EventKind, Message, RunRecord, RunStatus, SuspendPayload, ToolResultKind,
+};
+
+pub use sqlite::{SqliteStore, Synchronous};
+
+/// Errors of the store layer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    #[error("store task failed: {0}")]
+    Task(String),
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// A run to create.
+#[derive(Clone, Debug)]
+pub struct NewRun {
+    pub run_id: String,
+    pub agent_id: String,
+    pub prompt: String,
+    pub metadata: BTreeMap<String, String>,
+    pub question_ttl_ms: Option<i64>,
+}
+
+/// Everything a model step needs: the run and its transcript.
+#[derive(Clone, Debug)]
+pub struct StepState {
+    pub run: RunRecord,
+    pub transcript: Vec<Message>,
+}
+
+/// How a tool call of a new turn starts out.
+#[derive(Clone, Debug)]
+pub enum NewCallState {
+    /// Waits for an answer.
+    Pending {
+        payload: SuspendPayload,
+        expire_ms: Option<i64>,
+    },
+    /// Settled at once (e.g. invalid arguments).
+    Settled {
+        content: String,
+        is_error: bool,
+        kind: ToolResultKind,
+    },
+}
+
+/// A tool call made in a model turn.
+#[derive(Clone, Debug)]
+pub struct NewToolCall {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub arguments_json: String,
+    pub state: NewCallState,
+}
+
+/// How a turn ends the run, if it does.
+#[derive(Clone, Debug)]
+pub enum RunEnd {
+    Completed { output_text: String },
+    Failed { message: String },
+}
+
+/// The result of one model step, committed atomically.
+#[derive(Clone, Debug, Default)]
+pub struct TurnCommit {
+    /// The assistant message, when the model produced one (absent when the step failed before).
+    pub assistant_text: Option<String>,
+    pub tool_calls: Vec<NewToolCall>,
+    pub events: Vec<EventKind>,
+    pub end: Option<RunEnd>,
+}
+
+/// Events appended by a commit, with the run's status after it.
+#[derive(Clone, Debug)]
+pub struct Committed {
+    pub events: Vec<Event>,
+    pub status: RunStatus,
+}
+
+/// Outcome of [`RunStore::commit_turn`].
+#[derive(Clone, Debug)]
+pub enum TurnOutcome {
+    Committed(Committed),
+    /// The run moved on meanwhile (cancelled, or committed by another executor): nothing written.
+    Stale,
+}
+
+/// The settled state of a tool call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallStatus {
+    Pending,
+    Answered,
+    Declined,
+    Expired,
+    Cancelled,
+    Invalid,
+}
+
+impl CallStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallStatus::Pending => "pending",
+            CallStatus::Answered => "answered",
+            CallStatus::Declined => "declined",
+            CallStatus::Expired => "expired",
+            CallStatus::Cancelled => "cancelled",
+            CallStatus::Invalid => "invalid",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        [
+            CallStatus::Pending,
+            CallStatus::Answered,
+            CallStatus::Declined,
+            CallStatus::Expired,
+            CallStatus::Cancelled,
+            CallStatus::Invalid,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == name)
+    }
+}
+
+/// A tool call as stored.
+#[derive(Clone, Debug)]
+pub struct ToolCallRecord {
+    pub run_id: String,
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub status: CallStatus,
+    pub payload: Option<SuspendPayload>,
+    pub expire_ms: Option<i64>,
+    pub answer: Option<AnswerInput>,
+    pub answer_id: String,
+    /// Sequence of the `tool_result` event that settled the call.
+    pub result_sequence: u64,
+}
+
+/// How to settle a pending tool call.
+#[derive(Clone, Debug)]
+pub struct Settlement {
+    pub status: CallStatus,
+    pub answer: Option<AnswerInput>,
+    pub answer_id: String,
+    pub content: String,
+    pub kind: ToolResultKind,
+}
+
+/// Outcome of [`RunStore::settle_tool_call`].
+#[derive(Clone, Debug)]
+pub enum SettleOutcome {
+    Settled(Committed),
+    /// The call was no longer pending; it is returned as it is now.
+    NotPending(Box<ToolCallRecord>),
+    NotFound,
+}
+
+/// Outcome of [`RunStore::cancel_run`].
+#[derive(Clone, Debug)]
+pub enum CancelOutcome {
+    Cancelled(Committed),
+    AlreadyCancelled,
+    Finished(RunStatus),
+    NotFound,
+}
+
+/// A slice of a run's event log, read together with the run's state.
+#[derive(Clone, Debug)]
+pub struct EventPage {
+    pub events: Vec<Event>,
+    pub status: RunStatus,
+    pub last_sequence: u64,
+}
+
+/// Filter and position of a run listing.
+#[derive(Clone, Debug, Default)]
+pub struct RunQuery {
+    pub status: Option<RunStatus>,
+    pub agent_id: Option<String>,
+    /// Only runs with an id below this one (the previous page's last id).
+    pub before_run_id: Option<String>,
+    pub limit: usize,
+}
+
+/// Durable storage of runs.
+#[async_trait]
+pub trait RunStore: Send + Sync + 'static {
+    /// Creates a running run and its `run_started` event (sequence 1).
+    async fn create_run(&self, run: NewRun) -> StoreResult<Committed>;
+    async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunRecord>>;
+    async fn list_runs(&self, query: RunQuery) -> StoreResult<Vec<RunRecord>>;
+    /// Ids of runs in a status, oldest first (recovery picks up running runs with it).
+    async fn run_ids_with_status(&self, status: RunStatus) -> StoreResult<Vec<String>>;
+    async fn load_step(&self, run_id: &str) -> StoreResult<Option<StepState>>;
+    /// Commits a model turn if the run is still running with `expected_turns` turns.
+    async fn commit_turn(
+        &self,
+        run_id: &str,
+        expected_turns: u32,
+        commit: TurnCommit,
+    ) -> StoreResult<TurnOutcome>;
+    async fn get_tool_call(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+    ) -> StoreResult<Option<ToolCallRecord>>;
+    /// Settles a tool call if, and only if, it is still pending (compare-and-set).
+    async fn settle_tool_call(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+        settlement: Settlement,
+    ) -> StoreResult<SettleOutcome>;
+    /// Cancels a running or suspended run: its pending calls are settled with `call_content` and a
+    /// `run_cancelled` event ends the log.
+    async fn cancel_run(
+        &self,
+        run_id: &str,
+        reason: &str,
+        call_content: &str,
+    ) -> StoreResult<CancelOutcome>;
+    /// Events with a sequence above `after_sequence`, at most `limit`, and the run's state; `None`
+    /// when the run does not exist.
+    async fn read_events(
+        &self,
+        run_id: &str,
+        after_sequence: u64,
+        limit: usize,
+    ) -> StoreResult<Option<EventPage>>;
+    /// Pending calls whose expiry is at or before `now_ms`, as (run id, tool call id).
+    async fn due_expiries(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<(String, String)>>;
+    /// The earliest expiry of any pending call.
+    async fn next_expiry(&self) -> StoreResult<Option<i64>>;
+    /// Deletes finished runs last updated before `before_ms`; returns how many.
+    async fn prune_finished(&self, before_ms: i64) -> StoreResult<u64>;
+    /// Flushes everything to durable storage before the process exits.
+    async fn close(&self) -> StoreResult<()>;
+}

@@ -1,0 +1,872 @@
+//! The embedded default store: one SQLite file in WAL mode.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+
+use super::{
+    CallStatus, CancelOutcome, Committed, EventPage, NewCallState, NewRun, RunEnd, RunQuery,
+    RunStore, SettleOutcome, Settlement, StepState, StoreError, StoreResult, ToolCallRecord,
+    TurnCommit, TurnOutcome,
+};
+use crate::domain::{
+    AnswerInput, Event, EventKind, Message, ModelToolCall, PendingCall, RunRecord, RunStatus,
+    SuspendPayload, ToolResultKind, now_millis,
+};
+
+/// How hard SQLite works to make a commit durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Synchronous {
+    /// WAL with `synchronous=NORMAL`: a commit survives a crash of the process; a power loss or OS
+    /// crash may lose the last commits (never corrupts the file).
+    Normal,
+    /// WAL with `synchronous=FULL`: every commit is fsynced and survives a power loss too.
+    Full,
+}
+
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    output_text TEXT NOT NULL DEFAULT '',
+    error_message TEXT NOT NULL DEFAULT '',
+    last_sequence INTEGER NOT NULL,
+    turns INTEGER NOT NULL DEFAULT 0,
+    question_ttl_ms INTEGER,
+    created_ms INTEGER NOT NULL,
+    updated_ms INTEGER NOT NULL
+);
+CREATE INDEX runs_by_status ON runs (status, run_id);
+CREATE INDEX runs_by_agent ON runs (agent_id, run_id);
+CREATE TABLE turns (
+    run_id TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    PRIMARY KEY (run_id, turn)
+) WITHOUT ROWID;
+CREATE TABLE tool_calls (
+    run_id TEXT NOT NULL,
+    tool_call_id TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    position INTEGER NOT NULL,
+    tool_name TEXT NOT NULL,
+    arguments_json TEXT NOT NULL,
+    status TEXT NOT NULL,
+    payload TEXT,
+    expire_ms INTEGER,
+    answer TEXT,
+    answer_id TEXT NOT NULL DEFAULT '',
+    result_content TEXT,
+    result_is_error INTEGER NOT NULL DEFAULT 0,
+    result_kind TEXT,
+    result_sequence INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (run_id, tool_call_id)
+) WITHOUT ROWID;
+CREATE INDEX tool_calls_by_expiry ON tool_calls (expire_ms) WHERE status = 'pending' AND expire_ms IS NOT NULL;
+CREATE TABLE events (
+    run_id TEXT NOT NULL,
+    sequence INTEGER NOT NULL,
+    time_ms INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (run_id, sequence)
+) WITHOUT ROWID;
+";
+
+const RUN_COLUMNS: &str = "run_id, agent_id, status, prompt, metadata, output_text, error_message, \
+     last_sequence, turns, question_ttl_ms, created_ms, updated_ms";
+
+/// A [`RunStore`] on one SQLite file.
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database file and brings its schema up to date.
+    pub fn open(path: &Path, synchronous: Synchronous) -> StoreResult<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut conn = Connection::open(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        let sync = match synchronous {
+            Synchronous::Normal => "NORMAL",
+            Synchronous::Full => "FULL",
+        };
+        conn.pragma_update(None, "synchronous", sync)?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        migrate(&mut conn)?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    async fn with_conn<T, F>(&self, work: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let conn = Arc::clone(&self.conn);
+        tokio::task::spawn_blocking(move || {
+            let mut guard = conn
+                .lock()
+                .map_err(|_| StoreError::Task("connection lock poisoned".into()))?;
+            work(&mut guard)
+        })
+        .await
+        .map_err(|e| StoreError::Task(e.to_string()))?
+    }
+}
+
+fn migrate(conn: &mut Connection) -> StoreResult<()> {
+    let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if version == SCHEMA_VERSION {
+        return Ok(());
+    }
+    if version != 0 {
+        return Err(StoreError::Corrupt(format!(
+            "database schema version {version} is newer than this server's {SCHEMA_VERSION}"
+        )));
+    }
+    let tx = conn.transaction()?;
+    tx.execute_batch(SCHEMA)?;
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    tx.commit()?;
+    Ok(())
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> StoreResult<String> {
+    serde_json::to_string(value).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> StoreResult<T> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn parse_status(name: &str) -> StoreResult<RunStatus> {
+    RunStatus::parse(name).ok_or_else(|| StoreError::Corrupt(format!("run status {name}")))
+}
+
+fn parse_call_status(name: &str) -> StoreResult<CallStatus> {
+    CallStatus::parse(name).ok_or_else(|| StoreError::Corrupt(format!("call status {name}")))
+}
+
+fn parse_kind(name: &str) -> StoreResult<ToolResultKind> {
+    from_json(&format!("\"{name}\""))
+}
+
+fn kind_name(kind: ToolResultKind) -> StoreResult<String> {
+    Ok(to_json(&kind)?.trim_matches('"').to_owned())
+}
+
+/// A run row before its pending calls are attached.
+fn read_run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
+    Ok(RawRun {
+        run_id: row.get(0)?,
+        agent_id: row.get(1)?,
+        status: row.get(2)?,
+        prompt: row.get(3)?,
+        metadata: row.get(4)?,
+        output_text: row.get(5)?,
+        error_message: row.get(6)?,
+        last_sequence: row.get(7)?,
+        turns: row.get(8)?,
+        question_ttl_ms: row.get(9)?,
+        created_ms: row.get(10)?,
+        updated_ms: row.get(11)?,
+    })
+}
+
+struct RawRun {
+    run_id: String,
+    agent_id: String,
+    status: String,
+    prompt: String,
+    metadata: String,
+    output_text: String,
+    error_message: String,
+    last_sequence: i64,
+    turns: i64,
+    question_ttl_ms: Option<i64>,
+    created_ms: i64,
+    updated_ms: i64,
+}
+
+impl RawRun {
+    fn into_record(self, pending: Vec<PendingCall>) -> StoreResult<RunRecord> {
+        Ok(RunRecord {
+            status: parse_status(&self.status)?,
+            metadata: from_json(&self.metadata)?,
+            run_id: self.run_id,
+            agent_id: self.agent_id,
+            prompt: self.prompt,
+            output_text: self.output_text,
+            error_message: self.error_message,
+            last_sequence: u64::try_from(self.last_sequence).unwrap_or(0),
+            turns: u32::try_from(self.turns).unwrap_or(u32::MAX),
+            question_ttl_ms: self.question_ttl_ms,
+            created_ms: self.created_ms,
+            updated_ms: self.updated_ms,
+            pending,
+        })
+    }
+}
+
+fn load_run(conn: &Connection, run_id: &str) -> StoreResult<Option<RunRecord>> {
+    let raw = conn
+        .prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?1"))?
+        .query_row([run_id], read_run_row)
+        .optional()?;
+    match raw {
+        None => Ok(None),
+        Some(raw) => {
+            let pending = load_pending(conn, run_id)?;
+            raw.into_record(pending).map(Some)
+        }
+    }
+}
+
+fn load_pending(conn: &Connection, run_id: &str) -> StoreResult<Vec<PendingCall>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT tool_call_id, tool_name, payload, expire_ms FROM tool_calls \
+         WHERE run_id = ?1 AND status = 'pending' ORDER BY turn, position",
+    )?;
+    let rows = stmt.query_map([run_id], |row| {
+        Ok((
+            row.get::<_, String>(0)?,
+            row.get::<_, String>(1)?,
+            row.get::<_, Option<String>>(2)?,
+            row.get::<_, Option<i64>>(3)?,
+        ))
+    })?;
+    let mut pending = Vec::new();
+    for row in rows {
+        let (tool_call_id, tool_name, payload, expire_ms) = row?;
+        let payload: SuspendPayload = from_json(payload.as_deref().unwrap_or("null"))?;
+        pending.push(PendingCall {
+            tool_call_id,
+            tool_name,
+            payload,
+            expire_ms,
+        });
+    }
+    Ok(pending)
+}
+
+/// Run state read inside a write transaction.
+struct RunHead {
+    status: RunStatus,
+    last_sequence: u64,
+    turns: u32,
+}
+
+fn run_head(tx: &Transaction<'_>, run_id: &str) -> StoreResult<Option<RunHead>> {
+    let row = tx
+        .prepare_cached("SELECT status, last_sequence, turns FROM runs WHERE run_id = ?1")?
+        .query_row([run_id], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, i64>(1)?,
+                row.get::<_, i64>(2)?,
+            ))
+        })
+        .optional()?;
+    row.map(|(status, last, turns)| {
+        Ok(RunHead {
+            status: parse_status(&status)?,
+            last_sequence: u64::try_from(last).unwrap_or(0),
+            turns: u32::try_from(turns).unwrap_or(u32::MAX),
+        })
+    })
+    .transpose()
+}
+
+/// Appends events after `last_sequence`; returns them with their sequences.
+fn append_events(
+    tx: &Transaction<'_>,
+    run_id: &str,
+    last_sequence: u64,
+    kinds: Vec<EventKind>,
+    time_ms: i64,
+) -> StoreResult<Vec<Event>> {
+    let mut stmt = tx.prepare_cached(
+        "INSERT INTO events (run_id, sequence, time_ms, body) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    let mut events = Vec::with_capacity(kinds.len());
+    for (offset, kind) in kinds.into_iter().enumerate() {
+        let sequence = last_sequence + 1 + offset as u64;
+        stmt.execute(params![run_id, sequence as i64, time_ms, to_json(&kind)?])?;
+        events.push(Event {
+            run_id: run_id.to_owned(),
+            sequence,
+            time_ms,
+            kind,
+        });
+    }
+    Ok(events)
+}
+
+fn count_pending(tx: &Transaction<'_>, run_id: &str) -> StoreResult<i64> {
+    Ok(tx
+        .prepare_cached("SELECT COUNT(*) FROM tool_calls WHERE run_id = ?1 AND status = 'pending'")?
+        .query_row([run_id], |row| row.get(0))?)
+}
+
+fn load_tool_call(
+    conn: &Connection,
+    run_id: &str,
+    tool_call_id: &str,
+) -> StoreResult<Option<ToolCallRecord>> {
+    let row = conn
+        .prepare_cached(
+            "SELECT tool_name, status, payload, expire_ms, answer, answer_id, result_sequence \
+             FROM tool_calls WHERE run_id = ?1 AND tool_call_id = ?2",
+        )?
+        .query_row([run_id, tool_call_id], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, Option<String>>(2)?,
+                row.get::<_, Option<i64>>(3)?,
+                row.get::<_, Option<String>>(4)?,
+                row.get::<_, String>(5)?,
+                row.get::<_, i64>(6)?,
+            ))
+        })
+        .optional()?;
+    let Some((tool_name, status, payload, expire_ms, answer, answer_id, result_sequence)) = row
+    else {
+        return Ok(None);
+    };
+    Ok(Some(ToolCallRecord {
+        run_id: run_id.to_owned(),
+        tool_call_id: tool_call_id.to_owned(),
+        tool_name,
+        status: parse_call_status(&status)?,
+        payload: payload.as_deref().map(from_json).transpose()?,
+        expire_ms,
+        answer: answer
+            .as_deref()
+            .map(from_json::<AnswerInput>)
+            .transpose()?,
+        answer_id,
+        result_sequence: u64::try_from(result_sequence).unwrap_or(0),
+    }))
+}
+
+fn load_transcript(conn: &Connection, run: &RunRecord) -> StoreResult<Vec<Message>> {
+    let mut transcript = vec![Message::User {
+        text: run.prompt.clone(),
+    }];
+    let mut turns =
+        conn.prepare_cached("SELECT turn, text FROM turns WHERE run_id = ?1 ORDER BY turn")?;
+    let turn_rows: Vec<(i64, String)> = turns
+        .query_map([&run.run_id], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut calls = conn.prepare_cached(
+        "SELECT turn, tool_call_id, tool_name, arguments_json, status, result_content, \
+         result_is_error, result_kind FROM tool_calls WHERE run_id = ?1 ORDER BY turn, position",
+    )?;
+    type CallRow = (
+        i64,
+        String,
+        String,
+        String,
+        String,
+        Option<String>,
+        bool,
+        Option<String>,
+    );
+    let call_rows: Vec<CallRow> = calls
+        .query_map([&run.run_id], |row| {
+            Ok((
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+                row.get(5)?,
+                row.get(6)?,
+                row.get(7)?,
+            ))
+        })?
+        .collect::<Result<_, _>>()?;
+    for (turn, text) in turn_rows {
+        let of_turn: Vec<&CallRow> = call_rows.iter().filter(|c| c.0 == turn).collect();
+        transcript.push(Message::Assistant {
+            text,
+            tool_calls: of_turn
+                .iter()
+                .map(|c| ModelToolCall {
+                    id: c.1.clone(),
+                    name: c.2.clone(),
+                    arguments_json: c.3.clone(),
+                })
+                .collect(),
+        });
+        for call in of_turn {
+            let (Some(content), Some(kind)) = (&call.5, &call.7) else {
+                continue;
+            };
+            transcript.push(Message::Tool {
+                tool_call_id: call.1.clone(),
+                content: content.clone(),
+                is_error: call.6,
+                kind: parse_kind(kind)?,
+            });
+        }
+    }
+    Ok(transcript)
+}
+
+#[async_trait]
+impl RunStore for SqliteStore {
+    async fn create_run(&self, run: NewRun) -> StoreResult<Committed> {
+        self.with_conn(move |conn| {
+            let now = now_millis();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.prepare_cached(&format!(
+                "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, 'running', ?3, ?4, '', '', 1, 0, ?5, ?6, ?6)"
+            ))?
+            .execute(params![
+                run.run_id,
+                run.agent_id,
+                run.prompt,
+                to_json(&run.metadata)?,
+                run.question_ttl_ms,
+                now
+            ])?;
+            let started = EventKind::RunStarted {
+                agent_id: run.agent_id.clone(),
+                prompt: run.prompt.clone(),
+                metadata: run.metadata.clone(),
+            };
+            let events = append_events(&tx, &run.run_id, 0, vec![started], now)?;
+            tx.commit()?;
+            Ok(Committed {
+                events,
+                status: RunStatus::Running,
+            })
+        })
+        .await
+    }
+
+    async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunRecord>> {
+        let run_id = run_id.to_owned();
+        self.with_conn(move |conn| load_run(conn, &run_id)).await
+    }
+
+    async fn list_runs(&self, query: RunQuery) -> StoreResult<Vec<RunRecord>> {
+        self.with_conn(move |conn| {
+            let mut sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE 1 = 1");
+            let mut args: Vec<String> = Vec::new();
+            if let Some(status) = query.status {
+                args.push(status.as_str().to_owned());
+                sql.push_str(&format!(" AND status = ?{}", args.len()));
+            }
+            if let Some(agent_id) = query.agent_id {
+                args.push(agent_id);
+                sql.push_str(&format!(" AND agent_id = ?{}", args.len()));
+            }
+            if let Some(before) = query.before_run_id {
+                args.push(before);
+                sql.push_str(&format!(" AND run_id < ?{}", args.len()));
+            }
+            sql.push_str(&format!(" ORDER BY run_id DESC LIMIT {}", query.limit));
+            let raws: Vec<RawRun> = conn
+                .prepare_cached(&sql)?
+                .query_map(rusqlite::params_from_iter(args.iter()), read_run_row)?
+                .collect::<Result<_, _>>()?;
+            raws.into_iter()
+                .map(|raw| {
+                    let pending = load_pending(conn, &raw.run_id)?;
+                    raw.into_record(pending)
+                })
+                .collect()
+        })
+        .await
+    }
+
+    async fn run_ids_with_status(&self, status: RunStatus) -> StoreResult<Vec<String>> {
+        self.with_conn(move |conn| {
+            Ok(conn
+                .prepare_cached("SELECT run_id FROM runs WHERE status = ?1 ORDER BY run_id")?
+                .query_map([status.as_str()], |row| row.get(0))?
+                .collect::<Result<_, _>>()?)
+        })
+        .await
+    }
+
+    async fn load_step(&self, run_id: &str) -> StoreResult<Option<StepState>> {
+        let run_id = run_id.to_owned();
+        self.with_conn(move |conn| {
+            let tx = conn.transaction()?;
+            let Some(run) = load_run(&tx, &run_id)? else {
+                return Ok(None);
+            };
+            let transcript = load_transcript(&tx, &run)?;
+            Ok(Some(StepState { run, transcript }))
+        })
+        .await
+    }
+
+    async fn commit_turn(
+        &self,
+        run_id: &str,
+        expected_turns: u32,
+        commit: TurnCommit,
+    ) -> StoreResult<TurnOutcome> {
+        let run_id = run_id.to_owned();
+        self.with_conn(move |conn| {
+            let now = now_millis();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(head) = run_head(&tx, &run_id)? else {
+                return Ok(TurnOutcome::Stale);
+            };
+            if head.status != RunStatus::Running || head.turns != expected_turns {
+                return Ok(TurnOutcome::Stale);
+            }
+            let mut turns = head.turns;
+            if let Some(text) = &commit.assistant_text {
+                tx.prepare_cached("INSERT INTO turns (run_id, turn, text) VALUES (?1, ?2, ?3)")?
+                    .execute(params![run_id, i64::from(turns), text])?;
+                turns += 1;
+            }
+            let events = append_events(&tx, &run_id, head.last_sequence, commit.events, now)?;
+            // A call settled at once gets the sequence of its own tool_result event.
+            let result_sequence = |id: &str| {
+                events
+                    .iter()
+                    .find(|e| matches!(&e.kind, EventKind::ToolResult { tool_call_id, .. } if tool_call_id == id))
+                    .map_or(0, |e| e.sequence as i64)
+            };
+            let mut any_pending = false;
+            {
+                let mut insert = tx.prepare_cached(
+                    "INSERT INTO tool_calls (run_id, tool_call_id, turn, position, tool_name, arguments_json, \
+                     status, payload, expire_ms, result_content, result_is_error, result_kind, result_sequence) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                )?;
+                for (position, call) in commit.tool_calls.iter().enumerate() {
+                    let turn = i64::from(turns) - 1;
+                    match &call.state {
+                        NewCallState::Pending { payload, expire_ms } => {
+                            any_pending = true;
+                            insert.execute(params![
+                                run_id,
+                                call.tool_call_id,
+                                turn,
+                                position as i64,
+                                call.tool_name,
+                                call.arguments_json,
+                                CallStatus::Pending.as_str(),
+                                to_json(payload)?,
+                                expire_ms,
+                                Option::<String>::None,
+                                false,
+                                Option::<String>::None,
+                                0
+                            ])?;
+                        }
+                        NewCallState::Settled {
+                            content,
+                            is_error,
+                            kind,
+                        } => {
+                            insert.execute(params![
+                                run_id,
+                                call.tool_call_id,
+                                turn,
+                                position as i64,
+                                call.tool_name,
+                                call.arguments_json,
+                                CallStatus::Invalid.as_str(),
+                                Option::<String>::None,
+                                Option::<i64>::None,
+                                content,
+                                is_error,
+                                kind_name(*kind)?,
+                                result_sequence(&call.tool_call_id)
+                            ])?;
+                        }
+                    }
+                }
+            }
+            let (status, output_text, error_message) = match &commit.end {
+                Some(RunEnd::Completed { output_text }) => {
+                    (RunStatus::Completed, output_text.as_str(), "")
+                }
+                Some(RunEnd::Failed { message }) => (RunStatus::Failed, "", message.as_str()),
+                None if any_pending => (RunStatus::Suspended, "", ""),
+                None => (RunStatus::Running, "", ""),
+            };
+            let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
+            tx.prepare_cached(
+                "UPDATE runs SET status = ?2, turns = ?3, last_sequence = ?4, output_text = ?5, \
+                 error_message = ?6, updated_ms = ?7 WHERE run_id = ?1",
+            )?
+            .execute(params![
+                run_id,
+                status.as_str(),
+                i64::from(turns),
+                last_sequence as i64,
+                output_text,
+                error_message,
+                now
+            ])?;
+            tx.commit()?;
+            Ok(TurnOutcome::Committed(Committed { events, status }))
+        })
+        .await
+    }
+
+    async fn get_tool_call(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+    ) -> StoreResult<Option<ToolCallRecord>> {
+        let (run_id, tool_call_id) = (run_id.to_owned(), tool_call_id.to_owned());
+        self.with_conn(move |conn| load_tool_call(conn, &run_id, &tool_call_id))
+            .await
+    }
+
+    async fn settle_tool_call(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+        settlement: Settlement,
+    ) -> StoreResult<SettleOutcome> {
+        let (run_id, tool_call_id) = (run_id.to_owned(), tool_call_id.to_owned());
+        self.with_conn(move |conn| {
+            let now = now_millis();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(call) = load_tool_call(&tx, &run_id, &tool_call_id)? else {
+                return Ok(SettleOutcome::NotFound);
+            };
+            if call.status != CallStatus::Pending {
+                return Ok(SettleOutcome::NotPending(Box::new(call)));
+            }
+            let Some(head) = run_head(&tx, &run_id)? else {
+                return Ok(SettleOutcome::NotFound);
+            };
+            let result = EventKind::ToolResult {
+                tool_call_id: tool_call_id.clone(),
+                content: settlement.content.clone(),
+                is_error: false,
+                kind: settlement.kind,
+            };
+            let events = append_events(&tx, &run_id, head.last_sequence, vec![result], now)?;
+            let sequence = head.last_sequence + 1;
+            let answer = settlement.answer.as_ref().map(to_json).transpose()?;
+            let changed = tx
+                .prepare_cached(
+                    "UPDATE tool_calls SET status = ?3, answer = ?4, answer_id = ?5, result_content = ?6, \
+                     result_is_error = 0, result_kind = ?7, result_sequence = ?8 \
+                     WHERE run_id = ?1 AND tool_call_id = ?2 AND status = 'pending'",
+                )?
+                .execute(params![
+                    run_id,
+                    tool_call_id,
+                    settlement.status.as_str(),
+                    answer,
+                    settlement.answer_id,
+                    settlement.content,
+                    kind_name(settlement.kind)?,
+                    sequence as i64
+                ])?;
+            if changed != 1 {
+                return Err(StoreError::Corrupt(format!(
+                    "tool call {tool_call_id} changed inside its own transaction"
+                )));
+            }
+            let status = if count_pending(&tx, &run_id)? == 0 {
+                RunStatus::Running
+            } else {
+                head.status
+            };
+            tx.prepare_cached(
+                "UPDATE runs SET status = ?2, last_sequence = ?3, updated_ms = ?4 WHERE run_id = ?1",
+            )?
+            .execute(params![run_id, status.as_str(), sequence as i64, now])?;
+            tx.commit()?;
+            Ok(SettleOutcome::Settled(Committed { events, status }))
+        })
+        .await
+    }
+
+    async fn cancel_run(
+        &self,
+        run_id: &str,
+        reason: &str,
+        call_content: &str,
+    ) -> StoreResult<CancelOutcome> {
+        let (run_id, reason, call_content) = (
+            run_id.to_owned(),
+            reason.to_owned(),
+            call_content.to_owned(),
+        );
+        self.with_conn(move |conn| {
+            let now = now_millis();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(head) = run_head(&tx, &run_id)? else {
+                return Ok(CancelOutcome::NotFound);
+            };
+            match head.status {
+                RunStatus::Cancelled => return Ok(CancelOutcome::AlreadyCancelled),
+                RunStatus::Completed | RunStatus::Failed => {
+                    return Ok(CancelOutcome::Finished(head.status));
+                }
+                RunStatus::Running | RunStatus::Suspended => {}
+            }
+            let pending = load_pending(&tx, &run_id)?;
+            let mut kinds: Vec<EventKind> = pending
+                .iter()
+                .map(|call| EventKind::ToolResult {
+                    tool_call_id: call.tool_call_id.clone(),
+                    content: call_content.clone(),
+                    is_error: false,
+                    kind: ToolResultKind::Cancelled,
+                })
+                .collect();
+            kinds.push(EventKind::RunCancelled {
+                reason: reason.clone(),
+            });
+            let events = append_events(&tx, &run_id, head.last_sequence, kinds, now)?;
+            {
+                let mut settle = tx.prepare_cached(
+                    "UPDATE tool_calls SET status = 'cancelled', result_content = ?3, result_kind = ?4, \
+                     result_sequence = ?5 WHERE run_id = ?1 AND tool_call_id = ?2",
+                )?;
+                for (call, event) in pending.iter().zip(&events) {
+                    settle.execute(params![
+                        run_id,
+                        call.tool_call_id,
+                        call_content,
+                        kind_name(ToolResultKind::Cancelled)?,
+                        event.sequence as i64
+                    ])?;
+                }
+            }
+            let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
+            tx.prepare_cached(
+                "UPDATE runs SET status = 'cancelled', error_message = ?2, last_sequence = ?3, \
+                 updated_ms = ?4 WHERE run_id = ?1",
+            )?
+            .execute(params![run_id, reason, last_sequence as i64, now])?;
+            tx.commit()?;
+            Ok(CancelOutcome::Cancelled(Committed {
+                events,
+                status: RunStatus::Cancelled,
+            }))
+        })
+        .await
+    }
+
+    async fn read_events(
+        &self,
+        run_id: &str,
+        after_sequence: u64,
+        limit: usize,
+    ) -> StoreResult<Option<EventPage>> {
+        let run_id = run_id.to_owned();
+        self.with_conn(move |conn| {
+            let tx = conn.transaction()?;
+            let Some((status, last_sequence)) = tx
+                .prepare_cached("SELECT status, last_sequence FROM runs WHERE run_id = ?1")?
+                .query_row([&run_id], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))
+                .optional()?
+            else {
+                return Ok(None);
+            };
+            let rows: Vec<(i64, i64, String)> = tx
+                .prepare_cached(
+                    "SELECT sequence, time_ms, body FROM events WHERE run_id = ?1 AND sequence > ?2 \
+                     ORDER BY sequence LIMIT ?3",
+                )?
+                .query_map(
+                    params![run_id, after_sequence as i64, limit as i64],
+                    |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+                )?
+                .collect::<Result<_, _>>()?;
+            let events = rows
+                .into_iter()
+                .map(|(sequence, time_ms, body)| {
+                    Ok(Event {
+                        run_id: run_id.clone(),
+                        sequence: u64::try_from(sequence).unwrap_or(0),
+                        time_ms,
+                        kind: from_json(&body)?,
+                    })
+                })
+                .collect::<StoreResult<Vec<_>>>()?;
+            Ok(Some(EventPage {
+                events,
+                status: parse_status(&status)?,
+                last_sequence: u64::try_from(last_sequence).unwrap_or(0),
+            }))
+        })
+        .await
+    }
+
+    async fn due_expiries(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<(String, String)>> {
+        self.with_conn(move |conn| {
+            Ok(conn
+                .prepare_cached(
+                    "SELECT run_id, tool_call_id FROM tool_calls WHERE status = 'pending' \
+                     AND expire_ms IS NOT NULL AND expire_ms <= ?1 ORDER BY expire_ms LIMIT ?2",
+                )?
+                .query_map(params![now_ms, limit as i64], |row| {
+                    Ok((row.get(0)?, row.get(1)?))
+                })?
+                .collect::<Result<_, _>>()?)
+        })
+        .await
+    }
+
+    async fn next_expiry(&self) -> StoreResult<Option<i64>> {
+        self.with_conn(|conn| {
+            Ok(conn
+                .prepare_cached(
+                    "SELECT MIN(expire_ms) FROM tool_calls WHERE status = 'pending' AND expire_ms IS NOT NULL",
+                )?
+                .query_row([], |row| row.get(0))?)
+        })
+        .await
+    }
+
+    async fn prune_finished(&self, before_ms: i64) -> StoreResult<u64> {
+        self.with_conn(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let finished = "SELECT run_id FROM runs WHERE status IN ('completed', 'failed', 'cancelled') \
+                            AND updated_ms < ?1";
+            for table in ["events", "tool_calls", "turns"] {
+                tx.execute(
+                    &format!("DELETE FROM {table} WHERE run_id IN ({finished})"),
+                    [before_ms],
+                )?;
+            }
+            let pruned = tx.execute(
+                "DELETE FROM runs WHERE status IN ('completed', 'failed', 'cancelled') AND updated_ms < ?1",
+                [before_ms],
+            )?;
+            tx.commit()?;
+            Ok(pruned as u64)
+        })
+        .await
+    }
+
+    async fn close(&self) -> StoreResult<()> {
+        self.with_conn(|conn| {
+            conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+            Ok(())
+        })
+        .await
+    }
+}
