@@ -4,7 +4,6 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use tokio::sync::mpsc;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::convert::{self, answer_from_proto};
@@ -33,24 +32,26 @@ impl AgentApi {
         }
     }
 
-    /// Turns a run's events into frames: `side` frames (answer acks and rejections) are merged in,
-    /// and a heartbeat goes out whenever nothing else did for a whole interval.
+    /// Turns a run's events into frames. On `RunAgent`, the client's answers are handled in the
+    /// same loop, so an answer's `answer_accepted` / `answer_rejected` frame always comes before the
+    /// events it causes. A heartbeat goes out whenever nothing else did for a whole interval.
     fn frames(
         &self,
         run_id: String,
         first: Option<pb::RunAgentResponse>,
         mut events: EventStream,
-        mut side: Option<mpsc::Receiver<Result<pb::RunAgentResponse, Status>>>,
+        mut inbound: Option<Streaming<pb::RunAgentRequest>>,
     ) -> FrameStream {
         let heartbeat = self.heartbeat_interval;
+        let runtime = self.runtime.clone();
         Box::pin(async_stream::stream! {
             if let Some(frame) = first {
                 yield Ok(frame);
             }
             loop {
-                let side_frame = async {
-                    match side.as_mut() {
-                        Some(side) => side.recv().await,
+                let client_frame = async {
+                    match inbound.as_mut() {
+                        Some(inbound) => inbound.message().await,
                         None => std::future::pending().await,
                     }
                 };
@@ -63,14 +64,23 @@ impl AgentApi {
                         }
                         None => break,
                     },
-                    frame = side_frame => match frame {
-                        Some(Ok(frame)) => yield Ok(frame),
-                        Some(Err(status)) => {
-                            yield Err(status);
+                    message = client_frame => match message {
+                        Ok(Some(pb::RunAgentRequest { frame: Some(Frame::Answer(answer)) })) => {
+                            let frame = answer_frame(&runtime, &run_id, answer).await;
+                            let ends = frame.is_err();
+                            yield frame;
+                            if ends {
+                                break;
+                            }
+                        }
+                        Ok(Some(_)) => {
+                            yield Err(Status::from(ApiError::Protocol(
+                                "after the first frame, only answer frames are valid".into(),
+                            )));
                             break;
                         }
-                        // The client closed its side; keep streaming the run.
-                        None => side = None,
+                        // The client closed its side (or went away): keep streaming the run.
+                        Ok(None) | Err(_) => inbound = None,
                     },
                     () = tokio::time::sleep(heartbeat) => {
                         yield Ok(convert::unstored_frame(
@@ -81,35 +91,6 @@ impl AgentApi {
                 }
             }
         })
-    }
-}
-
-/// Reads the client's answers on a `RunAgent` stream and reports the outcome of each as a frame.
-async fn answer_loop(
-    runtime: Runtime,
-    run_id: String,
-    mut inbound: Streaming<pb::RunAgentRequest>,
-    side: mpsc::Sender<Result<pb::RunAgentResponse, Status>>,
-) {
-    loop {
-        let message = tokio::select! {
-            message = inbound.message() => message,
-            () = side.closed() => return,
-        };
-        let frame = match message {
-            Ok(Some(pb::RunAgentRequest {
-                frame: Some(Frame::Answer(answer)),
-            })) => answer_frame(&runtime, &run_id, answer).await,
-            Ok(Some(_)) => Err(Status::from(ApiError::Protocol(
-                "after the first frame, only answer frames are valid".into(),
-            ))),
-            // Half-closed or gone: nothing more to read.
-            Ok(None) | Err(_) => return,
-        };
-        let ends = frame.is_err();
-        if side.send(frame).await.is_err() || ends {
-            return;
-        }
     }
 }
 
@@ -223,18 +204,11 @@ impl AgentService for AgentApi {
         let events = self
             .runtime
             .follow(&run_id, after_sequence, FollowUntil::End);
-        let (side_tx, side_rx) = mpsc::channel(16);
-        tokio::spawn(answer_loop(
-            self.runtime.clone(),
-            run_id.clone(),
-            inbound,
-            side_tx,
-        ));
         Ok(Response::new(self.frames(
             run_id,
             None,
             events,
-            Some(side_rx),
+            Some(inbound),
         )))
     }
 

@@ -1,0 +1,24 @@
+# Installs the project's tools into .tools/ (sourced by scripts/test and scripts/gen).
+# Versions are pinned; everything comes from the npm registry and the Go module proxy.
+ROOT="${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+TOOLS="$ROOT/.tools"
+BUF_VERSION=1.75.0
+GRPCURL_VERSION=v1.9.3
+mkdir -p "$TOOLS/bin"
+export PATH="$TOOLS/bin:$TOOLS/node_modules/.bin:$PATH"
+export GOBIN="$TOOLS/bin"
+
+ensure_buf() {
+  if [ ! -x "$TOOLS/node_modules/.bin/buf" ] || [ "$("$TOOLS/node_modules/.bin/buf" --version)" != "$BUF_VERSION" ]; then
+    echo "installing buf $BUF_VERSION"
+    (cd "$TOOLS" && { [ -f package.json ] || echo '{"private":true}' > package.json; } \
+      && npm install --no-audit --no-fund --silent "@bufbuild/buf@$BUF_VERSION")
+  fi
+}
+
+ensure_grpcurl() {
+  if [ ! -x "$TOOLS/bin/grpcurl" ]; then
+    echo "installing grpcurl $GRPCURL_VERSION"
+    go install "github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION"
+  fi
+}
