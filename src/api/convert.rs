@@ -204,6 +204,9 @@ pub fn event_to_proto(event: Event) -> pb::RunAgentResponse {
         }),
         EventKind::RunFailed { message } => E::RunFailed(pb::RunFailed { message }),
         EventKind::RunCancelled { reason } => E::RunCancelled(pb::RunCancelled { reason }),
+        EventKind::StepRestarted { reason, attempt } => {
+            E::StepRestarted(pb::StepRestarted { reason, attempt })
+        }
     };
     pb::RunAgentResponse {
         run_id: event.run_id,

@@ -113,6 +113,10 @@ pub enum EventKind {
     RunCancelled {
         reason: String,
     },
+    StepRestarted {
+        reason: String,
+        attempt: u32,
+    },
 }
 
 impl EventKind {

@@ -45,6 +45,11 @@ pub struct ModelRequest<'a> {
 pub enum ModelEvent {
     TextDelta(String),
     ToolCall(ModelToolCall),
+    /// The turn starts over (e.g. a provider retry after a response cut mid-stream): everything
+    /// streamed so far in this turn is void.
+    Restarted {
+        reason: String,
+    },
     /// The turn ended; usage when the provider reports it.
     Finished(Option<Usage>),
 }

@@ -40,6 +40,22 @@ pub struct ScriptedTurn {
     /// The model errors with this message.
     #[serde(default)]
     pub fail: Option<String>,
+    /// How long the model "thinks" before the turn's output, e.g. `500ms` (tests use it to catch
+    /// a run mid-step).
+    #[serde(default, with = "humantime_serde_opt")]
+    pub delay: Option<std::time::Duration>,
+}
+
+mod humantime_serde_opt {
+    use serde::{Deserialize, Deserializer};
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<std::time::Duration>, D::Error> {
+        Option::<String>::deserialize(deserializer)?
+            .map(|text| humantime::parse_duration(&text).map_err(serde::de::Error::custom))
+            .transpose()
+    }
 }
 
 /// Plays [`ScriptedTurn`]s in order; the turn played is the number of assistant turns so far.
@@ -123,6 +139,9 @@ impl Model for ScriptedModel {
             .get(index)
             .ok_or(ModelError::Exhausted(index + 1))?;
         let answers = answers(request.transcript);
+        if let Some(delay) = turn.delay {
+            tokio::time::sleep(delay).await;
+        }
         if let Some(message) = &turn.fail {
             return Err(ModelError::Failed(fill(message, &answers)));
         }

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use tracing::{debug, warn};
 
 use super::Inner;
@@ -111,6 +111,19 @@ async fn drive(inner: Arc<Inner>, run_id: String) {
     }
 }
 
+/// Why a step stopped short.
+enum StepError {
+    Store(StoreError),
+    /// The run moved on (cancelled, or advanced elsewhere): drop the step.
+    Stale,
+}
+
+impl From<StoreError> for StepError {
+    fn from(error: StoreError) -> Self {
+        StepError::Store(error)
+    }
+}
+
 async fn step(inner: &Arc<Inner>, run_id: &str) -> Result<StepOutcome, StoreError> {
     let Some(state) = inner.store.load_step(run_id).await? else {
         return Ok(StepOutcome::Idle);
@@ -134,12 +147,38 @@ async fn step(inner: &Arc<Inner>, run_id: &str) -> Result<StepOutcome, StoreErro
                 transcript: &state.transcript,
                 tools: &agent.tool_specs,
             };
-            match model_turn(agent, request).await {
-                Ok(turn) => turn_commit(inner, agent, state.run.question_ttl_ms, turn),
-                Err(error) => failure(format!(
-                    "model provider {} failed: {error}",
-                    agent.model.provider()
-                )),
+            let mut turn = TurnInProgress {
+                inner,
+                run_id,
+                expected_turns,
+                attempt: 1,
+                unflushed: Vec::new(),
+            };
+            if state.step_attempt > 0 {
+                turn.restart(
+                    "the server restarted during this step".into(),
+                    state.step_attempt + 1,
+                );
+            }
+            match turn.run(agent, request).await {
+                Ok(Ok(output)) => turn_commit(
+                    inner,
+                    agent,
+                    state.run.question_ttl_ms,
+                    turn.unflushed,
+                    output,
+                ),
+                Ok(Err(error)) => {
+                    let mut commit = failure(format!(
+                        "model provider {} failed: {error}",
+                        agent.model.provider()
+                    ));
+                    turn.unflushed.append(&mut commit.events);
+                    commit.events = turn.unflushed;
+                    commit
+                }
+                Err(StepError::Stale) => return Ok(StepOutcome::Idle),
+                Err(StepError::Store(error)) => return Err(error),
             }
         }
     };
@@ -180,31 +219,102 @@ async fn step(inner: &Arc<Inner>, run_id: &str) -> Result<StepOutcome, StoreErro
     }
 }
 
-/// A model turn, collected.
-struct ModelTurn {
-    deltas: Vec<String>,
+/// What a model turn produced, once it finished.
+struct ModelOutput {
+    text: String,
     tool_calls: Vec<ModelToolCall>,
     usage: Option<Usage>,
 }
 
-async fn model_turn(
-    agent: &AgentDefinition,
-    request: ModelRequest<'_>,
-) -> Result<ModelTurn, ModelError> {
-    let mut stream = agent.model.stream_turn(request).await?;
-    let mut turn = ModelTurn {
-        deltas: Vec::new(),
-        tool_calls: Vec::new(),
-        usage: None,
-    };
-    while let Some(event) = stream.next().await {
-        match event? {
-            ModelEvent::TextDelta(text) => turn.deltas.push(text),
-            ModelEvent::ToolCall(call) => turn.tool_calls.push(call),
-            ModelEvent::Finished(usage) => turn.usage = usage,
+/// A model turn being streamed: text deltas are committed and published as they arrive, in
+/// batches of whatever is ready, so followers see them live and a crash loses none of them.
+struct TurnInProgress<'a> {
+    inner: &'a Arc<Inner>,
+    run_id: &'a str,
+    expected_turns: u32,
+    attempt: u32,
+    /// Events not yet committed; the turn's final commit takes the rest.
+    unflushed: Vec<EventKind>,
+}
+
+impl TurnInProgress<'_> {
+    fn restart(&mut self, reason: String, attempt: u32) {
+        self.attempt = attempt;
+        self.unflushed
+            .retain(|event| !matches!(event, EventKind::TextDelta { .. }));
+        self.unflushed
+            .push(EventKind::StepRestarted { reason, attempt });
+    }
+
+    async fn flush(&mut self) -> Result<(), StepError> {
+        if self.unflushed.is_empty() {
+            return Ok(());
+        }
+        let events = std::mem::take(&mut self.unflushed);
+        match self
+            .inner
+            .store
+            .append_step_events(self.run_id, self.expected_turns, self.attempt, events)
+            .await?
+        {
+            TurnOutcome::Committed(committed) => {
+                self.inner.hub.publish(
+                    self.run_id,
+                    Batch {
+                        events: committed.events,
+                        status: committed.status,
+                    },
+                );
+                Ok(())
+            }
+            TurnOutcome::Stale => Err(StepError::Stale),
         }
     }
-    Ok(turn)
+
+    /// Streams the turn; the outer error stops the step, the inner one is the model's failure.
+    async fn run(
+        &mut self,
+        agent: &AgentDefinition,
+        request: ModelRequest<'_>,
+    ) -> Result<Result<ModelOutput, ModelError>, StepError> {
+        let mut stream = match agent.model.stream_turn(request).await {
+            Ok(stream) => stream,
+            Err(error) => return Ok(Err(error)),
+        };
+        let mut output = ModelOutput {
+            text: String::new(),
+            tool_calls: Vec::new(),
+            usage: None,
+        };
+        loop {
+            let item = match stream.next().now_or_never() {
+                Some(item) => item,
+                None => {
+                    // Nothing more is ready: commit what arrived so followers see it now.
+                    self.flush().await?;
+                    stream.next().await
+                }
+            };
+            let Some(item) = item else {
+                return Ok(Ok(output));
+            };
+            match item {
+                Err(error) => return Ok(Err(error)),
+                Ok(ModelEvent::TextDelta(text)) if text.is_empty() => {}
+                Ok(ModelEvent::TextDelta(text)) => {
+                    output.text.push_str(&text);
+                    self.unflushed.push(EventKind::TextDelta { text });
+                }
+                Ok(ModelEvent::ToolCall(call)) => output.tool_calls.push(call),
+                Ok(ModelEvent::Restarted { reason }) => {
+                    output.text.clear();
+                    output.tool_calls.clear();
+                    self.restart(reason, self.attempt + 1);
+                }
+                Ok(ModelEvent::Finished(usage)) => output.usage = usage,
+            }
+        }
+    }
 }
 
 fn failure(message: String) -> TurnCommit {
@@ -221,15 +331,10 @@ fn turn_commit(
     inner: &Inner,
     agent: &AgentDefinition,
     question_ttl_ms: Option<i64>,
-    turn: ModelTurn,
+    mut events: Vec<EventKind>,
+    turn: ModelOutput,
 ) -> TurnCommit {
-    let text: String = turn.deltas.concat();
-    let mut events: Vec<EventKind> = turn
-        .deltas
-        .into_iter()
-        .filter(|delta| !delta.is_empty())
-        .map(|text| EventKind::TextDelta { text })
-        .collect();
+    let text = turn.text;
     let mut seen_ids = HashSet::new();
     let mut tool_calls = Vec::with_capacity(turn.tool_calls.len());
     for mut call in turn.tool_calls {

@@ -45,6 +45,9 @@ pub struct NewRun {
 pub struct StepState {
     pub run: RunRecord,
     pub transcript: Vec<Message>,
+    /// The attempt of the current step that already streamed events, 0 when none did: a step
+    /// cut short (crash, model failure) left deltas that the next attempt must declare void.
+    pub step_attempt: u32,
 }
 
 /// How a tool call of a new turn starts out.
@@ -218,6 +221,15 @@ pub trait RunStore: Send + Sync + 'static {
         run_id: &str,
         expected_turns: u32,
         commit: TurnCommit,
+    ) -> StoreResult<TurnOutcome>;
+    /// Appends events of a step still in progress (live text deltas), if the run is still running
+    /// at `expected_turns`, and records that `attempt` of the step has streamed.
+    async fn append_step_events(
+        &self,
+        run_id: &str,
+        expected_turns: u32,
+        attempt: u32,
+        events: Vec<EventKind>,
     ) -> StoreResult<TurnOutcome>;
     async fn get_tool_call(
         &self,

@@ -40,6 +40,7 @@ CREATE TABLE runs (
     last_sequence INTEGER NOT NULL,
     turns INTEGER NOT NULL DEFAULT 0,
     question_ttl_ms INTEGER,
+    step_attempt INTEGER NOT NULL DEFAULT 0,
     created_ms INTEGER NOT NULL,
     updated_ms INTEGER NOT NULL
 );
@@ -512,7 +513,14 @@ impl RunStore for SqliteStore {
                 return Ok(None);
             };
             let transcript = load_transcript(&tx, &run)?;
-            Ok(Some(StepState { run, transcript }))
+            let step_attempt: i64 = tx
+                .prepare_cached("SELECT step_attempt FROM runs WHERE run_id = ?1")?
+                .query_row([&run_id], |row| row.get(0))?;
+            Ok(Some(StepState {
+                run,
+                transcript,
+                step_attempt: u32::try_from(step_attempt).unwrap_or(0),
+            }))
         })
         .await
     }
@@ -610,7 +618,7 @@ impl RunStore for SqliteStore {
             let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
             tx.prepare_cached(
                 "UPDATE runs SET status = ?2, turns = ?3, last_sequence = ?4, output_text = ?5, \
-                 error_message = ?6, updated_ms = ?7 WHERE run_id = ?1",
+                 error_message = ?6, updated_ms = ?7, step_attempt = 0 WHERE run_id = ?1",
             )?
             .execute(params![
                 run_id,
@@ -623,6 +631,38 @@ impl RunStore for SqliteStore {
             ])?;
             tx.commit()?;
             Ok(TurnOutcome::Committed(Committed { events, status }))
+        })
+        .await
+    }
+
+    async fn append_step_events(
+        &self,
+        run_id: &str,
+        expected_turns: u32,
+        attempt: u32,
+        events: Vec<EventKind>,
+    ) -> StoreResult<TurnOutcome> {
+        let run_id = run_id.to_owned();
+        self.with_conn(move |conn| {
+            let now = now_millis();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let Some(head) = run_head(&tx, &run_id)? else {
+                return Ok(TurnOutcome::Stale);
+            };
+            if head.status != RunStatus::Running || head.turns != expected_turns {
+                return Ok(TurnOutcome::Stale);
+            }
+            let events = append_events(&tx, &run_id, head.last_sequence, events, now)?;
+            let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
+            tx.prepare_cached(
+                "UPDATE runs SET last_sequence = ?2, step_attempt = ?3, updated_ms = ?4 WHERE run_id = ?1",
+            )?
+            .execute(params![run_id, last_sequence as i64, i64::from(attempt), now])?;
+            tx.commit()?;
+            Ok(TurnOutcome::Committed(Committed {
+                events,
+                status: RunStatus::Running,
+            }))
         })
         .await
     }
