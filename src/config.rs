@@ -94,6 +94,10 @@ pub struct ServeArgs {
     /// How often finished runs past retention are pruned.
     #[arg(long, env = "ASKUSER_PRUNE_INTERVAL", default_value = "1h", value_parser = duration)]
     pub prune_interval: Duration,
+    /// How long an executor's claim on a working run lasts unless renewed (renewed every third of
+    /// it); a run whose replica died is taken over after it.
+    #[arg(long, env = "ASKUSER_LEASE_TTL", default_value = "10s", value_parser = duration)]
+    pub lease_ttl: Duration,
     /// How long a graceful shutdown may take.
     #[arg(long, env = "ASKUSER_SHUTDOWN_TIMEOUT", default_value = "10s", value_parser = duration)]
     pub shutdown_timeout: Duration,
@@ -122,6 +126,7 @@ impl ServeArgs {
             max_question_ttl: self.max_question_ttl,
             retention: self.retention,
             prune_interval: self.prune_interval,
+            lease_ttl: self.lease_ttl,
         }
     }
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use super::Inner;
 use super::agents::AgentDefinition;
@@ -85,12 +85,13 @@ const STORE_RETRIES: u32 = 5;
 async fn drive(inner: Arc<Inner>, run_id: String) {
     let mut failures = 0;
     loop {
-        if inner.shutdown.is_cancelled() {
-            // The run stays running in the store; the next start picks it up.
-            inner.executing.finish(&run_id);
-            return;
-        }
-        match step(&inner, &run_id).await {
+        let outcome = if inner.shutdown.is_cancelled() {
+            // Draining: leave the run to another replica, or to the next start.
+            Ok(StepOutcome::Idle)
+        } else {
+            leased_step(&inner, &run_id).await
+        };
+        match outcome {
             Ok(StepOutcome::Continue) => {
                 failures = 0;
                 continue;
@@ -105,8 +106,75 @@ async fn drive(inner: Arc<Inner>, run_id: String) {
                 }
             }
         }
+        if let Err(error) = inner.store.release_lease(&run_id, &inner.owner).await {
+            // The lease then simply expires and the run is taken over.
+            warn!(run_id, %error, "releasing a run lease failed");
+        }
         if inner.executing.finish(&run_id) {
             return;
+        }
+    }
+}
+
+fn lease_until(inner: &Inner) -> i64 {
+    let ttl = i64::try_from(inner.config.lease_ttl.as_millis()).unwrap_or(i64::MAX);
+    now_millis().saturating_add(ttl)
+}
+
+/// One step under the run's lease, renewed while the step works; a step whose lease is lost
+/// (another replica took the run over) is abandoned, and its commits would be refused anyway.
+async fn leased_step(inner: &Arc<Inner>, run_id: &str) -> Result<StepOutcome, StoreError> {
+    if !inner
+        .store
+        .acquire_lease(run_id, &inner.owner, lease_until(inner))
+        .await?
+    {
+        // Not running, or another executor holds it.
+        return Ok(StepOutcome::Idle);
+    }
+    let renew = async {
+        loop {
+            tokio::time::sleep(inner.config.lease_ttl / 3).await;
+            match inner
+                .store
+                .acquire_lease(run_id, &inner.owner, lease_until(inner))
+                .await
+            {
+                Ok(true) => {}
+                Ok(false) => return Ok(StepOutcome::Idle),
+                Err(error) => return Err(error),
+            }
+        }
+    };
+    tokio::select! {
+        outcome = step(inner, run_id) => outcome,
+        lost = renew => lost,
+    }
+}
+
+/// Takes over working runs that no executor holds: at start, the runs that were working when
+/// the server stopped; later, runs whose executor (on any replica) died and whose lease expired.
+pub(crate) async fn takeover_loop(inner: Arc<Inner>) {
+    const BATCH: usize = 256;
+    let period = (inner.config.lease_ttl / 4).max(Duration::from_millis(100));
+    loop {
+        match inner.store.unleased_runs(now_millis(), BATCH).await {
+            Ok(runs) => {
+                if !runs.is_empty() {
+                    info!(
+                        runs = runs.len(),
+                        "taking over working runs without an executor"
+                    );
+                }
+                for run_id in runs {
+                    kick(&inner, &run_id);
+                }
+            }
+            Err(error) => warn!(%error, "looking for runs to take over failed"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(period) => {}
+            () = inner.shutdown.cancelled() => return,
         }
     }
 }
@@ -193,7 +261,7 @@ async fn step(inner: &Arc<Inner>, run_id: &str) -> Result<StepOutcome, StoreErro
     });
     match inner
         .store
-        .commit_turn(run_id, expected_turns, commit)
+        .commit_turn(run_id, &inner.owner, expected_turns, commit)
         .await?
     {
         TurnOutcome::Committed(committed) => {
@@ -201,13 +269,7 @@ async fn step(inner: &Arc<Inner>, run_id: &str) -> Result<StepOutcome, StoreErro
                 inner.expiry_wake.notify_one();
             }
             let status = committed.status;
-            inner.hub.publish(
-                run_id,
-                Batch {
-                    events: committed.events,
-                    status,
-                },
-            );
+            inner.hub.publish(run_id, Batch::from(committed));
             debug!(run_id, status = status.as_str(), "turn committed");
             Ok(if status == RunStatus::Running {
                 StepOutcome::Continue
@@ -254,17 +316,17 @@ impl TurnInProgress<'_> {
         match self
             .inner
             .store
-            .append_step_events(self.run_id, self.expected_turns, self.attempt, events)
+            .append_step_events(
+                self.run_id,
+                &self.inner.owner,
+                self.expected_turns,
+                self.attempt,
+                events,
+            )
             .await?
         {
             TurnOutcome::Committed(committed) => {
-                self.inner.hub.publish(
-                    self.run_id,
-                    Batch {
-                        events: committed.events,
-                        status: committed.status,
-                    },
-                );
+                self.inner.hub.publish(self.run_id, Batch::from(committed));
                 Ok(())
             }
             TurnOutcome::Stale => Err(StepError::Stale),

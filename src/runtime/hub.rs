@@ -9,12 +9,25 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::broadcast;
 
 use crate::domain::{Event, RunStatus};
+use crate::store::Committed;
 
-/// Events committed together, with the run's status after the commit.
+/// Events committed together, with the run's last sequence and status after the commit. A
+/// notice of another replica's commit carries no events: followers read them from the store.
 #[derive(Debug)]
 pub struct Batch {
     pub events: Vec<Event>,
     pub status: RunStatus,
+    pub last_sequence: u64,
+}
+
+impl From<Committed> for Batch {
+    fn from(committed: Committed) -> Self {
+        Batch {
+            last_sequence: committed.events.last().map_or(0, |e| e.sequence),
+            events: committed.events,
+            status: committed.status,
+        }
+    }
 }
 
 /// How many batches a slow subscriber may fall behind before it catches up from the store.

@@ -50,6 +50,9 @@ pub struct RuntimeConfig {
     pub retention: Duration,
     /// How often finished runs past retention are pruned.
     pub prune_interval: Duration,
+    /// How long an executor's claim on a working run lasts unless renewed; a run whose executor
+    /// died is taken over after it.
+    pub lease_ttl: Duration,
 }
 
 /// A request to start a run.
@@ -101,6 +104,8 @@ pub struct RunPage {
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<Event, RuntimeError>> + Send>>;
 
 pub(crate) struct Inner {
+    /// This process's name in run leases.
+    owner: String,
     store: Arc<dyn RunStore>,
     agents: HashMap<String, AgentDefinition>,
     config: RuntimeConfig,
@@ -144,6 +149,7 @@ impl Runtime {
         let agents = agents.into_iter().map(|a| (a.id.clone(), a)).collect();
         Self {
             inner: Arc::new(Inner {
+                owner: format!("{}-{}", std::process::id(), uuid::Uuid::now_v7().simple()),
                 store,
                 agents,
                 config,
@@ -156,23 +162,16 @@ impl Runtime {
         }
     }
 
-    /// Resumes the runs that were working when the server stopped and starts the background
-    /// loops (question expiry, retention).
+    /// Starts the background loops: taking over working runs nobody executes (at start: those
+    /// that were working when the server stopped), live commit notices from other replicas,
+    /// question expiry and retention.
     pub async fn start(&self) -> Result<(), RuntimeError> {
-        let running = self
-            .inner
-            .store
-            .run_ids_with_status(RunStatus::Running)
-            .await?;
-        if !running.is_empty() {
-            info!(
-                runs = running.len(),
-                "resuming runs that were working at the last stop"
-            );
+        if let Some(feed) = self.inner.store.commit_feed().await? {
+            let inner = Arc::clone(&self.inner);
+            self.inner.tasks.spawn(commit_feed_loop(inner, feed));
         }
-        for run_id in running {
-            kick(&self.inner, &run_id);
-        }
+        let inner = Arc::clone(&self.inner);
+        self.inner.tasks.spawn(executor::takeover_loop(inner));
         let inner = Arc::clone(&self.inner);
         self.inner.tasks.spawn(expiry_loop(inner));
         let inner = Arc::clone(&self.inner);
@@ -247,13 +246,7 @@ impl Runtime {
                 question_ttl_ms: ttl.map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX)),
             })
             .await?;
-        self.inner.hub.publish(
-            &run_id,
-            Batch {
-                events: committed.events,
-                status: committed.status,
-            },
-        );
+        self.inner.hub.publish(&run_id, Batch::from(committed));
         kick(&self.inner, &run_id);
         Ok(run_id)
     }
@@ -397,13 +390,7 @@ impl Runtime {
 
     fn publish_settled(&self, run_id: &str, committed: crate::store::Committed) {
         let status = committed.status;
-        self.inner.hub.publish(
-            run_id,
-            Batch {
-                events: committed.events,
-                status,
-            },
-        );
+        self.inner.hub.publish(run_id, Batch::from(committed));
         if status == RunStatus::Running {
             kick(&self.inner, run_id);
         }
@@ -418,13 +405,7 @@ impl Runtime {
             .await?
         {
             CancelOutcome::Cancelled(committed) => {
-                self.inner.hub.publish(
-                    run_id,
-                    Batch {
-                        events: committed.events,
-                        status: committed.status,
-                    },
-                );
+                self.inner.hub.publish(run_id, Batch::from(committed));
             }
             CancelOutcome::AlreadyCancelled => {}
             CancelOutcome::Finished(status) => {
@@ -447,63 +428,50 @@ impl Runtime {
             // Subscribe before reading the store, so nothing committed in between is missed.
             let mut live = inner.hub.subscribe(&run_id);
             let mut delivered = after_sequence;
-            let mut known_last;
-            let mut status;
+            let mut known_last = 0;
+            let mut status = RunStatus::Running;
+            let mut read_store = true;
             loop {
-                let page = inner
-                    .store
-                    .read_events(&run_id, delivered, REPLAY_PAGE)
-                    .await?
-                    .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
-                let full = page.events.len() == REPLAY_PAGE;
-                for event in page.events {
-                    delivered = event.sequence;
-                    yield event;
+                if read_store {
+                    let page = inner
+                        .store
+                        .read_events(&run_id, delivered, REPLAY_PAGE)
+                        .await?
+                        .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
+                    read_store = page.events.len() == REPLAY_PAGE;
+                    for event in page.events {
+                        delivered = event.sequence;
+                        yield event;
+                    }
+                    known_last = page.last_sequence;
+                    status = page.status;
+                    continue;
                 }
-                known_last = page.last_sequence;
-                status = page.status;
-                if !full {
+                if finished(until, status, delivered, known_last) {
                     break;
                 }
-            }
-            while !finished(until, status, delivered, known_last) {
                 let batch = tokio::select! {
                     batch = live.recv() => batch,
                     () = inner.shutdown.cancelled() => Err(RecvError::Closed),
                 };
                 let batch = match batch {
                     Ok(batch) => batch,
+                    // Fell behind the live channel: catch up from the store.
                     Err(RecvError::Lagged(_)) => {
-                        // Fell behind the live channel: catch up from the store.
-                        let page = inner
-                            .store
-                            .read_events(&run_id, delivered, usize::MAX >> 1)
-                            .await?
-                            .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
-                        for event in page.events {
-                            delivered = event.sequence;
-                            yield event;
-                        }
-                        known_last = page.last_sequence;
-                        status = page.status;
+                        read_store = true;
                         continue;
                     }
                     Err(RecvError::Closed) => Err(RuntimeError::ShuttingDown)?,
                 };
-                let Some(first) = batch.events.first().map(|e| e.sequence) else {
+                let first = batch
+                    .events
+                    .first()
+                    .map_or(batch.last_sequence + 1, |e| e.sequence);
+                if batch.last_sequence > delivered && first > delivered + 1 {
+                    // Events this follower has not seen came another way (published out of
+                    // order, or committed by another replica); they are in the store.
+                    read_store = true;
                     continue;
-                };
-                if first > delivered + 1 {
-                    // A batch committed earlier was published later: fill the gap from the store.
-                    let page = inner
-                        .store
-                        .read_events(&run_id, delivered, usize::try_from(first - delivered - 1).unwrap_or(usize::MAX))
-                        .await?
-                        .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
-                    for event in page.events {
-                        delivered = event.sequence;
-                        yield event;
-                    }
                 }
                 for event in &batch.events {
                     if event.sequence == delivered + 1 {
@@ -511,10 +479,8 @@ impl Runtime {
                         yield event.clone();
                     }
                 }
-                if let Some(last) = batch.events.last()
-                    && last.sequence >= known_last
-                {
-                    known_last = last.sequence;
+                if batch.last_sequence >= known_last {
+                    known_last = batch.last_sequence;
                     status = batch.status;
                 }
             }
@@ -609,13 +575,7 @@ async fn expiry_loop(inner: Arc<Inner>) {
             {
                 Ok(SettleOutcome::Settled(committed)) => {
                     let status = committed.status;
-                    inner.hub.publish(
-                        &run_id,
-                        Batch {
-                            events: committed.events,
-                            status,
-                        },
-                    );
+                    inner.hub.publish(&run_id, Batch::from(committed));
                     if status == RunStatus::Running {
                         kick(&inner, &run_id);
                     }
@@ -625,6 +585,31 @@ async fn expiry_loop(inner: Arc<Inner>) {
                 Err(error) => warn!(%error, run_id, tool_call_id, "expiring a question failed"),
             }
         }
+    }
+}
+
+/// Wakes local followers of runs that other replicas committed to.
+async fn commit_feed_loop(
+    inner: Arc<Inner>,
+    mut feed: tokio::sync::mpsc::Receiver<crate::store::CommitNotice>,
+) {
+    loop {
+        let notice = tokio::select! {
+            notice = feed.recv() => notice,
+            () = inner.shutdown.cancelled() => return,
+        };
+        let Some(notice) = notice else {
+            warn!("the store's commit feed ended; followers see other replicas' events late");
+            return;
+        };
+        inner.hub.publish(
+            &notice.run_id,
+            Batch {
+                events: Vec::new(),
+                status: notice.status,
+                last_sequence: notice.last_sequence,
+            },
+        );
     }
 }
 

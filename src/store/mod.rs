@@ -187,6 +187,14 @@ pub enum CancelOutcome {
     NotFound,
 }
 
+/// A commit seen in a shared store: the run's newest sequence and status after it.
+#[derive(Clone, Debug)]
+pub struct CommitNotice {
+    pub run_id: String,
+    pub last_sequence: u64,
+    pub status: RunStatus,
+}
+
 /// A slice of a run's event log, read together with the run's state.
 #[derive(Clone, Debug)]
 pub struct EventPage {
@@ -212,21 +220,22 @@ pub trait RunStore: Send + Sync + 'static {
     async fn create_run(&self, run: NewRun) -> StoreResult<Committed>;
     async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunRecord>>;
     async fn list_runs(&self, query: RunQuery) -> StoreResult<Vec<RunRecord>>;
-    /// Ids of runs in a status, oldest first (recovery picks up running runs with it).
-    async fn run_ids_with_status(&self, status: RunStatus) -> StoreResult<Vec<String>>;
     async fn load_step(&self, run_id: &str) -> StoreResult<Option<StepState>>;
-    /// Commits a model turn if the run is still running with `expected_turns` turns.
+    /// Commits a model turn if the run is still running with `expected_turns` turns and `owner`
+    /// still holds its lease.
     async fn commit_turn(
         &self,
         run_id: &str,
+        owner: &str,
         expected_turns: u32,
         commit: TurnCommit,
     ) -> StoreResult<TurnOutcome>;
-    /// Appends events of a step still in progress (live text deltas), if the run is still running
-    /// at `expected_turns`, and records that `attempt` of the step has streamed.
+    /// Appends events of a step still in progress (live text deltas), on the same conditions as
+    /// [`RunStore::commit_turn`], and records that `attempt` of the step has streamed.
     async fn append_step_events(
         &self,
         run_id: &str,
+        owner: &str,
         expected_turns: u32,
         attempt: u32,
         events: Vec<EventKind>,
@@ -265,6 +274,16 @@ pub trait RunStore: Send + Sync + 'static {
     async fn next_expiry(&self) -> StoreResult<Option<i64>>;
     /// Deletes finished runs last updated before `before_ms`; returns how many.
     async fn prune_finished(&self, before_ms: i64) -> StoreResult<u64>;
+    /// Takes (or renews) the lease to execute a running run until `until_ms`, unless another owner
+    /// holds an unexpired one. Returns whether `owner` holds it now.
+    async fn acquire_lease(&self, run_id: &str, owner: &str, until_ms: i64) -> StoreResult<bool>;
+    /// Gives a lease up, if `owner` holds it.
+    async fn release_lease(&self, run_id: &str, owner: &str) -> StoreResult<()>;
+    /// Running runs that no executor holds (no lease, or an expired one), oldest change first.
+    async fn unleased_runs(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<String>>;
+    /// Notices of commits made by any process sharing this store, for live followers across
+    /// replicas; `None` for a store only this process uses.
+    async fn commit_feed(&self) -> StoreResult<Option<tokio::sync::mpsc::Receiver<CommitNotice>>>;
     /// Flushes everything to durable storage before the process exits.
     async fn close(&self) -> StoreResult<()>;
 }

@@ -41,6 +41,8 @@ CREATE TABLE runs (
     turns INTEGER NOT NULL DEFAULT 0,
     question_ttl_ms INTEGER,
     step_attempt INTEGER NOT NULL DEFAULT 0,
+    lease_owner TEXT,
+    lease_expires_ms INTEGER,
     created_ms INTEGER NOT NULL,
     updated_ms INTEGER NOT NULL
 );
@@ -103,7 +105,14 @@ impl SqliteStore {
         conn.pragma_update(None, "synchronous", sync)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // One process per file: the lock fails a second server on the same data directory.
+        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
         migrate(&mut conn)?;
+        // Leases of a previous process are void: nobody else can use this file.
+        conn.execute(
+            "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL WHERE lease_owner IS NOT NULL",
+            [],
+        )?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
         })
@@ -266,24 +275,29 @@ struct RunHead {
     status: RunStatus,
     last_sequence: u64,
     turns: u32,
+    lease_owner: Option<String>,
 }
 
 fn run_head(tx: &Transaction<'_>, run_id: &str) -> StoreResult<Option<RunHead>> {
     let row = tx
-        .prepare_cached("SELECT status, last_sequence, turns FROM runs WHERE run_id = ?1")?
+        .prepare_cached(
+            "SELECT status, last_sequence, turns, lease_owner FROM runs WHERE run_id = ?1",
+        )?
         .query_row([run_id], |row| {
             Ok((
                 row.get::<_, String>(0)?,
                 row.get::<_, i64>(1)?,
                 row.get::<_, i64>(2)?,
+                row.get::<_, Option<String>>(3)?,
             ))
         })
         .optional()?;
-    row.map(|(status, last, turns)| {
+    row.map(|(status, last, turns, lease_owner)| {
         Ok(RunHead {
             status: parse_status(&status)?,
             last_sequence: u64::try_from(last).unwrap_or(0),
             turns: u32::try_from(turns).unwrap_or(u32::MAX),
+            lease_owner,
         })
     })
     .transpose()
@@ -495,16 +509,6 @@ impl RunStore for SqliteStore {
         .await
     }
 
-    async fn run_ids_with_status(&self, status: RunStatus) -> StoreResult<Vec<String>> {
-        self.with_conn(move |conn| {
-            Ok(conn
-                .prepare_cached("SELECT run_id FROM runs WHERE status = ?1 ORDER BY run_id")?
-                .query_map([status.as_str()], |row| row.get(0))?
-                .collect::<Result<_, _>>()?)
-        })
-        .await
-    }
-
     async fn load_step(&self, run_id: &str) -> StoreResult<Option<StepState>> {
         let run_id = run_id.to_owned();
         self.with_conn(move |conn| {
@@ -528,17 +532,21 @@ impl RunStore for SqliteStore {
     async fn commit_turn(
         &self,
         run_id: &str,
+        owner: &str,
         expected_turns: u32,
         commit: TurnCommit,
     ) -> StoreResult<TurnOutcome> {
-        let run_id = run_id.to_owned();
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         self.with_conn(move |conn| {
             let now = now_millis();
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let Some(head) = run_head(&tx, &run_id)? else {
                 return Ok(TurnOutcome::Stale);
             };
-            if head.status != RunStatus::Running || head.turns != expected_turns {
+            if head.status != RunStatus::Running
+                || head.turns != expected_turns
+                || head.lease_owner.as_deref() != Some(owner.as_str())
+            {
                 return Ok(TurnOutcome::Stale);
             }
             let mut turns = head.turns;
@@ -618,7 +626,10 @@ impl RunStore for SqliteStore {
             let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
             tx.prepare_cached(
                 "UPDATE runs SET status = ?2, turns = ?3, last_sequence = ?4, output_text = ?5, \
-                 error_message = ?6, updated_ms = ?7, step_attempt = 0 WHERE run_id = ?1",
+                 error_message = ?6, updated_ms = ?7, step_attempt = 0, \
+                 lease_owner = CASE WHEN ?2 = 'running' THEN lease_owner END, \
+                 lease_expires_ms = CASE WHEN ?2 = 'running' THEN lease_expires_ms END \
+                 WHERE run_id = ?1",
             )?
             .execute(params![
                 run_id,
@@ -638,18 +649,22 @@ impl RunStore for SqliteStore {
     async fn append_step_events(
         &self,
         run_id: &str,
+        owner: &str,
         expected_turns: u32,
         attempt: u32,
         events: Vec<EventKind>,
     ) -> StoreResult<TurnOutcome> {
-        let run_id = run_id.to_owned();
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         self.with_conn(move |conn| {
             let now = now_millis();
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let Some(head) = run_head(&tx, &run_id)? else {
                 return Ok(TurnOutcome::Stale);
             };
-            if head.status != RunStatus::Running || head.turns != expected_turns {
+            if head.status != RunStatus::Running
+                || head.turns != expected_turns
+                || head.lease_owner.as_deref() != Some(owner.as_str())
+            {
                 return Ok(TurnOutcome::Stale);
             }
             let events = append_events(&tx, &run_id, head.last_sequence, events, now)?;
@@ -900,6 +915,54 @@ impl RunStore for SqliteStore {
             Ok(pruned as u64)
         })
         .await
+    }
+
+    async fn acquire_lease(&self, run_id: &str, owner: &str, until_ms: i64) -> StoreResult<bool> {
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        self.with_conn(move |conn| {
+            let taken = conn
+                .prepare_cached(
+                    "UPDATE runs SET lease_owner = ?2, lease_expires_ms = ?3 WHERE run_id = ?1 \
+                     AND status = 'running' AND (lease_owner IS NULL OR lease_owner = ?2 \
+                     OR lease_expires_ms < ?4)",
+                )?
+                .execute(params![run_id, owner, until_ms, now_millis()])?;
+            Ok(taken == 1)
+        })
+        .await
+    }
+
+    async fn release_lease(&self, run_id: &str, owner: &str) -> StoreResult<()> {
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        self.with_conn(move |conn| {
+            conn.prepare_cached(
+                "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL \
+                 WHERE run_id = ?1 AND lease_owner = ?2",
+            )?
+            .execute(params![run_id, owner])?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn unleased_runs(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<String>> {
+        self.with_conn(move |conn| {
+            Ok(conn
+                .prepare_cached(
+                    "SELECT run_id FROM runs WHERE status = 'running' \
+                     AND (lease_owner IS NULL OR lease_expires_ms < ?1) ORDER BY updated_ms LIMIT ?2",
+                )?
+                .query_map(params![now_ms, limit as i64], |row| row.get(0))?
+                .collect::<Result<_, _>>()?)
+        })
+        .await
+    }
+
+    async fn commit_feed(
+        &self,
+    ) -> StoreResult<Option<tokio::sync::mpsc::Receiver<super::CommitNotice>>> {
+        // A SQLite file belongs to this process alone: every commit is already published locally.
+        Ok(None)
     }
 
     async fn close(&self) -> StoreResult<()> {
