@@ -50,9 +50,16 @@ pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port; the address is printed on stdout).
     #[arg(long, env = "ASKUSER_LISTEN", default_value = "127.0.0.1:50051")]
     pub listen: SocketAddr,
-    /// Directory of the SQLite store.
+    /// Directory of the SQLite store (unused with --database-url).
     #[arg(long, env = "ASKUSER_DATA_DIR", default_value = "askuser-data")]
     pub data_dir: PathBuf,
+    /// PostgreSQL URL (`postgres://user:password@host:port/db`): use a PostgreSQL store shared by
+    /// every replica instead of the embedded SQLite file.
+    #[arg(long, env = "ASKUSER_DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Connections in the PostgreSQL pool.
+    #[arg(long, env = "ASKUSER_DATABASE_POOL_SIZE", default_value_t = 16)]
+    pub database_pool_size: usize,
     /// Agents file (TOML); without it the built-in demo agents are served.
     #[arg(long, env = "ASKUSER_CONFIG")]
     pub config: Option<PathBuf>,

@@ -15,7 +15,7 @@ use crate::config::{ServeArgs, load_agents};
 use crate::proto::v1::agent_service_server::AgentServiceServer;
 use crate::proto::v1::tool_service_server::ToolServiceServer;
 use crate::runtime::Runtime;
-use crate::store::SqliteStore;
+use crate::store::{PostgresStore, RunStore, SqliteStore};
 
 /// Errors that stop the server from starting or serving.
 #[derive(Debug, thiserror::Error)]
@@ -46,10 +46,13 @@ const SERVICE_NAMES: [&str; 2] = ["askuser.v1.AgentService", "askuser.v1.ToolSer
 pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     let limits = args.limits();
     let agents = load_agents(args.config.as_deref(), &limits)?;
-    let store = Arc::new(SqliteStore::open(
-        &args.data_dir.join("askuser.sqlite3"),
-        args.sqlite_synchronous,
-    )?);
+    let store: Arc<dyn RunStore> = match &args.database_url {
+        Some(url) => Arc::new(PostgresStore::connect(url, args.database_pool_size).await?),
+        None => Arc::new(SqliteStore::open(
+            &args.data_dir.join("askuser.sqlite3"),
+            args.sqlite_synchronous,
+        )?),
+    };
     let runtime = Runtime::new(store, agents, args.runtime_config());
     runtime.start().await?;
 
@@ -79,7 +82,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     let mut stdout = std::io::stdout();
     writeln!(stdout, "askuser listening on {local}")?;
     stdout.flush()?;
-    info!(%local, data_dir = %args.data_dir.display(), "serving askuser.v1");
+    info!(
+        %local,
+        store = if args.database_url.is_some() { "postgres" } else { "sqlite" },
+        "serving askuser.v1"
+    );
 
     let shutdown_runtime = runtime.clone();
     let shutdown_signal = async move {

@@ -3,6 +3,8 @@
 //! Every state change is one transaction that also appends its events, so the event log and the
 //! state never disagree, and answers are settled with a compare-and-set on the pending tool call.
 
+mod postgres;
+mod records;
 mod sqlite;
 
 use std::collections::BTreeMap;
@@ -13,6 +15,7 @@ use crate::domain::{
     AnswerInput, Event, EventKind, Message, RunRecord, RunStatus, SuspendPayload, ToolResultKind,
 };
 
+pub use postgres::PostgresStore;
 pub use sqlite::{SqliteStore, Synchronous};
 
 /// Errors of the store layer.
@@ -20,6 +23,8 @@ pub use sqlite::{SqliteStore, Synchronous};
 pub enum StoreError {
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    #[error("postgres: {0}")]
+    Postgres(String),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
     #[error("store task failed: {0}")]

@@ -6,14 +6,18 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
+use super::records::{
+    PENDING_QUERY, PendingRow, RUN_COLUMNS, RunRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY,
+    TURNS_QUERY, ToolCallRow, TranscriptCall, assemble_transcript, from_json, kind_name,
+    parse_status, to_json,
+};
 use super::{
     CallStatus, CancelOutcome, Committed, EventPage, NewCallState, NewRun, RunEnd, RunQuery,
     RunStore, SettleOutcome, Settlement, StepState, StoreError, StoreResult, ToolCallRecord,
     TurnCommit, TurnOutcome,
 };
 use crate::domain::{
-    AnswerInput, Event, EventKind, Message, ModelToolCall, PendingCall, RunRecord, RunStatus,
-    SuspendPayload, ToolResultKind, now_millis,
+    Event, EventKind, Message, PendingCall, RunRecord, RunStatus, ToolResultKind, now_millis,
 };
 
 /// How hard SQLite works to make a commit durable.
@@ -82,9 +86,6 @@ CREATE TABLE events (
 ) WITHOUT ROWID;
 ";
 
-const RUN_COLUMNS: &str = "run_id, agent_id, status, prompt, metadata, output_text, error_message, \
-     last_sequence, turns, question_ttl_ms, created_ms, updated_ms";
-
 /// A [`RunStore`] on one SQLite file.
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
@@ -152,33 +153,8 @@ fn migrate(conn: &mut Connection) -> StoreResult<()> {
     Ok(())
 }
 
-fn to_json<T: serde::Serialize>(value: &T) -> StoreResult<String> {
-    serde_json::to_string(value).map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> StoreResult<T> {
-    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(e.to_string()))
-}
-
-fn parse_status(name: &str) -> StoreResult<RunStatus> {
-    RunStatus::parse(name).ok_or_else(|| StoreError::Corrupt(format!("run status {name}")))
-}
-
-fn parse_call_status(name: &str) -> StoreResult<CallStatus> {
-    CallStatus::parse(name).ok_or_else(|| StoreError::Corrupt(format!("call status {name}")))
-}
-
-fn parse_kind(name: &str) -> StoreResult<ToolResultKind> {
-    from_json(&format!("\"{name}\""))
-}
-
-fn kind_name(kind: ToolResultKind) -> StoreResult<String> {
-    Ok(to_json(&kind)?.trim_matches('"').to_owned())
-}
-
-/// A run row before its pending calls are attached.
-fn read_run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
-    Ok(RawRun {
+fn read_run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+    Ok(RunRow {
         run_id: row.get(0)?,
         agent_id: row.get(1)?,
         status: row.get(2)?,
@@ -192,41 +168,6 @@ fn read_run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
         created_ms: row.get(10)?,
         updated_ms: row.get(11)?,
     })
-}
-
-struct RawRun {
-    run_id: String,
-    agent_id: String,
-    status: String,
-    prompt: String,
-    metadata: String,
-    output_text: String,
-    error_message: String,
-    last_sequence: i64,
-    turns: i64,
-    question_ttl_ms: Option<i64>,
-    created_ms: i64,
-    updated_ms: i64,
-}
-
-impl RawRun {
-    fn into_record(self, pending: Vec<PendingCall>) -> StoreResult<RunRecord> {
-        Ok(RunRecord {
-            status: parse_status(&self.status)?,
-            metadata: from_json(&self.metadata)?,
-            run_id: self.run_id,
-            agent_id: self.agent_id,
-            prompt: self.prompt,
-            output_text: self.output_text,
-            error_message: self.error_message,
-            last_sequence: u64::try_from(self.last_sequence).unwrap_or(0),
-            turns: u32::try_from(self.turns).unwrap_or(u32::MAX),
-            question_ttl_ms: self.question_ttl_ms,
-            created_ms: self.created_ms,
-            updated_ms: self.updated_ms,
-            pending,
-        })
-    }
 }
 
 fn load_run(conn: &Connection, run_id: &str) -> StoreResult<Option<RunRecord>> {
@@ -244,30 +185,18 @@ fn load_run(conn: &Connection, run_id: &str) -> StoreResult<Option<RunRecord>> {
 }
 
 fn load_pending(conn: &Connection, run_id: &str) -> StoreResult<Vec<PendingCall>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT tool_call_id, tool_name, payload, expire_ms FROM tool_calls \
-         WHERE run_id = ?1 AND status = 'pending' ORDER BY turn, position",
-    )?;
-    let rows = stmt.query_map([run_id], |row| {
-        Ok((
-            row.get::<_, String>(0)?,
-            row.get::<_, String>(1)?,
-            row.get::<_, Option<String>>(2)?,
-            row.get::<_, Option<i64>>(3)?,
-        ))
-    })?;
-    let mut pending = Vec::new();
-    for row in rows {
-        let (tool_call_id, tool_name, payload, expire_ms) = row?;
-        let payload: SuspendPayload = from_json(payload.as_deref().unwrap_or("null"))?;
-        pending.push(PendingCall {
-            tool_call_id,
-            tool_name,
-            payload,
-            expire_ms,
-        });
-    }
-    Ok(pending)
+    let rows: Vec<PendingRow> = conn
+        .prepare_cached(PENDING_QUERY)?
+        .query_map([run_id], |row| {
+            Ok(PendingRow {
+                tool_call_id: row.get(0)?,
+                tool_name: row.get(1)?,
+                payload: row.get(2)?,
+                expire_ms: row.get(3)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?;
+    rows.into_iter().map(PendingRow::into_pending).collect()
 }
 
 /// Run state read inside a write transaction.
@@ -339,106 +268,43 @@ fn load_tool_call(
     run_id: &str,
     tool_call_id: &str,
 ) -> StoreResult<Option<ToolCallRecord>> {
-    let row = conn
-        .prepare_cached(
-            "SELECT tool_name, status, payload, expire_ms, answer, answer_id, result_sequence \
-             FROM tool_calls WHERE run_id = ?1 AND tool_call_id = ?2",
-        )?
+    conn.prepare_cached(TOOL_CALL_QUERY)?
         .query_row([run_id, tool_call_id], |row| {
-            Ok((
-                row.get::<_, String>(0)?,
-                row.get::<_, String>(1)?,
-                row.get::<_, Option<String>>(2)?,
-                row.get::<_, Option<i64>>(3)?,
-                row.get::<_, Option<String>>(4)?,
-                row.get::<_, String>(5)?,
-                row.get::<_, i64>(6)?,
-            ))
+            Ok(ToolCallRow {
+                tool_name: row.get(0)?,
+                status: row.get(1)?,
+                payload: row.get(2)?,
+                expire_ms: row.get(3)?,
+                answer: row.get(4)?,
+                answer_id: row.get(5)?,
+                result_sequence: row.get(6)?,
+            })
         })
-        .optional()?;
-    let Some((tool_name, status, payload, expire_ms, answer, answer_id, result_sequence)) = row
-    else {
-        return Ok(None);
-    };
-    Ok(Some(ToolCallRecord {
-        run_id: run_id.to_owned(),
-        tool_call_id: tool_call_id.to_owned(),
-        tool_name,
-        status: parse_call_status(&status)?,
-        payload: payload.as_deref().map(from_json).transpose()?,
-        expire_ms,
-        answer: answer
-            .as_deref()
-            .map(from_json::<AnswerInput>)
-            .transpose()?,
-        answer_id,
-        result_sequence: u64::try_from(result_sequence).unwrap_or(0),
-    }))
+        .optional()?
+        .map(|row| row.into_record(run_id, tool_call_id))
+        .transpose()
 }
 
 fn load_transcript(conn: &Connection, run: &RunRecord) -> StoreResult<Vec<Message>> {
-    let mut transcript = vec![Message::User {
-        text: run.prompt.clone(),
-    }];
-    let mut turns =
-        conn.prepare_cached("SELECT turn, text FROM turns WHERE run_id = ?1 ORDER BY turn")?;
-    let turn_rows: Vec<(i64, String)> = turns
+    let turns: Vec<(i64, String)> = conn
+        .prepare_cached(TURNS_QUERY)?
         .query_map([&run.run_id], |row| Ok((row.get(0)?, row.get(1)?)))?
         .collect::<Result<_, _>>()?;
-    let mut calls = conn.prepare_cached(
-        "SELECT turn, tool_call_id, tool_name, arguments_json, status, result_content, \
-         result_is_error, result_kind FROM tool_calls WHERE run_id = ?1 ORDER BY turn, position",
-    )?;
-    type CallRow = (
-        i64,
-        String,
-        String,
-        String,
-        String,
-        Option<String>,
-        bool,
-        Option<String>,
-    );
-    let call_rows: Vec<CallRow> = calls
+    let calls: Vec<TranscriptCall> = conn
+        .prepare_cached(TRANSCRIPT_CALLS_QUERY)?
         .query_map([&run.run_id], |row| {
-            Ok((
-                row.get(0)?,
-                row.get(1)?,
-                row.get(2)?,
-                row.get(3)?,
-                row.get(4)?,
-                row.get(5)?,
-                row.get(6)?,
-                row.get(7)?,
-            ))
+            Ok(TranscriptCall {
+                turn: row.get(0)?,
+                tool_call_id: row.get(1)?,
+                tool_name: row.get(2)?,
+                arguments_json: row.get(3)?,
+                result_content: row.get(4)?,
+                result_kind: row.get(5)?,
+                result_is_error: row.get(6)?,
+            })
         })?
         .collect::<Result<_, _>>()?;
-    for (turn, text) in turn_rows {
-        let of_turn: Vec<&CallRow> = call_rows.iter().filter(|c| c.0 == turn).collect();
-        transcript.push(Message::Assistant {
-            text,
-            tool_calls: of_turn
-                .iter()
-                .map(|c| ModelToolCall {
-                    id: c.1.clone(),
-                    name: c.2.clone(),
-                    arguments_json: c.3.clone(),
-                })
-                .collect(),
-        });
-        for call in of_turn {
-            let (Some(content), Some(kind)) = (&call.5, &call.7) else {
-                continue;
-            };
-            transcript.push(Message::Tool {
-                tool_call_id: call.1.clone(),
-                content: content.clone(),
-                is_error: call.6,
-                kind: parse_kind(kind)?,
-            });
-        }
-    }
-    Ok(transcript)
+    assemble_transcript(&run.prompt, turns, &calls)
 }
 
 #[async_trait]
@@ -495,7 +361,7 @@ impl RunStore for SqliteStore {
                 sql.push_str(&format!(" AND run_id < ?{}", args.len()));
             }
             sql.push_str(&format!(" ORDER BY run_id DESC LIMIT {}", query.limit));
-            let raws: Vec<RawRun> = conn
+            let raws: Vec<RunRow> = conn
                 .prepare_cached(&sql)?
                 .query_map(rusqlite::params_from_iter(args.iter()), read_run_row)?
                 .collect::<Result<_, _>>()?;
