@@ -45,6 +45,7 @@ impl AgentApi {
         let heartbeat = self.heartbeat_interval;
         let runtime = self.runtime.clone();
         Box::pin(async_stream::stream! {
+            let mut delivered = 0;
             if let Some(frame) = first {
                 yield Ok(frame);
             }
@@ -57,7 +58,10 @@ impl AgentApi {
                 };
                 tokio::select! {
                     event = events.next() => match event {
-                        Some(Ok(event)) => yield Ok(convert::event_to_proto(event)),
+                        Some(Ok(event)) => {
+                            delivered = event.sequence;
+                            yield Ok(convert::event_to_proto(event));
+                        }
                         Some(Err(error)) => {
                             yield Err(Status::from(ApiError::from(error)));
                             break;
@@ -79,8 +83,15 @@ impl AgentApi {
                             )));
                             break;
                         }
-                        // The client closed its side (or went away): keep streaming the run.
-                        Ok(None) | Err(_) => inbound = None,
+                        // The client half-closed: it can send no answer on this stream, so the
+                        // stream ends when the run next waits for answers (or ends). This makes
+                        // one-shot clients (grpcurl -d '{"start": ...}') work.
+                        Ok(None) => {
+                            inbound = None;
+                            events = runtime.follow(&run_id, delivered, FollowUntil::Idle);
+                        }
+                        // The client went away.
+                        Err(_) => break,
                     },
                     () = tokio::time::sleep(heartbeat) => {
                         yield Ok(convert::unstored_frame(

@@ -357,3 +357,247 @@ pub fn field_violations(status: &tonic::Status) -> Vec<(String, String)> {
         })
         .unwrap_or_default()
 }
+
+/// One `[[agent]]` table of an agents file: a scripted agent that plays `turns`, each the body of
+/// one `[[agent.model.turns]]` table (e.g. `say = "hi"`). `settings` holds extra `key = value`
+/// lines of the agent (e.g. `max_steps = 2`).
+pub fn scripted_agent_with(id: &str, settings: &str, turns: &[&str]) -> String {
+    let mut toml =
+        format!("[[agent]]\nid = \"{id}\"\n{settings}\n[agent.model]\nprovider = \"scripted\"\n");
+    for turn in turns {
+        toml.push_str("\n[[agent.model.turns]]\n");
+        toml.push_str(turn);
+        toml.push('\n');
+    }
+    toml
+}
+
+/// [`scripted_agent_with`] with the agent's default settings.
+pub fn scripted_agent(id: &str, turns: &[&str]) -> String {
+    scripted_agent_with(id, "", turns)
+}
+
+/// The run as `GetRun` returns it.
+pub async fn get_run(client: &mut AgentServiceClient<Channel>, run_id: &str) -> pb::Run {
+    client
+        .get_run(pb::GetRunRequest {
+            run_id: run_id.into(),
+        })
+        .await
+        .expect("get run")
+        .into_inner()
+        .run
+        .expect("run")
+}
+
+impl RunStream {
+    /// Reads every remaining frame (heartbeats skipped) until the stream ends with OK.
+    pub async fn frames_until_end(&mut self) -> Vec<pb::RunAgentResponse> {
+        collect_frames(&mut self.inbound).await
+    }
+
+    /// Reads the next frame, which must be `answer_rejected` (sequence 0), and returns it.
+    pub async fn next_rejected(&mut self) -> pb::AnswerRejected {
+        let frame = self.next().await;
+        assert_eq!(frame.sequence, 0, "{frame:?}");
+        match frame.event {
+            Some(Event::AnswerRejected(rejected)) => rejected,
+            other => panic!("expected answer_rejected, got {other:?}"),
+        }
+    }
+}
+
+/// The name of a frame's event, as the `oneof` field in the contract (`tool_result`, ...).
+pub fn event_name(frame: &pb::RunAgentResponse) -> &'static str {
+    match &frame.event {
+        Some(Event::RunStarted(_)) => "run_started",
+        Some(Event::TextDelta(_)) => "text_delta",
+        Some(Event::ToolCall(_)) => "tool_call",
+        Some(Event::ToolCallSuspended(_)) => "tool_call_suspended",
+        Some(Event::ToolResult(_)) => "tool_result",
+        Some(Event::AnswerRejected(_)) => "answer_rejected",
+        Some(Event::RunCompleted(_)) => "run_completed",
+        Some(Event::RunFailed(_)) => "run_failed",
+        Some(Event::RunCancelled(_)) => "run_cancelled",
+        Some(Event::Heartbeat(_)) => "heartbeat",
+        Some(Event::AnswerAccepted(_)) => "answer_accepted",
+        Some(Event::StepRestarted(_)) => "step_restarted",
+        None => "none",
+    }
+}
+
+/// Reads a server stream of run frames until it ends with OK; heartbeats are skipped.
+pub async fn collect_frames(
+    stream: &mut Streaming<pb::RunAgentResponse>,
+) -> Vec<pb::RunAgentResponse> {
+    let mut frames = Vec::new();
+    loop {
+        let frame = tokio::time::timeout(FRAME_TIMEOUT, stream.message())
+            .await
+            .expect("timed out waiting for a frame")
+            .expect("stream error");
+        match frame {
+            Some(frame) if matches!(frame.event, Some(Event::Heartbeat(_))) => {}
+            Some(frame) => frames.push(frame),
+            None => return frames,
+        }
+    }
+}
+
+/// `WatchRun` from `after_sequence` until the run ends: its stored events, heartbeats skipped.
+pub async fn watch_until_end(
+    client: &mut AgentServiceClient<Channel>,
+    run_id: &str,
+    after_sequence: u64,
+) -> Vec<pb::RunAgentResponse> {
+    let mut stream = client
+        .watch_run(pb::WatchRunRequest {
+            run_id: run_id.into(),
+            after_sequence,
+        })
+        .await
+        .expect("watch run")
+        .into_inner();
+    collect_frames(&mut stream).await
+}
+
+/// `ResumeRun` with `answer`, read until the stream ends; heartbeats skipped.
+pub async fn resume(
+    client: &mut AgentServiceClient<Channel>,
+    answer: pb::Answer,
+) -> Result<Vec<pb::RunAgentResponse>, tonic::Status> {
+    let mut stream = client
+        .resume_run(pb::ResumeRunRequest {
+            answer: Some(answer),
+        })
+        .await?
+        .into_inner();
+    Ok(collect_frames(&mut stream).await)
+}
+
+/// What became of one answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// `answer_accepted`; `duplicate` when it was recognised as a retry.
+    Accepted { duplicate: bool },
+    /// Rejected with this reason: the `answer_rejected` reason on `RunAgent`, the
+    /// `ErrorInfo.reason` of a FAILED_PRECONDITION status on `ResumeRun`.
+    Rejected { reason: String },
+}
+
+/// Sends `answer` with `ResumeRun` and returns the verdict, from the first frame or the status;
+/// panics on any other status code, or an accepted frame that names another call.
+pub async fn resume_verdict(
+    client: &mut AgentServiceClient<Channel>,
+    answer: pb::Answer,
+) -> Verdict {
+    let tool_call_id = answer.tool_call_id.clone();
+    let response = client
+        .resume_run(pb::ResumeRunRequest {
+            answer: Some(answer),
+        })
+        .await;
+    match response {
+        Ok(response) => {
+            let first = tokio::time::timeout(FRAME_TIMEOUT, response.into_inner().message())
+                .await
+                .expect("timed out waiting for answer_accepted")
+                .expect("resume stream error")
+                .expect("resume stream ended without a frame");
+            match first.event {
+                Some(Event::AnswerAccepted(accepted)) if accepted.tool_call_id == tool_call_id => {
+                    Verdict::Accepted {
+                        duplicate: accepted.duplicate,
+                    }
+                }
+                other => panic!("ResumeRun's first frame is not answer_accepted: {other:?}"),
+            }
+        }
+        Err(status) if status.code() == tonic::Code::FailedPrecondition => Verdict::Rejected {
+            reason: error_reason(&status).expect("FAILED_PRECONDITION without ErrorInfo"),
+        },
+        Err(status) => panic!("ResumeRun failed with an unexpected status: {status:?}"),
+    }
+}
+
+impl RunStream {
+    /// Reads frames until the verdict on an answer to `tool_call_id` (stored events before it are
+    /// skipped).
+    pub async fn next_verdict(&mut self, tool_call_id: &str) -> Verdict {
+        loop {
+            let frame = self.next().await;
+            match frame.event {
+                Some(Event::AnswerAccepted(accepted)) if accepted.tool_call_id == tool_call_id => {
+                    return Verdict::Accepted {
+                        duplicate: accepted.duplicate,
+                    };
+                }
+                Some(Event::AnswerRejected(rejected)) if rejected.tool_call_id == tool_call_id => {
+                    return Verdict::Rejected {
+                        reason: rejected.reason,
+                    };
+                }
+                Some(Event::AnswerAccepted(_) | Event::AnswerRejected(_)) => {
+                    panic!("verdict on another tool call than {tool_call_id}: {frame:?}")
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The `tool_result` events of one call in an event log.
+pub fn tool_results<'a>(
+    log: &'a [pb::RunAgentResponse],
+    tool_call_id: &str,
+) -> Vec<&'a pb::ToolResult> {
+    log.iter()
+        .filter_map(|frame| match &frame.event {
+            Some(Event::ToolResult(result)) if result.tool_call_id == tool_call_id => Some(result),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The output texts of the `run_completed` events in an event log.
+pub fn completions(log: &[pb::RunAgentResponse]) -> Vec<&str> {
+    log.iter()
+        .filter_map(|frame| match &frame.event {
+            Some(Event::RunCompleted(done)) => Some(done.output_text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Asserts that an event log holds exactly the sequences `first..first + len`: none missing,
+/// doubled or out of order.
+pub fn assert_contiguous(log: &[pb::RunAgentResponse], first: u64) {
+    let sequences: Vec<u64> = log.iter().map(|frame| frame.sequence).collect();
+    let expected: Vec<u64> = (first..first + log.len() as u64).collect();
+    assert_eq!(sequences, expected, "event sequences are not contiguous");
+}
+
+/// Milliseconds since the Unix epoch of a wire timestamp.
+pub fn timestamp_ms(time: &prost_types::Timestamp) -> i64 {
+    time.seconds * 1000 + i64::from(time.nanos) / 1_000_000
+}
+
+/// Milliseconds since the Unix epoch, now (the server stamps events on the same clock).
+pub fn now_ms() -> i64 {
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970");
+    i64::try_from(since_epoch.as_millis()).expect("time fits i64")
+}
+
+/// Prints a test's figures on stderr, past the test harness's output capture (which takes
+/// `println!` and `eprintln!`), so they show in a normal `cargo test` run too.
+pub fn report_figures(title: &str, figures: &[(&str, u64)]) {
+    use std::io::Write;
+    let line = figures
+        .iter()
+        .map(|(name, value)| format!("{name}={value}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let _ = writeln!(std::io::stderr(), "{title}: {line}");
+}

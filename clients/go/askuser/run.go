@@ -1,0 +1,142 @@
+package askuser
+
+import (
+	"context"
+
+	pb "github.com/askuser-dev/askuser/clients/go/askuserv1"
+)
+
+// Run is a RunAgent stream on one run: Recv reads the run's events, the Answer methods answer its
+// questions. Recv must not be called from two goroutines at once, nor the Answer methods; one
+// goroutine may Recv while another answers.
+type Run struct {
+	id     string
+	stream pb.AgentService_RunAgentClient
+	cancel context.CancelFunc
+	// started is the run_started frame StartRun read to learn the run id; the first Recv returns it.
+	started *pb.RunAgentResponse
+}
+
+// ID is the run's id.
+func (r *Run) ID() string { return r.id }
+
+// Recv returns the run's next event, skipping heartbeats. It returns io.EOF once the run has
+// completed, failed or been cancelled and the stream has ended, and an *Error when the stream fails.
+// A rejected answer does not end the stream: it is an answer_rejected event.
+func (r *Run) Recv() (*pb.RunAgentResponse, error) {
+	if started := r.started; started != nil {
+		r.started = nil
+		return started, nil
+	}
+	return nextEvent(r.stream)
+}
+
+// AnswerText answers a pending question with free text or, for single select, with the label of
+// the chosen option. The outcome arrives on Recv: answer_accepted, or answer_rejected.
+func (r *Run) AnswerText(toolCallID, text string, opts ...AnswerOption) error {
+	return r.Answer(toolCallID, Text(text), opts...)
+}
+
+// AnswerSelections answers a pending single or multi select question with option labels.
+func (r *Run) AnswerSelections(toolCallID string, labels []string, opts ...AnswerOption) error {
+	return r.Answer(toolCallID, Selections(labels...), opts...)
+}
+
+// Decline tells the run that the person declines to answer a pending question; reason may be empty.
+func (r *Run) Decline(toolCallID, reason string, opts ...AnswerOption) error {
+	return r.Answer(toolCallID, Declined(reason), opts...)
+}
+
+// Answer sends an answer to a pending question of the run. It returns io.EOF when the stream has
+// already ended; Recv then tells why.
+func (r *Run) Answer(toolCallID string, reply Reply, opts ...AnswerOption) error {
+	answer := newAnswer(r.id, toolCallID, reply, opts)
+	return wrapError(r.stream.Send(&pb.RunAgentRequest{Frame: &pb.RunAgentRequest_Answer{Answer: answer}}))
+}
+
+// Close drops the stream, like a lost connection: the run goes on without it and can be attached
+// to again.
+func (r *Run) Close() error {
+	err := r.stream.CloseSend()
+	r.cancel()
+	return err
+}
+
+// Events is a ResumeRun or WatchRun stream of a run's events.
+type Events struct {
+	stream eventStream
+	cancel context.CancelFunc
+}
+
+// Recv returns the next event, skipping heartbeats. It returns io.EOF when the stream has ended
+// and an *Error when it failed.
+func (e *Events) Recv() (*pb.RunAgentResponse, error) { return nextEvent(e.stream) }
+
+// Close stops reading before the stream's end and releases it.
+func (e *Events) Close() { e.cancel() }
+
+// eventStream is what the RunAgent, ResumeRun and WatchRun streams have in common.
+type eventStream interface {
+	Recv() (*pb.RunAgentResponse, error)
+}
+
+// nextEvent skips heartbeats: they only keep idle streams alive through proxies.
+func nextEvent(stream eventStream) (*pb.RunAgentResponse, error) {
+	for {
+		event, err := stream.Recv()
+		if err != nil {
+			return nil, wrapError(err)
+		}
+		if event.GetHeartbeat() == nil {
+			return event, nil
+		}
+	}
+}
+
+// Reply is the content of an answer: make one with Text, Selections or Declined.
+type Reply struct {
+	fill func(*pb.Answer)
+}
+
+// Text is a free-text reply or, for a single select question, the label of the chosen option.
+func Text(text string) Reply {
+	return Reply{fill: func(a *pb.Answer) { a.Answer = &pb.Answer_Text{Text: text} }}
+}
+
+// Selections is a reply selecting option labels (single select: exactly one).
+func Selections(labels ...string) Reply {
+	return Reply{fill: func(a *pb.Answer) { a.Answer = &pb.Answer_Selections{Selections: &pb.Selections{Labels: labels}} }}
+}
+
+// Declined is a reply declining to answer; reason may be empty.
+func Declined(reason string) Reply {
+	return Reply{fill: func(a *pb.Answer) { a.Answer = &pb.Answer_Decline{Decline: &pb.Decline{Reason: reason}} }}
+}
+
+// AnswerOption sets an optional field of an answer.
+type AnswerOption func(*pb.Answer)
+
+// WithAnswerID sets the answer's idempotency key: a retry with the same key is accepted as the same
+// answer (answer_accepted with duplicate set) instead of being rejected as ALREADY_ANSWERED.
+func WithAnswerID(answerID string) AnswerOption {
+	return func(a *pb.Answer) { a.AnswerId = answerID }
+}
+
+// WithRunID makes an answer sent on a Run name runID instead of the Run's own id. The server
+// reads an empty run_id as the stream's run, and rejects another run's id as RUN_MISMATCH;
+// ordinary callers never need this.
+func WithRunID(runID string) AnswerOption {
+	return func(a *pb.Answer) { a.RunId = runID }
+}
+
+func newAnswer(runID, toolCallID string, reply Reply, opts []AnswerOption) *pb.Answer {
+	answer := &pb.Answer{RunId: runID, ToolCallId: toolCallID}
+	// A zero Reply sends an answer without content, which the server rejects as invalid.
+	if reply.fill != nil {
+		reply.fill(answer)
+	}
+	for _, opt := range opts {
+		opt(answer)
+	}
+	return answer
+}

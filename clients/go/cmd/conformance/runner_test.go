@@ -1,0 +1,70 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/askuser-dev/askuser/clients/go/askuser"
+)
+
+// The runner must fail a scenario whose expectation is wrong or that it cannot fully check:
+// otherwise a passing conformance run would prove nothing. Needs the server conformance.sh starts.
+func TestRunnerFailsWhatItCannotConfirm(t *testing.T) {
+	addr := os.Getenv("ASKUSER_ADDR")
+	if addr == "" {
+		t.Fatal("ASKUSER_ADDR is not set: run clients/go/conformance.sh HOST:PORT")
+	}
+	client, err := askuser.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+
+	const started = `{"start": {"agent_id": "pick", "prompt": "deploy"}}, {"expect": {"kind": "run_started"}},`
+	cases := []struct {
+		name  string
+		steps string
+		// wantErr is a part of the failure message; empty when the scenario must pass.
+		wantErr string
+	}{
+		{"matching frames pass", started + `{"expect": {"kind": "tool_call", "save": "q"}},
+			{"expect": {"kind": "tool_call_suspended", "tool_call_id": "$q", "options": ["staging", "production"]}}`, ""},
+		{"a wrong value fails", started + `{"expect": {"kind": "tool_call"}},
+			{"expect": {"kind": "tool_call_suspended", "question": "Which planet?"}}`, `question is "Which environment?", want "Which planet?"`},
+		{"a wrong kind fails", started + `{"expect": {"kind": "tool_call_suspended"}}`, "got tool_call frame"},
+		{"a field of another kind fails", started + `{"expect": {"kind": "tool_call", "question": "x"}}`, "question: not a field of this kind of frame"},
+		{"an unsaved reference fails", started + `{"expect": {"kind": "tool_call", "tool_call_id": "$nothing"}}`, "$nothing was not saved"},
+		{"an unknown step fails", `{"launch": {}}`, "unknown step kind"},
+		{"an unknown argument fails", `{"start": {"agent_id": "pick", "prompt": "deploy", "priority": 1}}`, `unknown field "priority"`},
+		{"two kinds in a step fail", `{"close": {}, "expect_end": {}}`, "exactly one key"},
+		{"a stream that goes on fails expect_end", started + `{"expect_end": {}}`, "want the stream to end, got tool_call frame"},
+		{"deltas that do not add up fail", `{"start": {"agent_id": "free_text", "prompt": "hi"}},
+			{"expect": {"kind": "run_started"}}, {"expect": {"kind": "tool_call"}},
+			{"expect": {"kind": "tool_call_suspended", "save": "q"}}, {"answer": {"tool_call_id": "$q", "text": "Ada"}},
+			{"expect": {"kind": "answer_accepted"}}, {"expect": {"kind": "tool_result"}},
+			{"expect": {"kind": "text_deltas", "text": "Hello, Bob!"}}`, `text deltas add up to "Hello, Ada!", want "Hello, Bob!"`},
+		{"a wrong error reason fails", `{"get_run": {"run_id": "nope", "expect_error": {"code": "NOT_FOUND", "reason": "AGENT_NOT_FOUND"}}}`,
+			`reason "RUN_NOT_FOUND", want "AGENT_NOT_FOUND"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "scenario.json")
+			scenario := `{"name": "probe", "description": "d", "steps": [` + c.steps + `]}`
+			if err := os.WriteFile(path, []byte(scenario), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := runFile(client, path, 10*time.Second)
+			switch {
+			case c.wantErr == "" && err != nil:
+				t.Fatalf("want a pass, got %v", err)
+			case c.wantErr != "" && err == nil:
+				t.Fatalf("want a failure with %q, got a pass", c.wantErr)
+			case c.wantErr != "" && !strings.Contains(err.Error(), c.wantErr):
+				t.Fatalf("want a failure with %q, got %v", c.wantErr, err)
+			}
+		})
+	}
+}

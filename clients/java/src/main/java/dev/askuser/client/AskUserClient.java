@@ -1,0 +1,142 @@
+package dev.askuser.client;
+
+import dev.askuser.v1.Agent;
+import dev.askuser.v1.AgentServiceGrpc;
+import dev.askuser.v1.Answer;
+import dev.askuser.v1.AskUserInput;
+import dev.askuser.v1.AskUserRequest;
+import dev.askuser.v1.AttachRun;
+import dev.askuser.v1.CancelRunRequest;
+import dev.askuser.v1.GetRunRequest;
+import dev.askuser.v1.ListAgentsRequest;
+import dev.askuser.v1.ListRunsRequest;
+import dev.askuser.v1.ListRunsResponse;
+import dev.askuser.v1.ResumeRunRequest;
+import dev.askuser.v1.RunAgentRequest;
+import dev.askuser.v1.StartRun;
+import dev.askuser.v1.ToolServiceGrpc;
+import dev.askuser.v1.WatchRunRequest;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import io.grpc.StatusRuntimeException;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+/**
+ * A client of one askuser server: the {@code askuser.v1} {@code AgentService} and {@code
+ * ToolService} over the generated gRPC stubs. Every failed call throws {@link AskUserException}.
+ *
+ * <pre>{@code
+ * try (AskUserClient client = new AskUserClient("127.0.0.1:50051");
+ *     Run run = client.startRun("deploy", "ship it", Map.of())) {
+ *   for (RunAgentResponse frame : run) { ... run.answerText(toolCallId, "staging"); ... }
+ * }
+ * }</pre>
+ */
+public final class AskUserClient implements AutoCloseable {
+  private final ManagedChannel channel;
+  private final AgentServiceGrpc.AgentServiceStub agents;
+  private final AgentServiceGrpc.AgentServiceBlockingStub agentsBlocking;
+  private final ToolServiceGrpc.ToolServiceBlockingStub tools;
+
+  /** Connects in plaintext to {@code target}, e.g. {@code "127.0.0.1:50051"}. */
+  public AskUserClient(String target) {
+    this(ManagedChannelBuilder.forTarget(target).usePlaintext().build());
+  }
+
+  /** Uses a channel built by the caller (TLS, interceptors, ...); {@link #close()} shuts it down. */
+  public AskUserClient(ManagedChannel channel) {
+    this.channel = channel;
+    this.agents = AgentServiceGrpc.newStub(channel);
+    this.agentsBlocking = AgentServiceGrpc.newBlockingStub(channel);
+    this.tools = ToolServiceGrpc.newBlockingStub(channel);
+  }
+
+  /** Starts a run of an agent on a new {@code RunAgent} stream. */
+  public Run startRun(String agentId, String prompt, Map<String, String> metadata) {
+    return startRun(
+        StartRun.newBuilder().setAgentId(agentId).setPrompt(prompt).putAllMetadata(metadata).build());
+  }
+
+  /** Starts a run as given, e.g. with a {@code question_ttl}. */
+  public Run startRun(StartRun start) {
+    return new Run(agents, RunAgentRequest.newBuilder().setStart(start).build());
+  }
+
+  /**
+   * Attaches a new {@code RunAgent} stream to an existing run: replays its stored events after
+   * {@code afterSequence} (0 replays all), then follows it live and takes answers.
+   */
+  public Run attach(String runId, long afterSequence) {
+    AttachRun attach = AttachRun.newBuilder().setRunId(runId).setAfterSequence(afterSequence).build();
+    return new Run(agents, RunAgentRequest.newBuilder().setAttach(attach).build());
+  }
+
+  /**
+   * Applies one answer to a suspended run and streams what follows until the run waits again or
+   * ends. A bad answer fails the stream with an {@link AskUserException}.
+   */
+  public FrameStream resumeRun(Answer answer) {
+    FrameStream frames = new FrameStream();
+    agents.resumeRun(ResumeRunRequest.newBuilder().setAnswer(answer).build(), frames.receiver());
+    return frames;
+  }
+
+  /** Replays a run's stored events after {@code afterSequence}, then follows it until it ends. */
+  public FrameStream watchRun(String runId, long afterSequence) {
+    FrameStream frames = new FrameStream();
+    WatchRunRequest request =
+        WatchRunRequest.newBuilder().setRunId(runId).setAfterSequence(afterSequence).build();
+    agents.watchRun(request, frames.receiver());
+    return frames;
+  }
+
+  /** One run with its pending questions. */
+  public dev.askuser.v1.Run getRun(String runId) {
+    return unary(() -> agentsBlocking.getRun(GetRunRequest.newBuilder().setRunId(runId).build()).getRun());
+  }
+
+  /** One page of runs, newest first, filtered as the request says. */
+  public ListRunsResponse listRuns(ListRunsRequest request) {
+    return unary(() -> agentsBlocking.listRuns(request));
+  }
+
+  /** Cancels a suspended or working run and returns it; idempotent for a cancelled run. */
+  public dev.askuser.v1.Run cancelRun(String runId, String reason) {
+    CancelRunRequest request = CancelRunRequest.newBuilder().setRunId(runId).setReason(reason).build();
+    return unary(() -> agentsBlocking.cancelRun(request).getRun());
+  }
+
+  /** The agents the server runs, ordered by id. */
+  public List<Agent> listAgents() {
+    return unary(() -> agentsBlocking.listAgents(ListAgentsRequest.getDefaultInstance()).getAgentsList());
+  }
+
+  /**
+   * Runs the {@code ask_user} tool outside a run: validates the input and returns its fallback text.
+   */
+  public String askUser(AskUserInput input) {
+    return unary(() -> tools.askUser(AskUserRequest.newBuilder().setInput(input).build()).getContent());
+  }
+
+  private static <T> T unary(Supplier<T> call) {
+    try {
+      return call.get();
+    } catch (StatusRuntimeException e) {
+      throw AskUserException.from(e);
+    }
+  }
+
+  /** Shuts the channel down, cancelling calls still open. */
+  @Override
+  public void close() {
+    channel.shutdownNow();
+    try {
+      channel.awaitTermination(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

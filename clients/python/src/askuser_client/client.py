@@ -1,0 +1,312 @@
+"""AskUserClient and Run: a thin layer over the generated askuser.v1 stubs.
+
+Frames, runs and agents are the generated protobuf messages themselves; this layer only opens the
+calls, feeds the `RunAgent` stream its answers, skips heartbeats and raises AskUserError.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import timedelta
+
+import grpc
+from google.protobuf import duration_pb2
+
+from askuser.v1 import agent_pb2, agent_pb2_grpc, ask_user_pb2, tool_pb2, tool_pb2_grpc
+
+from .errors import AskUserError, raising_ask_user_errors
+
+Frame = agent_pb2.RunAgentResponse
+"""One event of a run: `frame.WhichOneof("event")` names it (`tool_call_suspended`, ...)."""
+
+
+def build_answer(
+    run_id: str,
+    tool_call_id: str,
+    *,
+    text: str | None = None,
+    selections: Sequence[str] | None = None,
+    decline: str | None = None,
+    answer_id: str = "",
+) -> agent_pb2.Answer:
+    """An `Answer` with exactly one of text, selections (labels) or decline (the reason)."""
+    if sum(value is not None for value in (text, selections, decline)) != 1:
+        raise ValueError("an answer has exactly one of text, selections or decline")
+    answer = agent_pb2.Answer(run_id=run_id, tool_call_id=tool_call_id, answer_id=answer_id)
+    if text is not None:
+        answer.text = text
+    elif selections is not None:
+        # SetInParent marks the oneof as chosen even for an empty selection ("none of these").
+        answer.selections.SetInParent()
+        answer.selections.labels.extend(selections)
+    else:
+        answer.decline.SetInParent()
+        answer.decline.reason = decline or ""
+    return answer
+
+
+def _without_heartbeats(frames: Iterable[Frame]) -> Iterator[Frame]:
+    with raising_ask_user_errors():
+        for frame in frames:
+            if frame.WhichOneof("event") != "heartbeat":
+                yield frame
+
+
+class Run:
+    """One `RunAgent` stream: iterate it for the run's frames and answer its questions.
+
+    Iteration yields every frame but heartbeats and stops when the run has ended; a failure of the
+    stream raises AskUserError. A rejected answer does not end the stream: it comes back as an
+    `answer_rejected` frame and the question stays answerable.
+    """
+
+    def __init__(
+        self,
+        stub: agent_pb2_grpc.AgentServiceStub,
+        first: agent_pb2.RunAgentRequest,
+        run_id: str,
+        timeout: float | None,
+    ) -> None:
+        self.run_id = run_id
+        """The run this stream follows."""
+        self._requests: queue.SimpleQueue[agent_pb2.RunAgentRequest | None] = queue.SimpleQueue()
+        self._requests.put(first)
+        self._call = stub.RunAgent(self._outgoing(), timeout=timeout)
+        self._frames = _without_heartbeats(self._call)
+        self._read_ahead: list[Frame] = []
+        self._closed = False
+
+    def _outgoing(self) -> Iterator[agent_pb2.RunAgentRequest]:
+        # gRPC reads this on its own thread; None half-closes the stream.
+        while (request := self._requests.get()) is not None:
+            yield request
+
+    def _peek(self) -> Frame:
+        """Reads the next frame and keeps it for iteration."""
+        frame = next(self)
+        self._read_ahead.append(frame)
+        return frame
+
+    def __iter__(self) -> Run:
+        return self
+
+    def __next__(self) -> Frame:
+        if self._read_ahead:
+            return self._read_ahead.pop()
+        try:
+            return next(self._frames)
+        except (StopIteration, AskUserError):
+            # The call is over: let gRPC's request thread finish too.
+            self._requests.put(None)
+            raise
+
+    def answer(
+        self,
+        tool_call_id: str,
+        *,
+        text: str | None = None,
+        selections: Sequence[str] | None = None,
+        decline: str | None = None,
+        answer_id: str = "",
+        run_id: str = "",
+    ) -> None:
+        """Sends an answer; its outcome comes back as an `answer_accepted` or `answer_rejected` frame.
+
+        `answer_id` is an optional idempotency key: resending it is acknowledged as a duplicate.
+        `run_id` defaults to this stream's run (naming another is rejected as `RUN_MISMATCH`).
+        """
+        if self._closed:
+            raise ValueError("the stream is closed")
+        self._requests.put(
+            agent_pb2.RunAgentRequest(
+                answer=build_answer(
+                    run_id,
+                    tool_call_id,
+                    text=text,
+                    selections=selections,
+                    decline=decline,
+                    answer_id=answer_id,
+                )
+            )
+        )
+
+    def answer_text(self, tool_call_id: str, text: str, *, answer_id: str = "") -> None:
+        """Answers a free-text question, or a single-select one with the chosen label."""
+        self.answer(tool_call_id, text=text, answer_id=answer_id)
+
+    def answer_selections(self, tool_call_id: str, labels: Sequence[str], *, answer_id: str = "") -> None:
+        """Answers a select question with the chosen labels (single select: exactly one)."""
+        self.answer(tool_call_id, selections=labels, answer_id=answer_id)
+
+    def decline(self, tool_call_id: str, reason: str = "", *, answer_id: str = "") -> None:
+        """Declines to answer a question of any kind."""
+        self.answer(tool_call_id, decline=reason, answer_id=answer_id)
+
+    def close(self) -> None:
+        """Half-closes and drops the stream. The run goes on without it; `attach` picks it up."""
+        if not self._closed:
+            self._closed = True
+            self._requests.put(None)
+            self._call.cancel()
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *_exc_info: object) -> None:
+        self.close()
+
+
+class AskUserClient:
+    """A connection to an askuser server (`host:port`).
+
+    Every call takes an optional `timeout` in seconds: the gRPC deadline of the call (for a stream,
+    of the whole stream). Failures raise AskUserError.
+    """
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        credentials: grpc.ChannelCredentials | None = None,
+        options: Sequence[tuple[str, object]] | None = None,
+    ) -> None:
+        if credentials is None:
+            self._channel = grpc.insecure_channel(address, options=options)
+        else:
+            self._channel = grpc.secure_channel(address, credentials, options=options)
+        self._agents = agent_pb2_grpc.AgentServiceStub(self._channel)
+        self._tools = tool_pb2_grpc.ToolServiceStub(self._channel)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> AskUserClient:
+        return self
+
+    def __exit__(self, *_exc_info: object) -> None:
+        self.close()
+
+    def start_run(
+        self,
+        agent_id: str,
+        prompt: str = "",
+        metadata: Mapping[str, str] | None = None,
+        *,
+        question_ttl: timedelta | None = None,
+        timeout: float | None = None,
+    ) -> Run:
+        """Starts a run of an agent. Returns once the run exists (its `run_id` is set); iterating
+        the Run yields its frames from `run_started` on. An unknown agent raises NOT_FOUND."""
+        start = agent_pb2.StartRun(agent_id=agent_id, prompt=prompt, metadata=metadata or {})
+        if question_ttl is not None:
+            ttl = duration_pb2.Duration()
+            ttl.FromTimedelta(question_ttl)
+            start.question_ttl.CopyFrom(ttl)
+        run = Run(self._agents, agent_pb2.RunAgentRequest(start=start), "", timeout)
+        try:
+            first = run._peek()
+        except StopIteration:
+            raise AskUserError(grpc.StatusCode.UNKNOWN, "the stream ended before run_started") from None
+        if first.WhichOneof("event") != "run_started":
+            run.close()
+            raise AskUserError(grpc.StatusCode.UNKNOWN, f"the first frame is not run_started: {first}")
+        run.run_id = first.run_id
+        return run
+
+    def attach(self, run_id: str, after_sequence: int = 0, *, timeout: float | None = None) -> Run:
+        """Attaches to an existing run: iterating replays its stored frames after `after_sequence`
+        (0: all), then follows it live. An unknown run raises NOT_FOUND when iteration starts."""
+        attach = agent_pb2.AttachRun(run_id=run_id, after_sequence=after_sequence)
+        return Run(self._agents, agent_pb2.RunAgentRequest(attach=attach), run_id, timeout)
+
+    def resume_run(
+        self,
+        run_id: str,
+        tool_call_id: str,
+        *,
+        text: str | None = None,
+        selections: Sequence[str] | None = None,
+        decline: str | None = None,
+        answer_id: str = "",
+        timeout: float | None = None,
+    ) -> Iterator[Frame]:
+        """Applies one answer without a `RunAgent` stream (ResumeRun) and yields what follows:
+        `answer_accepted`, then the run's frames until it waits again or ends. A bad answer raises
+        AskUserError (e.g. INVALID_ARGUMENT, or FAILED_PRECONDITION `ALREADY_ANSWERED`) when
+        iteration starts; the answer is sent at once either way."""
+        answer = build_answer(
+            run_id,
+            tool_call_id,
+            text=text,
+            selections=selections,
+            decline=decline,
+            answer_id=answer_id,
+        )
+        request = agent_pb2.ResumeRunRequest(answer=answer)
+        return _without_heartbeats(self._agents.ResumeRun(request, timeout=timeout))
+
+    def watch_run(
+        self, run_id: str, after_sequence: int = 0, *, timeout: float | None = None
+    ) -> Iterator[Frame]:
+        """Replays a run's stored frames after `after_sequence`, then follows it until it ends,
+        without answering."""
+        request = agent_pb2.WatchRunRequest(run_id=run_id, after_sequence=after_sequence)
+        return _without_heartbeats(self._agents.WatchRun(request, timeout=timeout))
+
+    def get_run(self, run_id: str, *, timeout: float | None = None) -> agent_pb2.Run:
+        """One run with its pending questions."""
+        with raising_ask_user_errors():
+            return self._agents.GetRun(agent_pb2.GetRunRequest(run_id=run_id), timeout=timeout).run
+
+    def list_runs(
+        self,
+        *,
+        status: agent_pb2.RunStatus.ValueType = agent_pb2.RUN_STATUS_UNSPECIFIED,
+        agent_id: str = "",
+        page_size: int = 0,
+        page_token: str = "",
+        timeout: float | None = None,
+    ) -> agent_pb2.ListRunsResponse:
+        """One page of runs, newest first; pass its `next_page_token` for the next page."""
+        request = agent_pb2.ListRunsRequest(
+            status=status, agent_id=agent_id, page_size=page_size, page_token=page_token
+        )
+        with raising_ask_user_errors():
+            return self._agents.ListRuns(request, timeout=timeout)
+
+    def cancel_run(self, run_id: str, reason: str = "", *, timeout: float | None = None) -> agent_pb2.Run:
+        """Cancels a suspended or working run; returns it as it is after cancellation."""
+        request = agent_pb2.CancelRunRequest(run_id=run_id, reason=reason)
+        with raising_ask_user_errors():
+            return self._agents.CancelRun(request, timeout=timeout).run
+
+    def list_agents(self, *, timeout: float | None = None) -> list[agent_pb2.Agent]:
+        """The agents the server runs, ordered by id."""
+        with raising_ask_user_errors():
+            return list(self._agents.ListAgents(agent_pb2.ListAgentsRequest(), timeout=timeout).agents)
+
+    def ask_user(
+        self,
+        question: str,
+        options: Iterable[str | tuple[str, str]] = (),
+        selection_mode: ask_user_pb2.SelectionMode.ValueType | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> str:
+        """Runs the `ask_user` tool outside any run (ToolService.AskUser): validates the question
+        and returns its fallback text. Options are labels or (label, description) pairs. Invalid
+        input raises INVALID_ARGUMENT with field violations."""
+        tool_input = ask_user_pb2.AskUserInput(
+            question=question,
+            options=[
+                ask_user_pb2.AskUserOption(label=option)
+                if isinstance(option, str)
+                else ask_user_pb2.AskUserOption(label=option[0], description=option[1])
+                for option in options
+            ],
+        )
+        if selection_mode is not None:
+            tool_input.selection_mode = selection_mode
+        with raising_ask_user_errors():
+            return self._tools.AskUser(tool_pb2.AskUserRequest(input=tool_input), timeout=timeout).content

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Tests the TypeScript client against a running server started with tests/conformance/agents.toml:
+# builds the package, runs its tests (node --test), then the conformance scenarios.
+#
+#   clients/typescript/conformance.sh HOST:PORT
+set -euo pipefail
+ADDR="${1:?usage: clients/typescript/conformance.sh HOST:PORT}"
+cd "$(dirname "$0")"
+npm ci --no-audit --no-fund --silent
+npm run --silent build
+ASKUSER_ADDR="$ADDR" node --test dist/test/*.test.js
+node dist/conformance/runner.js "$ADDR"

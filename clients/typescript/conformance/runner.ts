@@ -1,0 +1,469 @@
+// Runs the conformance scenarios of tests/conformance/ (format: tests/conformance/README.md) against
+// a server, through the @askuser/client wrapper.
+//
+//   node dist/conformance/runner.js HOST:PORT
+//
+// Prints one line per scenario, then `N passed, N failed` as the last line; exits 1 when any failed.
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { AskUserClient, AskUserError, type AnswerValue, type Run, v1 } from "@askuser/client";
+
+const SCENARIO_DIR = path.resolve(__dirname, "../../../../tests/conformance");
+/** Longest wait for one frame or call; a scripted run answers in milliseconds, so this only catches hangs. */
+const TIMEOUT_MS = 10_000;
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type Args = { [key: string]: Json };
+type Frame = v1.RunAgentResponse;
+
+/** A scenario step the server did not satisfy, or one the runner cannot run. */
+class StepFailure extends Error {}
+
+function fail(message: string): never {
+  throw new StepFailure(message);
+}
+
+function show(value: unknown): string {
+  return JSON.stringify(value) ?? String(value);
+}
+
+function withTimeout<T>(promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StepFailure(`no ${what} within ${TIMEOUT_MS} ms`)), TIMEOUT_MS);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+// ---- step arguments ----
+
+/** Rejects keys the format does not define for a step, so a misspelt check cannot pass silently. */
+function allowOnly(args: Args, allowed: string[]): void {
+  for (const key of Object.keys(args)) {
+    if (!allowed.includes(key)) fail(`unknown key ${show(key)}`);
+  }
+}
+
+function stringArg(args: Args, key: string, fallback?: string): string {
+  const value = args[key] ?? fallback;
+  if (typeof value !== "string") fail(`${key} must be a string, got ${show(value)}`);
+  return value;
+}
+
+/** A sequence number, written as a number or as a saved `$name` (a decimal string). */
+function sequenceArg(args: Args, key: string): number {
+  const value = args[key] ?? 0;
+  const sequence = typeof value === "string" && /^\d+$/.test(value) ? Number(value) : value;
+  if (typeof sequence !== "number" || !Number.isSafeInteger(sequence) || sequence < 0) {
+    fail(`${key} must be a sequence number, got ${show(value)}`);
+  }
+  return sequence;
+}
+
+function stringListArg(value: Json, key: string): string[] {
+  if (!Array.isArray(value) || !value.every((item) => typeof item === "string")) {
+    fail(`${key} must be an array of strings, got ${show(value)}`);
+  }
+  return value as string[];
+}
+
+const ANSWER_KINDS = ["text", "selections", "decline"] as const;
+
+/** The answer of an `answer` or `resume` step: exactly one of text, selections, decline. */
+function answerArg(args: Args): AnswerValue {
+  const given = ANSWER_KINDS.filter((kind) => kind in args);
+  if (given.length !== 1) fail(`exactly one of ${ANSWER_KINDS.join(", ")} must be given, got ${show(given)}`);
+  switch (given[0]) {
+    case "text":
+      return { text: stringArg(args, "text") };
+    case "selections":
+      return { selections: stringListArg(args.selections, "selections") };
+    default:
+      return { decline: stringArg(args, "decline") };
+  }
+}
+
+/**
+ * Replaces every `"$name"` string with what was saved under that name. A list of frame checks
+ * (`expect` of `resume` and `watch`) is left as it is: it is substituted check by check as frames are
+ * read, because an earlier check of the list may save a name a later one uses.
+ */
+function substitute(value: Json, saved: Map<string, string>): Json {
+  if (typeof value === "string" && /^\$[A-Za-z_]\w*$/.test(value)) {
+    const name = value.slice(1);
+    return saved.get(name) ?? fail(`nothing saved as ${value}`);
+  }
+  if (Array.isArray(value)) return value.map((item) => substitute(item, saved));
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [key, key === "expect" && Array.isArray(item) ? item : substitute(item, saved)]),
+    );
+  }
+  return value;
+}
+
+// ---- frame checks ----
+
+/** `runStarted` → `run_started`: frame kinds as the format names them. */
+function kindOf(frame: Frame): string {
+  return (frame.event?.$case ?? "(no event)").replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
+}
+
+const TOOL_CALL_KINDS = ["tool_call", "tool_call_suspended", "tool_result", "answer_rejected", "answer_accepted"];
+
+/** What each check field reads from a frame, and the frame kinds it applies to ("all" for every kind). */
+const FRAME_FIELDS: Record<string, { kinds: string[] | "all"; read: (event: any, frame: Frame) => unknown }> = {
+  sequence: { kinds: "all", read: (_, frame) => frame.sequence },
+  tool_call_id: { kinds: TOOL_CALL_KINDS, read: (event) => event.toolCallId },
+  tool_name: { kinds: ["tool_call", "tool_call_suspended"], read: (event) => event.toolName },
+  question: { kinds: ["tool_call_suspended"], read: (event) => event.suspendPayload?.question },
+  options: {
+    kinds: ["tool_call_suspended"],
+    read: (event) => (event.suspendPayload?.options ?? []).map((option: v1.AskUserOption) => option.label),
+  },
+  selection_mode: { kinds: ["tool_call_suspended"], read: (event) => event.suspendPayload?.selectionMode ?? null },
+  content: { kinds: ["tool_result"], read: (event) => event.content },
+  is_error: { kinds: ["tool_result"], read: (event) => event.isError },
+  result_kind: { kinds: ["tool_result"], read: (event) => event.kind },
+  reason: { kinds: ["answer_rejected"], read: (event) => event.reason },
+  fields: {
+    kinds: ["answer_rejected"],
+    read: (event) => event.fieldViolations.map((violation: v1.FieldViolation) => violation.field),
+  },
+  duplicate: { kinds: ["answer_accepted"], read: (event) => event.duplicate },
+  text: { kinds: ["text_delta"], read: (event) => event.text },
+  output_text: { kinds: ["run_completed"], read: (event) => event.outputText },
+  message: { kinds: ["run_failed"], read: (event) => event.message },
+  agent_id: { kinds: ["run_started"], read: (event) => event.agentId },
+  prompt: { kinds: ["run_started"], read: (event) => event.prompt },
+};
+
+/** Equality of an expected JSON value and an actual one; a saved sequence (a string) matches its number. */
+function matches(expected: Json, actual: unknown): boolean {
+  if (typeof expected === "string" && typeof actual === "number") return expected === String(actual);
+  if (Array.isArray(expected)) {
+    return Array.isArray(actual) && actual.length === expected.length && expected.every((item, i) => matches(item, actual[i]));
+  }
+  return expected === actual;
+}
+
+/** Reads the frames of one stream, one at a time, each within the timeout. */
+class FrameReader {
+  readonly #frames: AsyncIterator<Frame>;
+  #peeked: Promise<IteratorResult<Frame>> | undefined;
+  /** The run every frame must belong to. */
+  runId: string;
+
+  constructor(frames: AsyncIterable<Frame>, runId: string) {
+    this.#frames = frames[Symbol.asyncIterator]();
+    this.runId = runId;
+  }
+
+  /** The next result without consuming it (the heartbeat-free frames come from the wrapper). */
+  peek(): Promise<IteratorResult<Frame>> {
+    this.#peeked ??= this.#frames.next();
+    return withTimeout(this.#peeked, "frame");
+  }
+
+  next(): Promise<IteratorResult<Frame>> {
+    const result = this.peek();
+    this.#peeked = undefined;
+    return result;
+  }
+
+  async frame(expectedKind: string): Promise<Frame> {
+    const result = await this.next().catch(streamFailed(`expected ${expectedKind}`));
+    if (result.done) fail(`expected ${expectedKind}, the stream ended`);
+    const frame = result.value;
+    if (frame.runId !== this.runId) fail(`${kindOf(frame)} frame has run_id ${show(frame.runId)}, expected ${show(this.runId)}`);
+    return frame;
+  }
+}
+
+function describeError(error: unknown): string {
+  return error instanceof AskUserError ? `${error.codeName} ${show(error.details)}` : String(error);
+}
+
+/** A rejection handler for reading a frame: a timeout stays as it is, a failed stream fails the step. */
+function streamFailed(expected: string): (error: unknown) => never {
+  return (error) => {
+    if (error instanceof StepFailure) throw error;
+    fail(`${expected}, the stream failed: ${describeError(error)}`);
+  };
+}
+
+/** Reads the frame(s) a check describes from the stream and checks them; runs its `save`s. */
+async function expectFrame(reader: FrameReader, check: Args, saved: Map<string, string>): Promise<void> {
+  const kind = stringArg(check, "kind");
+  if (kind === "text_deltas") {
+    allowOnly(check, ["kind", "text"]);
+    const text = stringArg(check, "text");
+    let received = "";
+    while (received !== text) {
+      const frame = await reader.frame("text_delta");
+      if (kindOf(frame) !== "text_delta") fail(`expected text deltas ${show(text)}, got ${kindOf(frame)} after ${show(received)}`);
+      received += (frame.event!.value as v1.TextDelta).text;
+      if (!text.startsWith(received)) fail(`text deltas ${show(received)} do not spell ${show(text)}`);
+    }
+    return;
+  }
+  const frame = await reader.frame(kind);
+  if (kindOf(frame) !== kind) fail(`expected ${kind}, got ${kindOf(frame)}: ${show(frame.event?.value)}`);
+  const event = frame.event!.value;
+  for (const [field, expected] of Object.entries(check)) {
+    if (field === "kind") continue;
+    if (field === "save_sequence") {
+      saved.set(stringArg(check, field), String(frame.sequence));
+      continue;
+    }
+    const spec = field === "save" ? FRAME_FIELDS.tool_call_id : FRAME_FIELDS[field];
+    if (spec === undefined) fail(`unknown check field ${show(field)}`);
+    if (spec.kinds !== "all" && !spec.kinds.includes(kind)) fail(`check field ${show(field)} does not apply to ${kind}`);
+    const actual = spec.read(event, frame);
+    if (field === "save") saved.set(stringArg(check, field), String(actual));
+    else if (!matches(expected, actual)) fail(`${kind}.${field}: expected ${show(expected)}, got ${show(actual)}`);
+  }
+}
+
+/** Checks every remaining frame of a stream against `checks`, in order, then that it ends with OK. */
+async function expectFrames(reader: FrameReader, checks: Json, saved: Map<string, string>): Promise<void> {
+  if (!Array.isArray(checks)) fail(`expect must be an array of frame checks, got ${show(checks)}`);
+  for (const check of checks) await expectFrame(reader, substitute(check, saved) as Args, saved);
+  await expectEnd(reader);
+}
+
+async function expectEnd(reader: FrameReader): Promise<void> {
+  const result = await reader.next().catch(streamFailed("expected the end"));
+  if (!result.done) fail(`expected the end, got ${kindOf(result.value)}: ${show(result.value.event?.value)}`);
+}
+
+/** Checks an error against `{code, reason?, field?, fields?}`. */
+function checkError(error: unknown, expected: Json): void {
+  if (expected === null || typeof expected !== "object" || Array.isArray(expected)) fail(`expect_error must be an object`);
+  allowOnly(expected, ["code", "reason", "field", "fields"]);
+  if (!(error instanceof AskUserError)) fail(`expected a gRPC error, got ${String(error)}`);
+  const code = stringArg(expected, "code");
+  if (error.codeName !== code) fail(`expected ${code}, got ${describeError(error)}`);
+  if ("reason" in expected && error.reason !== stringArg(expected, "reason")) {
+    fail(`expected ErrorInfo reason ${show(expected.reason)}, got ${show(error.reason)}`);
+  }
+  const fields = error.fieldViolations.map((violation) => violation.field);
+  if ("field" in expected && !fields.includes(stringArg(expected, "field"))) {
+    fail(`expected a BadRequest violation of ${show(expected.field)}, got ${show(fields)}`);
+  }
+  if ("fields" in expected && !matches(stringListArg(expected.fields, "fields"), fields)) {
+    fail(`expected BadRequest violations of ${show(expected.fields)}, got ${show(fields)}`);
+  }
+}
+
+/** Runs `call`, which must fail with the expected error. */
+async function expectError(call: () => Promise<unknown>, expected: Json): Promise<void> {
+  let result: unknown;
+  try {
+    result = await call();
+  } catch (error) {
+    if (error instanceof StepFailure) throw error;
+    checkError(error, expected);
+    return;
+  }
+  fail(`expected an error, got ${show(result)}`);
+}
+
+/** The next frame, or a note that the stream ended: what a stream gave instead of an expected error. */
+async function nextOrEnd(reader: FrameReader): Promise<unknown> {
+  const result = await reader.next();
+  return result.done ? "the end of the stream" : result.value;
+}
+
+// ---- scenarios ----
+
+class Scenario {
+  readonly #client: AskUserClient;
+  readonly #saved = new Map<string, string>();
+  readonly #streams = new Map<string, { run: Run; reader: FrameReader }>();
+
+  constructor(client: AskUserClient) {
+    this.#client = client;
+  }
+
+  async run(steps: Json): Promise<void> {
+    if (!Array.isArray(steps) || steps.length === 0) fail("steps must be a non-empty array");
+    try {
+      for (const [index, step] of steps.entries()) {
+        if (step === null || typeof step !== "object" || Array.isArray(step) || Object.keys(step).length !== 1) {
+          throw new StepFailure(`step ${index + 1}: a step is an object with exactly one key`);
+        }
+        const [kind, args] = Object.entries(step)[0];
+        try {
+          if (args === null || typeof args !== "object" || Array.isArray(args)) fail("arguments must be an object");
+          await this.#step(kind, substitute(args, this.#saved) as Args);
+        } catch (error) {
+          const message = error instanceof StepFailure ? error.message : `unexpected error: ${describeError(error)}`;
+          throw new StepFailure(`step ${index + 1} (${kind}): ${message}`);
+        }
+      }
+    } finally {
+      for (const { run } of this.#streams.values()) run.close();
+    }
+  }
+
+  #stream(args: Args): { run: Run; reader: FrameReader } {
+    const name = stringArg(args, "stream", "main");
+    return this.#streams.get(name) ?? fail(`no open stream ${show(name)}`);
+  }
+
+  /** Names a new stream; one opened earlier under the same name is dropped. */
+  #open(args: Args, run: Run, runId: string): FrameReader {
+    const name = stringArg(args, "stream", "main");
+    this.#streams.get(name)?.run.close();
+    const reader = new FrameReader(run, runId);
+    this.#streams.set(name, { run, reader });
+    return reader;
+  }
+
+  async #step(kind: string, args: Args): Promise<void> {
+    const client = this.#client;
+    switch (kind) {
+      case "start": {
+        allowOnly(args, ["stream", "agent_id", "prompt", "metadata"]);
+        const metadata = (args.metadata ?? {}) as Record<string, string>;
+        const reader = this.#open(args, client.startRun(stringArg(args, "agent_id"), stringArg(args, "prompt"), metadata), "");
+        // The run id comes from the first frame, which stays unread for the next `expect`; a stream
+        // that fails instead (e.g. an unknown agent) is left for `expect_stream_error`.
+        const first = await reader.peek().catch(() => undefined);
+        if (first !== undefined && !first.done && first.value.event?.$case === "runStarted") {
+          reader.runId = first.value.runId;
+          this.#saved.set("run_id", first.value.runId);
+        }
+        return;
+      }
+      case "attach": {
+        allowOnly(args, ["stream", "run_id", "after_sequence"]);
+        const runId = stringArg(args, "run_id");
+        this.#open(args, client.attach(runId, sequenceArg(args, "after_sequence")), runId);
+        return;
+      }
+      case "answer": {
+        allowOnly(args, ["stream", "run_id", "tool_call_id", "answer_id", ...ANSWER_KINDS]);
+        this.#stream(args).run.answer(stringArg(args, "tool_call_id"), answerArg(args), {
+          runId: stringArg(args, "run_id", ""),
+          answerId: stringArg(args, "answer_id", ""),
+        });
+        return;
+      }
+      case "expect": {
+        const { stream, ...check } = args;
+        return expectFrame(this.#stream({ stream }).reader, check, this.#saved);
+      }
+      case "expect_end":
+        allowOnly(args, ["stream"]);
+        return expectEnd(this.#stream(args).reader);
+      case "expect_stream_error": {
+        const { stream, ...expected } = args;
+        return expectError(() => nextOrEnd(this.#stream({ stream }).reader), expected);
+      }
+      case "close":
+        allowOnly(args, ["stream"]);
+        this.#stream(args).run.close();
+        this.#streams.delete(stringArg(args, "stream", "main"));
+        return;
+      case "resume": {
+        allowOnly(args, ["run_id", "tool_call_id", "answer_id", "expect", "expect_error", ...ANSWER_KINDS]);
+        const runId = stringArg(args, "run_id");
+        const frames = client.resumeRun(runId, stringArg(args, "tool_call_id"), answerArg(args), {
+          answerId: stringArg(args, "answer_id", ""),
+        });
+        const reader = new FrameReader(frames, runId);
+        if ("expect_error" in args) {
+          return expectError(() => nextOrEnd(reader), args.expect_error);
+        }
+        return expectFrames(reader, args.expect ?? fail("resume needs expect or expect_error"), this.#saved);
+      }
+      case "watch": {
+        allowOnly(args, ["run_id", "after_sequence", "expect"]);
+        const runId = stringArg(args, "run_id");
+        const reader = new FrameReader(client.watchRun(runId, sequenceArg(args, "after_sequence")), runId);
+        return expectFrames(reader, args.expect ?? fail("watch needs expect"), this.#saved);
+      }
+      case "get_run":
+        return this.#getRun(args);
+      case "ask_user":
+        return this.#askUser(args);
+      default:
+        fail(`unknown step kind ${show(kind)}`);
+    }
+  }
+
+  async #getRun(args: Args): Promise<void> {
+    allowOnly(args, ["run_id", "status", "pending", "output_text", "last_sequence", "expect_error"]);
+    const call = () => withTimeout(this.#client.getRun(stringArg(args, "run_id")), "GetRun response");
+    if ("expect_error" in args) return expectError(call, args.expect_error);
+    const run = await call();
+    const actual: Record<string, unknown> = {
+      status: run.status,
+      pending: run.pendingToolCalls.map((pending) => pending.toolCallId),
+      output_text: run.outputText,
+      last_sequence: run.lastSequence,
+    };
+    for (const [field, value] of Object.entries(actual)) {
+      if (field in args && !matches(args[field], value)) fail(`run.${field}: expected ${show(args[field])}, got ${show(value)}`);
+    }
+  }
+
+  async #askUser(args: Args): Promise<void> {
+    allowOnly(args, ["input", "content", "expect_error"]);
+    const input = args.input;
+    if (input === null || typeof input !== "object" || Array.isArray(input)) fail("input must be an object");
+    allowOnly(input, ["question", "options", "selection_mode"]);
+    const options = ((input.options ?? []) as Json[]).map((option) => {
+      if (option === null || typeof option !== "object" || Array.isArray(option)) fail("an option must be an object");
+      allowOnly(option, ["label", "description"]);
+      return { label: stringArg(option, "label"), description: stringArg(option, "description", "") };
+    });
+    let selectionMode: v1.SelectionMode | undefined;
+    if ("selection_mode" in input) {
+      const name = stringArg(input, "selection_mode");
+      if (!Object.values<string>(v1.SelectionMode).includes(name)) fail(`unknown selection_mode ${show(name)}`);
+      selectionMode = name as v1.SelectionMode;
+    }
+    const call = () =>
+      withTimeout(this.#client.askUser({ question: stringArg(input, "question"), options, selectionMode }), "AskUser response");
+    if ("expect_error" in args) return expectError(call, args.expect_error);
+    const content = await call();
+    const expected = stringArg(args, "content");
+    if (content !== expected) fail(`content: expected ${show(expected)}, got ${show(content)}`);
+  }
+}
+
+async function main(): Promise<number> {
+  const address = process.argv[2];
+  if (address === undefined) {
+    console.error("usage: node dist/conformance/runner.js HOST:PORT");
+    return 2;
+  }
+  const files = readdirSync(SCENARIO_DIR).filter((file) => file.endsWith(".json")).sort();
+  if (files.length === 0) console.log(`no scenarios in ${SCENARIO_DIR}`);
+  const client = new AskUserClient(address);
+  let passed = 0;
+  let failed = 0;
+  for (const file of files) {
+    let name = file;
+    try {
+      const scenario = JSON.parse(readFileSync(path.join(SCENARIO_DIR, file), "utf8")) as Args;
+      name = typeof scenario.name === "string" ? scenario.name : file;
+      await new Scenario(client).run(scenario.steps);
+      console.log(`PASS ${name}`);
+      passed += 1;
+    } catch (error) {
+      console.log(`FAIL ${name} (${file}): ${error instanceof Error ? error.message : String(error)}`);
+      failed += 1;
+    }
+  }
+  client.close();
+  console.log(`${passed} passed, ${failed} failed`);
+  return failed > 0 || passed === 0 ? 1 : 0;
+}
+
+main().then((code) => {
+  process.exitCode = code;
+});

@@ -1,0 +1,237 @@
+// Tests of the wrapper against a real server started with tests/conformance/agents.toml, whose
+// address is in ASKUSER_ADDR (see conformance.sh).
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import path from "node:path";
+import { after, test } from "node:test";
+import { promisify } from "node:util";
+import { status } from "@grpc/grpc-js";
+import { AskUserClient, AskUserError, type Run, v1 } from "@askuser/client";
+
+const address = process.env.ASKUSER_ADDR;
+if (!address) throw new Error("ASKUSER_ADDR must name the server (host:port)");
+const client = new AskUserClient(address);
+after(() => client.close());
+
+type Frame = v1.RunAgentResponse;
+type EventOf<Case> = Extract<NonNullable<Frame["event"]>, { $case: Case }>["value"];
+
+/** Reads a run's frames up to and including the first of `kind`; fails if the stream ends first. */
+async function readUntil<Case extends NonNullable<Frame["event"]>["$case"]>(
+  events: AsyncIterator<Frame>,
+  kind: Case,
+): Promise<EventOf<Case>> {
+  for (;;) {
+    const result = await events.next();
+    assert.ok(!result.done, `the stream ended before a ${kind} frame`);
+    if (result.value.event?.$case === kind) return result.value.event.value as EventOf<Case>;
+  }
+}
+
+async function collect(frames: AsyncIterable<Frame>): Promise<Frame[]> {
+  const all: Frame[] = [];
+  for await (const frame of frames) all.push(frame);
+  return all;
+}
+
+function kinds(frames: Frame[]): string[] {
+  return frames.map((frame) => frame.event?.$case ?? "none");
+}
+
+/** Asserts that `promise` rejects with an AskUserError and returns it. */
+async function rejection(promise: Promise<unknown>): Promise<AskUserError> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof AskUserError, `expected an AskUserError, got ${String(error)}`);
+    return error;
+  }
+  assert.fail("expected the call to fail");
+}
+
+/** Starts `agentId` and reads it until its first question; returns the run, its frames and the question. */
+async function startAndSuspend(agentId: string, metadata: Record<string, string> = {}) {
+  const run = client.startRun(agentId, "test", metadata);
+  const events = run[Symbol.asyncIterator]();
+  const question = await readUntil(events, "toolCallSuspended");
+  return { run, events, question };
+}
+
+test("a started run streams its events, takes a text answer and completes", async () => {
+  const run = client.startRun("free_text", "greet me");
+  assert.equal(run.runId, "", "the run id is not known before run_started");
+  const frames: Frame[] = [];
+  for await (const frame of run) {
+    frames.push(frame);
+    if (frame.event?.$case === "toolCallSuspended") run.answerText(frame.event.value.toolCallId, "Ada");
+  }
+  assert.notEqual(run.runId, "");
+  assert.ok(frames.every((frame) => frame.runId === run.runId));
+  assert.deepEqual(
+    kinds(frames).filter((kind) => kind !== "textDelta"),
+    ["runStarted", "toolCall", "toolCallSuspended", "answerAccepted", "toolResult", "runCompleted"],
+  );
+  const completed = frames.at(-1)!.event as { $case: "runCompleted"; value: v1.RunCompleted };
+  assert.equal(completed.value.outputText, "Hello, Ada!");
+  assert.ok(frames[0].time instanceof Date, "timestamps decode to Dates");
+});
+
+test("selections, declines and text answer parallel questions", async () => {
+  const run = client.startRun("parallel", "release");
+  const events = run[Symbol.asyncIterator]();
+  const environment = await readUntil(events, "toolCallSuspended");
+  const checks = await readUntil(events, "toolCallSuspended");
+  const note = await readUntil(events, "toolCallSuspended");
+  assert.equal(checks.suspendPayload?.selectionMode, v1.SelectionMode.SELECTION_MODE_MULTI_SELECT);
+  run.decline(environment.toolCallId, "later");
+  run.answerSelections(checks.toolCallId, ["unit", "lint"], { answerId: "checks-1" });
+  run.answerText(note.toolCallId, "none");
+  const completed = await readUntil(events, "runCompleted");
+  assert.equal(completed.outputText, "User declined to answer: later / unit, lint / none");
+});
+
+test("a bad answer is rejected in-band with field violations and the question stays answerable", async () => {
+  const { run, events, question } = await startAndSuspend("pick");
+  run.answerSelections(question.toolCallId, ["qa"]);
+  const rejected = await readUntil(events, "answerRejected");
+  assert.equal(rejected.reason, "INVALID_ANSWER");
+  assert.deepEqual(rejected.fieldViolations.map((violation) => violation.field), ["answer.selections.labels[0]"]);
+  run.answerText(question.toolCallId, "staging");
+  assert.equal((await readUntil(events, "answerAccepted")).toolCallId, question.toolCallId);
+  assert.equal((await readUntil(events, "runCompleted")).outputText, "Deploying to staging");
+});
+
+test("close() ends the iteration quietly and attach() picks the run up after a sequence", async () => {
+  const { run, events, question } = await startAndSuspend("two_step");
+  run.close();
+  assert.deepEqual(await events.next(), { done: true, value: undefined });
+
+  const attached = client.attach(run.runId, 2);
+  assert.equal(attached.runId, run.runId);
+  const replay = attached[Symbol.asyncIterator]();
+  const first = await replay.next();
+  assert.ok(!first.done);
+  assert.equal(first.value.sequence, 3);
+  assert.equal(first.value.event?.$case, "toolCallSuspended");
+  attached.answerText(question.toolCallId, "Apollo");
+  const next = await readUntil(replay, "toolCallSuspended");
+  assert.equal(next.suspendPayload?.question, "Ship Apollo?");
+  attached.close();
+});
+
+test("leaving a loop early cancels the call, so a closed client lets the process exit", async () => {
+  // A call left open keeps the process alive; a child process shows it by not exiting in time.
+  const script = `
+    const { AskUserClient } = require("@askuser/client");
+    const client = new AskUserClient(process.argv[1]);
+    (async () => {
+      const run = client.startRun("pick", "test");
+      for await (const frame of run) if (frame.event.$case === "toolCallSuspended") break;
+      for await (const frame of client.watchRun(run.runId)) break;
+      client.close();
+    })();`;
+  const child = promisify(execFile)(process.execPath, ["-e", script, address], {
+    cwd: path.resolve(__dirname, "../.."),
+    timeout: 5_000,
+  });
+  await assert.doesNotReject(child);
+});
+
+test("resumeRun answers without a stream and watchRun replays the whole run", async () => {
+  const { run, question } = await startAndSuspend("pick");
+  run.close();
+  const resumed = await collect(client.resumeRun(run.runId, question.toolCallId, { text: "production" }, { answerId: "r-1" }));
+  assert.equal(resumed[0].event?.$case, "answerAccepted");
+  assert.equal(kinds(resumed).at(-1), "runCompleted");
+
+  const watched = await collect(client.watchRun(run.runId));
+  assert.deepEqual(
+    watched.map((frame) => frame.sequence),
+    watched.map((_, index) => index + 1),
+    "a watch from 0 replays every stored event in order",
+  );
+  assert.equal(kinds(watched)[0], "runStarted");
+  assert.deepEqual(watched.at(-1), resumed.at(-1));
+
+  const retried = await collect(client.resumeRun(run.runId, question.toolCallId, { text: "production" }, { answerId: "r-1" }));
+  const accepted = retried[0].event as { $case: "answerAccepted"; value: v1.AnswerAccepted };
+  assert.equal(accepted.value.duplicate, true);
+
+  const error = await rejection(collect(client.resumeRun(run.runId, question.toolCallId, { decline: "" })));
+  assert.equal(error.code, status.FAILED_PRECONDITION);
+  assert.equal(error.reason, "ALREADY_ANSWERED");
+  assert.equal(error.domain, "askuser.dev");
+});
+
+test("errors carry the status code, the ErrorInfo reason and the BadRequest field violations", async () => {
+  const notFound = await rejection(client.getRun("no-such-run"));
+  assert.equal(notFound.code, status.NOT_FOUND);
+  assert.equal(notFound.codeName, "NOT_FOUND");
+  assert.equal(notFound.reason, "RUN_NOT_FOUND");
+  assert.match(notFound.message, /^NOT_FOUND: /);
+
+  const invalid = await rejection(client.askUser({ question: " ", options: [{ label: "a" }, { label: "a" }] }));
+  assert.equal(invalid.codeName, "INVALID_ARGUMENT");
+  assert.equal(invalid.reason, undefined);
+  assert.deepEqual(invalid.fieldViolations.map((violation) => violation.field), ["input.question", "input.options[1].label"]);
+  assert.ok(invalid.fieldViolations.every((violation) => violation.description !== ""));
+
+  const unknownAgent = await rejection(collect(client.startRun("no_such_agent", "hi")));
+  assert.equal(unknownAgent.code, status.NOT_FOUND);
+  assert.equal(unknownAgent.reason, "AGENT_NOT_FOUND");
+});
+
+test("getRun, listRuns and cancelRun see a run's state, metadata and pending questions", async () => {
+  const label = `test-${process.pid}-${Date.now()}`;
+  const { run, question } = await startAndSuspend("checks", { label });
+  run.close();
+
+  const suspended = await client.getRun(run.runId);
+  assert.equal(suspended.status, v1.RunStatus.RUN_STATUS_SUSPENDED);
+  assert.deepEqual(suspended.metadata, { label });
+  assert.deepEqual(suspended.pendingToolCalls.map((pending) => pending.toolCallId), [question.toolCallId]);
+
+  const listed = await client.listRuns({ agentId: "checks", status: v1.RunStatus.RUN_STATUS_SUSPENDED, pageSize: 1000 });
+  assert.ok(listed.runs.some((listedRun) => listedRun.runId === run.runId));
+  assert.ok(listed.runs.every((listedRun) => listedRun.agentId === "checks" && listedRun.status === suspended.status));
+
+  const cancelled = await client.cancelRun(run.runId, "not needed");
+  assert.equal(cancelled.status, v1.RunStatus.RUN_STATUS_CANCELLED);
+  assert.deepEqual(cancelled.pendingToolCalls, []);
+  assert.equal((await client.cancelRun(run.runId)).status, v1.RunStatus.RUN_STATUS_CANCELLED, "cancelling again is a no-op");
+  const stillSuspended = await client.listRuns({ agentId: "checks", status: v1.RunStatus.RUN_STATUS_SUSPENDED, pageSize: 1000 });
+  assert.ok(!stillSuspended.runs.some((listedRun) => listedRun.runId === run.runId));
+});
+
+test("listRuns pages with nextPageToken", async () => {
+  for (let i = 0; i < 2; i += 1) (await startAndSuspend("free_text")).run.close();
+  const first = await client.listRuns({ agentId: "free_text", pageSize: 1 });
+  assert.equal(first.runs.length, 1);
+  assert.notEqual(first.nextPageToken, "");
+  const second = await client.listRuns({ agentId: "free_text", pageSize: 1, pageToken: first.nextPageToken });
+  assert.equal(second.runs.length, 1);
+  assert.notEqual(second.runs[0].runId, first.runs[0].runId);
+});
+
+test("a start option sets when the run's questions expire", async () => {
+  const before = Date.now();
+  const run: Run = client.startRun("free_text", "greet me", {}, { questionTtlMs: 90_000 });
+  const question = await readUntil(run[Symbol.asyncIterator](), "toolCallSuspended");
+  run.close();
+  const expires = question.expireTime?.getTime();
+  assert.ok(expires !== undefined, "the question has an expiry");
+  assert.ok(expires >= before + 90_000 && expires <= Date.now() + 90_000, `expiry ${expires} is 90 s after the start`);
+});
+
+test("listAgents lists the configured agents by id and askUser renders the fallback text", async () => {
+  const agents = await client.listAgents();
+  assert.deepEqual(agents.map((agent) => agent.agentId), ["checks", "free_text", "parallel", "pick", "two_step"]);
+  assert.ok(agents.every((agent) => agent.tools.includes("ask_user")));
+
+  const content = await client.askUser({
+    question: "Which checks?",
+    options: [{ label: "lint" }, { label: "unit", description: "fast" }],
+    selectionMode: v1.SelectionMode.SELECTION_MODE_MULTI_SELECT,
+  });
+  assert.equal(content, "[Question for user]: Which checks?\nOptions: lint, unit\nSelection mode: multi_select");
+});
