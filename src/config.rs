@@ -3,7 +3,7 @@
 //! Every flag can also come from an `ASKUSER_*` environment variable; agents come from a TOML file
 //! (`--config`) or, without one, the built-in demo agents.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,7 +12,10 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 
-use crate::model::{ScriptedModel, ScriptedTurn};
+use crate::model::{
+    DEFAULT_MAX_RETRIES, DEFAULT_REQUEST_TIMEOUT, Model, OpenAiModel, OpenAiSettings,
+    ScriptedModel, ScriptedTurn,
+};
 use crate::runtime::{AgentDefinition, AskUserLimits, RuntimeConfig, tool_spec};
 use crate::store::Synchronous;
 
@@ -199,6 +202,74 @@ enum ModelEntry {
         #[serde(default)]
         turns: Vec<ScriptedTurn>,
     },
+    Openai(OpenAiEntry),
+}
+
+/// An OpenAI-compatible chat completions model.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OpenAiEntry {
+    model: String,
+    base_url: String,
+    /// The environment variable holding the API key: the key never sits in the file.
+    #[serde(default)]
+    api_key_env: Option<String>,
+    #[serde(default)]
+    temperature: Option<f64>,
+    #[serde(default)]
+    max_tokens: Option<u32>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    /// e.g. `60s`.
+    #[serde(default)]
+    request_timeout: Option<String>,
+    #[serde(default)]
+    max_retries: Option<u32>,
+    #[serde(default)]
+    parallel_tool_calls: Option<bool>,
+}
+
+/// Checks an `openai` entry, reads its API key from the environment and builds the model.
+fn openai_model(entry: OpenAiEntry) -> Result<OpenAiModel, String> {
+    if entry.model.is_empty() {
+        return Err("model must not be empty".into());
+    }
+    if let Some(temperature) = entry.temperature.filter(|t| !(t.is_finite() && *t >= 0.0)) {
+        return Err(format!(
+            "temperature must be a number of at least 0, not {temperature}"
+        ));
+    }
+    let api_key = entry
+        .api_key_env
+        .map(|name| {
+            std::env::var(&name)
+                .ok()
+                .filter(|key| !key.is_empty())
+                .ok_or_else(|| {
+                    format!("api_key_env: the environment variable {name} is not set or empty")
+                })
+        })
+        .transpose()?;
+    let request_timeout = match entry.request_timeout.as_deref() {
+        None => DEFAULT_REQUEST_TIMEOUT,
+        Some(text) => match humantime::parse_duration(text) {
+            Ok(timeout) if !timeout.is_zero() => timeout,
+            Ok(_) => return Err("request_timeout must be more than 0".into()),
+            Err(e) => return Err(format!("request_timeout \"{text}\": {e}")),
+        },
+    };
+    OpenAiModel::new(OpenAiSettings {
+        model: entry.model,
+        base_url: entry.base_url,
+        api_key,
+        temperature: entry.temperature,
+        max_tokens: entry.max_tokens,
+        headers: entry.headers,
+        request_timeout,
+        max_retries: entry.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
+        parallel_tool_calls: entry.parallel_tool_calls,
+    })
+    .map_err(|e| e.to_string())
 }
 
 /// The built-in demo agents.
@@ -266,7 +337,7 @@ pub fn parse_agents(
                         .map_err(|e| invalid(format!("question_ttl \"{text}\": {e}")))
                 })
                 .transpose()?;
-            let model = match entry.model {
+            let model: Arc<dyn Model> = match entry.model {
                 ModelEntry::Scripted { turns } => {
                     for (index, turn) in turns.iter().enumerate() {
                         let kinds = usize::from(!turn.ask.is_empty())
@@ -281,6 +352,7 @@ pub fn parse_agents(
                     }
                     Arc::new(ScriptedModel::new(turns))
                 }
+                ModelEntry::Openai(openai) => Arc::new(openai_model(openai).map_err(invalid)?),
             };
             Ok(AgentDefinition {
                 name: entry.name.unwrap_or_else(|| entry.id.clone()),
@@ -324,5 +396,59 @@ mod tests {
             error.to_string().contains("exactly one of ask, say, fail"),
             "{error}"
         );
+    }
+
+    fn openai_agent(model_table: &str) -> String {
+        format!("[[agent]]\nid = \"a\"\n[agent.model]\nprovider = \"openai\"\n{model_table}")
+    }
+
+    fn openai_error(model_table: &str) -> String {
+        parse_agents(&openai_agent(model_table), "t", &AskUserLimits::default())
+            .err()
+            .expect("error")
+            .to_string()
+    }
+
+    #[test]
+    fn openai_accepts_every_setting() {
+        let text = openai_agent(
+            "model = \"gpt-4o-mini\"\nbase_url = \"http://127.0.0.1:11434/v1\"\ntemperature = 0.2\n\
+             max_tokens = 512\nrequest_timeout = \"90s\"\nmax_retries = 4\nparallel_tool_calls = false\n\
+             [agent.model.headers]\nOpenAI-Organization = \"org-1\"\n",
+        );
+        let agents = parse_agents(&text, "t", &AskUserLimits::default()).expect("valid");
+        assert_eq!(agents[0].model.provider(), "openai");
+    }
+
+    #[test]
+    fn openai_rejects_bad_settings() {
+        let base = "model = \"m\"\nbase_url = \"http://127.0.0.1:1/v1\"\n";
+        let cases = [
+            (
+                format!("{base}api_key = \"sk-in-the-file\"\n"),
+                "unknown field `api_key`",
+            ),
+            (
+                format!("{base}api_key_env = \"ASKUSER_TEST_NEVER_SET_KEY\"\n"),
+                "environment variable ASKUSER_TEST_NEVER_SET_KEY",
+            ),
+            (
+                "model = \"m\"\nbase_url = \"127.0.0.1:1/v1\"\n".to_owned(),
+                "base_url \"127.0.0.1:1/v1\"",
+            ),
+            (
+                format!("{base}request_timeout = \"soon\"\n"),
+                "request_timeout",
+            ),
+            (format!("{base}temperature = -1.0\n"), "temperature"),
+            (
+                format!("{base}[agent.model.headers]\n\"bad name\" = \"x\"\n"),
+                "header name \"bad name\"",
+            ),
+        ];
+        for (table, expected) in cases {
+            let error = openai_error(&table);
+            assert!(error.contains(expected), "{table}: {error}");
+        }
     }
 }

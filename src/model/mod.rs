@@ -1,6 +1,8 @@
 //! Model providers behind one streaming [`Model`] trait: a model turn is a stream of text deltas and
-//! tool calls. `scripted` runs the whole protocol with no LLM.
+//! tool calls. `scripted` runs the whole protocol with no LLM; `openai` speaks the OpenAI-compatible
+//! chat completions API (OpenAI, Ollama, vLLM, ...).
 
+mod openai;
 mod scripted;
 
 use std::pin::Pin;
@@ -10,6 +12,7 @@ use futures::Stream;
 
 use crate::domain::{Message, ModelToolCall, Usage};
 
+pub use openai::{DEFAULT_MAX_RETRIES, DEFAULT_REQUEST_TIMEOUT, OpenAiModel, OpenAiSettings};
 pub use scripted::{ScriptedAsk, ScriptedModel, ScriptedOption, ScriptedTurn};
 
 /// Errors of the model layer.
@@ -21,6 +24,29 @@ pub enum ModelError {
     /// The script or provider has nothing more to say.
     #[error("the model has no turn {0}")]
     Exhausted(usize),
+    /// A provider's settings cannot be used (reported when the agents file is loaded).
+    #[error("{0}")]
+    Settings(String),
+    /// The provider answered the last attempt with an error status.
+    #[error("POST {endpoint} answered HTTP {status} after {attempts} attempt(s): {body}")]
+    Status {
+        endpoint: String,
+        status: reqwest::StatusCode,
+        attempts: u32,
+        /// The start of the response body.
+        body: String,
+    },
+    /// The provider could not be reached, or its response broke off, on the last attempt.
+    #[error("POST {endpoint} failed after {attempts} attempt(s): {cause}")]
+    Unavailable {
+        endpoint: String,
+        attempts: u32,
+        cause: String,
+    },
+    /// The response ended without finishing the turn (`finish_reason` `length`, `content_filter`,
+    /// ...); retrying would end the same way.
+    #[error("the response ended incomplete (finish_reason \"{0}\")")]
+    Incomplete(String),
 }
 
 /// A tool a model may call.

@@ -27,6 +27,7 @@ pub struct Server {
     pub data_dir: PathBuf,
     config: Option<PathBuf>,
     extra_args: Vec<String>,
+    extra_env: Vec<(String, String)>,
     // Keeps the temporary directory alive as long as the server.
     _temp: Option<tempfile::TempDir>,
 }
@@ -39,6 +40,16 @@ impl Server {
 
     /// Starts a server with an agents file (TOML text) and extra `serve` flags.
     pub fn start_with(agents_toml: Option<&str>, extra_args: &[&str]) -> Server {
+        Server::start_with_env(agents_toml, extra_args, &[])
+    }
+
+    /// Like [`Server::start_with`], with extra environment variables for the server process (they
+    /// stay set across restarts).
+    pub fn start_with_env(
+        agents_toml: Option<&str>,
+        extra_args: &[&str],
+        extra_env: &[(&str, &str)],
+    ) -> Server {
         let temp = tempfile::tempdir().expect("temp dir");
         let data_dir = temp.path().join("data");
         let config = agents_toml.map(|toml| {
@@ -52,6 +63,10 @@ impl Server {
             data_dir,
             config,
             extra_args: extra_args.iter().map(|s| s.to_string()).collect(),
+            extra_env: extra_env
+                .iter()
+                .map(|(name, value)| (name.to_string(), value.to_string()))
+                .collect(),
             _temp: Some(temp),
         };
         server.spawn();
@@ -83,6 +98,7 @@ impl Server {
             .arg(&self.data_dir)
             .args(&self.extra_args)
             .env("RUST_LOG", "info")
+            .envs(self.extra_env.iter().map(|(name, value)| (name, value)))
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log));
         if let Some(config) = &self.config {

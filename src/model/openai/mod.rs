@@ -1,0 +1,343 @@
+//! A provider for OpenAI-compatible chat completions APIs (OpenAI, Ollama, vLLM, ...): each turn
+//! streams `POST {base_url}/chat/completions` as server-sent events.
+//!
+//! Connection failures, timeouts, 429 and 5xx are retried; a response that breaks off (or sends a
+//! chunk that cannot be read) is retried too, after a `Restarted` event, since its text was
+//! already streamed.
+
+mod retry;
+mod wire;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures::StreamExt;
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
+use reqwest::{StatusCode, Url};
+use tracing::warn;
+
+use super::{Model, ModelError, ModelEvent, ModelRequest, ModelStream};
+
+/// How long a request may wait for the connection, the response, or the next piece of it.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// Retries of a failed request.
+pub const DEFAULT_MAX_RETRIES: u32 = 2;
+
+/// Longest piece of a response body quoted in an error.
+const EXCERPT_CHARS: usize = 300;
+
+/// The settings of an `openai` agent model, as validated from the agents file.
+pub struct OpenAiSettings {
+    pub model: String,
+    /// e.g. `https://api.openai.com/v1`; requests go to `{base_url}/chat/completions`.
+    pub base_url: String,
+    /// Sent as `Authorization: Bearer`; local servers need none.
+    pub api_key: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    /// Extra request headers.
+    pub headers: BTreeMap<String, String>,
+    /// See [`DEFAULT_REQUEST_TIMEOUT`].
+    pub request_timeout: Duration,
+    pub max_retries: u32,
+    pub parallel_tool_calls: Option<bool>,
+}
+
+/// An OpenAI-compatible chat completions model.
+pub struct OpenAiModel {
+    client: reqwest::Client,
+    endpoint: Url,
+    settings: OpenAiSettings,
+}
+
+impl OpenAiModel {
+    pub fn new(settings: OpenAiSettings) -> Result<Self, ModelError> {
+        let base_url = &settings.base_url;
+        let mut endpoint = Url::parse(base_url)
+            .map_err(|e| ModelError::Settings(format!("base_url \"{base_url}\": {e}")))?;
+        if !matches!(endpoint.scheme(), "http" | "https") {
+            return Err(ModelError::Settings(format!(
+                "base_url \"{base_url}\" must be an http or https URL"
+            )));
+        }
+        // Appended as path segments so a query in the base URL (Azure's api-version) stays.
+        endpoint
+            .path_segments_mut()
+            .map_err(|()| {
+                ModelError::Settings(format!("base_url \"{base_url}\" cannot have a path"))
+            })?
+            .pop_if_empty()
+            .extend(["chat", "completions"]);
+        let mut headers = HeaderMap::new();
+        for (name, value) in &settings.headers {
+            let header_name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|e| ModelError::Settings(format!("header name \"{name}\": {e}")))?;
+            let header_value = HeaderValue::from_str(value)
+                .map_err(|e| ModelError::Settings(format!("header \"{name}\" value: {e}")))?;
+            headers.insert(header_name, header_value);
+        }
+        if let Some(key) = &settings.api_key {
+            // The key itself stays out of the message.
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                ModelError::Settings("the API key is not a valid header value".into())
+            })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        let client = reqwest::Client::builder()
+            .user_agent(concat!("askuser/", env!("CARGO_PKG_VERSION")))
+            .default_headers(headers)
+            .connect_timeout(settings.request_timeout)
+            .read_timeout(settings.request_timeout)
+            .build()
+            .map_err(|e| ModelError::Settings(format!("HTTP client: {}", request_error(e))))?;
+        Ok(Self {
+            client,
+            endpoint,
+            settings,
+        })
+    }
+}
+
+#[async_trait]
+impl Model for OpenAiModel {
+    fn provider(&self) -> &str {
+        "openai"
+    }
+
+    async fn stream_turn(&self, request: ModelRequest<'_>) -> Result<ModelStream, ModelError> {
+        let body = wire::request_body(&self.settings, request);
+        let client = self.client.clone();
+        let endpoint = self.endpoint.clone();
+        let max_retries = self.settings.max_retries;
+        Ok(Box::pin(async_stream::stream! {
+            let mut attempts = 0;
+            loop {
+                attempts += 1;
+                let failure = 'attempt: {
+                    let response = match send(&client, &endpoint, &body).await {
+                        Ok(response) => response,
+                        Err(failure) => break 'attempt failure,
+                    };
+                    let mut events = response.bytes_stream().eventsource();
+                    let mut turn = wire::TurnAssembly::default();
+                    loop {
+                        let data = match events.next().await {
+                            Some(Ok(event)) => event.data,
+                            Some(Err(error)) => break 'attempt AttemptFailure::Broken(format!(
+                                "the response broke off: {}",
+                                stream_error(error)
+                            )),
+                            // Some servers close without `[DONE]` once the turn is over.
+                            None if turn.has_finish_reason() => break,
+                            None => break 'attempt AttemptFailure::Broken(
+                                "the response ended before [DONE]".into(),
+                            ),
+                        };
+                        if data == "[DONE]" {
+                            break;
+                        }
+                        match turn.push(&data) {
+                            Ok(text) if text.is_empty() => {}
+                            Ok(text) => yield Ok(ModelEvent::TextDelta(text)),
+                            Err(malformed) => break 'attempt AttemptFailure::Broken(malformed),
+                        }
+                    }
+                    match turn.finish() {
+                        Ok(events) => {
+                            for event in events {
+                                yield Ok(event);
+                            }
+                        }
+                        Err(error) => yield Err(error),
+                    }
+                    return;
+                };
+                let delay = failure.retry_delay(attempts);
+                let Some(delay) = delay.filter(|_| attempts <= max_retries) else {
+                    yield Err(failure.into_error(&endpoint, attempts));
+                    return;
+                };
+                warn!(
+                    %endpoint,
+                    attempts,
+                    ?delay,
+                    failure = %failure.describe(),
+                    "model request failed; retrying"
+                );
+                if let AttemptFailure::Broken(cause) = failure {
+                    yield Ok(ModelEvent::Restarted {
+                        reason: format!("{cause}; asking the model again"),
+                    });
+                }
+                tokio::time::sleep(delay).await;
+            }
+        }))
+    }
+}
+
+/// Why one attempt at a turn failed.
+enum AttemptFailure {
+    /// No response: the connection failed or timed out.
+    Unreachable(String),
+    /// An error status.
+    Status {
+        status: StatusCode,
+        retry_after: Option<Duration>,
+        body: String,
+    },
+    /// The response started, then broke off, timed out or sent a chunk that cannot be read.
+    Broken(String),
+}
+
+impl AttemptFailure {
+    /// The wait before trying again, or `None` when another try cannot help.
+    fn retry_delay(&self, attempts: u32) -> Option<Duration> {
+        match self {
+            AttemptFailure::Status {
+                status,
+                retry_after,
+                ..
+            } if *status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() => {
+                match retry_after {
+                    Some(wait) if *wait > retry::MAX_RETRY_AFTER => None,
+                    Some(wait) => Some(*wait),
+                    None => Some(retry::backoff(attempts)),
+                }
+            }
+            AttemptFailure::Status { .. } => None,
+            AttemptFailure::Unreachable(_) | AttemptFailure::Broken(_) => {
+                Some(retry::backoff(attempts))
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            AttemptFailure::Unreachable(cause) | AttemptFailure::Broken(cause) => cause.clone(),
+            AttemptFailure::Status { status, body, .. } => format!("HTTP {status}: {body}"),
+        }
+    }
+
+    fn into_error(self, endpoint: &Url, attempts: u32) -> ModelError {
+        let endpoint = endpoint.to_string();
+        match self {
+            AttemptFailure::Status { status, body, .. } => ModelError::Status {
+                endpoint,
+                status,
+                attempts,
+                body,
+            },
+            AttemptFailure::Unreachable(cause) | AttemptFailure::Broken(cause) => {
+                ModelError::Unavailable {
+                    endpoint,
+                    attempts,
+                    cause,
+                }
+            }
+        }
+    }
+}
+
+/// Sends the request; a response with an error status is a failure, its body read for the message.
+async fn send(
+    client: &reqwest::Client,
+    endpoint: &Url,
+    body: &serde_json::Value,
+) -> Result<reqwest::Response, AttemptFailure> {
+    let response = client
+        .post(endpoint.clone())
+        .json(body)
+        .send()
+        .await
+        .map_err(|e| AttemptFailure::Unreachable(request_error(e)))?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let retry_after = retry::retry_after(response.headers(), SystemTime::now());
+    let body = match response.text().await {
+        Ok(text) => excerpt(&text),
+        Err(e) => format!("(the body could not be read: {})", request_error(e)),
+    };
+    Err(AttemptFailure::Status {
+        status,
+        retry_after,
+        body,
+    })
+}
+
+fn stream_error(error: EventStreamError<reqwest::Error>) -> String {
+    match error {
+        EventStreamError::Transport(error) => request_error(error),
+        other => other.to_string(),
+    }
+}
+
+/// A request error with its causes, e.g. `error sending request: client error (Connect): tcp
+/// connect error: Connection refused`, which reqwest's own message leaves out; without the URL,
+/// which errors name once, up front.
+fn request_error(error: reqwest::Error) -> String {
+    let error = error.without_url();
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The start of a text, for error messages.
+fn excerpt(text: &str) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(EXCERPT_CHARS) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn endpoint(base_url: &str) -> Result<String, ModelError> {
+        OpenAiModel::new(OpenAiSettings {
+            model: "m".into(),
+            base_url: base_url.into(),
+            api_key: None,
+            temperature: None,
+            max_tokens: None,
+            headers: BTreeMap::new(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_retries: DEFAULT_MAX_RETRIES,
+            parallel_tool_calls: None,
+        })
+        .map(|model| model.endpoint.to_string())
+    }
+
+    #[test]
+    fn endpoint_is_under_the_base_url() {
+        let cases = [
+            (
+                "https://api.openai.com/v1",
+                "https://api.openai.com/v1/chat/completions",
+            ),
+            (
+                "http://127.0.0.1:11434/v1/",
+                "http://127.0.0.1:11434/v1/chat/completions",
+            ),
+            (
+                "https://x.openai.azure.com/openai/deployments/d?api-version=2024-10-21",
+                "https://x.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-10-21",
+            ),
+        ];
+        for (base_url, expected) in cases {
+            assert_eq!(endpoint(base_url).expect("valid"), expected);
+        }
+        assert!(endpoint("ftp://example.com/v1").is_err());
+    }
+}
