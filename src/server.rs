@@ -89,8 +89,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     );
 
     let shutdown_runtime = runtime.clone();
+    let signalled = Arc::new(tokio::sync::Notify::new());
+    let signal_seen = Arc::clone(&signalled);
     let shutdown_signal = async move {
         wait_for_signal().await;
+        signal_seen.notify_one();
         info!("shutting down: health NOT_SERVING, ending streams");
         for name in std::iter::once("").chain(SERVICE_NAMES) {
             health
@@ -112,7 +115,15 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         )))
         .add_service(ToolServiceServer::new(ToolApi::new(runtime.clone())))
         .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown_signal);
-    server.await?;
+    // Once signalled, connections get the shutdown timeout to finish; then they are dropped.
+    let deadline = async {
+        signalled.notified().await;
+        tokio::time::sleep(args.shutdown_timeout).await;
+    };
+    tokio::select! {
+        served = server => served?,
+        () = deadline => warn!("connections still open after the shutdown timeout; closing them"),
+    }
     runtime.shutdown(args.shutdown_timeout).await;
     info!("stopped");
     Ok(())
