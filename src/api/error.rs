@@ -6,6 +6,7 @@ use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 use tracing::error;
 
+use crate::runtime::ask_user::describe;
 use crate::runtime::{RejectReason, RuntimeError, Violation};
 
 /// The `ErrorInfo.domain` of every askuser error.
@@ -31,14 +32,6 @@ impl ApiError {
             description: description.into(),
         }])
     }
-}
-
-fn describe(violations: &[Violation]) -> String {
-    violations
-        .iter()
-        .map(|v| v.description.as_str())
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 fn bad_request(message: String, violations: &[Violation], reason: Option<&str>) -> Status {

@@ -389,10 +389,18 @@ pub const EXPIRED_RESULT: &str = "No answer: the question expired";
 /// The tool result of a question whose run was cancelled.
 pub const CANCELLED_RESULT: &str = "No answer: the run was cancelled";
 
+/// The violations' descriptions in one sentence.
+pub fn describe(violations: &[Violation]) -> String {
+    violations
+        .iter()
+        .map(|v| v.description.as_str())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// The tool result the model gets for invalid arguments.
 pub fn invalid_call_result(violations: &[Violation]) -> String {
-    let descriptions: Vec<&str> = violations.iter().map(|v| v.description.as_str()).collect();
-    format!("Failed to ask user: {}", descriptions.join("; "))
+    format!("Failed to ask user: {}", describe(violations))
 }
 
 #[cfg(test)]

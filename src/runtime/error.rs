@@ -1,5 +1,5 @@
 use crate::model::ModelError;
-use crate::runtime::ask_user::Violation;
+use crate::runtime::ask_user::{Violation, describe};
 use crate::store::StoreError;
 
 /// Why an answer was not accepted.
@@ -59,14 +59,6 @@ pub enum RuntimeError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Model(#[from] ModelError),
-}
-
-fn describe(violations: &[Violation]) -> String {
-    violations
-        .iter()
-        .map(|v| v.description.as_str())
-        .collect::<Vec<_>>()
-        .join("; ")
 }
 
 impl RuntimeError {

@@ -335,11 +335,7 @@ impl Runtime {
                 reason: RejectReason::InvalidAnswer,
                 message: format!(
                     "the answer does not fit the question: {}",
-                    violations
-                        .iter()
-                        .map(|v| v.description.as_str())
-                        .collect::<Vec<_>>()
-                        .join("; ")
+                    ask_user::describe(&violations)
                 ),
                 violations,
             },
