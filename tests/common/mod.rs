@@ -617,3 +617,49 @@ pub fn report_figures(title: &str, figures: &[(&str, u64)]) {
         .join(" ");
     let _ = writeln!(std::io::stderr(), "{title}: {line}");
 }
+
+/// Connects to PostgreSQL at `url`; the connection is driven by a background task.
+pub async fn postgres_client(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|error| panic!("connecting to {url}: {error}"));
+    // A failed connection shows as an error of the client's next query.
+    tokio::spawn(connection);
+    client
+}
+
+/// Creates an empty database with a unique name on the test PostgreSQL server
+/// (`ASKUSER_TEST_DATABASE_URL`) and returns its URL, so every test starts from nothing and tests
+/// running at once never share data. Without the variable the test fails: PostgreSQL tests are
+/// never skipped.
+pub async fn fresh_database() -> String {
+    let admin_url = std::env::var("ASKUSER_TEST_DATABASE_URL").unwrap_or_else(|_| {
+        panic!(
+            "ASKUSER_TEST_DATABASE_URL is not set: this test needs PostgreSQL. Run ./scripts/test, \
+             or `source scripts/postgres.sh && start_postgres` and run cargo test in that shell"
+        )
+    });
+    let name = format!("askuser_test_{}", uuid::Uuid::now_v7().simple());
+    postgres_client(&admin_url)
+        .await
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .unwrap_or_else(|error| panic!("CREATE DATABASE {name}: {error}"));
+    // Same server and credentials, another database: swap the path, keep any query string.
+    let (location, query) = match admin_url.split_once('?') {
+        Some((location, query)) => (location, format!("?{query}")),
+        None => (admin_url.as_str(), String::new()),
+    };
+    let (server, _admin_database) = location
+        .rsplit_once('/')
+        .filter(|(server, _)| server.contains("://"))
+        .unwrap_or_else(|| panic!("ASKUSER_TEST_DATABASE_URL {admin_url} names no database"));
+    format!("{server}/{name}{query}")
+}
+
+impl Server {
+    /// The server's process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+}

@@ -1,0 +1,1254 @@
+//! The store contract, written once and run unchanged against both stores: SQLite (a file in a
+//! temporary directory) and PostgreSQL (a fresh database per test). Each test is an async fn taking
+//! the store; `on_both_stores!` instantiates it as `sqlite::<name>` and `postgres::<name>`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use askuser::domain::{
+    AnswerInput, EventKind, Message, ModelToolCall, RunStatus, SuspendPayload, ToolResultKind,
+    now_millis,
+};
+use askuser::store::{
+    CallStatus, CancelOutcome, Committed, NewCallState, NewRun, NewToolCall, PostgresStore, RunEnd,
+    RunQuery, RunStore, SettleOutcome, Settlement, SqliteStore, Synchronous, TurnCommit,
+    TurnOutcome,
+};
+use futures::future::join_all;
+use tokio::sync::Barrier;
+
+/// Where a store under test keeps its data; it can be opened again on the same data.
+enum StoreLocation {
+    Sqlite {
+        path: PathBuf,
+        // Keeps the file's directory alive as long as the location.
+        _dir: tempfile::TempDir,
+    },
+    Postgres {
+        url: String,
+    },
+}
+
+impl StoreLocation {
+    // Async like `postgres`, so that `on_both_stores!` calls both alike.
+    async fn sqlite() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        StoreLocation::Sqlite {
+            path: dir.path().join("askuser.sqlite3"),
+            _dir: dir,
+        }
+    }
+
+    async fn postgres() -> Self {
+        StoreLocation::Postgres {
+            url: common::fresh_database().await,
+        }
+    }
+
+    /// Opens (the first time: creates) the store, migrating its schema.
+    async fn open(&self) -> Arc<dyn RunStore> {
+        match self {
+            StoreLocation::Sqlite { path, .. } => {
+                Arc::new(SqliteStore::open(path, Synchronous::Normal).expect("open SQLite store"))
+            }
+            StoreLocation::Postgres { url } => Arc::new(
+                PostgresStore::connect(url, 8)
+                    .await
+                    .expect("connect PostgreSQL store"),
+            ),
+        }
+    }
+}
+
+/// Instantiates each test for both stores: `stores` tests take an open store, `locations` tests
+/// take its location (to open it more than once).
+macro_rules! on_both_stores {
+    (stores: [$($store_test:ident),* $(,)?], locations: [$($location_test:ident),* $(,)?] $(,)?) => {
+        on_both_stores!(@backend sqlite, [$($store_test),*], [$($location_test),*]);
+        on_both_stores!(@backend postgres, [$($store_test),*], [$($location_test),*]);
+    };
+    (@backend $backend:ident, [$($store_test:ident),*], [$($location_test:ident),*]) => {
+        mod $backend {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $store_test() {
+                    let location = super::StoreLocation::$backend().await;
+                    super::$store_test(location.open().await).await;
+                }
+            )*
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $location_test() {
+                    super::$location_test(super::StoreLocation::$backend().await).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_stores! {
+    stores: [
+        create_run_starts_the_log_with_run_started,
+        suspending_turn_lists_pending_calls_in_the_order_asked,
+        commits_are_refused_unless_the_run_is_where_the_executor_left_it,
+        step_events_are_appended_and_their_attempt_recorded,
+        settling_is_a_compare_and_set,
+        concurrent_settles_have_exactly_one_winner,
+        transcript_is_each_turn_followed_by_its_results_in_call_order,
+        cancel_settles_pending_calls_and_ends_the_log,
+        expiries_come_due_earliest_first,
+        prune_removes_only_finished_runs_older_than_the_cutoff,
+        list_runs_filters_and_pages_newest_first,
+        leases_exclude_other_owners_until_they_expire,
+    ],
+    locations: [migrations_are_idempotent],
+}
+
+/// The executor that holds leases in these tests, and another one.
+const OWNER: &str = "executor-a";
+const OTHER_OWNER: &str = "executor-b";
+
+fn new_run(run_id: &str, agent_id: &str) -> NewRun {
+    NewRun {
+        run_id: run_id.into(),
+        agent_id: agent_id.into(),
+        prompt: format!("prompt of {run_id}"),
+        metadata: BTreeMap::from([("team".to_owned(), "storage".to_owned())]),
+        question_ttl_ms: Some(60_000),
+    }
+}
+
+/// Creates a running run and gives `OWNER` its lease for a minute.
+async fn leased_run(store: &Arc<dyn RunStore>, run_id: &str) {
+    store
+        .create_run(new_run(run_id, "agent"))
+        .await
+        .expect("create run");
+    assert!(
+        store
+            .acquire_lease(run_id, OWNER, now_millis() + 60_000)
+            .await
+            .expect("acquire lease"),
+        "a new run's lease is free"
+    );
+}
+
+fn payload(question: &str) -> SuspendPayload {
+    SuspendPayload {
+        question: question.into(),
+        options: Vec::new(),
+        selection_mode: None,
+    }
+}
+
+/// A tool call that waits for an answer until `expire_ms`.
+fn pending_call(tool_call_id: &str, expire_ms: Option<i64>) -> NewToolCall {
+    NewToolCall {
+        tool_call_id: tool_call_id.into(),
+        tool_name: "ask_user".into(),
+        arguments_json: format!(r#"{{"question":"{tool_call_id}?"}}"#),
+        state: NewCallState::Pending {
+            payload: payload(&format!("{tool_call_id}?")),
+            expire_ms,
+        },
+    }
+}
+
+/// A tool call settled at once as invalid.
+fn invalid_call(tool_call_id: &str) -> NewToolCall {
+    NewToolCall {
+        tool_call_id: tool_call_id.into(),
+        tool_name: "ask_user".into(),
+        arguments_json: "{}".into(),
+        state: NewCallState::Settled {
+            content: format!("{tool_call_id} is invalid"),
+            is_error: true,
+            kind: ToolResultKind::InvalidCall,
+        },
+    }
+}
+
+/// A model turn saying `text` and making `calls`, with the events an executor commits for them.
+fn turn(text: &str, calls: Vec<NewToolCall>) -> TurnCommit {
+    let mut events = vec![EventKind::TextDelta { text: text.into() }];
+    for call in &calls {
+        events.push(EventKind::ToolCall {
+            tool_call_id: call.tool_call_id.clone(),
+            tool_name: call.tool_name.clone(),
+            arguments_json: call.arguments_json.clone(),
+        });
+        events.push(match &call.state {
+            NewCallState::Pending { payload, expire_ms } => EventKind::ToolCallSuspended {
+                tool_call_id: call.tool_call_id.clone(),
+                tool_name: call.tool_name.clone(),
+                payload: payload.clone(),
+                expire_ms: *expire_ms,
+            },
+            NewCallState::Settled {
+                content,
+                is_error,
+                kind,
+            } => EventKind::ToolResult {
+                tool_call_id: call.tool_call_id.clone(),
+                content: content.clone(),
+                is_error: *is_error,
+                kind: *kind,
+            },
+        });
+    }
+    TurnCommit {
+        assistant_text: Some(text.into()),
+        tool_calls: calls,
+        events,
+        end: None,
+    }
+}
+
+/// A final turn that completes the run with `text`.
+fn completing_turn(text: &str) -> TurnCommit {
+    TurnCommit {
+        assistant_text: Some(text.into()),
+        tool_calls: Vec::new(),
+        events: vec![EventKind::RunCompleted {
+            output_text: text.into(),
+            usage: None,
+        }],
+        end: Some(RunEnd::Completed {
+            output_text: text.into(),
+        }),
+    }
+}
+
+/// A turn whose model call failed: the run fails.
+fn failing_turn(message: &str) -> TurnCommit {
+    TurnCommit {
+        events: vec![EventKind::RunFailed {
+            message: message.into(),
+        }],
+        end: Some(RunEnd::Failed {
+            message: message.into(),
+        }),
+        ..TurnCommit::default()
+    }
+}
+
+/// Commits a turn that must be accepted.
+async fn commit(
+    store: &Arc<dyn RunStore>,
+    run_id: &str,
+    expected_turns: u32,
+    commit: TurnCommit,
+) -> Committed {
+    match store
+        .commit_turn(run_id, OWNER, expected_turns, commit)
+        .await
+        .expect("commit turn")
+    {
+        TurnOutcome::Committed(committed) => committed,
+        TurnOutcome::Stale => panic!("turn {expected_turns} of {run_id} refused as stale"),
+    }
+}
+
+/// A run suspended on questions `call_ids` (asked in that order), without expiry.
+async fn suspended_run(store: &Arc<dyn RunStore>, run_id: &str, call_ids: &[&str]) {
+    leased_run(store, run_id).await;
+    let calls = call_ids.iter().map(|id| pending_call(id, None)).collect();
+    let committed = commit(store, run_id, 0, turn("Let me ask", calls)).await;
+    assert_eq!(committed.status, RunStatus::Suspended);
+}
+
+fn answered(text: &str, answer_id: &str) -> Settlement {
+    Settlement {
+        status: CallStatus::Answered,
+        answer: Some(AnswerInput::Text(text.into())),
+        answer_id: answer_id.into(),
+        content: format!("User answered: {text}"),
+        kind: ToolResultKind::Answered,
+    }
+}
+
+async fn settle(
+    store: &Arc<dyn RunStore>,
+    run_id: &str,
+    tool_call_id: &str,
+    settlement: Settlement,
+) -> SettleOutcome {
+    store
+        .settle_tool_call(run_id, tool_call_id, settlement)
+        .await
+        .expect("settle tool call")
+}
+
+/// Settles a call that must still be pending.
+async fn settle_pending(
+    store: &Arc<dyn RunStore>,
+    run_id: &str,
+    tool_call_id: &str,
+    settlement: Settlement,
+) -> Committed {
+    match settle(store, run_id, tool_call_id, settlement).await {
+        SettleOutcome::Settled(committed) => committed,
+        other => panic!("{tool_call_id} of {run_id} was not pending: {other:?}"),
+    }
+}
+
+/// The run's whole event log, as kinds in sequence order; asserts the sequences are 1, 2, 3, ...
+async fn event_log(store: &Arc<dyn RunStore>, run_id: &str) -> Vec<EventKind> {
+    let page = store
+        .read_events(run_id, 0, 10_000)
+        .await
+        .expect("read events")
+        .expect("run exists");
+    let sequences: Vec<u64> = page.events.iter().map(|e| e.sequence).collect();
+    let expected: Vec<u64> = (1..=page.events.len() as u64).collect();
+    assert_eq!(sequences, expected, "the log of {run_id} has gaps");
+    assert_eq!(page.last_sequence, page.events.len() as u64);
+    page.events.into_iter().map(|e| e.kind).collect()
+}
+
+async fn run_status(store: &Arc<dyn RunStore>, run_id: &str) -> RunStatus {
+    store
+        .get_run(run_id)
+        .await
+        .expect("get run")
+        .expect("run exists")
+        .status
+}
+
+async fn create_run_starts_the_log_with_run_started(store: Arc<dyn RunStore>) {
+    let created = store
+        .create_run(new_run("run-1", "greeter"))
+        .await
+        .expect("create run");
+    let started = EventKind::RunStarted {
+        agent_id: "greeter".into(),
+        prompt: "prompt of run-1".into(),
+        metadata: BTreeMap::from([("team".to_owned(), "storage".to_owned())]),
+    };
+    assert_eq!(created.status, RunStatus::Running);
+    assert_eq!(created.events.len(), 1);
+    assert_eq!(created.events[0].sequence, 1);
+    assert_eq!(created.events[0].kind, started);
+
+    let page = store
+        .read_events("run-1", 0, 100)
+        .await
+        .expect("read events")
+        .expect("run exists");
+    assert_eq!(page.events, created.events);
+    assert_eq!(page.status, RunStatus::Running);
+    assert_eq!(page.last_sequence, 1);
+    let after = store
+        .read_events("run-1", 1, 100)
+        .await
+        .expect("read events")
+        .expect("run exists");
+    assert!(after.events.is_empty(), "{:?}", after.events);
+
+    let run = store
+        .get_run("run-1")
+        .await
+        .expect("get run")
+        .expect("run exists");
+    assert_eq!(run.agent_id, "greeter");
+    assert_eq!(run.prompt, "prompt of run-1");
+    assert_eq!(run.metadata["team"], "storage");
+    assert_eq!(run.status, RunStatus::Running);
+    assert_eq!(run.turns, 0);
+    assert_eq!(run.last_sequence, 1);
+    assert_eq!(run.question_ttl_ms, Some(60_000));
+    assert!(run.pending.is_empty());
+
+    assert!(store.get_run("run-2").await.expect("get run").is_none());
+    assert!(
+        store
+            .read_events("run-2", 0, 100)
+            .await
+            .expect("read events")
+            .is_none()
+    );
+}
+
+async fn suspending_turn_lists_pending_calls_in_the_order_asked(store: Arc<dyn RunStore>) {
+    leased_run(&store, "run-1").await;
+    // Ids that sort differently from the order asked.
+    let calls = vec![
+        pending_call("call-c", Some(5_000)),
+        pending_call("call-a", None),
+        pending_call("call-b", Some(7_000)),
+    ];
+    let committed = commit(&store, "run-1", 0, turn("Three questions", calls)).await;
+    assert_eq!(committed.status, RunStatus::Suspended);
+    let sequences: Vec<u64> = committed.events.iter().map(|e| e.sequence).collect();
+    assert_eq!(sequences, (2..=8).collect::<Vec<u64>>());
+
+    let run = store
+        .get_run("run-1")
+        .await
+        .expect("get run")
+        .expect("run exists");
+    assert_eq!(run.status, RunStatus::Suspended);
+    assert_eq!(run.turns, 1);
+    assert_eq!(run.last_sequence, 8);
+    let pending: Vec<(&str, Option<i64>)> = run
+        .pending
+        .iter()
+        .map(|call| (call.tool_call_id.as_str(), call.expire_ms))
+        .collect();
+    assert_eq!(
+        pending,
+        [
+            ("call-c", Some(5_000)),
+            ("call-a", None),
+            ("call-b", Some(7_000))
+        ]
+    );
+    assert_eq!(run.pending[0].payload, payload("call-c?"));
+    assert_eq!(run.pending[0].tool_name, "ask_user");
+
+    let call = store
+        .get_tool_call("run-1", "call-a")
+        .await
+        .expect("get tool call")
+        .expect("call exists");
+    assert_eq!(call.status, CallStatus::Pending);
+    assert_eq!(call.payload, Some(payload("call-a?")));
+    assert!(call.answer.is_none());
+}
+
+async fn commits_are_refused_unless_the_run_is_where_the_executor_left_it(
+    store: Arc<dyn RunStore>,
+) {
+    /// Both ways an executor writes, on the same conditions.
+    async fn refused(store: &Arc<dyn RunStore>, run_id: &str, owner: &str, turns: u32) {
+        let before = event_log(store, run_id).await;
+        let outcome = store
+            .commit_turn(run_id, owner, turns, completing_turn("too late"))
+            .await
+            .expect("commit turn");
+        assert!(matches!(outcome, TurnOutcome::Stale), "{outcome:?}");
+        let outcome = store
+            .append_step_events(
+                run_id,
+                owner,
+                turns,
+                1,
+                vec![EventKind::TextDelta {
+                    text: "too late".into(),
+                }],
+            )
+            .await
+            .expect("append step events");
+        assert!(matches!(outcome, TurnOutcome::Stale), "{outcome:?}");
+        assert_eq!(
+            event_log(store, run_id).await,
+            before,
+            "a refused write left events"
+        );
+    }
+
+    // A turn whose only call is settled at once keeps the run running at turn 1.
+    leased_run(&store, "run-1").await;
+    let committed = commit(&store, "run-1", 0, turn("Oops", vec![invalid_call("bad")])).await;
+    assert_eq!(committed.status, RunStatus::Running);
+    // A replay of the turn already committed, and a turn from the future.
+    refused(&store, "run-1", OWNER, 0).await;
+    refused(&store, "run-1", OWNER, 2).await;
+    // An executor that does not hold the lease.
+    refused(&store, "run-1", OTHER_OWNER, 1).await;
+    // The right executor at the right turn still commits.
+    commit(&store, "run-1", 1, completing_turn("done")).await;
+    // Finished: nothing more.
+    refused(&store, "run-1", OWNER, 2).await;
+
+    // A lease nobody holds.
+    store
+        .create_run(new_run("run-2", "agent"))
+        .await
+        .expect("create run");
+    refused(&store, "run-2", OWNER, 0).await;
+    // A lease given up.
+    assert!(
+        store
+            .acquire_lease("run-2", OWNER, now_millis() + 60_000)
+            .await
+            .expect("acquire lease")
+    );
+    store
+        .release_lease("run-2", OWNER)
+        .await
+        .expect("release lease");
+    refused(&store, "run-2", OWNER, 0).await;
+
+    // Cancelled while the executor held the lease at the right turn.
+    leased_run(&store, "run-3").await;
+    store
+        .cancel_run("run-3", "stop", "Cancelled")
+        .await
+        .expect("cancel run");
+    refused(&store, "run-3", OWNER, 0).await;
+
+    // Suspended: the turn that asked is committed.
+    suspended_run(&store, "run-4", &["call-1"]).await;
+    refused(&store, "run-4", OWNER, 1).await;
+
+    // Failed.
+    leased_run(&store, "run-5").await;
+    commit(&store, "run-5", 0, failing_turn("model down")).await;
+    refused(&store, "run-5", OWNER, 0).await;
+
+    // A run that does not exist.
+    let outcome = store
+        .commit_turn("no-such-run", OWNER, 0, completing_turn("x"))
+        .await
+        .expect("commit turn");
+    assert!(matches!(outcome, TurnOutcome::Stale), "{outcome:?}");
+}
+
+async fn step_events_are_appended_and_their_attempt_recorded(store: Arc<dyn RunStore>) {
+    async fn step_attempt(store: &Arc<dyn RunStore>) -> u32 {
+        store
+            .load_step("run-1")
+            .await
+            .expect("load step")
+            .expect("run exists")
+            .step_attempt
+    }
+    async fn append(store: &Arc<dyn RunStore>, owner: &str, attempt: u32, events: Vec<EventKind>) {
+        let outcome = store
+            .append_step_events("run-1", owner, 0, attempt, events)
+            .await
+            .expect("append step events");
+        match (owner, outcome) {
+            (OWNER, TurnOutcome::Committed(committed)) => {
+                assert_eq!(committed.status, RunStatus::Running)
+            }
+            (OTHER_OWNER, TurnOutcome::Stale) => {}
+            (owner, outcome) => panic!("append by {owner}: {outcome:?}"),
+        }
+    }
+    let delta = |text: &str| EventKind::TextDelta { text: text.into() };
+
+    leased_run(&store, "run-1").await;
+    assert_eq!(step_attempt(&store).await, 0);
+    append(&store, OWNER, 1, vec![delta("Hel"), delta("lo")]).await;
+    assert_eq!(step_attempt(&store).await, 1);
+    // The first attempt broke off; the second declares its deltas void and starts over.
+    let restarted = EventKind::StepRestarted {
+        reason: "model call failed".into(),
+        attempt: 2,
+    };
+    append(&store, OWNER, 2, vec![restarted.clone(), delta("Hi")]).await;
+    assert_eq!(step_attempt(&store).await, 2);
+    append(&store, OTHER_OWNER, 3, vec![delta("not mine")]).await;
+    assert_eq!(step_attempt(&store).await, 2);
+    let run = store
+        .get_run("run-1")
+        .await
+        .expect("get run")
+        .expect("run exists");
+    assert_eq!(run.last_sequence, 5);
+    assert_eq!(run.turns, 0, "step events are not a turn");
+
+    // The turn's commit follows the streamed events and ends the step.
+    let completed = commit(&store, "run-1", 0, completing_turn("Hi")).await;
+    assert_eq!(completed.events[0].sequence, 6);
+    assert_eq!(step_attempt(&store).await, 0);
+    assert_eq!(
+        event_log(&store, "run-1").await[1..],
+        [
+            delta("Hel"),
+            delta("lo"),
+            restarted,
+            delta("Hi"),
+            EventKind::RunCompleted {
+                output_text: "Hi".into(),
+                usage: None
+            }
+        ]
+    );
+}
+
+async fn settling_is_a_compare_and_set(store: Arc<dyn RunStore>) {
+    suspended_run(&store, "run-1", &["call-1", "call-2"]).await;
+    let first = settle_pending(&store, "run-1", "call-1", answered("blue", "answer-1")).await;
+    assert_eq!(first.status, RunStatus::Suspended, "call-2 still waits");
+    assert_eq!(first.events.len(), 1);
+    let result_sequence = first.events[0].sequence;
+    assert_eq!(
+        first.events[0].kind,
+        EventKind::ToolResult {
+            tool_call_id: "call-1".into(),
+            content: "User answered: blue".into(),
+            is_error: false,
+            kind: ToolResultKind::Answered,
+        }
+    );
+
+    // A second settle of the same call sees the first answer and changes nothing.
+    let log = event_log(&store, "run-1").await;
+    let SettleOutcome::NotPending(call) =
+        settle(&store, "run-1", "call-1", answered("green", "answer-2")).await
+    else {
+        panic!("a settled call was settled again");
+    };
+    assert_eq!(call.status, CallStatus::Answered);
+    assert_eq!(call.answer, Some(AnswerInput::Text("blue".into())));
+    assert_eq!(call.answer_id, "answer-1");
+    assert_eq!(call.result_sequence, result_sequence);
+    assert_eq!(event_log(&store, "run-1").await, log);
+    let stored = store
+        .get_tool_call("run-1", "call-1")
+        .await
+        .expect("get tool call")
+        .expect("call exists");
+    assert_eq!(stored.answer, Some(AnswerInput::Text("blue".into())));
+
+    assert!(matches!(
+        settle(&store, "run-1", "call-9", answered("x", "")).await,
+        SettleOutcome::NotFound
+    ));
+    assert!(matches!(
+        settle(&store, "run-9", "call-1", answered("x", "")).await,
+        SettleOutcome::NotFound
+    ));
+
+    // The last pending call settled: the run works again.
+    let declined = Settlement {
+        status: CallStatus::Declined,
+        answer: Some(AnswerInput::Decline("busy".into())),
+        answer_id: String::new(),
+        content: "User declined to answer".into(),
+        kind: ToolResultKind::Declined,
+    };
+    let last = settle_pending(&store, "run-1", "call-2", declined).await;
+    assert_eq!(last.status, RunStatus::Running);
+    assert_eq!(last.events[0].sequence, result_sequence + 1);
+    let run = store
+        .get_run("run-1")
+        .await
+        .expect("get run")
+        .expect("run exists");
+    assert_eq!(run.status, RunStatus::Running);
+    assert!(run.pending.is_empty());
+    assert_eq!(run.last_sequence, result_sequence + 1);
+}
+
+async fn concurrent_settles_have_exactly_one_winner(store: Arc<dyn RunStore>) {
+    const ROUNDS: usize = 10;
+    const SETTLERS: usize = 16;
+    for round in 0..ROUNDS {
+        let run_id = format!("run-{round}");
+        suspended_run(&store, &run_id, &["call-1"]).await;
+        let barrier = Arc::new(Barrier::new(SETTLERS));
+        let settlers = (0..SETTLERS).map(|settler| {
+            let (store, barrier, run_id) =
+                (Arc::clone(&store), Arc::clone(&barrier), run_id.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let text = format!("answer {settler}");
+                let outcome = store
+                    .settle_tool_call(&run_id, "call-1", answered(&text, &text))
+                    .await
+                    .expect("settle tool call");
+                (text, outcome)
+            })
+        });
+        let outcomes: Vec<(String, SettleOutcome)> = join_all(settlers)
+            .await
+            .into_iter()
+            .map(|outcome| outcome.expect("settler task"))
+            .collect();
+
+        let winners: Vec<&String> = outcomes
+            .iter()
+            .filter(|(_, outcome)| matches!(outcome, SettleOutcome::Settled(_)))
+            .map(|(text, _)| text)
+            .collect();
+        assert_eq!(winners.len(), 1, "round {round}: {outcomes:?}");
+        let winner = winners[0];
+        for (text, outcome) in &outcomes {
+            match outcome {
+                SettleOutcome::Settled(committed) => {
+                    assert_eq!(committed.status, RunStatus::Running)
+                }
+                SettleOutcome::NotPending(call) => {
+                    assert_eq!(call.answer, Some(AnswerInput::Text(winner.clone())));
+                    assert_eq!(&call.answer_id, winner, "{text} saw another answer");
+                }
+                SettleOutcome::NotFound => panic!("round {round}: {text} found no call"),
+            }
+        }
+        let results: Vec<EventKind> = event_log(&store, &run_id)
+            .await
+            .into_iter()
+            .filter(|kind| matches!(kind, EventKind::ToolResult { .. }))
+            .collect();
+        assert_eq!(
+            results,
+            [EventKind::ToolResult {
+                tool_call_id: "call-1".into(),
+                content: format!("User answered: {winner}"),
+                is_error: false,
+                kind: ToolResultKind::Answered,
+            }],
+            "round {round}"
+        );
+    }
+}
+
+async fn transcript_is_each_turn_followed_by_its_results_in_call_order(store: Arc<dyn RunStore>) {
+    async fn transcript(store: &Arc<dyn RunStore>) -> Vec<Message> {
+        store
+            .load_step("run-1")
+            .await
+            .expect("load step")
+            .expect("run exists")
+            .transcript
+    }
+    fn assistant(text: &str, call_ids: &[&str]) -> Message {
+        Message::Assistant {
+            text: text.into(),
+            tool_calls: call_ids
+                .iter()
+                .map(|id| ModelToolCall {
+                    id: (*id).into(),
+                    name: "ask_user".into(),
+                    arguments_json: if id.starts_with("bad") {
+                        "{}".into()
+                    } else {
+                        format!(r#"{{"question":"{id}?"}}"#)
+                    },
+                })
+                .collect(),
+        }
+    }
+    fn answer(tool_call_id: &str, text: &str) -> Message {
+        Message::Tool {
+            tool_call_id: tool_call_id.into(),
+            content: format!("User answered: {text}"),
+            is_error: false,
+            kind: ToolResultKind::Answered,
+        }
+    }
+    let invalid = Message::Tool {
+        tool_call_id: "bad-y".into(),
+        content: "bad-y is invalid".into(),
+        is_error: true,
+        kind: ToolResultKind::InvalidCall,
+    };
+    let prompt = Message::User {
+        text: "prompt of run-1".into(),
+    };
+
+    leased_run(&store, "run-1").await;
+    let calls = vec![
+        pending_call("call-z", None),
+        invalid_call("bad-y"),
+        pending_call("call-x", None),
+    ];
+    commit(&store, "run-1", 0, turn("First turn", calls)).await;
+    // Answered out of order: results still follow the order of the calls, and a call still
+    // pending has none yet.
+    settle_pending(&store, "run-1", "call-x", answered("ex", "")).await;
+    assert_eq!(
+        transcript(&store).await,
+        [
+            prompt.clone(),
+            assistant("First turn", &["call-z", "bad-y", "call-x"]),
+            invalid.clone(),
+            answer("call-x", "ex"),
+        ]
+    );
+    settle_pending(&store, "run-1", "call-z", answered("zed", "")).await;
+    assert!(
+        store
+            .acquire_lease("run-1", OWNER, now_millis() + 60_000)
+            .await
+            .expect("acquire lease")
+    );
+    commit(
+        &store,
+        "run-1",
+        1,
+        turn("Second turn", vec![pending_call("call-w", None)]),
+    )
+    .await;
+    settle_pending(&store, "run-1", "call-w", answered("dub", "")).await;
+    let step = store
+        .load_step("run-1")
+        .await
+        .expect("load step")
+        .expect("run exists");
+    assert_eq!(step.run.status, RunStatus::Running);
+    assert_eq!(step.run.turns, 2);
+    assert_eq!(
+        step.transcript,
+        [
+            prompt,
+            assistant("First turn", &["call-z", "bad-y", "call-x"]),
+            answer("call-z", "zed"),
+            invalid,
+            answer("call-x", "ex"),
+            assistant("Second turn", &["call-w"]),
+            answer("call-w", "dub"),
+        ]
+    );
+}
+
+async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>) {
+    suspended_run(&store, "run-1", &["call-1", "call-2"]).await;
+    settle_pending(&store, "run-1", "call-1", answered("yes", "")).await;
+    let CancelOutcome::Cancelled(cancelled) = store
+        .cancel_run("run-1", "user left", "The run was cancelled")
+        .await
+        .expect("cancel run")
+    else {
+        panic!("a suspended run was not cancelled");
+    };
+    assert_eq!(cancelled.status, RunStatus::Cancelled);
+    let kinds: Vec<&EventKind> = cancelled.events.iter().map(|e| &e.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            &EventKind::ToolResult {
+                tool_call_id: "call-2".into(),
+                content: "The run was cancelled".into(),
+                is_error: false,
+                kind: ToolResultKind::Cancelled,
+            },
+            &EventKind::RunCancelled {
+                reason: "user left".into()
+            },
+        ],
+        "only the call still pending is settled"
+    );
+    let run = store
+        .get_run("run-1")
+        .await
+        .expect("get run")
+        .expect("run exists");
+    assert_eq!(run.status, RunStatus::Cancelled);
+    assert_eq!(run.error_message, "user left");
+    assert!(run.pending.is_empty());
+    assert_eq!(run.last_sequence, cancelled.events[1].sequence);
+    let call = store
+        .get_tool_call("run-1", "call-2")
+        .await
+        .expect("get tool call")
+        .expect("call exists");
+    assert_eq!(call.status, CallStatus::Cancelled);
+    assert_eq!(call.result_sequence, cancelled.events[0].sequence);
+    // A late answer finds the call settled.
+    let SettleOutcome::NotPending(late) =
+        settle(&store, "run-1", "call-2", answered("late", "")).await
+    else {
+        panic!("an answer settled a cancelled call");
+    };
+    assert_eq!(late.status, CallStatus::Cancelled);
+
+    // Cancelling again changes nothing.
+    let log = event_log(&store, "run-1").await;
+    assert!(matches!(
+        store
+            .cancel_run("run-1", "again", "x")
+            .await
+            .expect("cancel run"),
+        CancelOutcome::AlreadyCancelled
+    ));
+    assert_eq!(event_log(&store, "run-1").await, log);
+    assert_eq!(run_status(&store, "run-1").await, RunStatus::Cancelled);
+
+    // A working run has no calls to settle.
+    leased_run(&store, "run-2").await;
+    let CancelOutcome::Cancelled(cancelled) = store
+        .cancel_run("run-2", "stop", "x")
+        .await
+        .expect("cancel run")
+    else {
+        panic!("a running run was not cancelled");
+    };
+    assert_eq!(cancelled.events.len(), 1);
+    assert_eq!(cancelled.events[0].sequence, 2);
+
+    // Finished runs stay finished.
+    leased_run(&store, "run-3").await;
+    commit(&store, "run-3", 0, completing_turn("done")).await;
+    leased_run(&store, "run-4").await;
+    commit(&store, "run-4", 0, failing_turn("broken")).await;
+    for (run_id, status) in [
+        ("run-3", RunStatus::Completed),
+        ("run-4", RunStatus::Failed),
+    ] {
+        let log = event_log(&store, run_id).await;
+        let outcome = store
+            .cancel_run(run_id, "too late", "x")
+            .await
+            .expect("cancel run");
+        assert!(
+            matches!(outcome, CancelOutcome::Finished(s) if s == status),
+            "{run_id}: {outcome:?}"
+        );
+        assert_eq!(event_log(&store, run_id).await, log);
+    }
+    assert!(matches!(
+        store
+            .cancel_run("run-9", "x", "x")
+            .await
+            .expect("cancel run"),
+        CancelOutcome::NotFound
+    ));
+}
+
+async fn expiries_come_due_earliest_first(store: Arc<dyn RunStore>) {
+    // Expiry times are plain numbers to the store: no clock is involved.
+    const SOON: i64 = 1_000_000;
+    const LATE: i64 = 2_000_000;
+    assert_eq!(store.next_expiry().await.expect("next expiry"), None);
+
+    leased_run(&store, "run-1").await;
+    let calls = vec![
+        pending_call("call-late", Some(LATE)),
+        pending_call("call-never", None),
+        pending_call("call-soon", Some(SOON)),
+    ];
+    commit(&store, "run-1", 0, turn("Asking", calls)).await;
+    let due = |now: i64, limit: usize| {
+        let store = Arc::clone(&store);
+        async move { store.due_expiries(now, limit).await.expect("due expiries") }
+    };
+    let pair = |call: &str| ("run-1".to_owned(), call.to_owned());
+
+    assert_eq!(store.next_expiry().await.expect("next expiry"), Some(SOON));
+    assert!(due(SOON - 1, 10).await.is_empty());
+    assert_eq!(
+        due(SOON, 10).await,
+        [pair("call-soon")],
+        "due at its expiry"
+    );
+    assert_eq!(
+        due(LATE + 1, 10).await,
+        [pair("call-soon"), pair("call-late")]
+    );
+    assert_eq!(due(LATE + 1, 1).await, [pair("call-soon")]);
+
+    let expired = Settlement {
+        status: CallStatus::Expired,
+        answer: None,
+        answer_id: String::new(),
+        content: "No answer: the question expired".into(),
+        kind: ToolResultKind::Expired,
+    };
+    settle_pending(&store, "run-1", "call-soon", expired).await;
+    assert_eq!(store.next_expiry().await.expect("next expiry"), Some(LATE));
+    assert_eq!(due(LATE + 1, 10).await, [pair("call-late")]);
+
+    // Settled by cancellation: nothing left to expire.
+    store
+        .cancel_run("run-1", "stop", "x")
+        .await
+        .expect("cancel run");
+    assert_eq!(store.next_expiry().await.expect("next expiry"), None);
+    assert!(due(LATE + 1, 10).await.is_empty());
+}
+
+async fn prune_removes_only_finished_runs_older_than_the_cutoff(store: Arc<dyn RunStore>) {
+    leased_run(&store, "completed").await;
+    commit(&store, "completed", 0, completing_turn("done")).await;
+    leased_run(&store, "failed").await;
+    commit(&store, "failed", 0, failing_turn("broken")).await;
+    suspended_run(&store, "cancelled", &["call-1"]).await;
+    store
+        .cancel_run("cancelled", "stop", "x")
+        .await
+        .expect("cancel run");
+    suspended_run(&store, "suspended", &["call-1"]).await;
+    leased_run(&store, "running").await;
+
+    // Nothing is older than a cutoff in the past.
+    assert_eq!(store.prune_finished(0).await.expect("prune"), 0);
+    assert!(store.get_run("completed").await.expect("get run").is_some());
+
+    let pruned = store
+        .prune_finished(now_millis() + 60_000)
+        .await
+        .expect("prune");
+    assert_eq!(pruned, 3);
+    for run_id in ["completed", "failed", "cancelled"] {
+        assert!(store.get_run(run_id).await.expect("get run").is_none());
+        assert!(
+            store
+                .read_events(run_id, 0, 10)
+                .await
+                .expect("read events")
+                .is_none()
+        );
+    }
+    assert!(
+        store
+            .get_tool_call("cancelled", "call-1")
+            .await
+            .expect("get tool call")
+            .is_none()
+    );
+
+    // However old, unfinished runs stay whole and answerable.
+    let suspended = store
+        .get_run("suspended")
+        .await
+        .expect("get run")
+        .expect("suspended run kept");
+    assert_eq!(suspended.status, RunStatus::Suspended);
+    assert_eq!(suspended.pending.len(), 1);
+    assert_eq!(event_log(&store, "suspended").await.len(), 4);
+    settle_pending(&store, "suspended", "call-1", answered("still here", "")).await;
+    assert_eq!(run_status(&store, "running").await, RunStatus::Running);
+    assert_eq!(event_log(&store, "running").await.len(), 1);
+}
+
+async fn list_runs_filters_and_pages_newest_first(store: Arc<dyn RunStore>) {
+    async fn ids(store: &Arc<dyn RunStore>, query: RunQuery) -> Vec<String> {
+        store
+            .list_runs(query)
+            .await
+            .expect("list runs")
+            .into_iter()
+            .map(|run| run.run_id)
+            .collect()
+    }
+    let query = |limit: usize| RunQuery {
+        limit,
+        ..RunQuery::default()
+    };
+
+    // run-0..run-5: even ones of agent alpha, odd ones of beta; 1 and 4 suspended, 2 completed.
+    for index in 0..6 {
+        let run_id = format!("run-{index}");
+        let agent = if index % 2 == 0 { "alpha" } else { "beta" };
+        store
+            .create_run(new_run(&run_id, agent))
+            .await
+            .expect("create run");
+        assert!(
+            store
+                .acquire_lease(&run_id, OWNER, now_millis() + 60_000)
+                .await
+                .expect("acquire lease")
+        );
+        match index {
+            1 | 4 => {
+                commit(
+                    &store,
+                    &run_id,
+                    0,
+                    turn("?", vec![pending_call("call-1", None)]),
+                )
+                .await;
+            }
+            2 => {
+                commit(&store, &run_id, 0, completing_turn("done")).await;
+            }
+            _ => {}
+        }
+    }
+
+    assert_eq!(
+        ids(&store, query(100)).await,
+        ["run-5", "run-4", "run-3", "run-2", "run-1", "run-0"]
+    );
+    let suspended = store
+        .list_runs(RunQuery {
+            status: Some(RunStatus::Suspended),
+            ..query(100)
+        })
+        .await
+        .expect("list runs");
+    let suspended_ids: Vec<&str> = suspended.iter().map(|r| r.run_id.as_str()).collect();
+    assert_eq!(suspended_ids, ["run-4", "run-1"]);
+    assert!(
+        suspended.iter().all(|run| run.pending.len() == 1),
+        "listed runs carry their pending calls"
+    );
+    assert_eq!(
+        ids(
+            &store,
+            RunQuery {
+                agent_id: Some("alpha".into()),
+                ..query(100)
+            }
+        )
+        .await,
+        ["run-4", "run-2", "run-0"]
+    );
+    assert_eq!(
+        ids(
+            &store,
+            RunQuery {
+                status: Some(RunStatus::Running),
+                agent_id: Some("beta".into()),
+                ..query(100)
+            }
+        )
+        .await,
+        ["run-5", "run-3"]
+    );
+    assert!(
+        ids(
+            &store,
+            RunQuery {
+                status: Some(RunStatus::Cancelled),
+                ..query(100)
+            }
+        )
+        .await
+        .is_empty()
+    );
+
+    // Pages of two, each after the previous page's last id.
+    let mut pages = Vec::new();
+    let mut before_run_id = None;
+    loop {
+        let page = ids(
+            &store,
+            RunQuery {
+                before_run_id: before_run_id.clone(),
+                ..query(2)
+            },
+        )
+        .await;
+        if page.is_empty() {
+            break;
+        }
+        before_run_id = page.last().cloned();
+        pages.push(page);
+    }
+    assert_eq!(
+        pages,
+        [["run-5", "run-4"], ["run-3", "run-2"], ["run-1", "run-0"]]
+    );
+    // Paging combines with the filters.
+    assert_eq!(
+        ids(
+            &store,
+            RunQuery {
+                agent_id: Some("alpha".into()),
+                before_run_id: Some("run-4".into()),
+                ..query(1)
+            }
+        )
+        .await,
+        ["run-2"]
+    );
+}
+
+async fn leases_exclude_other_owners_until_they_expire(store: Arc<dyn RunStore>) {
+    async fn acquire(store: &Arc<dyn RunStore>, run_id: &str, owner: &str, until_ms: i64) -> bool {
+        store
+            .acquire_lease(run_id, owner, until_ms)
+            .await
+            .expect("acquire lease")
+    }
+    async fn unleased(store: &Arc<dyn RunStore>, now_ms: i64) -> Vec<String> {
+        store
+            .unleased_runs(now_ms, 100)
+            .await
+            .expect("unleased runs")
+    }
+    let minute = || now_millis() + 60_000;
+
+    store
+        .create_run(new_run("run-old", "agent"))
+        .await
+        .expect("create run");
+    // The two runs must differ in when they last changed, which orders the unleased ones.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    store
+        .create_run(new_run("run-new", "agent"))
+        .await
+        .expect("create run");
+    assert_eq!(unleased(&store, now_millis()).await, ["run-old", "run-new"]);
+    assert_eq!(
+        store
+            .unleased_runs(now_millis(), 1)
+            .await
+            .expect("unleased runs"),
+        ["run-old"]
+    );
+
+    assert!(acquire(&store, "run-old", OWNER, minute()).await);
+    assert!(!acquire(&store, "run-old", OTHER_OWNER, minute()).await);
+    assert!(acquire(&store, "run-old", OWNER, minute()).await, "renewal");
+    assert_eq!(unleased(&store, now_millis()).await, ["run-new"]);
+    // Only the holder gives a lease up.
+    store
+        .release_lease("run-old", OTHER_OWNER)
+        .await
+        .expect("release lease");
+    assert!(!acquire(&store, "run-old", OTHER_OWNER, minute()).await);
+    store
+        .release_lease("run-old", OWNER)
+        .await
+        .expect("release lease");
+    assert_eq!(unleased(&store, now_millis()).await, ["run-old", "run-new"]);
+
+    // A lease that ran out is free for anyone, and unleased until then only.
+    let expired_at = now_millis() - 1_000;
+    assert!(acquire(&store, "run-old", OTHER_OWNER, expired_at).await);
+    // run-new has no lease at all, so it is unleased at any time.
+    assert_eq!(unleased(&store, expired_at - 1).await, ["run-new"]);
+    assert_eq!(unleased(&store, now_millis()).await, ["run-old", "run-new"]);
+    assert!(acquire(&store, "run-old", OWNER, minute()).await);
+    assert!(!acquire(&store, "run-old", OTHER_OWNER, minute()).await);
+
+    // A run that waits or ended has no lease to take, and is not unleased work.
+    let committed = commit(
+        &store,
+        "run-old",
+        0,
+        turn("?", vec![pending_call("call-1", None)]),
+    )
+    .await;
+    assert_eq!(committed.status, RunStatus::Suspended);
+    assert!(!acquire(&store, "run-old", OWNER, minute()).await);
+    assert_eq!(unleased(&store, now_millis()).await, ["run-new"]);
+    // Suspending gave the lease up: once answered, any executor may take the run at once.
+    settle_pending(&store, "run-old", "call-1", answered("go", "")).await;
+    assert!(acquire(&store, "run-old", OTHER_OWNER, minute()).await);
+    assert!(!acquire(&store, "run-old", OWNER, minute()).await);
+    store
+        .cancel_run("run-new", "stop", "x")
+        .await
+        .expect("cancel run");
+    assert!(!acquire(&store, "run-new", OWNER, minute()).await);
+    assert!(unleased(&store, now_millis()).await.is_empty());
+    assert!(!acquire(&store, "no-such-run", OWNER, minute()).await);
+}
+
+async fn migrations_are_idempotent(location: StoreLocation) {
+    let store = location.open().await;
+    suspended_run(&store, "run-1", &["call-1"]).await;
+    store.close().await.expect("close store");
+    drop(store);
+
+    // Opening again migrates nothing twice and keeps every row.
+    let store = location.open().await;
+    let run = store
+        .get_run("run-1")
+        .await
+        .expect("get run")
+        .expect("the run survives reopening");
+    assert_eq!(run.status, RunStatus::Suspended);
+    assert_eq!(run.pending.len(), 1);
+    let log = event_log(&store, "run-1").await;
+    let settled = settle_pending(&store, "run-1", "call-1", answered("again", "")).await;
+    assert_eq!(settled.events[0].sequence, log.len() as u64 + 1);
+    store.close().await.expect("close store");
+    drop(store);
+
+    let store = location.open().await;
+    assert_eq!(run_status(&store, "run-1").await, RunStatus::Running);
+}
