@@ -729,3 +729,83 @@ async fn sigterm_drains_steps_in_flight_and_survivors_finish_the_runs() {
         ],
     );
 }
+
+/// Notices sent while a replica's LISTEN connection is down are lost; when it reconnects, its
+/// followers must look at the store, or a run that finished meanwhile would never reach them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn followers_catch_up_on_commits_made_while_notices_were_lost() {
+    let agents = scripted_agent(
+        "pick",
+        &[
+            r#"ask = [{ question = "Which?" }]"#,
+            r#"say = "Picked {{answer.1}}""#,
+        ],
+    );
+    // One pooled connection each: it stays open throughout, so the replicas never need a new
+    // connection while new ones are refused below.
+    let (database_url, servers) = replicas(&agents, 2, &["--database-pool-size", "1"]).await;
+    let (watcher, answerer) = (&servers[0], &servers[1]);
+    let mut answers = answerer.agents().await;
+    let mut run = RunStream::start(&mut answers, "pick").await;
+    let question = run.next_suspended().await;
+    let mut watch = watcher
+        .agents()
+        .await
+        .watch_run(pb::WatchRunRequest {
+            run_id: run.run_id.clone(),
+            after_sequence: 0,
+        })
+        .await
+        .expect("watch")
+        .into_inner();
+    // Read the watch up to the question, so it is following live.
+    loop {
+        let frame = tokio::time::timeout(FRAME_TIMEOUT, watch.message())
+            .await
+            .expect("frame in time")
+            .expect("watch frame")
+            .expect("watch open");
+        if matches!(frame.event, Some(Event::ToolCallSuspended(_))) {
+            break;
+        }
+    }
+    // Cut every LISTEN connection and keep new connections out, so the commit below happens while
+    // no replica listens; the replicas' pools keep their open connections.
+    let database = database_url
+        .rsplit('/')
+        .next()
+        .expect("database name")
+        .to_owned();
+    let admin_url = std::env::var("ASKUSER_TEST_DATABASE_URL").expect("set by fresh_database");
+    let admin = postgres_client(&admin_url).await;
+    admin
+        .batch_execute(&format!(
+            "ALTER DATABASE {database} WITH ALLOW_CONNECTIONS false; \
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = '{database}' AND query LIKE 'LISTEN%'"
+        ))
+        .await
+        .expect("cut the LISTEN connections");
+    run.send_text(&question.tool_call_id, "blue").await;
+    assert_eq!(run.completed_text().await, "Picked blue");
+    admin
+        .batch_execute(&format!(
+            "ALTER DATABASE {database} WITH ALLOW_CONNECTIONS true"
+        ))
+        .await
+        .expect("let connections in again");
+    // The watcher's listener reconnects, reports that notices were missed, and the watch reads
+    // the rest of the run from the store.
+    let mut rest = Vec::new();
+    while let Some(frame) = tokio::time::timeout(FRAME_TIMEOUT, watch.message())
+        .await
+        .expect("the watch caught up in time")
+        .expect("watch frame")
+    {
+        rest.push(event_name(&frame));
+    }
+    assert!(
+        rest.contains(&"run_completed"),
+        "frames after the gap: {rest:?}"
+    );
+}

@@ -12,7 +12,8 @@ use crate::domain::{Event, RunStatus};
 use crate::store::Committed;
 
 /// Events committed together, with the run's last sequence and status after the commit. A
-/// notice of another replica's commit carries no events: followers read them from the store.
+/// notice of a commit made elsewhere carries no events (and no meaningful status): followers read
+/// the store.
 #[derive(Debug)]
 pub struct Batch {
     pub events: Vec<Event>,
@@ -47,6 +48,32 @@ impl Hub {
         if let Some(sender) = channels.get(run_id) {
             // An error only means nobody listens right now.
             let _ = sender.send(Arc::new(batch));
+        }
+    }
+
+    /// Tells a run's followers that its log grew to `last_sequence` elsewhere (another replica).
+    pub fn notify(&self, run_id: &str, last_sequence: u64) {
+        self.publish(
+            run_id,
+            Batch {
+                events: Vec::new(),
+                status: RunStatus::Running,
+                last_sequence,
+            },
+        );
+    }
+
+    /// Tells every follower to look at the store: notices of other replicas' commits were lost.
+    pub fn notify_all(&self) {
+        let Ok(channels) = self.channels.lock() else {
+            return;
+        };
+        for sender in channels.values() {
+            let _ = sender.send(Arc::new(Batch {
+                events: Vec::new(),
+                status: RunStatus::Running,
+                last_sequence: u64::MAX,
+            }));
         }
     }
 

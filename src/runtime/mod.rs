@@ -27,8 +27,8 @@ use crate::domain::{
 };
 use crate::model::ToolSpec;
 use crate::store::{
-    CallStatus, CancelOutcome, NewRun, RunQuery, RunStore, SettleOutcome, Settlement, StoreError,
-    ToolCallRecord,
+    CallStatus, CancelOutcome, CommitNotice, NewRun, RunQuery, RunStore, SettleOutcome, Settlement,
+    StoreError, ToolCallRecord,
 };
 
 pub use agents::AgentDefinition;
@@ -459,11 +459,12 @@ impl Runtime {
                     }
                     Err(RecvError::Closed) => Err(RuntimeError::ShuttingDown)?,
                 };
-                let first = batch
-                    .events
-                    .first()
-                    .map_or(batch.last_sequence + 1, |e| e.sequence);
-                if batch.last_sequence > delivered && first > delivered + 1 {
+                let Some(first) = batch.events.first().map(|e| e.sequence) else {
+                    // A notice of a commit made elsewhere: its events are in the store.
+                    read_store |= batch.last_sequence > delivered;
+                    continue;
+                };
+                if first > delivered + 1 {
                     // Events this follower has not seen came another way (published out of
                     // order, or committed by another replica); they are in the store.
                     read_store = true;
@@ -594,18 +595,27 @@ async fn commit_feed_loop(
             notice = feed.recv() => notice,
             () = inner.shutdown.cancelled() => return,
         };
-        let Some(notice) = notice else {
-            warn!("the store's commit feed ended; followers see other replicas' events late");
-            return;
-        };
-        inner.hub.publish(
-            &notice.run_id,
-            Batch {
-                events: Vec::new(),
-                status: notice.status,
-                last_sequence: notice.last_sequence,
-            },
-        );
+        match notice {
+            Some(CommitNotice::Committed {
+                run_id,
+                last_sequence,
+                status,
+            }) => {
+                inner.hub.notify(&run_id, last_sequence);
+                // A question asked on another replica may expire before the next local check.
+                if status == RunStatus::Suspended {
+                    inner.expiry_wake.notify_one();
+                }
+            }
+            Some(CommitNotice::Missed) => {
+                inner.hub.notify_all();
+                inner.expiry_wake.notify_one();
+            }
+            None => {
+                warn!("the store's commit feed ended; followers see other replicas' events late");
+                return;
+            }
+        }
     }
 }
 

@@ -192,12 +192,18 @@ pub enum CancelOutcome {
     NotFound,
 }
 
-/// A commit seen in a shared store: the run's newest sequence and status after it.
-#[derive(Clone, Debug)]
-pub struct CommitNotice {
-    pub run_id: String,
-    pub last_sequence: u64,
-    pub status: RunStatus,
+/// What the commit feed of a shared store reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommitNotice {
+    /// A commit to a run: its newest sequence and status after it.
+    Committed {
+        run_id: String,
+        last_sequence: u64,
+        status: RunStatus,
+    },
+    /// Notices may have been lost (the feed's connection dropped and came back): every follower
+    /// must look at the store again.
+    Missed,
 }
 
 /// A slice of a run's event log, read together with the run's state.

@@ -36,7 +36,7 @@ const NOTIFY_CHANNEL: &str = "askuser_commits";
 /// A [`RunStore`] on PostgreSQL.
 pub struct PostgresStore {
     pool: Pool,
-    url: String,
+    config: tokio_postgres::Config,
 }
 
 impl From<tokio_postgres::Error> for StoreError {
@@ -57,8 +57,9 @@ impl PostgresStore {
         let config: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
             StoreError::Postgres(format!("database url: {e}"))
         })?;
+        let config = with_keepalive(config);
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -68,10 +69,7 @@ impl PostgresStore {
             .max_size(pool_size)
             .build()
             .map_err(|e| StoreError::Postgres(e.to_string()))?;
-        let store = Self {
-            pool,
-            url: url.to_owned(),
-        };
+        let store = Self { pool, config };
         store.migrate().await?;
         Ok(store)
     }
@@ -256,18 +254,31 @@ fn parse_notice(payload: &str) -> Option<CommitNotice> {
     let run_id = parts.next()?.to_owned();
     let last_sequence = parts.next()?.parse().ok()?;
     let status = RunStatus::parse(parts.next()?)?;
-    Some(CommitNotice {
+    Some(CommitNotice::Committed {
         run_id,
         last_sequence,
         status,
     })
 }
 
-/// Listens for commit notices on a dedicated connection, reconnecting when it drops.
-async fn listen(url: String, notices: mpsc::Sender<CommitNotice>) {
+/// TCP keepalive of store connections, so a connection that died silently (a dropped NAT entry,
+/// a failed-over database) is noticed in about a minute rather than the OS's two hours.
+fn with_keepalive(mut config: tokio_postgres::Config) -> tokio_postgres::Config {
+    config
+        .keepalives(true)
+        .keepalives_idle(Duration::from_secs(30))
+        .keepalives_interval(Duration::from_secs(10))
+        .keepalives_retries(3);
+    config
+}
+
+/// Listens for commit notices on a dedicated connection, reconnecting when it drops. Notices sent
+/// while it was down are lost, so after every reconnect it reports [`CommitNotice::Missed`].
+async fn listen(config: tokio_postgres::Config, notices: mpsc::Sender<CommitNotice>) {
     let mut backoff = Duration::from_millis(100);
+    let mut connected_before = false;
     loop {
-        match tokio_postgres::connect(&url, NoTls).await {
+        match config.connect(NoTls).await {
             Ok((client, mut connection)) => {
                 backoff = Duration::from_millis(100);
                 let (messages_tx, mut messages) = mpsc::unbounded_channel();
@@ -288,19 +299,25 @@ async fn listen(url: String, notices: mpsc::Sender<CommitNotice>) {
                         }
                     }
                 });
-                if let Err(error) = client
+                match client
                     .batch_execute(&format!("LISTEN {NOTIFY_CHANNEL}"))
                     .await
                 {
-                    warn!(%error, "LISTEN for commit notices failed");
-                } else {
-                    while let Some(message) = messages.recv().await {
-                        if let AsyncMessage::Notification(notification) = message
-                            && let Some(notice) = parse_notice(notification.payload())
-                            && notices.send(notice).await.is_err()
-                        {
+                    Err(error) => warn!(%error, "LISTEN for commit notices failed"),
+                    Ok(()) => {
+                        if connected_before && notices.send(CommitNotice::Missed).await.is_err() {
                             driver.abort();
                             return;
+                        }
+                        connected_before = true;
+                        while let Some(message) = messages.recv().await {
+                            if let AsyncMessage::Notification(notification) = message
+                                && let Some(notice) = parse_notice(notification.payload())
+                                && notices.send(notice).await.is_err()
+                            {
+                                driver.abort();
+                                return;
+                            }
                         }
                     }
                 }
@@ -880,7 +897,7 @@ impl RunStore for PostgresStore {
 
     async fn commit_feed(&self) -> StoreResult<Option<mpsc::Receiver<CommitNotice>>> {
         let (notices, feed) = mpsc::channel(1024);
-        tokio::spawn(listen(self.url.clone(), notices));
+        tokio::spawn(listen(self.config.clone(), notices));
         Ok(Some(feed))
     }
 
@@ -896,10 +913,14 @@ mod tests {
 
     #[test]
     fn notices_round_trip_their_payload() {
-        let notice = parse_notice("run-1 42 suspended").expect("notice");
-        assert_eq!(notice.run_id, "run-1");
-        assert_eq!(notice.last_sequence, 42);
-        assert_eq!(notice.status, RunStatus::Suspended);
+        assert_eq!(
+            parse_notice("run-1 42 suspended"),
+            Some(CommitNotice::Committed {
+                run_id: "run-1".into(),
+                last_sequence: 42,
+                status: RunStatus::Suspended,
+            })
+        );
         assert!(parse_notice("run-1 x running").is_none());
         assert!(parse_notice("run-1 3 asleep").is_none());
     }
