@@ -11,6 +11,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     config.protoc_executable(protoc);
 
     tonic_prost_build::configure()
+        .codec_path("crate::proto::ProtoCodec")
         .file_descriptor_set_path(out_dir.join("askuser_descriptor.bin"))
         .compile_with_config(
             config,

@@ -5,8 +5,8 @@ use std::io::Write;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::transport::Server;
+use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
@@ -114,7 +114,12 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             args.heartbeat_interval,
         )))
         .add_service(ToolServiceServer::new(ToolApi::new(runtime.clone())))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), shutdown_signal);
+        // Without TCP_NODELAY a small frame written while the previous one is unacknowledged
+        // waits for the peer's delayed ACK (~40 ms): every round trip would stall on it.
+        .serve_with_incoming_shutdown(
+            TcpIncoming::from(listener).with_nodelay(Some(true)),
+            shutdown_signal,
+        );
     // Once signalled, connections get the shutdown timeout to finish; then they are dropped.
     let deadline = async {
         signalled.notified().await;

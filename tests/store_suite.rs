@@ -14,9 +14,9 @@ use askuser::domain::{
     now_millis,
 };
 use askuser::store::{
-    CallStatus, CancelOutcome, Committed, NewCallState, NewRun, NewToolCall, PostgresStore, RunEnd,
-    RunQuery, RunStore, SettleOutcome, Settlement, SqliteStore, Synchronous, TurnCommit,
-    TurnOutcome,
+    CallStatus, CancelOutcome, Committed, Decide, Lease, NewCallState, NewRun, NewToolCall,
+    PostgresStore, RunEnd, RunQuery, RunStore, SettleOutcome, Settlement, SqliteStore, Synchronous,
+    TurnCommit, TurnOutcome,
 };
 use futures::future::join_all;
 use tokio::sync::Barrier;
@@ -97,6 +97,8 @@ on_both_stores! {
         commits_are_refused_unless_the_run_is_where_the_executor_left_it,
         step_events_are_appended_and_their_attempt_recorded,
         settling_is_a_compare_and_set,
+        a_refused_settlement_leaves_the_call_pending,
+        leases_taken_with_a_commit_hand_over_the_next_step,
         concurrent_settles_have_exactly_one_winner,
         transcript_is_each_turn_followed_by_its_results_in_call_order,
         cancel_settles_pending_calls_and_ends_the_log,
@@ -122,10 +124,18 @@ fn new_run(run_id: &str, agent_id: &str) -> NewRun {
     }
 }
 
+/// A lease of `owner` for a minute.
+fn lease(owner: &str) -> Lease<'_> {
+    Lease {
+        owner,
+        until_ms: now_millis() + 60_000,
+    }
+}
+
 /// Creates a running run and gives `OWNER` its lease for a minute.
 async fn leased_run(store: &Arc<dyn RunStore>, run_id: &str) {
     store
-        .create_run(new_run(run_id, "agent"))
+        .create_run(new_run(run_id, "agent"), None)
         .await
         .expect("create run");
     assert!(
@@ -261,6 +271,11 @@ async fn suspended_run(store: &Arc<dyn RunStore>, run_id: &str, call_ids: &[&str
     assert_eq!(committed.status, RunStatus::Suspended);
 }
 
+/// Settles as `settlement` says, whatever the call.
+fn settle_with(settlement: Settlement) -> Decide {
+    Box::new(move |_| Some(settlement))
+}
+
 fn answered(text: &str, answer_id: &str) -> Settlement {
     Settlement {
         status: CallStatus::Answered,
@@ -278,7 +293,7 @@ async fn settle(
     settlement: Settlement,
 ) -> SettleOutcome {
     store
-        .settle_tool_call(run_id, tool_call_id, settlement)
+        .settle_tool_call(run_id, tool_call_id, settle_with(settlement), None)
         .await
         .expect("settle tool call")
 }
@@ -291,7 +306,7 @@ async fn settle_pending(
     settlement: Settlement,
 ) -> Committed {
     match settle(store, run_id, tool_call_id, settlement).await {
-        SettleOutcome::Settled(committed) => committed,
+        SettleOutcome::Settled { committed, .. } => committed,
         other => panic!("{tool_call_id} of {run_id} was not pending: {other:?}"),
     }
 }
@@ -321,7 +336,7 @@ async fn run_status(store: &Arc<dyn RunStore>, run_id: &str) -> RunStatus {
 
 async fn create_run_starts_the_log_with_run_started(store: Arc<dyn RunStore>) {
     let created = store
-        .create_run(new_run("run-1", "greeter"))
+        .create_run(new_run("run-1", "greeter"), None)
         .await
         .expect("create run");
     let started = EventKind::RunStarted {
@@ -329,6 +344,7 @@ async fn create_run_starts_the_log_with_run_started(store: Arc<dyn RunStore>) {
         prompt: "prompt of run-1".into(),
         metadata: BTreeMap::from([("team".to_owned(), "storage".to_owned())]),
     };
+    let created = created.committed;
     assert_eq!(created.status, RunStatus::Running);
     assert_eq!(created.events.len(), 1);
     assert_eq!(created.events[0].sequence, 1);
@@ -467,7 +483,7 @@ async fn commits_are_refused_unless_the_run_is_where_the_executor_left_it(
 
     // A lease nobody holds.
     store
-        .create_run(new_run("run-2", "agent"))
+        .create_run(new_run("run-2", "agent"), None)
         .await
         .expect("create run");
     refused(&store, "run-2", OWNER, 0).await;
@@ -512,7 +528,7 @@ async fn commits_are_refused_unless_the_run_is_where_the_executor_left_it(
 async fn step_events_are_appended_and_their_attempt_recorded(store: Arc<dyn RunStore>) {
     async fn step_attempt(store: &Arc<dyn RunStore>) -> u32 {
         store
-            .load_step("run-1")
+            .load_step("run-1", None)
             .await
             .expect("load step")
             .expect("run exists")
@@ -638,6 +654,131 @@ async fn settling_is_a_compare_and_set(store: Arc<dyn RunStore>) {
     assert_eq!(run.last_sequence, result_sequence + 1);
 }
 
+async fn a_refused_settlement_leaves_the_call_pending(store: Arc<dyn RunStore>) {
+    suspended_run(&store, "run-1", &["call-1"]).await;
+    let log = event_log(&store, "run-1").await;
+    let refuse: Decide = Box::new(|call| {
+        assert_eq!(
+            call.status,
+            CallStatus::Pending,
+            "only a pending call is decided on"
+        );
+        None
+    });
+    let outcome = store
+        .settle_tool_call("run-1", "call-1", refuse, Some(lease(OWNER)))
+        .await
+        .expect("settle tool call");
+    let SettleOutcome::Refused(call) = outcome else {
+        panic!("a refused settlement settled: {outcome:?}");
+    };
+    assert_eq!(call.tool_call_id, "call-1");
+    assert_eq!(call.status, CallStatus::Pending);
+    assert_eq!(call.payload, Some(payload("call-1?")));
+    assert_eq!(event_log(&store, "run-1").await, log);
+    assert_eq!(run_status(&store, "run-1").await, RunStatus::Suspended);
+    // Still pending: the next decision may settle it.
+    let settled = settle_pending(&store, "run-1", "call-1", answered("yes", "")).await;
+    assert_eq!(settled.status, RunStatus::Running);
+}
+
+async fn leases_taken_with_a_commit_hand_over_the_next_step(store: Arc<dyn RunStore>) {
+    async fn acquire(store: &Arc<dyn RunStore>, owner: &str) -> bool {
+        store
+            .acquire_lease("run-1", owner, now_millis() + 60_000)
+            .await
+            .expect("acquire lease")
+    }
+    async fn settle_leased(store: &Arc<dyn RunStore>, tool_call_id: &str) -> SettleOutcome {
+        store
+            .settle_tool_call(
+                "run-1",
+                tool_call_id,
+                settle_with(answered(tool_call_id, "")),
+                Some(lease(OTHER_OWNER)),
+            )
+            .await
+            .expect("settle tool call")
+    }
+    // The creator that takes the lease gets the first step, as the store would read it.
+    let created = store
+        .create_run(new_run("run-1", "agent"), Some(lease(OWNER)))
+        .await
+        .expect("create run");
+    let stored = store
+        .load_step("run-1", None)
+        .await
+        .expect("load step")
+        .expect("run exists");
+    assert_eq!(created.step.run, stored.run);
+    assert_eq!(created.step.transcript, stored.transcript);
+    assert_eq!(
+        created.step.transcript,
+        [Message::User {
+            text: "prompt of run-1".into()
+        }]
+    );
+    assert_eq!(created.step.step_attempt, 0);
+    assert!(!acquire(&store, OTHER_OWNER).await, "the creator holds it");
+    commit(
+        &store,
+        "run-1",
+        0,
+        turn(
+            "Two questions",
+            vec![pending_call("call-1", None), pending_call("call-2", None)],
+        ),
+    )
+    .await;
+
+    // A settlement that leaves a question pending: the run still waits, nobody leases it.
+    let outcome = settle_leased(&store, "call-1").await;
+    let SettleOutcome::Settled {
+        committed,
+        step: None,
+    } = outcome
+    else {
+        panic!("settling call-1 of two: {outcome:?}");
+    };
+    assert_eq!(committed.status, RunStatus::Suspended);
+
+    // The last one: the run works again, leased to the settler, which gets its next step.
+    let outcome = settle_leased(&store, "call-2").await;
+    let SettleOutcome::Settled {
+        committed,
+        step: Some(step),
+    } = outcome
+    else {
+        panic!("settling the last call: {outcome:?}");
+    };
+    assert_eq!(committed.status, RunStatus::Running);
+    let stored = store
+        .load_step("run-1", None)
+        .await
+        .expect("load step")
+        .expect("run exists");
+    assert_eq!(step.run, stored.run);
+    assert_eq!(step.transcript, stored.transcript);
+    assert_eq!(step.transcript.len(), 4, "prompt, turn, two results");
+    assert!(!acquire(&store, OWNER).await, "the settler holds it");
+
+    // Loading with a lease reads only for the lease's holder.
+    assert!(
+        store
+            .load_step("run-1", Some(lease(OWNER)))
+            .await
+            .expect("load step")
+            .is_none()
+    );
+    assert!(
+        store
+            .load_step("run-1", Some(lease(OTHER_OWNER)))
+            .await
+            .expect("load step")
+            .is_some()
+    );
+}
+
 async fn concurrent_settles_have_exactly_one_winner(store: Arc<dyn RunStore>) {
     const ROUNDS: usize = 10;
     const SETTLERS: usize = 16;
@@ -652,7 +793,7 @@ async fn concurrent_settles_have_exactly_one_winner(store: Arc<dyn RunStore>) {
                 barrier.wait().await;
                 let text = format!("answer {settler}");
                 let outcome = store
-                    .settle_tool_call(&run_id, "call-1", answered(&text, &text))
+                    .settle_tool_call(&run_id, "call-1", settle_with(answered(&text, &text)), None)
                     .await
                     .expect("settle tool call");
                 (text, outcome)
@@ -666,21 +807,23 @@ async fn concurrent_settles_have_exactly_one_winner(store: Arc<dyn RunStore>) {
 
         let winners: Vec<&String> = outcomes
             .iter()
-            .filter(|(_, outcome)| matches!(outcome, SettleOutcome::Settled(_)))
+            .filter(|(_, outcome)| matches!(outcome, SettleOutcome::Settled { .. }))
             .map(|(text, _)| text)
             .collect();
         assert_eq!(winners.len(), 1, "round {round}: {outcomes:?}");
         let winner = winners[0];
         for (text, outcome) in &outcomes {
             match outcome {
-                SettleOutcome::Settled(committed) => {
+                SettleOutcome::Settled { committed, .. } => {
                     assert_eq!(committed.status, RunStatus::Running)
                 }
                 SettleOutcome::NotPending(call) => {
                     assert_eq!(call.answer, Some(AnswerInput::Text(winner.clone())));
                     assert_eq!(&call.answer_id, winner, "{text} saw another answer");
                 }
-                SettleOutcome::NotFound => panic!("round {round}: {text} found no call"),
+                SettleOutcome::Refused(_) | SettleOutcome::NotFound => {
+                    panic!("round {round}: {text} got {outcome:?}")
+                }
             }
         }
         let results: Vec<EventKind> = event_log(&store, &run_id)
@@ -704,7 +847,7 @@ async fn concurrent_settles_have_exactly_one_winner(store: Arc<dyn RunStore>) {
 async fn transcript_is_each_turn_followed_by_its_results_in_call_order(store: Arc<dyn RunStore>) {
     async fn transcript(store: &Arc<dyn RunStore>) -> Vec<Message> {
         store
-            .load_step("run-1")
+            .load_step("run-1", None)
             .await
             .expect("load step")
             .expect("run exists")
@@ -780,7 +923,7 @@ async fn transcript_is_each_turn_followed_by_its_results_in_call_order(store: Ar
     .await;
     settle_pending(&store, "run-1", "call-w", answered("dub", "")).await;
     let step = store
-        .load_step("run-1")
+        .load_step("run-1", None)
         .await
         .expect("load step")
         .expect("run exists");
@@ -1030,7 +1173,7 @@ async fn list_runs_filters_and_pages_newest_first(store: Arc<dyn RunStore>) {
         let run_id = format!("run-{index}");
         let agent = if index % 2 == 0 { "alpha" } else { "beta" };
         store
-            .create_run(new_run(&run_id, agent))
+            .create_run(new_run(&run_id, agent), None)
             .await
             .expect("create run");
         assert!(
@@ -1161,13 +1304,13 @@ async fn leases_exclude_other_owners_until_they_expire(store: Arc<dyn RunStore>)
     let minute = || now_millis() + 60_000;
 
     store
-        .create_run(new_run("run-old", "agent"))
+        .create_run(new_run("run-old", "agent"), None)
         .await
         .expect("create run");
     // The two runs must differ in when they last changed, which orders the unleased ones.
     tokio::time::sleep(Duration::from_millis(20)).await;
     store
-        .create_run(new_run("run-new", "agent"))
+        .create_run(new_run("run-new", "agent"), None)
         .await
         .expect("create run");
     assert_eq!(unleased(&store, now_millis()).await, ["run-old", "run-new"]);

@@ -174,15 +174,14 @@ impl AgentService for AgentApi {
     ) -> Result<Response<Self::RunAgentStream>, Status> {
         let mut inbound = request.into_inner();
         let first = inbound.message().await?.and_then(|m| m.frame);
-        let (run_id, after_sequence) = match first {
+        let (run_id, events) = match first {
             Some(Frame::Start(start)) => {
                 let question_ttl = start
                     .question_ttl
                     .as_ref()
                     .map(|ttl| convert::duration_from_proto(ttl, "start.question_ttl"))
                     .transpose()?;
-                let run_id = self
-                    .runtime
+                self.runtime
                     .start_run(StartRunRequest {
                         agent_id: start.agent_id,
                         prompt: start.prompt,
@@ -195,8 +194,7 @@ impl AgentService for AgentApi {
                             ApiError::InvalidRequest(convert::nest("start", violations))
                         }
                         other => other.into(),
-                    })?;
-                (run_id, 0)
+                    })?
             }
             Some(Frame::Attach(attach)) => {
                 require(&attach.run_id, "attach.run_id")?;
@@ -204,7 +202,10 @@ impl AgentService for AgentApi {
                     .get_run(&attach.run_id)
                     .await
                     .map_err(ApiError::from)?;
-                (attach.run_id, attach.after_sequence)
+                let events =
+                    self.runtime
+                        .follow(&attach.run_id, attach.after_sequence, FollowUntil::End);
+                (attach.run_id, events)
             }
             Some(Frame::Answer(_)) | None => {
                 return Err(
@@ -212,9 +213,6 @@ impl AgentService for AgentApi {
                 );
             }
         };
-        let events = self
-            .runtime
-            .follow(&run_id, after_sequence, FollowUntil::End);
         Ok(Response::new(self.frames(
             run_id,
             None,

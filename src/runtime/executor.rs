@@ -17,7 +17,9 @@ use super::ask_user::{self, TOOL_NAME};
 use super::hub::Batch;
 use crate::domain::{EventKind, ModelToolCall, RunStatus, Usage, now_millis};
 use crate::model::{ModelError, ModelEvent, ModelRequest};
-use crate::store::{NewCallState, NewToolCall, RunEnd, StoreError, TurnCommit, TurnOutcome};
+use crate::store::{
+    Lease, NewCallState, NewToolCall, RunEnd, StepState, StoreError, TurnCommit, TurnOutcome,
+};
 
 /// The runs this process is executing, each with a flag set when it was asked to look again.
 #[derive(Default)]
@@ -60,8 +62,10 @@ impl Executing {
     }
 }
 
-/// Makes sure an executor works on the run (starting one unless one is running).
-pub(crate) fn kick(inner: &Arc<Inner>, run_id: &str) {
+/// Makes sure an executor works on the run (starting one unless one is running). `leased` is the
+/// state of the run's next step when the caller took its lease along with a commit: the first step
+/// then starts without a store round trip. A running executor looks at the run again instead.
+pub(crate) fn kick(inner: &Arc<Inner>, run_id: &str, leased: Option<StepState>) {
     if inner.shutdown.is_cancelled() || !inner.executing.claim(run_id) {
         return;
     }
@@ -69,34 +73,47 @@ pub(crate) fn kick(inner: &Arc<Inner>, run_id: &str) {
     let run_id = run_id.to_owned();
     inner
         .tasks
-        .spawn(async move { drive(task_inner, run_id).await });
+        .spawn(async move { drive(task_inner, run_id, leased).await });
+}
+
+/// The lease to take or renew now.
+pub(crate) fn lease(inner: &Inner) -> Lease<'_> {
+    let ttl = i64::try_from(inner.config.lease_ttl.as_millis()).unwrap_or(i64::MAX);
+    Lease {
+        owner: &inner.owner,
+        until_ms: now_millis().saturating_add(ttl),
+    }
 }
 
 enum StepOutcome {
     /// The run is still running: take the next step.
     Continue,
-    /// The run waits, ended, or is not ours to run.
+    /// The run waits or is not ours to run; this process may still hold its lease.
     Idle,
+    /// The step's commit left the run waiting or ended, which ended the lease, or no lease was
+    /// taken: nothing to give up.
+    Released,
 }
 
 /// Store failures are retried this many times before the run is left for the next start.
 const STORE_RETRIES: u32 = 5;
 
-async fn drive(inner: Arc<Inner>, run_id: String) {
+async fn drive(inner: Arc<Inner>, run_id: String, mut leased: Option<StepState>) {
     let mut failures = 0;
     loop {
         let outcome = if inner.shutdown.is_cancelled() {
             // Draining: leave the run to another replica, or to the next start.
             Ok(StepOutcome::Idle)
         } else {
-            leased_step(&inner, &run_id).await
+            leased_step(&inner, &run_id, leased.take()).await
         };
         match outcome {
             Ok(StepOutcome::Continue) => {
                 failures = 0;
                 continue;
             }
-            Ok(StepOutcome::Idle) => {}
+            Ok(StepOutcome::Idle) => release_lease(&inner, &run_id).await,
+            Ok(StepOutcome::Released) => {}
             Err(error) => {
                 failures += 1;
                 warn!(run_id, %error, failures, "run step failed");
@@ -104,11 +121,8 @@ async fn drive(inner: Arc<Inner>, run_id: String) {
                     tokio::time::sleep(Duration::from_millis(100 << failures)).await;
                     continue;
                 }
+                release_lease(&inner, &run_id).await;
             }
-        }
-        if let Err(error) = inner.store.release_lease(&run_id, &inner.owner).await {
-            // The lease then simply expires and the run is taken over.
-            warn!(run_id, %error, "releasing a run lease failed");
         }
         if inner.executing.finish(&run_id) {
             return;
@@ -116,28 +130,36 @@ async fn drive(inner: Arc<Inner>, run_id: String) {
     }
 }
 
-fn lease_until(inner: &Inner) -> i64 {
-    let ttl = i64::try_from(inner.config.lease_ttl.as_millis()).unwrap_or(i64::MAX);
-    now_millis().saturating_add(ttl)
+async fn release_lease(inner: &Inner, run_id: &str) {
+    if let Err(error) = inner.store.release_lease(run_id, &inner.owner).await {
+        // The lease then simply expires and the run is taken over.
+        warn!(run_id, %error, "releasing a run lease failed");
+    }
 }
 
 /// One step under the run's lease, renewed while the step works; a step whose lease is lost
 /// (another replica took the run over) is abandoned, and its commits would be refused anyway.
-async fn leased_step(inner: &Arc<Inner>, run_id: &str) -> Result<StepOutcome, StoreError> {
-    if !inner
-        .store
-        .acquire_lease(run_id, &inner.owner, lease_until(inner))
-        .await?
-    {
-        // Not running, or another executor holds it.
-        return Ok(StepOutcome::Idle);
-    }
+/// `leased` is the step's state when the lease was taken already.
+async fn leased_step(
+    inner: &Arc<Inner>,
+    run_id: &str,
+    leased: Option<StepState>,
+) -> Result<StepOutcome, StoreError> {
+    let state = match leased {
+        Some(state) => state,
+        None => match inner.store.load_step(run_id, Some(lease(inner))).await? {
+            Some(state) => state,
+            // Not running, or another executor holds it.
+            None => return Ok(StepOutcome::Released),
+        },
+    };
     let renew = async {
         loop {
             tokio::time::sleep(inner.config.lease_ttl / 3).await;
+            let lease = lease(inner);
             match inner
                 .store
-                .acquire_lease(run_id, &inner.owner, lease_until(inner))
+                .acquire_lease(run_id, lease.owner, lease.until_ms)
                 .await
             {
                 Ok(true) => {}
@@ -147,7 +169,7 @@ async fn leased_step(inner: &Arc<Inner>, run_id: &str) -> Result<StepOutcome, St
         }
     };
     tokio::select! {
-        outcome = step(inner, run_id) => outcome,
+        outcome = step(inner, run_id, state) => outcome,
         lost = renew => lost,
     }
 }
@@ -167,7 +189,7 @@ pub(crate) async fn takeover_loop(inner: Arc<Inner>) {
                     );
                 }
                 for run_id in runs {
-                    kick(&inner, &run_id);
+                    kick(&inner, &run_id, None);
                 }
             }
             Err(error) => warn!(%error, "looking for runs to take over failed"),
@@ -192,10 +214,11 @@ impl From<StoreError> for StepError {
     }
 }
 
-async fn step(inner: &Arc<Inner>, run_id: &str) -> Result<StepOutcome, StoreError> {
-    let Some(state) = inner.store.load_step(run_id).await? else {
-        return Ok(StepOutcome::Idle);
-    };
+async fn step(
+    inner: &Arc<Inner>,
+    run_id: &str,
+    state: StepState,
+) -> Result<StepOutcome, StoreError> {
     if state.run.status != RunStatus::Running {
         return Ok(StepOutcome::Idle);
     }
@@ -274,7 +297,7 @@ async fn step(inner: &Arc<Inner>, run_id: &str) -> Result<StepOutcome, StoreErro
             Ok(if status == RunStatus::Running {
                 StepOutcome::Continue
             } else {
-                StepOutcome::Idle
+                StepOutcome::Released
             })
         }
         TurnOutcome::Stale => Ok(StepOutcome::Idle),

@@ -32,7 +32,7 @@ impl From<Committed> for Batch {
 }
 
 /// How many batches a slow subscriber may fall behind before it catches up from the store.
-const CHANNEL_CAPACITY: usize = 64;
+const CHANNEL_CAPACITY: usize = 16;
 
 /// Per-run broadcast channels, created on first subscription and dropped with the last one.
 #[derive(Default)]

@@ -27,8 +27,8 @@ use crate::domain::{
 };
 use crate::model::ToolSpec;
 use crate::store::{
-    CallStatus, CancelOutcome, CommitNotice, NewRun, RunQuery, RunStore, SettleOutcome, Settlement,
-    StoreError, ToolCallRecord,
+    CallStatus, CancelOutcome, CommitNotice, Decide, NewRun, RunQuery, RunStore, SettleOutcome,
+    Settlement, StepState, StoreError, ToolCallRecord,
 };
 
 pub use agents::AgentDefinition;
@@ -37,8 +37,8 @@ pub use error::{RejectReason, RuntimeError};
 pub use hub::Batch;
 
 use ask_user::{CANCELLED_RESULT, EXPIRED_RESULT, check_answer};
-use executor::{Executing, kick};
-use hub::Hub;
+use executor::{Executing, kick, lease};
+use hub::{Hub, Subscription};
 
 /// Settings of the runtime.
 #[derive(Clone, Debug)]
@@ -214,8 +214,13 @@ impl Runtime {
             .map_err(RuntimeError::InvalidArgument)
     }
 
-    /// Creates a run and starts working on it; returns its id.
-    pub async fn start_run(&self, request: StartRunRequest) -> Result<String, RuntimeError> {
+    /// Creates a run and starts working on it; returns its id and the stream of its events until
+    /// it ends, as [`Runtime::follow`] from the start would, without reading the store: the stream
+    /// subscribes before the run exists, so every commit of the run reaches it live.
+    pub async fn start_run(
+        &self,
+        request: StartRunRequest,
+    ) -> Result<(String, EventStream), RuntimeError> {
         if self.inner.shutdown.is_cancelled() {
             return Err(RuntimeError::ShuttingDown);
         }
@@ -235,20 +240,27 @@ impl Runtime {
             .or(agent.question_ttl)
             .map(|ttl| ttl.min(self.inner.config.max_question_ttl));
         let run_id = uuid::Uuid::now_v7().to_string();
-        let committed = self
+        let live = self.inner.hub.subscribe(&run_id);
+        let created = self
             .inner
             .store
-            .create_run(NewRun {
-                run_id: run_id.clone(),
-                agent_id: request.agent_id,
-                prompt: request.prompt,
-                metadata: request.metadata,
-                question_ttl_ms: ttl.map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX)),
-            })
+            .create_run(
+                NewRun {
+                    run_id: run_id.clone(),
+                    agent_id: request.agent_id,
+                    prompt: request.prompt,
+                    metadata: request.metadata,
+                    question_ttl_ms: ttl.map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX)),
+                },
+                Some(lease(&self.inner)),
+            )
             .await?;
-        self.inner.hub.publish(&run_id, Batch::from(committed));
-        kick(&self.inner, &run_id);
-        Ok(run_id)
+        self.inner
+            .hub
+            .publish(&run_id, Batch::from(created.committed));
+        kick(&self.inner, &run_id, Some(created.step));
+        let events = self.follow_subscribed(live, &run_id, 0, FollowUntil::End, false);
+        Ok((run_id, events))
     }
 
     pub async fn get_run(&self, run_id: &str) -> Result<RunRecord, RuntimeError> {
@@ -313,33 +325,6 @@ impl Runtime {
                 }],
             });
         }
-        let store = &self.inner.store;
-        let Some(call) = store
-            .get_tool_call(&request.run_id, &request.tool_call_id)
-            .await?
-        else {
-            return Err(self.unknown_call(&request).await);
-        };
-        if call.status != CallStatus::Pending {
-            return not_pending(&call, &request);
-        }
-        let Some(payload) = &call.payload else {
-            return Err(StoreError::Corrupt(format!(
-                "pending call {} has no payload",
-                call.tool_call_id
-            ))
-            .into());
-        };
-        check_answer(payload, &request.answer, &self.inner.config.limits).map_err(
-            |violations| RuntimeError::AnswerRejected {
-                reason: RejectReason::InvalidAnswer,
-                message: format!(
-                    "the answer does not fit the question: {}",
-                    ask_user::describe(&violations)
-                ),
-                violations,
-            },
-        )?;
         let (status, kind) = match &request.answer {
             AnswerInput::Decline(_) => (CallStatus::Declined, ToolResultKind::Declined),
             _ => (CallStatus::Answered, ToolResultKind::Answered),
@@ -351,13 +336,29 @@ impl Runtime {
             content: ask_user::answer_result(&request.answer),
             kind,
         };
-        match store
-            .settle_tool_call(&request.run_id, &request.tool_call_id, settlement)
+        // The answer is checked against the question inside the settling transaction, so reading
+        // the question takes no round trip of its own.
+        let limits = self.inner.config.limits;
+        let answer = request.answer.clone();
+        let decide: Decide = Box::new(move |call| {
+            check_answer(call.payload.as_ref()?, &answer, &limits).ok()?;
+            Some(settlement)
+        });
+        match self
+            .inner
+            .store
+            .settle_tool_call(
+                &request.run_id,
+                &request.tool_call_id,
+                decide,
+                // A draining server starts no executor: it leaves the run's lease to others.
+                (!self.inner.shutdown.is_cancelled()).then(|| lease(&self.inner)),
+            )
             .await?
         {
-            SettleOutcome::Settled(committed) => {
+            SettleOutcome::Settled { committed, step } => {
                 let result_sequence = committed.events.first().map_or(0, |e| e.sequence);
-                self.publish_settled(&request.run_id, committed);
+                publish_settled(&self.inner, &request.run_id, committed, step);
                 Ok(AnswerAck {
                     tool_call_id: request.tool_call_id,
                     answer_id: request.answer_id,
@@ -365,6 +366,7 @@ impl Runtime {
                     result_sequence,
                 })
             }
+            SettleOutcome::Refused(call) => Err(refused(&call, &request, &limits)),
             SettleOutcome::NotPending(call) => not_pending(&call, &request),
             SettleOutcome::NotFound => Err(self.unknown_call(&request).await),
         }
@@ -381,14 +383,6 @@ impl Runtime {
             ),
             Ok(None) => RuntimeError::RunNotFound(request.run_id.clone()),
             Err(error) => error.into(),
-        }
-    }
-
-    fn publish_settled(&self, run_id: &str, committed: crate::store::Committed) {
-        let status = committed.status;
-        self.inner.hub.publish(run_id, Batch::from(committed));
-        if status == RunStatus::Running {
-            kick(&self.inner, run_id);
         }
     }
 
@@ -418,15 +412,27 @@ impl Runtime {
     /// Replays the run's stored events after `after_sequence`, then follows it live, in order and
     /// without gaps or doubles, until it ends (or, with [`FollowUntil::Idle`], stops working).
     pub fn follow(&self, run_id: &str, after_sequence: u64, until: FollowUntil) -> EventStream {
+        // Subscribe before reading the store, so nothing committed in between is missed.
+        let live = self.inner.hub.subscribe(run_id);
+        self.follow_subscribed(live, run_id, after_sequence, until, true)
+    }
+
+    /// [`Runtime::follow`] on a subscription taken by the caller; `read_store` false skips the
+    /// first read of the store when the subscription saw every commit of the run.
+    fn follow_subscribed(
+        &self,
+        mut live: Subscription,
+        run_id: &str,
+        after_sequence: u64,
+        until: FollowUntil,
+        mut read_store: bool,
+    ) -> EventStream {
         let inner = Arc::clone(&self.inner);
         let run_id = run_id.to_owned();
         Box::pin(async_stream::try_stream! {
-            // Subscribe before reading the store, so nothing committed in between is missed.
-            let mut live = inner.hub.subscribe(&run_id);
             let mut delivered = after_sequence;
             let mut known_last = 0;
             let mut status = RunStatus::Running;
-            let mut read_store = true;
             loop {
                 if read_store {
                     let page = inner
@@ -485,6 +491,20 @@ impl Runtime {
     }
 }
 
+/// Publishes a settlement's commit and, when the run works again, makes sure it is executed.
+fn publish_settled(
+    inner: &Arc<Inner>,
+    run_id: &str,
+    committed: crate::store::Committed,
+    step: Option<Box<StepState>>,
+) {
+    let status = committed.status;
+    inner.hub.publish(run_id, Batch::from(committed));
+    if status == RunStatus::Running {
+        kick(inner, run_id, step.map(|step| *step));
+    }
+}
+
 /// Whether a follower has seen all it waits for.
 fn finished(until: FollowUntil, status: RunStatus, delivered: u64, known_last: u64) -> bool {
     if delivered < known_last {
@@ -493,6 +513,25 @@ fn finished(until: FollowUntil, status: RunStatus, delivered: u64, known_last: u
     match until {
         FollowUntil::End => status.is_terminal(),
         FollowUntil::Idle => status != RunStatus::Running,
+    }
+}
+
+/// Why an answer was refused: it does not fit the question (a pending call always has one).
+fn refused(call: &ToolCallRecord, request: &AnswerRequest, limits: &AskUserLimits) -> RuntimeError {
+    let Some(payload) = &call.payload else {
+        return StoreError::Corrupt(format!("pending call {} has no payload", call.tool_call_id))
+            .into();
+    };
+    let violations = check_answer(payload, &request.answer, limits)
+        .err()
+        .unwrap_or_default();
+    RuntimeError::AnswerRejected {
+        reason: RejectReason::InvalidAnswer,
+        message: format!(
+            "the answer does not fit the question: {}",
+            ask_user::describe(&violations)
+        ),
+        violations,
     }
 }
 
@@ -558,24 +597,22 @@ async fn expiry_loop(inner: Arc<Inner>) {
             }
         };
         for (run_id, tool_call_id) in due {
-            let settlement = Settlement {
-                status: CallStatus::Expired,
-                answer: None,
-                answer_id: String::new(),
-                content: EXPIRED_RESULT.to_owned(),
-                kind: ToolResultKind::Expired,
-            };
+            let expired: Decide = Box::new(|_| {
+                Some(Settlement {
+                    status: CallStatus::Expired,
+                    answer: None,
+                    answer_id: String::new(),
+                    content: EXPIRED_RESULT.to_owned(),
+                    kind: ToolResultKind::Expired,
+                })
+            });
             match inner
                 .store
-                .settle_tool_call(&run_id, &tool_call_id, settlement)
+                .settle_tool_call(&run_id, &tool_call_id, expired, Some(lease(&inner)))
                 .await
             {
-                Ok(SettleOutcome::Settled(committed)) => {
-                    let status = committed.status;
-                    inner.hub.publish(&run_id, Batch::from(committed));
-                    if status == RunStatus::Running {
-                        kick(&inner, &run_id);
-                    }
+                Ok(SettleOutcome::Settled { committed, step }) => {
+                    publish_settled(&inner, &run_id, committed, step);
                 }
                 // Answered or cancelled in the meantime.
                 Ok(_) => {}

@@ -45,6 +45,21 @@ pub struct NewRun {
     pub question_ttl_ms: Option<i64>,
 }
 
+/// An executor's claim on a running run: who holds it, and until when unless renewed.
+#[derive(Clone, Copy, Debug)]
+pub struct Lease<'a> {
+    pub owner: &'a str,
+    pub until_ms: i64,
+}
+
+/// A run just created: its `run_started` event, and the state of its first step (which a creator
+/// that took the lease runs without another store round trip).
+#[derive(Clone, Debug)]
+pub struct Created {
+    pub committed: Committed,
+    pub step: StepState,
+}
+
 /// Everything a model step needs: the run and its transcript.
 #[derive(Clone, Debug)]
 pub struct StepState {
@@ -174,10 +189,21 @@ pub struct Settlement {
     pub kind: ToolResultKind,
 }
 
+/// How to settle a pending call, decided in the settling transaction from the call as it is
+/// there (e.g. after checking an answer against its question); `None` refuses to settle it.
+pub type Decide = Box<dyn FnOnce(&ToolCallRecord) -> Option<Settlement> + Send>;
+
 /// Outcome of [`RunStore::settle_tool_call`].
 #[derive(Clone, Debug)]
 pub enum SettleOutcome {
-    Settled(Committed),
+    /// Settled. When that left the run running again and the settler took its lease, `step` is the
+    /// state of its next step.
+    Settled {
+        committed: Committed,
+        step: Option<Box<StepState>>,
+    },
+    /// `decide` refused to settle the pending call, returned as it is.
+    Refused(Box<ToolCallRecord>),
     /// The call was no longer pending; it is returned as it is now.
     NotPending(Box<ToolCallRecord>),
     NotFound,
@@ -227,13 +253,21 @@ pub struct RunQuery {
 /// Durable storage of runs.
 #[async_trait]
 pub trait RunStore: Send + Sync + 'static {
-    /// Creates a running run and its `run_started` event (sequence 1).
-    async fn create_run(&self, run: NewRun) -> StoreResult<Committed>;
+    /// Creates a running run (leased to `lease.owner` when given) and its `run_started` event
+    /// (sequence 1).
+    async fn create_run(&self, run: NewRun, lease: Option<Lease<'_>>) -> StoreResult<Created>;
     async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunRecord>>;
     async fn list_runs(&self, query: RunQuery) -> StoreResult<Vec<RunRecord>>;
-    async fn load_step(&self, run_id: &str) -> StoreResult<Option<StepState>>;
+    /// The state the run's next step starts from; `None` when there is no such run. With `lease`,
+    /// first takes (or renews) the run's lease as [`RunStore::acquire_lease`] does, in the same
+    /// transaction, and reads nothing (`None`) unless it got it.
+    async fn load_step(
+        &self,
+        run_id: &str,
+        lease: Option<Lease<'_>>,
+    ) -> StoreResult<Option<StepState>>;
     /// Commits a model turn if the run is still running with `expected_turns` turns and `owner`
-    /// still holds its lease.
+    /// still holds its lease. A turn that leaves the run not running also ends the lease.
     async fn commit_turn(
         &self,
         run_id: &str,
@@ -256,12 +290,15 @@ pub trait RunStore: Send + Sync + 'static {
         run_id: &str,
         tool_call_id: &str,
     ) -> StoreResult<Option<ToolCallRecord>>;
-    /// Settles a tool call if, and only if, it is still pending (compare-and-set).
+    /// Settles a tool call if, and only if, it is still pending (compare-and-set), as `decide` says
+    /// given the pending call. When that leaves the run running again and `lease` is given, takes
+    /// the run's lease as [`RunStore::load_step`] does and returns its step.
     async fn settle_tool_call(
         &self,
         run_id: &str,
         tool_call_id: &str,
-        settlement: Settlement,
+        decide: Decide,
+        lease: Option<Lease<'_>>,
     ) -> StoreResult<SettleOutcome>;
     /// Cancels a running or suspended run: its pending calls are settled with `call_content` and a
     /// `run_cancelled` event ends the log.

@@ -7,21 +7,23 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use deadpool_postgres::{GenericClient, Transaction};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use futures::StreamExt;
 use tokio::sync::mpsc;
-use tokio_postgres::{AsyncMessage, NoTls, Row, Transaction};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{AsyncMessage, NoTls, Row};
 use tracing::warn;
 
 use super::records::{
     PENDING_QUERY, PendingRow, RUN_COLUMNS, RunRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY,
-    TURNS_QUERY, ToolCallRow, TranscriptCall, assemble_transcript, from_json, kind_name,
-    parse_status, to_json, unsigned,
+    TURNS_QUERY, ToolCallRow, TranscriptCall, assemble_transcript, first_step, from_json,
+    kind_name, parse_status, to_json, unsigned,
 };
 use super::{
-    CallStatus, CancelOutcome, CommitNotice, Committed, EventPage, NewCallState, NewRun, RunEnd,
-    RunQuery, RunStore, SettleOutcome, Settlement, StepState, StoreError, StoreResult,
-    ToolCallRecord, TurnCommit, TurnOutcome,
+    CallStatus, CancelOutcome, CommitNotice, Committed, Created, Decide, EventPage, Lease,
+    NewCallState, NewRun, RunEnd, RunQuery, RunStore, SettleOutcome, StepState, StoreError,
+    StoreResult, ToolCallRecord, TurnCommit, TurnOutcome,
 };
 use crate::domain::{
     Event, EventKind, PendingCall, RunRecord, RunStatus, ToolResultKind, now_millis,
@@ -78,8 +80,7 @@ impl PostgresStore {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         // Replicas starting together apply each migration once.
-        tx.execute("SELECT pg_advisory_xact_lock(7319046101)", &[])
-            .await?;
+        execute(&tx, "SELECT pg_advisory_xact_lock(7319046101)", &[]).await?;
         tx.batch_execute(
             "CREATE TABLE IF NOT EXISTS askuser_schema_migrations (
                 version BIGINT PRIMARY KEY,
@@ -87,13 +88,13 @@ impl PostgresStore {
             )",
         )
         .await?;
-        let applied: i64 = tx
-            .query_one(
-                "SELECT COALESCE(MAX(version), 0) FROM askuser_schema_migrations",
-                &[],
-            )
-            .await?
-            .get(0);
+        let applied: i64 = select_one(
+            &tx,
+            "SELECT COALESCE(MAX(version), 0) FROM askuser_schema_migrations",
+            &[],
+        )
+        .await?
+        .get(0);
         if let Some(newest) = MIGRATIONS.last().map(|m| m.0)
             && applied > newest
         {
@@ -103,7 +104,8 @@ impl PostgresStore {
         }
         for (version, sql) in MIGRATIONS.iter().filter(|m| m.0 > applied) {
             tx.batch_execute(sql).await?;
-            tx.execute(
+            execute(
+                &tx,
                 "INSERT INTO askuser_schema_migrations (version, applied_ms) VALUES ($1, $2)",
                 &[version, &now_millis()],
             )
@@ -112,6 +114,47 @@ impl PostgresStore {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// Runs a statement prepared once per pooled connection: it then takes one round trip to the
+/// server instead of two (parse, then execute).
+async fn execute(
+    client: &impl GenericClient,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> StoreResult<u64> {
+    let statement = client.prepare_cached(sql).await?;
+    Ok(client.execute(&statement, params).await?)
+}
+
+/// [`execute`] for a query's rows.
+async fn select(
+    client: &impl GenericClient,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> StoreResult<Vec<Row>> {
+    let statement = client.prepare_cached(sql).await?;
+    Ok(client.query(&statement, params).await?)
+}
+
+/// [`execute`] for a query of exactly one row.
+async fn select_one(
+    client: &impl GenericClient,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> StoreResult<Row> {
+    let statement = client.prepare_cached(sql).await?;
+    Ok(client.query_one(&statement, params).await?)
+}
+
+/// [`execute`] for a query of at most one row.
+async fn select_opt(
+    client: &impl GenericClient,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> StoreResult<Option<Row>> {
+    let statement = client.prepare_cached(sql).await?;
+    Ok(client.query_opt(&statement, params).await?)
 }
 
 fn run_row(row: &Row) -> RunRow {
@@ -132,7 +175,7 @@ fn run_row(row: &Row) -> RunRow {
 }
 
 async fn load_pending(tx: &Transaction<'_>, run_id: &str) -> StoreResult<Vec<PendingCall>> {
-    tx.query(PENDING_QUERY, &[&run_id])
+    select(tx, PENDING_QUERY, &[&run_id])
         .await?
         .iter()
         .map(|row| {
@@ -148,12 +191,12 @@ async fn load_pending(tx: &Transaction<'_>, run_id: &str) -> StoreResult<Vec<Pen
 }
 
 async fn load_run(tx: &Transaction<'_>, run_id: &str) -> StoreResult<Option<RunRecord>> {
-    let Some(row) = tx
-        .query_opt(
-            &format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = $1"),
-            &[&run_id],
-        )
-        .await?
+    let Some(row) = select_opt(
+        tx,
+        &format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = $1"),
+        &[&run_id],
+    )
+    .await?
     else {
         return Ok(None);
     };
@@ -166,7 +209,7 @@ async fn load_tool_call(
     run_id: &str,
     tool_call_id: &str,
 ) -> StoreResult<Option<ToolCallRecord>> {
-    tx.query_opt(TOOL_CALL_QUERY, &[&run_id, &tool_call_id])
+    select_opt(tx, TOOL_CALL_QUERY, &[&run_id, &tool_call_id])
         .await?
         .map(|row| {
             ToolCallRow {
@@ -192,7 +235,8 @@ struct LockedRun {
 }
 
 async fn lock_run(tx: &Transaction<'_>, run_id: &str) -> StoreResult<Option<LockedRun>> {
-    tx.query_opt(
+    select_opt(
+        tx,
         "SELECT status, last_sequence, turns, lease_owner FROM runs WHERE run_id = $1 FOR UPDATE",
         &[&run_id],
     )
@@ -216,7 +260,9 @@ async fn append_events(
     time_ms: i64,
 ) -> StoreResult<Vec<Event>> {
     let insert = tx
-        .prepare("INSERT INTO events (run_id, sequence, time_ms, body) VALUES ($1, $2, $3, $4)")
+        .prepare_cached(
+            "INSERT INTO events (run_id, sequence, time_ms, body) VALUES ($1, $2, $3, $4)",
+        )
         .await?;
     let mut events = Vec::with_capacity(kinds.len());
     for (offset, kind) in kinds.into_iter().enumerate() {
@@ -244,8 +290,7 @@ async fn notify(
     status: RunStatus,
 ) -> StoreResult<()> {
     let payload = format!("{run_id} {last_sequence} {}", status.as_str());
-    tx.execute("SELECT pg_notify($1, $2)", &[&NOTIFY_CHANNEL, &payload])
-        .await?;
+    execute(tx, "SELECT pg_notify($1, $2)", &[&NOTIFY_CHANNEL, &payload]).await?;
     Ok(())
 }
 
@@ -333,15 +378,72 @@ async fn listen(config: tokio_postgres::Config, notices: mpsc::Sender<CommitNoti
     }
 }
 
+/// The state a step of a run starts from; `None` when there is no such run.
+async fn read_step(tx: &Transaction<'_>, run_id: &str) -> StoreResult<Option<StepState>> {
+    let Some(run) = load_run(tx, run_id).await? else {
+        return Ok(None);
+    };
+    let turns: Vec<(i64, String)> = select(tx, TURNS_QUERY, &[&run_id])
+        .await?
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    let calls: Vec<TranscriptCall> = select(tx, TRANSCRIPT_CALLS_QUERY, &[&run_id])
+        .await?
+        .iter()
+        .map(|row| TranscriptCall {
+            turn: row.get(0),
+            tool_call_id: row.get(1),
+            tool_name: row.get(2),
+            arguments_json: row.get(3),
+            result_content: row.get(4),
+            result_kind: row.get(5),
+            result_is_error: row.get(6),
+        })
+        .collect();
+    let step_attempt: i64 = select_one(
+        tx,
+        "SELECT step_attempt FROM runs WHERE run_id = $1",
+        &[&run_id],
+    )
+    .await?
+    .get(0);
+    let transcript = assemble_transcript(&run.prompt, turns, &calls)?;
+    Ok(Some(StepState {
+        run,
+        transcript,
+        step_attempt: u32::try_from(step_attempt).unwrap_or(0),
+    }))
+}
+
+/// Takes or renews the lease of a running run unless another owner holds an unexpired one.
+async fn take_lease(
+    client: &impl GenericClient,
+    run_id: &str,
+    lease: Lease<'_>,
+) -> StoreResult<bool> {
+    let taken = execute(
+        client,
+        "UPDATE runs SET lease_owner = $2, lease_expires_ms = $3 WHERE run_id = $1 \
+         AND status = 'running' AND (lease_owner IS NULL OR lease_owner = $2 \
+         OR lease_expires_ms < $4)",
+        &[&run_id, &lease.owner, &lease.until_ms, &now_millis()],
+    )
+    .await?;
+    Ok(taken == 1)
+}
+
 #[async_trait]
 impl RunStore for PostgresStore {
-    async fn create_run(&self, run: NewRun) -> StoreResult<Committed> {
+    async fn create_run(&self, run: NewRun, lease: Option<Lease<'_>>) -> StoreResult<Created> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         let now = now_millis();
-        tx.execute(
+        execute(
+            &tx,
             &format!(
-                "INSERT INTO runs ({RUN_COLUMNS}) VALUES ($1, $2, 'running', $3, $4, '', '', 1, 0, $5, $6, $6)"
+                "INSERT INTO runs ({RUN_COLUMNS}, lease_owner, lease_expires_ms) \
+                 VALUES ($1, $2, 'running', $3, $4, '', '', 1, 0, $5, $6, $6, $7, $8)"
             ),
             &[
                 &run.run_id,
@@ -350,6 +452,8 @@ impl RunStore for PostgresStore {
                 &to_json(&run.metadata)?,
                 &run.question_ttl_ms,
                 &now,
+                &lease.map(|lease| lease.owner),
+                &lease.map(|lease| lease.until_ms),
             ],
         )
         .await?;
@@ -361,9 +465,12 @@ impl RunStore for PostgresStore {
         let events = append_events(&tx, &run.run_id, 0, vec![started], now).await?;
         notify(&tx, &run.run_id, 1, RunStatus::Running).await?;
         tx.commit().await?;
-        Ok(Committed {
-            events,
-            status: RunStatus::Running,
+        Ok(Created {
+            committed: Committed {
+                events,
+                status: RunStatus::Running,
+            },
+            step: first_step(run, now)?,
         })
     }
 
@@ -379,21 +486,21 @@ impl RunStore for PostgresStore {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         let status = query.status.map(|s| s.as_str().to_owned());
-        let rows = tx
-            .query(
-                &format!(
-                    "SELECT {RUN_COLUMNS} FROM runs WHERE ($1::TEXT IS NULL OR status = $1) \
+        let rows = select(
+            &tx,
+            &format!(
+                "SELECT {RUN_COLUMNS} FROM runs WHERE ($1::TEXT IS NULL OR status = $1) \
                      AND ($2::TEXT IS NULL OR agent_id = $2) AND ($3::TEXT IS NULL OR run_id < $3) \
                      ORDER BY run_id DESC LIMIT $4"
-                ),
-                &[
-                    &status,
-                    &query.agent_id,
-                    &query.before_run_id,
-                    &(query.limit as i64),
-                ],
-            )
-            .await?;
+            ),
+            &[
+                &status,
+                &query.agent_id,
+                &query.before_run_id,
+                &(query.limit as i64),
+            ],
+        )
+        .await?;
         let mut runs = Vec::with_capacity(rows.len());
         for row in &rows {
             let raw = run_row(row);
@@ -404,50 +511,30 @@ impl RunStore for PostgresStore {
         Ok(runs)
     }
 
-    async fn load_step(&self, run_id: &str) -> StoreResult<Option<StepState>> {
+    async fn load_step(
+        &self,
+        run_id: &str,
+        lease: Option<Lease<'_>>,
+    ) -> StoreResult<Option<StepState>> {
         let mut client = self.pool.get().await?;
+        // Taking the lease locks the run's row, and every writer of a run locks it first: the
+        // reads after it see one state of the run at any isolation level. A plain read takes a
+        // snapshot instead.
+        let isolation = match lease {
+            Some(_) => tokio_postgres::IsolationLevel::ReadCommitted,
+            None => tokio_postgres::IsolationLevel::RepeatableRead,
+        };
         let tx = client
             .build_transaction()
-            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .isolation_level(isolation)
             .start()
             .await?;
-        let Some(run) = load_run(&tx, run_id).await? else {
-            return Ok(None);
+        let step = match lease {
+            Some(lease) if !take_lease(&tx, run_id, lease).await? => None,
+            _ => read_step(&tx, run_id).await?,
         };
-        let turns: Vec<(i64, String)> = tx
-            .query(TURNS_QUERY, &[&run_id])
-            .await?
-            .iter()
-            .map(|row| (row.get(0), row.get(1)))
-            .collect();
-        let calls: Vec<TranscriptCall> = tx
-            .query(TRANSCRIPT_CALLS_QUERY, &[&run_id])
-            .await?
-            .iter()
-            .map(|row| TranscriptCall {
-                turn: row.get(0),
-                tool_call_id: row.get(1),
-                tool_name: row.get(2),
-                arguments_json: row.get(3),
-                result_content: row.get(4),
-                result_kind: row.get(5),
-                result_is_error: row.get(6),
-            })
-            .collect();
-        let step_attempt: i64 = tx
-            .query_one(
-                "SELECT step_attempt FROM runs WHERE run_id = $1",
-                &[&run_id],
-            )
-            .await?
-            .get(0);
         tx.commit().await?;
-        let transcript = assemble_transcript(&run.prompt, turns, &calls)?;
-        Ok(Some(StepState {
-            run,
-            transcript,
-            step_attempt: u32::try_from(step_attempt).unwrap_or(0),
-        }))
+        Ok(step)
     }
 
     async fn commit_turn(
@@ -471,7 +558,8 @@ impl RunStore for PostgresStore {
         }
         let mut turns = head.turns;
         if let Some(text) = &commit.assistant_text {
-            tx.execute(
+            execute(
+                &tx,
                 "INSERT INTO turns (run_id, turn, text) VALUES ($1, $2, $3)",
                 &[&run_id, &i64::from(turns), text],
             )
@@ -486,7 +574,7 @@ impl RunStore for PostgresStore {
                 .map_or(0, |e| e.sequence as i64)
         };
         let insert = tx
-            .prepare(
+            .prepare_cached(
                 "INSERT INTO tool_calls (run_id, tool_call_id, turn, position, tool_name, arguments_json, \
                  status, payload, expire_ms, result_content, result_is_error, result_kind, result_sequence) \
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
@@ -553,7 +641,8 @@ impl RunStore for PostgresStore {
             None => (RunStatus::Running, "", ""),
         };
         let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-        tx.execute(
+        execute(
+            &tx,
             "UPDATE runs SET status = $2, turns = $3, last_sequence = $4, output_text = $5, \
              error_message = $6, updated_ms = $7, step_attempt = 0, \
              lease_owner = CASE WHEN $2 = 'running' THEN lease_owner END, \
@@ -597,8 +686,7 @@ impl RunStore for PostgresStore {
         }
         let events = append_events(&tx, run_id, head.last_sequence, events, now).await?;
         let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-        tx.execute(
-            "UPDATE runs SET last_sequence = $2, step_attempt = $3, updated_ms = $4 WHERE run_id = $1",
+        execute(&tx, "UPDATE runs SET last_sequence = $2, step_attempt = $3, updated_ms = $4 WHERE run_id = $1",
             &[&run_id, &(last_sequence as i64), &i64::from(attempt), &now],
         )
         .await?;
@@ -626,7 +714,8 @@ impl RunStore for PostgresStore {
         &self,
         run_id: &str,
         tool_call_id: &str,
-        settlement: Settlement,
+        decide: Decide,
+        lease: Option<Lease<'_>>,
     ) -> StoreResult<SettleOutcome> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
@@ -641,6 +730,9 @@ impl RunStore for PostgresStore {
         if call.status != CallStatus::Pending {
             return Ok(SettleOutcome::NotPending(Box::new(call)));
         }
+        let Some(settlement) = decide(&call) else {
+            return Ok(SettleOutcome::Refused(Box::new(call)));
+        };
         let result = EventKind::ToolResult {
             tool_call_id: tool_call_id.to_owned(),
             content: settlement.content.clone(),
@@ -650,48 +742,60 @@ impl RunStore for PostgresStore {
         let events = append_events(&tx, run_id, head.last_sequence, vec![result], now).await?;
         let sequence = head.last_sequence + 1;
         let answer = settlement.answer.as_ref().map(to_json).transpose()?;
-        let changed = tx
-            .execute(
-                "UPDATE tool_calls SET status = $3, answer = $4, answer_id = $5, result_content = $6, \
+        let changed = execute(
+            &tx,
+            "UPDATE tool_calls SET status = $3, answer = $4, answer_id = $5, result_content = $6, \
                  result_is_error = FALSE, result_kind = $7, result_sequence = $8 \
                  WHERE run_id = $1 AND tool_call_id = $2 AND status = 'pending'",
-                &[
-                    &run_id,
-                    &tool_call_id,
-                    &settlement.status.as_str(),
-                    &answer,
-                    &settlement.answer_id,
-                    &settlement.content,
-                    &kind_name(settlement.kind)?,
-                    &(sequence as i64),
-                ],
-            )
-            .await?;
+            &[
+                &run_id,
+                &tool_call_id,
+                &settlement.status.as_str(),
+                &answer,
+                &settlement.answer_id,
+                &settlement.content,
+                &kind_name(settlement.kind)?,
+                &(sequence as i64),
+            ],
+        )
+        .await?;
         if changed != 1 {
             return Err(StoreError::Corrupt(format!(
                 "tool call {tool_call_id} changed under its run's lock"
             )));
         }
-        let pending: i64 = tx
-            .query_one(
-                "SELECT COUNT(*) FROM tool_calls WHERE run_id = $1 AND status = 'pending'",
-                &[&run_id],
-            )
-            .await?
-            .get(0);
+        let pending: i64 = select_one(
+            &tx,
+            "SELECT COUNT(*) FROM tool_calls WHERE run_id = $1 AND status = 'pending'",
+            &[&run_id],
+        )
+        .await?
+        .get(0);
         let status = if pending == 0 {
             RunStatus::Running
         } else {
             head.status
         };
-        tx.execute(
+        execute(
+            &tx,
             "UPDATE runs SET status = $2, last_sequence = $3, updated_ms = $4 WHERE run_id = $1",
             &[&run_id, &status.as_str(), &(sequence as i64), &now],
         )
         .await?;
+        let step = match lease {
+            Some(lease)
+                if status == RunStatus::Running && take_lease(&tx, run_id, lease).await? =>
+            {
+                read_step(&tx, run_id).await?.map(Box::new)
+            }
+            _ => None,
+        };
         notify(&tx, run_id, sequence, status).await?;
         tx.commit().await?;
-        Ok(SettleOutcome::Settled(Committed { events, status }))
+        Ok(SettleOutcome::Settled {
+            committed: Committed { events, status },
+            step,
+        })
     }
 
     async fn cancel_run(
@@ -729,8 +833,7 @@ impl RunStore for PostgresStore {
         let events = append_events(&tx, run_id, head.last_sequence, kinds, now).await?;
         let cancelled = kind_name(ToolResultKind::Cancelled)?;
         for (call, event) in pending.iter().zip(&events) {
-            tx.execute(
-                "UPDATE tool_calls SET status = 'cancelled', result_content = $3, result_kind = $4, \
+            execute(&tx, "UPDATE tool_calls SET status = 'cancelled', result_content = $3, result_kind = $4, \
                  result_sequence = $5 WHERE run_id = $1 AND tool_call_id = $2",
                 &[
                     &run_id,
@@ -743,7 +846,8 @@ impl RunStore for PostgresStore {
             .await?;
         }
         let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-        tx.execute(
+        execute(
+            &tx,
             "UPDATE runs SET status = 'cancelled', error_message = $2, last_sequence = $3, \
              updated_ms = $4, lease_owner = NULL, lease_expires_ms = NULL WHERE run_id = $1",
             &[&run_id, &reason, &(last_sequence as i64), &now],
@@ -770,26 +874,26 @@ impl RunStore for PostgresStore {
             .read_only(true)
             .start()
             .await?;
-        let Some(head) = tx
-            .query_opt(
-                "SELECT status, last_sequence FROM runs WHERE run_id = $1",
-                &[&run_id],
-            )
-            .await?
+        let Some(head) = select_opt(
+            &tx,
+            "SELECT status, last_sequence FROM runs WHERE run_id = $1",
+            &[&run_id],
+        )
+        .await?
         else {
             return Ok(None);
         };
-        let rows = tx
-            .query(
-                "SELECT sequence, time_ms, body FROM events WHERE run_id = $1 AND sequence > $2 \
+        let rows = select(
+            &tx,
+            "SELECT sequence, time_ms, body FROM events WHERE run_id = $1 AND sequence > $2 \
                  ORDER BY sequence LIMIT $3",
-                &[
-                    &run_id,
-                    &(after_sequence as i64),
-                    &i64::try_from(limit).unwrap_or(i64::MAX),
-                ],
-            )
-            .await?;
+            &[
+                &run_id,
+                &(after_sequence as i64),
+                &i64::try_from(limit).unwrap_or(i64::MAX),
+            ],
+        )
+        .await?;
         tx.commit().await?;
         let events = rows
             .iter()
@@ -811,23 +915,21 @@ impl RunStore for PostgresStore {
 
     async fn due_expiries(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<(String, String)>> {
         let client = self.pool.get().await?;
-        Ok(client
-            .query(
-                "SELECT run_id, tool_call_id FROM tool_calls WHERE status = 'pending' \
+        Ok(select(
+            &client,
+            "SELECT run_id, tool_call_id FROM tool_calls WHERE status = 'pending' \
                  AND expire_ms IS NOT NULL AND expire_ms <= $1 ORDER BY expire_ms LIMIT $2",
-                &[&now_ms, &(limit as i64)],
-            )
-            .await?
-            .iter()
-            .map(|row| (row.get(0), row.get(1)))
-            .collect())
+            &[&now_ms, &(limit as i64)],
+        )
+        .await?
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect())
     }
 
     async fn next_expiry(&self) -> StoreResult<Option<i64>> {
         let client = self.pool.get().await?;
-        Ok(client
-            .query_one(
-                "SELECT MIN(expire_ms) FROM tool_calls WHERE status = 'pending' AND expire_ms IS NOT NULL",
+        Ok(select_one(&client, "SELECT MIN(expire_ms) FROM tool_calls WHERE status = 'pending' AND expire_ms IS NOT NULL",
                 &[],
             )
             .await?
@@ -840,15 +942,14 @@ impl RunStore for PostgresStore {
         let finished = "SELECT run_id FROM runs WHERE status IN ('completed', 'failed', 'cancelled') \
                         AND updated_ms < $1";
         for table in ["events", "tool_calls", "turns"] {
-            tx.execute(
+            execute(
+                &tx,
                 &format!("DELETE FROM {table} WHERE run_id IN ({finished})"),
                 &[&before_ms],
             )
             .await?;
         }
-        let pruned = tx
-            .execute(
-                "DELETE FROM runs WHERE status IN ('completed', 'failed', 'cancelled') AND updated_ms < $1",
+        let pruned = execute(&tx, "DELETE FROM runs WHERE status IN ('completed', 'failed', 'cancelled') AND updated_ms < $1",
                 &[&before_ms],
             )
             .await?;
@@ -858,41 +959,33 @@ impl RunStore for PostgresStore {
 
     async fn acquire_lease(&self, run_id: &str, owner: &str, until_ms: i64) -> StoreResult<bool> {
         let client = self.pool.get().await?;
-        let taken = client
-            .execute(
-                "UPDATE runs SET lease_owner = $2, lease_expires_ms = $3 WHERE run_id = $1 \
-                 AND status = 'running' AND (lease_owner IS NULL OR lease_owner = $2 \
-                 OR lease_expires_ms < $4)",
-                &[&run_id, &owner, &until_ms, &now_millis()],
-            )
-            .await?;
-        Ok(taken == 1)
+        take_lease(&client, run_id, Lease { owner, until_ms }).await
     }
 
     async fn release_lease(&self, run_id: &str, owner: &str) -> StoreResult<()> {
         let client = self.pool.get().await?;
-        client
-            .execute(
-                "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL \
+        execute(
+            &client,
+            "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL \
                  WHERE run_id = $1 AND lease_owner = $2",
-                &[&run_id, &owner],
-            )
-            .await?;
+            &[&run_id, &owner],
+        )
+        .await?;
         Ok(())
     }
 
     async fn unleased_runs(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<String>> {
         let client = self.pool.get().await?;
-        Ok(client
-            .query(
-                "SELECT run_id FROM runs WHERE status = 'running' \
+        Ok(select(
+            &client,
+            "SELECT run_id FROM runs WHERE status = 'running' \
                  AND (lease_owner IS NULL OR lease_expires_ms < $1) ORDER BY updated_ms LIMIT $2",
-                &[&now_ms, &(limit as i64)],
-            )
-            .await?
-            .iter()
-            .map(|row| row.get(0))
-            .collect())
+            &[&now_ms, &(limit as i64)],
+        )
+        .await?
+        .iter()
+        .map(|row| row.get(0))
+        .collect())
     }
 
     async fn commit_feed(&self) -> StoreResult<Option<mpsc::Receiver<CommitNotice>>> {

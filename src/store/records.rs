@@ -1,7 +1,7 @@
 //! Row shapes and conversions shared by the SQL stores: both keep the same tables, with JSON text
 //! for nested values.
 
-use super::{CallStatus, StoreError, StoreResult, ToolCallRecord};
+use super::{CallStatus, NewRun, StepState, StoreError, StoreResult, ToolCallRecord};
 use crate::domain::{
     AnswerInput, Message, ModelToolCall, PendingCall, RunRecord, RunStatus, ToolResultKind,
 };
@@ -183,4 +183,28 @@ pub(super) fn assemble_transcript(
         }
     }
     Ok(transcript)
+}
+
+/// The state of a new run's first step, as the store would read it back: no turn yet, and the
+/// prompt is the whole transcript.
+pub(super) fn first_step(run: NewRun, now_ms: i64) -> StoreResult<StepState> {
+    Ok(StepState {
+        transcript: assemble_transcript(&run.prompt, Vec::new(), &[])?,
+        run: RunRecord {
+            run_id: run.run_id,
+            agent_id: run.agent_id,
+            status: RunStatus::Running,
+            prompt: run.prompt,
+            metadata: run.metadata,
+            output_text: String::new(),
+            error_message: String::new(),
+            last_sequence: 1,
+            turns: 0,
+            question_ttl_ms: run.question_ttl_ms,
+            created_ms: now_ms,
+            updated_ms: now_ms,
+            pending: Vec::new(),
+        },
+        step_attempt: 0,
+    })
 }

@@ -1,19 +1,24 @@
 //! The embedded default store: one SQLite file in WAL mode.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use checkpoint::Checkpointer;
+use group_commit::GroupCommit;
+
+mod checkpoint;
+mod group_commit;
 
 use super::records::{
     PENDING_QUERY, PendingRow, RUN_COLUMNS, RunRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY,
-    TURNS_QUERY, ToolCallRow, TranscriptCall, assemble_transcript, from_json, kind_name,
-    parse_status, to_json,
+    TURNS_QUERY, ToolCallRow, TranscriptCall, assemble_transcript, first_step, from_json,
+    kind_name, parse_status, to_json,
 };
 use super::{
-    CallStatus, CancelOutcome, Committed, EventPage, NewCallState, NewRun, RunEnd, RunQuery,
-    RunStore, SettleOutcome, Settlement, StepState, StoreError, StoreResult, ToolCallRecord,
+    CallStatus, CancelOutcome, Committed, Created, Decide, EventPage, Lease, NewCallState, NewRun,
+    RunEnd, RunQuery, RunStore, SettleOutcome, StepState, StoreError, StoreResult, ToolCallRecord,
     TurnCommit, TurnOutcome,
 };
 use crate::domain::{
@@ -86,9 +91,12 @@ CREATE TABLE events (
 ) WITHOUT ROWID;
 ";
 
-/// A [`RunStore`] on one SQLite file.
+/// A [`RunStore`] on one SQLite file: a group-commit task owns the connection every operation
+/// uses; a checkpoint thread has another.
 pub struct SqliteStore {
-    conn: Arc<Mutex<Connection>>,
+    db: GroupCommit,
+    /// The lock on the database file, held as long as the store lives.
+    _lock: std::fs::File,
 }
 
 impl SqliteStore {
@@ -97,7 +105,20 @@ impl SqliteStore {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let mut conn = Connection::open(path)?;
+        // One process per file: a second server on the same data directory fails here.
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path.with_extension("lock"))?;
+        lock.try_lock().map_err(|error| match error {
+            std::fs::TryLockError::WouldBlock => StoreError::Io(std::io::Error::other(format!(
+                "{} is in use by another askuser server",
+                path.display()
+            ))),
+            std::fs::TryLockError::Error(error) => StoreError::Io(error),
+        })?;
+        let mut conn = connect(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         let sync = match synchronous {
             Synchronous::Normal => "NORMAL",
@@ -105,35 +126,37 @@ impl SqliteStore {
         };
         conn.pragma_update(None, "synchronous", sync)?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        // One process per file: the lock fails a second server on the same data directory.
-        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
+        // Checkpoints run on their own connection and thread, never in a commit.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)?;
+        // The savepoint journals of a batch's operations stay in memory rather than spill to a
+        // temporary file.
+        conn.pragma_update(None, "temp_store", "MEMORY")?;
+        // Room for every statement the store prepares, so none is parsed again.
+        conn.set_prepared_statement_cache_capacity(64);
         migrate(&mut conn)?;
         // Leases of a previous process are void: nobody else can use this file.
         conn.execute(
             "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL WHERE lease_owner IS NOT NULL",
             [],
         )?;
+        let checkpointer = Checkpointer::start(connect(path)?)?;
         Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
+            db: GroupCommit::start(conn, checkpointer)?,
+            _lock: lock,
         })
     }
+}
 
-    async fn with_conn<T, F>(&self, work: F) -> StoreResult<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&mut Connection) -> StoreResult<T> + Send + 'static,
-    {
-        let conn = Arc::clone(&self.conn);
-        tokio::task::spawn_blocking(move || {
-            let mut guard = conn
-                .lock()
-                .map_err(|_| StoreError::Task("connection lock poisoned".into()))?;
-            work(&mut guard)
-        })
-        .await
-        .map_err(|e| StoreError::Task(e.to_string()))?
-    }
+/// Opens a connection that waits out the other's short locks: the checkpointer's restart waits
+/// for the writer's batch, the writer for a restart.
+fn connect(path: &Path) -> StoreResult<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_handler(Some(|attempt| {
+        // Polls every 100 µs for up to 5 s: the locks are held for a batch or a restart at most.
+        std::thread::sleep(std::time::Duration::from_micros(100));
+        attempt < 50_000
+    }))?;
+    Ok(conn)
 }
 
 fn migrate(conn: &mut Connection) -> StoreResult<()> {
@@ -207,8 +230,8 @@ struct RunHead {
     lease_owner: Option<String>,
 }
 
-fn run_head(tx: &Transaction<'_>, run_id: &str) -> StoreResult<Option<RunHead>> {
-    let row = tx
+fn run_head(conn: &Connection, run_id: &str) -> StoreResult<Option<RunHead>> {
+    let row = conn
         .prepare_cached(
             "SELECT status, last_sequence, turns, lease_owner FROM runs WHERE run_id = ?1",
         )?
@@ -234,13 +257,13 @@ fn run_head(tx: &Transaction<'_>, run_id: &str) -> StoreResult<Option<RunHead>> 
 
 /// Appends events after `last_sequence`; returns them with their sequences.
 fn append_events(
-    tx: &Transaction<'_>,
+    conn: &Connection,
     run_id: &str,
     last_sequence: u64,
     kinds: Vec<EventKind>,
     time_ms: i64,
 ) -> StoreResult<Vec<Event>> {
-    let mut stmt = tx.prepare_cached(
+    let mut stmt = conn.prepare_cached(
         "INSERT INTO events (run_id, sequence, time_ms, body) VALUES (?1, ?2, ?3, ?4)",
     )?;
     let mut events = Vec::with_capacity(kinds.len());
@@ -257,8 +280,8 @@ fn append_events(
     Ok(events)
 }
 
-fn count_pending(tx: &Transaction<'_>, run_id: &str) -> StoreResult<i64> {
-    Ok(tx
+fn count_pending(conn: &Connection, run_id: &str) -> StoreResult<i64> {
+    Ok(conn
         .prepare_cached("SELECT COUNT(*) FROM tool_calls WHERE run_id = ?1 AND status = 'pending'")?
         .query_row([run_id], |row| row.get(0))?)
 }
@@ -307,92 +330,125 @@ fn load_transcript(conn: &Connection, run: &RunRecord) -> StoreResult<Vec<Messag
     assemble_transcript(&run.prompt, turns, &calls)
 }
 
+/// The state a step of a run starts from; `None` when there is no such run.
+fn read_step(conn: &Connection, run_id: &str) -> StoreResult<Option<StepState>> {
+    let Some(run) = load_run(conn, run_id)? else {
+        return Ok(None);
+    };
+    let transcript = load_transcript(conn, &run)?;
+    let step_attempt: i64 = conn
+        .prepare_cached("SELECT step_attempt FROM runs WHERE run_id = ?1")?
+        .query_row([run_id], |row| row.get(0))?;
+    Ok(Some(StepState {
+        run,
+        transcript,
+        step_attempt: u32::try_from(step_attempt).unwrap_or(0),
+    }))
+}
+
+/// Takes or renews the lease of a running run unless another owner holds an unexpired one.
+fn take_lease(conn: &Connection, run_id: &str, owner: &str, until_ms: i64) -> StoreResult<bool> {
+    let taken = conn
+        .prepare_cached(
+            "UPDATE runs SET lease_owner = ?2, lease_expires_ms = ?3 WHERE run_id = ?1 \
+             AND status = 'running' AND (lease_owner IS NULL OR lease_owner = ?2 \
+             OR lease_expires_ms < ?4)",
+        )?
+        .execute(params![run_id, owner, until_ms, now_millis()])?;
+    Ok(taken == 1)
+}
+
 #[async_trait]
 impl RunStore for SqliteStore {
-    async fn create_run(&self, run: NewRun) -> StoreResult<Committed> {
-        self.with_conn(move |conn| {
-            let now = now_millis();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            tx.prepare_cached(&format!(
-                "INSERT INTO runs ({RUN_COLUMNS}) VALUES (?1, ?2, 'running', ?3, ?4, '', '', 1, 0, ?5, ?6, ?6)"
-            ))?
-            .execute(params![
-                run.run_id,
-                run.agent_id,
-                run.prompt,
-                to_json(&run.metadata)?,
-                run.question_ttl_ms,
-                now
-            ])?;
-            let started = EventKind::RunStarted {
-                agent_id: run.agent_id.clone(),
-                prompt: run.prompt.clone(),
-                metadata: run.metadata.clone(),
-            };
-            let events = append_events(&tx, &run.run_id, 0, vec![started], now)?;
-            tx.commit()?;
-            Ok(Committed {
-                events,
-                status: RunStatus::Running,
+    async fn create_run(&self, run: NewRun, lease: Option<Lease<'_>>) -> StoreResult<Created> {
+        let owner = lease.map(|lease| lease.owner.to_owned());
+        let lease_until_ms = lease.map(|lease| lease.until_ms);
+        self.db
+            .run(move |conn| {
+                let now = now_millis();
+                conn.prepare_cached(&format!(
+                    "INSERT INTO runs ({RUN_COLUMNS}, lease_owner, lease_expires_ms) \
+                     VALUES (?1, ?2, 'running', ?3, ?4, '', '', 1, 0, ?5, ?6, ?6, ?7, ?8)"
+                ))?
+                .execute(params![
+                    run.run_id,
+                    run.agent_id,
+                    run.prompt,
+                    to_json(&run.metadata)?,
+                    run.question_ttl_ms,
+                    now,
+                    owner,
+                    lease_until_ms
+                ])?;
+                let started = EventKind::RunStarted {
+                    agent_id: run.agent_id.clone(),
+                    prompt: run.prompt.clone(),
+                    metadata: run.metadata.clone(),
+                };
+                let events = append_events(conn, &run.run_id, 0, vec![started], now)?;
+                Ok(Created {
+                    committed: Committed {
+                        events,
+                        status: RunStatus::Running,
+                    },
+                    step: first_step(run, now)?,
+                })
             })
-        })
-        .await
+            .await
     }
 
     async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunRecord>> {
         let run_id = run_id.to_owned();
-        self.with_conn(move |conn| load_run(conn, &run_id)).await
+        self.db.run(move |conn| load_run(conn, &run_id)).await
     }
 
     async fn list_runs(&self, query: RunQuery) -> StoreResult<Vec<RunRecord>> {
-        self.with_conn(move |conn| {
-            let mut sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE 1 = 1");
-            let mut args: Vec<String> = Vec::new();
-            if let Some(status) = query.status {
-                args.push(status.as_str().to_owned());
-                sql.push_str(&format!(" AND status = ?{}", args.len()));
-            }
-            if let Some(agent_id) = query.agent_id {
-                args.push(agent_id);
-                sql.push_str(&format!(" AND agent_id = ?{}", args.len()));
-            }
-            if let Some(before) = query.before_run_id {
-                args.push(before);
-                sql.push_str(&format!(" AND run_id < ?{}", args.len()));
-            }
-            sql.push_str(&format!(" ORDER BY run_id DESC LIMIT {}", query.limit));
-            let raws: Vec<RunRow> = conn
-                .prepare_cached(&sql)?
-                .query_map(rusqlite::params_from_iter(args.iter()), read_run_row)?
-                .collect::<Result<_, _>>()?;
-            raws.into_iter()
-                .map(|raw| {
-                    let pending = load_pending(conn, &raw.run_id)?;
-                    raw.into_record(pending)
-                })
-                .collect()
-        })
-        .await
+        self.db
+            .run(move |conn| {
+                let mut sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE 1 = 1");
+                let mut args: Vec<String> = Vec::new();
+                if let Some(status) = query.status {
+                    args.push(status.as_str().to_owned());
+                    sql.push_str(&format!(" AND status = ?{}", args.len()));
+                }
+                if let Some(agent_id) = query.agent_id {
+                    args.push(agent_id);
+                    sql.push_str(&format!(" AND agent_id = ?{}", args.len()));
+                }
+                if let Some(before) = query.before_run_id {
+                    args.push(before);
+                    sql.push_str(&format!(" AND run_id < ?{}", args.len()));
+                }
+                sql.push_str(&format!(" ORDER BY run_id DESC LIMIT {}", query.limit));
+                let raws: Vec<RunRow> = conn
+                    .prepare_cached(&sql)?
+                    .query_map(rusqlite::params_from_iter(args.iter()), read_run_row)?
+                    .collect::<Result<_, _>>()?;
+                raws.into_iter()
+                    .map(|raw| {
+                        let pending = load_pending(conn, &raw.run_id)?;
+                        raw.into_record(pending)
+                    })
+                    .collect()
+            })
+            .await
     }
 
-    async fn load_step(&self, run_id: &str) -> StoreResult<Option<StepState>> {
+    async fn load_step(
+        &self,
+        run_id: &str,
+        lease: Option<Lease<'_>>,
+    ) -> StoreResult<Option<StepState>> {
         let run_id = run_id.to_owned();
-        self.with_conn(move |conn| {
-            let tx = conn.transaction()?;
-            let Some(run) = load_run(&tx, &run_id)? else {
-                return Ok(None);
-            };
-            let transcript = load_transcript(&tx, &run)?;
-            let step_attempt: i64 = tx
-                .prepare_cached("SELECT step_attempt FROM runs WHERE run_id = ?1")?
-                .query_row([&run_id], |row| row.get(0))?;
-            Ok(Some(StepState {
-                run,
-                transcript,
-                step_attempt: u32::try_from(step_attempt).unwrap_or(0),
-            }))
-        })
-        .await
+        let lease = lease.map(|lease| (lease.owner.to_owned(), lease.until_ms));
+        self.db
+            .run(move |conn| match lease {
+                Some((owner, until_ms)) if !take_lease(conn, &run_id, &owner, until_ms)? => {
+                    Ok(None)
+                }
+                _ => read_step(conn, &run_id),
+            })
+            .await
     }
 
     async fn commit_turn(
@@ -403,10 +459,9 @@ impl RunStore for SqliteStore {
         commit: TurnCommit,
     ) -> StoreResult<TurnOutcome> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
-        self.with_conn(move |conn| {
+        self.db.run(move |conn| {
             let now = now_millis();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let Some(head) = run_head(&tx, &run_id)? else {
+            let Some(head) = run_head(conn, &run_id)? else {
                 return Ok(TurnOutcome::Stale);
             };
             if head.status != RunStatus::Running
@@ -417,11 +472,11 @@ impl RunStore for SqliteStore {
             }
             let mut turns = head.turns;
             if let Some(text) = &commit.assistant_text {
-                tx.prepare_cached("INSERT INTO turns (run_id, turn, text) VALUES (?1, ?2, ?3)")?
+                conn.prepare_cached("INSERT INTO turns (run_id, turn, text) VALUES (?1, ?2, ?3)")?
                     .execute(params![run_id, i64::from(turns), text])?;
                 turns += 1;
             }
-            let events = append_events(&tx, &run_id, head.last_sequence, commit.events, now)?;
+            let events = append_events(conn, &run_id, head.last_sequence, commit.events, now)?;
             // A call settled at once gets the sequence of its own tool_result event.
             let result_sequence = |id: &str| {
                 events
@@ -431,7 +486,7 @@ impl RunStore for SqliteStore {
             };
             let mut any_pending = false;
             {
-                let mut insert = tx.prepare_cached(
+                let mut insert = conn.prepare_cached(
                     "INSERT INTO tool_calls (run_id, tool_call_id, turn, position, tool_name, arguments_json, \
                      status, payload, expire_ms, result_content, result_is_error, result_kind, result_sequence) \
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
@@ -490,7 +545,7 @@ impl RunStore for SqliteStore {
                 None => (RunStatus::Running, "", ""),
             };
             let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-            tx.prepare_cached(
+            conn.prepare_cached(
                 "UPDATE runs SET status = ?2, turns = ?3, last_sequence = ?4, output_text = ?5, \
                  error_message = ?6, updated_ms = ?7, step_attempt = 0, \
                  lease_owner = CASE WHEN ?2 = 'running' THEN lease_owner END, \
@@ -506,7 +561,6 @@ impl RunStore for SqliteStore {
                 error_message,
                 now
             ])?;
-            tx.commit()?;
             Ok(TurnOutcome::Committed(Committed { events, status }))
         })
         .await
@@ -521,10 +575,9 @@ impl RunStore for SqliteStore {
         events: Vec<EventKind>,
     ) -> StoreResult<TurnOutcome> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
-        self.with_conn(move |conn| {
+        self.db.run(move |conn| {
             let now = now_millis();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let Some(head) = run_head(&tx, &run_id)? else {
+            let Some(head) = run_head(conn, &run_id)? else {
                 return Ok(TurnOutcome::Stale);
             };
             if head.status != RunStatus::Running
@@ -533,13 +586,12 @@ impl RunStore for SqliteStore {
             {
                 return Ok(TurnOutcome::Stale);
             }
-            let events = append_events(&tx, &run_id, head.last_sequence, events, now)?;
+            let events = append_events(conn, &run_id, head.last_sequence, events, now)?;
             let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-            tx.prepare_cached(
+            conn.prepare_cached(
                 "UPDATE runs SET last_sequence = ?2, step_attempt = ?3, updated_ms = ?4 WHERE run_id = ?1",
             )?
             .execute(params![run_id, last_sequence as i64, i64::from(attempt), now])?;
-            tx.commit()?;
             Ok(TurnOutcome::Committed(Committed {
                 events,
                 status: RunStatus::Running,
@@ -554,7 +606,8 @@ impl RunStore for SqliteStore {
         tool_call_id: &str,
     ) -> StoreResult<Option<ToolCallRecord>> {
         let (run_id, tool_call_id) = (run_id.to_owned(), tool_call_id.to_owned());
-        self.with_conn(move |conn| load_tool_call(conn, &run_id, &tool_call_id))
+        self.db
+            .run(move |conn| load_tool_call(conn, &run_id, &tool_call_id))
             .await
     }
 
@@ -562,19 +615,23 @@ impl RunStore for SqliteStore {
         &self,
         run_id: &str,
         tool_call_id: &str,
-        settlement: Settlement,
+        decide: Decide,
+        lease: Option<Lease<'_>>,
     ) -> StoreResult<SettleOutcome> {
         let (run_id, tool_call_id) = (run_id.to_owned(), tool_call_id.to_owned());
-        self.with_conn(move |conn| {
+        let lease = lease.map(|lease| (lease.owner.to_owned(), lease.until_ms));
+        self.db.run(move |conn| {
             let now = now_millis();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let Some(call) = load_tool_call(&tx, &run_id, &tool_call_id)? else {
+            let Some(call) = load_tool_call(conn, &run_id, &tool_call_id)? else {
                 return Ok(SettleOutcome::NotFound);
             };
             if call.status != CallStatus::Pending {
                 return Ok(SettleOutcome::NotPending(Box::new(call)));
             }
-            let Some(head) = run_head(&tx, &run_id)? else {
+            let Some(settlement) = decide(&call) else {
+                return Ok(SettleOutcome::Refused(Box::new(call)));
+            };
+            let Some(head) = run_head(conn, &run_id)? else {
                 return Ok(SettleOutcome::NotFound);
             };
             let result = EventKind::ToolResult {
@@ -583,10 +640,10 @@ impl RunStore for SqliteStore {
                 is_error: false,
                 kind: settlement.kind,
             };
-            let events = append_events(&tx, &run_id, head.last_sequence, vec![result], now)?;
+            let events = append_events(conn, &run_id, head.last_sequence, vec![result], now)?;
             let sequence = head.last_sequence + 1;
             let answer = settlement.answer.as_ref().map(to_json).transpose()?;
-            let changed = tx
+            let changed = conn
                 .prepare_cached(
                     "UPDATE tool_calls SET status = ?3, answer = ?4, answer_id = ?5, result_content = ?6, \
                      result_is_error = 0, result_kind = ?7, result_sequence = ?8 \
@@ -607,17 +664,28 @@ impl RunStore for SqliteStore {
                     "tool call {tool_call_id} changed inside its own transaction"
                 )));
             }
-            let status = if count_pending(&tx, &run_id)? == 0 {
+            let status = if count_pending(conn, &run_id)? == 0 {
                 RunStatus::Running
             } else {
                 head.status
             };
-            tx.prepare_cached(
+            conn.prepare_cached(
                 "UPDATE runs SET status = ?2, last_sequence = ?3, updated_ms = ?4 WHERE run_id = ?1",
             )?
             .execute(params![run_id, status.as_str(), sequence as i64, now])?;
-            tx.commit()?;
-            Ok(SettleOutcome::Settled(Committed { events, status }))
+            let step = match lease {
+                Some((owner, until_ms))
+                    if status == RunStatus::Running
+                        && take_lease(conn, &run_id, &owner, until_ms)? =>
+                {
+                    read_step(conn, &run_id)?.map(Box::new)
+                }
+                _ => None,
+            };
+            Ok(SettleOutcome::Settled {
+                committed: Committed { events, status },
+                step,
+            })
         })
         .await
     }
@@ -633,10 +701,9 @@ impl RunStore for SqliteStore {
             reason.to_owned(),
             call_content.to_owned(),
         );
-        self.with_conn(move |conn| {
+        self.db.run(move |conn| {
             let now = now_millis();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let Some(head) = run_head(&tx, &run_id)? else {
+            let Some(head) = run_head(conn, &run_id)? else {
                 return Ok(CancelOutcome::NotFound);
             };
             match head.status {
@@ -646,7 +713,7 @@ impl RunStore for SqliteStore {
                 }
                 RunStatus::Running | RunStatus::Suspended => {}
             }
-            let pending = load_pending(&tx, &run_id)?;
+            let pending = load_pending(conn, &run_id)?;
             let mut kinds: Vec<EventKind> = pending
                 .iter()
                 .map(|call| EventKind::ToolResult {
@@ -659,9 +726,9 @@ impl RunStore for SqliteStore {
             kinds.push(EventKind::RunCancelled {
                 reason: reason.clone(),
             });
-            let events = append_events(&tx, &run_id, head.last_sequence, kinds, now)?;
+            let events = append_events(conn, &run_id, head.last_sequence, kinds, now)?;
             {
-                let mut settle = tx.prepare_cached(
+                let mut settle = conn.prepare_cached(
                     "UPDATE tool_calls SET status = 'cancelled', result_content = ?3, result_kind = ?4, \
                      result_sequence = ?5 WHERE run_id = ?1 AND tool_call_id = ?2",
                 )?;
@@ -676,12 +743,11 @@ impl RunStore for SqliteStore {
                 }
             }
             let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-            tx.prepare_cached(
+            conn.prepare_cached(
                 "UPDATE runs SET status = 'cancelled', error_message = ?2, last_sequence = ?3, \
                  updated_ms = ?4 WHERE run_id = ?1",
             )?
             .execute(params![run_id, reason, last_sequence as i64, now])?;
-            tx.commit()?;
             Ok(CancelOutcome::Cancelled(Committed {
                 events,
                 status: RunStatus::Cancelled,
@@ -697,16 +763,15 @@ impl RunStore for SqliteStore {
         limit: usize,
     ) -> StoreResult<Option<EventPage>> {
         let run_id = run_id.to_owned();
-        self.with_conn(move |conn| {
-            let tx = conn.transaction()?;
-            let Some((status, last_sequence)) = tx
+        self.db.run(move |conn| {
+            let Some((status, last_sequence)) = conn
                 .prepare_cached("SELECT status, last_sequence FROM runs WHERE run_id = ?1")?
                 .query_row([&run_id], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))
                 .optional()?
             else {
                 return Ok(None);
             };
-            let rows: Vec<(i64, i64, String)> = tx
+            let rows: Vec<(i64, i64, String)> = conn
                 .prepare_cached(
                     "SELECT sequence, time_ms, body FROM events WHERE run_id = ?1 AND sequence > ?2 \
                      ORDER BY sequence LIMIT ?3",
@@ -737,22 +802,23 @@ impl RunStore for SqliteStore {
     }
 
     async fn due_expiries(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<(String, String)>> {
-        self.with_conn(move |conn| {
-            Ok(conn
-                .prepare_cached(
-                    "SELECT run_id, tool_call_id FROM tool_calls WHERE status = 'pending' \
+        self.db
+            .run(move |conn| {
+                Ok(conn
+                    .prepare_cached(
+                        "SELECT run_id, tool_call_id FROM tool_calls WHERE status = 'pending' \
                      AND expire_ms IS NOT NULL AND expire_ms <= ?1 ORDER BY expire_ms LIMIT ?2",
-                )?
-                .query_map(params![now_ms, limit as i64], |row| {
-                    Ok((row.get(0)?, row.get(1)?))
-                })?
-                .collect::<Result<_, _>>()?)
-        })
-        .await
+                    )?
+                    .query_map(params![now_ms, limit as i64], |row| {
+                        Ok((row.get(0)?, row.get(1)?))
+                    })?
+                    .collect::<Result<_, _>>()?)
+            })
+            .await
     }
 
     async fn next_expiry(&self) -> StoreResult<Option<i64>> {
-        self.with_conn(|conn| {
+        self.db.run(|conn| {
             Ok(conn
                 .prepare_cached(
                     "SELECT MIN(expire_ms) FROM tool_calls WHERE status = 'pending' AND expire_ms IS NOT NULL",
@@ -763,21 +829,19 @@ impl RunStore for SqliteStore {
     }
 
     async fn prune_finished(&self, before_ms: i64) -> StoreResult<u64> {
-        self.with_conn(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.db.run(move |conn| {
             let finished = "SELECT run_id FROM runs WHERE status IN ('completed', 'failed', 'cancelled') \
                             AND updated_ms < ?1";
             for table in ["events", "tool_calls", "turns"] {
-                tx.execute(
+                conn.execute(
                     &format!("DELETE FROM {table} WHERE run_id IN ({finished})"),
                     [before_ms],
                 )?;
             }
-            let pruned = tx.execute(
+            let pruned = conn.execute(
                 "DELETE FROM runs WHERE status IN ('completed', 'failed', 'cancelled') AND updated_ms < ?1",
                 [before_ms],
             )?;
-            tx.commit()?;
             Ok(pruned as u64)
         })
         .await
@@ -785,34 +849,27 @@ impl RunStore for SqliteStore {
 
     async fn acquire_lease(&self, run_id: &str, owner: &str, until_ms: i64) -> StoreResult<bool> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
-        self.with_conn(move |conn| {
-            let taken = conn
-                .prepare_cached(
-                    "UPDATE runs SET lease_owner = ?2, lease_expires_ms = ?3 WHERE run_id = ?1 \
-                     AND status = 'running' AND (lease_owner IS NULL OR lease_owner = ?2 \
-                     OR lease_expires_ms < ?4)",
-                )?
-                .execute(params![run_id, owner, until_ms, now_millis()])?;
-            Ok(taken == 1)
-        })
-        .await
+        self.db
+            .run(move |conn| take_lease(conn, &run_id, &owner, until_ms))
+            .await
     }
 
     async fn release_lease(&self, run_id: &str, owner: &str) -> StoreResult<()> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
-        self.with_conn(move |conn| {
-            conn.prepare_cached(
-                "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL \
+        self.db
+            .run(move |conn| {
+                conn.prepare_cached(
+                    "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL \
                  WHERE run_id = ?1 AND lease_owner = ?2",
-            )?
-            .execute(params![run_id, owner])?;
-            Ok(())
-        })
-        .await
+                )?
+                .execute(params![run_id, owner])?;
+                Ok(())
+            })
+            .await
     }
 
     async fn unleased_runs(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<String>> {
-        self.with_conn(move |conn| {
+        self.db.run(move |conn| {
             Ok(conn
                 .prepare_cached(
                     "SELECT run_id FROM runs WHERE status = 'running' \
@@ -832,10 +889,12 @@ impl RunStore for SqliteStore {
     }
 
     async fn close(&self) -> StoreResult<()> {
-        self.with_conn(|conn| {
-            conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
-            Ok(())
-        })
-        .await
+        // A checkpoint cannot run inside the batch's transaction.
+        self.db
+            .run_alone(|conn| {
+                conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+                Ok(())
+            })
+            .await
     }
 }

@@ -1,0 +1,614 @@
+//! The scenarios: sequential round trips, round trips at several concurrencies, runs held
+//! suspended, and idle open streams. Each starts its own server with a fresh store.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use askuser::proto::v1 as pb;
+use rand::seq::IndexedRandom;
+
+use crate::BenchError;
+use crate::server::{ServerProcess, StoreKind, StoreSize};
+use crate::workload::{self, Client, OpenRun, RoundTrip, Suspension};
+
+/// The scenarios of the bench.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scenario {
+    Sequential,
+    Concurrency,
+    Hold,
+    Streams,
+}
+
+const ALL_SCENARIOS: [Scenario; 4] = [
+    Scenario::Sequential,
+    Scenario::Concurrency,
+    Scenario::Hold,
+    Scenario::Streams,
+];
+
+/// How much of each scenario to run on one store.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub scenarios: Vec<Scenario>,
+    /// Times each throughput scenario is run (on a fresh server each time); figures are medians.
+    pub repeats: usize,
+    pub warmup_runs: usize,
+    pub sequential_runs: usize,
+    pub concurrency_levels: Vec<usize>,
+    pub concurrent_runs: usize,
+    /// Cumulative sizes of the hold: figures are taken as the held runs reach each one.
+    pub hold: Vec<usize>,
+    pub hold_concurrency: usize,
+    pub hold_connections: usize,
+    pub streams: usize,
+    pub streams_per_connection: usize,
+    /// The most time any one scenario may take.
+    pub time_limit: Duration,
+}
+
+impl Plan {
+    pub fn sqlite(quick: bool) -> Self {
+        if quick {
+            return Plan {
+                scenarios: ALL_SCENARIOS.to_vec(),
+                repeats: 1,
+                warmup_runs: 200,
+                sequential_runs: 2_000,
+                concurrency_levels: vec![16, 64, 256],
+                concurrent_runs: 4_000,
+                hold: vec![20_000],
+                hold_concurrency: 256,
+                hold_connections: 16,
+                streams: 2_000,
+                streams_per_connection: 100,
+                time_limit: Duration::from_secs(300),
+            };
+        }
+        Plan {
+            scenarios: ALL_SCENARIOS.to_vec(),
+            repeats: 5,
+            warmup_runs: 500,
+            sequential_runs: 10_000,
+            concurrency_levels: vec![16, 64, 256],
+            concurrent_runs: 20_000,
+            hold: vec![100_000, 1_000_000],
+            hold_concurrency: 256,
+            hold_connections: 16,
+            streams: 10_000,
+            streams_per_connection: 100,
+            time_limit: Duration::from_secs(600),
+        }
+    }
+
+    /// PostgreSQL commits wait for an fsync, so its scenarios run fewer runs.
+    pub fn postgres(quick: bool) -> Self {
+        if quick {
+            return Plan {
+                repeats: 1,
+                warmup_runs: 100,
+                sequential_runs: 500,
+                concurrent_runs: 2_000,
+                hold: vec![10_000],
+                ..Plan::sqlite(true)
+            };
+        }
+        Plan {
+            repeats: 3,
+            warmup_runs: 200,
+            sequential_runs: 2_000,
+            concurrent_runs: 10_000,
+            hold: vec![100_000],
+            ..Plan::sqlite(false)
+        }
+    }
+}
+
+/// Latency percentiles, nearest rank.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Percentiles {
+    pub p50: Duration,
+    pub p99: Duration,
+    pub p999: Duration,
+    pub max: Duration,
+}
+
+impl Percentiles {
+    fn of(mut samples: Vec<Duration>) -> Self {
+        samples.sort_unstable();
+        let rank = |fraction: f64| {
+            let index = ((fraction * samples.len() as f64).ceil() as usize).saturating_sub(1);
+            samples.get(index).copied().unwrap_or_default()
+        };
+        Percentiles {
+            p50: rank(0.50),
+            p99: rank(0.99),
+            p999: rank(0.999),
+            max: samples.last().copied().unwrap_or_default(),
+        }
+    }
+}
+
+/// One measured batch of round trips.
+#[derive(Clone, Debug)]
+pub struct Throughput {
+    pub runs: usize,
+    pub elapsed: Duration,
+    pub total: Percentiles,
+    pub resume: Percentiles,
+    /// CPU time (user + system) the server and the bench used meanwhile.
+    pub server_cpu: Duration,
+    pub client_cpu: Duration,
+}
+
+impl Throughput {
+    pub fn rate(&self) -> f64 {
+        self.runs as f64 / self.elapsed.as_secs_f64()
+    }
+
+    /// Server CPU time per round trip.
+    pub fn server_cpu_per_run(&self) -> Duration {
+        self.server_cpu / self.runs.max(1) as u32
+    }
+
+    /// Bench (client) CPU time per round trip.
+    pub fn client_cpu_per_run(&self) -> Duration {
+        self.client_cpu / self.runs.max(1) as u32
+    }
+}
+
+/// The same scenario repeated; figures are the medians over the repeats.
+#[derive(Clone, Debug)]
+pub struct Repeated {
+    pub concurrency: usize,
+    pub connections: usize,
+    pub repeats: Vec<Throughput>,
+}
+
+impl Repeated {
+    fn median(&self, figure: impl Fn(&Throughput) -> f64) -> f64 {
+        let mut values: Vec<f64> = self.repeats.iter().map(figure).collect();
+        values.sort_by(f64::total_cmp);
+        match values.len() {
+            0 => 0.0,
+            n if n % 2 == 1 => values[n / 2],
+            n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+        }
+    }
+
+    pub fn rate(&self) -> f64 {
+        self.median(Throughput::rate)
+    }
+
+    /// Median over repeats of a latency figure, in milliseconds.
+    pub fn ms(&self, figure: impl Fn(&Throughput) -> Duration) -> f64 {
+        self.median(|t| figure(t).as_secs_f64() * 1000.0)
+    }
+}
+
+/// Figures taken as the held runs reach one of the plan's sizes.
+#[derive(Clone, Debug)]
+pub struct HoldPoint {
+    pub runs: usize,
+    /// Time to start these runs and see each suspension committed (since the previous point).
+    pub elapsed: Duration,
+    pub started: usize,
+    /// Server CPU time spent meanwhile.
+    pub server_cpu: Duration,
+    pub rss_kib: u64,
+    pub store: StoreSize,
+}
+
+impl HoldPoint {
+    pub fn starts_per_second(&self) -> f64 {
+        self.started as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Hold {
+    pub concurrency: usize,
+    pub connections: usize,
+    pub baseline_rss_kib: u64,
+    pub points: Vec<HoldPoint>,
+    pub answer_elapsed: Duration,
+    pub answered: usize,
+    pub listed_completed: usize,
+    pub listed_suspended: usize,
+    pub sampled: usize,
+    pub peak_rss_kib: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Streams {
+    pub streams: usize,
+    pub connections: usize,
+    pub rss_before_kib: u64,
+    pub rss_after_kib: u64,
+    pub open_elapsed: Duration,
+    pub answered: usize,
+}
+
+impl Streams {
+    pub fn bytes_per_stream(&self) -> f64 {
+        (self.rss_after_kib.saturating_sub(self.rss_before_kib) * 1024) as f64 / self.streams as f64
+    }
+}
+
+/// Every figure of one store.
+#[derive(Clone, Debug)]
+pub struct StoreFigures {
+    pub sequential: Option<Repeated>,
+    pub concurrent: Vec<Repeated>,
+    pub hold: Option<Hold>,
+    pub streams: Option<Streams>,
+}
+
+/// User + system CPU time of a process so far, from /proc/PID/stat (in clock ticks of 10 ms).
+fn cpu_time(pid: u32) -> Result<Duration, BenchError> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |index: usize| fields.get(index).and_then(|v| v.parse::<u64>().ok());
+    match (ticks(11), ticks(12)) {
+        (Some(user), Some(system)) => Ok(Duration::from_millis((user + system) * 10)),
+        _ => Err(BenchError::failed(format!("cannot read /proc/{pid}/stat"))),
+    }
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+fn print_throughput(label: &str, figures: &Throughput) {
+    println!(
+        "  {label}: {} runs in {:.2} s = {:.0} round trips/s; resume p50 {:.3} ms p99 {:.3} ms \
+         p99.9 {:.3} ms max {:.3} ms; round trip p50 {:.3} ms p99 {:.3} ms; CPU per round \
+         trip: server {:.0} µs, bench {:.0} µs",
+        figures.runs,
+        figures.elapsed.as_secs_f64(),
+        figures.rate(),
+        ms(figures.resume.p50),
+        ms(figures.resume.p99),
+        ms(figures.resume.p999),
+        ms(figures.resume.max),
+        ms(figures.total.p50),
+        ms(figures.total.p99),
+        figures.server_cpu_per_run().as_secs_f64() * 1e6,
+        figures.client_cpu_per_run().as_secs_f64() * 1e6,
+    );
+}
+
+/// Runs every scenario of `plan` on a store of `kind`.
+pub async fn run_all(
+    binary: &Path,
+    work_dir: &Path,
+    kind: &StoreKind,
+    plan: &Plan,
+) -> Result<StoreFigures, BenchError> {
+    let store = kind.name();
+    let runs = |scenario| plan.scenarios.contains(&scenario);
+    let mut figures = StoreFigures {
+        sequential: None,
+        concurrent: Vec::new(),
+        hold: None,
+        streams: None,
+    };
+    if runs(Scenario::Sequential) {
+        println!(
+            "== {store}: sequential round trips ({} runs x {} repeats)",
+            plan.sequential_runs, plan.repeats
+        );
+        figures.sequential = Some(repeated(binary, work_dir, kind, plan, 1, 1).await?);
+    }
+    if runs(Scenario::Concurrency) {
+        for &concurrency in &plan.concurrency_levels {
+            let connections = connections_for(concurrency);
+            println!(
+                "== {store}: round trips at concurrency {concurrency} over {connections} \
+                 connection(s) ({} runs x {} repeats)",
+                plan.concurrent_runs, plan.repeats
+            );
+            figures
+                .concurrent
+                .push(repeated(binary, work_dir, kind, plan, concurrency, connections).await?);
+        }
+    }
+    if runs(Scenario::Hold) && !plan.hold.is_empty() {
+        println!("== {store}: hold {:?} runs suspended", plan.hold);
+        figures.hold = Some(hold(binary, &work_dir.join("hold"), kind, plan).await?);
+    }
+    if runs(Scenario::Streams) {
+        println!(
+            "== {store}: {} open streams idle on a suspension",
+            plan.streams
+        );
+        figures.streams = Some(open_streams(binary, &work_dir.join("streams"), kind, plan).await?);
+    }
+    Ok(figures)
+}
+
+/// Connections for a concurrency level: one HTTP/2 connection per 16 concurrent runs, as a pool of
+/// clients (or a client with a connection pool) would spread them.
+fn connections_for(concurrency: usize) -> usize {
+    concurrency.div_ceil(16)
+}
+
+async fn repeated(
+    binary: &Path,
+    work_dir: &Path,
+    kind: &StoreKind,
+    plan: &Plan,
+    concurrency: usize,
+    connections: usize,
+) -> Result<Repeated, BenchError> {
+    let mut repeats = Vec::with_capacity(plan.repeats);
+    let runs = if concurrency == 1 {
+        plan.sequential_runs
+    } else {
+        plan.concurrent_runs
+    };
+    for repeat in 0..plan.repeats {
+        let dir = work_dir.join(format!("c{concurrency}-r{repeat}"));
+        let server = ServerProcess::start(binary, &dir, kind).await?;
+        let clients = server.connect(connections).await?;
+        // Warm up connections, allocator and caches; not measured.
+        let deadline = Instant::now() + plan.time_limit;
+        round_trips(&clients, concurrency, plan.warmup_runs, deadline).await?;
+        let started = Instant::now();
+        let server_cpu = cpu_time(server.pid())?;
+        let client_cpu = cpu_time(std::process::id())?;
+        let trips = round_trips(&clients, concurrency, runs, deadline).await?;
+        let figures = Throughput {
+            runs: trips.len(),
+            elapsed: started.elapsed(),
+            total: Percentiles::of(trips.iter().map(|t| t.total).collect()),
+            resume: Percentiles::of(trips.iter().map(|t| t.resume).collect()),
+            server_cpu: cpu_time(server.pid())?.saturating_sub(server_cpu),
+            client_cpu: cpu_time(std::process::id())?.saturating_sub(client_cpu),
+        };
+        print_throughput(&format!("repeat {}", repeat + 1), &figures);
+        repeats.push(figures);
+        drop(clients);
+        server.stop().await?;
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let result = Repeated {
+        concurrency,
+        connections,
+        repeats,
+    };
+    println!(
+        "  median: {:.0} round trips/s; resume p50 {:.3} ms p99 {:.3} ms p99.9 {:.3} ms",
+        result.rate(),
+        result.ms(|t| t.resume.p50),
+        result.ms(|t| t.resume.p99),
+        result.ms(|t| t.resume.p999),
+    );
+    Ok(result)
+}
+
+async fn round_trips(
+    clients: &[Client],
+    concurrency: usize,
+    runs: usize,
+    deadline: Instant,
+) -> Result<Vec<RoundTrip>, BenchError> {
+    workload::run_concurrently(
+        clients,
+        concurrency,
+        runs,
+        deadline,
+        |mut client, _| async move { workload::round_trip(&mut client).await },
+    )
+    .await
+}
+
+/// Drives runs to suspension and leaves them (their streams closed); at each size of the plan
+/// records the time taken, the server's RSS and the store's size. Then answers every run with
+/// `ResumeRun` and checks they all completed.
+async fn hold(
+    binary: &Path,
+    dir: &Path,
+    kind: &StoreKind,
+    plan: &Plan,
+) -> Result<Hold, BenchError> {
+    let server = ServerProcess::start(binary, dir, kind).await?;
+    let clients = server.connect(plan.hold_connections).await?;
+    let deadline = Instant::now() + plan.time_limit * 4;
+    let baseline_rss_kib = server.rss_kib()?;
+    let mut held: Vec<Suspension> = Vec::new();
+    let mut points = Vec::new();
+    for &size in &plan.hold {
+        let count = size.saturating_sub(held.len());
+        let started = Instant::now();
+        let server_cpu = cpu_time(server.pid())?;
+        let suspensions = workload::run_concurrently(
+            &clients,
+            plan.hold_concurrency,
+            count,
+            deadline,
+            |mut client, _| async move { Ok(workload::start_run(&mut client).await?.suspension) },
+        )
+        .await?;
+        let elapsed = started.elapsed();
+        let server_cpu = cpu_time(server.pid())?.saturating_sub(server_cpu);
+        held.extend(suspensions);
+        // Let the last closed streams be torn down before reading the RSS.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let point = HoldPoint {
+            runs: held.len(),
+            elapsed,
+            started: count,
+            server_cpu,
+            rss_kib: server.rss_kib()?,
+            store: server.store_size().await?,
+        };
+        println!(
+            "  {} runs suspended: {count} starts in {:.1} s = {:.0} starts/s (server CPU {:.0} µs \
+             per start); server RSS {:.1} MiB; store {:.0} bytes/run ({:.1} MiB, and {:.1} MiB of \
+             WAL)",
+            point.runs,
+            elapsed.as_secs_f64(),
+            point.starts_per_second(),
+            server_cpu.as_secs_f64() * 1e6 / count.max(1) as f64,
+            point.rss_kib as f64 / 1024.0,
+            point.store.database as f64 / point.runs as f64,
+            point.store.database as f64 / 1048576.0,
+            point.store.wal as f64 / 1048576.0,
+        );
+        points.push(point);
+    }
+    let mut client = clients[0].clone();
+    let listed_suspended = workload::count_runs(&mut client, pb::RunStatus::Suspended).await?;
+    if listed_suspended != held.len() {
+        return Err(BenchError::failed(format!(
+            "ListRuns shows {listed_suspended} suspended runs, not {}",
+            held.len()
+        )));
+    }
+    let held = Arc::new(held);
+    let started = Instant::now();
+    let answers = Arc::clone(&held);
+    let answered = workload::run_concurrently(
+        &clients,
+        plan.hold_concurrency,
+        held.len(),
+        deadline,
+        move |mut client, index| {
+            let answers = Arc::clone(&answers);
+            async move { workload::resume_run(&mut client, &answers[index]).await }
+        },
+    )
+    .await?
+    .len();
+    let answer_elapsed = started.elapsed();
+    let listed_completed = workload::count_runs(&mut client, pb::RunStatus::Completed).await?;
+    let still_suspended = workload::count_runs(&mut client, pb::RunStatus::Suspended).await?;
+    let sample: Vec<&Suspension> = held
+        .choose_multiple(&mut rand::rng(), 1000.min(held.len()))
+        .collect();
+    for suspension in &sample {
+        workload::check_completed(&mut client, &suspension.run_id).await?;
+    }
+    if listed_completed != held.len() || still_suspended != 0 {
+        return Err(BenchError::failed(format!(
+            "after answering {} runs, ListRuns shows {listed_completed} completed and \
+             {still_suspended} suspended",
+            held.len()
+        )));
+    }
+    let peak_rss_kib = server.peak_rss_kib()?;
+    println!(
+        "  answered {answered} runs with ResumeRun in {:.1} s = {:.0} answers/s; ListRuns: \
+         {listed_completed} completed, {still_suspended} suspended; GetRun on {} sampled runs: \
+         all completed with the expected text; peak RSS {:.1} MiB",
+        answer_elapsed.as_secs_f64(),
+        answered as f64 / answer_elapsed.as_secs_f64(),
+        sample.len(),
+        peak_rss_kib as f64 / 1024.0,
+    );
+    drop(clients);
+    server.stop().await?;
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(Hold {
+        concurrency: plan.hold_concurrency,
+        connections: plan.hold_connections,
+        baseline_rss_kib,
+        points,
+        answer_elapsed,
+        answered,
+        listed_completed,
+        listed_suspended,
+        sampled: sample.len(),
+        peak_rss_kib,
+    })
+}
+
+/// Opens `plan.streams` RunAgent streams that each wait on their run's question, measures the
+/// server's RSS with all of them open, then answers every run on its stream.
+async fn open_streams(
+    binary: &Path,
+    dir: &Path,
+    kind: &StoreKind,
+    plan: &Plan,
+) -> Result<Streams, BenchError> {
+    let server = ServerProcess::start(binary, dir, kind).await?;
+    let connections = plan.streams.div_ceil(plan.streams_per_connection);
+    let clients = server.connect(connections).await?;
+    let deadline = Instant::now() + plan.time_limit;
+    // The same work once, with the streams closed again, so the RSS before counts warmed-up
+    // connections, allocator and caches, not the streams' first-time costs.
+    workload::run_concurrently(
+        &clients,
+        connections,
+        connections * 2,
+        deadline,
+        |mut client, _| async move { workload::round_trip(&mut client).await },
+    )
+    .await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let rss_before_kib = server.rss_kib()?;
+    let started = Instant::now();
+    let open: Vec<OpenRun> = workload::run_concurrently(
+        &clients,
+        connections,
+        plan.streams,
+        deadline,
+        |mut client, _| async move { workload::start_run(&mut client).await },
+    )
+    .await?;
+    let open_elapsed = started.elapsed();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let rss_after_kib = server.rss_kib()?;
+    let figures = Streams {
+        streams: open.len(),
+        connections,
+        rss_before_kib,
+        rss_after_kib,
+        open_elapsed,
+        answered: 0,
+    };
+    println!(
+        "  {} streams open over {connections} connections in {:.1} s; server RSS {:.1} MiB -> \
+         {:.1} MiB = {:.0} bytes per stream",
+        figures.streams,
+        open_elapsed.as_secs_f64(),
+        rss_before_kib as f64 / 1024.0,
+        rss_after_kib as f64 / 1024.0,
+        figures.bytes_per_stream(),
+    );
+    // Each stream is answered on itself: the answer goes up the open stream, and the run's
+    // completion comes down it.
+    let open: Arc<Vec<Mutex<Option<OpenRun>>>> =
+        Arc::new(open.into_iter().map(|run| Mutex::new(Some(run))).collect());
+    let answered = workload::run_concurrently(
+        &clients,
+        connections,
+        open.len(),
+        deadline,
+        move |_, index| {
+            let run = open[index].lock().ok().and_then(|mut run| run.take());
+            async move {
+                match run {
+                    Some(run) => run.answer().await,
+                    None => Err(BenchError::failed("an open stream was answered twice")),
+                }
+            }
+        },
+    )
+    .await?
+    .len();
+    println!("  answered all {answered} runs on their open streams");
+    drop(clients);
+    server.stop().await?;
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(Streams {
+        answered,
+        ..figures
+    })
+}

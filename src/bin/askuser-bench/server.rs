@@ -1,0 +1,267 @@
+//! The server under test: a real `askuser serve` child process on 127.0.0.1:0 with a fresh store
+//! (a new SQLite data directory, or a new PostgreSQL database) for every scenario.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use askuser::proto::v1::agent_service_client::AgentServiceClient;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::BenchError;
+
+/// How long the server may take to print its address, and to exit after SIGTERM.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Which store the server runs on.
+#[derive(Clone, Debug)]
+pub enum StoreKind {
+    /// The embedded SQLite store in a fresh data directory.
+    Sqlite,
+    /// PostgreSQL: every server gets a fresh database created through this URL (whose path names
+    /// an existing database, e.g. `postgres`).
+    Postgres { admin_url: String },
+}
+
+impl StoreKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            StoreKind::Sqlite => "SQLite",
+            StoreKind::Postgres { .. } => "PostgreSQL",
+        }
+    }
+}
+
+/// Bytes a store takes on disk.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StoreSize {
+    pub database: u64,
+    /// The SQLite WAL, not yet copied into the database file; 0 for PostgreSQL.
+    pub wal: u64,
+}
+
+/// A running server and the store it owns.
+pub struct ServerProcess {
+    child: Child,
+    pub addr: String,
+    dir: PathBuf,
+    database: Option<Database>,
+}
+
+/// A database created for one server, dropped after it.
+struct Database {
+    admin_url: String,
+    name: String,
+    url: String,
+}
+
+impl ServerProcess {
+    /// Starts `binary serve` with a store of `kind` under `dir` (created fresh).
+    pub async fn start(binary: &Path, dir: &Path, kind: &StoreKind) -> Result<Self, BenchError> {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir)?;
+        }
+        std::fs::create_dir_all(dir)?;
+        let database = match kind {
+            StoreKind::Sqlite => None,
+            StoreKind::Postgres { admin_url } => Some(Database::create(admin_url, dir).await?),
+        };
+        let log = std::fs::File::create(dir.join("server.log"))?;
+        let mut command = Command::new(binary);
+        command
+            .arg("serve")
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--data-dir")
+            .arg(dir.join("data"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log));
+        if let Some(database) = &database {
+            command.arg("--database-url").arg(&database.url);
+        }
+        let mut child = command.spawn()?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| BenchError::failed("the server's stdout is not piped"))?;
+        let (lines, first_line) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = lines.send(line);
+        });
+        let line = first_line.recv_timeout(START_TIMEOUT).unwrap_or_default();
+        let Some(addr) = line.trim().strip_prefix("askuser listening on ") else {
+            let _ = child.kill();
+            let _ = child.wait();
+            let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
+            return Err(BenchError::failed(format!(
+                "the server did not start (first line {line:?}); log:\n{log}"
+            )));
+        };
+        Ok(ServerProcess {
+            addr: addr.to_owned(),
+            child,
+            dir: dir.to_owned(),
+            database,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Opens `count` HTTP/2 connections to the server.
+    pub async fn connect(
+        &self,
+        count: usize,
+    ) -> Result<Vec<AgentServiceClient<Channel>>, BenchError> {
+        let endpoint = Endpoint::from_shared(format!("http://{}", self.addr))
+            .map_err(|e| BenchError::failed(e.to_string()))?
+            .tcp_nodelay(true);
+        let mut clients = Vec::with_capacity(count);
+        for _ in 0..count {
+            clients.push(AgentServiceClient::new(endpoint.connect().await?));
+        }
+        Ok(clients)
+    }
+
+    /// The server's resident set size in KiB (`VmRSS` of /proc/PID/status).
+    pub fn rss_kib(&self) -> Result<u64, BenchError> {
+        self.status_kib("VmRSS:")
+    }
+
+    /// The server's peak resident set size in KiB (`VmHWM`).
+    pub fn peak_rss_kib(&self) -> Result<u64, BenchError> {
+        self.status_kib("VmHWM:")
+    }
+
+    fn status_kib(&self, field: &str) -> Result<u64, BenchError> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))?;
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(field))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kib| kib.parse().ok())
+            .ok_or_else(|| BenchError::failed(format!("no {field} in /proc/PID/status")))
+    }
+
+    /// What the store takes on disk: the SQLite database file and its WAL, or the PostgreSQL
+    /// database's `pg_database_size` (tables, indexes, TOAST; the server-wide WAL is not in it).
+    pub async fn store_size(&self) -> Result<StoreSize, BenchError> {
+        match &self.database {
+            None => {
+                let mut size = StoreSize::default();
+                for entry in std::fs::read_dir(self.dir.join("data"))? {
+                    let entry = entry?;
+                    let bytes = entry.metadata()?.len();
+                    if entry.file_name().to_string_lossy().ends_with("-wal") {
+                        size.wal += bytes;
+                    } else {
+                        size.database += bytes;
+                    }
+                }
+                Ok(size)
+            }
+            Some(database) => {
+                let client = postgres_client(&database.url).await?;
+                let size: i64 = client
+                    .query_one("SELECT pg_database_size(current_database())", &[])
+                    .await?
+                    .get(0);
+                Ok(StoreSize {
+                    database: u64::try_from(size).unwrap_or(0),
+                    wal: 0,
+                })
+            }
+        }
+    }
+
+    /// SIGTERM, then waits for a graceful exit; drops the scenario's database.
+    pub async fn stop(mut self) -> Result<(), BenchError> {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.pid().to_string())
+            .status();
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        let exited = loop {
+            if let Some(status) = self.child.try_wait()? {
+                break Some(status);
+            }
+            if Instant::now() > deadline {
+                break None;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        if exited.is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        if let Some(database) = self.database.take() {
+            database.drop_database().await?;
+        }
+        match exited {
+            Some(status) if status.success() => Ok(()),
+            Some(status) => Err(BenchError::failed(format!(
+                "the server exited with {status}"
+            ))),
+            None => Err(BenchError::failed("the server did not stop within 30 s")),
+        }
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        // A scenario that failed midway leaves no server behind.
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+pub async fn postgres_client(url: &str) -> Result<tokio_postgres::Client, BenchError> {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    Ok(client)
+}
+
+impl Database {
+    /// Creates a database named after the scenario directory.
+    async fn create(admin_url: &str, dir: &Path) -> Result<Self, BenchError> {
+        let (base, _) = admin_url
+            .rsplit_once('/')
+            .ok_or_else(|| BenchError::failed("the PostgreSQL URL has no database path"))?;
+        let scenario = dir
+            .file_name()
+            .map(|name| {
+                name.to_string_lossy()
+                    .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+            })
+            .unwrap_or_default();
+        let name = format!("askuser_bench_{scenario}");
+        let admin = postgres_client(admin_url).await?;
+        admin
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+            .await?;
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await?;
+        Ok(Database {
+            admin_url: admin_url.to_owned(),
+            url: format!("{base}/{name}"),
+            name,
+        })
+    }
+
+    async fn drop_database(&self) -> Result<(), BenchError> {
+        let admin = postgres_client(&self.admin_url).await?;
+        admin
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {}", self.name))
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,309 @@
+//! The "ask-user round trip" workload, driven over loopback gRPC with the crate's generated client.
+//!
+//! The demo agent `environment` asks "Which environment?" (staging / production, single select);
+//! after the answer `staging` the model says "Deploying to staging" and the run completes.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use askuser::proto::v1 as pb;
+use askuser::proto::v1::agent_service_client::AgentServiceClient;
+use askuser::proto::v1::run_agent_request::Frame;
+use askuser::proto::v1::run_agent_response::Event;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::Streaming;
+use tonic::transport::Channel;
+
+use crate::BenchError;
+
+pub type Client = AgentServiceClient<Channel>;
+
+pub const AGENT_ID: &str = "environment";
+const QUESTION: &str = "Which environment?";
+const ANSWER: &str = "staging";
+const EXPECTED_OUTPUT: &str = "Deploying to staging";
+
+/// The longest wait for one frame: a server that stops answering fails the bench.
+const FRAME_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A run waiting for its answer.
+#[derive(Clone, Debug)]
+pub struct Suspension {
+    pub run_id: String,
+    pub tool_call_id: String,
+}
+
+/// A `RunAgent` stream open on a suspended run.
+pub struct OpenRun {
+    sender: mpsc::Sender<pb::RunAgentRequest>,
+    inbound: Streaming<pb::RunAgentResponse>,
+    pub suspension: Suspension,
+}
+
+/// The timings of one round trip.
+#[derive(Clone, Copy, Debug)]
+pub struct RoundTrip {
+    /// RunAgent start → run_completed seen.
+    pub total: Duration,
+    /// Answer sent → run_completed seen.
+    pub resume: Duration,
+}
+
+async fn next_frame(
+    inbound: &mut Streaming<pb::RunAgentResponse>,
+) -> Result<Option<pb::RunAgentResponse>, BenchError> {
+    match tokio::time::timeout(FRAME_TIMEOUT, inbound.message()).await {
+        Ok(frame) => Ok(frame?),
+        Err(_) => Err(BenchError::failed("no frame from the server for 60 s")),
+    }
+}
+
+/// Reads the rest of a stream after `run_completed`, which must be its end.
+async fn expect_end(inbound: &mut Streaming<pb::RunAgentResponse>) -> Result<(), BenchError> {
+    loop {
+        match next_frame(inbound).await? {
+            None => return Ok(()),
+            Some(frame) if matches!(frame.event, Some(Event::Heartbeat(_))) => {}
+            Some(frame) => {
+                return Err(BenchError::failed(format!(
+                    "a frame after run_completed: {frame:?}"
+                )));
+            }
+        }
+    }
+}
+
+/// Reads frames until `run_completed` and checks its text; other ends are failures.
+async fn until_completed(inbound: &mut Streaming<pb::RunAgentResponse>) -> Result<(), BenchError> {
+    loop {
+        let Some(frame) = next_frame(inbound).await? else {
+            return Err(BenchError::failed("the stream ended before run_completed"));
+        };
+        match frame.event {
+            Some(Event::RunCompleted(done)) if done.output_text == EXPECTED_OUTPUT => {
+                return Ok(());
+            }
+            Some(Event::RunCompleted(done)) => {
+                return Err(BenchError::failed(format!(
+                    "run {} completed with {:?}, not {EXPECTED_OUTPUT:?}",
+                    frame.run_id, done.output_text
+                )));
+            }
+            Some(Event::RunFailed(failed)) => {
+                return Err(BenchError::failed(format!(
+                    "run {} failed: {}",
+                    frame.run_id, failed.message
+                )));
+            }
+            Some(Event::AnswerRejected(rejected)) => {
+                return Err(BenchError::failed(format!(
+                    "answer rejected: {} {}",
+                    rejected.reason, rejected.message
+                )));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Starts a run of the `environment` agent and reads until its question is committed.
+pub async fn start_run(client: &mut Client) -> Result<OpenRun, BenchError> {
+    let (sender, receiver) = mpsc::channel(2);
+    sender
+        .send(pb::RunAgentRequest {
+            frame: Some(Frame::Start(pb::StartRun {
+                agent_id: AGENT_ID.into(),
+                prompt: "Deploy the release".into(),
+                ..Default::default()
+            })),
+        })
+        .await
+        .map_err(|_| BenchError::failed("request stream closed"))?;
+    let mut inbound = client
+        .run_agent(ReceiverStream::new(receiver))
+        .await?
+        .into_inner();
+    loop {
+        let Some(frame) = next_frame(&mut inbound).await? else {
+            return Err(BenchError::failed(
+                "the stream ended before tool_call_suspended",
+            ));
+        };
+        match frame.event {
+            Some(Event::ToolCallSuspended(suspended)) => {
+                let question = suspended
+                    .suspend_payload
+                    .as_ref()
+                    .map(|payload| payload.question.as_str());
+                if question != Some(QUESTION) {
+                    return Err(BenchError::failed(format!(
+                        "unexpected question {question:?}"
+                    )));
+                }
+                return Ok(OpenRun {
+                    sender,
+                    inbound,
+                    suspension: Suspension {
+                        run_id: frame.run_id,
+                        tool_call_id: suspended.tool_call_id,
+                    },
+                });
+            }
+            Some(Event::RunFailed(failed)) => {
+                return Err(BenchError::failed(format!(
+                    "run failed: {}",
+                    failed.message
+                )));
+            }
+            _ => {}
+        }
+    }
+}
+
+fn answer(suspension: &Suspension) -> pb::Answer {
+    pb::Answer {
+        run_id: suspension.run_id.clone(),
+        tool_call_id: suspension.tool_call_id.clone(),
+        answer: Some(pb::answer::Answer::Text(ANSWER.into())),
+        answer_id: String::new(),
+    }
+}
+
+impl OpenRun {
+    /// Answers on the stream and reads until the run completes; returns answer sent →
+    /// `run_completed` seen.
+    pub async fn answer(mut self) -> Result<Duration, BenchError> {
+        let sent = Instant::now();
+        self.sender
+            .send(pb::RunAgentRequest {
+                frame: Some(Frame::Answer(answer(&self.suspension))),
+            })
+            .await
+            .map_err(|_| BenchError::failed("request stream closed"))?;
+        until_completed(&mut self.inbound).await?;
+        let resume = sent.elapsed();
+        expect_end(&mut self.inbound).await?;
+        Ok(resume)
+    }
+}
+
+/// One whole round trip on one `RunAgent` stream.
+pub async fn round_trip(client: &mut Client) -> Result<RoundTrip, BenchError> {
+    let started = Instant::now();
+    let run = start_run(client).await?;
+    let resume = run.answer().await?;
+    Ok(RoundTrip {
+        total: started.elapsed(),
+        resume,
+    })
+}
+
+/// Answers a suspended run with `ResumeRun` and reads until it completes.
+pub async fn resume_run(client: &mut Client, suspension: &Suspension) -> Result<(), BenchError> {
+    let mut inbound = client
+        .resume_run(pb::ResumeRunRequest {
+            answer: Some(answer(suspension)),
+        })
+        .await?
+        .into_inner();
+    until_completed(&mut inbound).await?;
+    expect_end(&mut inbound).await
+}
+
+/// Runs `operation(client, index)` for every index below `total`, `concurrency` at a time in as
+/// many tasks, spread over `clients` (one HTTP/2 connection each). Fails at the first error, or
+/// when `deadline` passes first. Results come back in index order.
+pub async fn run_concurrently<T, F, Fut>(
+    clients: &[Client],
+    concurrency: usize,
+    total: usize,
+    deadline: Instant,
+    operation: F,
+) -> Result<Vec<T>, BenchError>
+where
+    T: Send + 'static,
+    F: Fn(Client, usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, BenchError>> + Send,
+{
+    let next = Arc::new(AtomicUsize::new(0));
+    let operation = Arc::new(operation);
+    let mut workers = tokio::task::JoinSet::new();
+    for worker in 0..concurrency.min(total) {
+        let client = clients[worker % clients.len()].clone();
+        let next = Arc::clone(&next);
+        let operation = Arc::clone(&operation);
+        workers.spawn(async move {
+            let mut done = Vec::new();
+            loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                if index >= total {
+                    return Ok(done);
+                }
+                if Instant::now() > deadline {
+                    return Err(BenchError::failed(format!(
+                        "out of time after {index} of {total} operations"
+                    )));
+                }
+                done.push((index, operation(client.clone(), index).await?));
+            }
+        });
+    }
+    let mut results = Vec::with_capacity(total);
+    while let Some(finished) = workers.join_next().await {
+        match finished {
+            Ok(Ok(done)) => results.extend(done),
+            Ok(Err(error)) => {
+                workers.abort_all();
+                return Err(error);
+            }
+            Err(error) => return Err(BenchError::failed(format!("worker task: {error}"))),
+        }
+    }
+    results.sort_unstable_by_key(|(index, _)| *index);
+    Ok(results.into_iter().map(|(_, result)| result).collect())
+}
+
+/// Counts the runs of the agent in `status` by paging through `ListRuns`.
+pub async fn count_runs(client: &mut Client, status: pb::RunStatus) -> Result<usize, BenchError> {
+    let mut count = 0;
+    let mut page_token = String::new();
+    loop {
+        let page = client
+            .list_runs(pb::ListRunsRequest {
+                status: status as i32,
+                agent_id: AGENT_ID.into(),
+                page_size: 1000,
+                page_token,
+            })
+            .await?
+            .into_inner();
+        count += page.runs.len();
+        if page.next_page_token.is_empty() {
+            return Ok(count);
+        }
+        page_token = page.next_page_token;
+    }
+}
+
+/// Checks with `GetRun` that the run completed with the expected text.
+pub async fn check_completed(client: &mut Client, run_id: &str) -> Result<(), BenchError> {
+    let run = client
+        .get_run(pb::GetRunRequest {
+            run_id: run_id.into(),
+        })
+        .await?
+        .into_inner()
+        .run
+        .ok_or_else(|| BenchError::failed("GetRun without a run"))?;
+    if run.status != pb::RunStatus::Completed as i32 || run.output_text != EXPECTED_OUTPUT {
+        return Err(BenchError::failed(format!(
+            "run {run_id} is {:?} with {:?}",
+            pb::RunStatus::try_from(run.status),
+            run.output_text
+        )));
+    }
+    Ok(())
+}
