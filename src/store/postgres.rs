@@ -16,9 +16,9 @@ use tokio_postgres::{AsyncMessage, NoTls, Row};
 use tracing::warn;
 
 use super::records::{
-    PENDING_QUERY, PendingRow, RUN_COLUMNS, RunRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY,
-    TURNS_QUERY, ToolCallRow, TranscriptCall, assemble_transcript, first_step, from_json,
-    kind_name, parse_status, to_json, unsigned,
+    PENDING_QUERY, PendingRow, RUN_COLUMNS, RunHead, RunRow, TOOL_CALL_QUERY,
+    TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall, assemble_transcript,
+    first_step, from_json, kind_name, parse_status, to_json, unsigned,
 };
 use super::{
     CallStatus, CancelOutcome, CommitNotice, Committed, Created, Decide, EventPage, Lease,
@@ -226,15 +226,7 @@ async fn load_tool_call(
         .transpose()
 }
 
-/// The run's row, locked for this transaction.
-struct LockedRun {
-    status: RunStatus,
-    last_sequence: u64,
-    turns: u32,
-    lease_owner: Option<String>,
-}
-
-async fn lock_run(tx: &Transaction<'_>, run_id: &str) -> StoreResult<Option<LockedRun>> {
+async fn lock_run(tx: &Transaction<'_>, run_id: &str) -> StoreResult<Option<RunHead>> {
     select_opt(
         tx,
         "SELECT status, last_sequence, turns, lease_owner FROM runs WHERE run_id = $1 FOR UPDATE",
@@ -242,7 +234,7 @@ async fn lock_run(tx: &Transaction<'_>, run_id: &str) -> StoreResult<Option<Lock
     )
     .await?
     .map(|row| {
-        Ok(LockedRun {
+        Ok(RunHead {
             status: parse_status(row.get(0))?,
             last_sequence: unsigned(row.get(1)),
             turns: u32::try_from(row.get::<_, i64>(2)).unwrap_or(u32::MAX),
@@ -550,10 +542,7 @@ impl RunStore for PostgresStore {
         let Some(head) = lock_run(&tx, run_id).await? else {
             return Ok(TurnOutcome::Stale);
         };
-        if head.status != RunStatus::Running
-            || head.turns != expected_turns
-            || head.lease_owner.as_deref() != Some(owner)
-        {
+        if !head.admits_step(owner, expected_turns) {
             return Ok(TurnOutcome::Stale);
         }
         let mut turns = head.turns;
@@ -678,10 +667,7 @@ impl RunStore for PostgresStore {
         let Some(head) = lock_run(&tx, run_id).await? else {
             return Ok(TurnOutcome::Stale);
         };
-        if head.status != RunStatus::Running
-            || head.turns != expected_turns
-            || head.lease_owner.as_deref() != Some(owner)
-        {
+        if !head.admits_step(owner, expected_turns) {
             return Ok(TurnOutcome::Stale);
         }
         let events = append_events(&tx, run_id, head.last_sequence, events, now).await?;

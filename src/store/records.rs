@@ -208,3 +208,22 @@ pub(super) fn first_step(run: NewRun, now_ms: i64) -> StoreResult<StepState> {
         step_attempt: 0,
     })
 }
+
+/// The part of a run's row that decides whether a write may happen, read inside the write's
+/// transaction.
+pub(super) struct RunHead {
+    pub status: RunStatus,
+    pub last_sequence: u64,
+    pub turns: u32,
+    pub lease_owner: Option<String>,
+}
+
+impl RunHead {
+    /// Whether a step of `owner` that started at `expected_turns` may still write: the run is
+    /// still running at that turn and `owner` still holds its lease.
+    pub fn admits_step(&self, owner: &str, expected_turns: u32) -> bool {
+        self.status == RunStatus::Running
+            && self.turns == expected_turns
+            && self.lease_owner.as_deref() == Some(owner)
+    }
+}

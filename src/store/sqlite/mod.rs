@@ -12,9 +12,9 @@ mod checkpoint;
 mod group_commit;
 
 use super::records::{
-    PENDING_QUERY, PendingRow, RUN_COLUMNS, RunRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY,
-    TURNS_QUERY, ToolCallRow, TranscriptCall, assemble_transcript, first_step, from_json,
-    kind_name, parse_status, to_json,
+    PENDING_QUERY, PendingRow, RUN_COLUMNS, RunHead, RunRow, TOOL_CALL_QUERY,
+    TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall, assemble_transcript,
+    first_step, from_json, kind_name, parse_status, to_json,
 };
 use super::{
     CallStatus, CancelOutcome, Committed, Created, Decide, EventPage, Lease, NewCallState, NewRun,
@@ -220,14 +220,6 @@ fn load_pending(conn: &Connection, run_id: &str) -> StoreResult<Vec<PendingCall>
         })?
         .collect::<Result<_, _>>()?;
     rows.into_iter().map(PendingRow::into_pending).collect()
-}
-
-/// Run state read inside a write transaction.
-struct RunHead {
-    status: RunStatus,
-    last_sequence: u64,
-    turns: u32,
-    lease_owner: Option<String>,
 }
 
 fn run_head(conn: &Connection, run_id: &str) -> StoreResult<Option<RunHead>> {
@@ -464,10 +456,7 @@ impl RunStore for SqliteStore {
             let Some(head) = run_head(conn, &run_id)? else {
                 return Ok(TurnOutcome::Stale);
             };
-            if head.status != RunStatus::Running
-                || head.turns != expected_turns
-                || head.lease_owner.as_deref() != Some(owner.as_str())
-            {
+            if !head.admits_step(owner.as_str(), expected_turns) {
                 return Ok(TurnOutcome::Stale);
             }
             let mut turns = head.turns;
@@ -580,10 +569,7 @@ impl RunStore for SqliteStore {
             let Some(head) = run_head(conn, &run_id)? else {
                 return Ok(TurnOutcome::Stale);
             };
-            if head.status != RunStatus::Running
-                || head.turns != expected_turns
-                || head.lease_owner.as_deref() != Some(owner.as_str())
-            {
+            if !head.admits_step(owner.as_str(), expected_turns) {
                 return Ok(TurnOutcome::Stale);
             }
             let events = append_events(conn, &run_id, head.last_sequence, events, now)?;
