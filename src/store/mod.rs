@@ -112,6 +112,20 @@ pub struct TurnCommit {
     pub end: Option<RunEnd>,
 }
 
+impl RunEnd {
+    /// The run's status, output text and error message once a turn ending this way (or, with
+    /// `None`, not ending the run) is committed; `any_pending` says whether it left questions
+    /// waiting.
+    pub fn run_after(end: Option<&RunEnd>, any_pending: bool) -> (RunStatus, &str, &str) {
+        match end {
+            Some(RunEnd::Completed { output_text }) => (RunStatus::Completed, output_text, ""),
+            Some(RunEnd::Failed { message }) => (RunStatus::Failed, "", message),
+            None if any_pending => (RunStatus::Suspended, "", ""),
+            None => (RunStatus::Running, "", ""),
+        }
+    }
+}
+
 /// Events appended by a commit, with the run's status after it.
 #[derive(Clone, Debug)]
 pub struct Committed {

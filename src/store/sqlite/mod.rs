@@ -525,14 +525,7 @@ impl RunStore for SqliteStore {
                     }
                 }
             }
-            let (status, output_text, error_message) = match &commit.end {
-                Some(RunEnd::Completed { output_text }) => {
-                    (RunStatus::Completed, output_text.as_str(), "")
-                }
-                Some(RunEnd::Failed { message }) => (RunStatus::Failed, "", message.as_str()),
-                None if any_pending => (RunStatus::Suspended, "", ""),
-                None => (RunStatus::Running, "", ""),
-            };
+            let (status, output_text, error_message) = RunEnd::run_after(commit.end.as_ref(), any_pending);
             let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
             conn.prepare_cached(
                 "UPDATE runs SET status = ?2, turns = ?3, last_sequence = ?4, output_text = ?5, \
