@@ -3,16 +3,28 @@
 //! Every change locks its run's row (`SELECT … FOR UPDATE`), so sequences are allocated and tool
 //! calls settled one transaction at a time per run, across replicas; each commit notifies
 //! `askuser_commits` so followers on other replicas see it at once.
+//!
+//! Round trips, not fsyncs, bound this store, so statements go in *flights*. tokio-postgres sends
+//! a request when its future is first polled and matches replies in order, so futures joined with
+//! `try_join!` travel together and cost one round trip between them. The server still runs them
+//! one by one in the order sent (the order of the join), in the same transaction: a flight may
+//! take the run's lock first and read or write under it, and a read sees the writes sent before
+//! it. A change is thus `BEGIN`, a flight reading what decides it (the lock first), a flight of
+//! every write and `pg_notify`, then `COMMIT`. A flight's statements are prepared before it starts
+//! ([`prepare`]), as a future still waiting on its own preparation would send out of order.
 
+use std::collections::HashMap;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Transaction};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use futures::StreamExt;
+use futures::future::try_join_all;
+use futures::{StreamExt, try_join};
 use tokio::sync::mpsc;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{AsyncMessage, NoTls, Row};
+use tokio_postgres::{AsyncMessage, NoTls, Row, Statement};
 use tracing::warn;
 
 use super::records::{
@@ -22,8 +34,8 @@ use super::records::{
 };
 use super::{
     CallStatus, CancelOutcome, CommitNotice, Committed, Created, Decide, EventPage, Lease,
-    NewCallState, NewRun, RunEnd, RunQuery, RunStore, SettleOutcome, StepState, StoreError,
-    StoreResult, ToolCallRecord, TurnCommit, TurnOutcome,
+    NewCallState, NewRun, NewToolCall, RunEnd, RunQuery, RunStore, SettleOutcome, StepState,
+    StoreError, StoreResult, ToolCallRecord, TurnCommit, TurnOutcome,
 };
 use crate::domain::{
     Event, EventKind, PendingCall, RunRecord, RunStatus, ToolResultKind, now_millis,
@@ -147,15 +159,67 @@ async fn select_one(
     Ok(client.query_one(&statement, params).await?)
 }
 
-/// [`execute`] for a query of at most one row.
-async fn select_opt(
+/// Prepares the statements of a flight, together. Each is prepared once per pooled connection;
+/// after that this costs no round trip.
+async fn prepare<const N: usize>(
     client: &impl GenericClient,
-    sql: &str,
-    params: &[&(dyn ToSql + Sync)],
-) -> StoreResult<Option<Row>> {
-    let statement = client.prepare_cached(sql).await?;
-    Ok(client.query_opt(&statement, params).await?)
+    sql: [&str; N],
+) -> StoreResult<[Statement; N]> {
+    let statements = try_join_all(sql.map(|sql| client.prepare_cached(sql))).await?;
+    <[Statement; N]>::try_from(statements)
+        .map_err(|_| StoreError::Postgres("a statement of a flight went unprepared".into()))
 }
+
+/// Runs a prepared statement; the number of rows it changed.
+async fn exec(
+    client: &impl GenericClient,
+    statement: &Statement,
+    params: &[&(dyn ToSql + Sync)],
+) -> StoreResult<u64> {
+    Ok(client.execute(statement, params).await?)
+}
+
+/// The row of a prepared query whose one parameter is a run's id, if any.
+async fn row_of_run(
+    client: &impl GenericClient,
+    statement: &Statement,
+    run_id: &str,
+) -> StoreResult<Option<Row>> {
+    Ok(client.query_opt(statement, &[&run_id]).await?)
+}
+
+/// The rows of a prepared query whose one parameter is a run's id.
+async fn rows_of_run(
+    client: &impl GenericClient,
+    statement: &Statement,
+    run_id: &str,
+) -> StoreResult<Vec<Row>> {
+    Ok(client.query(statement, &[&run_id]).await?)
+}
+
+/// The row of a run with its step attempt, `run_row`'s columns first.
+static RUN_QUERY: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {RUN_COLUMNS}, step_attempt FROM runs WHERE run_id = $1"));
+
+/// Locks a run's row; what decides whether a change may happen.
+const LOCK_RUN: &str =
+    "SELECT status, last_sequence, turns, lease_owner FROM runs WHERE run_id = $1 FOR UPDATE";
+
+/// A run's pending calls, counted.
+const COUNT_PENDING: &str =
+    "SELECT COUNT(*) FROM tool_calls WHERE run_id = $1 AND status = 'pending'";
+
+/// Inserts a run's events of one time, their sequences and JSON bodies as two arrays.
+const INSERT_EVENTS: &str = "INSERT INTO events (run_id, sequence, time_ms, body) \
+     SELECT $1::TEXT, sequence, $2::BIGINT, body FROM UNNEST($3::BIGINT[], $4::TEXT[]) \
+     AS event (sequence, body)";
+
+/// Takes or renews the lease of a running run unless another owner holds an unexpired one.
+const TAKE_LEASE: &str = "UPDATE runs SET lease_owner = $2, lease_expires_ms = $3 \
+     WHERE run_id = $1 AND status = 'running' AND (lease_owner IS NULL OR lease_owner = $2 \
+     OR lease_expires_ms < $4)";
+
+const NOTIFY: &str = "SELECT pg_notify($1, $2)";
 
 fn run_row(row: &Row) -> RunRow {
     RunRow {
@@ -174,116 +238,341 @@ fn run_row(row: &Row) -> RunRow {
     }
 }
 
-async fn load_pending(tx: &Transaction<'_>, run_id: &str) -> StoreResult<Vec<PendingCall>> {
-    select(tx, PENDING_QUERY, &[&run_id])
-        .await?
-        .iter()
-        .map(|row| {
-            PendingRow {
-                tool_call_id: row.get(0),
-                tool_name: row.get(1),
-                payload: row.get(2),
-                expire_ms: row.get(3),
-            }
-            .into_pending()
-        })
-        .collect()
+/// A pending call as [`PENDING_QUERY`] reads it.
+fn pending_call(row: &Row) -> StoreResult<PendingCall> {
+    PendingRow {
+        tool_call_id: row.get(0),
+        tool_name: row.get(1),
+        payload: row.get(2),
+        expire_ms: row.get(3),
+    }
+    .into_pending()
 }
 
-async fn load_run(tx: &Transaction<'_>, run_id: &str) -> StoreResult<Option<RunRecord>> {
-    let Some(row) = select_opt(
-        tx,
-        &format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = $1"),
-        &[&run_id],
-    )
-    .await?
-    else {
-        return Ok(None);
-    };
-    let pending = load_pending(tx, run_id).await?;
-    run_row(&row).into_record(pending).map(Some)
+fn pending_calls(rows: &[Row]) -> StoreResult<Vec<PendingCall>> {
+    rows.iter().map(pending_call).collect()
 }
 
-async fn load_tool_call(
-    tx: &Transaction<'_>,
+/// A call as [`TOOL_CALL_QUERY`] reads it.
+fn tool_call_record(row: &Row, run_id: &str, tool_call_id: &str) -> StoreResult<ToolCallRecord> {
+    ToolCallRow {
+        tool_name: row.get(0),
+        status: row.get(1),
+        payload: row.get(2),
+        expire_ms: row.get(3),
+        answer: row.get(4),
+        answer_id: row.get(5),
+        result_sequence: row.get(6),
+    }
+    .into_record(run_id, tool_call_id)
+}
+
+async fn fetch_tool_call(
+    client: &impl GenericClient,
+    statement: &Statement,
     run_id: &str,
     tool_call_id: &str,
-) -> StoreResult<Option<ToolCallRecord>> {
-    select_opt(tx, TOOL_CALL_QUERY, &[&run_id, &tool_call_id])
+) -> StoreResult<Option<Row>> {
+    Ok(client
+        .query_opt(statement, &[&run_id, &tool_call_id])
+        .await?)
+}
+
+/// Locks a run's row ([`LOCK_RUN`]) and reads its head; `None` when there is no such run.
+async fn lock_run(
+    tx: &Transaction<'_>,
+    statement: &Statement,
+    run_id: &str,
+) -> StoreResult<Option<RunHead>> {
+    tx.query_opt(statement, &[&run_id])
         .await?
         .map(|row| {
-            ToolCallRow {
-                tool_name: row.get(0),
-                status: row.get(1),
-                payload: row.get(2),
-                expire_ms: row.get(3),
-                answer: row.get(4),
-                answer_id: row.get(5),
-                result_sequence: row.get(6),
-            }
-            .into_record(run_id, tool_call_id)
+            Ok(RunHead {
+                status: parse_status(row.get(0))?,
+                last_sequence: unsigned(row.get(1)),
+                turns: u32::try_from(row.get::<_, i64>(2)).unwrap_or(u32::MAX),
+                lease_owner: row.get(3),
+            })
         })
         .transpose()
 }
 
-async fn lock_run(tx: &Transaction<'_>, run_id: &str) -> StoreResult<Option<RunHead>> {
-    select_opt(
-        tx,
-        "SELECT status, last_sequence, turns, lease_owner FROM runs WHERE run_id = $1 FOR UPDATE",
-        &[&run_id],
-    )
-    .await?
-    .map(|row| {
-        Ok(RunHead {
-            status: parse_status(row.get(0))?,
-            last_sequence: unsigned(row.get(1)),
-            turns: u32::try_from(row.get::<_, i64>(2)).unwrap_or(u32::MAX),
-            lease_owner: row.get(3),
-        })
-    })
-    .transpose()
+async fn count_pending(
+    tx: &Transaction<'_>,
+    statement: &Statement,
+    run_id: &str,
+) -> StoreResult<i64> {
+    Ok(tx.query_one(statement, &[&run_id]).await?.get(0))
 }
 
-async fn append_events(
-    tx: &Transaction<'_>,
-    run_id: &str,
-    last_sequence: u64,
-    kinds: Vec<EventKind>,
-    time_ms: i64,
-) -> StoreResult<Vec<Event>> {
-    let insert = tx
-        .prepare_cached(
-            "INSERT INTO events (run_id, sequence, time_ms, body) VALUES ($1, $2, $3, $4)",
-        )
-        .await?;
-    let mut events = Vec::with_capacity(kinds.len());
-    for (offset, kind) in kinds.into_iter().enumerate() {
-        let sequence = last_sequence + 1 + offset as u64;
-        tx.execute(
-            &insert,
-            &[&run_id, &(sequence as i64), &time_ms, &to_json(&kind)?],
-        )
-        .await?;
-        events.push(Event {
+/// `kinds` as the events that follow `last_sequence`.
+fn new_events(run_id: &str, last_sequence: u64, kinds: Vec<EventKind>, time_ms: i64) -> Vec<Event> {
+    kinds
+        .into_iter()
+        .zip(last_sequence + 1..)
+        .map(|(kind, sequence)| Event {
             run_id: run_id.to_owned(),
             sequence,
             time_ms,
             kind,
-        });
-    }
-    Ok(events)
+        })
+        .collect()
+}
+
+/// Inserts events of one run and time ([`new_events`]) with one statement ([`INSERT_EVENTS`]).
+async fn insert_events(
+    tx: &Transaction<'_>,
+    statement: &Statement,
+    events: &[Event],
+) -> StoreResult<()> {
+    let Some(first) = events.first() else {
+        return Ok(());
+    };
+    let sequences: Vec<i64> = events.iter().map(|e| e.sequence as i64).collect();
+    let bodies = events
+        .iter()
+        .map(|e| to_json(&e.kind))
+        .collect::<StoreResult<Vec<_>>>()?;
+    exec(
+        tx,
+        statement,
+        &[&first.run_id, &first.time_ms, &sequences, &bodies],
+    )
+    .await?;
+    Ok(())
 }
 
 /// Announces a commit to every replica; delivered when the transaction commits.
 async fn notify(
     tx: &Transaction<'_>,
+    statement: &Statement,
     run_id: &str,
     last_sequence: u64,
     status: RunStatus,
 ) -> StoreResult<()> {
     let payload = format!("{run_id} {last_sequence} {}", status.as_str());
-    execute(tx, "SELECT pg_notify($1, $2)", &[&NOTIFY_CHANNEL, &payload]).await?;
+    exec(tx, statement, &[&NOTIFY_CHANNEL, &payload]).await?;
     Ok(())
+}
+
+/// [`TAKE_LEASE`]: whether `lease.owner` holds the lease now.
+async fn take_lease(
+    client: &impl GenericClient,
+    statement: &Statement,
+    run_id: &str,
+    lease: Lease<'_>,
+) -> StoreResult<bool> {
+    let taken = exec(
+        client,
+        statement,
+        &[&run_id, &lease.owner, &lease.until_ms, &now_millis()],
+    )
+    .await?;
+    Ok(taken == 1)
+}
+
+/// The statements that read a step's state, and take the run's lease first when asked to.
+struct StepStatements {
+    take_lease: Statement,
+    run: Statement,
+    pending: Statement,
+    turns: Statement,
+    calls: Statement,
+}
+
+impl StepStatements {
+    async fn prepare(client: &impl GenericClient) -> StoreResult<Self> {
+        let [take_lease, run, pending, turns, calls] = prepare(
+            client,
+            [
+                TAKE_LEASE,
+                RUN_QUERY.as_str(),
+                PENDING_QUERY,
+                TURNS_QUERY,
+                TRANSCRIPT_CALLS_QUERY,
+            ],
+        )
+        .await?;
+        Ok(Self {
+            take_lease,
+            run,
+            pending,
+            turns,
+            calls,
+        })
+    }
+}
+
+/// The rows a step's state is made of.
+struct StepRows {
+    run: Option<Row>,
+    pending: Vec<Row>,
+    turns: Vec<Row>,
+    calls: Vec<Row>,
+}
+
+/// Reads a step's rows in one flight; within a transaction, so that its statements agree.
+async fn fetch_step(
+    client: &impl GenericClient,
+    statements: &StepStatements,
+    run_id: &str,
+) -> StoreResult<StepRows> {
+    let (run, pending, turns, calls) = try_join!(
+        row_of_run(client, &statements.run, run_id),
+        rows_of_run(client, &statements.pending, run_id),
+        rows_of_run(client, &statements.turns, run_id),
+        rows_of_run(client, &statements.calls, run_id),
+    )?;
+    Ok(StepRows {
+        run,
+        pending,
+        turns,
+        calls,
+    })
+}
+
+impl StepRows {
+    /// The state a step of the run starts from; `None` when there is no such run.
+    fn into_step(self) -> StoreResult<Option<StepState>> {
+        let Some(row) = self.run else {
+            return Ok(None);
+        };
+        let step_attempt: i64 = row.get(12);
+        let run = run_row(&row).into_record(pending_calls(&self.pending)?)?;
+        let turns: Vec<(i64, String)> = self
+            .turns
+            .iter()
+            .map(|row| (row.get(0), row.get(1)))
+            .collect();
+        let calls: Vec<TranscriptCall> = self
+            .calls
+            .iter()
+            .map(|row| TranscriptCall {
+                turn: row.get(0),
+                tool_call_id: row.get(1),
+                tool_name: row.get(2),
+                arguments_json: row.get(3),
+                result_content: row.get(4),
+                result_kind: row.get(5),
+                result_is_error: row.get(6),
+            })
+            .collect();
+        let transcript = assemble_transcript(&run.prompt, turns, &calls)?;
+        Ok(Some(StepState {
+            run,
+            transcript,
+            step_attempt: u32::try_from(step_attempt).unwrap_or(0),
+        }))
+    }
+}
+
+/// The state a step of a run starts from; `None` when there is no such run. With `lease`, takes
+/// it first and reads nothing (`None`) unless that succeeded: the reads go in the same flight,
+/// after it, and are dropped when the lease was not taken.
+async fn read_step(
+    client: &impl GenericClient,
+    statements: &StepStatements,
+    run_id: &str,
+    lease: Option<Lease<'_>>,
+) -> StoreResult<Option<StepState>> {
+    let Some(lease) = lease else {
+        return fetch_step(client, statements, run_id).await?.into_step();
+    };
+    let (taken, rows) = try_join!(
+        take_lease(client, &statements.take_lease, run_id, lease),
+        fetch_step(client, statements, run_id),
+    )?;
+    if taken { rows.into_step() } else { Ok(None) }
+}
+
+/// A `tool_calls` row of a new turn.
+struct CallInsert<'a> {
+    call: &'a NewToolCall,
+    position: i64,
+    status: CallStatus,
+    payload: Option<String>,
+    expire_ms: Option<i64>,
+    content: Option<&'a str>,
+    is_error: bool,
+    kind: Option<String>,
+    result_sequence: i64,
+}
+
+const INSERT_CALL: &str = "INSERT INTO tool_calls (run_id, tool_call_id, turn, position, \
+     tool_name, arguments_json, status, payload, expire_ms, result_content, result_is_error, \
+     result_kind, result_sequence) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+
+impl<'a> CallInsert<'a> {
+    /// The row of the call made at `position`; `events` are the turn's, which hold the result of
+    /// a call settled at once.
+    fn new(position: usize, call: &'a NewToolCall, events: &[Event]) -> StoreResult<Self> {
+        let mut row = CallInsert {
+            call,
+            position: position as i64,
+            status: CallStatus::Pending,
+            payload: None,
+            expire_ms: None,
+            content: None,
+            is_error: false,
+            kind: None,
+            result_sequence: 0,
+        };
+        match &call.state {
+            NewCallState::Pending { payload, expire_ms } => {
+                row.payload = Some(to_json(payload)?);
+                row.expire_ms = *expire_ms;
+            }
+            NewCallState::Settled {
+                content,
+                is_error,
+                kind,
+            } => {
+                row.status = CallStatus::Invalid;
+                row.content = Some(content);
+                row.is_error = *is_error;
+                row.kind = Some(kind_name(*kind)?);
+                row.result_sequence = events
+                    .iter()
+                    .find(|e| match &e.kind {
+                        EventKind::ToolResult { tool_call_id, .. } => {
+                            *tool_call_id == call.tool_call_id
+                        }
+                        _ => false,
+                    })
+                    .map_or(0, |e| e.sequence as i64);
+            }
+        }
+        Ok(row)
+    }
+
+    async fn insert(
+        &self,
+        tx: &Transaction<'_>,
+        statement: &Statement,
+        run_id: &str,
+        turn: i64,
+    ) -> StoreResult<u64> {
+        exec(
+            tx,
+            statement,
+            &[
+                &run_id,
+                &self.call.tool_call_id,
+                &turn,
+                &self.position,
+                &self.call.tool_name,
+                &self.call.arguments_json,
+                &self.status.as_str(),
+                &self.payload,
+                &self.expire_ms,
+                &self.content,
+                &self.is_error,
+                &self.kind,
+                &self.result_sequence,
+            ],
+        )
+        .await
+    }
 }
 
 fn parse_notice(payload: &str) -> Option<CommitNotice> {
@@ -370,92 +659,46 @@ async fn listen(config: tokio_postgres::Config, notices: mpsc::Sender<CommitNoti
     }
 }
 
-/// The state a step of a run starts from; `None` when there is no such run.
-async fn read_step(tx: &Transaction<'_>, run_id: &str) -> StoreResult<Option<StepState>> {
-    let Some(run) = load_run(tx, run_id).await? else {
-        return Ok(None);
-    };
-    let turns: Vec<(i64, String)> = select(tx, TURNS_QUERY, &[&run_id])
-        .await?
-        .iter()
-        .map(|row| (row.get(0), row.get(1)))
-        .collect();
-    let calls: Vec<TranscriptCall> = select(tx, TRANSCRIPT_CALLS_QUERY, &[&run_id])
-        .await?
-        .iter()
-        .map(|row| TranscriptCall {
-            turn: row.get(0),
-            tool_call_id: row.get(1),
-            tool_name: row.get(2),
-            arguments_json: row.get(3),
-            result_content: row.get(4),
-            result_kind: row.get(5),
-            result_is_error: row.get(6),
-        })
-        .collect();
-    let step_attempt: i64 = select_one(
-        tx,
-        "SELECT step_attempt FROM runs WHERE run_id = $1",
-        &[&run_id],
-    )
-    .await?
-    .get(0);
-    let transcript = assemble_transcript(&run.prompt, turns, &calls)?;
-    Ok(Some(StepState {
-        run,
-        transcript,
-        step_attempt: u32::try_from(step_attempt).unwrap_or(0),
-    }))
-}
-
-/// Takes or renews the lease of a running run unless another owner holds an unexpired one.
-async fn take_lease(
-    client: &impl GenericClient,
-    run_id: &str,
-    lease: Lease<'_>,
-) -> StoreResult<bool> {
-    let taken = execute(
-        client,
-        "UPDATE runs SET lease_owner = $2, lease_expires_ms = $3 WHERE run_id = $1 \
-         AND status = 'running' AND (lease_owner IS NULL OR lease_owner = $2 \
-         OR lease_expires_ms < $4)",
-        &[&run_id, &lease.owner, &lease.until_ms, &now_millis()],
-    )
-    .await?;
-    Ok(taken == 1)
-}
-
 #[async_trait]
 impl RunStore for PostgresStore {
     async fn create_run(&self, run: NewRun, lease: Option<Lease<'_>>) -> StoreResult<Created> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         let now = now_millis();
-        execute(
-            &tx,
-            &format!(
-                "INSERT INTO runs ({RUN_COLUMNS}, lease_owner, lease_expires_ms) \
-                 VALUES ($1, $2, 'running', $3, $4, '', '', 1, 0, $5, $6, $6, $7, $8)"
-            ),
-            &[
-                &run.run_id,
-                &run.agent_id,
-                &run.prompt,
-                &to_json(&run.metadata)?,
-                &run.question_ttl_ms,
-                &now,
-                &lease.map(|lease| lease.owner),
-                &lease.map(|lease| lease.until_ms),
-            ],
-        )
-        .await?;
+        let insert_run = format!(
+            "INSERT INTO runs ({RUN_COLUMNS}, lease_owner, lease_expires_ms) \
+             VALUES ($1, $2, 'running', $3, $4, '', '', 1, 0, $5, $6, $6, $7, $8)"
+        );
+        let [insert_run, events_insert, notice] =
+            prepare(&tx, [&insert_run, INSERT_EVENTS, NOTIFY]).await?;
+        let metadata = to_json(&run.metadata)?;
         let started = EventKind::RunStarted {
             agent_id: run.agent_id.clone(),
             prompt: run.prompt.clone(),
             metadata: run.metadata.clone(),
         };
-        let events = append_events(&tx, &run.run_id, 0, vec![started], now).await?;
-        notify(&tx, &run.run_id, 1, RunStatus::Running).await?;
+        let events = new_events(&run.run_id, 0, vec![started], now);
+        try_join!(
+            async {
+                exec(
+                    &tx,
+                    &insert_run,
+                    &[
+                        &run.run_id,
+                        &run.agent_id,
+                        &run.prompt,
+                        &metadata,
+                        &run.question_ttl_ms,
+                        &now,
+                        &lease.map(|lease| lease.owner),
+                        &lease.map(|lease| lease.until_ms),
+                    ],
+                )
+                .await
+            },
+            insert_events(&tx, &events_insert, &events),
+            notify(&tx, &notice, &run.run_id, 1, RunStatus::Running),
+        )?;
         tx.commit().await?;
         Ok(Created {
             committed: Committed {
@@ -467,19 +710,22 @@ impl RunStore for PostgresStore {
     }
 
     async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunRecord>> {
-        let mut client = self.pool.get().await?;
-        let tx = client.transaction().await?;
-        let run = load_run(&tx, run_id).await?;
-        tx.commit().await?;
-        Ok(run)
+        // No transaction: its two reads were never one snapshot (read committed) anyway.
+        let client = self.pool.get().await?;
+        let [run, pending] = prepare(&client, [RUN_QUERY.as_str(), PENDING_QUERY]).await?;
+        let (row, pending) = try_join!(
+            row_of_run(&client, &run, run_id),
+            rows_of_run(&client, &pending, run_id),
+        )?;
+        row.map(|row| run_row(&row).into_record(pending_calls(&pending)?))
+            .transpose()
     }
 
     async fn list_runs(&self, query: RunQuery) -> StoreResult<Vec<RunRecord>> {
-        let mut client = self.pool.get().await?;
-        let tx = client.transaction().await?;
+        let client = self.pool.get().await?;
         let status = query.status.map(|s| s.as_str().to_owned());
         let rows = select(
-            &tx,
+            &client,
             &format!(
                 "SELECT {RUN_COLUMNS} FROM runs WHERE ($1::TEXT IS NULL OR status = $1) \
                      AND ($2::TEXT IS NULL OR agent_id = $2) AND ($3::TEXT IS NULL OR run_id < $3) \
@@ -493,14 +739,32 @@ impl RunStore for PostgresStore {
             ],
         )
         .await?;
-        let mut runs = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let raw = run_row(row);
-            let pending = load_pending(&tx, &raw.run_id).await?;
-            runs.push(raw.into_record(pending)?);
+        if rows.is_empty() {
+            return Ok(Vec::new());
         }
-        tx.commit().await?;
-        Ok(runs)
+        // The pending calls of every run listed, with one query; [`pending_call`]'s columns first.
+        let run_ids: Vec<String> = rows.iter().map(|row| row.get(0)).collect();
+        let mut pending: HashMap<String, Vec<PendingCall>> = HashMap::new();
+        for row in select(
+            &client,
+            "SELECT tool_call_id, tool_name, payload, expire_ms, run_id FROM tool_calls \
+             WHERE run_id = ANY($1::TEXT[]) AND status = 'pending' ORDER BY turn, position",
+            &[&run_ids],
+        )
+        .await?
+        {
+            pending
+                .entry(row.get(4))
+                .or_default()
+                .push(pending_call(&row)?);
+        }
+        rows.iter()
+            .map(|row| {
+                let raw = run_row(row);
+                let calls = pending.remove(&raw.run_id).unwrap_or_default();
+                raw.into_record(calls)
+            })
+            .collect()
     }
 
     async fn load_step(
@@ -521,10 +785,8 @@ impl RunStore for PostgresStore {
             .isolation_level(isolation)
             .start()
             .await?;
-        let step = match lease {
-            Some(lease) if !take_lease(&tx, run_id, lease).await? => None,
-            _ => read_step(&tx, run_id).await?,
-        };
+        let statements = StepStatements::prepare(&tx).await?;
+        let step = read_step(&tx, &statements, run_id, lease).await?;
         tx.commit().await?;
         Ok(step)
     }
@@ -539,110 +801,81 @@ impl RunStore for PostgresStore {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         let now = now_millis();
-        let Some(head) = lock_run(&tx, run_id).await? else {
+        let [
+            lock,
+            turn_insert,
+            events_insert,
+            call_insert,
+            run_update,
+            notice,
+        ] = prepare(
+            &tx,
+            [
+                LOCK_RUN,
+                "INSERT INTO turns (run_id, turn, text) VALUES ($1, $2, $3)",
+                INSERT_EVENTS,
+                INSERT_CALL,
+                "UPDATE runs SET status = $2, turns = $3, last_sequence = $4, output_text = $5, \
+                 error_message = $6, updated_ms = $7, step_attempt = 0, \
+                 lease_owner = CASE WHEN $2 = 'running' THEN lease_owner END, \
+                 lease_expires_ms = CASE WHEN $2 = 'running' THEN lease_expires_ms END \
+                 WHERE run_id = $1",
+                NOTIFY,
+            ],
+        )
+        .await?;
+        let Some(head) = lock_run(&tx, &lock, run_id).await? else {
             return Ok(TurnOutcome::Stale);
         };
         if !head.admits_step(owner, expected_turns) {
             return Ok(TurnOutcome::Stale);
         }
-        let mut turns = head.turns;
-        if let Some(text) = &commit.assistant_text {
-            execute(
-                &tx,
-                "INSERT INTO turns (run_id, turn, text) VALUES ($1, $2, $3)",
-                &[&run_id, &i64::from(turns), text],
-            )
-            .await?;
-            turns += 1;
-        }
-        let events = append_events(&tx, run_id, head.last_sequence, commit.events, now).await?;
-        let result_sequence = |id: &str| {
-            events
-                .iter()
-                .find(|e| matches!(&e.kind, EventKind::ToolResult { tool_call_id, .. } if tool_call_id == id))
-                .map_or(0, |e| e.sequence as i64)
-        };
-        let insert = tx
-            .prepare_cached(
-                "INSERT INTO tool_calls (run_id, tool_call_id, turn, position, tool_name, arguments_json, \
-                 status, payload, expire_ms, result_content, result_is_error, result_kind, result_sequence) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-            )
-            .await?;
-        let mut any_pending = false;
-        let turn = i64::from(turns) - 1;
-        for (position, call) in commit.tool_calls.iter().enumerate() {
-            let position = position as i64;
-            let (status, payload, expire_ms, content, is_error, kind, sequence) = match &call.state
-            {
-                NewCallState::Pending { payload, expire_ms } => {
-                    any_pending = true;
-                    (
-                        CallStatus::Pending,
-                        Some(to_json(payload)?),
-                        *expire_ms,
-                        None,
-                        false,
-                        None,
-                        0,
-                    )
-                }
-                NewCallState::Settled {
-                    content,
-                    is_error,
-                    kind,
-                } => (
-                    CallStatus::Invalid,
-                    None,
-                    None,
-                    Some(content.clone()),
-                    *is_error,
-                    Some(kind_name(*kind)?),
-                    result_sequence(&call.tool_call_id),
-                ),
-            };
-            tx.execute(
-                &insert,
-                &[
-                    &run_id,
-                    &call.tool_call_id,
-                    &turn,
-                    &position,
-                    &call.tool_name,
-                    &call.arguments_json,
-                    &status.as_str(),
-                    &payload,
-                    &expire_ms,
-                    &content,
-                    &is_error,
-                    &kind,
-                    &sequence,
-                ],
-            )
-            .await?;
-        }
+        let turns = head.turns + u32::from(commit.assistant_text.is_some());
+        let events = new_events(run_id, head.last_sequence, commit.events, now);
+        let calls = commit
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(position, call)| CallInsert::new(position, call, &events))
+            .collect::<StoreResult<Vec<_>>>()?;
+        let any_pending = calls.iter().any(|c| c.status == CallStatus::Pending);
         let (status, output_text, error_message) =
             RunEnd::run_after(commit.end.as_ref(), any_pending);
         let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-        execute(
-            &tx,
-            "UPDATE runs SET status = $2, turns = $3, last_sequence = $4, output_text = $5, \
-             error_message = $6, updated_ms = $7, step_attempt = 0, \
-             lease_owner = CASE WHEN $2 = 'running' THEN lease_owner END, \
-             lease_expires_ms = CASE WHEN $2 = 'running' THEN lease_expires_ms END \
-             WHERE run_id = $1",
-            &[
-                &run_id,
-                &status.as_str(),
-                &i64::from(turns),
-                &(last_sequence as i64),
-                &output_text,
-                &error_message,
-                &now,
-            ],
-        )
-        .await?;
-        notify(&tx, run_id, last_sequence, status).await?;
+        let turn = i64::from(turns) - 1;
+        try_join!(
+            async {
+                match &commit.assistant_text {
+                    Some(text) => {
+                        exec(&tx, &turn_insert, &[&run_id, &i64::from(head.turns), text]).await
+                    }
+                    None => Ok(0),
+                }
+            },
+            insert_events(&tx, &events_insert, &events),
+            try_join_all(
+                calls
+                    .iter()
+                    .map(|call| call.insert(&tx, &call_insert, run_id, turn))
+            ),
+            async {
+                exec(
+                    &tx,
+                    &run_update,
+                    &[
+                        &run_id,
+                        &status.as_str(),
+                        &i64::from(turns),
+                        &(last_sequence as i64),
+                        &output_text,
+                        &error_message,
+                        &now,
+                    ],
+                )
+                .await
+            },
+            notify(&tx, &notice, run_id, last_sequence, status),
+        )?;
         tx.commit().await?;
         Ok(TurnOutcome::Committed(Committed { events, status }))
     }
@@ -658,19 +891,37 @@ impl RunStore for PostgresStore {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         let now = now_millis();
-        let Some(head) = lock_run(&tx, run_id).await? else {
+        let [lock, events_insert, run_update, notice] = prepare(
+            &tx,
+            [
+                LOCK_RUN,
+                INSERT_EVENTS,
+                "UPDATE runs SET last_sequence = $2, step_attempt = $3, updated_ms = $4 \
+                 WHERE run_id = $1",
+                NOTIFY,
+            ],
+        )
+        .await?;
+        let Some(head) = lock_run(&tx, &lock, run_id).await? else {
             return Ok(TurnOutcome::Stale);
         };
         if !head.admits_step(owner, expected_turns) {
             return Ok(TurnOutcome::Stale);
         }
-        let events = append_events(&tx, run_id, head.last_sequence, events, now).await?;
+        let events = new_events(run_id, head.last_sequence, events, now);
         let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-        execute(&tx, "UPDATE runs SET last_sequence = $2, step_attempt = $3, updated_ms = $4 WHERE run_id = $1",
-            &[&run_id, &(last_sequence as i64), &i64::from(attempt), &now],
-        )
-        .await?;
-        notify(&tx, run_id, last_sequence, RunStatus::Running).await?;
+        try_join!(
+            insert_events(&tx, &events_insert, &events),
+            async {
+                exec(
+                    &tx,
+                    &run_update,
+                    &[&run_id, &(last_sequence as i64), &i64::from(attempt), &now],
+                )
+                .await
+            },
+            notify(&tx, &notice, run_id, last_sequence, RunStatus::Running),
+        )?;
         tx.commit().await?;
         Ok(TurnOutcome::Committed(Committed {
             events,
@@ -683,11 +934,12 @@ impl RunStore for PostgresStore {
         run_id: &str,
         tool_call_id: &str,
     ) -> StoreResult<Option<ToolCallRecord>> {
-        let mut client = self.pool.get().await?;
-        let tx = client.transaction().await?;
-        let call = load_tool_call(&tx, run_id, tool_call_id).await?;
-        tx.commit().await?;
-        Ok(call)
+        let client = self.pool.get().await?;
+        let [query] = prepare(&client, [TOOL_CALL_QUERY]).await?;
+        fetch_tool_call(&client, &query, run_id, tool_call_id)
+            .await?
+            .map(|row| tool_call_record(&row, run_id, tool_call_id))
+            .transpose()
     }
 
     async fn settle_tool_call(
@@ -700,13 +952,33 @@ impl RunStore for PostgresStore {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         let now = now_millis();
-        // Lock the run first: settles of one run are serialized across replicas.
-        let Some(head) = lock_run(&tx, run_id).await? else {
+        let [lock, call_query, count, events_insert, call_update, run_update, notice] = prepare(
+            &tx,
+            [
+                LOCK_RUN,
+                TOOL_CALL_QUERY,
+                COUNT_PENDING,
+                INSERT_EVENTS,
+                "UPDATE tool_calls SET status = $3, answer = $4, answer_id = $5, \
+                 result_content = $6, result_is_error = FALSE, result_kind = $7, \
+                 result_sequence = $8 \
+                 WHERE run_id = $1 AND tool_call_id = $2 AND status = 'pending'",
+                "UPDATE runs SET status = $2, last_sequence = $3, updated_ms = $4 WHERE run_id = $1",
+                NOTIFY,
+            ],
+        )
+        .await?;
+        // Lock the run first: settles of one run are serialized across replicas, and the reads
+        // after the lock in this flight see the run as locked.
+        let (head, call, pending) = try_join!(
+            lock_run(&tx, &lock, run_id),
+            fetch_tool_call(&tx, &call_query, run_id, tool_call_id),
+            count_pending(&tx, &count, run_id),
+        )?;
+        let (Some(head), Some(call)) = (head, call) else {
             return Ok(SettleOutcome::NotFound);
         };
-        let Some(call) = load_tool_call(&tx, run_id, tool_call_id).await? else {
-            return Ok(SettleOutcome::NotFound);
-        };
+        let call = tool_call_record(&call, run_id, tool_call_id)?;
         if call.status != CallStatus::Pending {
             return Ok(SettleOutcome::NotPending(Box::new(call)));
         }
@@ -719,62 +991,68 @@ impl RunStore for PostgresStore {
             is_error: false,
             kind: settlement.kind,
         };
-        let events = append_events(&tx, run_id, head.last_sequence, vec![result], now).await?;
+        let events = new_events(run_id, head.last_sequence, vec![result], now);
         let sequence = head.last_sequence + 1;
         let answer = settlement.answer.as_ref().map(to_json).transpose()?;
-        let changed = execute(
-            &tx,
-            "UPDATE tool_calls SET status = $3, answer = $4, answer_id = $5, result_content = $6, \
-                 result_is_error = FALSE, result_kind = $7, result_sequence = $8 \
-                 WHERE run_id = $1 AND tool_call_id = $2 AND status = 'pending'",
-            &[
-                &run_id,
-                &tool_call_id,
-                &settlement.status.as_str(),
-                &answer,
-                &settlement.answer_id,
-                &settlement.content,
-                &kind_name(settlement.kind)?,
-                &(sequence as i64),
-            ],
-        )
-        .await?;
+        let kind = kind_name(settlement.kind)?;
+        // `pending` counted this call too: the run runs again when it was the last one.
+        let status = if pending <= 1 {
+            RunStatus::Running
+        } else {
+            head.status
+        };
+        let next_step = match lease {
+            Some(lease) if status == RunStatus::Running => {
+                Some((lease, StepStatements::prepare(&tx).await?))
+            }
+            _ => None,
+        };
+        let (_, changed, _, step, _) = try_join!(
+            insert_events(&tx, &events_insert, &events),
+            async {
+                exec(
+                    &tx,
+                    &call_update,
+                    &[
+                        &run_id,
+                        &tool_call_id,
+                        &settlement.status.as_str(),
+                        &answer,
+                        &settlement.answer_id,
+                        &settlement.content,
+                        &kind,
+                        &(sequence as i64),
+                    ],
+                )
+                .await
+            },
+            async {
+                exec(
+                    &tx,
+                    &run_update,
+                    &[&run_id, &status.as_str(), &(sequence as i64), &now],
+                )
+                .await
+            },
+            async {
+                match &next_step {
+                    Some((lease, statements)) => {
+                        read_step(&tx, statements, run_id, Some(*lease)).await
+                    }
+                    None => Ok(None),
+                }
+            },
+            notify(&tx, &notice, run_id, sequence, status),
+        )?;
         if changed != 1 {
             return Err(StoreError::Corrupt(format!(
                 "tool call {tool_call_id} changed under its run's lock"
             )));
         }
-        let pending: i64 = select_one(
-            &tx,
-            "SELECT COUNT(*) FROM tool_calls WHERE run_id = $1 AND status = 'pending'",
-            &[&run_id],
-        )
-        .await?
-        .get(0);
-        let status = if pending == 0 {
-            RunStatus::Running
-        } else {
-            head.status
-        };
-        execute(
-            &tx,
-            "UPDATE runs SET status = $2, last_sequence = $3, updated_ms = $4 WHERE run_id = $1",
-            &[&run_id, &status.as_str(), &(sequence as i64), &now],
-        )
-        .await?;
-        let step = match lease {
-            Some(lease)
-                if status == RunStatus::Running && take_lease(&tx, run_id, lease).await? =>
-            {
-                read_step(&tx, run_id).await?.map(Box::new)
-            }
-            _ => None,
-        };
-        notify(&tx, run_id, sequence, status).await?;
         tx.commit().await?;
         Ok(SettleOutcome::Settled {
             committed: Committed { events, status },
-            step,
+            step: step.map(Box::new),
         })
     }
 
@@ -787,7 +1065,35 @@ impl RunStore for PostgresStore {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         let now = now_millis();
-        let Some(head) = lock_run(&tx, run_id).await? else {
+        let [
+            lock,
+            pending_query,
+            events_insert,
+            calls_update,
+            run_update,
+            notice,
+        ] = prepare(
+            &tx,
+            [
+                LOCK_RUN,
+                PENDING_QUERY,
+                INSERT_EVENTS,
+                // Each pending call with the sequence of its result, as two arrays.
+                "UPDATE tool_calls SET status = 'cancelled', result_content = $2, \
+                 result_kind = $3, result_sequence = settled.sequence \
+                 FROM UNNEST($4::TEXT[], $5::BIGINT[]) AS settled (tool_call_id, sequence) \
+                 WHERE run_id = $1 AND tool_calls.tool_call_id = settled.tool_call_id",
+                "UPDATE runs SET status = 'cancelled', error_message = $2, last_sequence = $3, \
+                 updated_ms = $4, lease_owner = NULL, lease_expires_ms = NULL WHERE run_id = $1",
+                NOTIFY,
+            ],
+        )
+        .await?;
+        let (head, pending) = try_join!(
+            lock_run(&tx, &lock, run_id),
+            rows_of_run(&tx, &pending_query, run_id),
+        )?;
+        let Some(head) = head else {
             return Ok(CancelOutcome::NotFound);
         };
         match head.status {
@@ -797,7 +1103,7 @@ impl RunStore for PostgresStore {
             }
             RunStatus::Running | RunStatus::Suspended => {}
         }
-        let pending = load_pending(&tx, run_id).await?;
+        let pending = pending_calls(&pending)?;
         let mut kinds: Vec<EventKind> = pending
             .iter()
             .map(|call| EventKind::ToolResult {
@@ -810,30 +1116,36 @@ impl RunStore for PostgresStore {
         kinds.push(EventKind::RunCancelled {
             reason: reason.to_owned(),
         });
-        let events = append_events(&tx, run_id, head.last_sequence, kinds, now).await?;
-        let cancelled = kind_name(ToolResultKind::Cancelled)?;
-        for (call, event) in pending.iter().zip(&events) {
-            execute(&tx, "UPDATE tool_calls SET status = 'cancelled', result_content = $3, result_kind = $4, \
-                 result_sequence = $5 WHERE run_id = $1 AND tool_call_id = $2",
-                &[
-                    &run_id,
-                    &call.tool_call_id,
-                    &call_content,
-                    &cancelled,
-                    &(event.sequence as i64),
-                ],
-            )
-            .await?;
-        }
+        let events = new_events(run_id, head.last_sequence, kinds, now);
         let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-        execute(
-            &tx,
-            "UPDATE runs SET status = 'cancelled', error_message = $2, last_sequence = $3, \
-             updated_ms = $4, lease_owner = NULL, lease_expires_ms = NULL WHERE run_id = $1",
-            &[&run_id, &reason, &(last_sequence as i64), &now],
-        )
-        .await?;
-        notify(&tx, run_id, last_sequence, RunStatus::Cancelled).await?;
+        let cancelled = kind_name(ToolResultKind::Cancelled)?;
+        let call_ids: Vec<&str> = pending.iter().map(|c| c.tool_call_id.as_str()).collect();
+        // The calls' results are the first events, in the order of the calls.
+        let sequences: Vec<i64> = events
+            .iter()
+            .take(call_ids.len())
+            .map(|e| e.sequence as i64)
+            .collect();
+        try_join!(
+            insert_events(&tx, &events_insert, &events),
+            async {
+                exec(
+                    &tx,
+                    &calls_update,
+                    &[&run_id, &call_content, &cancelled, &call_ids, &sequences],
+                )
+                .await
+            },
+            async {
+                exec(
+                    &tx,
+                    &run_update,
+                    &[&run_id, &reason, &(last_sequence as i64), &now],
+                )
+                .await
+            },
+            notify(&tx, &notice, run_id, last_sequence, RunStatus::Cancelled),
+        )?;
         tx.commit().await?;
         Ok(CancelOutcome::Cancelled(Committed {
             events,
@@ -847,26 +1159,15 @@ impl RunStore for PostgresStore {
         after_sequence: u64,
         limit: usize,
     ) -> StoreResult<Option<EventPage>> {
-        let mut client = self.pool.get().await?;
-        let tx = client
-            .build_transaction()
-            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .await?;
-        let Some(head) = select_opt(
-            &tx,
-            "SELECT status, last_sequence FROM runs WHERE run_id = $1",
-            &[&run_id],
-        )
-        .await?
-        else {
-            return Ok(None);
-        };
+        let client = self.pool.get().await?;
+        // One statement, so the run's state and its events come from one snapshot: one row per
+        // event, or one without an event (NULLs) when there is none.
         let rows = select(
-            &tx,
-            "SELECT sequence, time_ms, body FROM events WHERE run_id = $1 AND sequence > $2 \
-                 ORDER BY sequence LIMIT $3",
+            &client,
+            "SELECT run.status, run.last_sequence, event.sequence, event.time_ms, event.body \
+             FROM runs AS run LEFT JOIN LATERAL (SELECT sequence, time_ms, body FROM events \
+             WHERE events.run_id = run.run_id AND sequence > $2 ORDER BY sequence LIMIT $3) \
+             AS event ON TRUE WHERE run.run_id = $1 ORDER BY event.sequence",
             &[
                 &run_id,
                 &(after_sequence as i64),
@@ -874,15 +1175,20 @@ impl RunStore for PostgresStore {
             ],
         )
         .await?;
-        tx.commit().await?;
+        let Some(head) = rows.first() else {
+            return Ok(None);
+        };
         let events = rows
             .iter()
-            .map(|row| {
-                Ok(Event {
-                    run_id: run_id.to_owned(),
-                    sequence: unsigned(row.get(0)),
-                    time_ms: row.get(1),
-                    kind: from_json(row.get(2))?,
+            .filter_map(|row| {
+                let sequence: Option<i64> = row.get(2);
+                sequence.map(|sequence| {
+                    Ok(Event {
+                        run_id: run_id.to_owned(),
+                        sequence: unsigned(sequence),
+                        time_ms: row.get(3),
+                        kind: from_json(row.get(4))?,
+                    })
                 })
             })
             .collect::<StoreResult<Vec<_>>>()?;
@@ -921,25 +1227,20 @@ impl RunStore for PostgresStore {
         let tx = client.transaction().await?;
         let finished = "SELECT run_id FROM runs WHERE status IN ('completed', 'failed', 'cancelled') \
                         AND updated_ms < $1";
-        for table in ["events", "tool_calls", "turns"] {
-            execute(
-                &tx,
-                &format!("DELETE FROM {table} WHERE run_id IN ({finished})"),
-                &[&before_ms],
-            )
-            .await?;
-        }
-        let pruned = execute(&tx, "DELETE FROM runs WHERE status IN ('completed', 'failed', 'cancelled') AND updated_ms < $1",
-                &[&before_ms],
-            )
-            .await?;
+        // The runs last, after what refers to them; one flight.
+        let deletes = ["events", "tool_calls", "turns", "runs"]
+            .map(|table| format!("DELETE FROM {table} WHERE run_id IN ({finished})"));
+        let deletes = prepare(&tx, deletes.each_ref().map(String::as_str)).await?;
+        let by_age: &[&(dyn ToSql + Sync)] = &[&before_ms];
+        let deleted = try_join_all(deletes.iter().map(|delete| exec(&tx, delete, by_age))).await?;
         tx.commit().await?;
-        Ok(pruned)
+        Ok(deleted.last().copied().unwrap_or(0))
     }
 
     async fn acquire_lease(&self, run_id: &str, owner: &str, until_ms: i64) -> StoreResult<bool> {
         let client = self.pool.get().await?;
-        take_lease(&client, run_id, Lease { owner, until_ms }).await
+        let [statement] = prepare(&client, [TAKE_LEASE]).await?;
+        take_lease(&client, &statement, run_id, Lease { owner, until_ms }).await
     }
 
     async fn release_lease(&self, run_id: &str, owner: &str) -> StoreResult<()> {
