@@ -51,6 +51,9 @@ const NOTIFY_CHANNEL: &str = "askuser_commits";
 pub struct PostgresStore {
     pool: Pool,
     config: tokio_postgres::Config,
+    /// Tags this store's commit notices: the runtime publishes its own commits itself, so
+    /// its listener drops them rather than wake their followers (and the expiry loop) again.
+    origin: String,
 }
 
 impl From<tokio_postgres::Error> for StoreError {
@@ -83,9 +86,31 @@ impl PostgresStore {
             .max_size(pool_size)
             .build()
             .map_err(|e| StoreError::Postgres(e.to_string()))?;
-        let store = Self { pool, config };
+        let store = Self {
+            pool,
+            config,
+            origin: uuid::Uuid::now_v7().simple().to_string(),
+        };
         store.migrate().await?;
         Ok(store)
+    }
+
+    /// Announces a commit to every replica; delivered when the transaction commits.
+    async fn notify(
+        &self,
+        tx: &Transaction<'_>,
+        statement: &Statement,
+        run_id: &str,
+        last_sequence: u64,
+        status: RunStatus,
+    ) -> StoreResult<()> {
+        let payload = format!(
+            "{run_id} {last_sequence} {} {}",
+            status.as_str(),
+            self.origin
+        );
+        exec(tx, statement, &[&NOTIFY_CHANNEL, &payload]).await?;
+        Ok(())
     }
 
     async fn migrate(&self) -> StoreResult<()> {
@@ -342,19 +367,6 @@ async fn insert_events(
     Ok(())
 }
 
-/// Announces a commit to every replica; delivered when the transaction commits.
-async fn notify(
-    tx: &Transaction<'_>,
-    statement: &Statement,
-    run_id: &str,
-    last_sequence: u64,
-    status: RunStatus,
-) -> StoreResult<()> {
-    let payload = format!("{run_id} {last_sequence} {}", status.as_str());
-    exec(tx, statement, &[&NOTIFY_CHANNEL, &payload]).await?;
-    Ok(())
-}
-
 /// [`TAKE_LEASE`]: whether `lease.owner` holds the lease now.
 async fn take_lease(
     client: &impl GenericClient,
@@ -575,16 +587,18 @@ impl<'a> CallInsert<'a> {
     }
 }
 
-fn parse_notice(payload: &str) -> Option<CommitNotice> {
+/// A notice's payload: the commit, and the store that made it when the payload names one.
+fn parse_notice(payload: &str) -> Option<(CommitNotice, Option<&str>)> {
     let mut parts = payload.split(' ');
     let run_id = parts.next()?.to_owned();
     let last_sequence = parts.next()?.parse().ok()?;
     let status = RunStatus::parse(parts.next()?)?;
-    Some(CommitNotice::Committed {
+    let notice = CommitNotice::Committed {
         run_id,
         last_sequence,
         status,
-    })
+    };
+    Some((notice, parts.next()))
 }
 
 /// TCP keepalive of store connections, so a connection that died silently (a dropped NAT entry,
@@ -600,7 +614,11 @@ fn with_keepalive(mut config: tokio_postgres::Config) -> tokio_postgres::Config 
 
 /// Listens for commit notices on a dedicated connection, reconnecting when it drops. Notices sent
 /// while it was down are lost, so after every reconnect it reports [`CommitNotice::Missed`].
-async fn listen(config: tokio_postgres::Config, notices: mpsc::Sender<CommitNotice>) {
+async fn listen(
+    config: tokio_postgres::Config,
+    origin: String,
+    notices: mpsc::Sender<CommitNotice>,
+) {
     let mut backoff = Duration::from_millis(100);
     let mut connected_before = false;
     loop {
@@ -638,7 +656,8 @@ async fn listen(config: tokio_postgres::Config, notices: mpsc::Sender<CommitNoti
                         connected_before = true;
                         while let Some(message) = messages.recv().await {
                             if let AsyncMessage::Notification(notification) = message
-                                && let Some(notice) = parse_notice(notification.payload())
+                                && let Some((notice, from)) = parse_notice(notification.payload())
+                                && from != Some(origin.as_str())
                                 && notices.send(notice).await.is_err()
                             {
                                 driver.abort();
@@ -697,7 +716,7 @@ impl RunStore for PostgresStore {
                 .await
             },
             insert_events(&tx, &events_insert, &events),
-            notify(&tx, &notice, &run.run_id, 1, RunStatus::Running),
+            self.notify(&tx, &notice, &run.run_id, 1, RunStatus::Running),
         )?;
         tx.commit().await?;
         Ok(Created {
@@ -874,7 +893,7 @@ impl RunStore for PostgresStore {
                 )
                 .await
             },
-            notify(&tx, &notice, run_id, last_sequence, status),
+            self.notify(&tx, &notice, run_id, last_sequence, status),
         )?;
         tx.commit().await?;
         Ok(TurnOutcome::Committed(Committed { events, status }))
@@ -920,7 +939,7 @@ impl RunStore for PostgresStore {
                 )
                 .await
             },
-            notify(&tx, &notice, run_id, last_sequence, RunStatus::Running),
+            self.notify(&tx, &notice, run_id, last_sequence, RunStatus::Running),
         )?;
         tx.commit().await?;
         Ok(TurnOutcome::Committed(Committed {
@@ -1042,7 +1061,7 @@ impl RunStore for PostgresStore {
                     None => Ok(None),
                 }
             },
-            notify(&tx, &notice, run_id, sequence, status),
+            self.notify(&tx, &notice, run_id, sequence, status),
         )?;
         if changed != 1 {
             return Err(StoreError::Corrupt(format!(
@@ -1144,7 +1163,7 @@ impl RunStore for PostgresStore {
                 )
                 .await
             },
-            notify(&tx, &notice, run_id, last_sequence, RunStatus::Cancelled),
+            self.notify(&tx, &notice, run_id, last_sequence, RunStatus::Cancelled),
         )?;
         tx.commit().await?;
         Ok(CancelOutcome::Cancelled(Committed {
@@ -1271,7 +1290,7 @@ impl RunStore for PostgresStore {
 
     async fn commit_feed(&self) -> StoreResult<Option<mpsc::Receiver<CommitNotice>>> {
         let (notices, feed) = mpsc::channel(1024);
-        tokio::spawn(listen(self.config.clone(), notices));
+        tokio::spawn(listen(self.config.clone(), self.origin.clone(), notices));
         Ok(Some(feed))
     }
 
@@ -1287,14 +1306,16 @@ mod tests {
 
     #[test]
     fn notices_round_trip_their_payload() {
+        let committed = CommitNotice::Committed {
+            run_id: "run-1".into(),
+            last_sequence: 42,
+            status: RunStatus::Suspended,
+        };
         assert_eq!(
-            parse_notice("run-1 42 suspended"),
-            Some(CommitNotice::Committed {
-                run_id: "run-1".into(),
-                last_sequence: 42,
-                status: RunStatus::Suspended,
-            })
+            parse_notice("run-1 42 suspended 0190abc"),
+            Some((committed.clone(), Some("0190abc")))
         );
+        assert_eq!(parse_notice("run-1 42 suspended"), Some((committed, None)));
         assert!(parse_notice("run-1 x running").is_none());
         assert!(parse_notice("run-1 3 asleep").is_none());
     }
