@@ -98,6 +98,7 @@ on_both_stores! {
         step_events_are_appended_and_their_attempt_recorded,
         settling_is_a_compare_and_set,
         a_refused_settlement_leaves_the_call_pending,
+        changes_that_end_unmade_leave_no_transaction_open,
         leases_taken_with_a_commit_hand_over_the_next_step,
         concurrent_settles_have_exactly_one_winner,
         transcript_is_each_turn_followed_by_its_results_in_call_order,
@@ -679,6 +680,61 @@ async fn a_refused_settlement_leaves_the_call_pending(store: Arc<dyn RunStore>) 
     assert_eq!(run_status(&store, "run-1").await, RunStatus::Suspended);
     // Still pending: the next decision may settle it.
     let settled = settle_pending(&store, "run-1", "call-1", answered("yes", "")).await;
+    assert_eq!(settled.status, RunStatus::Running);
+}
+
+/// Changes that end unmade (refused, stale, nothing to change) and changes dropped halfway leave
+/// no transaction open on a connection they give back: such a transaction would hold the run's
+/// lock, and the next change of the run on another connection would wait for it forever.
+async fn changes_that_end_unmade_leave_no_transaction_open(store: Arc<dyn RunStore>) {
+    fn refuse() -> Decide {
+        Box::new(|_| None)
+    }
+    async fn refused(store: &Arc<dyn RunStore>) {
+        let outcome = store
+            .settle_tool_call("run-1", "call-1", refuse(), Some(lease(OWNER)))
+            .await
+            .expect("settle tool call");
+        assert!(matches!(outcome, SettleOutcome::Refused(_)), "{outcome:?}");
+    }
+    /// Polls `operation` at most `polls` times, then drops it.
+    async fn abandoned_after(polls: usize, operation: impl Future) {
+        let mut operation = std::pin::pin!(operation);
+        for _ in 0..polls {
+            if futures::poll!(operation.as_mut()).is_ready() {
+                return;
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+
+    suspended_run(&store, "run-1", &["call-1"]).await;
+    let log = event_log(&store, "run-1").await;
+    let unmade = async {
+        // More than the test stores' 8 connections, in a row and at once.
+        for _ in 0..12 {
+            refused(&store).await;
+            let stale = store
+                .commit_turn("run-1", OTHER_OWNER, 1, TurnCommit::default())
+                .await
+                .expect("commit turn");
+            assert!(matches!(stale, TurnOutcome::Stale));
+            assert!(matches!(
+                settle(&store, "run-1", "call-9", answered("x", "")).await,
+                SettleOutcome::NotFound
+            ));
+        }
+        join_all((0..12).map(|_| refused(&store))).await;
+        for polls in 0..200 {
+            let settle = store.settle_tool_call("run-1", "call-1", refuse(), None);
+            abandoned_after(polls, settle).await;
+        }
+        assert_eq!(event_log(&store, "run-1").await, log);
+        settle_pending(&store, "run-1", "call-1", answered("yes", "")).await
+    };
+    let settled = tokio::time::timeout(Duration::from_secs(30), unmade)
+        .await
+        .expect("no change waits for a lock that a transaction left open holds");
     assert_eq!(settled.status, RunStatus::Running);
 }
 

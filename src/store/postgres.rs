@@ -7,19 +7,24 @@
 //! Round trips, not fsyncs, bound this store, so statements go in *flights*. tokio-postgres sends
 //! a request when its future is first polled and matches replies in order, so futures joined with
 //! `try_join!` travel together and cost one round trip between them. The server still runs them
-//! one by one in the order sent (the order of the join), in the same transaction: a flight may
+//! one by one in the order sent (the order of the join: `try_join!` polls its futures in order,
+//! and each sends all its statements on its first poll), in the same transaction: a flight may
 //! take the run's lock first and read or write under it, and a read sees the writes sent before
-//! it. A change is thus `BEGIN`, a flight reading what decides it (the lock first), a flight of
-//! every write and `pg_notify`, then `COMMIT`. A flight's statements are prepared before it starts
-//! ([`prepare`]), as a future still waiting on its own preparation would send out of order.
+//! it. `BEGIN` and `COMMIT` are statements of flights too ([`TxClient`]), so a change is a flight
+//! of `BEGIN` and the reads that decide it (the lock first), then one of every write, `pg_notify`
+//! and `COMMIT`: two round trips, one for a change that needs no reads. A change decided against
+//! after its reads ends with `ROLLBACK`. A flight's statements are prepared before it starts
+//! ([`prepare`]), as a future still waiting on its own preparation would send out of order; and a
+//! flight joins no `try_join_all` of more than 30 futures, which may poll some only later, after
+//! the `COMMIT` (a turn's calls are thus one statement, like its events).
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool_postgres::{GenericClient, Transaction};
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{Client, GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
 use futures::future::try_join_all;
 use futures::{StreamExt, try_join};
 use tokio::sync::mpsc;
@@ -98,7 +103,7 @@ impl PostgresStore {
     /// Announces a commit to every replica; delivered when the transaction commits.
     async fn notify(
         &self,
-        tx: &Transaction<'_>,
+        client: &impl GenericClient,
         statement: &Statement,
         run_id: &str,
         last_sequence: u64,
@@ -109,7 +114,7 @@ impl PostgresStore {
             status.as_str(),
             self.origin
         );
-        exec(tx, statement, &[&NOTIFY_CHANNEL, &payload]).await?;
+        exec(client, statement, &[&NOTIFY_CHANNEL, &payload]).await?;
         Ok(())
     }
 
@@ -202,6 +207,98 @@ async fn exec(
     params: &[&(dyn ToSql + Sync)],
 ) -> StoreResult<u64> {
     Ok(client.execute(statement, params).await?)
+}
+
+/// Begins a transaction that reads at read committed, as writes do: they lock the run first.
+const BEGIN: &str = "BEGIN";
+
+/// Begins a transaction whose reads share one snapshot.
+const BEGIN_SNAPSHOT: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ";
+
+/// A pooled connection for one transaction whose `BEGIN` and `COMMIT` are statements of its
+/// first and last flights ([`Self::begin`], [`Self::commit`]) rather than round trips of their
+/// own; one that changes nothing after all ends with [`Self::rollback`].
+///
+/// The pool gives a connection back out as long as it is alive, in whatever state: one returned
+/// inside a transaction would run its next user's statements in it and hold its locks meanwhile.
+/// So this guard knows whether a transaction may be open, from when `BEGIN` is sent until
+/// `COMMIT` or `ROLLBACK` has answered, and dropped in that state it detaches the connection from
+/// the pool and drops it, which closes it: PostgreSQL rolls the transaction back. That is when
+/// the operation's future was dropped during or between flights, and when a flight failed:
+/// `try_join!` returns at its first error, before `COMMIT` answered, maybe before it was sent (a
+/// statement that fails to encode fails at once, and the flight's later statements are never
+/// sent). Errors are rare, and a new connection is cheap next to a leaked transaction.
+struct TxClient {
+    /// `Some` until dropped.
+    client: Option<Client>,
+    begin: Statement,
+    commit: Statement,
+    rollback: Statement,
+    /// Whether a transaction may be open.
+    open: AtomicBool,
+}
+
+impl TxClient {
+    /// A connection of the pool, for a transaction begun by `begin` ([`BEGIN`] or
+    /// [`BEGIN_SNAPSHOT`]).
+    async fn get(pool: &Pool, begin: &str) -> StoreResult<Self> {
+        let client = pool.get().await?;
+        let [begin, commit, rollback] = prepare(&client, [begin, "COMMIT", "ROLLBACK"]).await?;
+        Ok(Self {
+            client: Some(client),
+            begin,
+            commit,
+            rollback,
+            open: AtomicBool::new(false),
+        })
+    }
+
+    fn client(&self) -> StoreResult<&Client> {
+        self.client
+            .as_ref()
+            .ok_or_else(|| StoreError::Postgres("the connection was detached".into()))
+    }
+
+    async fn run(&self, statement: &Statement) -> StoreResult<()> {
+        exec(self.client()?, statement, &[]).await?;
+        Ok(())
+    }
+
+    /// `BEGIN`: the first statement of the first flight.
+    async fn begin(&self) -> StoreResult<()> {
+        self.open.store(true, Ordering::Relaxed);
+        self.run(&self.begin).await
+    }
+
+    /// `COMMIT`: the last statement of the last flight. Once it has answered, no transaction is
+    /// open, even when it rolled back one that a failed statement of the flight had aborted
+    /// (the flight then returns that statement's error).
+    async fn commit(&self) -> StoreResult<()> {
+        self.run(&self.commit).await?;
+        self.open.store(false, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Ends with `ROLLBACK` a transaction that changes nothing after all, and gives back
+    /// `outcome`, which its reads decided: should `ROLLBACK` fail, the connection is dropped.
+    async fn rollback<T>(&self, outcome: T) -> T {
+        match self.run(&self.rollback).await {
+            Ok(()) => self.open.store(false, Ordering::Relaxed),
+            Err(error) => warn!(%error, "ROLLBACK failed; the connection is dropped"),
+        }
+        outcome
+    }
+}
+
+impl Drop for TxClient {
+    fn drop(&mut self) {
+        if self.open.load(Ordering::Relaxed)
+            && let Some(client) = self.client.take()
+        {
+            // Dropping the detached connection aborts its task, which closes the socket.
+            drop(Client::take(client));
+        }
+    }
 }
 
 /// The row of a prepared query whose one parameter is a run's id, if any.
@@ -305,11 +402,12 @@ async fn fetch_tool_call(
 
 /// Locks a run's row ([`LOCK_RUN`]) and reads its head; `None` when there is no such run.
 async fn lock_run(
-    tx: &Transaction<'_>,
+    client: &impl GenericClient,
     statement: &Statement,
     run_id: &str,
 ) -> StoreResult<Option<RunHead>> {
-    tx.query_opt(statement, &[&run_id])
+    client
+        .query_opt(statement, &[&run_id])
         .await?
         .map(|row| {
             Ok(RunHead {
@@ -323,11 +421,11 @@ async fn lock_run(
 }
 
 async fn count_pending(
-    tx: &Transaction<'_>,
+    client: &impl GenericClient,
     statement: &Statement,
     run_id: &str,
 ) -> StoreResult<i64> {
-    Ok(tx.query_one(statement, &[&run_id]).await?.get(0))
+    Ok(client.query_one(statement, &[&run_id]).await?.get(0))
 }
 
 /// `kinds` as the events that follow `last_sequence`.
@@ -346,7 +444,7 @@ fn new_events(run_id: &str, last_sequence: u64, kinds: Vec<EventKind>, time_ms: 
 
 /// Inserts events of one run and time ([`new_events`]) with one statement ([`INSERT_EVENTS`]).
 async fn insert_events(
-    tx: &Transaction<'_>,
+    client: &impl GenericClient,
     statement: &Statement,
     events: &[Event],
 ) -> StoreResult<()> {
@@ -359,7 +457,7 @@ async fn insert_events(
         .map(|e| to_json(&e.kind))
         .collect::<StoreResult<Vec<_>>>()?;
     exec(
-        tx,
+        client,
         statement,
         &[&first.run_id, &first.time_ms, &sequences, &bodies],
     )
@@ -510,9 +608,12 @@ struct CallInsert<'a> {
     result_sequence: i64,
 }
 
-const INSERT_CALL: &str = "INSERT INTO tool_calls (run_id, tool_call_id, turn, position, \
+/// Inserts a turn's calls, each column but the run's and the turn's as an array.
+const INSERT_CALLS: &str = "INSERT INTO tool_calls (run_id, turn, tool_call_id, position, \
      tool_name, arguments_json, status, payload, expire_ms, result_content, result_is_error, \
-     result_kind, result_sequence) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+     result_kind, result_sequence) SELECT $1::TEXT, $2::BIGINT, * FROM UNNEST($3::TEXT[], \
+     $4::BIGINT[], $5::TEXT[], $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::BIGINT[], $10::TEXT[], \
+     $11::BOOLEAN[], $12::TEXT[], $13::BIGINT[])";
 
 impl<'a> CallInsert<'a> {
     /// The row of the call made at `position`; `events` are the turn's, which hold the result of
@@ -556,35 +657,47 @@ impl<'a> CallInsert<'a> {
         }
         Ok(row)
     }
+}
 
-    async fn insert(
-        &self,
-        tx: &Transaction<'_>,
-        statement: &Statement,
-        run_id: &str,
-        turn: i64,
-    ) -> StoreResult<u64> {
-        exec(
-            tx,
-            statement,
-            &[
-                &run_id,
-                &self.call.tool_call_id,
-                &turn,
-                &self.position,
-                &self.call.tool_name,
-                &self.call.arguments_json,
-                &self.status.as_str(),
-                &self.payload,
-                &self.expire_ms,
-                &self.content,
-                &self.is_error,
-                &self.kind,
-                &self.result_sequence,
-            ],
-        )
-        .await
+/// Inserts a turn's calls ([`CallInsert`]) with one statement ([`INSERT_CALLS`]).
+async fn insert_calls(
+    client: &impl GenericClient,
+    statement: &Statement,
+    run_id: &str,
+    turn: i64,
+    calls: &[CallInsert<'_>],
+) -> StoreResult<()> {
+    if calls.is_empty() {
+        return Ok(());
     }
+    /// One column of the calls, as an array.
+    fn column<'c, 'a, T>(
+        calls: &'c [CallInsert<'a>],
+        value: impl Fn(&'c CallInsert<'a>) -> T,
+    ) -> Vec<T> {
+        calls.iter().map(value).collect()
+    }
+    exec(
+        client,
+        statement,
+        &[
+            &run_id,
+            &turn,
+            &column(calls, |c| c.call.tool_call_id.as_str()),
+            &column(calls, |c| c.position),
+            &column(calls, |c| c.call.tool_name.as_str()),
+            &column(calls, |c| c.call.arguments_json.as_str()),
+            &column(calls, |c| c.status.as_str()),
+            &column(calls, |c| c.payload.as_deref()),
+            &column(calls, |c| c.expire_ms),
+            &column(calls, |c| c.content),
+            &column(calls, |c| c.is_error),
+            &column(calls, |c| c.kind.as_deref()),
+            &column(calls, |c| c.result_sequence),
+        ],
+    )
+    .await?;
+    Ok(())
 }
 
 /// A notice's payload: the commit, and the store that made it when the payload names one.
@@ -681,15 +794,15 @@ async fn listen(
 #[async_trait]
 impl RunStore for PostgresStore {
     async fn create_run(&self, run: NewRun, lease: Option<Lease<'_>>) -> StoreResult<Created> {
-        let mut client = self.pool.get().await?;
-        let tx = client.transaction().await?;
+        let tx = TxClient::get(&self.pool, BEGIN).await?;
+        let client = tx.client()?;
         let now = now_millis();
         let insert_run = format!(
             "INSERT INTO runs ({RUN_COLUMNS}, lease_owner, lease_expires_ms) \
              VALUES ($1, $2, 'running', $3, $4, '', '', 1, 0, $5, $6, $6, $7, $8)"
         );
         let [insert_run, events_insert, notice] =
-            prepare(&tx, [&insert_run, INSERT_EVENTS, NOTIFY]).await?;
+            prepare(client, [&insert_run, INSERT_EVENTS, NOTIFY]).await?;
         let metadata = to_json(&run.metadata)?;
         let started = EventKind::RunStarted {
             agent_id: run.agent_id.clone(),
@@ -698,9 +811,10 @@ impl RunStore for PostgresStore {
         };
         let events = new_events(&run.run_id, 0, vec![started], now);
         try_join!(
+            tx.begin(),
             async {
                 exec(
-                    &tx,
+                    client,
                     &insert_run,
                     &[
                         &run.run_id,
@@ -715,10 +829,10 @@ impl RunStore for PostgresStore {
                 )
                 .await
             },
-            insert_events(&tx, &events_insert, &events),
-            self.notify(&tx, &notice, &run.run_id, 1, RunStatus::Running),
+            insert_events(client, &events_insert, &events),
+            self.notify(client, &notice, &run.run_id, 1, RunStatus::Running),
+            tx.commit(),
         )?;
-        tx.commit().await?;
         Ok(Created {
             committed: Committed {
                 events,
@@ -791,22 +905,22 @@ impl RunStore for PostgresStore {
         run_id: &str,
         lease: Option<Lease<'_>>,
     ) -> StoreResult<Option<StepState>> {
-        let mut client = self.pool.get().await?;
         // Taking the lease locks the run's row, and every writer of a run locks it first: the
         // reads after it see one state of the run at any isolation level. A plain read takes a
         // snapshot instead.
-        let isolation = match lease {
-            Some(_) => tokio_postgres::IsolationLevel::ReadCommitted,
-            None => tokio_postgres::IsolationLevel::RepeatableRead,
+        let begin = if lease.is_some() {
+            BEGIN
+        } else {
+            BEGIN_SNAPSHOT
         };
-        let tx = client
-            .build_transaction()
-            .isolation_level(isolation)
-            .start()
-            .await?;
-        let statements = StepStatements::prepare(&tx).await?;
-        let step = read_step(&tx, &statements, run_id, lease).await?;
-        tx.commit().await?;
+        let tx = TxClient::get(&self.pool, begin).await?;
+        let client = tx.client()?;
+        let statements = StepStatements::prepare(client).await?;
+        let ((), step, ()) = try_join!(
+            tx.begin(),
+            read_step(client, &statements, run_id, lease),
+            tx.commit(),
+        )?;
         Ok(step)
     }
 
@@ -817,8 +931,8 @@ impl RunStore for PostgresStore {
         expected_turns: u32,
         commit: TurnCommit,
     ) -> StoreResult<TurnOutcome> {
-        let mut client = self.pool.get().await?;
-        let tx = client.transaction().await?;
+        let tx = TxClient::get(&self.pool, BEGIN).await?;
+        let client = tx.client()?;
         let now = now_millis();
         let [
             lock,
@@ -828,12 +942,12 @@ impl RunStore for PostgresStore {
             run_update,
             notice,
         ] = prepare(
-            &tx,
+            client,
             [
                 LOCK_RUN,
                 "INSERT INTO turns (run_id, turn, text) VALUES ($1, $2, $3)",
                 INSERT_EVENTS,
-                INSERT_CALL,
+                INSERT_CALLS,
                 "UPDATE runs SET status = $2, turns = $3, last_sequence = $4, output_text = $5, \
                  error_message = $6, updated_ms = $7, step_attempt = 0, \
                  lease_owner = CASE WHEN $2 = 'running' THEN lease_owner END, \
@@ -843,12 +957,10 @@ impl RunStore for PostgresStore {
             ],
         )
         .await?;
-        let Some(head) = lock_run(&tx, &lock, run_id).await? else {
-            return Ok(TurnOutcome::Stale);
+        let ((), head) = try_join!(tx.begin(), lock_run(client, &lock, run_id))?;
+        let Some(head) = head.filter(|head| head.admits_step(owner, expected_turns)) else {
+            return Ok(tx.rollback(TurnOutcome::Stale).await);
         };
-        if !head.admits_step(owner, expected_turns) {
-            return Ok(TurnOutcome::Stale);
-        }
         let turns = head.turns + u32::from(commit.assistant_text.is_some());
         let events = new_events(run_id, head.last_sequence, commit.events, now);
         let calls = commit
@@ -866,20 +978,21 @@ impl RunStore for PostgresStore {
             async {
                 match &commit.assistant_text {
                     Some(text) => {
-                        exec(&tx, &turn_insert, &[&run_id, &i64::from(head.turns), text]).await
+                        exec(
+                            client,
+                            &turn_insert,
+                            &[&run_id, &i64::from(head.turns), text],
+                        )
+                        .await
                     }
                     None => Ok(0),
                 }
             },
-            insert_events(&tx, &events_insert, &events),
-            try_join_all(
-                calls
-                    .iter()
-                    .map(|call| call.insert(&tx, &call_insert, run_id, turn))
-            ),
+            insert_events(client, &events_insert, &events),
+            insert_calls(client, &call_insert, run_id, turn, &calls),
             async {
                 exec(
-                    &tx,
+                    client,
                     &run_update,
                     &[
                         &run_id,
@@ -893,9 +1006,9 @@ impl RunStore for PostgresStore {
                 )
                 .await
             },
-            self.notify(&tx, &notice, run_id, last_sequence, status),
+            self.notify(client, &notice, run_id, last_sequence, status),
+            tx.commit(),
         )?;
-        tx.commit().await?;
         Ok(TurnOutcome::Committed(Committed { events, status }))
     }
 
@@ -907,11 +1020,11 @@ impl RunStore for PostgresStore {
         attempt: u32,
         events: Vec<EventKind>,
     ) -> StoreResult<TurnOutcome> {
-        let mut client = self.pool.get().await?;
-        let tx = client.transaction().await?;
+        let tx = TxClient::get(&self.pool, BEGIN).await?;
+        let client = tx.client()?;
         let now = now_millis();
         let [lock, events_insert, run_update, notice] = prepare(
-            &tx,
+            client,
             [
                 LOCK_RUN,
                 INSERT_EVENTS,
@@ -921,27 +1034,25 @@ impl RunStore for PostgresStore {
             ],
         )
         .await?;
-        let Some(head) = lock_run(&tx, &lock, run_id).await? else {
-            return Ok(TurnOutcome::Stale);
+        let ((), head) = try_join!(tx.begin(), lock_run(client, &lock, run_id))?;
+        let Some(head) = head.filter(|head| head.admits_step(owner, expected_turns)) else {
+            return Ok(tx.rollback(TurnOutcome::Stale).await);
         };
-        if !head.admits_step(owner, expected_turns) {
-            return Ok(TurnOutcome::Stale);
-        }
         let events = new_events(run_id, head.last_sequence, events, now);
         let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
         try_join!(
-            insert_events(&tx, &events_insert, &events),
+            insert_events(client, &events_insert, &events),
             async {
                 exec(
-                    &tx,
+                    client,
                     &run_update,
                     &[&run_id, &(last_sequence as i64), &i64::from(attempt), &now],
                 )
                 .await
             },
-            self.notify(&tx, &notice, run_id, last_sequence, RunStatus::Running),
+            self.notify(client, &notice, run_id, last_sequence, RunStatus::Running),
+            tx.commit(),
         )?;
-        tx.commit().await?;
         Ok(TurnOutcome::Committed(Committed {
             events,
             status: RunStatus::Running,
@@ -968,11 +1079,11 @@ impl RunStore for PostgresStore {
         decide: Decide,
         lease: Option<Lease<'_>>,
     ) -> StoreResult<SettleOutcome> {
-        let mut client = self.pool.get().await?;
-        let tx = client.transaction().await?;
+        let tx = TxClient::get(&self.pool, BEGIN).await?;
+        let client = tx.client()?;
         let now = now_millis();
         let [lock, call_query, count, events_insert, call_update, run_update, notice] = prepare(
-            &tx,
+            client,
             [
                 LOCK_RUN,
                 TOOL_CALL_QUERY,
@@ -989,20 +1100,21 @@ impl RunStore for PostgresStore {
         .await?;
         // Lock the run first: settles of one run are serialized across replicas, and the reads
         // after the lock in this flight see the run as locked.
-        let (head, call, pending) = try_join!(
-            lock_run(&tx, &lock, run_id),
-            fetch_tool_call(&tx, &call_query, run_id, tool_call_id),
-            count_pending(&tx, &count, run_id),
+        let ((), head, call, pending) = try_join!(
+            tx.begin(),
+            lock_run(client, &lock, run_id),
+            fetch_tool_call(client, &call_query, run_id, tool_call_id),
+            count_pending(client, &count, run_id),
         )?;
         let (Some(head), Some(call)) = (head, call) else {
-            return Ok(SettleOutcome::NotFound);
+            return Ok(tx.rollback(SettleOutcome::NotFound).await);
         };
         let call = tool_call_record(&call, run_id, tool_call_id)?;
         if call.status != CallStatus::Pending {
-            return Ok(SettleOutcome::NotPending(Box::new(call)));
+            return Ok(tx.rollback(SettleOutcome::NotPending(Box::new(call))).await);
         }
         let Some(settlement) = decide(&call) else {
-            return Ok(SettleOutcome::Refused(Box::new(call)));
+            return Ok(tx.rollback(SettleOutcome::Refused(Box::new(call))).await);
         };
         let result = EventKind::ToolResult {
             tool_call_id: tool_call_id.to_owned(),
@@ -1022,15 +1134,15 @@ impl RunStore for PostgresStore {
         };
         let next_step = match lease {
             Some(lease) if status == RunStatus::Running => {
-                Some((lease, StepStatements::prepare(&tx).await?))
+                Some((lease, StepStatements::prepare(client).await?))
             }
             _ => None,
         };
-        let (_, changed, _, step, _) = try_join!(
-            insert_events(&tx, &events_insert, &events),
+        let (_, changed, _, step, _, ()) = try_join!(
+            insert_events(client, &events_insert, &events),
             async {
                 exec(
-                    &tx,
+                    client,
                     &call_update,
                     &[
                         &run_id,
@@ -1047,7 +1159,7 @@ impl RunStore for PostgresStore {
             },
             async {
                 exec(
-                    &tx,
+                    client,
                     &run_update,
                     &[&run_id, &status.as_str(), &(sequence as i64), &now],
                 )
@@ -1056,19 +1168,21 @@ impl RunStore for PostgresStore {
             async {
                 match &next_step {
                     Some((lease, statements)) => {
-                        read_step(&tx, statements, run_id, Some(*lease)).await
+                        read_step(client, statements, run_id, Some(*lease)).await
                     }
                     None => Ok(None),
                 }
             },
-            self.notify(&tx, &notice, run_id, sequence, status),
+            self.notify(client, &notice, run_id, sequence, status),
+            tx.commit(),
         )?;
+        // Cannot happen (every writer of a call locks its run first); the flight has committed
+        // by now, so this only reports it.
         if changed != 1 {
             return Err(StoreError::Corrupt(format!(
                 "tool call {tool_call_id} changed under its run's lock"
             )));
         }
-        tx.commit().await?;
         Ok(SettleOutcome::Settled {
             committed: Committed { events, status },
             step: step.map(Box::new),
@@ -1081,8 +1195,8 @@ impl RunStore for PostgresStore {
         reason: &str,
         call_content: &str,
     ) -> StoreResult<CancelOutcome> {
-        let mut client = self.pool.get().await?;
-        let tx = client.transaction().await?;
+        let tx = TxClient::get(&self.pool, BEGIN).await?;
+        let client = tx.client()?;
         let now = now_millis();
         let [
             lock,
@@ -1092,7 +1206,7 @@ impl RunStore for PostgresStore {
             run_update,
             notice,
         ] = prepare(
-            &tx,
+            client,
             [
                 LOCK_RUN,
                 PENDING_QUERY,
@@ -1108,17 +1222,18 @@ impl RunStore for PostgresStore {
             ],
         )
         .await?;
-        let (head, pending) = try_join!(
-            lock_run(&tx, &lock, run_id),
-            rows_of_run(&tx, &pending_query, run_id),
+        let ((), head, pending) = try_join!(
+            tx.begin(),
+            lock_run(client, &lock, run_id),
+            rows_of_run(client, &pending_query, run_id),
         )?;
         let Some(head) = head else {
-            return Ok(CancelOutcome::NotFound);
+            return Ok(tx.rollback(CancelOutcome::NotFound).await);
         };
         match head.status {
-            RunStatus::Cancelled => return Ok(CancelOutcome::AlreadyCancelled),
+            RunStatus::Cancelled => return Ok(tx.rollback(CancelOutcome::AlreadyCancelled).await),
             RunStatus::Completed | RunStatus::Failed => {
-                return Ok(CancelOutcome::Finished(head.status));
+                return Ok(tx.rollback(CancelOutcome::Finished(head.status)).await);
             }
             RunStatus::Running | RunStatus::Suspended => {}
         }
@@ -1146,10 +1261,10 @@ impl RunStore for PostgresStore {
             .map(|e| e.sequence as i64)
             .collect();
         try_join!(
-            insert_events(&tx, &events_insert, &events),
+            insert_events(client, &events_insert, &events),
             async {
                 exec(
-                    &tx,
+                    client,
                     &calls_update,
                     &[&run_id, &call_content, &cancelled, &call_ids, &sequences],
                 )
@@ -1157,15 +1272,15 @@ impl RunStore for PostgresStore {
             },
             async {
                 exec(
-                    &tx,
+                    client,
                     &run_update,
                     &[&run_id, &reason, &(last_sequence as i64), &now],
                 )
                 .await
             },
-            self.notify(&tx, &notice, run_id, last_sequence, RunStatus::Cancelled),
+            self.notify(client, &notice, run_id, last_sequence, RunStatus::Cancelled),
+            tx.commit(),
         )?;
-        tx.commit().await?;
         Ok(CancelOutcome::Cancelled(Committed {
             events,
             status: RunStatus::Cancelled,
@@ -1242,17 +1357,20 @@ impl RunStore for PostgresStore {
     }
 
     async fn prune_finished(&self, before_ms: i64) -> StoreResult<u64> {
-        let mut client = self.pool.get().await?;
-        let tx = client.transaction().await?;
+        let tx = TxClient::get(&self.pool, BEGIN).await?;
+        let client = tx.client()?;
         let finished = "SELECT run_id FROM runs WHERE status IN ('completed', 'failed', 'cancelled') \
                         AND updated_ms < $1";
         // The runs last, after what refers to them; one flight.
         let deletes = ["events", "tool_calls", "turns", "runs"]
             .map(|table| format!("DELETE FROM {table} WHERE run_id IN ({finished})"));
-        let deletes = prepare(&tx, deletes.each_ref().map(String::as_str)).await?;
+        let deletes = prepare(client, deletes.each_ref().map(String::as_str)).await?;
         let by_age: &[&(dyn ToSql + Sync)] = &[&before_ms];
-        let deleted = try_join_all(deletes.iter().map(|delete| exec(&tx, delete, by_age))).await?;
-        tx.commit().await?;
+        let ((), deleted, ()) = try_join!(
+            tx.begin(),
+            try_join_all(deletes.iter().map(|delete| exec(client, delete, by_age))),
+            tx.commit(),
+        )?;
         Ok(deleted.last().copied().unwrap_or(0))
     }
 
