@@ -555,16 +555,23 @@ the scripted model says \"Deploying to <answer>\". One round trip = `RunAgent` s
 
 /// What the profiles (perf, on the bench's own scenarios) showed limits each figure.
 const LIMITS: &str = "\
-- Sequential round trips: a round trip is four durable commits in a row (run created, question \
+- Sequential round trips: nothing of one round trip overlaps the next, so the rate is one over \
+  a critical path made of CPU time run one piece after another: the bench's and the server's (the \
+  table above), on 2 vCPUs where waking a sleeping thread is dear (perf: about a third of the \
+  bench's samples and a fifth of the server's are in the scheduler's switch and wake-up paths; a \
+  `perf sched` timeline shows the bench and the server's two workers taking turns, seldom \
+  running at once). A round trip is four durable commits in a row (run created, question \
   suspended, answer settled, run completed), each announced only after it is in the WAL, plus \
-  two gRPC exchanges; nothing of one round trip can overlap the next. Per round trip the server \
-  spends the CPU time in the table above, about 45% of it in SQLite, most of that writing WAL \
-  frames (about 24 frames, ~100 KB, per round trip: every commit rewrites each B-tree page it \
-  touches, and appending to the WITHOUT ROWID tables `events` and `tool_calls` rebalances up to \
-  three leaves at a time), the rest in HTTP/2 and the TCP loopback (one `writev` per burst of \
-  frames) and in waking tasks. The bench's own CPU time is on the same critical path and the \
-  same two cores. A rowid-keyed schema was simulated: it cuts the WAL frames per round trip by \
-  about a fifth only, since every status change still moves an entry of `runs_by_status`.
+  two gRPC exchanges. SQLite is about 40% of the server's CPU time, half of that writing WAL \
+  frames (about 24, ~100 KB, per round trip: every commit rewrites each B-tree page it touches). \
+  Tried and measured against the same build, none moving the median beyond the run-to-run \
+  spread (about ±8%): one Tokio worker instead of two (server CPU −15%, same rate: the saving \
+  was off the critical path); running a batch in the task of the caller that finds the store \
+  idle rather than in the store's own task (about 6% slower); one connection with exclusive \
+  locking and checkpoints inside commits (25 fewer `fcntl` calls per round trip and a resume \
+  p99 of 0.37 ms instead of 0.6 ms, but the same rate, and checkpoint stalls doubled the p99 at \
+  64 and 256 streams); mimalloc. Schemas keyed by rowid or with a partial status index were \
+  simulated: 3–17% fewer WAL frames, a few percent of the server's CPU at most.
 - Resume latency: the answer's settling commit and the completing turn's commit, one store \
   operation each (the question is checked inside the settling transaction, and that transaction \
   also takes the run's lease and reads the next step's state).
