@@ -404,9 +404,15 @@ async fn tool_call_split_across_chunks_asks_and_the_answer_goes_back() {
 
     run.send_text(&question.tool_call_id, "staging").await;
     let events = events_until_end(&mut run).await;
+    let done = completed(&events);
+    assert_eq!(done.output_text, "Thanks! Starting the deployment now.");
+    // Both model calls count: 212 + 301 prompt tokens, 27 + 9 completion tokens.
     assert_eq!(
-        completed(&events).output_text,
-        "Thanks! Starting the deployment now."
+        done.usage,
+        Some(pb::Usage {
+            input_tokens: 513,
+            output_tokens: 36
+        })
     );
 
     let requests = llm.requests();

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use askuser::domain::{
     AnswerInput, EventKind, Message, ModelToolCall, RunStatus, SuspendPayload, ToolResultKind,
-    now_millis,
+    Usage, now_millis,
 };
 use askuser::store::{
     CallStatus, CancelOutcome, Committed, Decide, Lease, NewCallState, NewRun, NewToolCall,
@@ -96,6 +96,7 @@ on_both_stores! {
         suspending_turn_lists_pending_calls_in_the_order_asked,
         commits_are_refused_unless_the_run_is_where_the_executor_left_it,
         step_events_are_appended_and_their_attempt_recorded,
+        the_runs_token_usage_is_kept_with_each_turn,
         settling_is_a_compare_and_set,
         a_refused_settlement_leaves_the_call_pending,
         changes_that_end_unmade_leave_no_transaction_open,
@@ -215,7 +216,7 @@ fn turn(text: &str, calls: Vec<NewToolCall>) -> TurnCommit {
         assistant_text: Some(text.into()),
         tool_calls: calls,
         events,
-        end: None,
+        ..TurnCommit::default()
     }
 }
 
@@ -231,6 +232,7 @@ fn completing_turn(text: &str) -> TurnCommit {
         end: Some(RunEnd::Completed {
             output_text: text.into(),
         }),
+        ..TurnCommit::default()
     }
 }
 
@@ -524,6 +526,37 @@ async fn commits_are_refused_unless_the_run_is_where_the_executor_left_it(
         .await
         .expect("commit turn");
     assert!(matches!(outcome, TurnOutcome::Stale), "{outcome:?}");
+}
+
+async fn the_runs_token_usage_is_kept_with_each_turn(store: Arc<dyn RunStore>) {
+    async fn usage(store: &Arc<dyn RunStore>) -> Option<Usage> {
+        store
+            .load_step("run-1", None)
+            .await
+            .expect("load step")
+            .expect("run exists")
+            .usage
+    }
+    let tokens = |input_tokens, output_tokens| {
+        Some(Usage {
+            input_tokens,
+            output_tokens,
+        })
+    };
+    leased_run(&store, "run-1").await;
+    assert_eq!(usage(&store).await, None, "no model call reported any yet");
+    let first = TurnCommit {
+        usage: tokens(212, 27),
+        ..turn("Thinking", Vec::new())
+    };
+    commit(&store, "run-1", 0, first).await;
+    assert_eq!(usage(&store).await, tokens(212, 27));
+    let second = TurnCommit {
+        usage: tokens(513, 36),
+        ..turn("Still thinking", Vec::new())
+    };
+    commit(&store, "run-1", 1, second).await;
+    assert_eq!(usage(&store).await, tokens(513, 36));
 }
 
 async fn step_events_are_appended_and_their_attempt_recorded(store: Arc<dyn RunStore>) {

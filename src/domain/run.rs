@@ -74,6 +74,19 @@ pub struct Usage {
     pub output_tokens: u64,
 }
 
+impl Usage {
+    /// `a` and `b` added up; `None` only when neither is known.
+    pub fn sum(a: Option<Usage>, b: Option<Usage>) -> Option<Usage> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(Usage {
+                input_tokens: a.input_tokens.saturating_add(b.input_tokens),
+                output_tokens: a.output_tokens.saturating_add(b.output_tokens),
+            }),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
 /// What happened in a run; every kind is stored in the run's event log.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -194,4 +207,27 @@ pub enum Message {
         is_error: bool,
         kind: ToolResultKind,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Usage;
+
+    #[test]
+    fn usage_sums_what_is_known() {
+        let tokens = |input_tokens, output_tokens| {
+            Some(Usage {
+                input_tokens,
+                output_tokens,
+            })
+        };
+        assert_eq!(Usage::sum(tokens(212, 27), tokens(301, 9)), tokens(513, 36));
+        assert_eq!(Usage::sum(None, tokens(301, 9)), tokens(301, 9));
+        assert_eq!(Usage::sum(tokens(212, 27), None), tokens(212, 27));
+        assert_eq!(Usage::sum(None, None), None);
+        assert_eq!(
+            Usage::sum(tokens(u64::MAX, 1), tokens(1, 1)),
+            tokens(u64::MAX, 2)
+        );
+    }
 }

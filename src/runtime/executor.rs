@@ -223,7 +223,9 @@ async fn step(
         return Ok(StepOutcome::Idle);
     }
     let expected_turns = state.run.turns;
-    let commit = match inner.agents.get(&state.run.agent_id) {
+    // The run's total: this turn's tokens once they are known.
+    let mut usage = state.usage;
+    let mut commit = match inner.agents.get(&state.run.agent_id) {
         None => failure(format!(
             "agent \"{}\" is not configured on this server",
             state.run.agent_id
@@ -252,13 +254,17 @@ async fn step(
                 );
             }
             match turn.run(agent, request).await {
-                Ok(Ok(output)) => turn_commit(
-                    inner,
-                    agent,
-                    state.run.question_ttl_ms,
-                    turn.unflushed,
-                    output,
-                ),
+                Ok(Ok(output)) => {
+                    usage = Usage::sum(usage, output.usage);
+                    turn_commit(
+                        inner,
+                        agent,
+                        state.run.question_ttl_ms,
+                        turn.unflushed,
+                        output,
+                        usage,
+                    )
+                }
                 Ok(Err(error)) => {
                     let mut commit = failure(format!(
                         "model provider {} failed: {error}",
@@ -273,6 +279,7 @@ async fn step(
             }
         }
     };
+    commit.usage = usage;
     let expires = commit.tool_calls.iter().any(|c| {
         matches!(
             c.state,
@@ -418,6 +425,7 @@ fn turn_commit(
     question_ttl_ms: Option<i64>,
     mut events: Vec<EventKind>,
     turn: ModelOutput,
+    run_usage: Option<Usage>,
 ) -> TurnCommit {
     let text = turn.text;
     let mut seen_ids = HashSet::new();
@@ -479,7 +487,7 @@ fn turn_commit(
     let end = tool_calls.is_empty().then(|| {
         events.push(EventKind::RunCompleted {
             output_text: text.clone(),
-            usage: turn.usage,
+            usage: run_usage,
         });
         RunEnd::Completed {
             output_text: text.clone(),
@@ -490,6 +498,7 @@ fn turn_commit(
         tool_calls,
         events,
         end,
+        ..TurnCommit::default()
     }
 }
 

@@ -13,6 +13,7 @@ use async_trait::async_trait;
 
 use crate::domain::{
     AnswerInput, Event, EventKind, Message, RunRecord, RunStatus, SuspendPayload, ToolResultKind,
+    Usage,
 };
 
 pub use postgres::PostgresStore;
@@ -68,6 +69,8 @@ pub struct StepState {
     /// The attempt of the current step that already streamed events, 0 when none did: a step
     /// cut short (crash, model failure) left deltas that the next attempt must declare void.
     pub step_attempt: u32,
+    /// The tokens the run's committed turns used, when their provider reported any.
+    pub usage: Option<Usage>,
 }
 
 /// How a tool call of a new turn starts out.
@@ -110,6 +113,8 @@ pub struct TurnCommit {
     pub tool_calls: Vec<NewToolCall>,
     pub events: Vec<EventKind>,
     pub end: Option<RunEnd>,
+    /// The tokens the run has used once this turn is counted (stored as the run's total).
+    pub usage: Option<Usage>,
 }
 
 impl RunEnd {

@@ -35,7 +35,8 @@ use tracing::warn;
 use super::records::{
     PENDING_QUERY, PendingRow, RUN_COLUMNS, RunHead, RunRow, TOOL_CALL_QUERY,
     TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall, assemble_transcript,
-    first_step, from_json, kind_name, parse_status, to_json, unsigned,
+    first_step, from_json, kind_name, parse_status, to_json, unsigned, usage_columns,
+    usage_from_columns,
 };
 use super::{
     CallStatus, CancelOutcome, CommitNotice, Committed, Created, Decide, EventPage, Lease,
@@ -47,7 +48,10 @@ use crate::domain::{
 };
 
 /// The schema migrations, applied in order; never edit a released one, add the next.
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../../migrations/postgres/0001_init.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../../migrations/postgres/0001_init.sql")),
+    (2, include_str!("../../migrations/postgres/0002_usage.sql")),
+];
 
 /// The channel commit notices travel on.
 const NOTIFY_CHANNEL: &str = "askuser_commits";
@@ -319,9 +323,13 @@ async fn rows_of_run(
     Ok(client.query(statement, &[&run_id]).await?)
 }
 
-/// The row of a run with its step attempt, `run_row`'s columns first.
-static RUN_QUERY: LazyLock<String> =
-    LazyLock::new(|| format!("SELECT {RUN_COLUMNS}, step_attempt FROM runs WHERE run_id = $1"));
+/// The row of a run with its step attempt and token usage, `run_row`'s columns first.
+static RUN_QUERY: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {RUN_COLUMNS}, step_attempt, input_tokens, output_tokens FROM runs \
+         WHERE run_id = $1"
+    )
+});
 
 /// Locks a run's row; what decides whether a change may happen.
 const LOCK_RUN: &str =
@@ -572,6 +580,7 @@ impl StepRows {
             run,
             transcript,
             step_attempt: u32::try_from(step_attempt).unwrap_or(0),
+            usage: usage_from_columns(row.get(13), row.get(14)),
         }))
     }
 }
@@ -949,7 +958,8 @@ impl RunStore for PostgresStore {
                 INSERT_EVENTS,
                 INSERT_CALLS,
                 "UPDATE runs SET status = $2, turns = $3, last_sequence = $4, output_text = $5, \
-                 error_message = $6, updated_ms = $7, step_attempt = 0, \
+                 error_message = $6, updated_ms = $7, step_attempt = 0, input_tokens = $8, \
+                 output_tokens = $9, \
                  lease_owner = CASE WHEN $2 = 'running' THEN lease_owner END, \
                  lease_expires_ms = CASE WHEN $2 = 'running' THEN lease_expires_ms END \
                  WHERE run_id = $1",
@@ -974,6 +984,7 @@ impl RunStore for PostgresStore {
             RunEnd::run_after(commit.end.as_ref(), any_pending);
         let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
         let turn = i64::from(turns) - 1;
+        let (input_tokens, output_tokens) = usage_columns(commit.usage);
         try_join!(
             async {
                 match &commit.assistant_text {
@@ -1002,6 +1013,8 @@ impl RunStore for PostgresStore {
                         &output_text,
                         &error_message,
                         &now,
+                        &input_tokens,
+                        &output_tokens,
                     ],
                 )
                 .await

@@ -3,7 +3,7 @@
 
 use super::{CallStatus, NewRun, StepState, StoreError, StoreResult, ToolCallRecord};
 use crate::domain::{
-    AnswerInput, Message, ModelToolCall, PendingCall, RunRecord, RunStatus, ToolResultKind,
+    AnswerInput, Message, ModelToolCall, PendingCall, RunRecord, RunStatus, ToolResultKind, Usage,
 };
 
 pub(super) fn to_json<T: serde::Serialize>(value: &T) -> StoreResult<String> {
@@ -206,7 +206,32 @@ pub(super) fn first_step(run: NewRun, now_ms: i64) -> StoreResult<StepState> {
             pending: Vec::new(),
         },
         step_attempt: 0,
+        usage: None,
     })
+}
+
+/// A run's token usage from its two nullable columns (`input_tokens`, `output_tokens`).
+pub(super) fn usage_from_columns(input: Option<i64>, output: Option<i64>) -> Option<Usage> {
+    let tokens = |count: i64| u64::try_from(count).unwrap_or(0);
+    match (input, output) {
+        (None, None) => None,
+        (input, output) => Some(Usage {
+            input_tokens: input.map_or(0, tokens),
+            output_tokens: output.map_or(0, tokens),
+        }),
+    }
+}
+
+/// A run's token usage as its two nullable columns.
+pub(super) fn usage_columns(usage: Option<Usage>) -> (Option<i64>, Option<i64>) {
+    let count = |tokens: u64| i64::try_from(tokens).unwrap_or(i64::MAX);
+    match usage {
+        Some(usage) => (
+            Some(count(usage.input_tokens)),
+            Some(count(usage.output_tokens)),
+        ),
+        None => (None, None),
+    }
 }
 
 /// The part of a run's row that decides whether a write may happen, read inside the write's

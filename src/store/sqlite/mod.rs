@@ -14,7 +14,7 @@ mod group_commit;
 use super::records::{
     PENDING_QUERY, PendingRow, RUN_COLUMNS, RunHead, RunRow, TOOL_CALL_QUERY,
     TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall, assemble_transcript,
-    first_step, from_json, kind_name, parse_status, to_json,
+    first_step, from_json, kind_name, parse_status, to_json, usage_columns, usage_from_columns,
 };
 use super::{
     CallStatus, CancelOutcome, Committed, Created, Decide, EventPage, Lease, NewCallState, NewRun,
@@ -35,9 +35,17 @@ pub enum Synchronous {
     Full,
 }
 
-const SCHEMA_VERSION: i64 = 1;
+/// The schema's versions, each the statements that bring the previous one to it (the first from
+/// an empty file); never edit a released one, add the next.
+const MIGRATIONS: &[&str] = &[SCHEMA_V1, USAGE_V2];
 
-const SCHEMA: &str = "
+/// Version 2: the tokens each run has used so far.
+const USAGE_V2: &str = "
+ALTER TABLE runs ADD COLUMN input_tokens INTEGER;
+ALTER TABLE runs ADD COLUMN output_tokens INTEGER;
+";
+
+const SCHEMA_V1: &str = "
 CREATE TABLE runs (
     run_id TEXT PRIMARY KEY,
     agent_id TEXT NOT NULL,
@@ -161,17 +169,20 @@ fn connect(path: &Path) -> StoreResult<Connection> {
 
 fn migrate(conn: &mut Connection) -> StoreResult<()> {
     let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
-    if version == SCHEMA_VERSION {
-        return Ok(());
-    }
-    if version != 0 {
+    let newest = MIGRATIONS.len() as i64;
+    if version > newest {
         return Err(StoreError::Corrupt(format!(
-            "database schema version {version} is newer than this server's {SCHEMA_VERSION}"
+            "database schema version {version} is newer than this server's {newest}"
         )));
     }
+    if version == newest {
+        return Ok(());
+    }
     let tx = conn.transaction()?;
-    tx.execute_batch(SCHEMA)?;
-    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    for sql in &MIGRATIONS[usize::try_from(version).unwrap_or(0)..] {
+        tx.execute_batch(sql)?;
+    }
+    tx.pragma_update(None, "user_version", newest)?;
     tx.commit()?;
     Ok(())
 }
@@ -328,13 +339,16 @@ fn read_step(conn: &Connection, run_id: &str) -> StoreResult<Option<StepState>> 
         return Ok(None);
     };
     let transcript = load_transcript(conn, &run)?;
-    let step_attempt: i64 = conn
-        .prepare_cached("SELECT step_attempt FROM runs WHERE run_id = ?1")?
-        .query_row([run_id], |row| row.get(0))?;
+    let (step_attempt, input_tokens, output_tokens): (i64, _, _) = conn
+        .prepare_cached(
+            "SELECT step_attempt, input_tokens, output_tokens FROM runs WHERE run_id = ?1",
+        )?
+        .query_row([run_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
     Ok(Some(StepState {
         run,
         transcript,
         step_attempt: u32::try_from(step_attempt).unwrap_or(0),
+        usage: usage_from_columns(input_tokens, output_tokens),
     }))
 }
 
@@ -526,10 +540,12 @@ impl RunStore for SqliteStore {
                 }
             }
             let (status, output_text, error_message) = RunEnd::run_after(commit.end.as_ref(), any_pending);
+            let (input_tokens, output_tokens) = usage_columns(commit.usage);
             let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
             conn.prepare_cached(
                 "UPDATE runs SET status = ?2, turns = ?3, last_sequence = ?4, output_text = ?5, \
-                 error_message = ?6, updated_ms = ?7, step_attempt = 0, \
+                 error_message = ?6, updated_ms = ?7, step_attempt = 0, input_tokens = ?8, \
+                 output_tokens = ?9, \
                  lease_owner = CASE WHEN ?2 = 'running' THEN lease_owner END, \
                  lease_expires_ms = CASE WHEN ?2 = 'running' THEN lease_expires_ms END \
                  WHERE run_id = ?1",
@@ -541,7 +557,9 @@ impl RunStore for SqliteStore {
                 last_sequence as i64,
                 output_text,
                 error_message,
-                now
+                now,
+                input_tokens,
+                output_tokens
             ])?;
             Ok(TurnOutcome::Committed(Committed { events, status }))
         })
@@ -875,5 +893,66 @@ impl RunStore for SqliteStore {
                 Ok(())
             })
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Usage;
+
+    /// A database written by schema version 1 opens, is brought to the newest version with its
+    /// runs intact, and keeps token usage from then on.
+    #[tokio::test]
+    async fn a_version_1_database_is_migrated_in_place() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("askuser.sqlite3");
+        {
+            let conn = Connection::open(&path).expect("open");
+            conn.execute_batch(SCHEMA_V1).expect("schema v1");
+            conn.pragma_update(None, "user_version", 1)
+                .expect("user_version");
+            conn.execute(
+                "INSERT INTO runs (run_id, agent_id, status, prompt, metadata, last_sequence, \
+                 created_ms, updated_ms) VALUES ('run-1', 'agent', 'running', 'Hi', '{}', 0, 1, 1)",
+                [],
+            )
+            .expect("a version 1 run");
+        }
+        let store = SqliteStore::open(&path, Synchronous::Normal).expect("open and migrate");
+        let step = store
+            .load_step("run-1", None)
+            .await
+            .expect("load step")
+            .expect("the run survived");
+        assert_eq!(step.run.prompt, "Hi");
+        assert_eq!(step.usage, None);
+
+        assert!(
+            store
+                .acquire_lease("run-1", "me", i64::MAX)
+                .await
+                .expect("lease")
+        );
+        let usage = Some(Usage {
+            input_tokens: 7,
+            output_tokens: 3,
+        });
+        let commit = TurnCommit {
+            assistant_text: Some("Hello".into()),
+            usage,
+            ..TurnCommit::default()
+        };
+        let outcome = store.commit_turn("run-1", "me", 0, commit).await;
+        assert!(
+            matches!(outcome, Ok(TurnOutcome::Committed(_))),
+            "{outcome:?}"
+        );
+        let step = store.load_step("run-1", None).await.expect("load step");
+        assert_eq!(step.and_then(|step| step.usage), usage);
+        let version: i64 = Connection::open(&path)
+            .and_then(|conn| conn.pragma_query_value(None, "user_version", |row| row.get(0)))
+            .expect("user_version");
+        assert_eq!(version, MIGRATIONS.len() as i64);
     }
 }
