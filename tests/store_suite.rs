@@ -15,8 +15,8 @@ use askuser::domain::{
 };
 use askuser::store::{
     CallStatus, CancelOutcome, Committed, Decide, Lease, NewCallState, NewRun, NewToolCall,
-    PostgresStore, RunEnd, RunQuery, RunStore, SettleOutcome, Settlement, SqliteStore, Synchronous,
-    TurnCommit, TurnOutcome,
+    PostgresStore, RunEnd, RunQuery, RunStore, SettleOutcome, Settlement, SqliteStore, StepState,
+    Synchronous, TurnCommit, TurnOutcome,
 };
 use futures::future::join_all;
 use tokio::sync::Barrier;
@@ -247,6 +247,15 @@ fn failing_turn(message: &str) -> TurnCommit {
         }),
         ..TurnCommit::default()
     }
+}
+
+/// The state the run's next step would start from, as stored.
+async fn stored_step(store: &Arc<dyn RunStore>, run_id: &str) -> StepState {
+    store
+        .load_step(run_id, None)
+        .await
+        .expect("load step")
+        .expect("run exists")
 }
 
 /// Commits a turn that must be accepted.
@@ -530,12 +539,7 @@ async fn commits_are_refused_unless_the_run_is_where_the_executor_left_it(
 
 async fn the_runs_token_usage_is_kept_with_each_turn(store: Arc<dyn RunStore>) {
     async fn usage(store: &Arc<dyn RunStore>) -> Option<Usage> {
-        store
-            .load_step("run-1", None)
-            .await
-            .expect("load step")
-            .expect("run exists")
-            .usage
+        stored_step(store, "run-1").await.usage
     }
     let tokens = |input_tokens, output_tokens| {
         Some(Usage {
@@ -561,12 +565,7 @@ async fn the_runs_token_usage_is_kept_with_each_turn(store: Arc<dyn RunStore>) {
 
 async fn step_events_are_appended_and_their_attempt_recorded(store: Arc<dyn RunStore>) {
     async fn step_attempt(store: &Arc<dyn RunStore>) -> u32 {
-        store
-            .load_step("run-1", None)
-            .await
-            .expect("load step")
-            .expect("run exists")
-            .step_attempt
+        stored_step(store, "run-1").await.step_attempt
     }
     async fn append(store: &Arc<dyn RunStore>, owner: &str, attempt: u32, events: Vec<EventKind>) {
         let outcome = store
@@ -794,11 +793,7 @@ async fn leases_taken_with_a_commit_hand_over_the_next_step(store: Arc<dyn RunSt
         .create_run(new_run("run-1", "agent"), Some(lease(OWNER)))
         .await
         .expect("create run");
-    let stored = store
-        .load_step("run-1", None)
-        .await
-        .expect("load step")
-        .expect("run exists");
+    let stored = stored_step(&store, "run-1").await;
     assert_eq!(created.step.run, stored.run);
     assert_eq!(created.step.transcript, stored.transcript);
     assert_eq!(
@@ -841,11 +836,7 @@ async fn leases_taken_with_a_commit_hand_over_the_next_step(store: Arc<dyn RunSt
         panic!("settling the last call: {outcome:?}");
     };
     assert_eq!(committed.status, RunStatus::Running);
-    let stored = store
-        .load_step("run-1", None)
-        .await
-        .expect("load step")
-        .expect("run exists");
+    let stored = stored_step(&store, "run-1").await;
     assert_eq!(step.run, stored.run);
     assert_eq!(step.transcript, stored.transcript);
     assert_eq!(step.transcript.len(), 4, "prompt, turn, two results");
@@ -935,12 +926,7 @@ async fn concurrent_settles_have_exactly_one_winner(store: Arc<dyn RunStore>) {
 
 async fn transcript_is_each_turn_followed_by_its_results_in_call_order(store: Arc<dyn RunStore>) {
     async fn transcript(store: &Arc<dyn RunStore>) -> Vec<Message> {
-        store
-            .load_step("run-1", None)
-            .await
-            .expect("load step")
-            .expect("run exists")
-            .transcript
+        stored_step(store, "run-1").await.transcript
     }
     fn assistant(text: &str, call_ids: &[&str]) -> Message {
         Message::Assistant {
@@ -1011,11 +997,7 @@ async fn transcript_is_each_turn_followed_by_its_results_in_call_order(store: Ar
     )
     .await;
     settle_pending(&store, "run-1", "call-w", answered("dub", "")).await;
-    let step = store
-        .load_step("run-1", None)
-        .await
-        .expect("load step")
-        .expect("run exists");
+    let step = stored_step(&store, "run-1").await;
     assert_eq!(step.run.status, RunStatus::Running);
     assert_eq!(step.run.turns, 2);
     assert_eq!(

@@ -19,7 +19,6 @@
 //! the `COMMIT` (a turn's calls are thus one statement, like its events).
 
 use std::collections::HashMap;
-use std::sync::LazyLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -33,7 +32,7 @@ use tokio_postgres::{AsyncMessage, NoTls, Row, Statement};
 use tracing::warn;
 
 use super::records::{
-    PENDING_QUERY, PendingRow, RUN_COLUMNS, RunHead, RunRow, TOOL_CALL_QUERY,
+    PENDING_QUERY, PendingRow, RUN_COLUMNS, RunHead, RunRow, STEP_RUN_QUERY, TOOL_CALL_QUERY,
     TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall, assemble_transcript,
     first_step, from_json, kind_name, parse_status, to_json, unsigned, usage_columns,
     usage_from_columns,
@@ -169,8 +168,7 @@ async fn execute(
     sql: &str,
     params: &[&(dyn ToSql + Sync)],
 ) -> StoreResult<u64> {
-    let statement = client.prepare_cached(sql).await?;
-    Ok(client.execute(&statement, params).await?)
+    exec(client, &client.prepare_cached(sql).await?, params).await
 }
 
 /// [`execute`] for a query's rows.
@@ -322,14 +320,6 @@ async fn rows_of_run(
 ) -> StoreResult<Vec<Row>> {
     Ok(client.query(statement, &[&run_id]).await?)
 }
-
-/// The row of a run with its step attempt and token usage, `run_row`'s columns first.
-static RUN_QUERY: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT {RUN_COLUMNS}, step_attempt, input_tokens, output_tokens FROM runs \
-         WHERE run_id = $1"
-    )
-});
 
 /// Locks a run's row; what decides whether a change may happen.
 const LOCK_RUN: &str =
@@ -504,7 +494,7 @@ impl StepStatements {
             client,
             [
                 TAKE_LEASE,
-                RUN_QUERY.as_str(),
+                STEP_RUN_QUERY.as_str(),
                 PENDING_QUERY,
                 TURNS_QUERY,
                 TRANSCRIPT_CALLS_QUERY,
@@ -854,7 +844,7 @@ impl RunStore for PostgresStore {
     async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunRecord>> {
         // No transaction: its two reads were never one snapshot (read committed) anyway.
         let client = self.pool.get().await?;
-        let [run, pending] = prepare(&client, [RUN_QUERY.as_str(), PENDING_QUERY]).await?;
+        let [run, pending] = prepare(&client, [STEP_RUN_QUERY.as_str(), PENDING_QUERY]).await?;
         let (row, pending) = try_join!(
             row_of_run(&client, &run, run_id),
             rows_of_run(&client, &pending, run_id),

@@ -1,6 +1,8 @@
 //! Row shapes and conversions shared by the SQL stores: both keep the same tables, with JSON text
 //! for nested values.
 
+use std::sync::LazyLock;
+
 use super::{CallStatus, NewRun, StepState, StoreError, StoreResult, ToolCallRecord};
 use crate::domain::{
     AnswerInput, Message, ModelToolCall, PendingCall, RunRecord, RunStatus, ToolResultKind, Usage,
@@ -34,6 +36,14 @@ pub(super) fn unsigned(value: i64) -> u64 {
 /// The columns of `runs` that make a [`RunRecord`], in this order.
 pub(super) const RUN_COLUMNS: &str = "run_id, agent_id, status, prompt, metadata, output_text, \
      error_message, last_sequence, turns, question_ttl_ms, created_ms, updated_ms";
+
+/// A run's row as a step reads it: [`RUN_COLUMNS`], then its step attempt and token usage.
+pub(super) static STEP_RUN_QUERY: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {RUN_COLUMNS}, step_attempt, input_tokens, output_tokens FROM runs \
+         WHERE run_id = $1"
+    )
+});
 
 /// A `runs` row as read, before its pending calls are attached.
 pub(super) struct RunRow {

@@ -555,8 +555,8 @@ the scripted model says \"Deploying to <answer>\". One round trip = `RunAgent` s
 
 /// What the profiles (perf, on the bench's own scenarios) showed limits each figure.
 const LIMITS: &str = "\
-- Sequential round trips: nothing of one round trip overlaps the next, so the rate is one over \
-  a critical path made of CPU time run one piece after another: the bench's and the server's (the \
+- Sequential round trips: nothing of one round trip overlaps the next, so the rate is one over a \
+  critical path made of CPU time run one piece after another: the bench's and the server's (the \
   table above), on 2 vCPUs where waking a sleeping thread is dear (perf: about a third of the \
   bench's samples and a fifth of the server's are in the scheduler's switch and wake-up paths; a \
   `perf sched` timeline shows the bench and the server's two workers taking turns, seldom \
@@ -564,14 +564,15 @@ const LIMITS: &str = "\
   suspended, answer settled, run completed), each announced only after it is in the WAL, plus \
   two gRPC exchanges. SQLite is about 40% of the server's CPU time, half of that writing WAL \
   frames (about 24, ~100 KB, per round trip: every commit rewrites each B-tree page it touches). \
-  Tried and measured against the same build, none moving the median beyond the run-to-run \
-  spread (about ±8%): one Tokio worker instead of two (server CPU −15%, same rate: the saving \
-  was off the critical path); running a batch in the task of the caller that finds the store \
-  idle rather than in the store's own task (about 6% slower); one connection with exclusive \
-  locking and checkpoints inside commits (25 fewer `fcntl` calls per round trip and a resume \
-  p99 of 0.37 ms instead of 0.6 ms, but the same rate, and checkpoint stalls doubled the p99 at \
-  64 and 256 streams); mimalloc. Schemas keyed by rowid or with a partial status index were \
-  simulated: 3–17% fewer WAL frames, a few percent of the server's CPU at most.
+  Tried and measured against the same build, none moving the median beyond the run-to-run spread \
+  (about ±8%): one Tokio worker instead of two (server CPU −15%, same rate: the saving was off \
+  the critical path); running a batch in the task of the caller that finds the store idle rather \
+  than in the store's own task (about 6% slower); one connection with exclusive locking and \
+  checkpoints inside commits (no file-lock calls, which `perf stat` counted at ~23 `fcntl` per \
+  round trip before, and a resume p99 of 0.37 ms instead of 0.6 ms, but the same rate, and \
+  checkpoint stalls doubled the p99 at 64 and 256 streams); mimalloc. Schemas keyed by rowid or \
+  with a partial status index were simulated: 3–4% fewer WAL frames (21% with no status index at \
+  all), a few percent of the server's CPU at most.
 - Resume latency: the answer's settling commit and the completing turn's commit, one store \
   operation each (the question is checked inside the settling transaction, and that transaction \
   also takes the run's lease and reads the next step's state).
@@ -584,16 +585,17 @@ const LIMITS: &str = "\
 - Server RSS with many suspended runs: a suspended run holds no memory in the server (no task, \
   no channel, no cache entry); what grows is SQLite's page cache (bounded at its default 2 MB) \
   and allocator slack.
-- Idle streams: each stream holds its HTTP/2 stream state, its task and body future, a \
-  broadcast receiver (channel capacity 16 batches) and 1 KiB codec buffers per direction \
-  (tonic's default is 8 KiB each, allocated up front).
-- PostgreSQL: a change is one or two round trips to the database: its statements go in \
-  pipelined flights, `BEGIN` in the first and `COMMIT` in the last (7 round trips per ask-user \
-  round trip, from 37 before), and every commit waits for its WAL flush (fdatasync takes about \
-  0.12 ms on this disk, by `pg_test_fsync`). Sequentially, four commits' round trips and flushes \
-  and PostgreSQL's CPU time for about 34 statements lie on the critical path. With 16 or more \
-  streams both cores are busy (at 64 streams `vmstat` shows ~12% idle and ~50,000 context \
-  switches a second), shared by the PostgreSQL backends, the server (its CPU per round trip is \
-  above: the client side of the database protocol costs it more than SQLite does) and the bench. \
-  PostgreSQL on a machine of its own was not measured.
+- Idle streams: each stream holds its HTTP/2 stream state, its task and body future, a broadcast \
+  receiver (channel capacity 16 batches) and 1 KiB codec buffers per direction (tonic's default \
+  is 8 KiB each, allocated up front).
+- PostgreSQL: a change is one or two round trips to the database: its statements go in pipelined \
+  flights, `BEGIN` in the first and `COMMIT` in the last (7 round trips per ask-user round trip, \
+  from 37 before), and every commit waits for its WAL flush (fdatasync takes about 0.12 ms on \
+  this disk, by `pg_test_fsync`). Sequentially, four commits' round trips and flushes and \
+  PostgreSQL's CPU time for about 34 statements (counted in the code) lie on the critical path. \
+  With 16 or more streams both cores are busy (at 64 streams `vmstat` showed ~12% idle and \
+  ~50,000 context switches a second, on the build before `BEGIN` and `COMMIT` joined the \
+  flights), shared by the PostgreSQL backends, the server (its CPU per round trip is above: the \
+  client side of the database protocol costs it more than SQLite does) and the bench. PostgreSQL \
+  on a machine of its own was not measured.
 ";

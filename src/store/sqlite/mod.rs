@@ -12,7 +12,7 @@ mod checkpoint;
 mod group_commit;
 
 use super::records::{
-    PENDING_QUERY, PendingRow, RUN_COLUMNS, RunHead, RunRow, TOOL_CALL_QUERY,
+    PENDING_QUERY, PendingRow, RUN_COLUMNS, RunHead, RunRow, STEP_RUN_QUERY, TOOL_CALL_QUERY,
     TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall, assemble_transcript,
     first_step, from_json, kind_name, parse_status, to_json, usage_columns, usage_from_columns,
 };
@@ -335,15 +335,22 @@ fn load_transcript(conn: &Connection, run: &RunRecord) -> StoreResult<Vec<Messag
 
 /// The state a step of a run starts from; `None` when there is no such run.
 fn read_step(conn: &Connection, run_id: &str) -> StoreResult<Option<StepState>> {
-    let Some(run) = load_run(conn, run_id)? else {
+    let row = conn
+        .prepare_cached(&STEP_RUN_QUERY)?
+        .query_row([run_id], |row| {
+            Ok((
+                read_run_row(row)?,
+                row.get::<_, i64>(12)?,
+                row.get(13)?,
+                row.get(14)?,
+            ))
+        })
+        .optional()?;
+    let Some((raw, step_attempt, input_tokens, output_tokens)) = row else {
         return Ok(None);
     };
+    let run = raw.into_record(load_pending(conn, run_id)?)?;
     let transcript = load_transcript(conn, &run)?;
-    let (step_attempt, input_tokens, output_tokens): (i64, _, _) = conn
-        .prepare_cached(
-            "SELECT step_attempt, input_tokens, output_tokens FROM runs WHERE run_id = ?1",
-        )?
-        .query_row([run_id], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?;
     Ok(Some(StepState {
         run,
         transcript,
