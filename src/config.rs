@@ -16,7 +16,10 @@ use crate::model::{
     DEFAULT_MAX_RETRIES, DEFAULT_REQUEST_TIMEOUT, Model, OpenAiModel, OpenAiSettings,
     ScriptedModel, ScriptedTurn,
 };
-use crate::runtime::{AgentDefinition, AskUserLimits, RuntimeConfig, tool_spec};
+use crate::runtime::tools::{
+    ApprovalPolicy, ArgumentsSchema, HttpTool, HttpToolSettings, Tool, ToolKind, check_name,
+};
+use crate::runtime::{AgentDefinition, AskUserLimits, RuntimeConfig};
 use crate::store::Synchronous;
 
 /// The askuser command line.
@@ -92,6 +95,10 @@ pub struct ServeArgs {
     /// Longest free-text answer, in bytes.
     #[arg(long, env = "ASKUSER_MAX_ANSWER_BYTES", default_value_t = 65536)]
     pub max_answer_bytes: usize,
+    /// Longest client tool output accepted, and the most of an HTTP tool's response kept (the rest
+    /// is cut with a note), in bytes.
+    #[arg(long, env = "ASKUSER_MAX_TOOL_OUTPUT_BYTES", default_value_t = 262144)]
+    pub max_tool_output_bytes: usize,
     /// A heartbeat frame goes out on a stream idle this long.
     #[arg(long, env = "ASKUSER_HEARTBEAT_INTERVAL", default_value = "20s", value_parser = duration)]
     pub heartbeat_interval: Duration,
@@ -137,6 +144,7 @@ impl ServeArgs {
             retention: self.retention,
             prune_interval: self.prune_interval,
             lease_ttl: self.lease_ttl,
+            max_tool_output_bytes: self.max_tool_output_bytes,
         }
     }
 }
@@ -154,6 +162,12 @@ pub enum ConfigError {
         origin: String,
         source: Box<toml::de::Error>,
     },
+    #[error("{origin}: tool \"{tool}\": {message}")]
+    Tool {
+        origin: String,
+        tool: String,
+        message: String,
+    },
     #[error("{origin}: agent \"{agent}\": {message}")]
     Agent {
         origin: String,
@@ -166,7 +180,123 @@ pub enum ConfigError {
 #[serde(deny_unknown_fields)]
 struct AgentsFile {
     #[serde(default)]
+    tool: Vec<ToolEntry>,
+    #[serde(default)]
     agent: Vec<AgentEntry>,
+}
+
+/// A `[[tool]]`: declared once, listed by name in each agent that may call it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolEntry {
+    name: String,
+    kind: ToolEntryKind,
+    #[serde(default)]
+    description: String,
+    /// JSON Schema of the arguments (a TOML table); absent: any object.
+    #[serde(default)]
+    parameters: Option<toml::Value>,
+    /// `never` (the default), `always`, or a CEL expression over `args` and `run.metadata`.
+    #[serde(default)]
+    approval: Option<String>,
+    /// HTTP tools: where the arguments go.
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    method: Option<String>,
+    /// HTTP tools: header name → the environment variable holding its value (never the value).
+    #[serde(default)]
+    headers_env: BTreeMap<String, String>,
+    /// HTTP tools: each request's timeout; client tools: how long a call waits for its output.
+    #[serde(default)]
+    timeout: Option<String>,
+    /// HTTP tools: retries after the first attempt.
+    #[serde(default)]
+    max_retries: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ToolEntryKind {
+    Client,
+    Http,
+}
+
+/// The default timeout of an HTTP tool's request.
+const DEFAULT_HTTP_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Retries of an HTTP tool's request after the first attempt, by default.
+const DEFAULT_HTTP_TOOL_RETRIES: u32 = 3;
+
+/// Checks a `[[tool]]` entry, compiles its schema and policy and, for an HTTP tool, reads its
+/// header values from the environment.
+fn tool_from_entry(entry: ToolEntry) -> Result<Tool, String> {
+    check_name(&entry.name)?;
+    if entry.name == crate::runtime::ask_user::TOOL_NAME {
+        return Err(
+            "ask_user is built in; list it in an agent's tools without declaring it".into(),
+        );
+    }
+    let parameters = match entry.parameters {
+        Some(value) => serde_json::to_value(value).map_err(|e| format!("parameters: {e}"))?,
+        None => serde_json::json!({ "type": "object" }),
+    };
+    let schema = ArgumentsSchema::compile(parameters)
+        .map_err(|e| format!("parameters is not a usable JSON Schema: {e}"))?;
+    let approval = ApprovalPolicy::parse(entry.approval.as_deref().unwrap_or("never"))
+        .map_err(|e| format!("approval is not a valid CEL expression: {e}"))?;
+    let timeout = entry
+        .timeout
+        .as_deref()
+        .map(|text| match humantime::parse_duration(text) {
+            Ok(timeout) if !timeout.is_zero() => Ok(timeout),
+            Ok(_) => Err("timeout must be more than 0".to_owned()),
+            Err(e) => Err(format!("timeout \"{text}\": {e}")),
+        })
+        .transpose()?;
+    let http_only = entry.url.is_some()
+        || entry.method.is_some()
+        || !entry.headers_env.is_empty()
+        || entry.max_retries.is_some();
+    let kind = match entry.kind {
+        ToolEntryKind::Client if http_only => {
+            return Err("url, method, headers_env and max_retries are for HTTP tools".into());
+        }
+        ToolEntryKind::Client => ToolKind::Client,
+        ToolEntryKind::Http => {
+            let url = entry.url.ok_or("an HTTP tool needs a url")?;
+            let headers = entry
+                .headers_env
+                .into_iter()
+                .map(|(header, variable)| {
+                    std::env::var(&variable)
+                        .ok()
+                        .filter(|value| !value.is_empty())
+                        .map(|value| (header.clone(), value))
+                        .ok_or_else(|| {
+                            format!("headers_env: the environment variable {variable} (header {header}) is not set or empty")
+                        })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            ToolKind::Http(Box::new(HttpTool::new(HttpToolSettings {
+                url,
+                method: entry.method.unwrap_or_default(),
+                headers,
+                timeout: timeout.unwrap_or(DEFAULT_HTTP_TOOL_TIMEOUT),
+                max_retries: entry.max_retries.unwrap_or(DEFAULT_HTTP_TOOL_RETRIES),
+            })?))
+        }
+    };
+    Ok(Tool {
+        name: entry.name,
+        description: entry.description,
+        schema,
+        timeout: match kind {
+            ToolKind::Client => timeout,
+            _ => None,
+        },
+        kind,
+        approval,
+    })
 }
 
 #[derive(Debug, Deserialize)]
@@ -302,6 +432,26 @@ pub fn parse_agents(
         origin: origin.to_owned(),
         source: Box::new(source),
     })?;
+    let mut tools: BTreeMap<String, Arc<Tool>> = BTreeMap::new();
+    let ask_user = Tool::ask_user(limits).map_err(|message| ConfigError::Tool {
+        origin: origin.to_owned(),
+        tool: "ask_user".into(),
+        message,
+    })?;
+    tools.insert(ask_user.name.clone(), Arc::new(ask_user));
+    for entry in file.tool {
+        let name = entry.name.clone();
+        let invalid = |message: String| ConfigError::Tool {
+            origin: origin.to_owned(),
+            tool: name.clone(),
+            message,
+        };
+        if tools.contains_key(&name) {
+            return Err(invalid("the name is used by another tool".into()));
+        }
+        let tool = tool_from_entry(entry).map_err(invalid)?;
+        tools.insert(name, Arc::new(tool));
+    }
     let mut seen = HashSet::new();
     file.agent
         .into_iter()
@@ -320,12 +470,19 @@ pub fn parse_agents(
             if entry.max_steps == 0 {
                 return Err(invalid("max_steps must be at least 1".into()));
             }
-            let tool_specs = entry
+            let mut listed = HashSet::new();
+            let agent_tools = entry
                 .tools
                 .iter()
                 .map(|name| {
-                    tool_spec(name, limits).ok_or_else(|| {
-                        invalid(format!("unknown tool \"{name}\" (known: ask_user)"))
+                    if !listed.insert(name) {
+                        return Err(invalid(format!("tool \"{name}\" is listed twice")));
+                    }
+                    tools.get(name).cloned().ok_or_else(|| {
+                        invalid(format!(
+                            "unknown tool \"{name}\" (known: {})",
+                            tools.keys().cloned().collect::<Vec<_>>().join(", ")
+                        ))
                     })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
@@ -340,12 +497,13 @@ pub fn parse_agents(
             let model: Arc<dyn Model> = match entry.model {
                 ModelEntry::Scripted { turns } => {
                     for (index, turn) in turns.iter().enumerate() {
-                        let kinds = usize::from(!turn.ask.is_empty())
+                        let calls = !turn.ask.is_empty() || !turn.call.is_empty();
+                        let kinds = usize::from(calls)
                             + usize::from(turn.say.is_some())
                             + usize::from(turn.fail.is_some());
                         if kinds != 1 {
                             return Err(invalid(format!(
-                                "scripted turn {} must have exactly one of ask, say, fail",
+                                "scripted turn {} must have exactly one of ask/call, say, fail",
                                 index + 1
                             )));
                         }
@@ -358,8 +516,7 @@ pub fn parse_agents(
                 name: entry.name.unwrap_or_else(|| entry.id.clone()),
                 id: entry.id,
                 instructions: entry.instructions,
-                tools: entry.tools,
-                tool_specs,
+                tools: agent_tools,
                 max_steps: entry.max_steps,
                 question_ttl,
                 model,
@@ -377,7 +534,16 @@ mod tests {
         let agents =
             parse_agents(DEMO_AGENTS, "demo", &AskUserLimits::default()).expect("demo agents");
         let ids: Vec<&str> = agents.iter().map(|a| a.id.as_str()).collect();
-        assert_eq!(ids, ["deploy", "environment", "greeter"]);
+        assert_eq!(
+            ids,
+            [
+                "deploy",
+                "environment",
+                "greeter",
+                "deployer",
+                "status_check"
+            ]
+        );
     }
 
     #[test]
@@ -393,7 +559,9 @@ mod tests {
         let mixed = "[[agent]]\nid = \"a\"\n[agent.model]\nprovider = \"scripted\"\n[[agent.model.turns]]\nsay = \"x\"\nfail = \"y\"\n";
         let error = parse_agents(mixed, "t", &limits).err().expect("error");
         assert!(
-            error.to_string().contains("exactly one of ask, say, fail"),
+            error
+                .to_string()
+                .contains("exactly one of ask/call, say, fail"),
             "{error}"
         );
     }

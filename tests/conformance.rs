@@ -16,6 +16,7 @@ use askuser::proto::v1::agent_service_client::AgentServiceClient;
 use askuser::proto::v1::run_agent_request::Frame;
 use askuser::proto::v1::run_agent_response::Event;
 use askuser::proto::v1::tool_service_client::ToolServiceClient;
+use askuser::proto::v1::watch_pending_calls_response::Event as PendingEvent;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -143,6 +144,14 @@ fn fields<'a>(value: &'a Value, allowed: &[&str]) -> Outcome<&'a Map<String, Val
     }
 }
 
+fn feed_name(step: &Map<String, Value>) -> Outcome<String> {
+    match step.get("feed") {
+        None => Ok("main".into()),
+        Some(Value::String(name)) => Ok(name.clone()),
+        Some(other) => Err(format!("feed must be a string, got {other}")),
+    }
+}
+
 fn stream_name(step: &Map<String, Value>) -> Outcome<String> {
     match step.get("stream") {
         None => Ok("main".into()),
@@ -189,6 +198,60 @@ fn selection_mode_name(mode: Option<i32>) -> Value {
     })
 }
 
+fn suspend_kind_name(kind: i32) -> String {
+    pb::SuspendKind::try_from(kind).map_or_else(
+        |_| format!("unknown suspend kind {kind}"),
+        |kind| kind.as_str_name().to_owned(),
+    )
+}
+
+fn result_kind_name(kind: i32) -> String {
+    pb::ToolResultKind::try_from(kind).map_or_else(
+        |_| format!("unknown kind {kind}"),
+        |kind| kind.as_str_name().to_owned(),
+    )
+}
+
+/// Arguments JSON as a JSON value (compared by keys, whatever their order), or as text when it is
+/// not JSON.
+fn json_or_text(arguments_json: &str) -> Value {
+    serde_json::from_str(arguments_json).unwrap_or_else(|_| Value::String(arguments_json.into()))
+}
+
+/// The value a pending-calls check's field compares against; `None` when the field does not apply.
+fn pending_field(event: &PendingEvent, field: &str) -> Option<Value> {
+    let text = |value: &str| Some(Value::String(value.to_owned()));
+    match (field, event) {
+        ("run_id", PendingEvent::CallPending(pending)) => text(&pending.run_id),
+        ("run_id", PendingEvent::CallSettled(settled)) => text(&settled.run_id),
+        ("agent_id", PendingEvent::CallPending(pending)) => text(&pending.agent_id),
+        ("tool_call_id", PendingEvent::CallSettled(settled)) => text(&settled.tool_call_id),
+        ("result_kind", PendingEvent::CallSettled(settled)) => {
+            text(result_kind_name(settled.kind).as_str())
+        }
+        (_, PendingEvent::CallPending(pending)) => {
+            let call = pending.call.as_ref()?;
+            match field {
+                "tool_call_id" => text(&call.tool_call_id),
+                "tool_name" => text(&call.tool_name),
+                "suspend_kind" => text(suspend_kind_name(call.kind).as_str()),
+                "arguments" => Some(json_or_text(&call.arguments_json)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+fn pending_kind(event: &PendingEvent) -> &'static str {
+    match event {
+        PendingEvent::CallPending(_) => "call_pending",
+        PendingEvent::CallSettled(_) => "call_settled",
+        PendingEvent::SnapshotDone(_) => "snapshot_done",
+        PendingEvent::Heartbeat(_) => "heartbeat",
+    }
+}
+
 /// The value a frame check's field compares against, as JSON; `None` when the field does not apply
 /// to the frame's kind.
 fn event_field(event: &Event, field: &str) -> Option<Value> {
@@ -197,6 +260,16 @@ fn event_field(event: &Event, field: &str) -> Option<Value> {
         ("tool_call_id", _) => tool_call_id(event).and_then(text),
         ("tool_name", Event::ToolCall(call)) => text(&call.tool_name),
         ("tool_name", Event::ToolCallSuspended(suspended)) => text(&suspended.tool_name),
+        ("suspend_kind", Event::ToolCallSuspended(suspended)) => {
+            text(suspend_kind_name(suspended.kind).as_str())
+        }
+        ("arguments", Event::ToolCall(call)) => Some(json_or_text(&call.arguments_json)),
+        ("arguments", Event::ToolCallSuspended(suspended)) => {
+            Some(json_or_text(&suspended.arguments_json))
+        }
+        ("approval_reason", Event::ToolCallSuspended(suspended)) => {
+            text(&suspended.approval_reason)
+        }
         ("question" | "options" | "selection_mode", Event::ToolCallSuspended(suspended)) => {
             let payload = suspended.suspend_payload.clone().unwrap_or_default();
             Some(match field {
@@ -207,12 +280,7 @@ fn event_field(event: &Event, field: &str) -> Option<Value> {
         }
         ("content", Event::ToolResult(result)) => text(&result.content),
         ("is_error", Event::ToolResult(result)) => Some(Value::Bool(result.is_error)),
-        ("result_kind", Event::ToolResult(result)) => Some(Value::String(
-            pb::ToolResultKind::try_from(result.kind).map_or_else(
-                |_| format!("unknown kind {}", result.kind),
-                |kind| kind.as_str_name().to_owned(),
-            ),
-        )),
+        ("result_kind", Event::ToolResult(result)) => text(result_kind_name(result.kind).as_str()),
         ("reason", Event::AnswerRejected(rejected)) => text(&rejected.reason),
         ("fields", Event::AnswerRejected(rejected)) => Some(
             rejected
@@ -237,6 +305,23 @@ struct ScenarioRun {
     tools: ToolServiceClient<Channel>,
     saved: HashMap<String, String>,
     streams: HashMap<String, FrameStream>,
+    feeds: HashMap<String, Streaming<pb::WatchPendingCallsResponse>>,
+}
+
+/// The keys that say what an `answer` or `resume` step answers with; exactly one is given.
+const ANSWER_KINDS: [&str; 7] = [
+    "text",
+    "selections",
+    "decline",
+    "tool_output",
+    "approve",
+    "reject",
+    "edit",
+];
+
+/// A step's allowed keys: its own, then every kind of answer.
+fn with_answer_kinds<'a>(own: &[&'a str]) -> Vec<&'a str> {
+    own.iter().copied().chain(ANSWER_KINDS).collect()
 }
 
 impl ScenarioRun {
@@ -343,16 +428,29 @@ impl ScenarioRun {
                 self.stream(&name)?.expect_end().await
             }
             "expect_stream_error" => {
-                let body = fields(body, &["stream", "code"])?;
+                let body = fields(body, &["stream", "code", "field"])?;
                 let name = stream_name(body)?;
                 let want = self.string(body, "code")?;
+                let mut expected = body.clone();
+                expected.remove("stream");
                 match self.stream(&name)?.next().await? {
-                    Next::Failed(status) if code_name(&status) == want => Ok(()),
-                    Next::Failed(status) => Err(format!("expected {want}, got {status:?}")),
+                    Next::Failed(status) => {
+                        self.expect_status(&status, &Value::Object(expected), &["code", "field"])
+                    }
                     Next::Frame(frame) => Err(format!("expected {want}, got the frame {frame:?}")),
                     Next::End => Err(format!("expected {want}, the stream ended with OK")),
                 }
             }
+            "watch_pending" => self.watch_pending(body).await,
+            "expect_pending" => self.expect_pending(body).await,
+            "close_pending" => {
+                let name = feed_name(fields(body, &["feed"])?)?;
+                self.feeds
+                    .remove(&name)
+                    .map(drop)
+                    .ok_or_else(|| format!("no open feed {name:?}"))
+            }
+            "claim" => self.claim(body).await,
             "close" => {
                 let name = stream_name(fields(body, &["stream"])?)?;
                 // Dropping the sender half-closes; dropping the response stream disconnects.
@@ -400,7 +498,7 @@ impl ScenarioRun {
     }
 
     async fn start(&mut self, body: &Value) -> Outcome {
-        let body = fields(body, &["stream", "agent_id", "prompt", "metadata"])?;
+        let body = fields(body, &["stream", "agent_id", "prompt", "metadata", "tools"])?;
         let name = stream_name(body)?;
         let metadata = match self.resolve(body.get("metadata").unwrap_or(&Value::Null))? {
             Value::Null => HashMap::new(),
@@ -418,6 +516,7 @@ impl ScenarioRun {
             prompt: self.string(body, "prompt")?,
             metadata,
             question_ttl: None,
+            tools: self.run_tools(body.get("tools"))?,
         };
         self.open(name.clone(), String::new(), Frame::Start(start))
             .await?;
@@ -472,8 +571,44 @@ impl ScenarioRun {
                 reason: self.string(body, "decline")?,
             }));
         }
+        if let Some(output) = body.get("tool_output") {
+            let output = fields(output, &["content", "is_error"])?;
+            kinds.push(Kind::ToolOutput(pb::ToolOutput {
+                content: self.string(output, "content")?,
+                is_error: output.get("is_error").map_or(Ok(false), |v| {
+                    v.as_bool().ok_or("is_error must be a boolean")
+                })?,
+            }));
+        }
+        use pb::approval_decision::Decision;
+        let approval = |decision| {
+            Kind::Approval(pb::ApprovalDecision {
+                decision: Some(decision),
+            })
+        };
+        if let Some(approve) = body.get("approve") {
+            if approve != &Value::Bool(true) {
+                return Err("approve must be true".into());
+            }
+            kinds.push(approval(Decision::Approve(
+                pb::approval_decision::Approve {},
+            )));
+        }
+        if body.contains_key("reject") {
+            kinds.push(approval(Decision::Reject(pb::approval_decision::Reject {
+                reason: self.string(body, "reject")?,
+            })));
+        }
+        if body.contains_key("edit") {
+            kinds.push(approval(Decision::Edit(pb::approval_decision::Edit {
+                arguments_json: self.string(body, "edit")?,
+            })));
+        }
         if kinds.len() != 1 {
-            return Err("an answer has exactly one of text, selections, decline".into());
+            return Err(format!(
+                "an answer has exactly one of {}",
+                ANSWER_KINDS.join(", ")
+            ));
         }
         Ok(pb::Answer {
             run_id: self.string(body, "run_id")?,
@@ -486,15 +621,7 @@ impl ScenarioRun {
     async fn answer(&mut self, body: &Value) -> Outcome {
         let body = fields(
             body,
-            &[
-                "stream",
-                "run_id",
-                "tool_call_id",
-                "text",
-                "selections",
-                "decline",
-                "answer_id",
-            ],
+            &with_answer_kinds(&["stream", "run_id", "tool_call_id", "answer_id"]),
         )?;
         let answer = self.answer_of(body)?;
         let name = stream_name(body)?;
@@ -628,16 +755,13 @@ impl ScenarioRun {
     async fn resume(&mut self, body: &Value) -> Outcome {
         let body = fields(
             body,
-            &[
+            &with_answer_kinds(&[
                 "run_id",
                 "tool_call_id",
-                "text",
-                "selections",
-                "decline",
                 "answer_id",
                 "expect",
                 "expect_error",
-            ],
+            ]),
         )?;
         let answer = self.answer_of(body)?;
         let run_id = answer.run_id.clone();
@@ -762,6 +886,180 @@ impl ScenarioRun {
         Ok(())
     }
 
+    /// The per-run tools of a `start` step.
+    fn run_tools(&self, tools: Option<&Value>) -> Outcome<Vec<pb::ToolDefinition>> {
+        let Some(tools) = tools else {
+            return Ok(Vec::new());
+        };
+        tools
+            .as_array()
+            .ok_or("tools must be an array")?
+            .iter()
+            .map(|tool| {
+                let tool = fields(
+                    tool,
+                    &["name", "description", "parameters_json_schema", "approval"],
+                )?;
+                let approval = match tool.get("approval") {
+                    None => pb::ApprovalPolicy::Unspecified,
+                    Some(_) => {
+                        let name = self.string(tool, "approval")?;
+                        pb::ApprovalPolicy::from_str_name(&name)
+                            .ok_or_else(|| format!("unknown approval policy {name}"))?
+                    }
+                };
+                Ok(pb::ToolDefinition {
+                    name: self.string(tool, "name")?,
+                    description: self.string(tool, "description")?,
+                    parameters_json_schema: self.string(tool, "parameters_json_schema")?,
+                    approval: approval as i32,
+                })
+            })
+            .collect()
+    }
+
+    async fn watch_pending(&mut self, body: &Value) -> Outcome {
+        let body = fields(body, &["feed", "agent_ids", "tool_names", "kinds"])?;
+        let name = feed_name(body)?;
+        if self.feeds.contains_key(&name) {
+            return Err(format!("feed {name:?} is already open"));
+        }
+        let list = |key: &str| match body.get(key) {
+            Some(value) => self.strings(value, key),
+            None => Ok(Vec::new()),
+        };
+        let kinds = list("kinds")?
+            .iter()
+            .map(|name| {
+                pb::SuspendKind::from_str_name(name)
+                    .map(|kind| kind as i32)
+                    .ok_or_else(|| format!("unknown suspend kind {name}"))
+            })
+            .collect::<Outcome<_>>()?;
+        let request = pb::WatchPendingCallsRequest {
+            agent_ids: list("agent_ids")?,
+            tool_names: list("tool_names")?,
+            kinds,
+        };
+        let feed = tokio::time::timeout(FRAME_TIMEOUT, self.agents.watch_pending_calls(request))
+            .await
+            .map_err(|_| "WatchPendingCalls did not answer")?
+            .map_err(|status| format!("WatchPendingCalls failed: {status:?}"))?
+            .into_inner();
+        self.feeds.insert(name, feed);
+        Ok(())
+    }
+
+    /// Reads the feed until an event matches the check's kind (and run), as the README says.
+    async fn expect_pending(&mut self, body: &Value) -> Outcome {
+        let mut check = body.as_object().cloned().ok_or("a check is an object")?;
+        let name = feed_name(&check)?;
+        check.remove("feed");
+        let kind = self.string(&check, "kind")?;
+        let run_id = check
+            .contains_key("run_id")
+            .then(|| self.string(&check, "run_id"))
+            .transpose()?;
+        let mut feed = self
+            .feeds
+            .remove(&name)
+            .ok_or_else(|| format!("no open feed {name:?}"))?;
+        let outcome = async {
+            loop {
+                let response = tokio::time::timeout(FRAME_TIMEOUT, feed.message())
+                    .await
+                    .map_err(|_| format!("no {kind} within {FRAME_TIMEOUT:?}"))?
+                    .map_err(|status| format!("the feed failed: {status:?}"))?
+                    .ok_or("the feed ended")?;
+                let event = response.event.ok_or("a feed event without an event")?;
+                let this_run = match (&run_id, pending_field(&event, "run_id")) {
+                    (Some(want), Some(Value::String(actual))) => *want == actual,
+                    (Some(_), _) => false,
+                    (None, _) => true,
+                };
+                if pending_kind(&event) != kind || !this_run {
+                    if run_id.is_some() && this_run {
+                        return Err(format!("expected {kind}, got {event:?}"));
+                    }
+                    continue;
+                }
+                return self.check_pending(&event, &check);
+            }
+        }
+        .await;
+        self.feeds.insert(name, feed);
+        outcome
+    }
+
+    fn check_pending(&mut self, event: &PendingEvent, check: &Map<String, Value>) -> Outcome {
+        for (field, want) in check {
+            match field.as_str() {
+                "kind" => {}
+                "save" => {
+                    let name = want.as_str().ok_or("save names a value")?;
+                    let Some(Value::String(id)) = pending_field(event, "tool_call_id") else {
+                        return Err("save needs an event with a tool_call_id".into());
+                    };
+                    self.saved.insert(name.into(), id);
+                }
+                _ => {
+                    let actual = pending_field(event, field)
+                        .ok_or_else(|| format!("{event:?} has no field {field:?}"))?;
+                    let want = self.resolve(want)?;
+                    if actual != want {
+                        return Err(format!(
+                            "{field}: expected {want}, got {actual} in {event:?}"
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn claim(&mut self, body: &Value) -> Outcome {
+        let body = fields(
+            body,
+            &[
+                "run_id",
+                "tool_call_id",
+                "claimant",
+                "ttl_ms",
+                "expect_error",
+            ],
+        )?;
+        let ttl = body
+            .get("ttl_ms")
+            .map(|value| self.number(value, "ttl_ms"))
+            .transpose()?
+            .map(|ms| prost_types::Duration {
+                seconds: i64::try_from(ms / 1000).unwrap_or(i64::MAX),
+                nanos: i32::try_from(ms % 1000 * 1_000_000).unwrap_or(0),
+            });
+        let request = pb::ClaimCallRequest {
+            run_id: self.string(body, "run_id")?,
+            tool_call_id: self.string(body, "tool_call_id")?,
+            ttl,
+            claimant: self.string(body, "claimant")?,
+        };
+        let called = tokio::time::timeout(FRAME_TIMEOUT, self.agents.claim_call(request))
+            .await
+            .map_err(|_| "ClaimCall did not answer")?;
+        match (called, body.get("expect_error")) {
+            (Ok(response), None) => response
+                .into_inner()
+                .expire_time
+                .map(drop)
+                .ok_or_else(|| "a claim without expire_time".into()),
+            (Err(status), Some(want)) => self.expect_status(&status, want, &["code", "reason"]),
+            (Ok(response), Some(_)) => Err(format!(
+                "expected an error, got {:?}",
+                response.into_inner()
+            )),
+            (Err(status), None) => Err(format!("ClaimCall failed: {status:?}")),
+        }
+    }
+
     fn ask_user_input(&self, input: &Value) -> Outcome<pb::AskUserInput> {
         let input = fields(input, &["question", "options", "selection_mode"])?;
         let options = match input.get("options") {
@@ -859,6 +1157,7 @@ async fn run_scenario(channel: &Channel, path: &Path) -> Result<String, (String,
         tools: ToolServiceClient::new(channel.clone()),
         saved: HashMap::new(),
         streams: HashMap::new(),
+        feeds: HashMap::new(),
     };
     match tokio::time::timeout(SCENARIO_TIMEOUT, run.run(steps)).await {
         Ok(Ok(())) => Ok(name),

@@ -1,7 +1,8 @@
-//! Exactly-once answers: many clients answer one question at the same moment, each over its own
-//! connection, half on `RunAgent` streams and half with `ResumeRun`; exactly one answer wins, every
-//! other one is rejected as `ALREADY_ANSWERED`, and retries of the winner are acknowledged as
-//! duplicates without being applied again.
+//! Exactly-once answers: many clients settle one call at the same moment, each over its own
+//! connection, half on `RunAgent` streams and half with `ResumeRun`; exactly one wins, every other
+//! one is rejected as `ALREADY_ANSWERED`, and retries of the winner are acknowledged as duplicates
+//! without being applied again. The calls raced for are questions, client tool calls (their
+//! outputs) and approvals (their decisions).
 
 mod common;
 
@@ -13,7 +14,7 @@ use askuser::proto::v1::agent_service_client::AgentServiceClient;
 use askuser::proto::v1::run_agent_response::Event;
 use common::{
     RunStream, Server, Verdict, completions, get_run, report_figures, resume, resume_verdict,
-    scripted_agent, text_answer, tool_results, watch_until_end,
+    scripted_agent_with, text_answer, tool_results, watch_until_end,
 };
 use futures::future::join_all;
 use tokio::sync::Barrier;
@@ -28,16 +29,42 @@ const ROUNDS: usize = 100;
 const ROUNDS_IN_FLIGHT: usize = 5;
 /// Rounds of identical retries raced for.
 const RETRY_ROUNDS: usize = 10;
+/// Client tool calls and approvals raced for, one run each.
+const TOOL_ROUNDS: usize = 20;
 
-/// A second question keeps the run, and so every attached stream, open while the first is raced.
+/// A second question keeps the run, and so every attached stream, open while the first call is
+/// raced: a question (`race`), a client tool call (`race_tool`) or an approval (`race_approval`).
 fn agents() -> String {
-    scripted_agent(
-        "race",
-        &[
-            r#"ask = [{ question = "First?" }]"#,
-            r#"ask = [{ question = "Second?" }]"#,
-            r#"say = "race: {{answer.1}} then {{answer.2}}""#,
-        ],
+    let second = [
+        r#"ask = [{ question = "Second?" }]"#,
+        r#"say = "race: {{answer.1}} then {{answer.2}}""#,
+    ];
+    let agent = |id: &str, first: &str| {
+        let turns: Vec<&str> = std::iter::once(first).chain(second).collect();
+        let tools = if id == "race" {
+            ""
+        } else {
+            r#"tools = ["ask_user", "probe", "gate"]"#
+        };
+        scripted_agent_with(id, tools, &turns)
+    };
+    format!(
+        r#"
+[[tool]]
+name = "probe"
+kind = "client"
+[[tool]]
+name = "gate"
+kind = "client"
+parameters = {{ type = "object", properties = {{ n = {{ type = "integer" }} }}, required = ["n"] }}
+approval = "always"
+{}{}{}"#,
+        agent("race", r#"ask = [{ question = "First?" }]"#),
+        agent("race_tool", r#"call = [{ tool = "probe" }]"#),
+        agent(
+            "race_approval",
+            r#"call = [{ tool = "gate", arguments = { n = 0 } }]"#
+        ),
     )
 }
 
@@ -115,22 +142,68 @@ impl Round {
     }
 }
 
-fn answer_text(answer: &pb::Answer) -> &str {
+/// The output an edited call gets once the race is over.
+const EDITED_OUTPUT: &str = "done";
+
+/// The result the model gets when `answer` wins.
+fn answer_result(answer: &pb::Answer) -> String {
+    use pb::approval_decision::Decision;
     match &answer.answer {
-        Some(pb::answer::Answer::Text(text)) => text,
-        other => panic!("not a text answer: {other:?}"),
+        Some(pb::answer::Answer::Text(text)) => format!("User answered: {text}"),
+        Some(pb::answer::Answer::ToolOutput(output)) => output.content.clone(),
+        Some(pb::answer::Answer::Approval(pb::ApprovalDecision {
+            decision: Some(Decision::Reject(reject)),
+        })) => format!("User rejected the call: {}", reject.reason),
+        Some(pb::answer::Answer::Approval(pb::ApprovalDecision {
+            decision: Some(Decision::Edit(edit)),
+        })) => {
+            let canonical: serde_json::Value =
+                serde_json::from_str(&edit.arguments_json).expect("edit JSON");
+            format!("User edited the arguments to {canonical}. Result: {EDITED_OUTPUT}")
+        }
+        other => panic!("no race answers with {other:?}"),
     }
 }
 
-fn answer_result(answer: &pb::Answer) -> String {
-    format!("User answered: {}", answer_text(answer))
+/// What the scripted agent says when `answer` wins the race.
+fn completion(answer: &pb::Answer) -> String {
+    let result = answer_result(answer);
+    let first = result.strip_prefix("User answered: ").unwrap_or(&result);
+    format!("race: {first} then done")
 }
 
-/// Starts a run, races `make_answer(run_id, tool_call_id, index)` for each of
-/// `ANSWERS_PER_ROUND` clients at its first question, then finishes the run and reads its log.
-async fn race(url: &str, make_answer: fn(&str, &str, usize) -> pb::Answer) -> Round {
+fn tool_output(run_id: &str, tool_call_id: &str, content: &str) -> pb::Answer {
+    pb::Answer {
+        run_id: run_id.into(),
+        tool_call_id: tool_call_id.into(),
+        answer: Some(pb::answer::Answer::ToolOutput(pb::ToolOutput {
+            content: content.into(),
+            is_error: false,
+        })),
+        answer_id: String::new(),
+    }
+}
+
+fn decision(
+    run_id: &str,
+    tool_call_id: &str,
+    decision: pb::approval_decision::Decision,
+) -> pb::Answer {
+    pb::Answer {
+        run_id: run_id.into(),
+        tool_call_id: tool_call_id.into(),
+        answer: Some(pb::answer::Answer::Approval(pb::ApprovalDecision {
+            decision: Some(decision),
+        })),
+        answer_id: String::new(),
+    }
+}
+
+/// Starts a run of `agent`, races `make_answer(run_id, tool_call_id, index)` for each of
+/// `ANSWERS_PER_ROUND` clients at its first call, then finishes the run and reads its log.
+async fn race(url: &str, agent: &str, make_answer: MakeAnswer) -> Round {
     let mut client = connect(url).await;
-    let mut run = RunStream::start(&mut client, "race").await;
+    let mut run = RunStream::start(&mut client, agent).await;
     let first = run.next_suspended().await.tool_call_id;
     let after_sequence = get_run(&mut client, &run.run_id).await.last_sequence;
     let answers: Vec<pb::Answer> = (0..ANSWERS_PER_ROUND)
@@ -138,8 +211,17 @@ async fn race(url: &str, make_answer: fn(&str, &str, usize) -> pb::Answer) -> Ro
         .collect();
     let verdicts = answer_at_once(url, after_sequence, &answers).await;
 
-    let second = run.next_suspended().await.tool_call_id;
-    run.send_text(&second, "done").await;
+    // An approval won by an edit waits again, for the tool's output; then the second question.
+    loop {
+        let suspended = run.next_suspended().await;
+        if suspended.tool_call_id == first {
+            run.send(tool_output(&run.run_id, &first, EDITED_OUTPUT))
+                .await;
+            continue;
+        }
+        run.send_text(&suspended.tool_call_id, "done").await;
+        break;
+    }
     run.completed_text().await;
     let log = watch_until_end(&mut client, &run.run_id, 0).await;
     Round {
@@ -153,17 +235,21 @@ async fn race(url: &str, make_answer: fn(&str, &str, usize) -> pb::Answer) -> Ro
     }
 }
 
-/// Runs `rounds` races, `ROUNDS_IN_FLIGHT` at a time, on one server.
+/// The answer client `index` sends to call `tool_call_id` of run `run_id`.
+type MakeAnswer = fn(&str, &str, usize) -> pb::Answer;
+
+/// Runs `rounds` races on `agent`, `ROUNDS_IN_FLIGHT` at a time, on one server.
 async fn race_rounds(
     server: &Server,
+    agent: &str,
     rounds: usize,
-    make_answer: fn(&str, &str, usize) -> pb::Answer,
+    make_answer: MakeAnswer,
 ) -> Vec<Round> {
     let url = server.url();
     let mut done = Vec::with_capacity(rounds);
     while done.len() < rounds {
         let batch = ROUNDS_IN_FLIGHT.min(rounds - done.len());
-        done.extend(join_all((0..batch).map(|_| race(&url, make_answer))).await);
+        done.extend(join_all((0..batch).map(|_| race(&url, agent, make_answer))).await);
     }
     done
 }
@@ -172,7 +258,7 @@ async fn race_rounds(
 async fn concurrent_different_answers_are_accepted_exactly_once() {
     let server = Server::start_with(Some(&agents()), &[]);
     // Every answer differs, so none can pass for a retry of the winner.
-    let rounds = race_rounds(&server, ROUNDS, |run_id, tool_call_id, index| {
+    let rounds = race_rounds(&server, "race", ROUNDS, |run_id, tool_call_id, index| {
         text_answer(
             run_id,
             tool_call_id,
@@ -180,7 +266,52 @@ async fn concurrent_different_answers_are_accepted_exactly_once() {
         )
     })
     .await;
+    assert_one_winner_per_round("exactly_once race", &rounds);
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_tool_outputs_are_accepted_exactly_once() {
+    let server = Server::start_with(Some(&agents()), &[]);
+    let rounds = race_rounds(
+        &server,
+        "race_tool",
+        TOOL_ROUNDS,
+        |run_id, tool_call_id, index| tool_output(run_id, tool_call_id, &format!("output {index}")),
+    )
+    .await;
+    assert_one_winner_per_round("exactly_once tool outputs", &rounds);
+}
+
+/// Rejections and edits, all different, race for one approval: one decision wins; a winning edit
+/// runs the tool once, with its arguments.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_approval_decisions_are_applied_exactly_once() {
+    use pb::approval_decision::{Decision, Edit, Reject};
+    let server = Server::start_with(Some(&agents()), &[]);
+    let rounds = race_rounds(
+        &server,
+        "race_approval",
+        TOOL_ROUNDS,
+        |run_id, tool_call_id, index| {
+            let choice = if index % 2 == 0 {
+                Decision::Reject(Reject {
+                    reason: format!("no {index}"),
+                })
+            } else {
+                Decision::Edit(Edit {
+                    arguments_json: format!(r#"{{"n": {index}}}"#),
+                })
+            };
+            decision(run_id, tool_call_id, choice)
+        },
+    )
+    .await;
+    assert_one_winner_per_round("exactly_once approvals", &rounds);
+}
+
+/// Every round had exactly one winner, its result is the call's only result, and the run completed
+/// once with it; prints the figures under `title`.
+fn assert_one_winner_per_round(title: &str, rounds: &[Round]) {
     let already_answered = Verdict::Rejected {
         reason: "ALREADY_ANSWERED".into(),
     };
@@ -188,7 +319,7 @@ async fn concurrent_different_answers_are_accepted_exactly_once() {
     let rejected: usize = rounds.iter().map(|r| r.count(&already_answered)).sum();
     let lost: usize = rounds.iter().map(Round::lost).sum();
     report_figures(
-        "exactly_once race",
+        title,
         &[
             ("rounds", rounds.len() as u64),
             (
@@ -212,18 +343,14 @@ async fn concurrent_different_answers_are_accepted_exactly_once() {
             round.verdicts
         );
         assert_eq!(round.results, [answer_result(winners[0])], "round {index}");
-        assert_eq!(
-            round.completions,
-            [format!("race: {} then done", answer_text(winners[0]))],
-            "round {index}"
-        );
+        assert_eq!(round.completions, [completion(winners[0])], "round {index}");
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_identical_answers_are_one_answer_and_its_retries() {
     let server = Server::start_with(Some(&agents()), &[]);
-    let rounds = race_rounds(&server, RETRY_ROUNDS, |run_id, tool_call_id, _| {
+    let rounds = race_rounds(&server, "race", RETRY_ROUNDS, |run_id, tool_call_id, _| {
         pb::Answer {
             answer_id: format!("key for {run_id}"),
             ..text_answer(run_id, tool_call_id, "blue")

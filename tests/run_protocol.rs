@@ -435,6 +435,11 @@ async fn a_suspension_is_stored_before_it_is_announced() {
                 tool_name: suspended.tool_name,
                 suspend_payload: suspended.suspend_payload,
                 expire_time: suspended.expire_time,
+                kind: suspended.kind,
+                arguments_json: suspended.arguments_json,
+                approval_reason: suspended.approval_reason,
+                claimant: String::new(),
+                claim_expire_time: None,
             }]
         );
     }

@@ -142,12 +142,20 @@ async fn list_agents_from_an_agents_file() {
     .concat();
     let server = Server::start_with(Some(&agents), &[]);
     let mut client = server.agents().await;
-    let listed = client
+    let mut listed = client
         .list_agents(pb::ListAgentsRequest {})
         .await
         .expect("list agents")
         .into_inner()
         .agents;
+    // Each lists ask_user with its kind and schema; the rest is compared whole below.
+    for agent in &mut listed {
+        let tools = std::mem::take(&mut agent.agent_tools);
+        assert_eq!(tools.len(), 1, "{tools:?}");
+        assert_eq!(tools[0].name, "ask_user");
+        assert_eq!(tools[0].kind, pb::ToolKind::AskUser as i32);
+        assert!(tools[0].parameters_json_schema.contains("\"question\""));
+    }
     assert_eq!(
         listed,
         [
@@ -159,6 +167,7 @@ async fn list_agents_from_an_agents_file() {
                 model_provider: "scripted".into(),
                 max_steps: 8,
                 question_ttl: None,
+                agent_tools: Vec::new(),
             },
             pb::Agent {
                 agent_id: "zeta".into(),
@@ -171,6 +180,7 @@ async fn list_agents_from_an_agents_file() {
                     seconds: 600,
                     nanos: 0,
                 }),
+                agent_tools: Vec::new(),
             },
         ]
     );
@@ -194,15 +204,36 @@ async fn list_agents_without_a_file_serves_the_demo_agents() {
         summary,
         [
             ("deploy", "Deploy helper", 8),
+            ("deployer", "Deployer", 6),
             ("environment", "Environment picker", 4),
             ("greeter", "Greeter", 4),
+            ("status_check", "Status check", 4),
         ]
     );
     for agent in &listed {
-        assert_eq!(agent.tools, ["ask_user"]);
+        let expected: &[&str] = match agent.agent_id.as_str() {
+            "deployer" => &["ask_user", "service_status", "deploy"],
+            "status_check" => &["service_status"],
+            _ => &["ask_user"],
+        };
+        assert_eq!(agent.tools, expected);
+        let names: Vec<&str> = agent.agent_tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, expected);
         assert_eq!(agent.model_provider, "scripted");
         assert!(!agent.instructions.is_empty());
     }
+    let deployer = listed
+        .iter()
+        .find(|a| a.agent_id == "deployer")
+        .expect("deployer");
+    let deploy = &deployer.agent_tools[2];
+    assert_eq!(deploy.kind, pb::ToolKind::Client as i32);
+    assert_eq!(deploy.approval, pb::ApprovalPolicy::Conditional as i32);
+    assert_eq!(
+        deploy.approval_condition,
+        r#"args.environment == "production""#
+    );
+    assert!(deploy.parameters_json_schema.contains("production"));
 }
 
 #[tokio::test]
@@ -419,6 +450,7 @@ async fn metadata_and_prompt_round_trip() {
             prompt: "Say hello\nplease".into(),
             metadata: metadata.clone(),
             question_ttl: None,
+            tools: Vec::new(),
         }),
     )
     .await

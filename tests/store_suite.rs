@@ -10,13 +10,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use askuser::domain::{
-    AnswerInput, EventKind, Message, ModelToolCall, RunStatus, SuspendPayload, ToolResultKind,
-    Usage, now_millis,
+    AnswerInput, EventKind, Message, ModelToolCall, RunStatus, SuspendPayload, Suspension,
+    ToolResultKind, Usage, now_millis,
 };
 use askuser::store::{
-    CallStatus, CancelOutcome, Committed, Decide, Lease, NewCallState, NewRun, NewToolCall,
-    PostgresStore, RunEnd, RunQuery, RunStore, SettleOutcome, Settlement, SqliteStore, StepState,
-    Synchronous, TurnCommit, TurnOutcome,
+    CallChange, CallStatus, CancelOutcome, Committed, Decide, Lease, NewCallState, NewRun,
+    NewToolCall, PostgresStore, RunEnd, RunQuery, RunStore, SettleOutcome, Settlement, SqliteStore,
+    StepState, Synchronous, TurnCommit, TurnOutcome,
 };
 use futures::future::join_all;
 use tokio::sync::Barrier;
@@ -123,6 +123,7 @@ fn new_run(run_id: &str, agent_id: &str) -> NewRun {
         prompt: format!("prompt of {run_id}"),
         metadata: BTreeMap::from([("team".to_owned(), "storage".to_owned())]),
         question_ttl_ms: Some(60_000),
+        run_tools: Vec::new(),
     }
 }
 
@@ -157,6 +158,13 @@ fn payload(question: &str) -> SuspendPayload {
     }
 }
 
+fn question(question: &str) -> Suspension {
+    Suspension {
+        payload: Some(payload(question)),
+        ..Suspension::default()
+    }
+}
+
 /// A tool call that waits for an answer until `expire_ms`.
 fn pending_call(tool_call_id: &str, expire_ms: Option<i64>) -> NewToolCall {
     NewToolCall {
@@ -164,7 +172,7 @@ fn pending_call(tool_call_id: &str, expire_ms: Option<i64>) -> NewToolCall {
         tool_name: "ask_user".into(),
         arguments_json: format!(r#"{{"question":"{tool_call_id}?"}}"#),
         state: NewCallState::Pending {
-            payload: payload(&format!("{tool_call_id}?")),
+            suspension: question(&format!("{tool_call_id}?")),
             expire_ms,
         },
     }
@@ -194,12 +202,19 @@ fn turn(text: &str, calls: Vec<NewToolCall>) -> TurnCommit {
             arguments_json: call.arguments_json.clone(),
         });
         events.push(match &call.state {
-            NewCallState::Pending { payload, expire_ms } => EventKind::ToolCallSuspended {
+            NewCallState::Pending {
+                suspension,
+                expire_ms,
+            } => EventKind::ToolCallSuspended {
                 tool_call_id: call.tool_call_id.clone(),
                 tool_name: call.tool_name.clone(),
-                payload: payload.clone(),
+                payload: suspension.payload.clone(),
                 expire_ms: *expire_ms,
+                kind: suspension.kind,
+                arguments_json: suspension.arguments_json.clone(),
+                approval_reason: suspension.approval_reason.clone(),
             },
+            NewCallState::Executing { .. } => continue,
             NewCallState::Settled {
                 content,
                 is_error,
@@ -285,7 +300,7 @@ async fn suspended_run(store: &Arc<dyn RunStore>, run_id: &str, call_ids: &[&str
 
 /// Settles as `settlement` says, whatever the call.
 fn settle_with(settlement: Settlement) -> Decide {
-    Box::new(move |_| Some(settlement))
+    Box::new(move |_| Some(CallChange::Settle(settlement)))
 }
 
 fn answered(text: &str, answer_id: &str) -> Settlement {
@@ -294,6 +309,7 @@ fn answered(text: &str, answer_id: &str) -> Settlement {
         answer: Some(AnswerInput::Text(text.into())),
         answer_id: answer_id.into(),
         content: format!("User answered: {text}"),
+        is_error: false,
         kind: ToolResultKind::Answered,
     }
 }
@@ -435,7 +451,7 @@ async fn suspending_turn_lists_pending_calls_in_the_order_asked(store: Arc<dyn R
             ("call-b", Some(7_000))
         ]
     );
-    assert_eq!(run.pending[0].payload, payload("call-c?"));
+    assert_eq!(run.pending[0].suspension, question("call-c?"));
     assert_eq!(run.pending[0].tool_name, "ask_user");
 
     let call = store
@@ -444,7 +460,7 @@ async fn suspending_turn_lists_pending_calls_in_the_order_asked(store: Arc<dyn R
         .expect("get tool call")
         .expect("call exists");
     assert_eq!(call.status, CallStatus::Pending);
-    assert_eq!(call.payload, Some(payload("call-a?")));
+    assert_eq!(call.suspension, question("call-a?"));
     assert!(call.answer.is_none());
 }
 
@@ -672,6 +688,7 @@ async fn settling_is_a_compare_and_set(store: Arc<dyn RunStore>) {
         answer: Some(AnswerInput::Decline("busy".into())),
         answer_id: String::new(),
         content: "User declined to answer".into(),
+        is_error: false,
         kind: ToolResultKind::Declined,
     };
     let last = settle_pending(&store, "run-1", "call-2", declined).await;
@@ -707,7 +724,7 @@ async fn a_refused_settlement_leaves_the_call_pending(store: Arc<dyn RunStore>) 
     };
     assert_eq!(call.tool_call_id, "call-1");
     assert_eq!(call.status, CallStatus::Pending);
-    assert_eq!(call.payload, Some(payload("call-1?")));
+    assert_eq!(call.suspension, question("call-1?"));
     assert_eq!(event_log(&store, "run-1").await, log);
     assert_eq!(run_status(&store, "run-1").await, RunStatus::Suspended);
     // Still pending: the next decision may settle it.
@@ -820,6 +837,7 @@ async fn leases_taken_with_a_commit_hand_over_the_next_step(store: Arc<dyn RunSt
     let SettleOutcome::Settled {
         committed,
         step: None,
+        ..
     } = outcome
     else {
         panic!("settling call-1 of two: {outcome:?}");
@@ -831,6 +849,7 @@ async fn leases_taken_with_a_commit_hand_over_the_next_step(store: Arc<dyn RunSt
     let SettleOutcome::Settled {
         committed,
         step: Some(step),
+        ..
     } = outcome
     else {
         panic!("settling the last call: {outcome:?}");
@@ -1155,6 +1174,7 @@ async fn expiries_come_due_earliest_first(store: Arc<dyn RunStore>) {
         answer: None,
         answer_id: String::new(),
         content: "No answer: the question expired".into(),
+        is_error: false,
         kind: ToolResultKind::Expired,
     };
     settle_pending(&store, "run-1", "call-soon", expired).await;

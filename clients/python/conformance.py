@@ -9,9 +9,20 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import timedelta
 from pathlib import Path
+from typing import cast
 
-from askuser_client import AskUserClient, AskUserError, Frame, agent_pb2, ask_user_pb2
+from askuser_client import (
+    AskUserClient,
+    AskUserError,
+    Frame,
+    PendingCallEvent,
+    PendingCalls,
+    agent_pb2,
+    ask_user_pb2,
+    tool_definition,
+)
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "tests" / "conformance"
 # Deadlines: a hung server fails one step instead of the whole run hanging.
@@ -73,6 +84,39 @@ class FrameSource:
             raise StepFailed(f"expected the end of the stream, got {got}")
 
 
+def json_equal(actual, want) -> bool:
+    """JSON values compare equal: objects by keys whatever their order, arrays in order, and a
+    boolean is never a number."""
+    if isinstance(want, bool) or isinstance(actual, bool):
+        return type(actual) is type(want) and actual == want
+    if isinstance(want, (int, float)) and isinstance(actual, (int, float)):
+        return actual == want
+    if isinstance(want, dict) and isinstance(actual, dict):
+        return actual.keys() == want.keys() and all(json_equal(actual[k], want[k]) for k in want)
+    if isinstance(want, list) and isinstance(actual, list):
+        return len(actual) == len(want) and all(map(json_equal, actual, want))
+    return type(actual) is type(want) and actual == want
+
+
+class Arguments:
+    """An `arguments` check's actual value: `arguments_json` parsed as JSON, compared by json_equal."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def matches(self, want) -> bool:
+        try:
+            return json_equal(json.loads(self.text), want)
+        except ValueError:
+            return False
+
+    def __repr__(self) -> str:
+        return f"arguments_json {self.text!r}"
+
+
+# The keys of an `answer` or `resume` step that say what the answer is: exactly one is given.
+ANSWER_KINDS = ("text", "selections", "decline", "tool_output", "approve", "reject", "edit")
+
 # The frame kinds that name a tool call.
 TOOL_CALL_KINDS = {"tool_call", "tool_call_suspended", "tool_result", "answer_rejected", "answer_accepted"}
 
@@ -89,6 +133,7 @@ PLAIN_FIELDS = {
     ("run_failed", "message"),
     ("run_started", "agent_id"),
     ("run_started", "prompt"),
+    ("tool_call_suspended", "approval_reason"),
 }
 
 
@@ -115,11 +160,68 @@ def event_field(frame: Frame, field: str):
         return ask_user_pb2.SelectionMode.Name(payload.selection_mode)
     if kind == "tool_result" and field == "result_kind":
         return agent_pb2.ToolResultKind.Name(event.kind)
+    if kind == "tool_call_suspended" and field == "suspend_kind":
+        return agent_pb2.SuspendKind.Name(event.kind)
+    if kind in ("tool_call", "tool_call_suspended") and field == "arguments":
+        return Arguments(event.arguments_json)
     if kind == "answer_rejected" and field == "fields":
         return [violation.field for violation in event.field_violations]
     if (kind, field) in PLAIN_FIELDS:
         return getattr(event, field)
     raise KeyError(field)
+
+
+def matches(actual, want) -> bool:
+    """Whether a check field's actual value matches what the check wants."""
+    if isinstance(actual, Arguments):
+        return actual.matches(want)
+    return actual == want and type(actual) is type(want)
+
+
+def pending_field(event: PendingCallEvent, field: str):
+    """The value an `expect_pending` check's field compares against; KeyError when the field does
+    not apply to the event's kind."""
+    kind = event.WhichOneof("event")
+    if kind == "call_pending":
+        pending = event.call_pending
+        call = pending.call
+        values = {
+            "run_id": lambda: pending.run_id,
+            "agent_id": lambda: pending.agent_id,
+            "tool_call_id": lambda: call.tool_call_id,
+            "tool_name": lambda: call.tool_name,
+            "suspend_kind": lambda: agent_pb2.SuspendKind.Name(call.kind),
+            "arguments": lambda: Arguments(call.arguments_json),
+        }
+    elif kind == "call_settled":
+        settled = event.call_settled
+        values = {
+            "run_id": lambda: settled.run_id,
+            "tool_call_id": lambda: settled.tool_call_id,
+            "result_kind": lambda: agent_pb2.ToolResultKind.Name(settled.kind),
+        }
+    else:
+        values = {}
+    return values[field]()
+
+
+def event_run_id(event: PendingCallEvent) -> str | None:
+    kind = event.WhichOneof("event")
+    if kind == "call_pending":
+        return event.call_pending.run_id
+    if kind == "call_settled":
+        return event.call_settled.run_id
+    return None
+
+
+# The fields an `expect_pending` check may have, by the kind it checks.
+PENDING_CHECK_FIELDS = {
+    "call_pending": [
+        "feed", "kind", "run_id", "agent_id", "tool_call_id", "tool_name", "suspend_kind", "arguments", "save"
+    ],
+    "call_settled": ["feed", "kind", "run_id", "tool_call_id", "result_kind", "save"],
+    "snapshot_done": ["feed", "kind"],
+}
 
 
 class ScenarioRun:
@@ -129,6 +231,7 @@ class ScenarioRun:
         self.client = client
         self.saved: dict[str, str] = {}
         self.streams: dict[str, FrameSource] = {}
+        self.feeds: dict[str, PendingCalls] = {}
 
     def resolve(self, value):
         """Substitutes every "$name" string in value with the saved string."""
@@ -175,15 +278,39 @@ class ScenarioRun:
             raise StepFailed(f"stream {name!r} is already open")
         self.streams[name] = source
 
+    def tools_of(self, tools) -> list[agent_pb2.ToolDefinition]:
+        """The per-run tools of a `start` step."""
+        if not isinstance(tools, list):
+            raise StepFailed("tools must be an array")
+        definitions = []
+        for tool in tools:
+            tool = fields(tool, ["name", "description", "parameters_json_schema", "approval"])
+            approval = tool.get("approval", "APPROVAL_POLICY_UNSPECIFIED")
+            try:
+                policy = cast(agent_pb2.ApprovalPolicy, agent_pb2.ApprovalPolicy.Value(approval))
+            except ValueError:
+                raise StepFailed(f"unknown approval policy {approval!r}") from None
+            definitions.append(
+                tool_definition(
+                    tool.get("name", ""),
+                    tool.get("description", ""),
+                    tool.get("parameters_json_schema", ""),
+                    approval=policy,
+                )
+            )
+        return definitions
+
     def step_start(self, body) -> None:
-        body = fields(body, ["stream", "agent_id", "prompt", "metadata"])
+        body = fields(body, ["stream", "agent_id", "prompt", "metadata", "tools"])
         body = self.resolve(body)
         name = body.get("stream", "main")
+        tools = self.tools_of(body.get("tools", []))
         try:
             run = self.client.start_run(
                 body.get("agent_id", ""),
                 body.get("prompt", ""),
                 body.get("metadata") or {},
+                tools=tools,
                 timeout=STREAM_TIMEOUT,
             )
         except AskUserError as failure:
@@ -201,16 +328,30 @@ class ScenarioRun:
 
     def answer_of(self, body: dict) -> dict:
         """The keyword arguments of the answer an `answer` or `resume` step describes."""
-        answer = {key: self.resolve(body[key]) for key in ("text", "selections", "decline") if key in body}
-        if len(answer) != 1:
-            raise StepFailed("an answer has exactly one of text, selections, decline")
-        answer["answer_id"] = self.resolve(body.get("answer_id", ""))
+        given = [key for key in ANSWER_KINDS if key in body]
+        if len(given) != 1:
+            raise StepFailed(f"an answer has exactly one of {', '.join(ANSWER_KINDS)}")
+        key = given[0]
+        value = self.resolve(body[key])
+        answer: dict = {"answer_id": self.resolve(body.get("answer_id", ""))}
+        if key == "tool_output":
+            output = fields(value, ["content", "is_error"])
+            answer["output"] = output.get("content", "")
+            answer["is_error"] = output.get("is_error", False)
+            if not isinstance(answer["output"], str) or not isinstance(answer["is_error"], bool):
+                raise StepFailed("tool_output is {content: string, is_error: boolean}")
+        elif key == "approve":
+            if value is not True:
+                raise StepFailed("approve must be true")
+            answer["approve"] = True
+        elif key in ("reject", "edit") and not isinstance(value, str):
+            raise StepFailed(f"{key} must be a string")
+        else:
+            answer[key] = value
         return answer
 
     def step_answer(self, body) -> None:
-        body = fields(
-            body, ["stream", "run_id", "tool_call_id", "text", "selections", "decline", "answer_id"]
-        )
+        body = fields(body, ["stream", "run_id", "tool_call_id", "answer_id", *ANSWER_KINDS])
         name, source = self.stream(body)
         if source.run is None:
             raise StepFailed(f"stream {name!r} takes no answers")
@@ -229,13 +370,13 @@ class ScenarioRun:
         self.stream(fields(body, ["stream"]))[1].expect_end()
 
     def step_expect_stream_error(self, body) -> None:
-        body = fields(body, ["stream", "code"])
+        body = fields(body, ["stream", "code", "field"])
         want = body.get("code")
         got = self.stream(body)[1].next()
         if not isinstance(got, AskUserError):
             raise StepFailed(f"expected {want}, got {'the end' if got is END else got}")
-        if got.code.name != want:
-            raise StepFailed(f"expected {want}, got {got}")
+        want_error = {key: value for key, value in body.items() if key != "stream"}
+        self.expect_error(got, want_error, ["code", "field"])
 
     def step_close(self, body) -> None:
         name, source = self.stream(fields(body, ["stream"]))
@@ -257,9 +398,10 @@ class ScenarioRun:
             if field == "kind":
                 continue
             if field == "save":
-                if tool_call_id(frame) is None:
+                saved = tool_call_id(frame)
+                if saved is None:
                     raise StepFailed("save needs a frame with a tool_call_id")
-                self.saved[want] = tool_call_id(frame)
+                self.saved[want] = saved
             elif field == "save_sequence":
                 self.saved[want] = str(frame.sequence)
             elif field == "sequence":
@@ -271,7 +413,7 @@ class ScenarioRun:
                 except KeyError:
                     raise StepFailed(f"{kind} frames have no field {field!r}") from None
                 want = self.resolve(want)
-                if actual != want or type(actual) is not type(want):
+                if not matches(actual, want):
                     raise StepFailed(f"{field}: expected {want!r}, got {actual!r} in {frame}")
 
     def expect_text_deltas(self, source: FrameSource, want: str) -> None:
@@ -324,16 +466,7 @@ class ScenarioRun:
     def step_resume(self, body) -> None:
         body = fields(
             body,
-            [
-                "run_id",
-                "tool_call_id",
-                "text",
-                "selections",
-                "decline",
-                "answer_id",
-                "expect",
-                "expect_error",
-            ],
+            ["run_id", "tool_call_id", "answer_id", "expect", "expect_error", *ANSWER_KINDS],
         )
         run_id = self.resolve(body.get("run_id", ""))
         frames = self.client.resume_run(
@@ -382,11 +515,13 @@ class ScenarioRun:
             )
         ]
         mode = tool_input.get("selection_mode")
+        if mode is not None:
+            mode = cast(ask_user_pb2.SelectionMode, ask_user_pb2.SelectionMode.Value(mode))
         try:
             content = self.client.ask_user(
                 tool_input.get("question", ""),
                 options,
-                None if mode is None else ask_user_pb2.SelectionMode.Value(mode),
+                mode,
                 timeout=CALL_TIMEOUT,
             )
         except AskUserError as error:
@@ -399,10 +534,94 @@ class ScenarioRun:
         if content != self.resolve(body.get("content")):
             raise StepFailed(f"expected content {body.get('content')!r}, got {content!r}")
 
+    def feed(self, body: dict) -> tuple[str, PendingCalls]:
+        name = body.get("feed", "main")
+        if name not in self.feeds:
+            raise StepFailed(f"no open feed {name!r}")
+        return name, self.feeds[name]
+
+    def step_watch_pending(self, body) -> None:
+        body = self.resolve(fields(body, ["feed", "agent_ids", "tool_names", "kinds"]))
+        name = body.get("feed", "main")
+        if name in self.feeds:
+            raise StepFailed(f"feed {name!r} is already open")
+        try:
+            kinds = [agent_pb2.SuspendKind.Value(kind) for kind in body.get("kinds", [])]
+        except ValueError as error:
+            raise StepFailed(f"kinds: {error}") from None
+        self.feeds[name] = self.client.watch_pending_calls(
+            agent_ids=body.get("agent_ids", []),
+            tool_names=body.get("tool_names", []),
+            kinds=cast(list[agent_pb2.SuspendKind], kinds),
+            timeout=STREAM_TIMEOUT,
+        )
+
+    def step_expect_pending(self, body) -> None:
+        kind = body.get("kind") if isinstance(body, dict) else None
+        if kind not in PENDING_CHECK_FIELDS:
+            raise StepFailed(f"kind must be one of {', '.join(PENDING_CHECK_FIELDS)}")
+        check = self.resolve(fields(body, PENDING_CHECK_FIELDS[kind]))
+        _, feed = self.feed(check)
+        run_id = check.get("run_id")
+        while True:
+            try:
+                event = next(feed)
+            except StopIteration:
+                raise StepFailed(f"the feed ended; {kind} was expected") from None
+            except AskUserError as error:
+                raise StepFailed(f"the feed failed: {error}") from None
+            got = event.WhichOneof("event")
+            if run_id is not None:
+                # Only events of this run count; one of another kind is a failure.
+                if event_run_id(event) != run_id:
+                    continue
+                if got != kind:
+                    raise StepFailed(f"expected {kind}, got {event}")
+            elif got != kind:
+                continue
+            break
+        for field, want in check.items():
+            if field in ("feed", "kind"):
+                continue
+            if field == "save":
+                self.saved[want] = pending_field(event, "tool_call_id")
+                continue
+            actual = pending_field(event, field)
+            if not matches(actual, want):
+                raise StepFailed(f"{field}: expected {want!r}, got {actual!r} in {event}")
+
+    def step_close_pending(self, body) -> None:
+        name, feed = self.feed(fields(body, ["feed"]))
+        feed.close()
+        del self.feeds[name]
+
+    def step_claim(self, body) -> None:
+        body = fields(body, ["run_id", "tool_call_id", "claimant", "ttl_ms", "expect_error"])
+        ttl = None
+        if "ttl_ms" in body:
+            ttl = timedelta(milliseconds=self.number(body["ttl_ms"], "ttl_ms"))
+        try:
+            expire_time = self.client.claim_call(
+                self.resolve(body.get("run_id", "")),
+                self.resolve(body.get("tool_call_id", "")),
+                self.resolve(body.get("claimant", "")),
+                ttl=ttl,
+                timeout=CALL_TIMEOUT,
+            )
+        except AskUserError as error:
+            if "expect_error" not in body:
+                raise StepFailed(f"ClaimCall failed: {error}") from None
+            self.expect_error(error, body["expect_error"], ["code", "reason"])
+            return
+        if "expect_error" in body:
+            raise StepFailed(f"expected an error, got a claim until {expire_time}")
+
     def close(self) -> None:
         for source in self.streams.values():
             if source.run is not None:
                 source.run.close()
+        for feed in self.feeds.values():
+            feed.close()
 
 
 def run_scenario(client: AskUserClient, path: Path) -> tuple[str, str | None]:

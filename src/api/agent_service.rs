@@ -12,11 +12,14 @@ use crate::proto::v1 as pb;
 use crate::proto::v1::agent_service_server::AgentService;
 use crate::proto::v1::run_agent_request::Frame;
 use crate::runtime::{
-    EventStream, FollowUntil, RejectReason, Runtime, RuntimeError, StartRunRequest,
+    EventStream, FollowUntil, PendingStream, RejectReason, Runtime, RuntimeError, StartRunRequest,
 };
 
 /// The frames a server-streaming RPC sends.
 pub type FrameStream = Pin<Box<dyn Stream<Item = Result<pb::RunAgentResponse, Status>> + Send>>;
+/// The events of the pending-calls feed.
+pub type PendingFrameStream =
+    Pin<Box<dyn Stream<Item = Result<pb::WatchPendingCallsResponse, Status>> + Send>>;
 
 /// Handlers of `AgentService`.
 pub struct AgentApi {
@@ -105,6 +108,30 @@ impl AgentApi {
     }
 }
 
+/// The pending-calls feed as frames, with a heartbeat whenever nothing else went out for a whole
+/// interval.
+fn pending_frames(mut events: PendingStream, heartbeat: Duration) -> PendingFrameStream {
+    Box::pin(async_stream::stream! {
+        loop {
+            tokio::select! {
+                event = events.next() => match event {
+                    Some(Ok(event)) => yield Ok(convert::pending_event_to_proto(event)),
+                    Some(Err(error)) => {
+                        yield Err(Status::from(ApiError::from(error)));
+                        break;
+                    }
+                    None => break,
+                },
+                () = tokio::time::sleep(heartbeat) => {
+                    yield Ok(pb::WatchPendingCallsResponse {
+                        event: Some(pb::watch_pending_calls_response::Event::Heartbeat(pb::Heartbeat {})),
+                    });
+                }
+            }
+        }
+    })
+}
+
 async fn answer_frame(
     runtime: &Runtime,
     run_id: &str,
@@ -167,6 +194,7 @@ impl AgentService for AgentApi {
     type RunAgentStream = FrameStream;
     type ResumeRunStream = FrameStream;
     type WatchRunStream = FrameStream;
+    type WatchPendingCallsStream = PendingFrameStream;
 
     async fn run_agent(
         &self,
@@ -181,12 +209,14 @@ impl AgentService for AgentApi {
                     .as_ref()
                     .map(|ttl| convert::duration_from_proto(ttl, "start.question_ttl"))
                     .transpose()?;
+                let tools = convert::run_tools_from_proto(start.tools)?;
                 self.runtime
                     .start_run(StartRunRequest {
                         agent_id: start.agent_id,
                         prompt: start.prompt,
                         metadata: start.metadata.into_iter().collect(),
                         question_ttl,
+                        tools,
                     })
                     .await
                     .map_err(|error| match error {
@@ -314,6 +344,43 @@ impl AgentService for AgentApi {
             .map_err(ApiError::from)?;
         Ok(Response::new(pb::CancelRunResponse {
             run: Some(convert::run_to_proto(run)),
+        }))
+    }
+
+    async fn watch_pending_calls(
+        &self,
+        request: Request<pb::WatchPendingCallsRequest>,
+    ) -> Result<Response<Self::WatchPendingCallsStream>, Status> {
+        let filter = convert::pending_filter(request.into_inner())?;
+        let events = self.runtime.watch_pending(filter);
+        Ok(Response::new(pending_frames(
+            events,
+            self.heartbeat_interval,
+        )))
+    }
+
+    async fn claim_call(
+        &self,
+        request: Request<pb::ClaimCallRequest>,
+    ) -> Result<Response<pb::ClaimCallResponse>, Status> {
+        let request = request.into_inner();
+        let ttl = request
+            .ttl
+            .as_ref()
+            .map(|ttl| convert::duration_from_proto(ttl, "ttl"))
+            .transpose()?;
+        let until_ms = self
+            .runtime
+            .claim_call(
+                &request.run_id,
+                &request.tool_call_id,
+                &request.claimant,
+                ttl,
+            )
+            .await
+            .map_err(ApiError::from)?;
+        Ok(Response::new(pb::ClaimCallResponse {
+            expire_time: Some(convert::timestamp(until_ms)),
         }))
     }
 

@@ -6,11 +6,14 @@ use prost_types::Timestamp;
 
 use super::error::ApiError;
 use crate::domain::{
-    self, AnswerInput, Event, EventKind, PendingCall, RunRecord, RunStatus, SelectionMode,
-    ToolResultKind,
+    self, AnswerInput, ApprovalDecision, Event, EventKind, PendingCall, RunRecord, RunStatus,
+    SelectionMode, SuspendKind, ToolDefinition, ToolResultKind,
 };
 use crate::proto::v1 as pb;
-use crate::runtime::{AgentDefinition, AnswerAck, AnswerRequest, RejectReason, Violation};
+use crate::runtime::tools::{ApprovalPolicy, ToolKind, schema_text};
+use crate::runtime::{
+    AgentDefinition, AnswerAck, AnswerRequest, PendingEvent, PendingFilter, RejectReason, Violation,
+};
 
 pub fn timestamp(ms: i64) -> Timestamp {
     Timestamp {
@@ -126,10 +129,32 @@ pub fn answer_from_proto(
             AnswerInput::Selections(selections.labels)
         }
         Some(pb::answer::Answer::Decline(decline)) => AnswerInput::Decline(decline.reason),
+        Some(pb::answer::Answer::ToolOutput(output)) => AnswerInput::ToolOutput {
+            content: output.content,
+            is_error: output.is_error,
+        },
+        Some(pb::answer::Answer::Approval(approval)) => {
+            use pb::approval_decision::Decision;
+            AnswerInput::Approval(match approval.decision {
+                Some(Decision::Approve(_)) => ApprovalDecision::Approve,
+                Some(Decision::Reject(reject)) => ApprovalDecision::Reject {
+                    reason: reject.reason,
+                },
+                Some(Decision::Edit(edit)) => ApprovalDecision::Edit {
+                    arguments_json: edit.arguments_json,
+                },
+                None => {
+                    return Err(ApiError::field(
+                        "answer.approval.decision",
+                        "an approval needs one of approve, reject or edit",
+                    ));
+                }
+            })
+        }
         None => {
             return Err(ApiError::field(
                 "answer.answer",
-                "an answer needs one of text, selections or decline",
+                "an answer needs one of text, selections, decline, tool_output or approval",
             ));
         }
     };
@@ -148,6 +173,95 @@ fn kind_to_proto(kind: ToolResultKind) -> pb::ToolResultKind {
         ToolResultKind::Expired => pb::ToolResultKind::Expired,
         ToolResultKind::Cancelled => pb::ToolResultKind::Cancelled,
         ToolResultKind::InvalidCall => pb::ToolResultKind::InvalidCall,
+        ToolResultKind::Output => pb::ToolResultKind::Output,
+        ToolResultKind::Executed => pb::ToolResultKind::Executed,
+        ToolResultKind::Rejected => pb::ToolResultKind::Rejected,
+    }
+}
+
+fn suspend_kind_to_proto(kind: SuspendKind) -> pb::SuspendKind {
+    match kind {
+        SuspendKind::Question => pb::SuspendKind::Question,
+        SuspendKind::Approval => pb::SuspendKind::Approval,
+        SuspendKind::ClientTool => pb::SuspendKind::ClientTool,
+    }
+}
+
+/// Decodes the kinds filter of `WatchPendingCalls`; unknown or unspecified kinds are violations.
+pub fn pending_filter(request: pb::WatchPendingCallsRequest) -> Result<PendingFilter, ApiError> {
+    let kinds = request
+        .kinds
+        .iter()
+        .enumerate()
+        .map(|(index, kind)| match pb::SuspendKind::try_from(*kind) {
+            Ok(pb::SuspendKind::Question) => Ok(SuspendKind::Question),
+            Ok(pb::SuspendKind::Approval) => Ok(SuspendKind::Approval),
+            Ok(pb::SuspendKind::ClientTool) => Ok(SuspendKind::ClientTool),
+            _ => Err(ApiError::field(
+                format!("kinds[{index}]"),
+                "kinds holds only known kinds, not SUSPEND_KIND_UNSPECIFIED",
+            )),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(PendingFilter {
+        agent_ids: request.agent_ids,
+        tool_names: request.tool_names,
+        kinds,
+    })
+}
+
+/// Decodes the client tools of `StartRun`.
+pub fn run_tools_from_proto(
+    tools: Vec<pb::ToolDefinition>,
+) -> Result<Vec<ToolDefinition>, ApiError> {
+    tools
+        .into_iter()
+        .enumerate()
+        .map(|(index, tool)| {
+            let approval_always = match pb::ApprovalPolicy::try_from(tool.approval) {
+                Ok(pb::ApprovalPolicy::Unspecified | pb::ApprovalPolicy::Never) => false,
+                Ok(pb::ApprovalPolicy::Always) => true,
+                _ => {
+                    return Err(ApiError::field(
+                        format!("start.tools[{index}].approval"),
+                        "a run's tool takes APPROVAL_POLICY_NEVER or APPROVAL_POLICY_ALWAYS",
+                    ));
+                }
+            };
+            Ok(ToolDefinition {
+                name: tool.name,
+                description: tool.description,
+                parameters_json_schema: tool.parameters_json_schema,
+                approval_always,
+            })
+        })
+        .collect()
+}
+
+fn pending_event_frame(event: PendingEvent) -> pb::watch_pending_calls_response::Event {
+    use pb::watch_pending_calls_response::Event as E;
+    match event {
+        PendingEvent::Pending(call) => E::CallPending(pb::CallPending {
+            run_id: call.run_id,
+            agent_id: call.agent_id,
+            call: Some(pending_to_proto(call.call)),
+        }),
+        PendingEvent::Settled {
+            run_id,
+            tool_call_id,
+            kind,
+        } => E::CallSettled(pb::CallSettled {
+            run_id,
+            tool_call_id,
+            kind: kind.map_or(pb::ToolResultKind::Unspecified, kind_to_proto) as i32,
+        }),
+        PendingEvent::SnapshotDone => E::SnapshotDone(pb::SnapshotDone {}),
+    }
+}
+
+pub fn pending_event_to_proto(event: PendingEvent) -> pb::WatchPendingCallsResponse {
+    pb::WatchPendingCallsResponse {
+        event: Some(pending_event_frame(event)),
     }
 }
 
@@ -178,11 +292,17 @@ pub fn event_to_proto(event: Event) -> pb::RunAgentResponse {
             tool_name,
             payload,
             expire_ms,
+            kind,
+            arguments_json,
+            approval_reason,
         } => E::ToolCallSuspended(pb::ToolCallSuspended {
             tool_call_id,
             tool_name,
-            suspend_payload: Some(payload_to_proto(&payload)),
+            suspend_payload: payload.as_ref().map(payload_to_proto),
             expire_time: expire_ms.map(timestamp),
+            kind: suspend_kind_to_proto(kind) as i32,
+            arguments_json,
+            approval_reason,
         }),
         EventKind::ToolResult {
             tool_call_id,
@@ -288,11 +408,20 @@ pub fn status_filter(value: i32) -> Result<Option<RunStatus>, ApiError> {
 }
 
 fn pending_to_proto(call: PendingCall) -> pb::PendingToolCall {
+    // A claim that has lapsed is no claim.
+    let claim = call
+        .claim
+        .filter(|(_, until_ms)| *until_ms > domain::now_millis());
     pb::PendingToolCall {
         tool_call_id: call.tool_call_id,
         tool_name: call.tool_name,
-        suspend_payload: Some(payload_to_proto(&call.payload)),
+        suspend_payload: call.suspension.payload.as_ref().map(payload_to_proto),
         expire_time: call.expire_ms.map(timestamp),
+        kind: suspend_kind_to_proto(call.suspension.kind) as i32,
+        arguments_json: call.suspension.arguments_json,
+        approval_reason: call.suspension.approval_reason,
+        claim_expire_time: claim.as_ref().map(|(_, until_ms)| timestamp(*until_ms)),
+        claimant: claim.map(|(claimant, _)| claimant).unwrap_or_default(),
     }
 }
 
@@ -317,9 +446,29 @@ pub fn agent_to_proto(agent: &AgentDefinition) -> pb::Agent {
         agent_id: agent.id.clone(),
         name: agent.name.clone(),
         instructions: agent.instructions.clone(),
-        tools: agent.tools.clone(),
+        tools: agent.tools.iter().map(|t| t.name.clone()).collect(),
         model_provider: agent.model.provider().to_owned(),
         max_steps: agent.max_steps,
         question_ttl: agent.question_ttl.map(duration_to_proto),
+        agent_tools: agent
+            .tools
+            .iter()
+            .map(|tool| pb::AgentTool {
+                name: tool.name.clone(),
+                description: tool.description.clone(),
+                kind: match tool.kind {
+                    ToolKind::AskUser => pb::ToolKind::AskUser,
+                    ToolKind::Client => pb::ToolKind::Client,
+                    ToolKind::Http(_) => pb::ToolKind::Http,
+                } as i32,
+                parameters_json_schema: schema_text(tool),
+                approval: match tool.approval {
+                    ApprovalPolicy::Never => pb::ApprovalPolicy::Never,
+                    ApprovalPolicy::Always => pb::ApprovalPolicy::Always,
+                    ApprovalPolicy::When(_) => pb::ApprovalPolicy::Conditional,
+                } as i32,
+                approval_condition: tool.approval.condition().unwrap_or_default().to_owned(),
+            })
+            .collect(),
     }
 }

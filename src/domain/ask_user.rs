@@ -53,11 +53,28 @@ pub struct SuspendPayload {
     pub selection_mode: Option<SelectionMode>,
 }
 
-/// A person's answer to a pending question.
+/// How a pending call is settled: a person's answer to a question, a decision on an approval, or
+/// the output of a client tool.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AnswerInput {
     Text(String),
     Selections(Vec<String>),
     Decline(String),
+    ToolOutput { content: String, is_error: bool },
+    Approval(ApprovalDecision),
+}
+
+/// A person's decision on a tool call that waits for approval.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    Approve,
+    Reject {
+        reason: String,
+    },
+    /// Run the tool with these arguments (a JSON object, as text) instead.
+    Edit {
+        arguments_json: String,
+    },
 }

@@ -5,8 +5,10 @@
 mod ask_user;
 mod run;
 
-pub use ask_user::{AnswerInput, AskUserInput, AskUserOption, SelectionMode, SuspendPayload};
+pub use ask_user::{
+    AnswerInput, ApprovalDecision, AskUserInput, AskUserOption, SelectionMode, SuspendPayload,
+};
 pub use run::{
-    Event, EventKind, Message, ModelToolCall, PendingCall, RunRecord, RunStatus, ToolResultKind,
-    Usage, now_millis,
+    Event, EventKind, Message, ModelToolCall, PendingCall, RunRecord, RunStatus, SuspendKind,
+    Suspension, ToolDefinition, ToolResultKind, Usage, now_millis,
 };

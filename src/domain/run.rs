@@ -65,6 +65,61 @@ pub enum ToolResultKind {
     Expired,
     Cancelled,
     InvalidCall,
+    /// A client tool's output.
+    Output,
+    /// The server ran the tool.
+    Executed,
+    /// A person rejected the call; the tool never ran.
+    Rejected,
+}
+
+/// What a pending tool call waits for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SuspendKind {
+    /// A person's answer to an `ask_user` question.
+    #[default]
+    Question,
+    /// A person's decision before the tool runs.
+    Approval,
+    /// The output of a tool the caller runs.
+    ClientTool,
+}
+
+impl SuspendKind {
+    /// The name stored in the `tool_calls.suspend_kind` column.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SuspendKind::Question => "question",
+            SuspendKind::Approval => "approval",
+            SuspendKind::ClientTool => "client_tool",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        [
+            SuspendKind::Question,
+            SuspendKind::Approval,
+            SuspendKind::ClientTool,
+        ]
+        .into_iter()
+        .find(|kind| kind.as_str() == name)
+    }
+}
+
+/// What a suspended call shows whoever settles it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Suspension {
+    pub kind: SuspendKind,
+    /// The question, for [`SuspendKind::Question`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<SuspendPayload>,
+    /// The validated arguments the tool runs with (approval and client tool).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub arguments_json: String,
+    /// Why approval is needed (approval only).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub approval_reason: String,
 }
 
 /// Token counts reported by a model provider.
@@ -107,8 +162,16 @@ pub enum EventKind {
     ToolCallSuspended {
         tool_call_id: String,
         tool_name: String,
-        payload: SuspendPayload,
+        /// The question; absent for approvals and client tools.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        payload: Option<SuspendPayload>,
         expire_ms: Option<i64>,
+        #[serde(default)]
+        kind: SuspendKind,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        arguments_json: String,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        approval_reason: String,
     },
     ToolResult {
         tool_call_id: String,
@@ -153,13 +216,15 @@ pub struct Event {
     pub kind: EventKind,
 }
 
-/// A question waiting for an answer.
+/// A call waiting to be settled.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PendingCall {
     pub tool_call_id: String,
     pub tool_name: String,
-    pub payload: SuspendPayload,
+    pub suspension: Suspension,
     pub expire_ms: Option<i64>,
+    /// Who claimed the call, and until when, while the claim lasts.
+    pub claim: Option<(String, i64)>,
 }
 
 /// A run as stored.
@@ -179,8 +244,23 @@ pub struct RunRecord {
     pub question_ttl_ms: Option<i64>,
     pub created_ms: i64,
     pub updated_ms: i64,
-    /// Pending questions in the order they were asked.
+    /// Pending calls in the order they were made.
     pub pending: Vec<PendingCall>,
+    /// The client tools given for this run only.
+    pub run_tools: Vec<ToolDefinition>,
+}
+
+/// A client tool declared for one run (`StartRun.tools`), stored with the run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// JSON Schema of the arguments, as JSON text.
+    pub parameters_json_schema: String,
+    /// Whether every call waits for approval.
+    #[serde(default)]
+    pub approval_always: bool,
 }
 
 /// A tool call as the model made it.

@@ -27,6 +27,15 @@ pub struct ScriptedAsk {
     pub selection_mode: Option<String>,
 }
 
+/// One scripted call of any tool, with its arguments as written (placeholders filled in string values).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptedCall {
+    pub tool: String,
+    #[serde(default)]
+    pub arguments: Option<toml::Table>,
+}
+
 /// One model turn of a script.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -34,6 +43,9 @@ pub struct ScriptedTurn {
     /// `ask_user` calls made in parallel in this turn.
     #[serde(default)]
     pub ask: Vec<ScriptedAsk>,
+    /// Calls of any tool made in parallel in this turn, after the `ask` ones.
+    #[serde(default)]
+    pub call: Vec<ScriptedCall>,
     /// Text to say; the run then completes.
     #[serde(default)]
     pub say: Option<String>,
@@ -73,33 +85,63 @@ impl ScriptedModel {
     }
 }
 
-/// The answers of a run in the order their questions were asked, as in their tool results after
-/// `User answered: `.
-fn answers(transcript: &[Message]) -> Vec<String> {
-    transcript
-        .iter()
-        .filter_map(|message| match message {
-            Message::Tool { content, kind, .. } if *kind != ToolResultKind::InvalidCall => Some(
-                content
-                    .strip_prefix("User answered: ")
-                    .unwrap_or(content)
-                    .to_owned(),
-            ),
-            _ => None,
-        })
-        .collect()
+/// What a script's placeholders stand for: the run's tool results in order (`{{result.N}}`, any
+/// kind) and its answers (`{{answer.N}}`: results other than invalid calls, after `User answered: `).
+#[derive(Default)]
+struct Results {
+    answers: Vec<String>,
+    results: Vec<String>,
 }
 
-/// Replaces `{{answer.N}}` (1-based) with the Nth answer; unknown placeholders stay as written.
-fn fill(template: &str, answers: &[String]) -> String {
+impl Results {
+    fn of(transcript: &[Message]) -> Self {
+        let mut results = Results::default();
+        for message in transcript {
+            if let Message::Tool { content, kind, .. } = message {
+                results.results.push(content.clone());
+                if *kind != ToolResultKind::InvalidCall {
+                    results.answers.push(
+                        content
+                            .strip_prefix("User answered: ")
+                            .unwrap_or(content)
+                            .to_owned(),
+                    );
+                }
+            }
+        }
+        results
+    }
+}
+
+/// Replaces `{{answer.N}}` and `{{result.N}}` (1-based); unknown placeholders stay as written.
+fn fill(template: &str, results: &Results) -> String {
     let mut out = template.to_owned();
-    for (index, answer) in answers.iter().enumerate().rev() {
-        out = out.replace(&format!("{{{{answer.{}}}}}", index + 1), answer);
+    for (name, values) in [("answer", &results.answers), ("result", &results.results)] {
+        for (index, value) in values.iter().enumerate().rev() {
+            out = out.replace(&format!("{{{{{name}.{}}}}}", index + 1), value);
+        }
     }
     out
 }
 
-fn ask_arguments(ask: &ScriptedAsk, answers: &[String]) -> String {
+/// A TOML value as JSON, with placeholders filled in its strings.
+fn fill_value(value: &toml::Value, results: &Results) -> serde_json::Value {
+    match value {
+        toml::Value::String(text) => fill(text, results).into(),
+        toml::Value::Integer(n) => (*n).into(),
+        toml::Value::Float(f) => (*f).into(),
+        toml::Value::Boolean(b) => (*b).into(),
+        toml::Value::Datetime(d) => d.to_string().into(),
+        toml::Value::Array(items) => items.iter().map(|v| fill_value(v, results)).collect(),
+        toml::Value::Table(table) => table
+            .iter()
+            .map(|(k, v)| (k.clone(), fill_value(v, results)))
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+    }
+}
+
+fn ask_arguments(ask: &ScriptedAsk, answers: &Results) -> String {
     let mut args = serde_json::Map::new();
     args.insert("question".into(), fill(&ask.question, answers).into());
     if let Some(options) = &ask.options {
@@ -138,7 +180,7 @@ impl Model for ScriptedModel {
             .turns
             .get(index)
             .ok_or(ModelError::Exhausted(index + 1))?;
-        let answers = answers(request.transcript);
+        let answers = Results::of(request.transcript);
         if let Some(delay) = turn.delay {
             tokio::time::sleep(delay).await;
         }
@@ -160,6 +202,18 @@ impl Model for ScriptedModel {
                 arguments_json: ask_arguments(ask, &answers),
             })));
         }
+        for call in &turn.call {
+            let arguments = call
+                .arguments
+                .as_ref()
+                .map(|table| fill_value(&toml::Value::Table(table.clone()), &answers))
+                .unwrap_or_else(|| serde_json::json!({}));
+            events.push(Ok(ModelEvent::ToolCall(ModelToolCall {
+                id: format!("call_{}", uuid::Uuid::now_v7().simple()),
+                name: call.tool.clone(),
+                arguments_json: arguments.to_string(),
+            })));
+        }
         events.push(Ok(ModelEvent::Finished(None)));
         Ok(Box::pin(futures::stream::iter(events)))
     }
@@ -171,10 +225,16 @@ mod tests {
 
     #[test]
     fn fills_answers_in_order_asked() {
-        let answers = vec!["staging".to_owned(), "lint, unit".to_owned()];
+        let answers = Results {
+            answers: vec!["staging".to_owned(), "lint, unit".to_owned()],
+            results: vec!["User answered: staging".to_owned()],
+        };
         assert_eq!(
-            fill("to {{answer.1}} with {{answer.2}} {{answer.3}}", &answers),
-            "to staging with lint, unit {{answer.3}}"
+            fill(
+                "to {{answer.1}} with {{answer.2}} {{answer.3}} ({{result.1}})",
+                &answers
+            ),
+            "to staging with lint, unit {{answer.3}} (User answered: staging)"
         );
     }
 
@@ -191,6 +251,8 @@ mod tests {
             tool("Failed to ask user: x", ToolResultKind::InvalidCall),
             tool("User declined to answer", ToolResultKind::Declined),
         ];
-        assert_eq!(answers(&transcript), vec!["a", "User declined to answer"]);
+        let results = Results::of(&transcript);
+        assert_eq!(results.answers, vec!["a", "User declined to answer"]);
+        assert_eq!(results.results.len(), 3);
     }
 }

@@ -50,7 +50,7 @@ pub struct Violation {
 }
 
 impl Violation {
-    fn new(field: impl Into<String>, description: impl Into<String>) -> Self {
+    pub(crate) fn new(field: impl Into<String>, description: impl Into<String>) -> Self {
         Self {
             field: field.into(),
             description: description.into(),
@@ -287,6 +287,14 @@ pub fn check_answer(
     let mut violations = Vec::new();
     match (payload.selection_mode, answer) {
         (_, AnswerInput::Decline(_)) => {}
+        (_, AnswerInput::ToolOutput { .. }) => violations.push(Violation::new(
+            "answer.tool_output",
+            "this call is a question: answer it with text, selections or decline",
+        )),
+        (_, AnswerInput::Approval(_)) => violations.push(Violation::new(
+            "answer.approval",
+            "this call is a question: answer it with text, selections or decline",
+        )),
         (_, AnswerInput::Text(text)) if text.len() > limits.max_answer_bytes => {
             violations.push(Violation::new(
                 "answer.text",
@@ -380,6 +388,9 @@ pub fn answer_result(answer: &AnswerInput) -> String {
         AnswerInput::Selections(labels) => format!("User answered: {}", labels.join(", ")),
         AnswerInput::Decline(reason) if reason.is_empty() => "User declined to answer".to_owned(),
         AnswerInput::Decline(reason) => format!("User declined to answer: {reason}"),
+        // Not answers to a question; a question never settles with them.
+        AnswerInput::ToolOutput { content, .. } => content.clone(),
+        AnswerInput::Approval(_) => String::new(),
     }
 }
 

@@ -17,6 +17,8 @@ pub enum RejectReason {
     RunMismatch,
     /// The run is not waiting for answers.
     RunNotSuspended,
+    /// Another claimant holds the call's claim.
+    AlreadyClaimed,
 }
 
 impl RejectReason {
@@ -29,6 +31,7 @@ impl RejectReason {
             RejectReason::QuestionExpired => "QUESTION_EXPIRED",
             RejectReason::RunMismatch => "RUN_MISMATCH",
             RejectReason::RunNotSuspended => "RUN_NOT_SUSPENDED",
+            RejectReason::AlreadyClaimed => "ALREADY_CLAIMED",
         }
     }
 }

@@ -13,12 +13,14 @@ use tracing::{debug, info, warn};
 
 use super::Inner;
 use super::agents::AgentDefinition;
-use super::ask_user::{self, TOOL_NAME};
 use super::hub::Batch;
-use crate::domain::{EventKind, ModelToolCall, RunStatus, Usage, now_millis};
+use super::settle::edited_result;
+use super::tools::{CallPlan, RunTools, ToolKind, plan_call};
+use crate::domain::{EventKind, ModelToolCall, RunStatus, SuspendKind, Usage, now_millis};
 use crate::model::{ModelError, ModelEvent, ModelRequest};
 use crate::store::{
-    Lease, NewCallState, NewToolCall, RunEnd, StepState, StoreError, TurnCommit, TurnOutcome,
+    ExecutedResult, ExecutingCall, Lease, NewCallState, NewToolCall, RunEnd, StepState, StoreError,
+    TurnCommit, TurnOutcome,
 };
 
 /// The runs this process is executing, each with a flag set when it was asked to look again.
@@ -223,22 +225,35 @@ async fn step(
         return Ok(StepOutcome::Idle);
     }
     let expected_turns = state.run.turns;
+    if !state.executing.is_empty() {
+        return execute_calls(inner, run_id, &state).await;
+    }
+    if !state.run.pending.is_empty() {
+        // Calls still wait for someone: nothing for the model to do yet.
+        return Ok(StepOutcome::Idle);
+    }
     // The run's total: this turn's tokens once they are known.
     let mut usage = state.usage;
-    let mut commit = match inner.agents.get(&state.run.agent_id) {
+    let tools = inner
+        .agents
+        .get(&state.run.agent_id)
+        .map(|agent| RunTools::new(&agent.tools, &state.run.run_tools).map(|tools| (agent, tools)));
+    let mut commit = match tools {
         None => failure(format!(
             "agent \"{}\" is not configured on this server",
             state.run.agent_id
         )),
-        Some(agent) if expected_turns >= agent.max_steps => failure(format!(
+        Some(Err(error)) => failure(format!("the run's tools cannot be used: {error}")),
+        Some(Ok((agent, _))) if expected_turns >= agent.max_steps => failure(format!(
             "the run reached max_steps ({}) without finishing",
             agent.max_steps
         )),
-        Some(agent) => {
+        Some(Ok((agent, tools))) => {
+            let specs = tools.specs();
             let request = ModelRequest {
                 instructions: &agent.instructions,
                 transcript: &state.transcript,
-                tools: &agent.tool_specs,
+                tools: &specs,
             };
             let mut turn = TurnInProgress {
                 inner,
@@ -256,14 +271,7 @@ async fn step(
             match turn.run(agent, request).await {
                 Ok(Ok(output)) => {
                     usage = Usage::sum(usage, output.usage);
-                    turn_commit(
-                        inner,
-                        agent,
-                        state.run.question_ttl_ms,
-                        turn.unflushed,
-                        output,
-                        usage,
-                    )
+                    turn_commit(inner, &tools, &state, turn.unflushed, output, usage)
                 }
                 Ok(Err(error)) => {
                     let mut commit = failure(format!(
@@ -280,6 +288,16 @@ async fn step(
         }
     };
     commit.usage = usage;
+    commit_turn(inner, run_id, expected_turns, commit).await
+}
+
+/// Commits a turn and publishes it; the run goes on when it is still running.
+async fn commit_turn(
+    inner: &Arc<Inner>,
+    run_id: &str,
+    expected_turns: u32,
+    commit: TurnCommit,
+) -> Result<StepOutcome, StoreError> {
     let expires = commit.tool_calls.iter().any(|c| {
         matches!(
             c.state,
@@ -421,8 +439,8 @@ fn failure(message: String) -> TurnCommit {
 
 fn turn_commit(
     inner: &Inner,
-    agent: &AgentDefinition,
-    question_ttl_ms: Option<i64>,
+    tools: &RunTools<'_>,
+    state: &StepState,
     mut events: Vec<EventKind>,
     turn: ModelOutput,
     run_usage: Option<Usage>,
@@ -441,42 +459,49 @@ fn turn_commit(
             tool_name: call.name.clone(),
             arguments_json: call.arguments_json.clone(),
         });
-        let state = if call.name != TOOL_NAME || !agent.tools.iter().any(|t| t == TOOL_NAME) {
-            settled_invalid(format!(
-                "Unknown tool \"{}\": this agent's tools are: {}",
-                call.name,
-                agent.tools.join(", ")
-            ))
-        } else {
-            match ask_user::parse_arguments(&call.arguments_json)
-                .and_then(|input| ask_user::validate(&input, &inner.config.limits))
-            {
-                Ok(payload) => {
-                    let expire_ms = question_ttl_ms.map(|ttl| now_millis().saturating_add(ttl));
-                    events.push(EventKind::ToolCallSuspended {
+        let plan = plan_call(tools, &call, &state.run.metadata, &inner.config.limits);
+        let state = match plan {
+            CallPlan::Invalid(content) => {
+                let state = settled_invalid(content);
+                if let NewCallState::Settled {
+                    content,
+                    is_error,
+                    kind,
+                } = &state
+                {
+                    events.push(EventKind::ToolResult {
                         tool_call_id: call.id.clone(),
-                        tool_name: call.name.clone(),
-                        payload: payload.clone(),
-                        expire_ms,
+                        content: content.clone(),
+                        is_error: *is_error,
+                        kind: *kind,
                     });
-                    NewCallState::Pending { payload, expire_ms }
                 }
-                Err(violations) => settled_invalid(ask_user::invalid_call_result(&violations)),
+                state
             }
+            CallPlan::Suspend {
+                suspension,
+                timeout,
+            } => {
+                let timeout = (suspension.kind == SuspendKind::ClientTool)
+                    .then_some(timeout)
+                    .flatten();
+                let expire_ms = super::expire_at(timeout, state.run.question_ttl_ms);
+                events.push(EventKind::ToolCallSuspended {
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    payload: suspension.payload.clone(),
+                    expire_ms,
+                    kind: suspension.kind,
+                    arguments_json: suspension.arguments_json.clone(),
+                    approval_reason: suspension.approval_reason.clone(),
+                });
+                NewCallState::Pending {
+                    suspension,
+                    expire_ms,
+                }
+            }
+            CallPlan::Execute { arguments_json } => NewCallState::Executing { arguments_json },
         };
-        if let NewCallState::Settled {
-            content,
-            is_error,
-            kind,
-        } = &state
-        {
-            events.push(EventKind::ToolResult {
-                tool_call_id: call.id.clone(),
-                content: content.clone(),
-                is_error: *is_error,
-                kind: *kind,
-            });
-        }
         tool_calls.push(NewToolCall {
             tool_call_id: call.id,
             tool_name: call.name,
@@ -499,6 +524,67 @@ fn turn_commit(
         events,
         end,
         ..TurnCommit::default()
+    }
+}
+
+/// Runs the calls the server executes (HTTP tools), all at once, and commits their results. Each
+/// call was stored as executing before this, so a crash here sends its request again, with the
+/// same idempotency key, when the run is taken over.
+async fn execute_calls(
+    inner: &Arc<Inner>,
+    run_id: &str,
+    state: &StepState,
+) -> Result<StepOutcome, StoreError> {
+    let agent = inner.agents.get(&state.run.agent_id);
+    let max_body = inner.config.max_tool_output_bytes;
+    let results = futures::future::join_all(state.executing.iter().map(|call| async move {
+        let tool = agent.and_then(|agent| agent.tools.iter().find(|t| t.name == call.tool_name));
+        let (content, is_error) = match tool.map(|tool| &tool.kind) {
+            Some(ToolKind::Http(http)) => {
+                let key = format!("{run_id}/{}", call.tool_call_id);
+                let outcome = http
+                    .execute(&call.tool_name, &key, &call.arguments_json, max_body)
+                    .await;
+                (outcome.content, outcome.is_error)
+            }
+            _ => (
+                format!(
+                    "tool \"{}\" is not an HTTP tool configured on this server",
+                    call.tool_name
+                ),
+                true,
+            ),
+        };
+        executed_result(call, content, is_error)
+    }))
+    .await;
+    match inner
+        .store
+        .commit_executed(run_id, &inner.owner, state.run.turns, results)
+        .await?
+    {
+        TurnOutcome::Committed(committed) => {
+            let status = committed.status;
+            inner.hub.publish(run_id, Batch::from(committed));
+            Ok(if status == RunStatus::Running {
+                StepOutcome::Continue
+            } else {
+                StepOutcome::Released
+            })
+        }
+        TurnOutcome::Stale => Ok(StepOutcome::Idle),
+    }
+}
+
+fn executed_result(call: &ExecutingCall, content: String, is_error: bool) -> ExecutedResult {
+    ExecutedResult {
+        tool_call_id: call.tool_call_id.clone(),
+        content: if call.edited {
+            edited_result(&call.arguments_json, &content)
+        } else {
+            content
+        },
+        is_error,
     }
 }
 

@@ -33,22 +33,57 @@ impl From<Committed> for Batch {
 
 /// How many batches a slow subscriber may fall behind before it catches up from the store.
 const CHANNEL_CAPACITY: usize = 16;
+/// The same for a subscriber to every run's commits, which sees many more.
+const ALL_RUNS_CAPACITY: usize = 1024;
 
-/// Per-run broadcast channels, created on first subscription and dropped with the last one.
-#[derive(Default)]
+/// A commit to some run, as subscribers to every run see it.
+#[derive(Clone, Debug)]
+pub enum RunChange {
+    Committed {
+        run_id: String,
+        batch: Arc<Batch>,
+    },
+    /// Notices of other replicas' commits were lost: look at the store again.
+    Missed,
+}
+
+/// Per-run broadcast channels, created on first subscription and dropped with the last one, and
+/// one channel of every run's commits (the pending-calls feed).
 pub struct Hub {
     channels: Mutex<HashMap<String, broadcast::Sender<Arc<Batch>>>>,
+    all: broadcast::Sender<RunChange>,
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Self {
+            channels: Mutex::default(),
+            all: broadcast::channel(ALL_RUNS_CAPACITY).0,
+        }
+    }
 }
 
 impl Hub {
     pub fn publish(&self, run_id: &str, batch: Batch) {
+        let batch = Arc::new(batch);
+        if self.all.receiver_count() > 0 {
+            let _ = self.all.send(RunChange::Committed {
+                run_id: run_id.to_owned(),
+                batch: Arc::clone(&batch),
+            });
+        }
         let Ok(channels) = self.channels.lock() else {
             return;
         };
         if let Some(sender) = channels.get(run_id) {
             // An error only means nobody listens right now.
-            let _ = sender.send(Arc::new(batch));
+            let _ = sender.send(batch);
         }
+    }
+
+    /// Every run's commits from now on.
+    pub fn subscribe_all(&self) -> broadcast::Receiver<RunChange> {
+        self.all.subscribe()
     }
 
     /// Tells a run's followers that its log grew to `last_sequence` elsewhere (another replica).
@@ -65,6 +100,7 @@ impl Hub {
 
     /// Tells every follower to look at the store: notices of other replicas' commits were lost.
     pub fn notify_all(&self) {
+        let _ = self.all.send(RunChange::Missed);
         let Ok(channels) = self.channels.lock() else {
             return;
         };

@@ -9,6 +9,9 @@ pub mod ask_user;
 mod error;
 mod executor;
 mod hub;
+mod pending_feed;
+mod settle;
+pub mod tools;
 
 use std::collections::{BTreeMap, HashMap};
 use std::pin::Pin;
@@ -23,22 +26,24 @@ use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
 use crate::domain::{
-    AnswerInput, AskUserInput, Event, RunRecord, RunStatus, ToolResultKind, now_millis,
+    AnswerInput, ApprovalDecision, AskUserInput, Event, RunRecord, RunStatus, SuspendKind,
+    ToolDefinition, now_millis,
 };
-use crate::model::ToolSpec;
 use crate::store::{
-    CallStatus, CancelOutcome, CommitNotice, Decide, NewRun, RunQuery, RunStore, SettleOutcome,
-    Settlement, StepState, StoreError, ToolCallRecord,
+    Approved, CallChange, CancelOutcome, ClaimOutcome, CommitNotice, Decide, NewRun, RunQuery,
+    RunStore, SettleOutcome, StepState, StoreError,
 };
 
 pub use agents::AgentDefinition;
 pub use ask_user::{AskUserLimits, Violation};
 pub use error::{RejectReason, RuntimeError};
 pub use hub::Batch;
+pub use pending_feed::{PendingEvent, PendingFilter, PendingStream};
 
-use ask_user::{CANCELLED_RESULT, EXPIRED_RESULT, check_answer};
+use ask_user::CANCELLED_RESULT;
 use executor::{Executing, kick, lease};
 use hub::{Hub, Subscription};
+use tools::{CallPlan, RunTools, Tool, run_plan};
 
 /// Settings of the runtime.
 #[derive(Clone, Debug)]
@@ -53,6 +58,8 @@ pub struct RuntimeConfig {
     /// How long an executor's claim on a working run lasts unless renewed; a run whose executor
     /// died is taken over after it.
     pub lease_ttl: Duration,
+    /// The largest client tool output, and the most of an HTTP tool's response kept, in bytes.
+    pub max_tool_output_bytes: usize,
 }
 
 /// A request to start a run.
@@ -62,6 +69,8 @@ pub struct StartRunRequest {
     pub prompt: String,
     pub metadata: BTreeMap<String, String>,
     pub question_ttl: Option<Duration>,
+    /// Client tools for this run only.
+    pub tools: Vec<ToolDefinition>,
 }
 
 /// An answer to a pending question.
@@ -127,17 +136,62 @@ const REPLAY_PAGE: usize = 512;
 const DEFAULT_PAGE_SIZE: usize = 50;
 const MAX_PAGE_SIZE: usize = 1000;
 
+/// The shortest and longest claim `ClaimCall` grants, and the one it grants by default.
+const MIN_CLAIM: Duration = Duration::from_secs(1);
+const MAX_CLAIM: Duration = Duration::from_secs(3600);
+const DEFAULT_CLAIM: Duration = Duration::from_secs(60);
+
 pub(crate) fn new_tool_call_id() -> String {
     format!("call_{}", uuid::Uuid::now_v7().simple())
 }
 
-/// The tools a model may be told about, by name.
-pub fn tool_spec(name: &str, limits: &AskUserLimits) -> Option<ToolSpec> {
-    (name == ask_user::TOOL_NAME).then(|| ToolSpec {
-        name: ask_user::TOOL_NAME.to_owned(),
-        description: ask_user::TOOL_DESCRIPTION.to_owned(),
-        parameters: ask_user::arguments_schema(limits),
-    })
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// When a call suspended now expires: after the tool's own timeout if it has one, otherwise the
+/// run's question TTL (if any).
+pub(crate) fn expire_at(timeout: Option<Duration>, question_ttl_ms: Option<i64>) -> Option<i64> {
+    timeout
+        .map(millis)
+        .or(question_ttl_ms)
+        .map(|ttl| now_millis().saturating_add(ttl))
+}
+
+/// Checks the client tools given for one run: each compiles, and no two (nor one and an agent's
+/// tool) share a name.
+fn check_run_tools(agent: &AgentDefinition, tools: &[ToolDefinition]) -> Result<(), RuntimeError> {
+    let mut violations = Vec::new();
+    let mut names = std::collections::HashSet::new();
+    for (index, definition) in tools.iter().enumerate() {
+        let field = |name: &str| format!("tools[{index}].{name}");
+        if let Err(violation) = Tool::for_run(definition) {
+            violations.push(Violation {
+                field: field(&violation.field),
+                description: violation.description,
+            });
+            continue;
+        }
+        if agent.tools.iter().any(|t| t.name == definition.name) {
+            violations.push(Violation {
+                field: field("name"),
+                description: format!(
+                    "agent \"{}\" already has a tool named \"{}\"",
+                    agent.id, definition.name
+                ),
+            });
+        } else if !names.insert(definition.name.as_str()) {
+            violations.push(Violation {
+                field: field("name"),
+                description: format!("\"{}\" is given twice", definition.name),
+            });
+        }
+    }
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(RuntimeError::InvalidArgument(violations))
+    }
 }
 
 impl Runtime {
@@ -235,6 +289,7 @@ impl Runtime {
             .agents
             .get(&request.agent_id)
             .ok_or_else(|| RuntimeError::AgentNotFound(request.agent_id.clone()))?;
+        check_run_tools(agent, &request.tools)?;
         let ttl = request
             .question_ttl
             .or(agent.question_ttl)
@@ -250,7 +305,8 @@ impl Runtime {
                     agent_id: request.agent_id,
                     prompt: request.prompt,
                     metadata: request.metadata,
-                    question_ttl_ms: ttl.map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX)),
+                    question_ttl_ms: ttl.map(millis),
+                    run_tools: request.tools,
                 },
                 Some(lease(&self.inner)),
             )
@@ -311,9 +367,9 @@ impl Runtime {
         })
     }
 
-    /// Applies an answer exactly once: validates it against its question, then settles the pending
-    /// call with a compare-and-set in the store. A retry of an accepted answer (same `answer_id`,
-    /// or the same content) is acknowledged as a duplicate.
+    /// Applies an answer (to a question, an approval or a client tool call) exactly once: checks it
+    /// against the call, then changes the pending call with a compare-and-set in the store. A retry
+    /// of an accepted answer (same `answer_id`, or the same content) is acknowledged as a duplicate.
     pub async fn answer(&self, request: AnswerRequest) -> Result<AnswerAck, RuntimeError> {
         if request.tool_call_id.is_empty() {
             return Err(RuntimeError::AnswerRejected {
@@ -325,26 +381,38 @@ impl Runtime {
                 }],
             });
         }
-        let (status, kind) = match &request.answer {
-            AnswerInput::Decline(_) => (CallStatus::Declined, ToolResultKind::Declined),
-            _ => (CallStatus::Answered, ToolResultKind::Answered),
+        let max_output = self.inner.config.max_tool_output_bytes;
+        if let AnswerInput::ToolOutput { content, .. } = &request.answer
+            && content.len() > max_output
+        {
+            let description = format!(
+                "the output is {} bytes; the limit is {max_output}",
+                content.len()
+            );
+            return Err(RuntimeError::AnswerRejected {
+                reason: RejectReason::InvalidAnswer,
+                message: description.clone(),
+                violations: vec![Violation {
+                    field: "answer.tool_output.content".into(),
+                    description,
+                }],
+            });
+        }
+        let approved = match &request.answer {
+            AnswerInput::Approval(ApprovalDecision::Approve | ApprovalDecision::Edit { .. }) => {
+                self.approved_call(&request).await?
+            }
+            _ => None,
         };
-        let settlement = Settlement {
-            status,
-            answer: Some(request.answer.clone()),
-            answer_id: request.answer_id.clone(),
-            content: ask_user::answer_result(&request.answer),
-            kind,
-        };
-        // The answer is checked against the question inside the settling transaction, so reading
-        // the question takes no round trip of its own.
+        // The answer is checked against the call inside the changing transaction, so reading the
+        // call takes no round trip of its own.
         let limits = self.inner.config.limits;
-        let answer = request.answer.clone();
+        let (answer, answer_id) = (request.answer.clone(), request.answer_id.clone());
+        let approved_next = approved.clone();
         let decide: Decide = Box::new(move |call| {
-            check_answer(call.payload.as_ref()?, &answer, &limits).ok()?;
-            Some(settlement)
+            settle::decide(call, &answer, &answer_id, approved_next.as_ref(), &limits).ok()
         });
-        match self
+        let outcome = self
             .inner
             .store
             .settle_tool_call(
@@ -354,36 +422,183 @@ impl Runtime {
                 // A draining server starts no executor: it leaves the run's lease to others.
                 (!self.inner.shutdown.is_cancelled()).then(|| lease(&self.inner)),
             )
-            .await?
-        {
-            SettleOutcome::Settled { committed, step } => {
-                let result_sequence = committed.events.first().map_or(0, |e| e.sequence);
+            .await?;
+        let ack = |duplicate, result_sequence, answer_id: &str| AnswerAck {
+            tool_call_id: request.tool_call_id.clone(),
+            answer_id: answer_id.to_owned(),
+            duplicate,
+            result_sequence,
+        };
+        match outcome {
+            SettleOutcome::Settled {
+                committed,
+                step,
+                first_sequence,
+            } => {
                 publish_settled(&self.inner, &request.run_id, committed, step);
-                Ok(AnswerAck {
-                    tool_call_id: request.tool_call_id,
-                    answer_id: request.answer_id,
-                    duplicate: false,
-                    result_sequence,
-                })
+                Ok(ack(false, first_sequence, &request.answer_id))
             }
-            SettleOutcome::Refused(call) => Err(refused(&call, &request, &limits)),
-            SettleOutcome::NotPending(call) => not_pending(&call, &request),
-            SettleOutcome::NotFound => Err(self.unknown_call(&request).await),
+            SettleOutcome::Refused(call) | SettleOutcome::NotPending(call) => {
+                if let Some(earlier) = settle::repeated(&call, &request.answer, &request.answer_id)
+                {
+                    return Ok(ack(true, earlier.sequence, earlier.answer_id));
+                }
+                if call.status != crate::store::CallStatus::Pending || call.decision.is_some() {
+                    return Err(settle::not_pending(&call));
+                }
+                Err(settle::decide(
+                    &call,
+                    &request.answer,
+                    &request.answer_id,
+                    approved.as_ref(),
+                    &limits,
+                )
+                .err()
+                .unwrap_or_else(|| settle::not_pending(&call)))
+            }
+            SettleOutcome::NotFound => Err(self
+                .unknown_call(&request.run_id, &request.tool_call_id)
+                .await),
         }
     }
 
-    async fn unknown_call(&self, request: &AnswerRequest) -> RuntimeError {
-        match self.inner.store.get_run(&request.run_id).await {
+    /// What a call waiting for approval becomes when approved (as called, or with edited
+    /// arguments, checked here against the tool's schema); `None` when it no longer waits for
+    /// approval.
+    async fn approved_call(
+        &self,
+        request: &AnswerRequest,
+    ) -> Result<Option<Approved>, RuntimeError> {
+        let run = self.get_run(&request.run_id).await?;
+        let Some(call) = run.pending.iter().find(|c| {
+            c.tool_call_id == request.tool_call_id && c.suspension.kind == SuspendKind::Approval
+        }) else {
+            return Ok(None);
+        };
+        let not_runnable =
+            |why: String| RuntimeError::rejected(RejectReason::ToolCallNotPending, why);
+        let agent = self.inner.agents.get(&run.agent_id).ok_or_else(|| {
+            not_runnable(format!(
+                "agent \"{}\" is not configured on this server",
+                run.agent_id
+            ))
+        })?;
+        let tools = RunTools::new(&agent.tools, &run.run_tools).map_err(StoreError::Corrupt)?;
+        let tool = tools.get(&call.tool_name).ok_or_else(|| {
+            not_runnable(format!(
+                "tool \"{}\" is not configured on this server",
+                call.tool_name
+            ))
+        })?;
+        let arguments_json = match &request.answer {
+            AnswerInput::Approval(ApprovalDecision::Edit { arguments_json }) => tool
+                .schema
+                .check(arguments_json)
+                .map(|(_, canonical)| canonical)
+                .map_err(|error| {
+                    let description =
+                        format!("the edited arguments do not fit {}: {error}", tool.name);
+                    RuntimeError::AnswerRejected {
+                        reason: RejectReason::InvalidAnswer,
+                        message: description.clone(),
+                        violations: vec![Violation {
+                            field: "answer.approval.edit.arguments_json".into(),
+                            description,
+                        }],
+                    }
+                })?,
+            _ => call.suspension.arguments_json.clone(),
+        };
+        Ok(Some(match run_plan(tool, arguments_json) {
+            CallPlan::Execute { arguments_json } => Approved::Execute { arguments_json },
+            CallPlan::Suspend {
+                suspension,
+                timeout,
+            } => Approved::Suspend {
+                suspension,
+                expire_ms: expire_at(timeout, run.question_ttl_ms),
+            },
+            CallPlan::Invalid(why) => return Err(not_runnable(why)),
+        }))
+    }
+
+    /// Claims a pending call for `claimant` for `ttl` (default 60 s), so that workers sharing the
+    /// pending-calls feed do not run it twice; returns when the claim lapses.
+    pub async fn claim_call(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+        claimant: &str,
+        ttl: Option<Duration>,
+    ) -> Result<i64, RuntimeError> {
+        let mut violations = Vec::new();
+        for (field, value) in [
+            ("run_id", run_id),
+            ("tool_call_id", tool_call_id),
+            ("claimant", claimant),
+        ] {
+            if value.is_empty() {
+                violations.push(Violation {
+                    field: field.into(),
+                    description: format!("{field} must not be empty"),
+                });
+            }
+        }
+        let ttl = ttl.unwrap_or(DEFAULT_CLAIM);
+        if !(MIN_CLAIM..=MAX_CLAIM).contains(&ttl) {
+            violations.push(Violation {
+                field: "ttl".into(),
+                description: format!(
+                    "ttl must be between {} and {}",
+                    humantime::format_duration(MIN_CLAIM),
+                    humantime::format_duration(MAX_CLAIM)
+                ),
+            });
+        }
+        if !violations.is_empty() {
+            return Err(RuntimeError::InvalidArgument(violations));
+        }
+        let until_ms = now_millis().saturating_add(millis(ttl));
+        match self
+            .inner
+            .store
+            .claim_call(run_id, tool_call_id, claimant, until_ms)
+            .await?
+        {
+            ClaimOutcome::Claimed { until_ms } => Ok(until_ms),
+            ClaimOutcome::Held { claimant, until_ms } => Err(RuntimeError::rejected(
+                RejectReason::AlreadyClaimed,
+                format!(
+                    "tool call \"{tool_call_id}\" is claimed by \"{claimant}\" for {} more",
+                    humantime::format_duration(Duration::from_millis(
+                        u64::try_from(until_ms - now_millis()).unwrap_or(0)
+                    ))
+                ),
+            )),
+            ClaimOutcome::NotPending(call) => Err(match settle::not_pending(&call) {
+                RuntimeError::AnswerRejected { message, .. } => {
+                    RuntimeError::rejected(RejectReason::ToolCallNotPending, message)
+                }
+                other => other,
+            }),
+            ClaimOutcome::NotFound => Err(self.unknown_call(run_id, tool_call_id).await),
+        }
+    }
+
+    async fn unknown_call(&self, run_id: &str, tool_call_id: &str) -> RuntimeError {
+        match self.inner.store.get_run(run_id).await {
             Ok(Some(_)) => RuntimeError::rejected(
                 RejectReason::ToolCallNotPending,
-                format!(
-                    "run \"{}\" has no tool call \"{}\"",
-                    request.run_id, request.tool_call_id
-                ),
+                format!("run \"{run_id}\" has no tool call \"{tool_call_id}\""),
             ),
-            Ok(None) => RuntimeError::RunNotFound(request.run_id.clone()),
+            Ok(None) => RuntimeError::RunNotFound(run_id.to_owned()),
             Err(error) => error.into(),
         }
+    }
+
+    /// The calls that wait for someone across runs: a snapshot, then changes live.
+    pub fn watch_pending(&self, filter: PendingFilter) -> PendingStream {
+        pending_feed::watch(Arc::clone(&self.inner), filter)
     }
 
     /// Cancels a working or suspended run; idempotent for a cancelled one.
@@ -516,57 +731,6 @@ fn finished(until: FollowUntil, status: RunStatus, delivered: u64, known_last: u
     }
 }
 
-/// Why an answer was refused: it does not fit the question (a pending call always has one).
-fn refused(call: &ToolCallRecord, request: &AnswerRequest, limits: &AskUserLimits) -> RuntimeError {
-    let Some(payload) = &call.payload else {
-        return StoreError::Corrupt(format!("pending call {} has no payload", call.tool_call_id))
-            .into();
-    };
-    let violations = check_answer(payload, &request.answer, limits)
-        .err()
-        .unwrap_or_default();
-    RuntimeError::AnswerRejected {
-        reason: RejectReason::InvalidAnswer,
-        message: format!(
-            "the answer does not fit the question: {}",
-            ask_user::describe(&violations)
-        ),
-        violations,
-    }
-}
-
-/// The answer to a call that is no longer pending: a retry of the accepted answer is
-/// acknowledged, anything else rejected with the call's state.
-fn not_pending(call: &ToolCallRecord, request: &AnswerRequest) -> Result<AnswerAck, RuntimeError> {
-    let same_key = !request.answer_id.is_empty() && request.answer_id == call.answer_id;
-    let same_content = call.answer.as_ref() == Some(&request.answer);
-    let id = &call.tool_call_id;
-    match call.status {
-        CallStatus::Answered | CallStatus::Declined if same_key || same_content => Ok(AnswerAck {
-            tool_call_id: call.tool_call_id.clone(),
-            answer_id: call.answer_id.clone(),
-            duplicate: true,
-            result_sequence: call.result_sequence,
-        }),
-        CallStatus::Answered | CallStatus::Declined => Err(RuntimeError::rejected(
-            RejectReason::AlreadyAnswered,
-            format!("tool call \"{id}\" was already answered"),
-        )),
-        CallStatus::Expired => Err(RuntimeError::rejected(
-            RejectReason::QuestionExpired,
-            format!("the question of tool call \"{id}\" expired"),
-        )),
-        CallStatus::Cancelled => Err(RuntimeError::rejected(
-            RejectReason::RunNotSuspended,
-            format!("the run of tool call \"{id}\" was cancelled"),
-        )),
-        CallStatus::Invalid | CallStatus::Pending => Err(RuntimeError::rejected(
-            RejectReason::ToolCallNotPending,
-            format!("tool call \"{id}\" is not waiting for an answer"),
-        )),
-    }
-}
-
 /// Settles questions as they expire, including those that expired while the server was down.
 async fn expiry_loop(inner: Arc<Inner>) {
     const IDLE_CHECK: i64 = 60_000;
@@ -597,21 +761,15 @@ async fn expiry_loop(inner: Arc<Inner>) {
             }
         };
         for (run_id, tool_call_id) in due {
-            let expired: Decide = Box::new(|_| {
-                Some(Settlement {
-                    status: CallStatus::Expired,
-                    answer: None,
-                    answer_id: String::new(),
-                    content: EXPIRED_RESULT.to_owned(),
-                    kind: ToolResultKind::Expired,
-                })
-            });
+            let expired: Decide = Box::new(|call| Some(CallChange::Settle(settle::expired(call))));
             match inner
                 .store
                 .settle_tool_call(&run_id, &tool_call_id, expired, Some(lease(&inner)))
                 .await
             {
-                Ok(SettleOutcome::Settled { committed, step }) => {
+                Ok(SettleOutcome::Settled {
+                    committed, step, ..
+                }) => {
                     publish_settled(&inner, &run_id, committed, step);
                 }
                 // Answered or cancelled in the meantime.

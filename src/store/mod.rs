@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 
 use crate::domain::{
-    AnswerInput, Event, EventKind, Message, RunRecord, RunStatus, SuspendPayload, ToolResultKind,
-    Usage,
+    AnswerInput, ApprovalDecision, Event, EventKind, Message, PendingCall, RunRecord, RunStatus,
+    Suspension, ToolDefinition, ToolResultKind, Usage,
 };
 
 pub use postgres::PostgresStore;
@@ -44,6 +44,8 @@ pub struct NewRun {
     pub prompt: String,
     pub metadata: BTreeMap<String, String>,
     pub question_ttl_ms: Option<i64>,
+    /// Client tools given for this run only.
+    pub run_tools: Vec<ToolDefinition>,
 }
 
 /// An executor's claim on a running run: who holds it, and until when unless renewed.
@@ -71,16 +73,39 @@ pub struct StepState {
     pub step_attempt: u32,
     /// The tokens the run's committed turns used, when their provider reported any.
     pub usage: Option<Usage>,
+    /// Calls the server runs (approved or approval-free HTTP tools) that have no result yet: the
+    /// step runs them before the model's next turn.
+    pub executing: Vec<ExecutingCall>,
+}
+
+/// A call the server is to run, with the arguments it runs with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecutingCall {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub arguments_json: String,
+    /// The arguments were edited by the person who approved the call.
+    pub edited: bool,
+}
+
+/// The result of a call the server ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecutedResult {
+    pub tool_call_id: String,
+    pub content: String,
+    pub is_error: bool,
 }
 
 /// How a tool call of a new turn starts out.
 #[derive(Clone, Debug)]
 pub enum NewCallState {
-    /// Waits for an answer.
+    /// Waits for someone: an answer, an approval or a client tool's output.
     Pending {
-        payload: SuspendPayload,
+        suspension: Suspension,
         expire_ms: Option<i64>,
     },
+    /// The server runs it before the model's next turn.
+    Executing { arguments_json: String },
     /// Settled at once (e.g. invalid arguments).
     Settled {
         content: String,
@@ -119,14 +144,17 @@ pub struct TurnCommit {
 
 impl RunEnd {
     /// The run's status, output text and error message once a turn ending this way (or, with
-    /// `None`, not ending the run) is committed; `any_pending` says whether it left questions
-    /// waiting.
-    pub fn run_after(end: Option<&RunEnd>, any_pending: bool) -> (RunStatus, &str, &str) {
+    /// `None`, not ending the run) is committed, given how many of its calls wait for someone and
+    /// how many the server runs.
+    pub fn run_after(
+        end: Option<&RunEnd>,
+        pending: i64,
+        executing: i64,
+    ) -> (RunStatus, &str, &str) {
         match end {
             Some(RunEnd::Completed { output_text }) => (RunStatus::Completed, output_text, ""),
             Some(RunEnd::Failed { message }) => (RunStatus::Failed, "", message),
-            None if any_pending => (RunStatus::Suspended, "", ""),
-            None => (RunStatus::Running, "", ""),
+            None => (records::between_turns(pending, executing), "", ""),
         }
     }
 }
@@ -146,40 +174,57 @@ pub enum TurnOutcome {
     Stale,
 }
 
-/// The settled state of a tool call.
+/// The state of a tool call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CallStatus {
+    /// Waits for someone.
     Pending,
+    /// The server runs it.
+    Executing,
     Answered,
     Declined,
     Expired,
     Cancelled,
     Invalid,
+    /// A client tool's output came.
+    Responded,
+    /// The server ran it.
+    Executed,
+    /// Its approval was rejected.
+    Rejected,
 }
 
 impl CallStatus {
+    const ALL: [CallStatus; 10] = [
+        CallStatus::Pending,
+        CallStatus::Executing,
+        CallStatus::Answered,
+        CallStatus::Declined,
+        CallStatus::Expired,
+        CallStatus::Cancelled,
+        CallStatus::Invalid,
+        CallStatus::Responded,
+        CallStatus::Executed,
+        CallStatus::Rejected,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             CallStatus::Pending => "pending",
+            CallStatus::Executing => "executing",
             CallStatus::Answered => "answered",
             CallStatus::Declined => "declined",
             CallStatus::Expired => "expired",
             CallStatus::Cancelled => "cancelled",
             CallStatus::Invalid => "invalid",
+            CallStatus::Responded => "responded",
+            CallStatus::Executed => "executed",
+            CallStatus::Rejected => "rejected",
         }
     }
 
     pub fn parse(name: &str) -> Option<Self> {
-        [
-            CallStatus::Pending,
-            CallStatus::Answered,
-            CallStatus::Declined,
-            CallStatus::Expired,
-            CallStatus::Cancelled,
-            CallStatus::Invalid,
-        ]
-        .into_iter()
-        .find(|status| status.as_str() == name)
+        Self::ALL.into_iter().find(|status| status.as_str() == name)
     }
 }
 
@@ -190,12 +235,25 @@ pub struct ToolCallRecord {
     pub tool_call_id: String,
     pub tool_name: String,
     pub status: CallStatus,
-    pub payload: Option<SuspendPayload>,
+    /// What the call waits (or waited) for.
+    pub suspension: Suspension,
     pub expire_ms: Option<i64>,
     pub answer: Option<AnswerInput>,
     pub answer_id: String,
     /// Sequence of the `tool_result` event that settled the call.
     pub result_sequence: u64,
+    /// The approval decision that let the tool run, once one was made.
+    pub decision: Option<Decision>,
+}
+
+/// An approval decision that let a tool run (approve or edit), kept with the call so that a retry
+/// of it is recognised and an edit is reported with the result.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Decision {
+    pub decision: ApprovalDecision,
+    pub answer_id: String,
+    /// The sequence the decision's change started at (what its acknowledgement points to).
+    pub sequence: u64,
 }
 
 /// How to settle a pending tool call.
@@ -205,27 +263,79 @@ pub struct Settlement {
     pub answer: Option<AnswerInput>,
     pub answer_id: String,
     pub content: String,
+    pub is_error: bool,
     pub kind: ToolResultKind,
 }
 
-/// How to settle a pending call, decided in the settling transaction from the call as it is
-/// there (e.g. after checking an answer against its question); `None` refuses to settle it.
-pub type Decide = Box<dyn FnOnce(&ToolCallRecord) -> Option<Settlement> + Send>;
+/// What a change does to a pending call: settle it with a result, or (an approval that lets the
+/// tool run) make it wait again or hand it to the server.
+#[derive(Clone, Debug)]
+pub enum CallChange {
+    Settle(Settlement),
+    Approve {
+        decision: ApprovalDecision,
+        answer_id: String,
+        next: Approved,
+    },
+}
+
+/// What an approved call becomes.
+#[derive(Clone, Debug)]
+pub enum Approved {
+    /// It waits again, for the caller's output.
+    Suspend {
+        suspension: Suspension,
+        expire_ms: Option<i64>,
+    },
+    /// The server runs it with these arguments.
+    Execute { arguments_json: String },
+}
+
+/// How to change a pending call, decided in the changing transaction from the call as it is
+/// there (e.g. after checking an answer against its question); `None` refuses to change it.
+pub type Decide = Box<dyn FnOnce(&ToolCallRecord) -> Option<CallChange> + Send>;
 
 /// Outcome of [`RunStore::settle_tool_call`].
 #[derive(Clone, Debug)]
 pub enum SettleOutcome {
-    /// Settled. When that left the run running again and the settler took its lease, `step` is the
-    /// state of its next step.
+    /// Changed. When that left the run running again and the settler took its lease, `step` is the
+    /// state of its next step. `first_sequence` is the sequence of the change's first event (or
+    /// of the run's next event, when the change appended none).
     Settled {
         committed: Committed,
         step: Option<Box<StepState>>,
+        first_sequence: u64,
     },
     /// `decide` refused to settle the pending call, returned as it is.
     Refused(Box<ToolCallRecord>),
     /// The call was no longer pending; it is returned as it is now.
     NotPending(Box<ToolCallRecord>),
     NotFound,
+}
+
+/// Outcome of [`RunStore::claim_call`].
+#[derive(Clone, Debug)]
+pub enum ClaimOutcome {
+    /// The caller holds the claim until this time.
+    Claimed {
+        until_ms: i64,
+    },
+    /// Another claimant holds an unexpired claim.
+    Held {
+        claimant: String,
+        until_ms: i64,
+    },
+    /// The call no longer waits; it is returned as it is now.
+    NotPending(Box<ToolCallRecord>),
+    NotFound,
+}
+
+/// A pending call with its run, as the pending-calls feed lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunPendingCall {
+    pub run_id: String,
+    pub agent_id: String,
+    pub call: PendingCall,
 }
 
 /// Outcome of [`RunStore::cancel_run`].
@@ -319,8 +429,34 @@ pub trait RunStore: Send + Sync + 'static {
         decide: Decide,
         lease: Option<Lease<'_>>,
     ) -> StoreResult<SettleOutcome>;
-    /// Cancels a running or suspended run: its pending calls are settled with `call_content` and a
-    /// `run_cancelled` event ends the log.
+    /// Commits the results of calls the server ran, on the same conditions as
+    /// [`RunStore::commit_turn`]; the run then waits if calls still wait for someone, and otherwise
+    /// goes on to its next turn.
+    async fn commit_executed(
+        &self,
+        run_id: &str,
+        owner: &str,
+        expected_turns: u32,
+        results: Vec<ExecutedResult>,
+    ) -> StoreResult<TurnOutcome>;
+    /// Claims a pending call for `claimant` until `until_ms`, unless another claimant holds an
+    /// unexpired claim; the same claimant renews its own.
+    async fn claim_call(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+        claimant: &str,
+        until_ms: i64,
+    ) -> StoreResult<ClaimOutcome>;
+    /// Pending calls of every run, ordered by run and call id, after the given (run id, call id),
+    /// at most `limit`.
+    async fn pending_calls(
+        &self,
+        after: Option<(String, String)>,
+        limit: usize,
+    ) -> StoreResult<Vec<RunPendingCall>>;
+    /// Cancels a running or suspended run: its pending and executing calls are settled with
+    /// `call_content` and a `run_cancelled` event ends the log.
     async fn cancel_run(
         &self,
         run_id: &str,

@@ -32,15 +32,18 @@ use tokio_postgres::{AsyncMessage, NoTls, Row, Statement};
 use tracing::warn;
 
 use super::records::{
-    PENDING_QUERY, PendingRow, RUN_COLUMNS, RunHead, RunRow, STEP_RUN_QUERY, TOOL_CALL_QUERY,
-    TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall, assemble_transcript,
-    first_step, from_json, kind_name, parse_status, to_json, unsigned, usage_columns,
+    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
+    EXECUTED_UPDATE, EXECUTING_QUERY, PENDING_COLUMNS, PENDING_FEED_QUERY, PENDING_QUERY,
+    PendingRow, RUN_COLUMNS, RunHead, RunRow, STEP_RUN_QUERY, TOOL_CALL_QUERY,
+    TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall, UNSETTLED_QUERY, UPDATE_CALL,
+    assemble_transcript, between_turns, executed_events, executing_call, first_step, from_json,
+    kind_name, parse_status, run_tools_column, to_json, unsigned, usage_columns,
     usage_from_columns,
 };
 use super::{
-    CallStatus, CancelOutcome, CommitNotice, Committed, Created, Decide, EventPage, Lease,
-    NewCallState, NewRun, NewToolCall, RunEnd, RunQuery, RunStore, SettleOutcome, StepState,
-    StoreError, StoreResult, ToolCallRecord, TurnCommit, TurnOutcome,
+    CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, Committed, Created, Decide, EventPage,
+    ExecutedResult, Lease, NewRun, RunEnd, RunPendingCall, RunQuery, RunStore, SettleOutcome,
+    StepState, StoreError, StoreResult, ToolCallRecord, TurnCommit, TurnOutcome,
 };
 use crate::domain::{
     Event, EventKind, PendingCall, RunRecord, RunStatus, ToolResultKind, now_millis,
@@ -50,6 +53,7 @@ use crate::domain::{
 const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../../migrations/postgres/0001_init.sql")),
     (2, include_str!("../../migrations/postgres/0002_usage.sql")),
+    (3, include_str!("../../migrations/postgres/0003_tools.sql")),
 ];
 
 /// The channel commit notices travel on.
@@ -325,10 +329,6 @@ async fn rows_of_run(
 const LOCK_RUN: &str =
     "SELECT status, last_sequence, turns, lease_owner FROM runs WHERE run_id = $1 FOR UPDATE";
 
-/// A run's pending calls, counted.
-const COUNT_PENDING: &str =
-    "SELECT COUNT(*) FROM tool_calls WHERE run_id = $1 AND status = 'pending'";
-
 /// Inserts a run's events of one time, their sequences and JSON bodies as two arrays.
 const INSERT_EVENTS: &str = "INSERT INTO events (run_id, sequence, time_ms, body) \
      SELECT $1::TEXT, sequence, $2::BIGINT, body FROM UNNEST($3::BIGINT[], $4::TEXT[]) \
@@ -355,22 +355,29 @@ fn run_row(row: &Row) -> RunRow {
         question_ttl_ms: row.get(9),
         created_ms: row.get(10),
         updated_ms: row.get(11),
+        run_tools: row.get(12),
     }
 }
 
-/// A pending call as [`PENDING_QUERY`] reads it.
-fn pending_call(row: &Row) -> StoreResult<PendingCall> {
+/// A [`PendingRow`] from its columns ([`PENDING_COLUMNS`]), starting at `first`.
+fn pending_row(row: &Row, first: usize) -> PendingRow {
     PendingRow {
-        tool_call_id: row.get(0),
-        tool_name: row.get(1),
-        payload: row.get(2),
-        expire_ms: row.get(3),
+        tool_call_id: row.get(first),
+        tool_name: row.get(first + 1),
+        payload: row.get(first + 2),
+        expire_ms: row.get(first + 3),
+        suspend_kind: row.get(first + 4),
+        run_arguments: row.get(first + 5),
+        approval_reason: row.get(first + 6),
+        claimant: row.get(first + 7),
+        claim_expires_ms: row.get(first + 8),
     }
-    .into_pending()
 }
 
 fn pending_calls(rows: &[Row]) -> StoreResult<Vec<PendingCall>> {
-    rows.iter().map(pending_call).collect()
+    rows.iter()
+        .map(|row| pending_row(row, 0).into_pending())
+        .collect()
 }
 
 /// A call as [`TOOL_CALL_QUERY`] reads it.
@@ -383,6 +390,10 @@ fn tool_call_record(row: &Row, run_id: &str, tool_call_id: &str) -> StoreResult<
         answer: row.get(4),
         answer_id: row.get(5),
         result_sequence: row.get(6),
+        suspend_kind: row.get(7),
+        run_arguments: row.get(8),
+        approval_reason: row.get(9),
+        decision: row.get(10),
     }
     .into_record(run_id, tool_call_id)
 }
@@ -418,12 +429,14 @@ async fn lock_run(
         .transpose()
 }
 
-async fn count_pending(
+/// How many of the run's calls wait for someone, and how many the server runs.
+async fn call_counts(
     client: &impl GenericClient,
     statement: &Statement,
     run_id: &str,
-) -> StoreResult<i64> {
-    Ok(client.query_one(statement, &[&run_id]).await?.get(0))
+) -> StoreResult<(i64, i64)> {
+    let row = client.query_one(statement, &[&run_id]).await?;
+    Ok((row.get(0), row.get(1)))
 }
 
 /// `kinds` as the events that follow `last_sequence`.
@@ -486,18 +499,20 @@ struct StepStatements {
     pending: Statement,
     turns: Statement,
     calls: Statement,
+    executing: Statement,
 }
 
 impl StepStatements {
     async fn prepare(client: &impl GenericClient) -> StoreResult<Self> {
-        let [take_lease, run, pending, turns, calls] = prepare(
+        let [take_lease, run, pending, turns, calls, executing] = prepare(
             client,
             [
                 TAKE_LEASE,
                 STEP_RUN_QUERY.as_str(),
-                PENDING_QUERY,
+                PENDING_QUERY.as_str(),
                 TURNS_QUERY,
                 TRANSCRIPT_CALLS_QUERY,
+                EXECUTING_QUERY,
             ],
         )
         .await?;
@@ -507,6 +522,7 @@ impl StepStatements {
             pending,
             turns,
             calls,
+            executing,
         })
     }
 }
@@ -517,6 +533,7 @@ struct StepRows {
     pending: Vec<Row>,
     turns: Vec<Row>,
     calls: Vec<Row>,
+    executing: Vec<Row>,
 }
 
 /// Reads a step's rows in one flight; within a transaction, so that its statements agree.
@@ -525,17 +542,19 @@ async fn fetch_step(
     statements: &StepStatements,
     run_id: &str,
 ) -> StoreResult<StepRows> {
-    let (run, pending, turns, calls) = try_join!(
+    let (run, pending, turns, calls, executing) = try_join!(
         row_of_run(client, &statements.run, run_id),
         rows_of_run(client, &statements.pending, run_id),
         rows_of_run(client, &statements.turns, run_id),
         rows_of_run(client, &statements.calls, run_id),
+        rows_of_run(client, &statements.executing, run_id),
     )?;
     Ok(StepRows {
         run,
         pending,
         turns,
         calls,
+        executing,
     })
 }
 
@@ -545,7 +564,7 @@ impl StepRows {
         let Some(row) = self.run else {
             return Ok(None);
         };
-        let step_attempt: i64 = row.get(12);
+        let step_attempt: i64 = row.get(AFTER_RUN_COLUMNS);
         let run = run_row(&row).into_record(pending_calls(&self.pending)?)?;
         let turns: Vec<(i64, String)> = self
             .turns
@@ -570,7 +589,15 @@ impl StepRows {
             run,
             transcript,
             step_attempt: u32::try_from(step_attempt).unwrap_or(0),
-            usage: usage_from_columns(row.get(13), row.get(14)),
+            usage: usage_from_columns(
+                row.get(AFTER_RUN_COLUMNS + 1),
+                row.get(AFTER_RUN_COLUMNS + 2),
+            ),
+            executing: self
+                .executing
+                .iter()
+                .map(|row| executing_call(row.get(0), row.get(1), row.get(2), row.get(3)))
+                .collect::<StoreResult<_>>()?,
         }))
     }
 }
@@ -594,86 +621,27 @@ async fn read_step(
     if taken { rows.into_step() } else { Ok(None) }
 }
 
-/// A `tool_calls` row of a new turn.
-struct CallInsert<'a> {
-    call: &'a NewToolCall,
-    position: i64,
-    status: CallStatus,
-    payload: Option<String>,
-    expire_ms: Option<i64>,
-    content: Option<&'a str>,
-    is_error: bool,
-    kind: Option<String>,
-    result_sequence: i64,
-}
-
 /// Inserts a turn's calls, each column but the run's and the turn's as an array.
 const INSERT_CALLS: &str = "INSERT INTO tool_calls (run_id, turn, tool_call_id, position, \
      tool_name, arguments_json, status, payload, expire_ms, result_content, result_is_error, \
-     result_kind, result_sequence) SELECT $1::TEXT, $2::BIGINT, * FROM UNNEST($3::TEXT[], \
+     result_kind, result_sequence, suspend_kind, run_arguments, approval_reason) \
+     SELECT $1::TEXT, $2::BIGINT, * FROM UNNEST($3::TEXT[], \
      $4::BIGINT[], $5::TEXT[], $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::BIGINT[], $10::TEXT[], \
-     $11::BOOLEAN[], $12::TEXT[], $13::BIGINT[])";
+     $11::BOOLEAN[], $12::TEXT[], $13::BIGINT[], $14::TEXT[], $15::TEXT[], $16::TEXT[])";
 
-impl<'a> CallInsert<'a> {
-    /// The row of the call made at `position`; `events` are the turn's, which hold the result of
-    /// a call settled at once.
-    fn new(position: usize, call: &'a NewToolCall, events: &[Event]) -> StoreResult<Self> {
-        let mut row = CallInsert {
-            call,
-            position: position as i64,
-            status: CallStatus::Pending,
-            payload: None,
-            expire_ms: None,
-            content: None,
-            is_error: false,
-            kind: None,
-            result_sequence: 0,
-        };
-        match &call.state {
-            NewCallState::Pending { payload, expire_ms } => {
-                row.payload = Some(to_json(payload)?);
-                row.expire_ms = *expire_ms;
-            }
-            NewCallState::Settled {
-                content,
-                is_error,
-                kind,
-            } => {
-                row.status = CallStatus::Invalid;
-                row.content = Some(content);
-                row.is_error = *is_error;
-                row.kind = Some(kind_name(*kind)?);
-                row.result_sequence = events
-                    .iter()
-                    .find(|e| match &e.kind {
-                        EventKind::ToolResult { tool_call_id, .. } => {
-                            *tool_call_id == call.tool_call_id
-                        }
-                        _ => false,
-                    })
-                    .map_or(0, |e| e.sequence as i64);
-            }
-        }
-        Ok(row)
-    }
-}
-
-/// Inserts a turn's calls ([`CallInsert`]) with one statement ([`INSERT_CALLS`]).
+/// Inserts a turn's calls ([`CallRow`]) with one statement ([`INSERT_CALLS`]).
 async fn insert_calls(
     client: &impl GenericClient,
     statement: &Statement,
     run_id: &str,
     turn: i64,
-    calls: &[CallInsert<'_>],
+    calls: &[CallRow<'_>],
 ) -> StoreResult<()> {
     if calls.is_empty() {
         return Ok(());
     }
     /// One column of the calls, as an array.
-    fn column<'c, 'a, T>(
-        calls: &'c [CallInsert<'a>],
-        value: impl Fn(&'c CallInsert<'a>) -> T,
-    ) -> Vec<T> {
+    fn column<'c, 'a, T>(calls: &'c [CallRow<'a>], value: impl Fn(&'c CallRow<'a>) -> T) -> Vec<T> {
         calls.iter().map(value).collect()
     }
     exec(
@@ -693,6 +661,9 @@ async fn insert_calls(
             &column(calls, |c| c.is_error),
             &column(calls, |c| c.kind.as_deref()),
             &column(calls, |c| c.result_sequence),
+            &column(calls, |c| c.suspend_kind),
+            &column(calls, |c| c.run_arguments),
+            &column(calls, |c| c.approval_reason),
         ],
     )
     .await?;
@@ -798,11 +769,12 @@ impl RunStore for PostgresStore {
         let now = now_millis();
         let insert_run = format!(
             "INSERT INTO runs ({RUN_COLUMNS}, lease_owner, lease_expires_ms) \
-             VALUES ($1, $2, 'running', $3, $4, '', '', 1, 0, $5, $6, $6, $7, $8)"
+             VALUES ($1, $2, 'running', $3, $4, '', '', 1, 0, $5, $6, $6, $7, $8, $9)"
         );
         let [insert_run, events_insert, notice] =
             prepare(client, [&insert_run, INSERT_EVENTS, NOTIFY]).await?;
         let metadata = to_json(&run.metadata)?;
+        let run_tools = run_tools_column(&run)?;
         let started = EventKind::RunStarted {
             agent_id: run.agent_id.clone(),
             prompt: run.prompt.clone(),
@@ -822,6 +794,7 @@ impl RunStore for PostgresStore {
                         &metadata,
                         &run.question_ttl_ms,
                         &now,
+                        &run_tools,
                         &lease.map(|lease| lease.owner),
                         &lease.map(|lease| lease.until_ms),
                     ],
@@ -844,7 +817,8 @@ impl RunStore for PostgresStore {
     async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunRecord>> {
         // No transaction: its two reads were never one snapshot (read committed) anyway.
         let client = self.pool.get().await?;
-        let [run, pending] = prepare(&client, [STEP_RUN_QUERY.as_str(), PENDING_QUERY]).await?;
+        let [run, pending] =
+            prepare(&client, [STEP_RUN_QUERY.as_str(), PENDING_QUERY.as_str()]).await?;
         let (row, pending) = try_join!(
             row_of_run(&client, &run, run_id),
             rows_of_run(&client, &pending, run_id),
@@ -879,16 +853,18 @@ impl RunStore for PostgresStore {
         let mut pending: HashMap<String, Vec<PendingCall>> = HashMap::new();
         for row in select(
             &client,
-            "SELECT tool_call_id, tool_name, payload, expire_ms, run_id FROM tool_calls \
-             WHERE run_id = ANY($1::TEXT[]) AND status = 'pending' ORDER BY turn, position",
+            &format!(
+                "SELECT {PENDING_COLUMNS}, run_id FROM tool_calls \
+                 WHERE run_id = ANY($1::TEXT[]) AND status = 'pending' ORDER BY turn, position"
+            ),
             &[&run_ids],
         )
         .await?
         {
             pending
-                .entry(row.get(4))
+                .entry(row.get(9))
                 .or_default()
-                .push(pending_call(&row)?);
+                .push(pending_row(&row, 0).into_pending()?);
         }
         rows.iter()
             .map(|row| {
@@ -967,11 +943,14 @@ impl RunStore for PostgresStore {
             .tool_calls
             .iter()
             .enumerate()
-            .map(|(position, call)| CallInsert::new(position, call, &events))
+            .map(|(position, call)| CallRow::new(position, call, &events))
             .collect::<StoreResult<Vec<_>>>()?;
-        let any_pending = calls.iter().any(|c| c.status == CallStatus::Pending);
-        let (status, output_text, error_message) =
-            RunEnd::run_after(commit.end.as_ref(), any_pending);
+        let count = |status| calls.iter().filter(|c| c.status == status).count() as i64;
+        let (status, output_text, error_message) = RunEnd::run_after(
+            commit.end.as_ref(),
+            count(CallStatus::Pending),
+            count(CallStatus::Executing),
+        );
         let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
         let turn = i64::from(turns) - 1;
         let (input_tokens, output_tokens) = usage_columns(commit.usage);
@@ -1090,12 +1069,9 @@ impl RunStore for PostgresStore {
             [
                 LOCK_RUN,
                 TOOL_CALL_QUERY,
-                COUNT_PENDING,
+                CALL_COUNTS_QUERY,
                 INSERT_EVENTS,
-                "UPDATE tool_calls SET status = $3, answer = $4, answer_id = $5, \
-                 result_content = $6, result_is_error = FALSE, result_kind = $7, \
-                 result_sequence = $8 \
-                 WHERE run_id = $1 AND tool_call_id = $2 AND status = 'pending'",
+                UPDATE_CALL,
                 "UPDATE runs SET status = $2, last_sequence = $3, updated_ms = $4 WHERE run_id = $1",
                 NOTIFY,
             ],
@@ -1103,11 +1079,11 @@ impl RunStore for PostgresStore {
         .await?;
         // Lock the run first: settles of one run are serialized across replicas, and the reads
         // after the lock in this flight see the run as locked.
-        let ((), head, call, pending) = try_join!(
+        let ((), head, call, (pending, executing)) = try_join!(
             tx.begin(),
             lock_run(client, &lock, run_id),
             fetch_tool_call(client, &call_query, run_id, tool_call_id),
-            count_pending(client, &count, run_id),
+            call_counts(client, &count, run_id),
         )?;
         let (Some(head), Some(call)) = (head, call) else {
             return Ok(tx.rollback(SettleOutcome::NotFound).await);
@@ -1116,25 +1092,22 @@ impl RunStore for PostgresStore {
         if call.status != CallStatus::Pending {
             return Ok(tx.rollback(SettleOutcome::NotPending(Box::new(call))).await);
         }
-        let Some(settlement) = decide(&call) else {
+        let Some(change) = decide(&call) else {
             return Ok(tx.rollback(SettleOutcome::Refused(Box::new(call))).await);
         };
-        let result = EventKind::ToolResult {
-            tool_call_id: tool_call_id.to_owned(),
-            content: settlement.content.clone(),
-            is_error: false,
-            kind: settlement.kind,
-        };
-        let events = new_events(run_id, head.last_sequence, vec![result], now);
-        let sequence = head.last_sequence + 1;
-        let answer = settlement.answer.as_ref().map(to_json).transpose()?;
-        let kind = kind_name(settlement.kind)?;
-        // `pending` counted this call too: the run runs again when it was the last one.
-        let status = if pending <= 1 {
-            RunStatus::Running
-        } else {
-            head.status
-        };
+        let first_sequence = head.last_sequence + 1;
+        let update = CallUpdate::new(&call, change, first_sequence)?;
+        let events = new_events(
+            run_id,
+            head.last_sequence,
+            update.event.clone().into_iter().collect(),
+            now,
+        );
+        let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
+        let status = between_turns(
+            pending + update.pending_delta,
+            executing + update.executing_delta,
+        );
         let next_step = match lease {
             Some(lease) if status == RunStatus::Running => {
                 Some((lease, StepStatements::prepare(client).await?))
@@ -1148,14 +1121,19 @@ impl RunStore for PostgresStore {
                     client,
                     &call_update,
                     &[
+                        &update.status.as_str(),
+                        &update.suspend_kind,
+                        &update.run_arguments,
+                        &update.expire_ms,
+                        &update.answer,
+                        &update.answer_id,
+                        &update.decision,
+                        &update.result_content,
+                        &update.result_is_error,
+                        &update.result_kind,
+                        &update.result_sequence,
                         &run_id,
                         &tool_call_id,
-                        &settlement.status.as_str(),
-                        &answer,
-                        &settlement.answer_id,
-                        &settlement.content,
-                        &kind,
-                        &(sequence as i64),
                     ],
                 )
                 .await
@@ -1164,7 +1142,7 @@ impl RunStore for PostgresStore {
                 exec(
                     client,
                     &run_update,
-                    &[&run_id, &status.as_str(), &(sequence as i64), &now],
+                    &[&run_id, &status.as_str(), &(last_sequence as i64), &now],
                 )
                 .await
             },
@@ -1176,7 +1154,7 @@ impl RunStore for PostgresStore {
                     None => Ok(None),
                 }
             },
-            self.notify(client, &notice, run_id, sequence, status),
+            self.notify(client, &notice, run_id, last_sequence, status),
             tx.commit(),
         )?;
         // Cannot happen (every writer of a call locks its run first); the flight has committed
@@ -1189,7 +1167,142 @@ impl RunStore for PostgresStore {
         Ok(SettleOutcome::Settled {
             committed: Committed { events, status },
             step: step.map(Box::new),
+            first_sequence,
         })
+    }
+
+    async fn commit_executed(
+        &self,
+        run_id: &str,
+        owner: &str,
+        expected_turns: u32,
+        results: Vec<ExecutedResult>,
+    ) -> StoreResult<TurnOutcome> {
+        let tx = TxClient::get(&self.pool, BEGIN).await?;
+        let client = tx.client()?;
+        let now = now_millis();
+        let [lock, events_insert, call_update, count, run_update, notice] = prepare(
+            client,
+            [
+                LOCK_RUN,
+                INSERT_EVENTS,
+                EXECUTED_UPDATE,
+                CALL_COUNTS_QUERY,
+                "UPDATE runs SET status = $2, last_sequence = $3, updated_ms = $4, \
+                 lease_owner = CASE WHEN $2 = 'running' THEN lease_owner END, \
+                 lease_expires_ms = CASE WHEN $2 = 'running' THEN lease_expires_ms END \
+                 WHERE run_id = $1",
+                NOTIFY,
+            ],
+        )
+        .await?;
+        let ((), head, (pending, executing)) = try_join!(
+            tx.begin(),
+            lock_run(client, &lock, run_id),
+            call_counts(client, &count, run_id),
+        )?;
+        let Some(head) = head.filter(|head| head.admits_step(owner, expected_turns)) else {
+            return Ok(tx.rollback(TurnOutcome::Stale).await);
+        };
+        let kinds = executed_events(&results);
+        let events = new_events(run_id, head.last_sequence, kinds, now);
+        let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
+        let status = between_turns(pending, executing - results.len() as i64);
+        let updates = results.iter().zip(&events).map(|(result, event)| {
+            let sequence = event.sequence as i64;
+            let call_update = &call_update;
+            async move {
+                let changed = exec(
+                    client,
+                    call_update,
+                    &[
+                        &result.content,
+                        &result.is_error,
+                        &sequence,
+                        &run_id,
+                        &result.tool_call_id,
+                    ],
+                )
+                .await?;
+                if changed == 1 {
+                    Ok(())
+                } else {
+                    Err(StoreError::Corrupt(format!(
+                        "executed call {} was not executing",
+                        result.tool_call_id
+                    )))
+                }
+            }
+        });
+        try_join!(
+            insert_events(client, &events_insert, &events),
+            futures::future::try_join_all(updates),
+            async {
+                exec(
+                    client,
+                    &run_update,
+                    &[&run_id, &status.as_str(), &(last_sequence as i64), &now],
+                )
+                .await
+            },
+            self.notify(client, &notice, run_id, last_sequence, status),
+            tx.commit(),
+        )?;
+        Ok(TurnOutcome::Committed(Committed { events, status }))
+    }
+
+    async fn claim_call(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+        claimant: &str,
+        until_ms: i64,
+    ) -> StoreResult<ClaimOutcome> {
+        let client = self.pool.get().await?;
+        let [claim, call_query, claim_query] =
+            prepare(&client, [CLAIM_UPDATE, TOOL_CALL_QUERY, CLAIM_QUERY]).await?;
+        let claimed = exec(
+            &client,
+            &claim,
+            &[&claimant, &until_ms, &run_id, &tool_call_id, &now_millis()],
+        )
+        .await?;
+        if claimed == 1 {
+            return Ok(ClaimOutcome::Claimed { until_ms });
+        }
+        let (call, holder) = try_join!(
+            fetch_tool_call(&client, &call_query, run_id, tool_call_id),
+            fetch_tool_call(&client, &claim_query, run_id, tool_call_id),
+        )?;
+        let (Some(call), Some(holder)) = (call, holder) else {
+            return Ok(ClaimOutcome::NotFound);
+        };
+        let call = tool_call_record(&call, run_id, tool_call_id)?;
+        if call.status != CallStatus::Pending {
+            return Ok(ClaimOutcome::NotPending(Box::new(call)));
+        }
+        Ok(ClaimOutcome::Held {
+            claimant: holder.get::<_, Option<String>>(0).unwrap_or_default(),
+            until_ms: holder.get::<_, Option<i64>>(1).unwrap_or(0),
+        })
+    }
+
+    async fn pending_calls(
+        &self,
+        after: Option<(String, String)>,
+        limit: usize,
+    ) -> StoreResult<Vec<RunPendingCall>> {
+        let client = self.pool.get().await?;
+        let (run_id, call_id) = after.unwrap_or_default();
+        select(
+            &client,
+            &PENDING_FEED_QUERY,
+            &[&run_id, &call_id, &(limit as i64)],
+        )
+        .await?
+        .iter()
+        .map(|row| pending_row(row, 2).into_run_pending(row.get(0), row.get(1)))
+        .collect()
     }
 
     async fn cancel_run(
@@ -1212,7 +1325,7 @@ impl RunStore for PostgresStore {
             client,
             [
                 LOCK_RUN,
-                PENDING_QUERY,
+                UNSETTLED_QUERY,
                 INSERT_EVENTS,
                 // Each pending call with the sequence of its result, as two arrays.
                 "UPDATE tool_calls SET status = 'cancelled', result_content = $2, \
@@ -1240,11 +1353,11 @@ impl RunStore for PostgresStore {
             }
             RunStatus::Running | RunStatus::Suspended => {}
         }
-        let pending = pending_calls(&pending)?;
+        let pending: Vec<String> = pending.iter().map(|row| row.get(0)).collect();
         let mut kinds: Vec<EventKind> = pending
             .iter()
-            .map(|call| EventKind::ToolResult {
-                tool_call_id: call.tool_call_id.clone(),
+            .map(|tool_call_id| EventKind::ToolResult {
+                tool_call_id: tool_call_id.clone(),
                 content: call_content.to_owned(),
                 is_error: false,
                 kind: ToolResultKind::Cancelled,
@@ -1256,7 +1369,7 @@ impl RunStore for PostgresStore {
         let events = new_events(run_id, head.last_sequence, kinds, now);
         let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
         let cancelled = kind_name(ToolResultKind::Cancelled)?;
-        let call_ids: Vec<&str> = pending.iter().map(|c| c.tool_call_id.as_str()).collect();
+        let call_ids: Vec<&str> = pending.iter().map(String::as_str).collect();
         // The calls' results are the first events, in the order of the calls.
         let sequences: Vec<i64> = events
             .iter()

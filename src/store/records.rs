@@ -3,9 +3,13 @@
 
 use std::sync::LazyLock;
 
-use super::{CallStatus, NewRun, StepState, StoreError, StoreResult, ToolCallRecord};
+use super::{
+    Approved, CallChange, CallStatus, Decision, Event, ExecutedResult, ExecutingCall, NewCallState,
+    NewRun, NewToolCall, RunPendingCall, StepState, StoreError, StoreResult, ToolCallRecord,
+};
 use crate::domain::{
-    AnswerInput, Message, ModelToolCall, PendingCall, RunRecord, RunStatus, ToolResultKind, Usage,
+    AnswerInput, ApprovalDecision, EventKind, Message, ModelToolCall, PendingCall, RunRecord,
+    RunStatus, SuspendKind, Suspension, ToolResultKind, Usage,
 };
 
 pub(super) fn to_json<T: serde::Serialize>(value: &T) -> StoreResult<String> {
@@ -35,7 +39,10 @@ pub(super) fn unsigned(value: i64) -> u64 {
 
 /// The columns of `runs` that make a [`RunRecord`], in this order.
 pub(super) const RUN_COLUMNS: &str = "run_id, agent_id, status, prompt, metadata, output_text, \
-     error_message, last_sequence, turns, question_ttl_ms, created_ms, updated_ms";
+     error_message, last_sequence, turns, question_ttl_ms, created_ms, updated_ms, run_tools";
+
+/// The index of the first column after [`RUN_COLUMNS`] in a query that starts with them.
+pub(super) const AFTER_RUN_COLUMNS: usize = 13;
 
 /// A run's row as a step reads it: [`RUN_COLUMNS`], then its step attempt and token usage.
 pub(super) static STEP_RUN_QUERY: LazyLock<String> = LazyLock::new(|| {
@@ -59,6 +66,7 @@ pub(super) struct RunRow {
     pub question_ttl_ms: Option<i64>,
     pub created_ms: i64,
     pub updated_ms: i64,
+    pub run_tools: Option<String>,
 }
 
 impl RunRow {
@@ -77,13 +85,49 @@ impl RunRow {
             created_ms: self.created_ms,
             updated_ms: self.updated_ms,
             pending,
+            run_tools: self
+                .run_tools
+                .as_deref()
+                .map(from_json)
+                .transpose()?
+                .unwrap_or_default(),
         })
     }
 }
 
-/// The query that reads pending calls ([`PendingRow`]) of run `$1`/`?1`, in the order asked.
-pub(super) const PENDING_QUERY: &str = "SELECT tool_call_id, tool_name, payload, expire_ms \
-     FROM tool_calls WHERE run_id = $1 AND status = 'pending' ORDER BY turn, position";
+/// The `runs.run_tools` value of a new run: NULL when it has none.
+pub(super) fn run_tools_column(run: &NewRun) -> StoreResult<Option<String>> {
+    (!run.run_tools.is_empty())
+        .then(|| to_json(&run.run_tools))
+        .transpose()
+}
+
+/// The columns of a waiting call ([`PendingRow`]), in this order.
+pub(super) const PENDING_COLUMNS: &str = "tool_call_id, tool_name, payload, expire_ms, suspend_kind, \
+     run_arguments, approval_reason, claimant, claim_expires_ms";
+
+/// The query that reads pending calls ([`PendingRow`]) of run `$1`/`?1`, in the order made.
+pub(super) static PENDING_QUERY: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {PENDING_COLUMNS} FROM tool_calls WHERE run_id = $1 AND status = 'pending' \
+         ORDER BY turn, position"
+    )
+});
+
+/// Pending calls of every run after (`$1`, `$2`) in (run id, call id) order, at most `$3`: the
+/// run's id and agent, then [`PENDING_COLUMNS`].
+pub(super) static PENDING_FEED_QUERY: LazyLock<String> = LazyLock::new(|| {
+    let columns = PENDING_COLUMNS
+        .split(", ")
+        .map(|c| format!("c.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "SELECT c.run_id, r.agent_id, {columns} FROM tool_calls c JOIN runs r ON r.run_id = c.run_id \
+         WHERE c.status = 'pending' AND (c.run_id > $1 OR (c.run_id = $1 AND c.tool_call_id > $2)) \
+         ORDER BY c.run_id, c.tool_call_id LIMIT $3"
+    )
+});
 
 /// A pending `tool_calls` row.
 pub(super) struct PendingRow {
@@ -91,22 +135,46 @@ pub(super) struct PendingRow {
     pub tool_name: String,
     pub payload: Option<String>,
     pub expire_ms: Option<i64>,
+    pub suspend_kind: String,
+    pub run_arguments: String,
+    pub approval_reason: String,
+    pub claimant: Option<String>,
+    pub claim_expires_ms: Option<i64>,
+}
+
+fn parse_suspend_kind(name: &str) -> StoreResult<SuspendKind> {
+    SuspendKind::parse(name).ok_or_else(|| StoreError::Corrupt(format!("suspend kind {name}")))
 }
 
 impl PendingRow {
     pub fn into_pending(self) -> StoreResult<PendingCall> {
         Ok(PendingCall {
-            payload: from_json(self.payload.as_deref().unwrap_or("null"))?,
+            suspension: Suspension {
+                kind: parse_suspend_kind(&self.suspend_kind)?,
+                payload: self.payload.as_deref().map(from_json).transpose()?,
+                arguments_json: self.run_arguments,
+                approval_reason: self.approval_reason,
+            },
             tool_call_id: self.tool_call_id,
             tool_name: self.tool_name,
             expire_ms: self.expire_ms,
+            claim: self.claimant.zip(self.claim_expires_ms),
+        })
+    }
+
+    pub fn into_run_pending(self, run_id: String, agent_id: String) -> StoreResult<RunPendingCall> {
+        Ok(RunPendingCall {
+            run_id,
+            agent_id,
+            call: self.into_pending()?,
         })
     }
 }
 
 /// The query that reads one call ([`ToolCallRow`]) by run `$1` and id `$2`.
 pub(super) const TOOL_CALL_QUERY: &str = "SELECT tool_name, status, payload, expire_ms, answer, \
-     answer_id, result_sequence FROM tool_calls WHERE run_id = $1 AND tool_call_id = $2";
+     answer_id, result_sequence, suspend_kind, run_arguments, approval_reason, decision \
+     FROM tool_calls WHERE run_id = $1 AND tool_call_id = $2";
 
 /// A `tool_calls` row as [`TOOL_CALL_QUERY`] reads it.
 pub(super) struct ToolCallRow {
@@ -117,6 +185,10 @@ pub(super) struct ToolCallRow {
     pub answer: Option<String>,
     pub answer_id: String,
     pub result_sequence: i64,
+    pub suspend_kind: String,
+    pub run_arguments: String,
+    pub approval_reason: String,
+    pub decision: Option<String>,
 }
 
 impl ToolCallRow {
@@ -127,7 +199,12 @@ impl ToolCallRow {
             tool_name: self.tool_name,
             status: CallStatus::parse(&self.status)
                 .ok_or_else(|| StoreError::Corrupt(format!("call status {}", self.status)))?,
-            payload: self.payload.as_deref().map(from_json).transpose()?,
+            suspension: Suspension {
+                kind: parse_suspend_kind(&self.suspend_kind)?,
+                payload: self.payload.as_deref().map(from_json).transpose()?,
+                arguments_json: self.run_arguments,
+                approval_reason: self.approval_reason,
+            },
             expire_ms: self.expire_ms,
             answer: self
                 .answer
@@ -136,9 +213,269 @@ impl ToolCallRow {
                 .transpose()?,
             answer_id: self.answer_id,
             result_sequence: unsigned(self.result_sequence),
+            decision: self.decision.as_deref().map(from_json).transpose()?,
         })
     }
 }
+
+/// The calls of run `$1` the server is to run, in the order made: id, tool, arguments, decision.
+pub(super) const EXECUTING_QUERY: &str = "SELECT tool_call_id, tool_name, run_arguments, decision \
+     FROM tool_calls WHERE run_id = $1 AND status = 'executing' ORDER BY turn, position";
+
+/// An executing call from [`EXECUTING_QUERY`]'s columns.
+pub(super) fn executing_call(
+    tool_call_id: String,
+    tool_name: String,
+    arguments_json: String,
+    decision: Option<String>,
+) -> StoreResult<ExecutingCall> {
+    let decision: Option<Decision> = decision.as_deref().map(from_json).transpose()?;
+    Ok(ExecutingCall {
+        tool_call_id,
+        tool_name,
+        arguments_json,
+        edited: matches!(
+            decision,
+            Some(Decision {
+                decision: ApprovalDecision::Edit { .. },
+                ..
+            })
+        ),
+    })
+}
+
+/// How many calls of run `$1` wait for someone, and how many the server is running.
+pub(super) const CALL_COUNTS_QUERY: &str = "SELECT \
+     COALESCE(SUM(CASE WHEN status = 'pending' THEN 1 ELSE 0 END), 0), \
+     COALESCE(SUM(CASE WHEN status = 'executing' THEN 1 ELSE 0 END), 0) \
+     FROM tool_calls WHERE run_id = $1 AND status IN ('pending', 'executing')";
+
+/// The calls of run `$1` without a result (waiting or executing), in the order made.
+pub(super) const UNSETTLED_QUERY: &str = "SELECT tool_call_id FROM tool_calls \
+     WHERE run_id = $1 AND status IN ('pending', 'executing') ORDER BY turn, position";
+
+/// A run's state between turns: working while the server runs a call, waiting while a call waits
+/// for someone, and working (the model's next turn) once every call has its result.
+pub(super) fn between_turns(pending: i64, executing: i64) -> RunStatus {
+    if executing > 0 {
+        RunStatus::Running
+    } else if pending > 0 {
+        RunStatus::Suspended
+    } else {
+        RunStatus::Running
+    }
+}
+
+/// A new turn's `tool_calls` row, decided once for both stores.
+pub(super) struct CallRow<'a> {
+    pub call: &'a NewToolCall,
+    pub position: i64,
+    pub status: CallStatus,
+    pub payload: Option<String>,
+    pub expire_ms: Option<i64>,
+    pub suspend_kind: &'static str,
+    pub run_arguments: &'a str,
+    pub approval_reason: &'a str,
+    pub content: Option<&'a str>,
+    pub is_error: bool,
+    pub kind: Option<String>,
+    pub result_sequence: i64,
+}
+
+impl<'a> CallRow<'a> {
+    /// The row of the call made at `position`; `events` are the turn's, which hold the result of
+    /// a call settled at once.
+    pub fn new(position: usize, call: &'a NewToolCall, events: &[Event]) -> StoreResult<Self> {
+        let mut row = CallRow {
+            call,
+            position: position as i64,
+            status: CallStatus::Pending,
+            payload: None,
+            expire_ms: None,
+            suspend_kind: SuspendKind::Question.as_str(),
+            run_arguments: "",
+            approval_reason: "",
+            content: None,
+            is_error: false,
+            kind: None,
+            result_sequence: 0,
+        };
+        match &call.state {
+            NewCallState::Pending {
+                suspension,
+                expire_ms,
+            } => {
+                row.payload = suspension.payload.as_ref().map(to_json).transpose()?;
+                row.expire_ms = *expire_ms;
+                row.suspend_kind = suspension.kind.as_str();
+                row.run_arguments = &suspension.arguments_json;
+                row.approval_reason = &suspension.approval_reason;
+            }
+            NewCallState::Executing { arguments_json } => {
+                row.status = CallStatus::Executing;
+                row.run_arguments = arguments_json;
+            }
+            NewCallState::Settled {
+                content,
+                is_error,
+                kind,
+            } => {
+                row.status = CallStatus::Invalid;
+                row.content = Some(content);
+                row.is_error = *is_error;
+                row.kind = Some(kind_name(*kind)?);
+                row.result_sequence = events
+                    .iter()
+                    .find(|e| match &e.kind {
+                        EventKind::ToolResult { tool_call_id, .. } => {
+                            *tool_call_id == call.tool_call_id
+                        }
+                        _ => false,
+                    })
+                    .map_or(0, |e| e.sequence as i64);
+            }
+        }
+        Ok(row)
+    }
+}
+
+/// Rewrites a pending call as a [`CallUpdate`] says; parameters in order of appearance.
+pub(super) const UPDATE_CALL: &str = "UPDATE tool_calls SET status = $1, suspend_kind = $2, \
+     run_arguments = $3, expire_ms = $4, answer = $5, answer_id = $6, decision = $7, \
+     result_content = $8, result_is_error = $9, result_kind = $10, result_sequence = $11, \
+     claimant = NULL, claim_expires_ms = NULL \
+     WHERE run_id = $12 AND tool_call_id = $13 AND status = 'pending'";
+
+/// What a [`CallChange`] writes, decided once for both stores: the call's new row values, the
+/// event it appends, and how the run's counts of waiting and executing calls move.
+pub(super) struct CallUpdate {
+    pub status: CallStatus,
+    pub suspend_kind: &'static str,
+    pub run_arguments: String,
+    pub expire_ms: Option<i64>,
+    pub answer: Option<String>,
+    pub answer_id: String,
+    pub decision: Option<String>,
+    pub result_content: Option<String>,
+    pub result_is_error: bool,
+    pub result_kind: Option<String>,
+    pub result_sequence: i64,
+    pub event: Option<EventKind>,
+    /// Change of the run's waiting calls (this one stops waiting: -1) and executing calls.
+    pub pending_delta: i64,
+    pub executing_delta: i64,
+}
+
+impl CallUpdate {
+    /// The update of `call` by `change`, whose event (if any) gets `sequence`.
+    pub fn new(call: &ToolCallRecord, change: CallChange, sequence: u64) -> StoreResult<Self> {
+        let keep = CallUpdate {
+            status: call.status,
+            suspend_kind: call.suspension.kind.as_str(),
+            run_arguments: call.suspension.arguments_json.clone(),
+            expire_ms: call.expire_ms,
+            answer: None,
+            answer_id: String::new(),
+            decision: call.decision.as_ref().map(to_json).transpose()?,
+            result_content: None,
+            result_is_error: false,
+            result_kind: None,
+            result_sequence: 0,
+            event: None,
+            pending_delta: 0,
+            executing_delta: 0,
+        };
+        Ok(match change {
+            CallChange::Settle(settlement) => CallUpdate {
+                status: settlement.status,
+                answer: settlement.answer.as_ref().map(to_json).transpose()?,
+                answer_id: settlement.answer_id,
+                result_kind: Some(kind_name(settlement.kind)?),
+                result_is_error: settlement.is_error,
+                result_sequence: sequence as i64,
+                event: Some(EventKind::ToolResult {
+                    tool_call_id: call.tool_call_id.clone(),
+                    content: settlement.content.clone(),
+                    is_error: settlement.is_error,
+                    kind: settlement.kind,
+                }),
+                result_content: Some(settlement.content),
+                pending_delta: -1,
+                ..keep
+            },
+            CallChange::Approve {
+                decision,
+                answer_id,
+                next,
+            } => {
+                let decision = Some(to_json(&Decision {
+                    decision,
+                    answer_id,
+                    sequence,
+                })?);
+                match next {
+                    Approved::Suspend {
+                        suspension,
+                        expire_ms,
+                    } => CallUpdate {
+                        status: CallStatus::Pending,
+                        suspend_kind: suspension.kind.as_str(),
+                        run_arguments: suspension.arguments_json.clone(),
+                        expire_ms,
+                        decision,
+                        event: Some(EventKind::ToolCallSuspended {
+                            tool_call_id: call.tool_call_id.clone(),
+                            tool_name: call.tool_name.clone(),
+                            payload: suspension.payload,
+                            expire_ms,
+                            kind: suspension.kind,
+                            arguments_json: suspension.arguments_json,
+                            approval_reason: suspension.approval_reason,
+                        }),
+                        ..keep
+                    },
+                    Approved::Execute { arguments_json } => CallUpdate {
+                        status: CallStatus::Executing,
+                        run_arguments: arguments_json,
+                        expire_ms: None,
+                        decision,
+                        pending_delta: -1,
+                        executing_delta: 1,
+                        ..keep
+                    },
+                }
+            }
+        })
+    }
+}
+
+/// The `tool_result` events of calls the server ran, in the order of `results`.
+pub(super) fn executed_events(results: &[ExecutedResult]) -> Vec<EventKind> {
+    results
+        .iter()
+        .map(|r| EventKind::ToolResult {
+            tool_call_id: r.tool_call_id.clone(),
+            content: r.content.clone(),
+            is_error: r.is_error,
+            kind: ToolResultKind::Executed,
+        })
+        .collect()
+}
+
+/// Settles an executing call with its result; parameters in order of appearance.
+pub(super) const EXECUTED_UPDATE: &str = "UPDATE tool_calls SET status = 'executed', \
+     result_content = $1, result_is_error = $2, result_kind = 'executed', result_sequence = $3 \
+     WHERE run_id = $4 AND tool_call_id = $5 AND status = 'executing'";
+
+/// Claims a pending call unless another claimant holds an unexpired claim; parameters in order of
+/// appearance: claimant, until, run, call, now.
+pub(super) const CLAIM_UPDATE: &str = "UPDATE tool_calls SET claimant = $1, claim_expires_ms = $2 \
+     WHERE run_id = $3 AND tool_call_id = $4 AND status = 'pending' \
+     AND (claimant IS NULL OR claimant = $1 OR claim_expires_ms <= $5)";
+
+/// The claim of a call (`claimant`, `claim_expires_ms`) by run `$1` and id `$2`.
+pub(super) const CLAIM_QUERY: &str =
+    "SELECT claimant, claim_expires_ms FROM tool_calls WHERE run_id = $1 AND tool_call_id = $2";
 
 /// The queries that read a run's turns and calls for its transcript.
 pub(super) const TURNS_QUERY: &str = "SELECT turn, text FROM turns WHERE run_id = $1 ORDER BY turn";
@@ -214,9 +551,11 @@ pub(super) fn first_step(run: NewRun, now_ms: i64) -> StoreResult<StepState> {
             created_ms: now_ms,
             updated_ms: now_ms,
             pending: Vec::new(),
+            run_tools: run.run_tools,
         },
         step_attempt: 0,
         usage: None,
+        executing: Vec::new(),
     })
 }
 

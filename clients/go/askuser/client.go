@@ -1,6 +1,7 @@
-// Package askuser is a Go client of the askuser.v1 gRPC API: it runs agents whose ask_user tool
-// suspends a run until a person answers. It wraps the generated stubs of package askuserv1, whose
-// messages it passes through unchanged, and turns failed calls into *Error.
+// Package askuser is a Go client of the askuser.v1 gRPC API: it runs agents whose tool calls
+// suspend a run until someone settles them: a person answers an ask_user question or decides on an
+// approval, the caller sends the output of a client tool. It wraps the generated stubs of package
+// askuserv1, whose messages it passes through unchanged, and turns failed calls into *Error.
 package askuser
 
 import (
@@ -57,6 +58,16 @@ type StartOption func(*pb.StartRun)
 // agent's default (the server caps it at its maximum).
 func WithQuestionTTL(ttl time.Duration) StartOption {
 	return func(start *pb.StartRun) { start.QuestionTtl = durationpb.New(ttl) }
+}
+
+// WithTools offers client tools to this run only, beside the agent's own tools: the caller runs
+// them and settles each call with Run.SendToolOutput (or ToolOutput). Each definition gives a name
+// and, optionally, a description, a JSON Schema of the arguments as JSON text (empty: any JSON
+// object) and an approval policy (APPROVAL_POLICY_ALWAYS: every call first waits for approval).
+// A bad definition fails StartRun with codes.InvalidArgument, its field violation naming e.g.
+// "start.tools[0].parameters_json_schema". Several WithTools add up.
+func WithTools(tools ...*pb.ToolDefinition) StartOption {
+	return func(start *pb.StartRun) { start.Tools = append(start.Tools, tools...) }
 }
 
 // StartRun starts a run of an agent on a new RunAgent stream. It returns once the server has
@@ -146,7 +157,7 @@ func (c *Client) WatchRun(ctx context.Context, runID string, afterSequence uint6
 	return &Events{stream: stream, cancel: cancel}, nil
 }
 
-// GetRun returns one run with its pending questions.
+// GetRun returns one run with its pending tool calls.
 func (c *Client) GetRun(ctx context.Context, runID string) (*pb.Run, error) {
 	resp, err := c.agents.GetRun(ctx, &pb.GetRunRequest{RunId: runID})
 	if err != nil {

@@ -6,9 +6,10 @@ import (
 	pb "github.com/askuser-dev/askuser/clients/go/askuserv1"
 )
 
-// Run is a RunAgent stream on one run: Recv reads the run's events, the Answer methods answer its
-// questions. Recv must not be called from two goroutines at once, nor the Answer methods; one
-// goroutine may Recv while another answers.
+// Run is a RunAgent stream on one run: Recv reads the run's events; the Answer methods, and
+// SendToolOutput, Approve, Reject and Edit, settle its pending calls. Recv must not be called from
+// two goroutines at once, nor the methods that settle calls; one goroutine may Recv while another
+// answers.
 type Run struct {
 	id     string
 	stream pb.AgentService_RunAgentClient
@@ -45,6 +46,32 @@ func (r *Run) AnswerSelections(toolCallID string, labels []string, opts ...Answe
 // Decline tells the run that the person declines to answer a pending question; reason may be empty.
 func (r *Run) Decline(toolCallID, reason string, opts ...AnswerOption) error {
 	return r.Answer(toolCallID, Declined(reason), opts...)
+}
+
+// SendToolOutput settles a pending client tool call (kind SUSPEND_KIND_CLIENT_TOOL) with the output
+// of the tool the caller ran; isError tells the model the tool failed. The outcome arrives on Recv:
+// answer_accepted then a tool_result of kind TOOL_RESULT_KIND_OUTPUT, or answer_rejected.
+func (r *Run) SendToolOutput(toolCallID, content string, isError bool, opts ...AnswerOption) error {
+	return r.Answer(toolCallID, ToolOutput(content, isError), opts...)
+}
+
+// Approve lets a call that waits for approval (kind SUSPEND_KIND_APPROVAL) run with the arguments
+// the model gave. An approved client tool call is then suspended again, with the same id, as
+// SUSPEND_KIND_CLIENT_TOOL.
+func (r *Run) Approve(toolCallID string, opts ...AnswerOption) error {
+	return r.Answer(toolCallID, Approved(), opts...)
+}
+
+// Reject refuses a call that waits for approval: the tool never runs and the model is told, with
+// reason when it is not empty (a tool_result of kind TOOL_RESULT_KIND_REJECTED).
+func (r *Run) Reject(toolCallID, reason string, opts ...AnswerOption) error {
+	return r.Answer(toolCallID, Rejected(reason), opts...)
+}
+
+// Edit approves a call that waits for approval with other arguments, a JSON object as text that
+// the server checks against the tool's schema (answer_rejected when it does not fit).
+func (r *Run) Edit(toolCallID, argumentsJSON string, opts ...AnswerOption) error {
+	return r.Answer(toolCallID, Edited(argumentsJSON), opts...)
 }
 
 // Answer sends an answer to a pending question of the run. It returns io.EOF when the stream has
@@ -93,7 +120,8 @@ func nextEvent(stream eventStream) (*pb.RunAgentResponse, error) {
 	}
 }
 
-// Reply is the content of an answer: make one with Text, Selections or Declined.
+// Reply is the content of an answer: make one with Text, Selections or Declined for a question,
+// ToolOutput for a client tool call, Approved, Rejected or Edited for a call that waits for approval.
 type Reply struct {
 	fill func(*pb.Answer)
 }
@@ -111,6 +139,32 @@ func Selections(labels ...string) Reply {
 // Declined is a reply declining to answer; reason may be empty.
 func Declined(reason string) Reply {
 	return Reply{fill: func(a *pb.Answer) { a.Answer = &pb.Answer_Decline{Decline: &pb.Decline{Reason: reason}} }}
+}
+
+// ToolOutput is the output of a client tool the caller ran; isError tells the model it failed.
+func ToolOutput(content string, isError bool) Reply {
+	return Reply{fill: func(a *pb.Answer) {
+		a.Answer = &pb.Answer_ToolOutput{ToolOutput: &pb.ToolOutput{Content: content, IsError: isError}}
+	}}
+}
+
+// Approved is an approval: the tool runs with the arguments the model gave.
+func Approved() Reply {
+	return approval(&pb.ApprovalDecision{Decision: &pb.ApprovalDecision_Approve_{Approve: &pb.ApprovalDecision_Approve{}}})
+}
+
+// Rejected refuses an approval: the tool never runs; reason, which may be empty, goes to the model.
+func Rejected(reason string) Reply {
+	return approval(&pb.ApprovalDecision{Decision: &pb.ApprovalDecision_Reject_{Reject: &pb.ApprovalDecision_Reject{Reason: reason}}})
+}
+
+// Edited approves with other arguments: a JSON object, as text, checked against the tool's schema.
+func Edited(argumentsJSON string) Reply {
+	return approval(&pb.ApprovalDecision{Decision: &pb.ApprovalDecision_Edit_{Edit: &pb.ApprovalDecision_Edit{ArgumentsJson: argumentsJSON}}})
+}
+
+func approval(decision *pb.ApprovalDecision) Reply {
+	return Reply{fill: func(a *pb.Answer) { a.Answer = &pb.Answer_Approval{Approval: decision} }}
 }
 
 // AnswerOption sets an optional field of an answer.

@@ -23,6 +23,121 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Whether a tool call waits for a person's approval before the tool runs.
+type ApprovalPolicy int32
+
+const (
+	// Not set: the same as `APPROVAL_POLICY_NEVER`.
+	ApprovalPolicy_APPROVAL_POLICY_UNSPECIFIED ApprovalPolicy = 0
+	// The tool runs without approval.
+	ApprovalPolicy_APPROVAL_POLICY_NEVER ApprovalPolicy = 1
+	// Every call waits for approval.
+	ApprovalPolicy_APPROVAL_POLICY_ALWAYS ApprovalPolicy = 2
+	// A condition over the call's arguments and the run's metadata decides, call by call (agents
+	// file only; see `AgentTool.approval_condition`).
+	ApprovalPolicy_APPROVAL_POLICY_CONDITIONAL ApprovalPolicy = 3
+)
+
+// Enum value maps for ApprovalPolicy.
+var (
+	ApprovalPolicy_name = map[int32]string{
+		0: "APPROVAL_POLICY_UNSPECIFIED",
+		1: "APPROVAL_POLICY_NEVER",
+		2: "APPROVAL_POLICY_ALWAYS",
+		3: "APPROVAL_POLICY_CONDITIONAL",
+	}
+	ApprovalPolicy_value = map[string]int32{
+		"APPROVAL_POLICY_UNSPECIFIED": 0,
+		"APPROVAL_POLICY_NEVER":       1,
+		"APPROVAL_POLICY_ALWAYS":      2,
+		"APPROVAL_POLICY_CONDITIONAL": 3,
+	}
+)
+
+func (x ApprovalPolicy) Enum() *ApprovalPolicy {
+	p := new(ApprovalPolicy)
+	*p = x
+	return p
+}
+
+func (x ApprovalPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ApprovalPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_askuser_v1_agent_proto_enumTypes[0].Descriptor()
+}
+
+func (ApprovalPolicy) Type() protoreflect.EnumType {
+	return &file_askuser_v1_agent_proto_enumTypes[0]
+}
+
+func (x ApprovalPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ApprovalPolicy.Descriptor instead.
+func (ApprovalPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{0}
+}
+
+// What a suspended tool call waits for.
+type SuspendKind int32
+
+const (
+	// Not set.
+	SuspendKind_SUSPEND_KIND_UNSPECIFIED SuspendKind = 0
+	// A person's answer to an `ask_user` question: `text`, `selections` or `decline`.
+	SuspendKind_SUSPEND_KIND_QUESTION SuspendKind = 1
+	// A person's decision on a tool call before the tool runs: `approval`, or `decline` (a rejection).
+	SuspendKind_SUSPEND_KIND_APPROVAL SuspendKind = 2
+	// The output of a tool the caller runs: `tool_output`.
+	SuspendKind_SUSPEND_KIND_CLIENT_TOOL SuspendKind = 3
+)
+
+// Enum value maps for SuspendKind.
+var (
+	SuspendKind_name = map[int32]string{
+		0: "SUSPEND_KIND_UNSPECIFIED",
+		1: "SUSPEND_KIND_QUESTION",
+		2: "SUSPEND_KIND_APPROVAL",
+		3: "SUSPEND_KIND_CLIENT_TOOL",
+	}
+	SuspendKind_value = map[string]int32{
+		"SUSPEND_KIND_UNSPECIFIED": 0,
+		"SUSPEND_KIND_QUESTION":    1,
+		"SUSPEND_KIND_APPROVAL":    2,
+		"SUSPEND_KIND_CLIENT_TOOL": 3,
+	}
+)
+
+func (x SuspendKind) Enum() *SuspendKind {
+	p := new(SuspendKind)
+	*p = x
+	return p
+}
+
+func (x SuspendKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SuspendKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_askuser_v1_agent_proto_enumTypes[1].Descriptor()
+}
+
+func (SuspendKind) Type() protoreflect.EnumType {
+	return &file_askuser_v1_agent_proto_enumTypes[1]
+}
+
+func (x SuspendKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SuspendKind.Descriptor instead.
+func (SuspendKind) EnumDescriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{1}
+}
+
 // How a tool call was settled.
 type ToolResultKind int32
 
@@ -39,6 +154,12 @@ const (
 	ToolResultKind_TOOL_RESULT_KIND_CANCELLED ToolResultKind = 4
 	// The tool call itself was invalid (bad arguments, unknown tool); nothing was asked.
 	ToolResultKind_TOOL_RESULT_KIND_INVALID_CALL ToolResultKind = 5
+	// A client tool's output, sent by the caller that ran it.
+	ToolResultKind_TOOL_RESULT_KIND_OUTPUT ToolResultKind = 6
+	// The server ran the tool (an HTTP tool); the content is its response or its failure.
+	ToolResultKind_TOOL_RESULT_KIND_EXECUTED ToolResultKind = 7
+	// A person rejected the call (or declined its approval); the tool never ran.
+	ToolResultKind_TOOL_RESULT_KIND_REJECTED ToolResultKind = 8
 )
 
 // Enum value maps for ToolResultKind.
@@ -50,6 +171,9 @@ var (
 		3: "TOOL_RESULT_KIND_EXPIRED",
 		4: "TOOL_RESULT_KIND_CANCELLED",
 		5: "TOOL_RESULT_KIND_INVALID_CALL",
+		6: "TOOL_RESULT_KIND_OUTPUT",
+		7: "TOOL_RESULT_KIND_EXECUTED",
+		8: "TOOL_RESULT_KIND_REJECTED",
 	}
 	ToolResultKind_value = map[string]int32{
 		"TOOL_RESULT_KIND_UNSPECIFIED":  0,
@@ -58,6 +182,9 @@ var (
 		"TOOL_RESULT_KIND_EXPIRED":      3,
 		"TOOL_RESULT_KIND_CANCELLED":    4,
 		"TOOL_RESULT_KIND_INVALID_CALL": 5,
+		"TOOL_RESULT_KIND_OUTPUT":       6,
+		"TOOL_RESULT_KIND_EXECUTED":     7,
+		"TOOL_RESULT_KIND_REJECTED":     8,
 	}
 )
 
@@ -72,11 +199,11 @@ func (x ToolResultKind) String() string {
 }
 
 func (ToolResultKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_askuser_v1_agent_proto_enumTypes[0].Descriptor()
+	return file_askuser_v1_agent_proto_enumTypes[2].Descriptor()
 }
 
 func (ToolResultKind) Type() protoreflect.EnumType {
-	return &file_askuser_v1_agent_proto_enumTypes[0]
+	return &file_askuser_v1_agent_proto_enumTypes[2]
 }
 
 func (x ToolResultKind) Number() protoreflect.EnumNumber {
@@ -85,7 +212,7 @@ func (x ToolResultKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ToolResultKind.Descriptor instead.
 func (ToolResultKind) EnumDescriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{0}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{2}
 }
 
 // The lifecycle state of a run.
@@ -137,11 +264,11 @@ func (x RunStatus) String() string {
 }
 
 func (RunStatus) Descriptor() protoreflect.EnumDescriptor {
-	return file_askuser_v1_agent_proto_enumTypes[1].Descriptor()
+	return file_askuser_v1_agent_proto_enumTypes[3].Descriptor()
 }
 
 func (RunStatus) Type() protoreflect.EnumType {
-	return &file_askuser_v1_agent_proto_enumTypes[1]
+	return &file_askuser_v1_agent_proto_enumTypes[3]
 }
 
 func (x RunStatus) Number() protoreflect.EnumNumber {
@@ -150,7 +277,64 @@ func (x RunStatus) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RunStatus.Descriptor instead.
 func (RunStatus) EnumDescriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{1}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{3}
+}
+
+// Who runs a tool.
+type ToolKind int32
+
+const (
+	// Not set.
+	ToolKind_TOOL_KIND_UNSPECIFIED ToolKind = 0
+	// The built-in `ask_user`: a person answers.
+	ToolKind_TOOL_KIND_ASK_USER ToolKind = 1
+	// The caller runs it and settles the call with `tool_output`.
+	ToolKind_TOOL_KIND_CLIENT ToolKind = 2
+	// The server runs it: an HTTP request to a URL from the agents file.
+	ToolKind_TOOL_KIND_HTTP ToolKind = 3
+)
+
+// Enum value maps for ToolKind.
+var (
+	ToolKind_name = map[int32]string{
+		0: "TOOL_KIND_UNSPECIFIED",
+		1: "TOOL_KIND_ASK_USER",
+		2: "TOOL_KIND_CLIENT",
+		3: "TOOL_KIND_HTTP",
+	}
+	ToolKind_value = map[string]int32{
+		"TOOL_KIND_UNSPECIFIED": 0,
+		"TOOL_KIND_ASK_USER":    1,
+		"TOOL_KIND_CLIENT":      2,
+		"TOOL_KIND_HTTP":        3,
+	}
+)
+
+func (x ToolKind) Enum() *ToolKind {
+	p := new(ToolKind)
+	*p = x
+	return p
+}
+
+func (x ToolKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ToolKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_askuser_v1_agent_proto_enumTypes[4].Descriptor()
+}
+
+func (ToolKind) Type() protoreflect.EnumType {
+	return &file_askuser_v1_agent_proto_enumTypes[4]
+}
+
+func (x ToolKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ToolKind.Descriptor instead.
+func (ToolKind) EnumDescriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{4}
 }
 
 // A client frame on the `RunAgent` stream.
@@ -268,7 +452,11 @@ type StartRun struct {
 	Metadata map[string]string `protobuf:"bytes,3,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// How long each question of this run may wait for an answer. Overrides the agent's default and is
 	// capped by the server's maximum. Absent: the agent's default (which may be "no expiry").
-	QuestionTtl   *durationpb.Duration `protobuf:"bytes,4,opt,name=question_ttl,json=questionTtl,proto3" json:"question_ttl,omitempty"`
+	QuestionTtl *durationpb.Duration `protobuf:"bytes,4,opt,name=question_ttl,json=questionTtl,proto3" json:"question_ttl,omitempty"`
+	// Client tools for this run only, offered to the model beside the agent's own tools. The caller
+	// runs them and settles each call with `tool_output`. Names must be unique and must not shadow the
+	// agent's tools; schemas are checked at start (INVALID_ARGUMENT with a field violation).
+	Tools         []*ToolDefinition `protobuf:"bytes,5,rep,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -331,6 +519,86 @@ func (x *StartRun) GetQuestionTtl() *durationpb.Duration {
 	return nil
 }
 
+func (x *StartRun) GetTools() []*ToolDefinition {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+// A client tool declared for one run.
+type ToolDefinition struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The name the model calls it by: letters, digits, `_` and `-`, at most 64 characters.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// What the tool does, as the model is told.
+	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// JSON Schema of the tool's arguments, as JSON text. Empty means any JSON object.
+	ParametersJsonSchema string `protobuf:"bytes,3,opt,name=parameters_json_schema,json=parametersJsonSchema,proto3" json:"parameters_json_schema,omitempty"`
+	// Whether calls wait for approval: `APPROVAL_POLICY_NEVER` (the default) or `APPROVAL_POLICY_ALWAYS`.
+	Approval      ApprovalPolicy `protobuf:"varint,4,opt,name=approval,proto3,enum=askuser.v1.ApprovalPolicy" json:"approval,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolDefinition) Reset() {
+	*x = ToolDefinition{}
+	mi := &file_askuser_v1_agent_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolDefinition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolDefinition) ProtoMessage() {}
+
+func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_agent_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
+func (*ToolDefinition) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ToolDefinition) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolDefinition) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ToolDefinition) GetParametersJsonSchema() string {
+	if x != nil {
+		return x.ParametersJsonSchema
+	}
+	return ""
+}
+
+func (x *ToolDefinition) GetApproval() ApprovalPolicy {
+	if x != nil {
+		return x.Approval
+	}
+	return ApprovalPolicy_APPROVAL_POLICY_UNSPECIFIED
+}
+
 // Attaches a stream to an existing run, e.g. after a dropped connection.
 type AttachRun struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -344,7 +612,7 @@ type AttachRun struct {
 
 func (x *AttachRun) Reset() {
 	*x = AttachRun{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[2]
+	mi := &file_askuser_v1_agent_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -356,7 +624,7 @@ func (x *AttachRun) String() string {
 func (*AttachRun) ProtoMessage() {}
 
 func (x *AttachRun) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[2]
+	mi := &file_askuser_v1_agent_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -369,7 +637,7 @@ func (x *AttachRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachRun.ProtoReflect.Descriptor instead.
 func (*AttachRun) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{2}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *AttachRun) GetRunId() string {
@@ -400,6 +668,8 @@ type Answer struct {
 	//	*Answer_Text
 	//	*Answer_Selections
 	//	*Answer_Decline
+	//	*Answer_ToolOutput
+	//	*Answer_Approval
 	Answer isAnswer_Answer `protobuf_oneof:"answer"`
 	// Optional idempotency key chosen by the client. A retry with the same key is acknowledged as the
 	// same answer instead of being rejected as `ALREADY_ANSWERED`.
@@ -410,7 +680,7 @@ type Answer struct {
 
 func (x *Answer) Reset() {
 	*x = Answer{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[3]
+	mi := &file_askuser_v1_agent_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -422,7 +692,7 @@ func (x *Answer) String() string {
 func (*Answer) ProtoMessage() {}
 
 func (x *Answer) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[3]
+	mi := &file_askuser_v1_agent_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -435,7 +705,7 @@ func (x *Answer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Answer.ProtoReflect.Descriptor instead.
 func (*Answer) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{3}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Answer) GetRunId() string {
@@ -486,6 +756,24 @@ func (x *Answer) GetDecline() *Decline {
 	return nil
 }
 
+func (x *Answer) GetToolOutput() *ToolOutput {
+	if x != nil {
+		if x, ok := x.Answer.(*Answer_ToolOutput); ok {
+			return x.ToolOutput
+		}
+	}
+	return nil
+}
+
+func (x *Answer) GetApproval() *ApprovalDecision {
+	if x != nil {
+		if x, ok := x.Answer.(*Answer_Approval); ok {
+			return x.Approval
+		}
+	}
+	return nil
+}
+
 func (x *Answer) GetAnswerId() string {
 	if x != nil {
 		return x.AnswerId
@@ -508,8 +796,18 @@ type Answer_Selections struct {
 }
 
 type Answer_Decline struct {
-	// The person declines to answer.
+	// The person declines to answer. On an approval this rejects the call.
 	Decline *Decline `protobuf:"bytes,6,opt,name=decline,proto3,oneof"`
+}
+
+type Answer_ToolOutput struct {
+	// The output of a client tool call (a call whose kind is `SUSPEND_KIND_CLIENT_TOOL`).
+	ToolOutput *ToolOutput `protobuf:"bytes,7,opt,name=tool_output,json=toolOutput,proto3,oneof"`
+}
+
+type Answer_Approval struct {
+	// A decision on a call that waits for approval (`SUSPEND_KIND_APPROVAL`).
+	Approval *ApprovalDecision `protobuf:"bytes,8,opt,name=approval,proto3,oneof"`
 }
 
 func (*Answer_Text) isAnswer_Answer() {}
@@ -517,6 +815,169 @@ func (*Answer_Text) isAnswer_Answer() {}
 func (*Answer_Selections) isAnswer_Answer() {}
 
 func (*Answer_Decline) isAnswer_Answer() {}
+
+func (*Answer_ToolOutput) isAnswer_Answer() {}
+
+func (*Answer_Approval) isAnswer_Answer() {}
+
+// The output of a client tool, sent by whoever ran it.
+type ToolOutput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What the tool returned; the model receives it as the call's result.
+	Content string `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
+	// Whether the tool failed; the model is told the result is an error.
+	IsError       bool `protobuf:"varint,2,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolOutput) Reset() {
+	*x = ToolOutput{}
+	mi := &file_askuser_v1_agent_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolOutput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolOutput) ProtoMessage() {}
+
+func (x *ToolOutput) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_agent_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolOutput.ProtoReflect.Descriptor instead.
+func (*ToolOutput) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ToolOutput) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *ToolOutput) GetIsError() bool {
+	if x != nil {
+		return x.IsError
+	}
+	return false
+}
+
+// A person's decision on a tool call that waits for approval.
+type ApprovalDecision struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The decision.
+	//
+	// Types that are valid to be assigned to Decision:
+	//
+	//	*ApprovalDecision_Approve_
+	//	*ApprovalDecision_Reject_
+	//	*ApprovalDecision_Edit_
+	Decision      isApprovalDecision_Decision `protobuf_oneof:"decision"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalDecision) Reset() {
+	*x = ApprovalDecision{}
+	mi := &file_askuser_v1_agent_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalDecision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalDecision) ProtoMessage() {}
+
+func (x *ApprovalDecision) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_agent_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalDecision.ProtoReflect.Descriptor instead.
+func (*ApprovalDecision) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ApprovalDecision) GetDecision() isApprovalDecision_Decision {
+	if x != nil {
+		return x.Decision
+	}
+	return nil
+}
+
+func (x *ApprovalDecision) GetApprove() *ApprovalDecision_Approve {
+	if x != nil {
+		if x, ok := x.Decision.(*ApprovalDecision_Approve_); ok {
+			return x.Approve
+		}
+	}
+	return nil
+}
+
+func (x *ApprovalDecision) GetReject() *ApprovalDecision_Reject {
+	if x != nil {
+		if x, ok := x.Decision.(*ApprovalDecision_Reject_); ok {
+			return x.Reject
+		}
+	}
+	return nil
+}
+
+func (x *ApprovalDecision) GetEdit() *ApprovalDecision_Edit {
+	if x != nil {
+		if x, ok := x.Decision.(*ApprovalDecision_Edit_); ok {
+			return x.Edit
+		}
+	}
+	return nil
+}
+
+type isApprovalDecision_Decision interface {
+	isApprovalDecision_Decision()
+}
+
+type ApprovalDecision_Approve_ struct {
+	// Run the tool as called.
+	Approve *ApprovalDecision_Approve `protobuf:"bytes,1,opt,name=approve,proto3,oneof"`
+}
+
+type ApprovalDecision_Reject_ struct {
+	// Do not run the tool.
+	Reject *ApprovalDecision_Reject `protobuf:"bytes,2,opt,name=reject,proto3,oneof"`
+}
+
+type ApprovalDecision_Edit_ struct {
+	// Run the tool with edited arguments.
+	Edit *ApprovalDecision_Edit `protobuf:"bytes,3,opt,name=edit,proto3,oneof"`
+}
+
+func (*ApprovalDecision_Approve_) isApprovalDecision_Decision() {}
+
+func (*ApprovalDecision_Reject_) isApprovalDecision_Decision() {}
+
+func (*ApprovalDecision_Edit_) isApprovalDecision_Decision() {}
 
 // A server frame: one event of a run.
 type RunAgentResponse struct {
@@ -551,7 +1012,7 @@ type RunAgentResponse struct {
 
 func (x *RunAgentResponse) Reset() {
 	*x = RunAgentResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[4]
+	mi := &file_askuser_v1_agent_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -563,7 +1024,7 @@ func (x *RunAgentResponse) String() string {
 func (*RunAgentResponse) ProtoMessage() {}
 
 func (x *RunAgentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[4]
+	mi := &file_askuser_v1_agent_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -576,7 +1037,7 @@ func (x *RunAgentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunAgentResponse.ProtoReflect.Descriptor instead.
 func (*RunAgentResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{4}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RunAgentResponse) GetRunId() string {
@@ -818,7 +1279,7 @@ type RunStarted struct {
 
 func (x *RunStarted) Reset() {
 	*x = RunStarted{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[5]
+	mi := &file_askuser_v1_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -830,7 +1291,7 @@ func (x *RunStarted) String() string {
 func (*RunStarted) ProtoMessage() {}
 
 func (x *RunStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[5]
+	mi := &file_askuser_v1_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -843,7 +1304,7 @@ func (x *RunStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStarted.ProtoReflect.Descriptor instead.
 func (*RunStarted) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{5}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RunStarted) GetAgentId() string {
@@ -878,7 +1339,7 @@ type TextDelta struct {
 
 func (x *TextDelta) Reset() {
 	*x = TextDelta{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[6]
+	mi := &file_askuser_v1_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -890,7 +1351,7 @@ func (x *TextDelta) String() string {
 func (*TextDelta) ProtoMessage() {}
 
 func (x *TextDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[6]
+	mi := &file_askuser_v1_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -903,7 +1364,7 @@ func (x *TextDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextDelta.ProtoReflect.Descriptor instead.
 func (*TextDelta) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{6}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TextDelta) GetText() string {
@@ -928,7 +1389,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[7]
+	mi := &file_askuser_v1_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -940,7 +1401,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[7]
+	mi := &file_askuser_v1_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -953,7 +1414,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{7}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ToolCall) GetToolCallId() string {
@@ -977,24 +1438,32 @@ func (x *ToolCall) GetArgumentsJson() string {
 	return ""
 }
 
-// A tool call suspended the run: the question is stored and waits for an answer.
+// A tool call suspended the run: the call is stored and waits to be settled.
 type ToolCallSuspended struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The call to answer.
+	// The call to settle.
 	ToolCallId string `protobuf:"bytes,1,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
 	// The tool's name, e.g. `ask_user`.
 	ToolName string `protobuf:"bytes,2,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
-	// The question, its options and its resolved selection mode.
+	// For a question: the question, its options and its resolved selection mode.
 	SuspendPayload *SuspendPayload `protobuf:"bytes,3,opt,name=suspend_payload,json=suspendPayload,proto3" json:"suspend_payload,omitempty"`
-	// When the question expires unanswered; absent when it never does.
-	ExpireTime    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// When the call expires unsettled; absent when it never does.
+	ExpireTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	// What the call waits for. An approved client tool call is suspended again with the same
+	// `tool_call_id`, as `SUSPEND_KIND_CLIENT_TOOL`.
+	Kind SuspendKind `protobuf:"varint,5,opt,name=kind,proto3,enum=askuser.v1.SuspendKind" json:"kind,omitempty"`
+	// For an approval or a client tool: the validated arguments the tool runs with, as JSON text (after
+	// an edit, the edited ones).
+	ArgumentsJson string `protobuf:"bytes,6,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	// For an approval: why it is needed (`always`, or the condition that held).
+	ApprovalReason string `protobuf:"bytes,7,opt,name=approval_reason,json=approvalReason,proto3" json:"approval_reason,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ToolCallSuspended) Reset() {
 	*x = ToolCallSuspended{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[8]
+	mi := &file_askuser_v1_agent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1006,7 +1475,7 @@ func (x *ToolCallSuspended) String() string {
 func (*ToolCallSuspended) ProtoMessage() {}
 
 func (x *ToolCallSuspended) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[8]
+	mi := &file_askuser_v1_agent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1019,7 +1488,7 @@ func (x *ToolCallSuspended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallSuspended.ProtoReflect.Descriptor instead.
 func (*ToolCallSuspended) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{8}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ToolCallSuspended) GetToolCallId() string {
@@ -1050,6 +1519,27 @@ func (x *ToolCallSuspended) GetExpireTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ToolCallSuspended) GetKind() SuspendKind {
+	if x != nil {
+		return x.Kind
+	}
+	return SuspendKind_SUSPEND_KIND_UNSPECIFIED
+}
+
+func (x *ToolCallSuspended) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
+func (x *ToolCallSuspended) GetApprovalReason() string {
+	if x != nil {
+		return x.ApprovalReason
+	}
+	return ""
+}
+
 // A tool call's result, as the model receives it.
 type ToolResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1067,7 +1557,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[9]
+	mi := &file_askuser_v1_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1079,7 +1569,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[9]
+	mi := &file_askuser_v1_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1092,7 +1582,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{9}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToolResult) GetToolCallId() string {
@@ -1143,7 +1633,7 @@ type AnswerRejected struct {
 
 func (x *AnswerRejected) Reset() {
 	*x = AnswerRejected{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[10]
+	mi := &file_askuser_v1_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1155,7 +1645,7 @@ func (x *AnswerRejected) String() string {
 func (*AnswerRejected) ProtoMessage() {}
 
 func (x *AnswerRejected) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[10]
+	mi := &file_askuser_v1_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1168,7 +1658,7 @@ func (x *AnswerRejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerRejected.ProtoReflect.Descriptor instead.
 func (*AnswerRejected) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{10}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AnswerRejected) GetToolCallId() string {
@@ -1222,7 +1712,7 @@ type AnswerAccepted struct {
 
 func (x *AnswerAccepted) Reset() {
 	*x = AnswerAccepted{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[11]
+	mi := &file_askuser_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1234,7 +1724,7 @@ func (x *AnswerAccepted) String() string {
 func (*AnswerAccepted) ProtoMessage() {}
 
 func (x *AnswerAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[11]
+	mi := &file_askuser_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1247,7 +1737,7 @@ func (x *AnswerAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerAccepted.ProtoReflect.Descriptor instead.
 func (*AnswerAccepted) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AnswerAccepted) GetToolCallId() string {
@@ -1284,7 +1774,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[12]
+	mi := &file_askuser_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1296,7 +1786,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[12]
+	mi := &file_askuser_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1309,7 +1799,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Usage) GetInputTokens() uint64 {
@@ -1339,7 +1829,7 @@ type RunCompleted struct {
 
 func (x *RunCompleted) Reset() {
 	*x = RunCompleted{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[13]
+	mi := &file_askuser_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1351,7 +1841,7 @@ func (x *RunCompleted) String() string {
 func (*RunCompleted) ProtoMessage() {}
 
 func (x *RunCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[13]
+	mi := &file_askuser_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1364,7 +1854,7 @@ func (x *RunCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunCompleted.ProtoReflect.Descriptor instead.
 func (*RunCompleted) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RunCompleted) GetOutputText() string {
@@ -1392,7 +1882,7 @@ type RunFailed struct {
 
 func (x *RunFailed) Reset() {
 	*x = RunFailed{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[14]
+	mi := &file_askuser_v1_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +1894,7 @@ func (x *RunFailed) String() string {
 func (*RunFailed) ProtoMessage() {}
 
 func (x *RunFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[14]
+	mi := &file_askuser_v1_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +1907,7 @@ func (x *RunFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunFailed.ProtoReflect.Descriptor instead.
 func (*RunFailed) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RunFailed) GetMessage() string {
@@ -1438,7 +1928,7 @@ type RunCancelled struct {
 
 func (x *RunCancelled) Reset() {
 	*x = RunCancelled{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[15]
+	mi := &file_askuser_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1450,7 +1940,7 @@ func (x *RunCancelled) String() string {
 func (*RunCancelled) ProtoMessage() {}
 
 func (x *RunCancelled) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[15]
+	mi := &file_askuser_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1463,7 +1953,7 @@ func (x *RunCancelled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunCancelled.ProtoReflect.Descriptor instead.
 func (*RunCancelled) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{15}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RunCancelled) GetReason() string {
@@ -1482,7 +1972,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[16]
+	mi := &file_askuser_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +1984,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[16]
+	mi := &file_askuser_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +1997,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{16}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 // The current model step starts over, e.g. after a model call failed mid-response and is retried,
@@ -1524,7 +2014,7 @@ type StepRestarted struct {
 
 func (x *StepRestarted) Reset() {
 	*x = StepRestarted{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[17]
+	mi := &file_askuser_v1_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +2026,7 @@ func (x *StepRestarted) String() string {
 func (*StepRestarted) ProtoMessage() {}
 
 func (x *StepRestarted) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[17]
+	mi := &file_askuser_v1_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +2039,7 @@ func (x *StepRestarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRestarted.ProtoReflect.Descriptor instead.
 func (*StepRestarted) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StepRestarted) GetReason() string {
@@ -1577,7 +2067,7 @@ type ResumeRunRequest struct {
 
 func (x *ResumeRunRequest) Reset() {
 	*x = ResumeRunRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[18]
+	mi := &file_askuser_v1_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1589,7 +2079,7 @@ func (x *ResumeRunRequest) String() string {
 func (*ResumeRunRequest) ProtoMessage() {}
 
 func (x *ResumeRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[18]
+	mi := &file_askuser_v1_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1602,7 +2092,7 @@ func (x *ResumeRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRunRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRunRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ResumeRunRequest) GetAnswer() *Answer {
@@ -1625,7 +2115,7 @@ type WatchRunRequest struct {
 
 func (x *WatchRunRequest) Reset() {
 	*x = WatchRunRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[19]
+	mi := &file_askuser_v1_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1637,7 +2127,7 @@ func (x *WatchRunRequest) String() string {
 func (*WatchRunRequest) ProtoMessage() {}
 
 func (x *WatchRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[19]
+	mi := &file_askuser_v1_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1650,7 +2140,7 @@ func (x *WatchRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRunRequest.ProtoReflect.Descriptor instead.
 func (*WatchRunRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{19}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WatchRunRequest) GetRunId() string {
@@ -1667,24 +2157,34 @@ func (x *WatchRunRequest) GetAfterSequence() uint64 {
 	return 0
 }
 
-// A question waiting for an answer.
+// A tool call waiting to be settled: a question, an approval or a client tool call.
 type PendingToolCall struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The call to answer.
+	// The call to settle.
 	ToolCallId string `protobuf:"bytes,1,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
 	// The tool's name, e.g. `ask_user`.
 	ToolName string `protobuf:"bytes,2,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
-	// The question, its options and its resolved selection mode.
+	// For a question: the question, its options and its resolved selection mode.
 	SuspendPayload *SuspendPayload `protobuf:"bytes,3,opt,name=suspend_payload,json=suspendPayload,proto3" json:"suspend_payload,omitempty"`
-	// When the question expires unanswered; absent when it never does.
-	ExpireTime    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// When the call expires unsettled; absent when it never does.
+	ExpireTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	// What the call waits for.
+	Kind SuspendKind `protobuf:"varint,5,opt,name=kind,proto3,enum=askuser.v1.SuspendKind" json:"kind,omitempty"`
+	// For an approval or a client tool: the arguments the tool runs with, as JSON text.
+	ArgumentsJson string `protobuf:"bytes,6,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	// For an approval: why it is needed.
+	ApprovalReason string `protobuf:"bytes,7,opt,name=approval_reason,json=approvalReason,proto3" json:"approval_reason,omitempty"`
+	// Who claimed the call with `ClaimCall`; empty when nobody holds a claim now.
+	Claimant string `protobuf:"bytes,8,opt,name=claimant,proto3" json:"claimant,omitempty"`
+	// When the claim lapses; absent when nobody holds one.
+	ClaimExpireTime *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=claim_expire_time,json=claimExpireTime,proto3" json:"claim_expire_time,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PendingToolCall) Reset() {
 	*x = PendingToolCall{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[20]
+	mi := &file_askuser_v1_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +2196,7 @@ func (x *PendingToolCall) String() string {
 func (*PendingToolCall) ProtoMessage() {}
 
 func (x *PendingToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[20]
+	mi := &file_askuser_v1_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +2209,7 @@ func (x *PendingToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingToolCall.ProtoReflect.Descriptor instead.
 func (*PendingToolCall) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{20}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PendingToolCall) GetToolCallId() string {
@@ -1736,6 +2236,41 @@ func (x *PendingToolCall) GetSuspendPayload() *SuspendPayload {
 func (x *PendingToolCall) GetExpireTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.ExpireTime
+	}
+	return nil
+}
+
+func (x *PendingToolCall) GetKind() SuspendKind {
+	if x != nil {
+		return x.Kind
+	}
+	return SuspendKind_SUSPEND_KIND_UNSPECIFIED
+}
+
+func (x *PendingToolCall) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
+func (x *PendingToolCall) GetApprovalReason() string {
+	if x != nil {
+		return x.ApprovalReason
+	}
+	return ""
+}
+
+func (x *PendingToolCall) GetClaimant() string {
+	if x != nil {
+		return x.Claimant
+	}
+	return ""
+}
+
+func (x *PendingToolCall) GetClaimExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ClaimExpireTime
 	}
 	return nil
 }
@@ -1771,7 +2306,7 @@ type Run struct {
 
 func (x *Run) Reset() {
 	*x = Run{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[21]
+	mi := &file_askuser_v1_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1783,7 +2318,7 @@ func (x *Run) String() string {
 func (*Run) ProtoMessage() {}
 
 func (x *Run) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[21]
+	mi := &file_askuser_v1_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1796,7 +2331,7 @@ func (x *Run) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Run.ProtoReflect.Descriptor instead.
 func (*Run) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{21}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Run) GetRunId() string {
@@ -1887,7 +2422,7 @@ type GetRunRequest struct {
 
 func (x *GetRunRequest) Reset() {
 	*x = GetRunRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[22]
+	mi := &file_askuser_v1_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1899,7 +2434,7 @@ func (x *GetRunRequest) String() string {
 func (*GetRunRequest) ProtoMessage() {}
 
 func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[22]
+	mi := &file_askuser_v1_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1912,7 +2447,7 @@ func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunRequest.ProtoReflect.Descriptor instead.
 func (*GetRunRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{22}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetRunRequest) GetRunId() string {
@@ -1933,7 +2468,7 @@ type GetRunResponse struct {
 
 func (x *GetRunResponse) Reset() {
 	*x = GetRunResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[23]
+	mi := &file_askuser_v1_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1945,7 +2480,7 @@ func (x *GetRunResponse) String() string {
 func (*GetRunResponse) ProtoMessage() {}
 
 func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[23]
+	mi := &file_askuser_v1_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1958,7 +2493,7 @@ func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunResponse.ProtoReflect.Descriptor instead.
 func (*GetRunResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{23}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetRunResponse) GetRun() *Run {
@@ -1985,7 +2520,7 @@ type ListRunsRequest struct {
 
 func (x *ListRunsRequest) Reset() {
 	*x = ListRunsRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[24]
+	mi := &file_askuser_v1_agent_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1997,7 +2532,7 @@ func (x *ListRunsRequest) String() string {
 func (*ListRunsRequest) ProtoMessage() {}
 
 func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[24]
+	mi := &file_askuser_v1_agent_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2010,7 +2545,7 @@ func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsRequest.ProtoReflect.Descriptor instead.
 func (*ListRunsRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{24}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListRunsRequest) GetStatus() RunStatus {
@@ -2054,7 +2589,7 @@ type ListRunsResponse struct {
 
 func (x *ListRunsResponse) Reset() {
 	*x = ListRunsResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[25]
+	mi := &file_askuser_v1_agent_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2066,7 +2601,7 @@ func (x *ListRunsResponse) String() string {
 func (*ListRunsResponse) ProtoMessage() {}
 
 func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[25]
+	mi := &file_askuser_v1_agent_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2079,7 +2614,7 @@ func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsResponse.ProtoReflect.Descriptor instead.
 func (*ListRunsResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{25}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListRunsResponse) GetRuns() []*Run {
@@ -2109,7 +2644,7 @@ type CancelRunRequest struct {
 
 func (x *CancelRunRequest) Reset() {
 	*x = CancelRunRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[26]
+	mi := &file_askuser_v1_agent_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2121,7 +2656,7 @@ func (x *CancelRunRequest) String() string {
 func (*CancelRunRequest) ProtoMessage() {}
 
 func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[26]
+	mi := &file_askuser_v1_agent_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2134,7 +2669,7 @@ func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunRequest.ProtoReflect.Descriptor instead.
 func (*CancelRunRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{26}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CancelRunRequest) GetRunId() string {
@@ -2162,7 +2697,7 @@ type CancelRunResponse struct {
 
 func (x *CancelRunResponse) Reset() {
 	*x = CancelRunResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[27]
+	mi := &file_askuser_v1_agent_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2174,7 +2709,7 @@ func (x *CancelRunResponse) String() string {
 func (*CancelRunResponse) ProtoMessage() {}
 
 func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[27]
+	mi := &file_askuser_v1_agent_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2187,7 +2722,7 @@ func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunResponse.ProtoReflect.Descriptor instead.
 func (*CancelRunResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{27}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CancelRunResponse) GetRun() *Run {
@@ -2206,7 +2741,7 @@ type ListAgentsRequest struct {
 
 func (x *ListAgentsRequest) Reset() {
 	*x = ListAgentsRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[28]
+	mi := &file_askuser_v1_agent_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2218,7 +2753,7 @@ func (x *ListAgentsRequest) String() string {
 func (*ListAgentsRequest) ProtoMessage() {}
 
 func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[28]
+	mi := &file_askuser_v1_agent_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2231,7 +2766,7 @@ func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsRequest.ProtoReflect.Descriptor instead.
 func (*ListAgentsRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{28}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{31}
 }
 
 // An agent this server runs.
@@ -2243,21 +2778,23 @@ type Agent struct {
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// The system instructions the model gets.
 	Instructions string `protobuf:"bytes,3,opt,name=instructions,proto3" json:"instructions,omitempty"`
-	// The tools the agent may call.
+	// The names of the tools the agent may call.
 	Tools []string `protobuf:"bytes,4,rep,name=tools,proto3" json:"tools,omitempty"`
 	// The model provider, e.g. `scripted` or `openai`.
 	ModelProvider string `protobuf:"bytes,5,opt,name=model_provider,json=modelProvider,proto3" json:"model_provider,omitempty"`
 	// The most model turns a run of this agent may take.
 	MaxSteps uint32 `protobuf:"varint,6,opt,name=max_steps,json=maxSteps,proto3" json:"max_steps,omitempty"`
 	// How long its questions wait for an answer by default; absent when they never expire.
-	QuestionTtl   *durationpb.Duration `protobuf:"bytes,7,opt,name=question_ttl,json=questionTtl,proto3" json:"question_ttl,omitempty"`
+	QuestionTtl *durationpb.Duration `protobuf:"bytes,7,opt,name=question_ttl,json=questionTtl,proto3" json:"question_ttl,omitempty"`
+	// The tools the agent may call, with their kinds, schemas and approval policies.
+	AgentTools    []*AgentTool `protobuf:"bytes,8,rep,name=agent_tools,json=agentTools,proto3" json:"agent_tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Agent) Reset() {
 	*x = Agent{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[29]
+	mi := &file_askuser_v1_agent_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2269,7 +2806,7 @@ func (x *Agent) String() string {
 func (*Agent) ProtoMessage() {}
 
 func (x *Agent) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[29]
+	mi := &file_askuser_v1_agent_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2282,7 +2819,7 @@ func (x *Agent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Agent.ProtoReflect.Descriptor instead.
 func (*Agent) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{29}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Agent) GetAgentId() string {
@@ -2334,6 +2871,576 @@ func (x *Agent) GetQuestionTtl() *durationpb.Duration {
 	return nil
 }
 
+func (x *Agent) GetAgentTools() []*AgentTool {
+	if x != nil {
+		return x.AgentTools
+	}
+	return nil
+}
+
+// A tool an agent may call.
+type AgentTool struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tool's name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// What the tool does, as the model is told.
+	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	// Who runs it.
+	Kind ToolKind `protobuf:"varint,3,opt,name=kind,proto3,enum=askuser.v1.ToolKind" json:"kind,omitempty"`
+	// JSON Schema of its arguments, as JSON text.
+	ParametersJsonSchema string `protobuf:"bytes,4,opt,name=parameters_json_schema,json=parametersJsonSchema,proto3" json:"parameters_json_schema,omitempty"`
+	// Whether its calls wait for approval.
+	Approval ApprovalPolicy `protobuf:"varint,5,opt,name=approval,proto3,enum=askuser.v1.ApprovalPolicy" json:"approval,omitempty"`
+	// With `APPROVAL_POLICY_CONDITIONAL`: the CEL expression over `args` and `run.metadata` that
+	// decides.
+	ApprovalCondition string `protobuf:"bytes,6,opt,name=approval_condition,json=approvalCondition,proto3" json:"approval_condition,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *AgentTool) Reset() {
+	*x = AgentTool{}
+	mi := &file_askuser_v1_agent_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentTool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentTool) ProtoMessage() {}
+
+func (x *AgentTool) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_agent_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentTool.ProtoReflect.Descriptor instead.
+func (*AgentTool) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *AgentTool) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AgentTool) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *AgentTool) GetKind() ToolKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ToolKind_TOOL_KIND_UNSPECIFIED
+}
+
+func (x *AgentTool) GetParametersJsonSchema() string {
+	if x != nil {
+		return x.ParametersJsonSchema
+	}
+	return ""
+}
+
+func (x *AgentTool) GetApproval() ApprovalPolicy {
+	if x != nil {
+		return x.Approval
+	}
+	return ApprovalPolicy_APPROVAL_POLICY_UNSPECIFIED
+}
+
+func (x *AgentTool) GetApprovalCondition() string {
+	if x != nil {
+		return x.ApprovalCondition
+	}
+	return ""
+}
+
+// Request of `WatchPendingCalls`.
+type WatchPendingCallsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only calls of runs of these agents; empty: every agent.
+	AgentIds []string `protobuf:"bytes,1,rep,name=agent_ids,json=agentIds,proto3" json:"agent_ids,omitempty"`
+	// Only calls of these tools; empty: every tool.
+	ToolNames []string `protobuf:"bytes,2,rep,name=tool_names,json=toolNames,proto3" json:"tool_names,omitempty"`
+	// Only calls waiting for these kinds of settlement; empty: every kind.
+	Kinds         []SuspendKind `protobuf:"varint,3,rep,packed,name=kinds,proto3,enum=askuser.v1.SuspendKind" json:"kinds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchPendingCallsRequest) Reset() {
+	*x = WatchPendingCallsRequest{}
+	mi := &file_askuser_v1_agent_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchPendingCallsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchPendingCallsRequest) ProtoMessage() {}
+
+func (x *WatchPendingCallsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_agent_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchPendingCallsRequest.ProtoReflect.Descriptor instead.
+func (*WatchPendingCallsRequest) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *WatchPendingCallsRequest) GetAgentIds() []string {
+	if x != nil {
+		return x.AgentIds
+	}
+	return nil
+}
+
+func (x *WatchPendingCallsRequest) GetToolNames() []string {
+	if x != nil {
+		return x.ToolNames
+	}
+	return nil
+}
+
+func (x *WatchPendingCallsRequest) GetKinds() []SuspendKind {
+	if x != nil {
+		return x.Kinds
+	}
+	return nil
+}
+
+// One event of the pending-calls feed.
+type WatchPendingCallsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The event.
+	//
+	// Types that are valid to be assigned to Event:
+	//
+	//	*WatchPendingCallsResponse_CallPending
+	//	*WatchPendingCallsResponse_CallSettled
+	//	*WatchPendingCallsResponse_SnapshotDone
+	//	*WatchPendingCallsResponse_Heartbeat
+	Event         isWatchPendingCallsResponse_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchPendingCallsResponse) Reset() {
+	*x = WatchPendingCallsResponse{}
+	mi := &file_askuser_v1_agent_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchPendingCallsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchPendingCallsResponse) ProtoMessage() {}
+
+func (x *WatchPendingCallsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_agent_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchPendingCallsResponse.ProtoReflect.Descriptor instead.
+func (*WatchPendingCallsResponse) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *WatchPendingCallsResponse) GetEvent() isWatchPendingCallsResponse_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *WatchPendingCallsResponse) GetCallPending() *CallPending {
+	if x != nil {
+		if x, ok := x.Event.(*WatchPendingCallsResponse_CallPending); ok {
+			return x.CallPending
+		}
+	}
+	return nil
+}
+
+func (x *WatchPendingCallsResponse) GetCallSettled() *CallSettled {
+	if x != nil {
+		if x, ok := x.Event.(*WatchPendingCallsResponse_CallSettled); ok {
+			return x.CallSettled
+		}
+	}
+	return nil
+}
+
+func (x *WatchPendingCallsResponse) GetSnapshotDone() *SnapshotDone {
+	if x != nil {
+		if x, ok := x.Event.(*WatchPendingCallsResponse_SnapshotDone); ok {
+			return x.SnapshotDone
+		}
+	}
+	return nil
+}
+
+func (x *WatchPendingCallsResponse) GetHeartbeat() *Heartbeat {
+	if x != nil {
+		if x, ok := x.Event.(*WatchPendingCallsResponse_Heartbeat); ok {
+			return x.Heartbeat
+		}
+	}
+	return nil
+}
+
+type isWatchPendingCallsResponse_Event interface {
+	isWatchPendingCallsResponse_Event()
+}
+
+type WatchPendingCallsResponse_CallPending struct {
+	// A call that waits now: part of the snapshot, or new. An approved client tool call comes again
+	// with the same id as `SUSPEND_KIND_CLIENT_TOOL`.
+	CallPending *CallPending `protobuf:"bytes,1,opt,name=call_pending,json=callPending,proto3,oneof"`
+}
+
+type WatchPendingCallsResponse_CallSettled struct {
+	// A call sent before no longer waits: it was settled (here or elsewhere), or its approval was
+	// decided.
+	CallSettled *CallSettled `protobuf:"bytes,2,opt,name=call_settled,json=callSettled,proto3,oneof"`
+}
+
+type WatchPendingCallsResponse_SnapshotDone struct {
+	// Every call pending at connect has been sent; what follows is live.
+	SnapshotDone *SnapshotDone `protobuf:"bytes,3,opt,name=snapshot_done,json=snapshotDone,proto3,oneof"`
+}
+
+type WatchPendingCallsResponse_Heartbeat struct {
+	// Keeps an idle feed alive through proxies.
+	Heartbeat *Heartbeat `protobuf:"bytes,4,opt,name=heartbeat,proto3,oneof"`
+}
+
+func (*WatchPendingCallsResponse_CallPending) isWatchPendingCallsResponse_Event() {}
+
+func (*WatchPendingCallsResponse_CallSettled) isWatchPendingCallsResponse_Event() {}
+
+func (*WatchPendingCallsResponse_SnapshotDone) isWatchPendingCallsResponse_Event() {}
+
+func (*WatchPendingCallsResponse_Heartbeat) isWatchPendingCallsResponse_Event() {}
+
+// A call that waits to be settled.
+type CallPending struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run the call belongs to.
+	RunId string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// The run's agent.
+	AgentId string `protobuf:"bytes,2,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// The call.
+	Call          *PendingToolCall `protobuf:"bytes,3,opt,name=call,proto3" json:"call,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallPending) Reset() {
+	*x = CallPending{}
+	mi := &file_askuser_v1_agent_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallPending) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallPending) ProtoMessage() {}
+
+func (x *CallPending) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_agent_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallPending.ProtoReflect.Descriptor instead.
+func (*CallPending) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *CallPending) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *CallPending) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *CallPending) GetCall() *PendingToolCall {
+	if x != nil {
+		return x.Call
+	}
+	return nil
+}
+
+// A call that no longer waits.
+type CallSettled struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run the call belongs to.
+	RunId string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// The call.
+	ToolCallId string `protobuf:"bytes,2,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// How it was settled; unspecified when an approval was decided and the tool now runs.
+	Kind          ToolResultKind `protobuf:"varint,3,opt,name=kind,proto3,enum=askuser.v1.ToolResultKind" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallSettled) Reset() {
+	*x = CallSettled{}
+	mi := &file_askuser_v1_agent_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallSettled) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallSettled) ProtoMessage() {}
+
+func (x *CallSettled) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_agent_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallSettled.ProtoReflect.Descriptor instead.
+func (*CallSettled) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *CallSettled) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *CallSettled) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *CallSettled) GetKind() ToolResultKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ToolResultKind_TOOL_RESULT_KIND_UNSPECIFIED
+}
+
+// The end of the pending-calls snapshot.
+type SnapshotDone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotDone) Reset() {
+	*x = SnapshotDone{}
+	mi := &file_askuser_v1_agent_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotDone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotDone) ProtoMessage() {}
+
+func (x *SnapshotDone) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_agent_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotDone.ProtoReflect.Descriptor instead.
+func (*SnapshotDone) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{38}
+}
+
+// Request of `ClaimCall`.
+type ClaimCallRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The run of the call.
+	RunId string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// The call to claim.
+	ToolCallId string `protobuf:"bytes,2,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// How long the claim lasts unless renewed: 1 s to 1 h; absent means 60 s.
+	Ttl *durationpb.Duration `protobuf:"bytes,3,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// Who claims it, e.g. a worker's name; the same claimant renews its own claim.
+	Claimant      string `protobuf:"bytes,4,opt,name=claimant,proto3" json:"claimant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimCallRequest) Reset() {
+	*x = ClaimCallRequest{}
+	mi := &file_askuser_v1_agent_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimCallRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimCallRequest) ProtoMessage() {}
+
+func (x *ClaimCallRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_agent_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimCallRequest.ProtoReflect.Descriptor instead.
+func (*ClaimCallRequest) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ClaimCallRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *ClaimCallRequest) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *ClaimCallRequest) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+func (x *ClaimCallRequest) GetClaimant() string {
+	if x != nil {
+		return x.Claimant
+	}
+	return ""
+}
+
+// Response of `ClaimCall`.
+type ClaimCallResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// When the claim lapses unless renewed.
+	ExpireTime    *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimCallResponse) Reset() {
+	*x = ClaimCallResponse{}
+	mi := &file_askuser_v1_agent_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimCallResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimCallResponse) ProtoMessage() {}
+
+func (x *ClaimCallResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_agent_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimCallResponse.ProtoReflect.Descriptor instead.
+func (*ClaimCallResponse) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ClaimCallResponse) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
+	}
+	return nil
+}
+
 // Response of `ListAgents`.
 type ListAgentsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2345,7 +3452,7 @@ type ListAgentsResponse struct {
 
 func (x *ListAgentsResponse) Reset() {
 	*x = ListAgentsResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[30]
+	mi := &file_askuser_v1_agent_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2357,7 +3464,7 @@ func (x *ListAgentsResponse) String() string {
 func (*ListAgentsResponse) ProtoMessage() {}
 
 func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[30]
+	mi := &file_askuser_v1_agent_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2370,7 +3477,7 @@ func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsResponse.ProtoReflect.Descriptor instead.
 func (*ListAgentsResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{30}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListAgentsResponse) GetAgents() []*Agent {
@@ -2378,6 +3485,135 @@ func (x *ListAgentsResponse) GetAgents() []*Agent {
 		return x.Agents
 	}
 	return nil
+}
+
+// The tool runs with the arguments the model gave.
+type ApprovalDecision_Approve struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalDecision_Approve) Reset() {
+	*x = ApprovalDecision_Approve{}
+	mi := &file_askuser_v1_agent_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalDecision_Approve) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalDecision_Approve) ProtoMessage() {}
+
+func (x *ApprovalDecision_Approve) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_agent_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalDecision_Approve.ProtoReflect.Descriptor instead.
+func (*ApprovalDecision_Approve) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{6, 0}
+}
+
+// The tool never runs; the model is told the call was rejected.
+type ApprovalDecision_Reject struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Optional reason, passed on to the model.
+	Reason        string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalDecision_Reject) Reset() {
+	*x = ApprovalDecision_Reject{}
+	mi := &file_askuser_v1_agent_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalDecision_Reject) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalDecision_Reject) ProtoMessage() {}
+
+func (x *ApprovalDecision_Reject) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_agent_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalDecision_Reject.ProtoReflect.Descriptor instead.
+func (*ApprovalDecision_Reject) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{6, 1}
+}
+
+func (x *ApprovalDecision_Reject) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// The tool runs with other arguments; the model is told they were changed, and to what.
+type ApprovalDecision_Edit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The arguments to run the tool with, as a JSON object; checked against the tool's schema.
+	ArgumentsJson string `protobuf:"bytes,1,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalDecision_Edit) Reset() {
+	*x = ApprovalDecision_Edit{}
+	mi := &file_askuser_v1_agent_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalDecision_Edit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalDecision_Edit) ProtoMessage() {}
+
+func (x *ApprovalDecision_Edit) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_agent_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalDecision_Edit.ProtoReflect.Descriptor instead.
+func (*ApprovalDecision_Edit) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{6, 2}
+}
+
+func (x *ApprovalDecision_Edit) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
 }
 
 var File_askuser_v1_agent_proto protoreflect.FileDescriptor
@@ -2390,18 +3626,24 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\v2\x14.askuser.v1.StartRunH\x00R\x05start\x12,\n" +
 	"\x06answer\x18\x02 \x01(\v2\x12.askuser.v1.AnswerH\x00R\x06answer\x12/\n" +
 	"\x06attach\x18\x03 \x01(\v2\x15.askuser.v1.AttachRunH\x00R\x06attachB\a\n" +
-	"\x05frame\"\xf8\x01\n" +
+	"\x05frame\"\xaa\x02\n" +
 	"\bStartRun\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x16\n" +
 	"\x06prompt\x18\x02 \x01(\tR\x06prompt\x12>\n" +
 	"\bmetadata\x18\x03 \x03(\v2\".askuser.v1.StartRun.MetadataEntryR\bmetadata\x12<\n" +
-	"\fquestion_ttl\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\vquestionTtl\x1a;\n" +
+	"\fquestion_ttl\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\vquestionTtl\x120\n" +
+	"\x05tools\x18\x05 \x03(\v2\x1a.askuser.v1.ToolDefinitionR\x05tools\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"I\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb4\x01\n" +
+	"\x0eToolDefinition\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x124\n" +
+	"\x16parameters_json_schema\x18\x03 \x01(\tR\x14parametersJsonSchema\x126\n" +
+	"\bapproval\x18\x04 \x01(\x0e2\x1a.askuser.v1.ApprovalPolicyR\bapproval\"I\n" +
 	"\tAttachRun\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12%\n" +
-	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\xe9\x01\n" +
+	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\xe0\x02\n" +
 	"\x06Answer\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12 \n" +
 	"\ftool_call_id\x18\x02 \x01(\tR\n" +
@@ -2410,9 +3652,27 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"selections\x18\x04 \x01(\v2\x16.askuser.v1.SelectionsH\x00R\n" +
 	"selections\x12/\n" +
-	"\adecline\x18\x06 \x01(\v2\x13.askuser.v1.DeclineH\x00R\adecline\x12\x1b\n" +
+	"\adecline\x18\x06 \x01(\v2\x13.askuser.v1.DeclineH\x00R\adecline\x129\n" +
+	"\vtool_output\x18\a \x01(\v2\x16.askuser.v1.ToolOutputH\x00R\n" +
+	"toolOutput\x12:\n" +
+	"\bapproval\x18\b \x01(\v2\x1c.askuser.v1.ApprovalDecisionH\x00R\bapproval\x12\x1b\n" +
 	"\tanswer_id\x18\x05 \x01(\tR\banswerIdB\b\n" +
-	"\x06answer\"\xf5\x06\n" +
+	"\x06answer\"A\n" +
+	"\n" +
+	"ToolOutput\x12\x18\n" +
+	"\acontent\x18\x01 \x01(\tR\acontent\x12\x19\n" +
+	"\bis_error\x18\x02 \x01(\bR\aisError\"\xb4\x02\n" +
+	"\x10ApprovalDecision\x12@\n" +
+	"\aapprove\x18\x01 \x01(\v2$.askuser.v1.ApprovalDecision.ApproveH\x00R\aapprove\x12=\n" +
+	"\x06reject\x18\x02 \x01(\v2#.askuser.v1.ApprovalDecision.RejectH\x00R\x06reject\x127\n" +
+	"\x04edit\x18\x03 \x01(\v2!.askuser.v1.ApprovalDecision.EditH\x00R\x04edit\x1a\t\n" +
+	"\aApprove\x1a \n" +
+	"\x06Reject\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x1a-\n" +
+	"\x04Edit\x12%\n" +
+	"\x0earguments_json\x18\x01 \x01(\tR\rargumentsJsonB\n" +
+	"\n" +
+	"\bdecision\"\xf5\x06\n" +
 	"\x10RunAgentResponse\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x1a\n" +
 	"\bsequence\x18\x02 \x01(\x04R\bsequence\x12.\n" +
@@ -2449,14 +3709,17 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
 	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12%\n" +
-	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\"\xd4\x01\n" +
+	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\"\xd1\x02\n" +
 	"\x11ToolCallSuspended\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
 	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12C\n" +
 	"\x0fsuspend_payload\x18\x03 \x01(\v2\x1a.askuser.v1.SuspendPayloadR\x0esuspendPayload\x12;\n" +
 	"\vexpire_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"expireTime\"\x93\x01\n" +
+	"expireTime\x12+\n" +
+	"\x04kind\x18\x05 \x01(\x0e2\x17.askuser.v1.SuspendKindR\x04kind\x12%\n" +
+	"\x0earguments_json\x18\x06 \x01(\tR\rargumentsJson\x12'\n" +
+	"\x0fapproval_reason\x18\a \x01(\tR\x0eapprovalReason\"\x93\x01\n" +
 	"\n" +
 	"ToolResult\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
@@ -2495,14 +3758,19 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x06answer\x18\x01 \x01(\v2\x12.askuser.v1.AnswerR\x06answer\"O\n" +
 	"\x0fWatchRunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12%\n" +
-	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\xd2\x01\n" +
+	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\xb3\x03\n" +
 	"\x0fPendingToolCall\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
 	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12C\n" +
 	"\x0fsuspend_payload\x18\x03 \x01(\v2\x1a.askuser.v1.SuspendPayloadR\x0esuspendPayload\x12;\n" +
 	"\vexpire_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"expireTime\"\xa6\x04\n" +
+	"expireTime\x12+\n" +
+	"\x04kind\x18\x05 \x01(\x0e2\x17.askuser.v1.SuspendKindR\x04kind\x12%\n" +
+	"\x0earguments_json\x18\x06 \x01(\tR\rargumentsJson\x12'\n" +
+	"\x0fapproval_reason\x18\a \x01(\tR\x0eapprovalReason\x12\x1a\n" +
+	"\bclaimant\x18\b \x01(\tR\bclaimant\x12F\n" +
+	"\x11claim_expire_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x0fclaimExpireTime\"\xa6\x04\n" +
 	"\x03Run\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12-\n" +
@@ -2540,7 +3808,7 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"6\n" +
 	"\x11CancelRunResponse\x12!\n" +
 	"\x03run\x18\x01 \x01(\v2\x0f.askuser.v1.RunR\x03run\"\x13\n" +
-	"\x11ListAgentsRequest\"\xf2\x01\n" +
+	"\x11ListAgentsRequest\"\xaa\x02\n" +
 	"\x05Agent\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\"\n" +
@@ -2548,23 +3816,80 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x05tools\x18\x04 \x03(\tR\x05tools\x12%\n" +
 	"\x0emodel_provider\x18\x05 \x01(\tR\rmodelProvider\x12\x1b\n" +
 	"\tmax_steps\x18\x06 \x01(\rR\bmaxSteps\x12<\n" +
-	"\fquestion_ttl\x18\a \x01(\v2\x19.google.protobuf.DurationR\vquestionTtl\"?\n" +
+	"\fquestion_ttl\x18\a \x01(\v2\x19.google.protobuf.DurationR\vquestionTtl\x126\n" +
+	"\vagent_tools\x18\b \x03(\v2\x15.askuser.v1.AgentToolR\n" +
+	"agentTools\"\x88\x02\n" +
+	"\tAgentTool\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12(\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x14.askuser.v1.ToolKindR\x04kind\x124\n" +
+	"\x16parameters_json_schema\x18\x04 \x01(\tR\x14parametersJsonSchema\x126\n" +
+	"\bapproval\x18\x05 \x01(\x0e2\x1a.askuser.v1.ApprovalPolicyR\bapproval\x12-\n" +
+	"\x12approval_condition\x18\x06 \x01(\tR\x11approvalCondition\"\x85\x01\n" +
+	"\x18WatchPendingCallsRequest\x12\x1b\n" +
+	"\tagent_ids\x18\x01 \x03(\tR\bagentIds\x12\x1d\n" +
+	"\n" +
+	"tool_names\x18\x02 \x03(\tR\ttoolNames\x12-\n" +
+	"\x05kinds\x18\x03 \x03(\x0e2\x17.askuser.v1.SuspendKindR\x05kinds\"\x98\x02\n" +
+	"\x19WatchPendingCallsResponse\x12<\n" +
+	"\fcall_pending\x18\x01 \x01(\v2\x17.askuser.v1.CallPendingH\x00R\vcallPending\x12<\n" +
+	"\fcall_settled\x18\x02 \x01(\v2\x17.askuser.v1.CallSettledH\x00R\vcallSettled\x12?\n" +
+	"\rsnapshot_done\x18\x03 \x01(\v2\x18.askuser.v1.SnapshotDoneH\x00R\fsnapshotDone\x125\n" +
+	"\theartbeat\x18\x04 \x01(\v2\x15.askuser.v1.HeartbeatH\x00R\theartbeatB\a\n" +
+	"\x05event\"p\n" +
+	"\vCallPending\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x19\n" +
+	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12/\n" +
+	"\x04call\x18\x03 \x01(\v2\x1b.askuser.v1.PendingToolCallR\x04call\"v\n" +
+	"\vCallSettled\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12 \n" +
+	"\ftool_call_id\x18\x02 \x01(\tR\n" +
+	"toolCallId\x12.\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x1a.askuser.v1.ToolResultKindR\x04kind\"\x0e\n" +
+	"\fSnapshotDone\"\x94\x01\n" +
+	"\x10ClaimCallRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12 \n" +
+	"\ftool_call_id\x18\x02 \x01(\tR\n" +
+	"toolCallId\x12+\n" +
+	"\x03ttl\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12\x1a\n" +
+	"\bclaimant\x18\x04 \x01(\tR\bclaimant\"P\n" +
+	"\x11ClaimCallResponse\x12;\n" +
+	"\vexpire_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime\"?\n" +
 	"\x12ListAgentsResponse\x12)\n" +
-	"\x06agents\x18\x01 \x03(\v2\x11.askuser.v1.AgentR\x06agents*\xd1\x01\n" +
+	"\x06agents\x18\x01 \x03(\v2\x11.askuser.v1.AgentR\x06agents*\x89\x01\n" +
+	"\x0eApprovalPolicy\x12\x1f\n" +
+	"\x1bAPPROVAL_POLICY_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15APPROVAL_POLICY_NEVER\x10\x01\x12\x1a\n" +
+	"\x16APPROVAL_POLICY_ALWAYS\x10\x02\x12\x1f\n" +
+	"\x1bAPPROVAL_POLICY_CONDITIONAL\x10\x03*\x7f\n" +
+	"\vSuspendKind\x12\x1c\n" +
+	"\x18SUSPEND_KIND_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15SUSPEND_KIND_QUESTION\x10\x01\x12\x19\n" +
+	"\x15SUSPEND_KIND_APPROVAL\x10\x02\x12\x1c\n" +
+	"\x18SUSPEND_KIND_CLIENT_TOOL\x10\x03*\xac\x02\n" +
 	"\x0eToolResultKind\x12 \n" +
 	"\x1cTOOL_RESULT_KIND_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19TOOL_RESULT_KIND_ANSWERED\x10\x01\x12\x1d\n" +
 	"\x19TOOL_RESULT_KIND_DECLINED\x10\x02\x12\x1c\n" +
 	"\x18TOOL_RESULT_KIND_EXPIRED\x10\x03\x12\x1e\n" +
 	"\x1aTOOL_RESULT_KIND_CANCELLED\x10\x04\x12!\n" +
-	"\x1dTOOL_RESULT_KIND_INVALID_CALL\x10\x05*\xa4\x01\n" +
+	"\x1dTOOL_RESULT_KIND_INVALID_CALL\x10\x05\x12\x1b\n" +
+	"\x17TOOL_RESULT_KIND_OUTPUT\x10\x06\x12\x1d\n" +
+	"\x19TOOL_RESULT_KIND_EXECUTED\x10\a\x12\x1d\n" +
+	"\x19TOOL_RESULT_KIND_REJECTED\x10\b*\xa4\x01\n" +
 	"\tRunStatus\x12\x1a\n" +
 	"\x16RUN_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12RUN_STATUS_RUNNING\x10\x01\x12\x18\n" +
 	"\x14RUN_STATUS_SUSPENDED\x10\x02\x12\x18\n" +
 	"\x14RUN_STATUS_COMPLETED\x10\x03\x12\x15\n" +
 	"\x11RUN_STATUS_FAILED\x10\x04\x12\x18\n" +
-	"\x14RUN_STATUS_CANCELLED\x10\x052\x8c\x04\n" +
+	"\x14RUN_STATUS_CANCELLED\x10\x05*g\n" +
+	"\bToolKind\x12\x19\n" +
+	"\x15TOOL_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12TOOL_KIND_ASK_USER\x10\x01\x12\x14\n" +
+	"\x10TOOL_KIND_CLIENT\x10\x02\x12\x12\n" +
+	"\x0eTOOL_KIND_HTTP\x10\x032\xba\x05\n" +
 	"\fAgentService\x12I\n" +
 	"\bRunAgent\x12\x1b.askuser.v1.RunAgentRequest\x1a\x1c.askuser.v1.RunAgentResponse(\x010\x01\x12I\n" +
 	"\tResumeRun\x12\x1c.askuser.v1.ResumeRunRequest\x1a\x1c.askuser.v1.RunAgentResponse0\x01\x12G\n" +
@@ -2573,7 +3898,9 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\bListRuns\x12\x1b.askuser.v1.ListRunsRequest\x1a\x1c.askuser.v1.ListRunsResponse\x12H\n" +
 	"\tCancelRun\x12\x1c.askuser.v1.CancelRunRequest\x1a\x1d.askuser.v1.CancelRunResponse\x12K\n" +
 	"\n" +
-	"ListAgents\x12\x1d.askuser.v1.ListAgentsRequest\x1a\x1e.askuser.v1.ListAgentsResponseB\x8b\x01\n" +
+	"ListAgents\x12\x1d.askuser.v1.ListAgentsRequest\x1a\x1e.askuser.v1.ListAgentsResponse\x12b\n" +
+	"\x11WatchPendingCalls\x12$.askuser.v1.WatchPendingCallsRequest\x1a%.askuser.v1.WatchPendingCallsResponse0\x01\x12H\n" +
+	"\tClaimCall\x12\x1c.askuser.v1.ClaimCallRequest\x1a\x1d.askuser.v1.ClaimCallResponseB\x8b\x01\n" +
 	"\x0edev.askuser.v1B\n" +
 	"AgentProtoP\x01Z=github.com/askuser-dev/askuser/clients/go/askuserv1;askuserv1\xa2\x02\x03AXX\xaa\x02\n" +
 	"Askuser.V1\xca\x02\n" +
@@ -2591,112 +3918,155 @@ func file_askuser_v1_agent_proto_rawDescGZIP() []byte {
 	return file_askuser_v1_agent_proto_rawDescData
 }
 
-var file_askuser_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_askuser_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_askuser_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_askuser_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_askuser_v1_agent_proto_goTypes = []any{
-	(ToolResultKind)(0),           // 0: askuser.v1.ToolResultKind
-	(RunStatus)(0),                // 1: askuser.v1.RunStatus
-	(*RunAgentRequest)(nil),       // 2: askuser.v1.RunAgentRequest
-	(*StartRun)(nil),              // 3: askuser.v1.StartRun
-	(*AttachRun)(nil),             // 4: askuser.v1.AttachRun
-	(*Answer)(nil),                // 5: askuser.v1.Answer
-	(*RunAgentResponse)(nil),      // 6: askuser.v1.RunAgentResponse
-	(*RunStarted)(nil),            // 7: askuser.v1.RunStarted
-	(*TextDelta)(nil),             // 8: askuser.v1.TextDelta
-	(*ToolCall)(nil),              // 9: askuser.v1.ToolCall
-	(*ToolCallSuspended)(nil),     // 10: askuser.v1.ToolCallSuspended
-	(*ToolResult)(nil),            // 11: askuser.v1.ToolResult
-	(*AnswerRejected)(nil),        // 12: askuser.v1.AnswerRejected
-	(*AnswerAccepted)(nil),        // 13: askuser.v1.AnswerAccepted
-	(*Usage)(nil),                 // 14: askuser.v1.Usage
-	(*RunCompleted)(nil),          // 15: askuser.v1.RunCompleted
-	(*RunFailed)(nil),             // 16: askuser.v1.RunFailed
-	(*RunCancelled)(nil),          // 17: askuser.v1.RunCancelled
-	(*Heartbeat)(nil),             // 18: askuser.v1.Heartbeat
-	(*StepRestarted)(nil),         // 19: askuser.v1.StepRestarted
-	(*ResumeRunRequest)(nil),      // 20: askuser.v1.ResumeRunRequest
-	(*WatchRunRequest)(nil),       // 21: askuser.v1.WatchRunRequest
-	(*PendingToolCall)(nil),       // 22: askuser.v1.PendingToolCall
-	(*Run)(nil),                   // 23: askuser.v1.Run
-	(*GetRunRequest)(nil),         // 24: askuser.v1.GetRunRequest
-	(*GetRunResponse)(nil),        // 25: askuser.v1.GetRunResponse
-	(*ListRunsRequest)(nil),       // 26: askuser.v1.ListRunsRequest
-	(*ListRunsResponse)(nil),      // 27: askuser.v1.ListRunsResponse
-	(*CancelRunRequest)(nil),      // 28: askuser.v1.CancelRunRequest
-	(*CancelRunResponse)(nil),     // 29: askuser.v1.CancelRunResponse
-	(*ListAgentsRequest)(nil),     // 30: askuser.v1.ListAgentsRequest
-	(*Agent)(nil),                 // 31: askuser.v1.Agent
-	(*ListAgentsResponse)(nil),    // 32: askuser.v1.ListAgentsResponse
-	nil,                           // 33: askuser.v1.StartRun.MetadataEntry
-	nil,                           // 34: askuser.v1.RunStarted.MetadataEntry
-	nil,                           // 35: askuser.v1.Run.MetadataEntry
-	(*durationpb.Duration)(nil),   // 36: google.protobuf.Duration
-	(*Selections)(nil),            // 37: askuser.v1.Selections
-	(*Decline)(nil),               // 38: askuser.v1.Decline
-	(*timestamppb.Timestamp)(nil), // 39: google.protobuf.Timestamp
-	(*SuspendPayload)(nil),        // 40: askuser.v1.SuspendPayload
-	(*FieldViolation)(nil),        // 41: askuser.v1.FieldViolation
+	(ApprovalPolicy)(0),               // 0: askuser.v1.ApprovalPolicy
+	(SuspendKind)(0),                  // 1: askuser.v1.SuspendKind
+	(ToolResultKind)(0),               // 2: askuser.v1.ToolResultKind
+	(RunStatus)(0),                    // 3: askuser.v1.RunStatus
+	(ToolKind)(0),                     // 4: askuser.v1.ToolKind
+	(*RunAgentRequest)(nil),           // 5: askuser.v1.RunAgentRequest
+	(*StartRun)(nil),                  // 6: askuser.v1.StartRun
+	(*ToolDefinition)(nil),            // 7: askuser.v1.ToolDefinition
+	(*AttachRun)(nil),                 // 8: askuser.v1.AttachRun
+	(*Answer)(nil),                    // 9: askuser.v1.Answer
+	(*ToolOutput)(nil),                // 10: askuser.v1.ToolOutput
+	(*ApprovalDecision)(nil),          // 11: askuser.v1.ApprovalDecision
+	(*RunAgentResponse)(nil),          // 12: askuser.v1.RunAgentResponse
+	(*RunStarted)(nil),                // 13: askuser.v1.RunStarted
+	(*TextDelta)(nil),                 // 14: askuser.v1.TextDelta
+	(*ToolCall)(nil),                  // 15: askuser.v1.ToolCall
+	(*ToolCallSuspended)(nil),         // 16: askuser.v1.ToolCallSuspended
+	(*ToolResult)(nil),                // 17: askuser.v1.ToolResult
+	(*AnswerRejected)(nil),            // 18: askuser.v1.AnswerRejected
+	(*AnswerAccepted)(nil),            // 19: askuser.v1.AnswerAccepted
+	(*Usage)(nil),                     // 20: askuser.v1.Usage
+	(*RunCompleted)(nil),              // 21: askuser.v1.RunCompleted
+	(*RunFailed)(nil),                 // 22: askuser.v1.RunFailed
+	(*RunCancelled)(nil),              // 23: askuser.v1.RunCancelled
+	(*Heartbeat)(nil),                 // 24: askuser.v1.Heartbeat
+	(*StepRestarted)(nil),             // 25: askuser.v1.StepRestarted
+	(*ResumeRunRequest)(nil),          // 26: askuser.v1.ResumeRunRequest
+	(*WatchRunRequest)(nil),           // 27: askuser.v1.WatchRunRequest
+	(*PendingToolCall)(nil),           // 28: askuser.v1.PendingToolCall
+	(*Run)(nil),                       // 29: askuser.v1.Run
+	(*GetRunRequest)(nil),             // 30: askuser.v1.GetRunRequest
+	(*GetRunResponse)(nil),            // 31: askuser.v1.GetRunResponse
+	(*ListRunsRequest)(nil),           // 32: askuser.v1.ListRunsRequest
+	(*ListRunsResponse)(nil),          // 33: askuser.v1.ListRunsResponse
+	(*CancelRunRequest)(nil),          // 34: askuser.v1.CancelRunRequest
+	(*CancelRunResponse)(nil),         // 35: askuser.v1.CancelRunResponse
+	(*ListAgentsRequest)(nil),         // 36: askuser.v1.ListAgentsRequest
+	(*Agent)(nil),                     // 37: askuser.v1.Agent
+	(*AgentTool)(nil),                 // 38: askuser.v1.AgentTool
+	(*WatchPendingCallsRequest)(nil),  // 39: askuser.v1.WatchPendingCallsRequest
+	(*WatchPendingCallsResponse)(nil), // 40: askuser.v1.WatchPendingCallsResponse
+	(*CallPending)(nil),               // 41: askuser.v1.CallPending
+	(*CallSettled)(nil),               // 42: askuser.v1.CallSettled
+	(*SnapshotDone)(nil),              // 43: askuser.v1.SnapshotDone
+	(*ClaimCallRequest)(nil),          // 44: askuser.v1.ClaimCallRequest
+	(*ClaimCallResponse)(nil),         // 45: askuser.v1.ClaimCallResponse
+	(*ListAgentsResponse)(nil),        // 46: askuser.v1.ListAgentsResponse
+	nil,                               // 47: askuser.v1.StartRun.MetadataEntry
+	(*ApprovalDecision_Approve)(nil),  // 48: askuser.v1.ApprovalDecision.Approve
+	(*ApprovalDecision_Reject)(nil),   // 49: askuser.v1.ApprovalDecision.Reject
+	(*ApprovalDecision_Edit)(nil),     // 50: askuser.v1.ApprovalDecision.Edit
+	nil,                               // 51: askuser.v1.RunStarted.MetadataEntry
+	nil,                               // 52: askuser.v1.Run.MetadataEntry
+	(*durationpb.Duration)(nil),       // 53: google.protobuf.Duration
+	(*Selections)(nil),                // 54: askuser.v1.Selections
+	(*Decline)(nil),                   // 55: askuser.v1.Decline
+	(*timestamppb.Timestamp)(nil),     // 56: google.protobuf.Timestamp
+	(*SuspendPayload)(nil),            // 57: askuser.v1.SuspendPayload
+	(*FieldViolation)(nil),            // 58: askuser.v1.FieldViolation
 }
 var file_askuser_v1_agent_proto_depIdxs = []int32{
-	3,  // 0: askuser.v1.RunAgentRequest.start:type_name -> askuser.v1.StartRun
-	5,  // 1: askuser.v1.RunAgentRequest.answer:type_name -> askuser.v1.Answer
-	4,  // 2: askuser.v1.RunAgentRequest.attach:type_name -> askuser.v1.AttachRun
-	33, // 3: askuser.v1.StartRun.metadata:type_name -> askuser.v1.StartRun.MetadataEntry
-	36, // 4: askuser.v1.StartRun.question_ttl:type_name -> google.protobuf.Duration
-	37, // 5: askuser.v1.Answer.selections:type_name -> askuser.v1.Selections
-	38, // 6: askuser.v1.Answer.decline:type_name -> askuser.v1.Decline
-	39, // 7: askuser.v1.RunAgentResponse.time:type_name -> google.protobuf.Timestamp
-	7,  // 8: askuser.v1.RunAgentResponse.run_started:type_name -> askuser.v1.RunStarted
-	8,  // 9: askuser.v1.RunAgentResponse.text_delta:type_name -> askuser.v1.TextDelta
-	9,  // 10: askuser.v1.RunAgentResponse.tool_call:type_name -> askuser.v1.ToolCall
-	10, // 11: askuser.v1.RunAgentResponse.tool_call_suspended:type_name -> askuser.v1.ToolCallSuspended
-	11, // 12: askuser.v1.RunAgentResponse.tool_result:type_name -> askuser.v1.ToolResult
-	12, // 13: askuser.v1.RunAgentResponse.answer_rejected:type_name -> askuser.v1.AnswerRejected
-	15, // 14: askuser.v1.RunAgentResponse.run_completed:type_name -> askuser.v1.RunCompleted
-	16, // 15: askuser.v1.RunAgentResponse.run_failed:type_name -> askuser.v1.RunFailed
-	17, // 16: askuser.v1.RunAgentResponse.run_cancelled:type_name -> askuser.v1.RunCancelled
-	18, // 17: askuser.v1.RunAgentResponse.heartbeat:type_name -> askuser.v1.Heartbeat
-	13, // 18: askuser.v1.RunAgentResponse.answer_accepted:type_name -> askuser.v1.AnswerAccepted
-	19, // 19: askuser.v1.RunAgentResponse.step_restarted:type_name -> askuser.v1.StepRestarted
-	34, // 20: askuser.v1.RunStarted.metadata:type_name -> askuser.v1.RunStarted.MetadataEntry
-	40, // 21: askuser.v1.ToolCallSuspended.suspend_payload:type_name -> askuser.v1.SuspendPayload
-	39, // 22: askuser.v1.ToolCallSuspended.expire_time:type_name -> google.protobuf.Timestamp
-	0,  // 23: askuser.v1.ToolResult.kind:type_name -> askuser.v1.ToolResultKind
-	41, // 24: askuser.v1.AnswerRejected.field_violations:type_name -> askuser.v1.FieldViolation
-	14, // 25: askuser.v1.RunCompleted.usage:type_name -> askuser.v1.Usage
-	5,  // 26: askuser.v1.ResumeRunRequest.answer:type_name -> askuser.v1.Answer
-	40, // 27: askuser.v1.PendingToolCall.suspend_payload:type_name -> askuser.v1.SuspendPayload
-	39, // 28: askuser.v1.PendingToolCall.expire_time:type_name -> google.protobuf.Timestamp
-	1,  // 29: askuser.v1.Run.status:type_name -> askuser.v1.RunStatus
-	22, // 30: askuser.v1.Run.pending_tool_calls:type_name -> askuser.v1.PendingToolCall
-	39, // 31: askuser.v1.Run.create_time:type_name -> google.protobuf.Timestamp
-	39, // 32: askuser.v1.Run.update_time:type_name -> google.protobuf.Timestamp
-	35, // 33: askuser.v1.Run.metadata:type_name -> askuser.v1.Run.MetadataEntry
-	23, // 34: askuser.v1.GetRunResponse.run:type_name -> askuser.v1.Run
-	1,  // 35: askuser.v1.ListRunsRequest.status:type_name -> askuser.v1.RunStatus
-	23, // 36: askuser.v1.ListRunsResponse.runs:type_name -> askuser.v1.Run
-	23, // 37: askuser.v1.CancelRunResponse.run:type_name -> askuser.v1.Run
-	36, // 38: askuser.v1.Agent.question_ttl:type_name -> google.protobuf.Duration
-	31, // 39: askuser.v1.ListAgentsResponse.agents:type_name -> askuser.v1.Agent
-	2,  // 40: askuser.v1.AgentService.RunAgent:input_type -> askuser.v1.RunAgentRequest
-	20, // 41: askuser.v1.AgentService.ResumeRun:input_type -> askuser.v1.ResumeRunRequest
-	21, // 42: askuser.v1.AgentService.WatchRun:input_type -> askuser.v1.WatchRunRequest
-	24, // 43: askuser.v1.AgentService.GetRun:input_type -> askuser.v1.GetRunRequest
-	26, // 44: askuser.v1.AgentService.ListRuns:input_type -> askuser.v1.ListRunsRequest
-	28, // 45: askuser.v1.AgentService.CancelRun:input_type -> askuser.v1.CancelRunRequest
-	30, // 46: askuser.v1.AgentService.ListAgents:input_type -> askuser.v1.ListAgentsRequest
-	6,  // 47: askuser.v1.AgentService.RunAgent:output_type -> askuser.v1.RunAgentResponse
-	6,  // 48: askuser.v1.AgentService.ResumeRun:output_type -> askuser.v1.RunAgentResponse
-	6,  // 49: askuser.v1.AgentService.WatchRun:output_type -> askuser.v1.RunAgentResponse
-	25, // 50: askuser.v1.AgentService.GetRun:output_type -> askuser.v1.GetRunResponse
-	27, // 51: askuser.v1.AgentService.ListRuns:output_type -> askuser.v1.ListRunsResponse
-	29, // 52: askuser.v1.AgentService.CancelRun:output_type -> askuser.v1.CancelRunResponse
-	32, // 53: askuser.v1.AgentService.ListAgents:output_type -> askuser.v1.ListAgentsResponse
-	47, // [47:54] is the sub-list for method output_type
-	40, // [40:47] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	6,  // 0: askuser.v1.RunAgentRequest.start:type_name -> askuser.v1.StartRun
+	9,  // 1: askuser.v1.RunAgentRequest.answer:type_name -> askuser.v1.Answer
+	8,  // 2: askuser.v1.RunAgentRequest.attach:type_name -> askuser.v1.AttachRun
+	47, // 3: askuser.v1.StartRun.metadata:type_name -> askuser.v1.StartRun.MetadataEntry
+	53, // 4: askuser.v1.StartRun.question_ttl:type_name -> google.protobuf.Duration
+	7,  // 5: askuser.v1.StartRun.tools:type_name -> askuser.v1.ToolDefinition
+	0,  // 6: askuser.v1.ToolDefinition.approval:type_name -> askuser.v1.ApprovalPolicy
+	54, // 7: askuser.v1.Answer.selections:type_name -> askuser.v1.Selections
+	55, // 8: askuser.v1.Answer.decline:type_name -> askuser.v1.Decline
+	10, // 9: askuser.v1.Answer.tool_output:type_name -> askuser.v1.ToolOutput
+	11, // 10: askuser.v1.Answer.approval:type_name -> askuser.v1.ApprovalDecision
+	48, // 11: askuser.v1.ApprovalDecision.approve:type_name -> askuser.v1.ApprovalDecision.Approve
+	49, // 12: askuser.v1.ApprovalDecision.reject:type_name -> askuser.v1.ApprovalDecision.Reject
+	50, // 13: askuser.v1.ApprovalDecision.edit:type_name -> askuser.v1.ApprovalDecision.Edit
+	56, // 14: askuser.v1.RunAgentResponse.time:type_name -> google.protobuf.Timestamp
+	13, // 15: askuser.v1.RunAgentResponse.run_started:type_name -> askuser.v1.RunStarted
+	14, // 16: askuser.v1.RunAgentResponse.text_delta:type_name -> askuser.v1.TextDelta
+	15, // 17: askuser.v1.RunAgentResponse.tool_call:type_name -> askuser.v1.ToolCall
+	16, // 18: askuser.v1.RunAgentResponse.tool_call_suspended:type_name -> askuser.v1.ToolCallSuspended
+	17, // 19: askuser.v1.RunAgentResponse.tool_result:type_name -> askuser.v1.ToolResult
+	18, // 20: askuser.v1.RunAgentResponse.answer_rejected:type_name -> askuser.v1.AnswerRejected
+	21, // 21: askuser.v1.RunAgentResponse.run_completed:type_name -> askuser.v1.RunCompleted
+	22, // 22: askuser.v1.RunAgentResponse.run_failed:type_name -> askuser.v1.RunFailed
+	23, // 23: askuser.v1.RunAgentResponse.run_cancelled:type_name -> askuser.v1.RunCancelled
+	24, // 24: askuser.v1.RunAgentResponse.heartbeat:type_name -> askuser.v1.Heartbeat
+	19, // 25: askuser.v1.RunAgentResponse.answer_accepted:type_name -> askuser.v1.AnswerAccepted
+	25, // 26: askuser.v1.RunAgentResponse.step_restarted:type_name -> askuser.v1.StepRestarted
+	51, // 27: askuser.v1.RunStarted.metadata:type_name -> askuser.v1.RunStarted.MetadataEntry
+	57, // 28: askuser.v1.ToolCallSuspended.suspend_payload:type_name -> askuser.v1.SuspendPayload
+	56, // 29: askuser.v1.ToolCallSuspended.expire_time:type_name -> google.protobuf.Timestamp
+	1,  // 30: askuser.v1.ToolCallSuspended.kind:type_name -> askuser.v1.SuspendKind
+	2,  // 31: askuser.v1.ToolResult.kind:type_name -> askuser.v1.ToolResultKind
+	58, // 32: askuser.v1.AnswerRejected.field_violations:type_name -> askuser.v1.FieldViolation
+	20, // 33: askuser.v1.RunCompleted.usage:type_name -> askuser.v1.Usage
+	9,  // 34: askuser.v1.ResumeRunRequest.answer:type_name -> askuser.v1.Answer
+	57, // 35: askuser.v1.PendingToolCall.suspend_payload:type_name -> askuser.v1.SuspendPayload
+	56, // 36: askuser.v1.PendingToolCall.expire_time:type_name -> google.protobuf.Timestamp
+	1,  // 37: askuser.v1.PendingToolCall.kind:type_name -> askuser.v1.SuspendKind
+	56, // 38: askuser.v1.PendingToolCall.claim_expire_time:type_name -> google.protobuf.Timestamp
+	3,  // 39: askuser.v1.Run.status:type_name -> askuser.v1.RunStatus
+	28, // 40: askuser.v1.Run.pending_tool_calls:type_name -> askuser.v1.PendingToolCall
+	56, // 41: askuser.v1.Run.create_time:type_name -> google.protobuf.Timestamp
+	56, // 42: askuser.v1.Run.update_time:type_name -> google.protobuf.Timestamp
+	52, // 43: askuser.v1.Run.metadata:type_name -> askuser.v1.Run.MetadataEntry
+	29, // 44: askuser.v1.GetRunResponse.run:type_name -> askuser.v1.Run
+	3,  // 45: askuser.v1.ListRunsRequest.status:type_name -> askuser.v1.RunStatus
+	29, // 46: askuser.v1.ListRunsResponse.runs:type_name -> askuser.v1.Run
+	29, // 47: askuser.v1.CancelRunResponse.run:type_name -> askuser.v1.Run
+	53, // 48: askuser.v1.Agent.question_ttl:type_name -> google.protobuf.Duration
+	38, // 49: askuser.v1.Agent.agent_tools:type_name -> askuser.v1.AgentTool
+	4,  // 50: askuser.v1.AgentTool.kind:type_name -> askuser.v1.ToolKind
+	0,  // 51: askuser.v1.AgentTool.approval:type_name -> askuser.v1.ApprovalPolicy
+	1,  // 52: askuser.v1.WatchPendingCallsRequest.kinds:type_name -> askuser.v1.SuspendKind
+	41, // 53: askuser.v1.WatchPendingCallsResponse.call_pending:type_name -> askuser.v1.CallPending
+	42, // 54: askuser.v1.WatchPendingCallsResponse.call_settled:type_name -> askuser.v1.CallSettled
+	43, // 55: askuser.v1.WatchPendingCallsResponse.snapshot_done:type_name -> askuser.v1.SnapshotDone
+	24, // 56: askuser.v1.WatchPendingCallsResponse.heartbeat:type_name -> askuser.v1.Heartbeat
+	28, // 57: askuser.v1.CallPending.call:type_name -> askuser.v1.PendingToolCall
+	2,  // 58: askuser.v1.CallSettled.kind:type_name -> askuser.v1.ToolResultKind
+	53, // 59: askuser.v1.ClaimCallRequest.ttl:type_name -> google.protobuf.Duration
+	56, // 60: askuser.v1.ClaimCallResponse.expire_time:type_name -> google.protobuf.Timestamp
+	37, // 61: askuser.v1.ListAgentsResponse.agents:type_name -> askuser.v1.Agent
+	5,  // 62: askuser.v1.AgentService.RunAgent:input_type -> askuser.v1.RunAgentRequest
+	26, // 63: askuser.v1.AgentService.ResumeRun:input_type -> askuser.v1.ResumeRunRequest
+	27, // 64: askuser.v1.AgentService.WatchRun:input_type -> askuser.v1.WatchRunRequest
+	30, // 65: askuser.v1.AgentService.GetRun:input_type -> askuser.v1.GetRunRequest
+	32, // 66: askuser.v1.AgentService.ListRuns:input_type -> askuser.v1.ListRunsRequest
+	34, // 67: askuser.v1.AgentService.CancelRun:input_type -> askuser.v1.CancelRunRequest
+	36, // 68: askuser.v1.AgentService.ListAgents:input_type -> askuser.v1.ListAgentsRequest
+	39, // 69: askuser.v1.AgentService.WatchPendingCalls:input_type -> askuser.v1.WatchPendingCallsRequest
+	44, // 70: askuser.v1.AgentService.ClaimCall:input_type -> askuser.v1.ClaimCallRequest
+	12, // 71: askuser.v1.AgentService.RunAgent:output_type -> askuser.v1.RunAgentResponse
+	12, // 72: askuser.v1.AgentService.ResumeRun:output_type -> askuser.v1.RunAgentResponse
+	12, // 73: askuser.v1.AgentService.WatchRun:output_type -> askuser.v1.RunAgentResponse
+	31, // 74: askuser.v1.AgentService.GetRun:output_type -> askuser.v1.GetRunResponse
+	33, // 75: askuser.v1.AgentService.ListRuns:output_type -> askuser.v1.ListRunsResponse
+	35, // 76: askuser.v1.AgentService.CancelRun:output_type -> askuser.v1.CancelRunResponse
+	46, // 77: askuser.v1.AgentService.ListAgents:output_type -> askuser.v1.ListAgentsResponse
+	40, // 78: askuser.v1.AgentService.WatchPendingCalls:output_type -> askuser.v1.WatchPendingCallsResponse
+	45, // 79: askuser.v1.AgentService.ClaimCall:output_type -> askuser.v1.ClaimCallResponse
+	71, // [71:80] is the sub-list for method output_type
+	62, // [62:71] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_askuser_v1_agent_proto_init() }
@@ -2710,12 +4080,19 @@ func file_askuser_v1_agent_proto_init() {
 		(*RunAgentRequest_Answer)(nil),
 		(*RunAgentRequest_Attach)(nil),
 	}
-	file_askuser_v1_agent_proto_msgTypes[3].OneofWrappers = []any{
+	file_askuser_v1_agent_proto_msgTypes[4].OneofWrappers = []any{
 		(*Answer_Text)(nil),
 		(*Answer_Selections)(nil),
 		(*Answer_Decline)(nil),
+		(*Answer_ToolOutput)(nil),
+		(*Answer_Approval)(nil),
 	}
-	file_askuser_v1_agent_proto_msgTypes[4].OneofWrappers = []any{
+	file_askuser_v1_agent_proto_msgTypes[6].OneofWrappers = []any{
+		(*ApprovalDecision_Approve_)(nil),
+		(*ApprovalDecision_Reject_)(nil),
+		(*ApprovalDecision_Edit_)(nil),
+	}
+	file_askuser_v1_agent_proto_msgTypes[7].OneofWrappers = []any{
 		(*RunAgentResponse_RunStarted)(nil),
 		(*RunAgentResponse_TextDelta)(nil),
 		(*RunAgentResponse_ToolCall)(nil),
@@ -2729,13 +4106,19 @@ func file_askuser_v1_agent_proto_init() {
 		(*RunAgentResponse_AnswerAccepted)(nil),
 		(*RunAgentResponse_StepRestarted)(nil),
 	}
+	file_askuser_v1_agent_proto_msgTypes[35].OneofWrappers = []any{
+		(*WatchPendingCallsResponse_CallPending)(nil),
+		(*WatchPendingCallsResponse_CallSettled)(nil),
+		(*WatchPendingCallsResponse_SnapshotDone)(nil),
+		(*WatchPendingCallsResponse_Heartbeat)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_askuser_v1_agent_proto_rawDesc), len(file_askuser_v1_agent_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   34,
+			NumEnums:      5,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,13 +19,15 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AgentService_RunAgent_FullMethodName   = "/askuser.v1.AgentService/RunAgent"
-	AgentService_ResumeRun_FullMethodName  = "/askuser.v1.AgentService/ResumeRun"
-	AgentService_WatchRun_FullMethodName   = "/askuser.v1.AgentService/WatchRun"
-	AgentService_GetRun_FullMethodName     = "/askuser.v1.AgentService/GetRun"
-	AgentService_ListRuns_FullMethodName   = "/askuser.v1.AgentService/ListRuns"
-	AgentService_CancelRun_FullMethodName  = "/askuser.v1.AgentService/CancelRun"
-	AgentService_ListAgents_FullMethodName = "/askuser.v1.AgentService/ListAgents"
+	AgentService_RunAgent_FullMethodName          = "/askuser.v1.AgentService/RunAgent"
+	AgentService_ResumeRun_FullMethodName         = "/askuser.v1.AgentService/ResumeRun"
+	AgentService_WatchRun_FullMethodName          = "/askuser.v1.AgentService/WatchRun"
+	AgentService_GetRun_FullMethodName            = "/askuser.v1.AgentService/GetRun"
+	AgentService_ListRuns_FullMethodName          = "/askuser.v1.AgentService/ListRuns"
+	AgentService_CancelRun_FullMethodName         = "/askuser.v1.AgentService/CancelRun"
+	AgentService_ListAgents_FullMethodName        = "/askuser.v1.AgentService/ListAgents"
+	AgentService_WatchPendingCalls_FullMethodName = "/askuser.v1.AgentService/WatchPendingCalls"
+	AgentService_ClaimCall_FullMethodName         = "/askuser.v1.AgentService/ClaimCall"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -36,7 +38,8 @@ const (
 //
 // Errors carry rich details: INVALID_ARGUMENT has `google.rpc.BadRequest`; FAILED_PRECONDITION has
 // `google.rpc.ErrorInfo` with domain `askuser.dev` and a reason such as `ALREADY_ANSWERED`,
-// `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED` or `RUN_FINISHED`.
+// `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED` or
+// `ALREADY_CLAIMED`.
 type AgentServiceClient interface {
 	// The bidirectional agent stream. The first client frame is `start` (a new run) or `attach` (an
 	// existing run); later frames are answers to that run's questions. The server streams the run's
@@ -66,6 +69,16 @@ type AgentServiceClient interface {
 	CancelRun(ctx context.Context, in *CancelRunRequest, opts ...grpc.CallOption) (*CancelRunResponse, error)
 	// Lists the agents this server runs.
 	ListAgents(ctx context.Context, in *ListAgentsRequest, opts ...grpc.CallOption) (*ListAgentsResponse, error)
+	// Streams the calls that wait for someone, across runs: on connect every call pending now, then a
+	// `snapshot_done` marker, then each new pending call and each settlement live. Reconnecting
+	// replays the snapshot, so a worker or an inbox that reconnects misses nothing. Filters combine
+	// with AND; an empty filter matches everything.
+	WatchPendingCalls(ctx context.Context, in *WatchPendingCallsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchPendingCallsResponse], error)
+	// Claims a pending call for a while, so that two workers on the same pending-calls feed do not both
+	// run it. Claiming again with the same `claimant` renews the claim; another claimant gets
+	// FAILED_PRECONDITION `ALREADY_CLAIMED` until the claim lapses. A claim never blocks settling: anyone
+	// may still settle the call, and the first settlement wins.
+	ClaimCall(ctx context.Context, in *ClaimCallRequest, opts ...grpc.CallOption) (*ClaimCallResponse, error)
 }
 
 type agentServiceClient struct {
@@ -167,6 +180,35 @@ func (c *agentServiceClient) ListAgents(ctx context.Context, in *ListAgentsReque
 	return out, nil
 }
 
+func (c *agentServiceClient) WatchPendingCalls(ctx context.Context, in *WatchPendingCallsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchPendingCallsResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &AgentService_ServiceDesc.Streams[3], AgentService_WatchPendingCalls_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchPendingCallsRequest, WatchPendingCallsResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_WatchPendingCallsClient = grpc.ServerStreamingClient[WatchPendingCallsResponse]
+
+func (c *agentServiceClient) ClaimCall(ctx context.Context, in *ClaimCallRequest, opts ...grpc.CallOption) (*ClaimCallResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClaimCallResponse)
+	err := c.cc.Invoke(ctx, AgentService_ClaimCall_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -175,7 +217,8 @@ func (c *agentServiceClient) ListAgents(ctx context.Context, in *ListAgentsReque
 //
 // Errors carry rich details: INVALID_ARGUMENT has `google.rpc.BadRequest`; FAILED_PRECONDITION has
 // `google.rpc.ErrorInfo` with domain `askuser.dev` and a reason such as `ALREADY_ANSWERED`,
-// `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED` or `RUN_FINISHED`.
+// `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED` or
+// `ALREADY_CLAIMED`.
 type AgentServiceServer interface {
 	// The bidirectional agent stream. The first client frame is `start` (a new run) or `attach` (an
 	// existing run); later frames are answers to that run's questions. The server streams the run's
@@ -205,6 +248,16 @@ type AgentServiceServer interface {
 	CancelRun(context.Context, *CancelRunRequest) (*CancelRunResponse, error)
 	// Lists the agents this server runs.
 	ListAgents(context.Context, *ListAgentsRequest) (*ListAgentsResponse, error)
+	// Streams the calls that wait for someone, across runs: on connect every call pending now, then a
+	// `snapshot_done` marker, then each new pending call and each settlement live. Reconnecting
+	// replays the snapshot, so a worker or an inbox that reconnects misses nothing. Filters combine
+	// with AND; an empty filter matches everything.
+	WatchPendingCalls(*WatchPendingCallsRequest, grpc.ServerStreamingServer[WatchPendingCallsResponse]) error
+	// Claims a pending call for a while, so that two workers on the same pending-calls feed do not both
+	// run it. Claiming again with the same `claimant` renews the claim; another claimant gets
+	// FAILED_PRECONDITION `ALREADY_CLAIMED` until the claim lapses. A claim never blocks settling: anyone
+	// may still settle the call, and the first settlement wins.
+	ClaimCall(context.Context, *ClaimCallRequest) (*ClaimCallResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -235,6 +288,12 @@ func (UnimplementedAgentServiceServer) CancelRun(context.Context, *CancelRunRequ
 }
 func (UnimplementedAgentServiceServer) ListAgents(context.Context, *ListAgentsRequest) (*ListAgentsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListAgents not implemented")
+}
+func (UnimplementedAgentServiceServer) WatchPendingCalls(*WatchPendingCallsRequest, grpc.ServerStreamingServer[WatchPendingCallsResponse]) error {
+	return status.Error(codes.Unimplemented, "method WatchPendingCalls not implemented")
+}
+func (UnimplementedAgentServiceServer) ClaimCall(context.Context, *ClaimCallRequest) (*ClaimCallResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ClaimCall not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -358,6 +417,35 @@ func _AgentService_ListAgents_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_WatchPendingCalls_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchPendingCallsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AgentServiceServer).WatchPendingCalls(m, &grpc.GenericServerStream[WatchPendingCallsRequest, WatchPendingCallsResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_WatchPendingCallsServer = grpc.ServerStreamingServer[WatchPendingCallsResponse]
+
+func _AgentService_ClaimCall_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ClaimCallRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).ClaimCall(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_ClaimCall_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).ClaimCall(ctx, req.(*ClaimCallRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -381,6 +469,10 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "ListAgents",
 			Handler:    _AgentService_ListAgents_Handler,
 		},
+		{
+			MethodName: "ClaimCall",
+			Handler:    _AgentService_ClaimCall_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -397,6 +489,11 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "WatchRun",
 			Handler:       _AgentService_WatchRun_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "WatchPendingCalls",
+			Handler:       _AgentService_WatchPendingCalls_Handler,
 			ServerStreams: true,
 		},
 	},

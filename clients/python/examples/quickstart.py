@@ -1,13 +1,17 @@
-"""Starts the demo agent `deploy` and answers its questions from the keyboard.
+"""Starts the demo agent `deploy` and answers its questions from the keyboard; then starts the agent
+`status_check`, which calls the client tool `service_status`: this program runs the tool, sends its
+output back and prints the agent's reply. A part whose agent the server lacks is skipped.
 
-Run a server with the built-in demo agents (`askuser serve`, no --config), then:
-
-    python examples/quickstart.py [HOST:PORT]    # default 127.0.0.1:50051
+    askuser serve                                            # the demo agents (`deploy`)
+    askuser serve --config tests/conformance/agents.toml     # agents with client tools (`status_check`)
+    python examples/quickstart.py [HOST:PORT]                # default 127.0.0.1:50051
 """
 
+import json
 import sys
+from collections.abc import Callable
 
-from askuser_client import AskUserClient, ask_user_pb2
+from askuser_client import AskUserClient, AskUserError, agent_pb2, ask_user_pb2
 
 
 def read_answer(question: ask_user_pb2.SuspendPayload) -> dict:
@@ -28,9 +32,9 @@ def read_answer(question: ask_user_pb2.SuspendPayload) -> dict:
     return {"selections": labels}
 
 
-def main() -> int:
-    address = sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1:50051"
-    with AskUserClient(address) as client, client.start_run("deploy", "Deploy the web app") as run:
+def deploy(client: AskUserClient) -> int:
+    """Part 1: a person answers the agent's questions at the keyboard."""
+    with client.start_run("deploy", "Deploy the web app") as run:
         questions = {}
         for frame in run:
             kind = frame.WhichOneof("event")
@@ -50,6 +54,55 @@ def main() -> int:
                 print(f"\nThe run failed: {frame.run_failed.message}", file=sys.stderr)
                 return 1
     return 1
+
+
+def service_status(service: str) -> str:
+    """The client tool `service_status`, which runs here, in the caller, when the agent calls it."""
+    return "healthy" if service == "api" else "unknown"
+
+
+def status_check(client: AskUserClient) -> int:
+    """Part 2: the agent calls a client tool; this program runs it and sends the output back."""
+    with client.start_run("status_check", "Is the api up?") as run:
+        for frame in run:
+            kind = frame.WhichOneof("event")
+            if kind == "tool_call_suspended":
+                call = frame.tool_call_suspended
+                if call.kind != agent_pb2.SUSPEND_KIND_CLIENT_TOOL or call.tool_name != "service_status":
+                    run.close()
+                    print(f"Unexpected call: {call}", file=sys.stderr)
+                    return 1
+                arguments = json.loads(call.arguments_json)  # {"service": "api"}
+                output = service_status(arguments["service"])
+                print(f"{call.tool_name}({call.arguments_json}) -> {output}")
+                run.send_output(call.tool_call_id, output)
+            elif kind == "run_completed":
+                print(f"Result: {frame.run_completed.output_text}")  # "api is healthy"
+                return 0
+            elif kind == "run_failed":
+                print(f"The run failed: {frame.run_failed.message}", file=sys.stderr)
+                return 1
+    return 1
+
+
+def part(name: str, run: Callable[[], int]) -> int:
+    """Runs one part; a server without its agent skips it."""
+    try:
+        return run()
+    except AskUserError as error:
+        if error.reason != "AGENT_NOT_FOUND":
+            raise
+        print(f"(skipped: the server has no agent {name})")
+        return 0
+
+
+def main() -> int:
+    address = sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1:50051"
+    with AskUserClient(address) as client:
+        status = part("deploy", lambda: deploy(client))
+        if status != 0:
+            return status
+        return part("status_check", lambda: status_check(client))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@
 // Prints one line per scenario, then `N passed, N failed` as the last line; exits 1 when any failed.
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
-import { AskUserClient, AskUserError, type AnswerValue, type Run, v1 } from "@askuser/client";
+import { isDeepStrictEqual } from "node:util";
+import { AskUserClient, AskUserError, type AnswerValue, type PendingCalls, type Run, type ToolDefinitionInit, v1 } from "@askuser/client";
 
 const SCENARIO_DIR = path.resolve(__dirname, "../../../../tests/conformance");
 /** Longest wait for one frame or call; a scripted run answers in milliseconds, so this only catches hangs. */
@@ -15,6 +16,7 @@ const TIMEOUT_MS = 10_000;
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type Args = { [key: string]: Json };
 type Frame = v1.RunAgentResponse;
+type FeedEvent = v1.WatchPendingCallsResponse;
 
 /** A scenario step the server did not satisfy, or one the runner cannot run. */
 class StepFailure extends Error {}
@@ -67,9 +69,20 @@ function stringListArg(value: Json, key: string): string[] {
   return value as string[];
 }
 
-const ANSWER_KINDS = ["text", "selections", "decline"] as const;
+function objectArg(value: Json, key: string): Args {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) fail(`${key} must be an object, got ${show(value)}`);
+  return value;
+}
 
-/** The answer of an `answer` or `resume` step: exactly one of text, selections, decline. */
+/** A name of a generated string enum, e.g. `SUSPEND_KIND_APPROVAL`. */
+function enumArg<E extends string>(enumObject: Record<string, E>, value: Json, key: string): E {
+  if (typeof value !== "string" || !Object.values<string>(enumObject).includes(value)) fail(`unknown ${key} ${show(value)}`);
+  return value as E;
+}
+
+const ANSWER_KINDS = ["text", "selections", "decline", "tool_output", "approve", "reject", "edit"] as const;
+
+/** The answer of an `answer` or `resume` step: exactly one of the answer kinds. */
 function answerArg(args: Args): AnswerValue {
   const given = ANSWER_KINDS.filter((kind) => kind in args);
   if (given.length !== 1) fail(`exactly one of ${ANSWER_KINDS.join(", ")} must be given, got ${show(given)}`);
@@ -78,9 +91,38 @@ function answerArg(args: Args): AnswerValue {
       return { text: stringArg(args, "text") };
     case "selections":
       return { selections: stringListArg(args.selections, "selections") };
-    default:
+    case "decline":
       return { decline: stringArg(args, "decline") };
+    case "tool_output": {
+      const output = objectArg(args.tool_output, "tool_output");
+      allowOnly(output, ["content", "is_error"]);
+      const isError = output.is_error ?? false;
+      if (typeof isError !== "boolean") fail(`tool_output.is_error must be a boolean, got ${show(isError)}`);
+      return { toolOutput: { content: stringArg(output, "content"), isError } };
+    }
+    case "approve":
+      if (args.approve !== true) fail(`approve must be true, got ${show(args.approve)}`);
+      return { approve: true };
+    case "reject":
+      return { reject: stringArg(args, "reject") };
+    default:
+      return { edit: stringArg(args, "edit") };
   }
+}
+
+/** The per-run tools of a `start` step. */
+function toolsArg(value: Json): ToolDefinitionInit[] {
+  if (!Array.isArray(value)) fail(`tools must be an array, got ${show(value)}`);
+  return value.map((item) => {
+    const tool = objectArg(item, "a tool");
+    allowOnly(tool, ["name", "description", "parameters_json_schema", "approval"]);
+    return {
+      name: stringArg(tool, "name"),
+      description: stringArg(tool, "description", ""),
+      parametersJsonSchema: stringArg(tool, "parameters_json_schema", ""),
+      approval: "approval" in tool ? enumArg(v1.ApprovalPolicy, tool.approval, "approval") : undefined,
+    };
+  });
 }
 
 /**
@@ -111,11 +153,30 @@ function kindOf(frame: Frame): string {
 
 const TOOL_CALL_KINDS = ["tool_call", "tool_call_suspended", "tool_result", "answer_rejected", "answer_accepted"];
 
+/** How a check field compares: `matches`, or for `arguments` JSON text parsed and compared as a JSON value. */
+type Compare = (expected: Json, actual: unknown) => boolean;
+
+/**
+ * `arguments`: the actual JSON text parsed equals the expected JSON value (deep equality, so object
+ * keys compare whatever their order); text that is not JSON matches nothing.
+ */
+function sameJson(expected: Json, actual: unknown): boolean {
+  if (typeof actual !== "string") return false;
+  try {
+    return isDeepStrictEqual(JSON.parse(actual), expected);
+  } catch {
+    return false;
+  }
+}
+
 /** What each check field reads from a frame, and the frame kinds it applies to ("all" for every kind). */
-const FRAME_FIELDS: Record<string, { kinds: string[] | "all"; read: (event: any, frame: Frame) => unknown }> = {
+const FRAME_FIELDS: Record<string, { kinds: string[] | "all"; read: (event: any, frame: Frame) => unknown; compare?: Compare }> = {
   sequence: { kinds: "all", read: (_, frame) => frame.sequence },
   tool_call_id: { kinds: TOOL_CALL_KINDS, read: (event) => event.toolCallId },
   tool_name: { kinds: ["tool_call", "tool_call_suspended"], read: (event) => event.toolName },
+  suspend_kind: { kinds: ["tool_call_suspended"], read: (event) => event.kind },
+  arguments: { kinds: ["tool_call", "tool_call_suspended"], read: (event) => event.argumentsJson, compare: sameJson },
+  approval_reason: { kinds: ["tool_call_suspended"], read: (event) => event.approvalReason },
   question: { kinds: ["tool_call_suspended"], read: (event) => event.suspendPayload?.question },
   options: {
     kinds: ["tool_call_suspended"],
@@ -221,7 +282,90 @@ async function expectFrame(reader: FrameReader, check: Args, saved: Map<string, 
     if (spec.kinds !== "all" && !spec.kinds.includes(kind)) fail(`check field ${show(field)} does not apply to ${kind}`);
     const actual = spec.read(event, frame);
     if (field === "save") saved.set(stringArg(check, field), String(actual));
-    else if (!matches(expected, actual)) fail(`${kind}.${field}: expected ${show(expected)}, got ${show(actual)}`);
+    else if (!(spec.compare ?? matches)(expected, actual)) fail(`${kind}.${field}: expected ${show(expected)}, got ${show(actual)}`);
+  }
+}
+
+// ---- the pending-calls feed ----
+
+/** `callPending` → `call_pending`: feed event kinds as the format names them. */
+function feedKindOf(event: FeedEvent): string {
+  return (event.event?.$case ?? "(no event)").replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
+}
+
+/** The run a feed event belongs to; undefined for `snapshot_done`. */
+function feedRunId(event: FeedEvent): string | undefined {
+  const value = event.event?.value as { runId?: string } | undefined;
+  return value?.runId;
+}
+
+/** What each `expect_pending` field reads from a feed event, and the event kinds it applies to. */
+const FEED_FIELDS: Record<string, { kinds: string[]; read: (event: any) => unknown; compare?: Compare }> = {
+  run_id: { kinds: ["call_pending", "call_settled"], read: (event) => event.runId },
+  agent_id: { kinds: ["call_pending"], read: (event) => event.agentId },
+  tool_call_id: {
+    kinds: ["call_pending", "call_settled"],
+    read: (event) => ("call" in event ? event.call?.toolCallId : event.toolCallId),
+  },
+  tool_name: { kinds: ["call_pending"], read: (event) => event.call?.toolName },
+  suspend_kind: { kinds: ["call_pending"], read: (event) => event.call?.kind },
+  arguments: { kinds: ["call_pending"], read: (event) => event.call?.argumentsJson, compare: sameJson },
+  result_kind: { kinds: ["call_settled"], read: (event) => event.kind },
+};
+
+/** Reads a pending-calls feed, one event at a time, each within the timeout. */
+class FeedReader {
+  readonly feed: PendingCalls;
+  readonly #events: AsyncIterator<FeedEvent>;
+
+  constructor(feed: PendingCalls) {
+    this.feed = feed;
+    this.#events = feed[Symbol.asyncIterator]();
+  }
+
+  async event(expectedKind: string): Promise<FeedEvent> {
+    const result = await withTimeout(this.#events.next(), `${expectedKind} event`).catch(streamFailed(`expected ${expectedKind}`));
+    if (result.done) fail(`expected ${expectedKind}, the feed ended`);
+    return result.value;
+  }
+}
+
+/**
+ * Reads feed events until one of the check's kind (and, when given, `run_id`) comes, and checks it.
+ * Events of other runs are skipped, and so is an event of another kind before it, except that an
+ * event of the checked run that does not match fails the check.
+ */
+async function expectPending(reader: FeedReader, check: Args, saved: Map<string, string>): Promise<void> {
+  const kind = stringArg(check, "kind");
+  if (!["call_pending", "call_settled", "snapshot_done"].includes(kind)) fail(`unknown feed event kind ${show(kind)}`);
+  for (const field of Object.keys(check)) {
+    if (field === "kind" || field === "save") continue;
+    const spec = FEED_FIELDS[field] ?? fail(`unknown check field ${show(field)}`);
+    if (!spec.kinds.includes(kind)) fail(`check field ${show(field)} does not apply to ${kind}`);
+  }
+  if ("save" in check && kind === "snapshot_done") fail(`check field "save" does not apply to ${kind}`);
+  const runId = "run_id" in check ? stringArg(check, "run_id") : undefined;
+  for (;;) {
+    const event = await reader.event(kind);
+    const eventKind = feedKindOf(event);
+    if (eventKind === "heartbeat") continue;
+    if (runId !== undefined && feedRunId(event) !== runId) continue; // another run's call, or the snapshot marker
+    if (eventKind !== kind) {
+      if (runId !== undefined) fail(`expected ${kind} of run ${show(runId)}, got ${eventKind}: ${show(event.event?.value)}`);
+      continue;
+    }
+    const value = event.event!.value;
+    for (const [field, expected] of Object.entries(check)) {
+      if (field === "kind") continue;
+      if (field === "save") {
+        saved.set(stringArg(check, field), String(FEED_FIELDS.tool_call_id.read(value)));
+        continue;
+      }
+      const spec = FEED_FIELDS[field];
+      const actual = spec.read(value);
+      if (!(spec.compare ?? matches)(expected, actual)) fail(`${kind}.${field}: expected ${show(expected)}, got ${show(actual)}`);
+    }
+    return;
   }
 }
 
@@ -281,6 +425,7 @@ class Scenario {
   readonly #client: AskUserClient;
   readonly #saved = new Map<string, string>();
   readonly #streams = new Map<string, { run: Run; reader: FrameReader }>();
+  readonly #feeds = new Map<string, FeedReader>();
 
   constructor(client: AskUserClient) {
     this.#client = client;
@@ -304,7 +449,13 @@ class Scenario {
       }
     } finally {
       for (const { run } of this.#streams.values()) run.close();
+      for (const reader of this.#feeds.values()) reader.feed.close();
     }
+  }
+
+  #feed(args: Args): FeedReader {
+    const name = stringArg(args, "feed", "main");
+    return this.#feeds.get(name) ?? fail(`no open feed ${show(name)}`);
   }
 
   #stream(args: Args): { run: Run; reader: FrameReader } {
@@ -325,9 +476,11 @@ class Scenario {
     const client = this.#client;
     switch (kind) {
       case "start": {
-        allowOnly(args, ["stream", "agent_id", "prompt", "metadata"]);
+        allowOnly(args, ["stream", "agent_id", "prompt", "metadata", "tools"]);
         const metadata = (args.metadata ?? {}) as Record<string, string>;
-        const reader = this.#open(args, client.startRun(stringArg(args, "agent_id"), stringArg(args, "prompt"), metadata), "");
+        const tools = toolsArg(args.tools ?? []);
+        const run = client.startRun(stringArg(args, "agent_id"), stringArg(args, "prompt"), metadata, { tools });
+        const reader = this.#open(args, run, "");
         // The run id comes from the first frame, which stays unread for the next `expect`; a stream
         // that fails instead (e.g. an unknown agent) is left for `expect_stream_error`.
         const first = await reader.peek().catch(() => undefined);
@@ -385,6 +538,29 @@ class Scenario {
         const reader = new FrameReader(client.watchRun(runId, sequenceArg(args, "after_sequence")), runId);
         return expectFrames(reader, args.expect ?? fail("watch needs expect"), this.#saved);
       }
+      case "watch_pending": {
+        allowOnly(args, ["feed", "agent_ids", "tool_names", "kinds"]);
+        const name = stringArg(args, "feed", "main");
+        const feed = client.watchPendingCalls({
+          agentIds: stringListArg(args.agent_ids ?? [], "agent_ids"),
+          toolNames: stringListArg(args.tool_names ?? [], "tool_names"),
+          kinds: stringListArg(args.kinds ?? [], "kinds").map((kind) => enumArg(v1.SuspendKind, kind, "kind")),
+        });
+        this.#feeds.get(name)?.feed.close();
+        this.#feeds.set(name, new FeedReader(feed));
+        return;
+      }
+      case "expect_pending": {
+        const { feed, ...check } = args;
+        return expectPending(this.#feed({ feed }), check, this.#saved);
+      }
+      case "close_pending":
+        allowOnly(args, ["feed"]);
+        this.#feed(args).feed.close();
+        this.#feeds.delete(stringArg(args, "feed", "main"));
+        return;
+      case "claim":
+        return this.#claim(args);
       case "get_run":
         return this.#getRun(args);
       case "ask_user":
@@ -392,6 +568,24 @@ class Scenario {
       default:
         fail(`unknown step kind ${show(kind)}`);
     }
+  }
+
+  async #claim(args: Args): Promise<void> {
+    allowOnly(args, ["run_id", "tool_call_id", "claimant", "ttl_ms", "expect_error"]);
+    let ttlMs: number | undefined;
+    if ("ttl_ms" in args) {
+      const value = args.ttl_ms;
+      if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) fail(`ttl_ms must be milliseconds, got ${show(value)}`);
+      ttlMs = value;
+    }
+    const call = () =>
+      withTimeout(
+        this.#client.claimCall(stringArg(args, "run_id"), stringArg(args, "tool_call_id"), stringArg(args, "claimant"), { ttlMs }),
+        "ClaimCall response",
+      );
+    if ("expect_error" in args) return expectError(call, args.expect_error);
+    const expires = await call();
+    if (!(expires instanceof Date)) fail(`ClaimCall returned no expire_time`);
   }
 
   async #getRun(args: Args): Promise<void> {

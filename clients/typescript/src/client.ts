@@ -1,19 +1,24 @@
 import { credentials as grpcCredentials, type ChannelCredentials, type ChannelOptions, type ServiceError } from "@grpc/grpc-js";
 import {
   AgentServiceClient,
+  ApprovalPolicy,
   type Agent,
   type CancelRunResponse,
+  type ClaimCallResponse,
   type GetRunResponse,
   type ListAgentsResponse,
   type ListRunsResponse,
   type Run as RunRecord,
   type RunAgentResponse,
   RunStatus,
+  type SuspendKind,
+  type ToolDefinition,
 } from "./gen/askuser/v1/agent";
 import type { AskUserOption, SelectionMode } from "./gen/askuser/v1/ask_user";
 import type { Duration } from "./gen/google/protobuf/duration";
 import { ToolServiceClient, type AskUserResponse } from "./gen/askuser/v1/tool";
 import { toAskUserError } from "./error";
+import { PendingCalls } from "./pending";
 import { buildAnswer, Run, runEvents, type AnswerOptions, type AnswerValue } from "./run";
 
 /** How to connect. */
@@ -28,6 +33,36 @@ export interface ClientOptions {
 export interface StartRunOptions {
   /** How long each question may wait for an answer, in milliseconds; the agent's default when absent. */
   questionTtlMs?: number;
+  /** Client tools for this run only, offered to the model beside the agent's own tools. */
+  tools?: ToolDefinitionInit[];
+}
+
+/** A client tool declared for one run: the caller runs it and settles its calls with `sendToolOutput`. */
+export interface ToolDefinitionInit {
+  /** The name the model calls it by: letters, digits, `_` and `-`, at most 64 characters. */
+  name: string;
+  /** What the tool does, as the model is told. */
+  description?: string;
+  /** JSON Schema of the arguments, as JSON text or as an object (sent as its JSON); any JSON object when absent. */
+  parametersJsonSchema?: string | Record<string, unknown>;
+  /** `ApprovalPolicy.APPROVAL_POLICY_ALWAYS` makes every call wait for approval; the default is never. */
+  approval?: ApprovalPolicy;
+}
+
+/** Filters of `watchPendingCalls`; they combine with AND, and an absent or empty one matches everything. */
+export interface WatchPendingCallsOptions {
+  /** Only calls of runs of these agents. */
+  agentIds?: string[];
+  /** Only calls of these tools. */
+  toolNames?: string[];
+  /** Only calls waiting for these kinds of settlement, e.g. `SuspendKind.SUSPEND_KIND_CLIENT_TOOL`. */
+  kinds?: SuspendKind[];
+}
+
+/** Options of `claimCall`. */
+export interface ClaimCallOptions {
+  /** How long the claim lasts unless renewed, in milliseconds (1 s to 1 h); the server's default (60 s) when absent. */
+  ttlMs?: number;
 }
 
 /** Filters and paging of `listRuns`. */
@@ -56,6 +91,16 @@ function callUnary<Response>(start: (callback: (error: ServiceError | null, resp
   });
 }
 
+function toolDefinition(tool: ToolDefinitionInit): ToolDefinition {
+  const schema = tool.parametersJsonSchema ?? "";
+  return {
+    name: tool.name,
+    description: tool.description ?? "",
+    parametersJsonSchema: typeof schema === "string" ? schema : JSON.stringify(schema),
+    approval: tool.approval ?? ApprovalPolicy.APPROVAL_POLICY_UNSPECIFIED,
+  };
+}
+
 function millisToDuration(ms: number): Duration {
   const seconds = Math.floor(ms / 1000);
   return { seconds, nanos: Math.round((ms - seconds * 1000) * 1_000_000) };
@@ -73,12 +118,17 @@ export class AskUserClient {
     this.#tools = new ToolServiceClient(address, credentials, options.channelOptions);
   }
 
-  /** Starts a run of an agent and follows it. */
+  /**
+   * Starts a run of an agent and follows it. `options.tools` adds client tools for this run only; a
+   * bad definition fails the stream with INVALID_ARGUMENT naming the field (e.g.
+   * `start.tools[0].parameters_json_schema`).
+   */
   startRun(agentId: string, prompt: string, metadata: Record<string, string> = {}, options: StartRunOptions = {}): Run {
     const questionTtl = options.questionTtlMs === undefined ? undefined : millisToDuration(options.questionTtlMs);
+    const tools = (options.tools ?? []).map(toolDefinition);
     return new Run(
       this.#agents.runAgent(),
-      { frame: { $case: "start", value: { agentId, prompt, metadata, questionTtl } } },
+      { frame: { $case: "start", value: { agentId, prompt, metadata, questionTtl, tools } } },
       "",
     );
   }
@@ -89,8 +139,9 @@ export class AskUserClient {
   }
 
   /**
-   * Answers one question of a suspended run without a bidirectional stream, then yields what follows
-   * (first `answerAccepted`) until the run waits again or ends. A bad answer throws an AskUserError.
+   * Settles one pending call of a suspended run (an answer, a tool output or an approval decision)
+   * without a bidirectional stream, then yields what follows (first `answerAccepted`) until the run
+   * waits again or ends. A bad answer throws an AskUserError.
    */
   resumeRun(runId: string, toolCallId: string, answer: AnswerValue, options: Omit<AnswerOptions, "runId"> = {}): AsyncIterable<RunAgentResponse> {
     return runEvents(this.#agents.resumeRun({ answer: buildAnswer(toolCallId, answer, { ...options, runId }) }));
@@ -101,7 +152,30 @@ export class AskUserClient {
     return runEvents(this.#agents.watchRun({ runId, afterSequence }));
   }
 
-  /** One run with its pending questions. */
+  /**
+   * Follows the calls that wait for someone, across runs: every call pending now, `snapshotDone`,
+   * then new pending calls and settlements live, until `close()`. Reconnecting replays the snapshot.
+   */
+  watchPendingCalls(filters: WatchPendingCallsOptions = {}): PendingCalls {
+    const request = { agentIds: filters.agentIds ?? [], toolNames: filters.toolNames ?? [], kinds: filters.kinds ?? [] };
+    return new PendingCalls(this.#agents.watchPendingCalls(request));
+  }
+
+  /**
+   * Claims a pending call for `claimant` (e.g. a worker's name), so that other workers on the feed
+   * leave it alone; claiming again renews the claim. Resolves to when the claim lapses. Another
+   * claimant's live claim rejects with FAILED_PRECONDITION, reason `ALREADY_CLAIMED`. A claim never
+   * blocks settling: the first settlement wins.
+   */
+  async claimCall(runId: string, toolCallId: string, claimant: string, options: ClaimCallOptions = {}): Promise<Date> {
+    const ttl = options.ttlMs === undefined ? undefined : millisToDuration(options.ttlMs);
+    const { expireTime } = await callUnary<ClaimCallResponse>((done) =>
+      this.#agents.claimCall({ runId, toolCallId, claimant, ttl }, done),
+    );
+    return expireTime!;
+  }
+
+  /** One run with its pending calls. */
   async getRun(runId: string): Promise<RunRecord> {
     const { run } = await callUnary<GetRunResponse>((done) => this.#agents.getRun({ runId }, done));
     return run!;

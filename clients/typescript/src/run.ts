@@ -2,8 +2,21 @@ import { status, type ClientDuplexStream } from "@grpc/grpc-js";
 import { AskUserError, toAskUserError } from "./error";
 import { Answer, RunAgentRequest, type RunAgentResponse } from "./gen/askuser/v1/agent";
 
-/** What a person answers: free text (or a single-select label), selected labels, or a decline. */
-export type AnswerValue = { text: string } | { selections: string[] } | { decline: string };
+/**
+ * How a pending call is settled. For a question (`SUSPEND_KIND_QUESTION`): free text (or a
+ * single-select label), selected labels, or a decline. For a client tool call
+ * (`SUSPEND_KIND_CLIENT_TOOL`): the tool's output. For an approval (`SUSPEND_KIND_APPROVAL`): approve,
+ * reject (with an optional reason; a decline rejects too) or edit (the arguments to run the tool with,
+ * as JSON text or as an object, which is sent as its JSON).
+ */
+export type AnswerValue =
+  | { text: string }
+  | { selections: string[] }
+  | { decline: string }
+  | { toolOutput: { content: string; isError?: boolean } }
+  | { approve: true }
+  | { reject: string }
+  | { edit: string | Record<string, unknown> };
 
 /** Optional parts of an answer. */
 export interface AnswerOptions {
@@ -13,12 +26,29 @@ export interface AnswerOptions {
   runId?: string;
 }
 
+/** Options of a client tool's output. */
+export interface ToolOutputOptions extends AnswerOptions {
+  /** The tool failed: the model is told the result is an error. */
+  isError?: boolean;
+}
+
 /** Builds the `Answer` message that both `RunAgent` frames and `ResumeRun` carry. */
 export function buildAnswer(toolCallId: string, value: AnswerValue, options: AnswerOptions = {}): Answer {
   let answer: Answer["answer"];
   if ("text" in value) answer = { $case: "text", value: value.text };
   else if ("selections" in value) answer = { $case: "selections", value: { labels: value.selections } };
-  else answer = { $case: "decline", value: { reason: value.decline } };
+  else if ("decline" in value) answer = { $case: "decline", value: { reason: value.decline } };
+  else if ("toolOutput" in value) {
+    const { content, isError = false } = value.toolOutput;
+    answer = { $case: "toolOutput", value: { content, isError } };
+  } else if ("approve" in value) {
+    answer = { $case: "approval", value: { decision: { $case: "approve", value: {} } } };
+  } else if ("reject" in value) {
+    answer = { $case: "approval", value: { decision: { $case: "reject", value: { reason: value.reject } } } };
+  } else {
+    const argumentsJson = typeof value.edit === "string" ? value.edit : JSON.stringify(value.edit);
+    answer = { $case: "approval", value: { decision: { $case: "edit", value: { argumentsJson } } } };
+  }
   return { runId: options.runId ?? "", toolCallId, answer, answerId: options.answerId ?? "" };
 }
 
@@ -27,9 +57,9 @@ export function buildAnswer(toolCallId: string, value: AnswerValue, options: Ans
  * alive), and turns a failed status into an AskUserError. Leaving early (break, return, a throw in
  * the loop body) cancels the call, which grpc-js would otherwise keep open.
  */
-export async function* runEvents(
-  call: AsyncIterable<RunAgentResponse> & { cancel(): void },
-): AsyncGenerator<RunAgentResponse> {
+export async function* runEvents<Frame extends { event?: { $case: string } | undefined }>(
+  call: AsyncIterable<Frame> & { cancel(): void },
+): AsyncGenerator<Frame> {
   try {
     for await (const frame of call) {
       if (frame.event?.$case !== "heartbeat") yield frame;
@@ -42,8 +72,9 @@ export async function* runEvents(
 }
 
 /**
- * A run followed over a `RunAgent` stream: iterate it for the run's events, and answer its
- * questions with `answerText`, `answerSelections`, `decline` or `answer`. Answers are acknowledged
+ * A run followed over a `RunAgent` stream: iterate it for the run's events, and settle its pending
+ * calls: questions with `answerText`, `answerSelections` or `decline`, client tool calls with
+ * `sendToolOutput`, approvals with `approve`, `reject` or `edit` (or any of them with `answer`). Answers are acknowledged
  * in-band by an `answerAccepted` or `answerRejected` event. Iteration ends when the run completes, fails or is
  * cancelled, and throws an AskUserError when the stream fails.
  *
@@ -72,7 +103,7 @@ export class Run implements AsyncIterable<RunAgentResponse> {
     return this.#events;
   }
 
-  /** Answers a question: `{ text }`, `{ selections }` or `{ decline }`. */
+  /** Settles a pending call with any `AnswerValue`, e.g. `{ text }` or `{ toolOutput: { content } }`. */
   answer(toolCallId: string, value: AnswerValue, options?: AnswerOptions): void {
     this.#call.write({ frame: { $case: "answer", value: buildAnswer(toolCallId, value, options) } });
   }
@@ -90,6 +121,33 @@ export class Run implements AsyncIterable<RunAgentResponse> {
   /** Declines to answer a question, optionally saying why. */
   decline(toolCallId: string, reason = "", options?: AnswerOptions): void {
     this.answer(toolCallId, { decline: reason }, options);
+  }
+
+  /** Sends the output of a client tool call (`SUSPEND_KIND_CLIENT_TOOL`) that the caller ran. */
+  sendToolOutput(toolCallId: string, content: string, options: ToolOutputOptions = {}): void {
+    const { isError = false, ...answerOptions } = options;
+    this.answer(toolCallId, { toolOutput: { content, isError } }, answerOptions);
+  }
+
+  /**
+   * Approves a call that waits for approval (`SUSPEND_KIND_APPROVAL`). A client tool call is then
+   * suspended again, with the same id, as `SUSPEND_KIND_CLIENT_TOOL`, for its output.
+   */
+  approve(toolCallId: string, options?: AnswerOptions): void {
+    this.answer(toolCallId, { approve: true }, options);
+  }
+
+  /** Rejects a call that waits for approval: the tool never runs, and the model gets the reason. */
+  reject(toolCallId: string, reason = "", options?: AnswerOptions): void {
+    this.answer(toolCallId, { reject: reason }, options);
+  }
+
+  /**
+   * Approves a call with other arguments: JSON text, or an object sent as its JSON. They are checked
+   * against the tool's schema (a bad edit is rejected in-band and the approval stays pending).
+   */
+  edit(toolCallId: string, args: string | Record<string, unknown>, options?: AnswerOptions): void {
+    this.answer(toolCallId, { edit: args }, options);
   }
 
   /**

@@ -128,6 +128,7 @@ test("leaving a loop early cancels the call, so a closed client lets the process
       const run = client.startRun("pick", "test");
       for await (const frame of run) if (frame.event.$case === "toolCallSuspended") break;
       for await (const frame of client.watchRun(run.runId)) break;
+      for await (const event of client.watchPendingCalls()) break;
       client.close();
     })();`;
   const child = promisify(execFile)(process.execPath, ["-e", script, address], {
@@ -225,8 +226,17 @@ test("a start option sets when the run's questions expire", async () => {
 
 test("listAgents lists the configured agents by id and askUser renders the fallback text", async () => {
   const agents = await client.listAgents();
-  assert.deepEqual(agents.map((agent) => agent.agentId), ["checks", "free_text", "parallel", "pick", "two_step"]);
-  assert.ok(agents.every((agent) => agent.tools.includes("ask_user")));
+  assert.deepEqual(
+    agents.map((agent) => agent.agentId),
+    ["checks", "deployer", "feed", "free_text", "parallel", "per_run", "pick", "status_check", "two_step"],
+  );
+  assert.ok(agents.filter((agent) => agent.agentId !== "per_run").every((agent) => agent.tools.length > 0));
+  const deployer = agents.find((agent) => agent.agentId === "deployer")!;
+  assert.deepEqual(deployer.tools, ["ask_user", "service_status", "deploy"]);
+  const deployTool = deployer.agentTools.find((tool) => tool.name === "deploy")!;
+  assert.equal(deployTool.kind, v1.ToolKind.TOOL_KIND_CLIENT);
+  assert.equal(deployTool.approval, v1.ApprovalPolicy.APPROVAL_POLICY_CONDITIONAL);
+  assert.equal(deployTool.approvalCondition, 'args.environment == "production"');
 
   const content = await client.askUser({
     question: "Which checks?",
@@ -234,4 +244,190 @@ test("listAgents lists the configured agents by id and askUser renders the fallb
     selectionMode: v1.SelectionMode.SELECTION_MODE_MULTI_SELECT,
   });
   assert.equal(content, "[Question for user]: Which checks?\nOptions: lint, unit\nSelection mode: multi_select");
+});
+
+// ---- client tools, approvals and the pending-calls feed ----
+
+/** Reads frames until a `toolCallSuspended` of `kind`, and checks its tool. */
+async function readSuspended(events: AsyncIterator<Frame>, kind: v1.SuspendKind, toolName: string): Promise<v1.ToolCallSuspended> {
+  const suspended = await readUntil(events, "toolCallSuspended");
+  assert.equal(suspended.kind, kind);
+  assert.equal(suspended.toolName, toolName);
+  return suspended;
+}
+
+/** Starts `deployer`, picks `environment`, sends `status` as the service status and reads up to the deploy call. */
+async function deployerUpToDeploy(environment: string, status = "healthy") {
+  const { run, events, question } = await startAndSuspend("deployer");
+  assert.equal(question.kind, v1.SuspendKind.SUSPEND_KIND_QUESTION);
+  run.answerText(question.toolCallId, environment);
+  const check = await readSuspended(events, v1.SuspendKind.SUSPEND_KIND_CLIENT_TOOL, "service_status");
+  run.sendToolOutput(check.toolCallId, status);
+  return { run, events };
+}
+
+test("sendToolOutput settles a client tool call with its output, or with an error", async () => {
+  const { run, events, question: call } = await startAndSuspend("status_check");
+  assert.equal(call.kind, v1.SuspendKind.SUSPEND_KIND_CLIENT_TOOL);
+  assert.equal(call.toolName, "service_status");
+  assert.deepEqual(JSON.parse(call.argumentsJson), { service: "api" });
+  assert.equal(call.suspendPayload, undefined, "a client tool call has no question");
+  run.answerText(call.toolCallId, "healthy");
+  const rejected = await readUntil(events, "answerRejected");
+  assert.deepEqual(rejected.fieldViolations.map((violation) => violation.field), ["answer.text"]);
+  run.sendToolOutput(call.toolCallId, "healthy", { answerId: "out-1" });
+  assert.equal((await readUntil(events, "answerAccepted")).duplicate, false);
+  const result = await readUntil(events, "toolResult");
+  assert.deepEqual(result, { toolCallId: call.toolCallId, content: "healthy", isError: false, kind: v1.ToolResultKind.TOOL_RESULT_KIND_OUTPUT });
+  assert.equal((await readUntil(events, "runCompleted")).outputText, "api is healthy");
+
+  const failing = await startAndSuspend("status_check");
+  failing.run.sendToolOutput(failing.question.toolCallId, "connection refused", { isError: true });
+  const failed = await readUntil(failing.events, "toolResult");
+  assert.equal(failed.isError, true);
+  assert.equal((await readUntil(failing.events, "runCompleted")).outputText, "api is connection refused");
+});
+
+test("approve runs the tool: the call comes again, with the same id, as a client tool call", async () => {
+  const { run, events } = await deployerUpToDeploy("production");
+  const approval = await readSuspended(events, v1.SuspendKind.SUSPEND_KIND_APPROVAL, "deploy");
+  assert.deepEqual(JSON.parse(approval.argumentsJson), { service: "api", environment: "production" });
+  assert.equal(approval.approvalReason, 'args.environment == "production"');
+  run.approve(approval.toolCallId, { answerId: "ok-1" });
+  assert.equal((await readUntil(events, "answerAccepted")).toolCallId, approval.toolCallId);
+  const call = await readSuspended(events, v1.SuspendKind.SUSPEND_KIND_CLIENT_TOOL, "deploy");
+  assert.equal(call.toolCallId, approval.toolCallId);
+  run.sendToolOutput(call.toolCallId, "deployed v42");
+  assert.equal(
+    (await readUntil(events, "runCompleted")).outputText,
+    "Deploy of api to production (status healthy): deployed v42",
+  );
+});
+
+test("reject tells the model why and never runs the tool", async () => {
+  const { run, events } = await deployerUpToDeploy("production", "degraded");
+  const approval = await readSuspended(events, v1.SuspendKind.SUSPEND_KIND_APPROVAL, "deploy");
+  run.reject(approval.toolCallId, "not while degraded");
+  const result = await readUntil(events, "toolResult");
+  assert.equal(result.kind, v1.ToolResultKind.TOOL_RESULT_KIND_REJECTED);
+  assert.equal(result.content, "User rejected the call: not while degraded");
+  await readUntil(events, "runCompleted");
+
+  const error = await rejection(collect(client.resumeRun(run.runId, approval.toolCallId, { approve: true })));
+  assert.equal(error.codeName, "FAILED_PRECONDITION");
+  assert.equal(error.reason, "ALREADY_ANSWERED");
+});
+
+test("edit runs the tool with other arguments, given as an object or as JSON text", async () => {
+  const { run, events } = await deployerUpToDeploy("production");
+  const approval = await readSuspended(events, v1.SuspendKind.SUSPEND_KIND_APPROVAL, "deploy");
+  run.edit(approval.toolCallId, '{"service": "api", "environment": "moon"}');
+  const rejected = await readUntil(events, "answerRejected");
+  assert.deepEqual(rejected.fieldViolations.map((violation) => violation.field), ["answer.approval.edit.arguments_json"]);
+  run.edit(approval.toolCallId, { service: "api", environment: "staging" });
+  const call = await readSuspended(events, v1.SuspendKind.SUSPEND_KIND_CLIENT_TOOL, "deploy");
+  assert.deepEqual(JSON.parse(call.argumentsJson), { service: "api", environment: "staging" });
+  run.sendToolOutput(call.toolCallId, "deployed v42");
+  const result = await readUntil(events, "toolResult");
+  assert.equal(result.content, 'User edited the arguments to {"environment":"staging","service":"api"}. Result: deployed v42');
+  run.close();
+});
+
+test("startRun offers per-run tools, with their approval policy, and rejects a bad schema", async () => {
+  const bad = await rejection(
+    collect(client.startRun("per_run", "look up a", {}, { tools: [{ name: "lookup", parametersJsonSchema: '{"type": 12}' }] })),
+  );
+  assert.equal(bad.codeName, "INVALID_ARGUMENT");
+  assert.ok(
+    bad.fieldViolations.some((violation) => violation.field === "start.tools[0].parameters_json_schema"),
+    `field violations: ${JSON.stringify(bad.fieldViolations)}`,
+  );
+
+  const run = client.startRun("per_run", "look up a", {}, {
+    tools: [
+      {
+        name: "lookup",
+        description: "Looks a key up",
+        parametersJsonSchema: { type: "object", properties: { key: { type: "string" } }, required: ["key"] },
+        approval: v1.ApprovalPolicy.APPROVAL_POLICY_ALWAYS,
+      },
+    ],
+  });
+  const events = run[Symbol.asyncIterator]();
+  const approval = await readSuspended(events, v1.SuspendKind.SUSPEND_KIND_APPROVAL, "lookup");
+  assert.equal(approval.approvalReason, "always");
+  assert.deepEqual(JSON.parse(approval.argumentsJson), { key: "a" });
+  run.approve(approval.toolCallId);
+  const call = await readSuspended(events, v1.SuspendKind.SUSPEND_KIND_CLIENT_TOOL, "lookup");
+  run.sendToolOutput(call.toolCallId, "42");
+  assert.equal((await readUntil(events, "runCompleted")).outputText, "lookup: 42");
+});
+
+type FeedEvent = NonNullable<v1.WatchPendingCallsResponse["event"]>;
+type FeedEventOf<Case> = Extract<FeedEvent, { $case: Case }>["value"];
+
+/** Reads feed events until one of `kind` (of the run `runId`, when given). */
+async function readFeedUntil<Case extends FeedEvent["$case"]>(
+  events: AsyncIterator<v1.WatchPendingCallsResponse>,
+  kind: Case,
+  runId?: string,
+): Promise<FeedEventOf<Case>> {
+  for (;;) {
+    const result = await events.next();
+    assert.ok(!result.done, `the feed ended before a ${kind} event`);
+    const event = result.value.event!;
+    assert.notEqual(event.$case, "heartbeat", "heartbeats are left out");
+    const eventRunId = (event.value as { runId?: string }).runId;
+    if (event.$case === kind && (runId === undefined || eventRunId === runId)) return event.value as FeedEventOf<Case>;
+  }
+}
+
+test("watchPendingCalls feeds pending calls and settlements, and claimCall keeps other workers off", async () => {
+  const feed = client.watchPendingCalls({
+    agentIds: ["status_check"],
+    toolNames: ["service_status"],
+    kinds: [v1.SuspendKind.SUSPEND_KIND_CLIENT_TOOL],
+  });
+  const updates = feed[Symbol.asyncIterator]();
+  await readFeedUntil(updates, "snapshotDone");
+
+  const { run, question: call } = await startAndSuspend("status_check");
+  run.close();
+  const pending = await readFeedUntil(updates, "callPending", run.runId);
+  assert.equal(pending.agentId, "status_check");
+  assert.equal(pending.call?.toolCallId, call.toolCallId);
+  assert.equal(pending.call?.kind, v1.SuspendKind.SUSPEND_KIND_CLIENT_TOOL);
+  assert.deepEqual(JSON.parse(pending.call!.argumentsJson), { service: "api" });
+
+  const before = Date.now();
+  const expires = await client.claimCall(run.runId, call.toolCallId, "worker-1", { ttlMs: 30_000 });
+  assert.ok(expires instanceof Date);
+  assert.ok(expires.getTime() >= before + 29_000 && expires.getTime() <= Date.now() + 31_000, `claim lapses at ${expires.toISOString()}`);
+  const taken = await rejection(client.claimCall(run.runId, call.toolCallId, "worker-2"));
+  assert.equal(taken.code, status.FAILED_PRECONDITION);
+  assert.equal(taken.reason, "ALREADY_CLAIMED");
+  assert.ok((await client.claimCall(run.runId, call.toolCallId, "worker-1")) instanceof Date, "the claimant renews its claim");
+  const [claimed] = (await client.getRun(run.runId)).pendingToolCalls;
+  assert.equal(claimed.claimant, "worker-1");
+  assert.ok(claimed.claimExpireTime instanceof Date);
+
+  // A claim does not block settling, here without a stream.
+  const resumed = await collect(client.resumeRun(run.runId, call.toolCallId, { toolOutput: { content: "up" } }));
+  assert.equal(kinds(resumed)[0], "answerAccepted");
+  assert.equal(kinds(resumed).at(-1), "runCompleted");
+  const settled = await readFeedUntil(updates, "callSettled", run.runId);
+  assert.equal(settled.toolCallId, call.toolCallId);
+  assert.equal(settled.kind, v1.ToolResultKind.TOOL_RESULT_KIND_OUTPUT);
+
+  feed.close();
+  assert.deepEqual(await updates.next(), { done: true, value: undefined }, "close() ends the iteration quietly");
+  const gone = await rejection(client.claimCall(run.runId, call.toolCallId, "worker-2"));
+  assert.equal(gone.reason, "TOOL_CALL_NOT_PENDING");
+});
+
+test("a feed closed before it is iterated ends quietly", async () => {
+  const feed = client.watchPendingCalls({ agentIds: ["no_such_agent"] });
+  feed.close();
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.deepEqual(await collect(feed as AsyncIterable<never>), []);
 });

@@ -5,11 +5,10 @@
 //! chunk that cannot be read) is retried too, after a `Restarted` event, since its text was
 //! already streamed.
 
-mod retry;
 mod wire;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use eventsource_stream::{EventStreamError, Eventsource};
@@ -19,14 +18,13 @@ use reqwest::{StatusCode, Url};
 use tracing::warn;
 
 use super::{Model, ModelError, ModelEvent, ModelRequest, ModelStream};
+use crate::http::retry::{self, Failure};
+use crate::http::{error_response, request_error};
 
 /// How long a request may wait for the connection, the response, or the next piece of it.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Retries of a failed request.
 pub const DEFAULT_MAX_RETRIES: u32 = 2;
-
-/// Longest piece of a response body quoted in an error.
-const EXCERPT_CHARS: usize = 300;
 
 /// The settings of an `openai` agent model, as validated from the agents file.
 pub struct OpenAiSettings {
@@ -195,23 +193,18 @@ enum AttemptFailure {
 impl AttemptFailure {
     /// The wait before trying again, or `None` when another try cannot help.
     fn retry_delay(&self, attempts: u32) -> Option<Duration> {
-        match self {
+        let failure = match self {
             AttemptFailure::Status {
                 status,
                 retry_after,
                 ..
-            } if *status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() => {
-                match retry_after {
-                    Some(wait) if *wait > retry::MAX_RETRY_AFTER => None,
-                    Some(wait) => Some(*wait),
-                    None => Some(retry::backoff(attempts)),
-                }
-            }
-            AttemptFailure::Status { .. } => None,
-            AttemptFailure::Unreachable(_) | AttemptFailure::Broken(_) => {
-                Some(retry::backoff(attempts))
-            }
-        }
+            } => Failure::Status {
+                status: *status,
+                retry_after: *retry_after,
+            },
+            AttemptFailure::Unreachable(_) | AttemptFailure::Broken(_) => Failure::Transport,
+        };
+        retry::delay(failure, attempts)
     }
 
     fn describe(&self) -> String {
@@ -253,15 +246,10 @@ async fn send(
         .send()
         .await
         .map_err(|e| AttemptFailure::Unreachable(request_error(e)))?;
-    let status = response.status();
-    if status.is_success() {
+    if response.status().is_success() {
         return Ok(response);
     }
-    let retry_after = retry::retry_after(response.headers(), SystemTime::now());
-    let body = match response.text().await {
-        Ok(text) => excerpt(&text),
-        Err(e) => format!("(the body could not be read: {})", request_error(e)),
-    };
+    let (status, retry_after, body) = error_response(response).await;
     Err(AttemptFailure::Status {
         status,
         retry_after,
@@ -273,30 +261,6 @@ fn stream_error(error: EventStreamError<reqwest::Error>) -> String {
     match error {
         EventStreamError::Transport(error) => request_error(error),
         other => other.to_string(),
-    }
-}
-
-/// A request error with its causes, e.g. `error sending request: client error (Connect): tcp
-/// connect error: Connection refused`, which reqwest's own message leaves out; without the URL,
-/// which errors name once, up front.
-fn request_error(error: reqwest::Error) -> String {
-    let error = error.without_url();
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(&error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
-/// The start of a text, for error messages.
-fn excerpt(text: &str) -> String {
-    let text = text.trim();
-    match text.char_indices().nth(EXCERPT_CHARS) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
     }
 }
 

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{OpenAiSettings, excerpt};
+use super::OpenAiSettings;
 use crate::domain::{Message, ModelToolCall, Usage};
+use crate::http::excerpt;
 use crate::model::{ModelError, ModelEvent, ModelRequest, ToolSpec};
 
 /// The body of `POST /chat/completions` for one turn.
@@ -73,7 +74,8 @@ fn message(message: &Message) -> Value {
     }
 }
 
-/// A tool in strict mode: the model's arguments then always match the schema's shape.
+/// A tool, in strict mode when its schema allows it: the model's arguments then always match the
+/// schema's shape. The server checks every call against the schema either way.
 fn tool(spec: &ToolSpec) -> Value {
     json!({
         "type": "function",
@@ -81,9 +83,39 @@ fn tool(spec: &ToolSpec) -> Value {
             "name": spec.name,
             "description": spec.description,
             "parameters": spec.parameters,
-            "strict": true,
+            "strict": strict_compatible(&spec.parameters),
         },
     })
+}
+
+/// Whether structured outputs' strict mode accepts a schema: every object closes its properties
+/// (`additionalProperties: false`) and requires all of them, all the way down.
+fn strict_compatible(schema: &Value) -> bool {
+    let Some(schema) = schema.as_object() else {
+        return false;
+    };
+    let children_ok = |key: &str| match schema.get(key) {
+        None => true,
+        Some(Value::Array(items)) => items.iter().all(strict_compatible),
+        Some(item) => strict_compatible(item),
+    };
+    let is_object =
+        schema.get("type") == Some(&json!("object")) || schema.contains_key("properties");
+    let object_ok = !is_object || {
+        let properties = schema.get("properties").and_then(Value::as_object);
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        schema.get("additionalProperties") == Some(&Value::Bool(false))
+            && properties.is_none_or(|properties| {
+                properties.iter().all(|(name, property)| {
+                    required.contains(&name.as_str()) && strict_compatible(property)
+                })
+            })
+    };
+    object_ok && children_ok("items") && children_ok("anyOf")
 }
 
 /// One `chat.completion.chunk`; fields this provider does not use are ignored.
@@ -212,6 +244,23 @@ impl TurnAssembly {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strict_mode_only_for_closed_fully_required_schemas() {
+        let closed = json!({"type": "object", "properties": {"service": {"type": "string"}},
+            "required": ["service"], "additionalProperties": false});
+        assert!(strict_compatible(&closed));
+        let optional = json!({"type": "object", "properties": {"service": {"type": "string"},
+            "note": {"type": "string"}}, "required": ["service"], "additionalProperties": false});
+        assert!(!strict_compatible(&optional));
+        let open = json!({"type": "object", "properties": {"service": {"type": "string"}},
+            "required": ["service"]});
+        assert!(!strict_compatible(&open));
+        let nested_open = json!({"type": "object", "properties": {"target": {"type": "object",
+            "properties": {"env": {"type": "string"}}, "required": ["env"]}},
+            "required": ["target"], "additionalProperties": false});
+        assert!(!strict_compatible(&nested_open));
+    }
 
     fn call(index: usize, id: Option<&str>, name: Option<&str>, arguments: &str) -> String {
         json!({

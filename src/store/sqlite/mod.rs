@@ -12,14 +12,17 @@ mod checkpoint;
 mod group_commit;
 
 use super::records::{
-    PENDING_QUERY, PendingRow, RUN_COLUMNS, RunHead, RunRow, STEP_RUN_QUERY, TOOL_CALL_QUERY,
-    TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall, assemble_transcript,
-    first_step, from_json, kind_name, parse_status, to_json, usage_columns, usage_from_columns,
+    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
+    EXECUTED_UPDATE, EXECUTING_QUERY, PENDING_FEED_QUERY, PENDING_QUERY, PendingRow, RUN_COLUMNS,
+    RunHead, RunRow, STEP_RUN_QUERY, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY,
+    ToolCallRow, TranscriptCall, UNSETTLED_QUERY, UPDATE_CALL, assemble_transcript, between_turns,
+    executed_events, executing_call, first_step, from_json, kind_name, parse_status,
+    run_tools_column, to_json, usage_columns, usage_from_columns,
 };
 use super::{
-    CallStatus, CancelOutcome, Committed, Created, Decide, EventPage, Lease, NewCallState, NewRun,
-    RunEnd, RunQuery, RunStore, SettleOutcome, StepState, StoreError, StoreResult, ToolCallRecord,
-    TurnCommit, TurnOutcome,
+    CallStatus, CancelOutcome, ClaimOutcome, Committed, Created, Decide, EventPage, ExecutedResult,
+    ExecutingCall, Lease, NewRun, RunEnd, RunPendingCall, RunQuery, RunStore, SettleOutcome,
+    StepState, StoreError, StoreResult, ToolCallRecord, TurnCommit, TurnOutcome,
 };
 use crate::domain::{
     Event, EventKind, Message, PendingCall, RunRecord, RunStatus, ToolResultKind, now_millis,
@@ -37,9 +40,14 @@ pub enum Synchronous {
 
 /// The schema's versions, each the statements that bring the previous one to it (the first from
 /// an empty file); never edit a released one, add the next.
-const MIGRATIONS: &[&str] = &[SCHEMA_V1, USAGE_V2];
+const MIGRATIONS: &[&str] = &[
+    SCHEMA_V1,
+    USAGE_V2,
+    include_str!("../../../migrations/postgres/0003_tools.sql"),
+];
 
-/// Version 2: the tokens each run has used so far.
+/// Version 2: the tokens each run has used so far. (Version 3 is PostgreSQL's own file: its SQL is
+/// the same on both.)
 const USAGE_V2: &str = "
 ALTER TABLE runs ADD COLUMN input_tokens INTEGER;
 ALTER TABLE runs ADD COLUMN output_tokens INTEGER;
@@ -201,6 +209,7 @@ fn read_run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
         question_ttl_ms: row.get(9)?,
         created_ms: row.get(10)?,
         updated_ms: row.get(11)?,
+        run_tools: row.get(12)?,
     })
 }
 
@@ -218,19 +227,39 @@ fn load_run(conn: &Connection, run_id: &str) -> StoreResult<Option<RunRecord>> {
     }
 }
 
+/// A [`PendingRow`] from its columns, starting at `first`.
+fn read_pending_row(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<PendingRow> {
+    Ok(PendingRow {
+        tool_call_id: row.get(first)?,
+        tool_name: row.get(first + 1)?,
+        payload: row.get(first + 2)?,
+        expire_ms: row.get(first + 3)?,
+        suspend_kind: row.get(first + 4)?,
+        run_arguments: row.get(first + 5)?,
+        approval_reason: row.get(first + 6)?,
+        claimant: row.get(first + 7)?,
+        claim_expires_ms: row.get(first + 8)?,
+    })
+}
+
 fn load_pending(conn: &Connection, run_id: &str) -> StoreResult<Vec<PendingCall>> {
     let rows: Vec<PendingRow> = conn
-        .prepare_cached(PENDING_QUERY)?
-        .query_map([run_id], |row| {
-            Ok(PendingRow {
-                tool_call_id: row.get(0)?,
-                tool_name: row.get(1)?,
-                payload: row.get(2)?,
-                expire_ms: row.get(3)?,
-            })
-        })?
+        .prepare_cached(&PENDING_QUERY)?
+        .query_map([run_id], |row| read_pending_row(row, 0))?
         .collect::<Result<_, _>>()?;
     rows.into_iter().map(PendingRow::into_pending).collect()
+}
+
+fn load_executing(conn: &Connection, run_id: &str) -> StoreResult<Vec<ExecutingCall>> {
+    let rows: Vec<(String, String, String, Option<String>)> = conn
+        .prepare_cached(EXECUTING_QUERY)?
+        .query_map([run_id], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+        })?
+        .collect::<Result<_, _>>()?;
+    rows.into_iter()
+        .map(|(id, name, arguments, decision)| executing_call(id, name, arguments, decision))
+        .collect()
 }
 
 fn run_head(conn: &Connection, run_id: &str) -> StoreResult<Option<RunHead>> {
@@ -283,10 +312,11 @@ fn append_events(
     Ok(events)
 }
 
-fn count_pending(conn: &Connection, run_id: &str) -> StoreResult<i64> {
+/// How many of the run's calls wait for someone, and how many the server runs.
+fn call_counts(conn: &Connection, run_id: &str) -> StoreResult<(i64, i64)> {
     Ok(conn
-        .prepare_cached("SELECT COUNT(*) FROM tool_calls WHERE run_id = ?1 AND status = 'pending'")?
-        .query_row([run_id], |row| row.get(0))?)
+        .prepare_cached(CALL_COUNTS_QUERY)?
+        .query_row([run_id], |row| Ok((row.get(0)?, row.get(1)?)))?)
 }
 
 fn load_tool_call(
@@ -304,6 +334,10 @@ fn load_tool_call(
                 answer: row.get(4)?,
                 answer_id: row.get(5)?,
                 result_sequence: row.get(6)?,
+                suspend_kind: row.get(7)?,
+                run_arguments: row.get(8)?,
+                approval_reason: row.get(9)?,
+                decision: row.get(10)?,
             })
         })
         .optional()?
@@ -340,9 +374,9 @@ fn read_step(conn: &Connection, run_id: &str) -> StoreResult<Option<StepState>> 
         .query_row([run_id], |row| {
             Ok((
                 read_run_row(row)?,
-                row.get::<_, i64>(12)?,
-                row.get(13)?,
-                row.get(14)?,
+                row.get::<_, i64>(AFTER_RUN_COLUMNS)?,
+                row.get(AFTER_RUN_COLUMNS + 1)?,
+                row.get(AFTER_RUN_COLUMNS + 2)?,
             ))
         })
         .optional()?;
@@ -356,6 +390,7 @@ fn read_step(conn: &Connection, run_id: &str) -> StoreResult<Option<StepState>> 
         transcript,
         step_attempt: u32::try_from(step_attempt).unwrap_or(0),
         usage: usage_from_columns(input_tokens, output_tokens),
+        executing: load_executing(conn, run_id)?,
     }))
 }
 
@@ -381,7 +416,7 @@ impl RunStore for SqliteStore {
                 let now = now_millis();
                 conn.prepare_cached(&format!(
                     "INSERT INTO runs ({RUN_COLUMNS}, lease_owner, lease_expires_ms) \
-                     VALUES (?1, ?2, 'running', ?3, ?4, '', '', 1, 0, ?5, ?6, ?6, ?7, ?8)"
+                     VALUES (?1, ?2, 'running', ?3, ?4, '', '', 1, 0, ?5, ?6, ?6, ?7, ?8, ?9)"
                 ))?
                 .execute(params![
                     run.run_id,
@@ -390,6 +425,7 @@ impl RunStore for SqliteStore {
                     to_json(&run.metadata)?,
                     run.question_ttl_ms,
                     now,
+                    run_tools_column(&run)?,
                     owner,
                     lease_until_ms
                 ])?;
@@ -487,66 +523,45 @@ impl RunStore for SqliteStore {
                 turns += 1;
             }
             let events = append_events(conn, &run_id, head.last_sequence, commit.events, now)?;
-            // A call settled at once gets the sequence of its own tool_result event.
-            let result_sequence = |id: &str| {
-                events
-                    .iter()
-                    .find(|e| matches!(&e.kind, EventKind::ToolResult { tool_call_id, .. } if tool_call_id == id))
-                    .map_or(0, |e| e.sequence as i64)
-            };
-            let mut any_pending = false;
+            let rows = commit
+                .tool_calls
+                .iter()
+                .enumerate()
+                .map(|(position, call)| CallRow::new(position, call, &events))
+                .collect::<StoreResult<Vec<_>>>()?;
+            let count = |status| rows.iter().filter(|r| r.status == status).count() as i64;
+            let (pending, executing) = (count(CallStatus::Pending), count(CallStatus::Executing));
             {
                 let mut insert = conn.prepare_cached(
                     "INSERT INTO tool_calls (run_id, tool_call_id, turn, position, tool_name, arguments_json, \
-                     status, payload, expire_ms, result_content, result_is_error, result_kind, result_sequence) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                     status, payload, expire_ms, result_content, result_is_error, result_kind, result_sequence, \
+                     suspend_kind, run_arguments, approval_reason) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
                 )?;
-                for (position, call) in commit.tool_calls.iter().enumerate() {
-                    let turn = i64::from(turns) - 1;
-                    match &call.state {
-                        NewCallState::Pending { payload, expire_ms } => {
-                            any_pending = true;
-                            insert.execute(params![
-                                run_id,
-                                call.tool_call_id,
-                                turn,
-                                position as i64,
-                                call.tool_name,
-                                call.arguments_json,
-                                CallStatus::Pending.as_str(),
-                                to_json(payload)?,
-                                expire_ms,
-                                Option::<String>::None,
-                                false,
-                                Option::<String>::None,
-                                0
-                            ])?;
-                        }
-                        NewCallState::Settled {
-                            content,
-                            is_error,
-                            kind,
-                        } => {
-                            insert.execute(params![
-                                run_id,
-                                call.tool_call_id,
-                                turn,
-                                position as i64,
-                                call.tool_name,
-                                call.arguments_json,
-                                CallStatus::Invalid.as_str(),
-                                Option::<String>::None,
-                                Option::<i64>::None,
-                                content,
-                                is_error,
-                                kind_name(*kind)?,
-                                result_sequence(&call.tool_call_id)
-                            ])?;
-                        }
-                    }
+                let turn = i64::from(turns) - 1;
+                for row in &rows {
+                    insert.execute(params![
+                        run_id,
+                        row.call.tool_call_id,
+                        turn,
+                        row.position,
+                        row.call.tool_name,
+                        row.call.arguments_json,
+                        row.status.as_str(),
+                        row.payload,
+                        row.expire_ms,
+                        row.content,
+                        row.is_error,
+                        row.kind,
+                        row.result_sequence,
+                        row.suspend_kind,
+                        row.run_arguments,
+                        row.approval_reason
+                    ])?;
                 }
             }
-            let (status, output_text, error_message) = RunEnd::run_after(commit.end.as_ref(), any_pending);
+            let (status, output_text, error_message) =
+                RunEnd::run_after(commit.end.as_ref(), pending, executing);
             let (input_tokens, output_tokens) = usage_columns(commit.usage);
             let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
             conn.prepare_cached(
@@ -632,51 +647,51 @@ impl RunStore for SqliteStore {
             if call.status != CallStatus::Pending {
                 return Ok(SettleOutcome::NotPending(Box::new(call)));
             }
-            let Some(settlement) = decide(&call) else {
+            let Some(change) = decide(&call) else {
                 return Ok(SettleOutcome::Refused(Box::new(call)));
             };
             let Some(head) = run_head(conn, &run_id)? else {
                 return Ok(SettleOutcome::NotFound);
             };
-            let result = EventKind::ToolResult {
-                tool_call_id: tool_call_id.clone(),
-                content: settlement.content.clone(),
-                is_error: false,
-                kind: settlement.kind,
-            };
-            let events = append_events(conn, &run_id, head.last_sequence, vec![result], now)?;
-            let sequence = head.last_sequence + 1;
-            let answer = settlement.answer.as_ref().map(to_json).transpose()?;
-            let changed = conn
-                .prepare_cached(
-                    "UPDATE tool_calls SET status = ?3, answer = ?4, answer_id = ?5, result_content = ?6, \
-                     result_is_error = 0, result_kind = ?7, result_sequence = ?8 \
-                     WHERE run_id = ?1 AND tool_call_id = ?2 AND status = 'pending'",
-                )?
-                .execute(params![
-                    run_id,
-                    tool_call_id,
-                    settlement.status.as_str(),
-                    answer,
-                    settlement.answer_id,
-                    settlement.content,
-                    kind_name(settlement.kind)?,
-                    sequence as i64
-                ])?;
+            let (pending, executing) = call_counts(conn, &run_id)?;
+            let first_sequence = head.last_sequence + 1;
+            let update = CallUpdate::new(&call, change, first_sequence)?;
+            let events = append_events(
+                conn,
+                &run_id,
+                head.last_sequence,
+                update.event.clone().into_iter().collect(),
+                now,
+            )?;
+            let changed = conn.prepare_cached(UPDATE_CALL)?.execute(params![
+                update.status.as_str(),
+                update.suspend_kind,
+                update.run_arguments,
+                update.expire_ms,
+                update.answer,
+                update.answer_id,
+                update.decision,
+                update.result_content,
+                update.result_is_error,
+                update.result_kind,
+                update.result_sequence,
+                run_id,
+                tool_call_id
+            ])?;
             if changed != 1 {
                 return Err(StoreError::Corrupt(format!(
                     "tool call {tool_call_id} changed inside its own transaction"
                 )));
             }
-            let status = if count_pending(conn, &run_id)? == 0 {
-                RunStatus::Running
-            } else {
-                head.status
-            };
+            let status = between_turns(
+                pending + update.pending_delta,
+                executing + update.executing_delta,
+            );
+            let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
             conn.prepare_cached(
                 "UPDATE runs SET status = ?2, last_sequence = ?3, updated_ms = ?4 WHERE run_id = ?1",
             )?
-            .execute(params![run_id, status.as_str(), sequence as i64, now])?;
+            .execute(params![run_id, status.as_str(), last_sequence as i64, now])?;
             let step = match lease {
                 Some((owner, until_ms))
                     if status == RunStatus::Running
@@ -689,9 +704,131 @@ impl RunStore for SqliteStore {
             Ok(SettleOutcome::Settled {
                 committed: Committed { events, status },
                 step,
+                first_sequence,
             })
         })
         .await
+    }
+
+    async fn commit_executed(
+        &self,
+        run_id: &str,
+        owner: &str,
+        expected_turns: u32,
+        results: Vec<ExecutedResult>,
+    ) -> StoreResult<TurnOutcome> {
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        self.db
+            .run(move |conn| {
+                let now = now_millis();
+                let Some(head) = run_head(conn, &run_id)? else {
+                    return Ok(TurnOutcome::Stale);
+                };
+                if !head.admits_step(owner.as_str(), expected_turns) {
+                    return Ok(TurnOutcome::Stale);
+                }
+                let kinds = executed_events(&results);
+                let events = append_events(conn, &run_id, head.last_sequence, kinds, now)?;
+                {
+                    let mut update = conn.prepare_cached(EXECUTED_UPDATE)?;
+                    for (result, event) in results.iter().zip(&events) {
+                        let changed = update.execute(params![
+                            result.content,
+                            result.is_error,
+                            event.sequence as i64,
+                            run_id,
+                            result.tool_call_id
+                        ])?;
+                        if changed != 1 {
+                            return Err(StoreError::Corrupt(format!(
+                                "executed call {} was not executing",
+                                result.tool_call_id
+                            )));
+                        }
+                    }
+                }
+                let (pending, executing) = call_counts(conn, &run_id)?;
+                let status = between_turns(pending, executing);
+                let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
+                conn.prepare_cached(
+                    "UPDATE runs SET status = ?2, last_sequence = ?3, updated_ms = ?4, \
+                 lease_owner = CASE WHEN ?2 = 'running' THEN lease_owner END, \
+                 lease_expires_ms = CASE WHEN ?2 = 'running' THEN lease_expires_ms END \
+                 WHERE run_id = ?1",
+                )?
+                .execute(params![
+                    run_id,
+                    status.as_str(),
+                    last_sequence as i64,
+                    now
+                ])?;
+                Ok(TurnOutcome::Committed(Committed { events, status }))
+            })
+            .await
+    }
+
+    async fn claim_call(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+        claimant: &str,
+        until_ms: i64,
+    ) -> StoreResult<ClaimOutcome> {
+        let (run_id, tool_call_id, claimant) = (
+            run_id.to_owned(),
+            tool_call_id.to_owned(),
+            claimant.to_owned(),
+        );
+        self.db
+            .run(move |conn| {
+                let claimed = conn.prepare_cached(CLAIM_UPDATE)?.execute(params![
+                    claimant,
+                    until_ms,
+                    run_id,
+                    tool_call_id,
+                    now_millis()
+                ])?;
+                if claimed == 1 {
+                    return Ok(ClaimOutcome::Claimed { until_ms });
+                }
+                let Some(call) = load_tool_call(conn, &run_id, &tool_call_id)? else {
+                    return Ok(ClaimOutcome::NotFound);
+                };
+                if call.status != CallStatus::Pending {
+                    return Ok(ClaimOutcome::NotPending(Box::new(call)));
+                }
+                let (holder, until): (Option<String>, Option<i64>) = conn
+                    .prepare_cached(CLAIM_QUERY)?
+                    .query_row([&run_id, &tool_call_id], |row| {
+                        Ok((row.get(0)?, row.get(1)?))
+                    })?;
+                Ok(ClaimOutcome::Held {
+                    claimant: holder.unwrap_or_default(),
+                    until_ms: until.unwrap_or(0),
+                })
+            })
+            .await
+    }
+
+    async fn pending_calls(
+        &self,
+        after: Option<(String, String)>,
+        limit: usize,
+    ) -> StoreResult<Vec<RunPendingCall>> {
+        self.db
+            .run(move |conn| {
+                let (run_id, call_id) = after.unwrap_or_default();
+                let rows: Vec<(String, String, PendingRow)> = conn
+                    .prepare_cached(&PENDING_FEED_QUERY)?
+                    .query_map(params![run_id, call_id, limit as i64], |row| {
+                        Ok((row.get(0)?, row.get(1)?, read_pending_row(row, 2)?))
+                    })?
+                    .collect::<Result<_, _>>()?;
+                rows.into_iter()
+                    .map(|(run_id, agent_id, row)| row.into_run_pending(run_id, agent_id))
+                    .collect()
+            })
+            .await
     }
 
     async fn cancel_run(
@@ -717,11 +854,14 @@ impl RunStore for SqliteStore {
                 }
                 RunStatus::Running | RunStatus::Suspended => {}
             }
-            let pending = load_pending(conn, &run_id)?;
+            let pending: Vec<String> = conn
+                .prepare_cached(UNSETTLED_QUERY)?
+                .query_map([&run_id], |row| row.get(0))?
+                .collect::<Result<_, _>>()?;
             let mut kinds: Vec<EventKind> = pending
                 .iter()
-                .map(|call| EventKind::ToolResult {
-                    tool_call_id: call.tool_call_id.clone(),
+                .map(|tool_call_id| EventKind::ToolResult {
+                    tool_call_id: tool_call_id.clone(),
                     content: call_content.clone(),
                     is_error: false,
                     kind: ToolResultKind::Cancelled,
@@ -736,10 +876,10 @@ impl RunStore for SqliteStore {
                     "UPDATE tool_calls SET status = 'cancelled', result_content = ?3, result_kind = ?4, \
                      result_sequence = ?5 WHERE run_id = ?1 AND tool_call_id = ?2",
                 )?;
-                for (call, event) in pending.iter().zip(&events) {
+                for (tool_call_id, event) in pending.iter().zip(&events) {
                     settle.execute(params![
                         run_id,
-                        call.tool_call_id,
+                        tool_call_id,
                         call_content,
                         kind_name(ToolResultKind::Cancelled)?,
                         event.sequence as i64

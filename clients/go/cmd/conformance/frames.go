@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -139,6 +140,29 @@ func (m *matcher) optionalText(name string, got *string) {
 	}
 }
 
+// jsonValue compares JSON text with the check's JSON value: objects compare by keys, whatever
+// their order, and "$name" strings in the value stand for saved values.
+func (m *matcher) jsonValue(name, gotJSON string) {
+	var want any
+	if !m.take(name, &want) {
+		return
+	}
+	want, err := m.st.resolveJSON(want)
+	if err != nil {
+		m.fail("%s: %v", name, err)
+		return
+	}
+	var got any
+	if err := json.Unmarshal([]byte(gotJSON), &got); err != nil {
+		m.fail("%s is %q, not JSON: %v", name, gotJSON, err)
+		return
+	}
+	if !reflect.DeepEqual(got, want) {
+		wantJSON, _ := json.Marshal(want)
+		m.fail("%s is %s, want %s", name, gotJSON, wantJSON)
+	}
+}
+
 func (m *matcher) bool(name string, got bool) {
 	var want bool
 	if m.take(name, &want) && got != want {
@@ -183,7 +207,12 @@ func (m *matcher) checkFrame(frame *pb.RunAgentResponse) {
 		m.text("prompt", event.RunStarted.GetPrompt())
 	case *pb.RunAgentResponse_TextDelta:
 		m.text("text", event.TextDelta.GetText())
+	case *pb.RunAgentResponse_ToolCall:
+		m.jsonValue("arguments", event.ToolCall.GetArgumentsJson())
 	case *pb.RunAgentResponse_ToolCallSuspended:
+		m.text("suspend_kind", event.ToolCallSuspended.GetKind().String())
+		m.jsonValue("arguments", event.ToolCallSuspended.GetArgumentsJson())
+		m.text("approval_reason", event.ToolCallSuspended.GetApprovalReason())
 		payload := event.ToolCallSuspended.GetSuspendPayload()
 		m.text("question", payload.GetQuestion())
 		labels := []string{}
@@ -192,7 +221,7 @@ func (m *matcher) checkFrame(frame *pb.RunAgentResponse) {
 		}
 		m.texts("options", labels)
 		var mode *string
-		if payload.SelectionMode != nil {
+		if payload != nil && payload.SelectionMode != nil {
 			name := payload.GetSelectionMode().String()
 			mode = &name
 		}

@@ -24,6 +24,8 @@ func TestRunnerFailsWhatItCannotConfirm(t *testing.T) {
 	defer client.Close()
 
 	const started = `{"start": {"agent_id": "pick", "prompt": "deploy"}}, {"expect": {"kind": "run_started"}},`
+	const tool = `{"start": {"agent_id": "status_check", "prompt": "check"}}, {"expect": {"kind": "run_started"}},
+		{"expect": {"kind": "tool_call", "arguments": {"service": "api"}}},`
 	cases := []struct {
 		name  string
 		steps string
@@ -46,6 +48,22 @@ func TestRunnerFailsWhatItCannotConfirm(t *testing.T) {
 			{"expect": {"kind": "tool_call_suspended", "save": "q"}}, {"answer": {"tool_call_id": "$q", "text": "Ada"}},
 			{"expect": {"kind": "answer_accepted"}}, {"expect": {"kind": "tool_result"}},
 			{"expect": {"kind": "text_deltas", "text": "Hello, Bob!"}}`, `text deltas add up to "Hello, Ada!", want "Hello, Bob!"`},
+		{"matching client tool checks pass", tool + `{"expect": {"kind": "tool_call_suspended",
+			"suspend_kind": "SUSPEND_KIND_CLIENT_TOOL", "arguments": {"service": "api"}, "approval_reason": ""}}`, ""},
+		{"a wrong suspend kind fails", tool + `{"expect": {"kind": "tool_call_suspended", "suspend_kind": "SUSPEND_KIND_APPROVAL"}}`,
+			`suspend_kind is "SUSPEND_KIND_CLIENT_TOOL", want "SUSPEND_KIND_APPROVAL"`},
+		{"wrong arguments fail", tool + `{"expect": {"kind": "tool_call_suspended", "arguments": {"service": "db"}}}`,
+			`want {"service":"db"}`},
+		{"approve false fails", tool + `{"expect": {"kind": "tool_call_suspended", "save": "c"}},
+			{"answer": {"tool_call_id": "$c", "approve": false}}`, `"approve" can only be true`},
+		{"two replies fail", tool + `{"expect": {"kind": "tool_call_suspended", "save": "c"}},
+			{"answer": {"tool_call_id": "$c", "reject": "", "edit": "{}"}}`, "got 2"},
+		{"a claim that should fail but succeeds fails", tool + `{"expect": {"kind": "tool_call_suspended", "save": "c"}},
+			{"claim": {"run_id": "$run_id", "tool_call_id": "$c", "claimant": "w", "expect_error": {"code": "FAILED_PRECONDITION"}}}`,
+			"want the claim to fail"},
+		{"a pending-feed field of another kind fails", `{"watch_pending": {"agent_ids": ["no_such_agent"]}},
+			{"expect_pending": {"kind": "snapshot_done", "tool_call_id": "x"}}`, "tool_call_id: not a field of this kind of frame"},
+		{"an unknown pending-feed kind fails", `{"watch_pending": {}}, {"expect_pending": {"kind": "call_done"}}`, `unknown kind "call_done"`},
 		{"a wrong error reason fails", `{"get_run": {"run_id": "nope", "expect_error": {"code": "NOT_FOUND", "reason": "AGENT_NOT_FOUND"}}}`,
 			`reason "RUN_NOT_FOUND", want "AGENT_NOT_FOUND"`},
 	}

@@ -51,6 +51,7 @@ type state struct {
 	client  *askuser.Client
 	saved   map[string]string
 	streams map[string]*stream
+	feeds   map[string]*askuser.PendingCalls
 }
 
 // stream is a named RunAgent stream of a scenario.
@@ -76,7 +77,8 @@ func (s *stream) runID() string {
 }
 
 func (sc *scenario) run(ctx context.Context, client *askuser.Client) error {
-	st := &state{ctx: ctx, client: client, saved: map[string]string{}, streams: map[string]*stream{}}
+	st := &state{ctx: ctx, client: client, saved: map[string]string{}, streams: map[string]*stream{},
+		feeds: map[string]*askuser.PendingCalls{}}
 	defer st.closeStreams()
 	for i, raw := range sc.Steps {
 		kind, err := st.runStep(raw)
@@ -112,6 +114,9 @@ func (st *state) closeStreams() {
 		if s.run != nil {
 			s.run.Close()
 		}
+	}
+	for _, feed := range st.feeds {
+		feed.Close()
 	}
 }
 
@@ -156,6 +161,36 @@ func (st *state) resolveAll(refs []ref) ([]string, error) {
 		values[i] = value
 	}
 	return values, nil
+}
+
+// resolveJSON substitutes saved values for the "$name" strings of a decoded JSON value.
+func (st *state) resolveJSON(value any) (any, error) {
+	switch v := value.(type) {
+	case string:
+		return st.resolve(ref(v))
+	case []any:
+		out := make([]any, len(v))
+		for i, item := range v {
+			resolved, err := st.resolveJSON(item)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = resolved
+		}
+		return out, nil
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for key, item := range v {
+			resolved, err := st.resolveJSON(item)
+			if err != nil {
+				return nil, err
+			}
+			out[key] = resolved
+		}
+		return out, nil
+	default:
+		return value, nil
+	}
 }
 
 // count is a scenario sequence number: a JSON number, or "$name" for a saved sequence.

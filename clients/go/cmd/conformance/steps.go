@@ -27,6 +27,10 @@ var stepKinds = map[string]func(*state, json.RawMessage) error{
 	"watch":               step((*state).watch),
 	"get_run":             step((*state).getRun),
 	"ask_user":            step((*state).askUser),
+	"watch_pending":       step((*state).watchPending),
+	"expect_pending":      step((*state).expectPending),
+	"close_pending":       step((*state).closePending),
+	"claim":               step((*state).claim),
 }
 
 // step decodes a step's arguments, strictly, before running it.
@@ -45,6 +49,15 @@ type startArgs struct {
 	AgentID  string            `json:"agent_id"`
 	Prompt   string            `json:"prompt"`
 	Metadata map[string]string `json:"metadata"`
+	Tools    []toolArgs        `json:"tools"`
+}
+
+// toolArgs is a client tool declared for one run (StartRun.tools).
+type toolArgs struct {
+	Name                 string  `json:"name"`
+	Description          string  `json:"description"`
+	ParametersJSONSchema string  `json:"parameters_json_schema"`
+	Approval             *string `json:"approval"`
 }
 
 func (st *state) start(a startArgs) error {
@@ -52,7 +65,22 @@ func (st *state) start(a startArgs) error {
 	if err != nil {
 		return err
 	}
-	run, err := st.client.StartRun(st.ctx, a.AgentID, a.Prompt, a.Metadata)
+	var opts []askuser.StartOption
+	if a.Tools != nil {
+		tools := make([]*pb.ToolDefinition, len(a.Tools))
+		for i, tool := range a.Tools {
+			tools[i] = &pb.ToolDefinition{Name: tool.Name, Description: tool.Description, ParametersJsonSchema: tool.ParametersJSONSchema}
+			if tool.Approval != nil {
+				policy, ok := pb.ApprovalPolicy_value[*tool.Approval]
+				if !ok {
+					return fmt.Errorf("tools[%d]: unknown approval %q", i, *tool.Approval)
+				}
+				tools[i].Approval = pb.ApprovalPolicy(policy)
+			}
+		}
+		opts = append(opts, askuser.WithTools(tools...))
+	}
+	run, err := st.client.StartRun(st.ctx, a.AgentID, a.Prompt, a.Metadata, opts...)
 	if err != nil {
 		st.streams[name] = &stream{openErr: err}
 		return nil
@@ -96,22 +124,46 @@ func (st *state) newStreamName(name string) (string, error) {
 
 // replyArgs is the content of an answer: exactly one of its fields.
 type replyArgs struct {
-	Text       *ref   `json:"text"`
-	Selections *[]ref `json:"selections"`
-	Decline    *ref   `json:"decline"`
+	Text       *ref            `json:"text"`
+	Selections *[]ref          `json:"selections"`
+	Decline    *ref            `json:"decline"`
+	ToolOutput *toolOutputArgs `json:"tool_output"`
+	Approve    *bool           `json:"approve"`
+	Reject     *ref            `json:"reject"`
+	Edit       *ref            `json:"edit"`
+}
+
+type toolOutputArgs struct {
+	Content ref  `json:"content"`
+	IsError bool `json:"is_error"`
 }
 
 func (st *state) reply(a replyArgs) (askuser.Reply, error) {
 	given := 0
-	for _, isSet := range []bool{a.Text != nil, a.Selections != nil, a.Decline != nil} {
+	for _, isSet := range []bool{a.Text != nil, a.Selections != nil, a.Decline != nil,
+		a.ToolOutput != nil, a.Approve != nil, a.Reject != nil, a.Edit != nil} {
 		if isSet {
 			given++
 		}
 	}
 	if given != 1 {
-		return askuser.Reply{}, fmt.Errorf("an answer has exactly one of text, selections and decline, got %d", given)
+		return askuser.Reply{}, fmt.Errorf("an answer has exactly one of text, selections, decline, tool_output, approve, reject and edit, got %d", given)
 	}
 	switch {
+	case a.ToolOutput != nil:
+		content, err := st.resolve(a.ToolOutput.Content)
+		return askuser.ToolOutput(content, a.ToolOutput.IsError), err
+	case a.Approve != nil:
+		if !*a.Approve {
+			return askuser.Reply{}, errors.New(`"approve" can only be true`)
+		}
+		return askuser.Approved(), nil
+	case a.Reject != nil:
+		reason, err := st.resolve(*a.Reject)
+		return askuser.Rejected(reason), err
+	case a.Edit != nil:
+		arguments, err := st.resolve(*a.Edit)
+		return askuser.Edited(arguments), err
 	case a.Text != nil:
 		text, err := st.resolve(*a.Text)
 		return askuser.Text(text), err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"os"
 	"strings"
@@ -28,7 +29,7 @@ func runWithInput(t *testing.T, agentID, input string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var shown strings.Builder
-	output, err := runAgent(ctx, client, agentID, "release", strings.NewReader(input), &shown)
+	output, err := runAgent(ctx, client, agentID, "release", bufio.NewScanner(strings.NewReader(input)), &shown)
 	return output, shown.String(), err
 }
 
@@ -64,5 +65,31 @@ func TestQuickstartStopsWhenInputEnds(t *testing.T) {
 	_, shown, err := runWithInput(t, "free_text", "")
 	if err == nil || !strings.Contains(err.Error(), "standard input ended") {
 		t.Errorf("want the loop to stop at the end of input, got %v; shown:\n%s", err, shown)
+	}
+}
+
+func TestQuickstartRunsTheClientTool(t *testing.T) {
+	output, shown, err := runWithInput(t, "status_check", "")
+	if err != nil {
+		t.Fatalf("%v; shown:\n%s", err, shown)
+	}
+	if want := "api is healthy"; output != want {
+		t.Errorf("output %q, want %q", output, want)
+	}
+	if !strings.Contains(shown, "Ran service_status ") {
+		t.Errorf("want the tool run shown; the quickstart showed:\n%s", shown)
+	}
+}
+
+func TestQuickstartAsksForApprovalAndRejectsWithTheReason(t *testing.T) {
+	output, shown, err := runWithInput(t, "deployer", "2\nnot today\n")
+	if err != nil {
+		t.Fatalf("%v; shown:\n%s", err, shown)
+	}
+	if want := "Deploy of api to production (status healthy): User rejected the call: not today"; output != want {
+		t.Errorf("output %q, want %q", output, want)
+	}
+	if !strings.Contains(shown, "Allow deploy ") {
+		t.Errorf("want the approval asked; the quickstart showed:\n%s", shown)
 	}
 }

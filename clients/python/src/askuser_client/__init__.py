@@ -1,4 +1,4 @@
-"""Python client of askuser: start agent runs, follow their events, answer their questions.
+"""Python client of askuser: start agent runs, follow their events, settle their tool calls.
 
 The messages are the generated askuser.v1 modules, re-exported here as `agent_pb2`,
 `ask_user_pb2` and `tool_pb2`.
@@ -6,7 +6,15 @@ The messages are the generated askuser.v1 modules, re-exported here as `agent_pb
 
 from askuser.v1 import agent_pb2, ask_user_pb2, tool_pb2
 
-from .client import AskUserClient, Frame, Run, build_answer
+from .client import (
+    AskUserClient,
+    Frame,
+    PendingCallEvent,
+    PendingCalls,
+    Run,
+    build_answer,
+    tool_definition,
+)
 from .errors import AskUserError, FieldViolation
 
 __all__ = [
@@ -14,9 +22,12 @@ __all__ = [
     "AskUserError",
     "FieldViolation",
     "Frame",
+    "PendingCallEvent",
+    "PendingCalls",
     "Run",
     "agent_pb2",
     "ask_user_pb2",
     "build_answer",
+    "tool_definition",
     "tool_pb2",
 ]

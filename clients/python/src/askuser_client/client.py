@@ -1,4 +1,4 @@
-"""AskUserClient and Run: a thin layer over the generated askuser.v1 stubs.
+"""AskUserClient, Run and PendingCalls: a thin layer over the generated askuser.v1 stubs.
 
 Frames, runs and agents are the generated protobuf messages themselves; this layer only opens the
 calls, feeds the `RunAgent` stream its answers, skips heartbeats and raises AskUserError.
@@ -6,9 +6,11 @@ calls, feeds the `RunAgent` stream its answers, skips heartbeats and raises AskU
 
 from __future__ import annotations
 
+import json
 import queue
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
+from typing import Any, Protocol, TypeAlias
 
 import grpc
 from google.protobuf import duration_pb2
@@ -20,6 +22,17 @@ from .errors import AskUserError, raising_ask_user_errors
 Frame = agent_pb2.RunAgentResponse
 """One event of a run: `frame.WhichOneof("event")` names it (`tool_call_suspended`, ...)."""
 
+PendingCallEvent = agent_pb2.WatchPendingCallsResponse
+"""One event of the pending-calls feed: `event.WhichOneof("event")` is `call_pending`,
+`call_settled` or `snapshot_done`."""
+
+JsonArguments: TypeAlias = str | Mapping[str, Any]
+"""Tool arguments or a JSON Schema: JSON text, sent as is, or a mapping, encoded as JSON."""
+
+
+def _json_text(value: JsonArguments) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
 
 def build_answer(
     run_id: str,
@@ -28,11 +41,27 @@ def build_answer(
     text: str | None = None,
     selections: Sequence[str] | None = None,
     decline: str | None = None,
+    output: str | None = None,
+    is_error: bool = False,
+    approve: bool = False,
+    reject: str | None = None,
+    edit: JsonArguments | None = None,
     answer_id: str = "",
 ) -> agent_pb2.Answer:
-    """An `Answer` with exactly one of text, selections (labels) or decline (the reason)."""
-    if sum(value is not None for value in (text, selections, decline)) != 1:
-        raise ValueError("an answer has exactly one of text, selections or decline")
+    """An `Answer` with exactly one of:
+
+    - for a question: `text`, `selections` (labels) or `decline` (the reason);
+    - for a client tool call: `output` (the tool's output; `is_error=True` when the tool failed);
+    - for a call that waits for approval: `approve=True`, `reject` (the reason, possibly "") or
+      `edit` (the arguments to run the tool with, as JSON text or a mapping). `decline` rejects too.
+    """
+    given = sum(value is not None for value in (text, selections, decline, output, reject, edit)) + approve
+    if given != 1:
+        raise ValueError(
+            "an answer has exactly one of text, selections, decline, output, approve, reject or edit"
+        )
+    if is_error and output is None:
+        raise ValueError("is_error goes with output")
     answer = agent_pb2.Answer(run_id=run_id, tool_call_id=tool_call_id, answer_id=answer_id)
     if text is not None:
         answer.text = text
@@ -40,10 +69,41 @@ def build_answer(
         # SetInParent marks the oneof as chosen even for an empty selection ("none of these").
         answer.selections.SetInParent()
         answer.selections.labels.extend(selections)
-    else:
+    elif decline is not None:
         answer.decline.SetInParent()
-        answer.decline.reason = decline or ""
+        answer.decline.reason = decline
+    elif output is not None:
+        answer.tool_output.SetInParent()
+        answer.tool_output.content = output
+        answer.tool_output.is_error = is_error
+    elif approve:
+        answer.approval.approve.SetInParent()
+    elif reject is not None:
+        answer.approval.reject.SetInParent()
+        answer.approval.reject.reason = reject
+    else:
+        assert edit is not None
+        answer.approval.edit.SetInParent()
+        answer.approval.edit.arguments_json = _json_text(edit)
     return answer
+
+
+def tool_definition(
+    name: str,
+    description: str = "",
+    parameters: JsonArguments | None = None,
+    *,
+    approval: agent_pb2.ApprovalPolicy = agent_pb2.APPROVAL_POLICY_UNSPECIFIED,
+) -> agent_pb2.ToolDefinition:
+    """A client tool for one run (`start_run(tools=...)`): its name, what it does, the JSON Schema
+    of its arguments (JSON text or a mapping; None: any JSON object) and whether its calls wait for
+    approval (`APPROVAL_POLICY_ALWAYS`) or not (the default)."""
+    return agent_pb2.ToolDefinition(
+        name=name,
+        description=description,
+        parameters_json_schema="" if parameters is None else _json_text(parameters),
+        approval=approval,
+    )
 
 
 def _without_heartbeats(frames: Iterable[Frame]) -> Iterator[Frame]:
@@ -108,10 +168,16 @@ class Run:
         text: str | None = None,
         selections: Sequence[str] | None = None,
         decline: str | None = None,
+        output: str | None = None,
+        is_error: bool = False,
+        approve: bool = False,
+        reject: str | None = None,
+        edit: JsonArguments | None = None,
         answer_id: str = "",
         run_id: str = "",
     ) -> None:
-        """Sends an answer; its outcome comes back as an `answer_accepted` or `answer_rejected` frame.
+        """Settles a call (exactly one of the answers `build_answer` takes); the outcome comes back
+        as an `answer_accepted` or `answer_rejected` frame.
 
         `answer_id` is an optional idempotency key: resending it is acknowledged as a duplicate.
         `run_id` defaults to this stream's run (naming another is rejected as `RUN_MISMATCH`).
@@ -126,6 +192,11 @@ class Run:
                     text=text,
                     selections=selections,
                     decline=decline,
+                    output=output,
+                    is_error=is_error,
+                    approve=approve,
+                    reject=reject,
+                    edit=edit,
                     answer_id=answer_id,
                 )
             )
@@ -140,8 +211,30 @@ class Run:
         self.answer(tool_call_id, selections=labels, answer_id=answer_id)
 
     def decline(self, tool_call_id: str, reason: str = "", *, answer_id: str = "") -> None:
-        """Declines to answer a question of any kind."""
+        """Declines to answer a question of any kind (on an approval: rejects the call)."""
         self.answer(tool_call_id, decline=reason, answer_id=answer_id)
+
+    def send_output(
+        self, tool_call_id: str, content: str, *, is_error: bool = False, answer_id: str = ""
+    ) -> None:
+        """Settles a client tool call (`SUSPEND_KIND_CLIENT_TOOL`) with the output of the tool the
+        caller ran; `is_error=True` tells the model the tool failed."""
+        self.answer(tool_call_id, output=content, is_error=is_error, answer_id=answer_id)
+
+    def approve(self, tool_call_id: str, *, answer_id: str = "") -> None:
+        """Approves a call that waits for approval (`SUSPEND_KIND_APPROVAL`). A client tool call is
+        then suspended again, with the same id, as `SUSPEND_KIND_CLIENT_TOOL`."""
+        self.answer(tool_call_id, approve=True, answer_id=answer_id)
+
+    def reject(self, tool_call_id: str, reason: str = "", *, answer_id: str = "") -> None:
+        """Rejects a call that waits for approval: the tool never runs and the model gets the
+        reason."""
+        self.answer(tool_call_id, reject=reason, answer_id=answer_id)
+
+    def edit(self, tool_call_id: str, arguments: JsonArguments, *, answer_id: str = "") -> None:
+        """Approves a call that waits for approval with other arguments (JSON text or a mapping),
+        which the server checks against the tool's schema."""
+        self.answer(tool_call_id, edit=arguments, answer_id=answer_id)
 
     def close(self) -> None:
         """Half-closes and drops the stream. The run goes on without it; `attach` picks it up."""
@@ -151,6 +244,54 @@ class Run:
             self._call.cancel()
 
     def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *_exc_info: object) -> None:
+        self.close()
+
+
+class _EventCall(Protocol):
+    """What grpcio returns for a server-streaming call: an iterator of its messages that cancels."""
+
+    def __iter__(self) -> Iterator[PendingCallEvent]: ...
+
+    def cancel(self) -> bool: ...
+
+
+class PendingCalls:
+    """A `WatchPendingCalls` feed: iterate it for its events (heartbeats skipped).
+
+    First every call pending at connect (`call_pending`), then `snapshot_done`, then each new
+    pending call and each settlement (`call_settled`) live, until `close()` (or the deadline). A
+    failure of the feed raises AskUserError; after `close()`, iteration just stops.
+    """
+
+    def __init__(self, call: _EventCall) -> None:
+        self._call = call
+        self._events = iter(call)
+        self._closed = False
+
+    def __iter__(self) -> PendingCalls:
+        return self
+
+    def __next__(self) -> PendingCallEvent:
+        try:
+            while True:
+                event = next(self._events)
+                if event.WhichOneof("event") != "heartbeat":
+                    return event
+        except grpc.RpcError as error:
+            if self._closed:
+                raise StopIteration from None
+            raise AskUserError.from_rpc_error(error) from error
+
+    def close(self) -> None:
+        """Cancels the feed."""
+        if not self._closed:
+            self._closed = True
+            self._call.cancel()
+
+    def __enter__(self) -> PendingCalls:
         return self
 
     def __exit__(self, *_exc_info: object) -> None:
@@ -194,11 +335,18 @@ class AskUserClient:
         metadata: Mapping[str, str] | None = None,
         *,
         question_ttl: timedelta | None = None,
+        tools: Iterable[agent_pb2.ToolDefinition] = (),
         timeout: float | None = None,
     ) -> Run:
         """Starts a run of an agent. Returns once the run exists (its `run_id` is set); iterating
-        the Run yields its frames from `run_started` on. An unknown agent raises NOT_FOUND."""
-        start = agent_pb2.StartRun(agent_id=agent_id, prompt=prompt, metadata=metadata or {})
+        the Run yields its frames from `run_started` on. An unknown agent raises NOT_FOUND.
+
+        `tools` are client tools for this run only (see `tool_definition`), offered beside the
+        agent's own; settle their calls with `Run.send_output`. A bad definition raises
+        INVALID_ARGUMENT with a field violation such as `start.tools[0].parameters_json_schema`."""
+        start = agent_pb2.StartRun(
+            agent_id=agent_id, prompt=prompt, metadata=metadata or {}, tools=list(tools)
+        )
         if question_ttl is not None:
             ttl = duration_pb2.Duration()
             ttl.FromTimedelta(question_ttl)
@@ -228,19 +376,30 @@ class AskUserClient:
         text: str | None = None,
         selections: Sequence[str] | None = None,
         decline: str | None = None,
+        output: str | None = None,
+        is_error: bool = False,
+        approve: bool = False,
+        reject: str | None = None,
+        edit: JsonArguments | None = None,
         answer_id: str = "",
         timeout: float | None = None,
     ) -> Iterator[Frame]:
-        """Applies one answer without a `RunAgent` stream (ResumeRun) and yields what follows:
-        `answer_accepted`, then the run's frames until it waits again or ends. A bad answer raises
-        AskUserError (e.g. INVALID_ARGUMENT, or FAILED_PRECONDITION `ALREADY_ANSWERED`) when
-        iteration starts; the answer is sent at once either way."""
+        """Settles one call without a `RunAgent` stream (ResumeRun; exactly one of the answers
+        `build_answer` takes) and yields what follows: `answer_accepted`, then the run's frames
+        until it waits again or ends. A bad answer raises AskUserError (e.g. INVALID_ARGUMENT, or
+        FAILED_PRECONDITION `ALREADY_ANSWERED`) when iteration starts; the answer is sent at once
+        either way."""
         answer = build_answer(
             run_id,
             tool_call_id,
             text=text,
             selections=selections,
             decline=decline,
+            output=output,
+            is_error=is_error,
+            approve=approve,
+            reject=reject,
+            edit=edit,
             answer_id=answer_id,
         )
         request = agent_pb2.ResumeRunRequest(answer=answer)
@@ -262,7 +421,7 @@ class AskUserClient:
     def list_runs(
         self,
         *,
-        status: agent_pb2.RunStatus.ValueType = agent_pb2.RUN_STATUS_UNSPECIFIED,
+        status: agent_pb2.RunStatus = agent_pb2.RUN_STATUS_UNSPECIFIED,
         agent_id: str = "",
         page_size: int = 0,
         page_token: str = "",
@@ -281,6 +440,51 @@ class AskUserClient:
         with raising_ask_user_errors():
             return self._agents.CancelRun(request, timeout=timeout).run
 
+    def watch_pending_calls(
+        self,
+        *,
+        agent_ids: Iterable[str] = (),
+        tool_names: Iterable[str] = (),
+        kinds: Iterable[agent_pb2.SuspendKind] = (),
+        timeout: float | None = None,
+    ) -> PendingCalls:
+        """Opens the pending-calls feed across runs (WatchPendingCalls): the calls that wait for
+        someone now, `snapshot_done`, then new ones and settlements live. Filters combine with AND;
+        an empty filter matches everything. Close the feed (or use it as a context manager) to stop.
+
+        ```python
+        with client.watch_pending_calls(kinds=[agent_pb2.SUSPEND_KIND_CLIENT_TOOL]) as feed:
+            for event in feed:
+                if event.WhichOneof("event") == "call_pending":
+                    ...
+        ```
+        """
+        request = agent_pb2.WatchPendingCallsRequest(
+            agent_ids=list(agent_ids), tool_names=list(tool_names), kinds=list(kinds)
+        )
+        return PendingCalls(self._agents.WatchPendingCalls(request, timeout=timeout))
+
+    def claim_call(
+        self,
+        run_id: str,
+        tool_call_id: str,
+        claimant: str,
+        *,
+        ttl: timedelta | None = None,
+        timeout: float | None = None,
+    ) -> datetime:
+        """Claims a pending call for `ttl` (1 s to 1 h; None: the server's default of 60 s), so that
+        other workers on the same feed leave it alone; the same claimant renews its claim. Returns
+        when the claim lapses (UTC). Another claimant's live claim raises FAILED_PRECONDITION with
+        reason `ALREADY_CLAIMED`; a call that no longer waits, `TOOL_CALL_NOT_PENDING`. A claim
+        never blocks settling: the first settlement wins."""
+        request = agent_pb2.ClaimCallRequest(run_id=run_id, tool_call_id=tool_call_id, claimant=claimant)
+        if ttl is not None:
+            request.ttl.FromTimedelta(ttl)
+        with raising_ask_user_errors():
+            response: agent_pb2.ClaimCallResponse = self._agents.ClaimCall(request, timeout=timeout)
+        return response.expire_time.ToDatetime(tzinfo=timezone.utc)
+
     def list_agents(self, *, timeout: float | None = None) -> list[agent_pb2.Agent]:
         """The agents the server runs, ordered by id."""
         with raising_ask_user_errors():
@@ -290,7 +494,7 @@ class AskUserClient:
         self,
         question: str,
         options: Iterable[str | tuple[str, str]] = (),
-        selection_mode: ask_user_pb2.SelectionMode.ValueType | None = None,
+        selection_mode: ask_user_pb2.SelectionMode | None = None,
         *,
         timeout: float | None = None,
     ) -> str:

@@ -12,6 +12,20 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class ApprovalPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    APPROVAL_POLICY_UNSPECIFIED: _ClassVar[ApprovalPolicy]
+    APPROVAL_POLICY_NEVER: _ClassVar[ApprovalPolicy]
+    APPROVAL_POLICY_ALWAYS: _ClassVar[ApprovalPolicy]
+    APPROVAL_POLICY_CONDITIONAL: _ClassVar[ApprovalPolicy]
+
+class SuspendKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SUSPEND_KIND_UNSPECIFIED: _ClassVar[SuspendKind]
+    SUSPEND_KIND_QUESTION: _ClassVar[SuspendKind]
+    SUSPEND_KIND_APPROVAL: _ClassVar[SuspendKind]
+    SUSPEND_KIND_CLIENT_TOOL: _ClassVar[SuspendKind]
+
 class ToolResultKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     TOOL_RESULT_KIND_UNSPECIFIED: _ClassVar[ToolResultKind]
@@ -20,6 +34,9 @@ class ToolResultKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TOOL_RESULT_KIND_EXPIRED: _ClassVar[ToolResultKind]
     TOOL_RESULT_KIND_CANCELLED: _ClassVar[ToolResultKind]
     TOOL_RESULT_KIND_INVALID_CALL: _ClassVar[ToolResultKind]
+    TOOL_RESULT_KIND_OUTPUT: _ClassVar[ToolResultKind]
+    TOOL_RESULT_KIND_EXECUTED: _ClassVar[ToolResultKind]
+    TOOL_RESULT_KIND_REJECTED: _ClassVar[ToolResultKind]
 
 class RunStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -29,18 +46,40 @@ class RunStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RUN_STATUS_COMPLETED: _ClassVar[RunStatus]
     RUN_STATUS_FAILED: _ClassVar[RunStatus]
     RUN_STATUS_CANCELLED: _ClassVar[RunStatus]
+
+class ToolKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    TOOL_KIND_UNSPECIFIED: _ClassVar[ToolKind]
+    TOOL_KIND_ASK_USER: _ClassVar[ToolKind]
+    TOOL_KIND_CLIENT: _ClassVar[ToolKind]
+    TOOL_KIND_HTTP: _ClassVar[ToolKind]
+APPROVAL_POLICY_UNSPECIFIED: ApprovalPolicy
+APPROVAL_POLICY_NEVER: ApprovalPolicy
+APPROVAL_POLICY_ALWAYS: ApprovalPolicy
+APPROVAL_POLICY_CONDITIONAL: ApprovalPolicy
+SUSPEND_KIND_UNSPECIFIED: SuspendKind
+SUSPEND_KIND_QUESTION: SuspendKind
+SUSPEND_KIND_APPROVAL: SuspendKind
+SUSPEND_KIND_CLIENT_TOOL: SuspendKind
 TOOL_RESULT_KIND_UNSPECIFIED: ToolResultKind
 TOOL_RESULT_KIND_ANSWERED: ToolResultKind
 TOOL_RESULT_KIND_DECLINED: ToolResultKind
 TOOL_RESULT_KIND_EXPIRED: ToolResultKind
 TOOL_RESULT_KIND_CANCELLED: ToolResultKind
 TOOL_RESULT_KIND_INVALID_CALL: ToolResultKind
+TOOL_RESULT_KIND_OUTPUT: ToolResultKind
+TOOL_RESULT_KIND_EXECUTED: ToolResultKind
+TOOL_RESULT_KIND_REJECTED: ToolResultKind
 RUN_STATUS_UNSPECIFIED: RunStatus
 RUN_STATUS_RUNNING: RunStatus
 RUN_STATUS_SUSPENDED: RunStatus
 RUN_STATUS_COMPLETED: RunStatus
 RUN_STATUS_FAILED: RunStatus
 RUN_STATUS_CANCELLED: RunStatus
+TOOL_KIND_UNSPECIFIED: ToolKind
+TOOL_KIND_ASK_USER: ToolKind
+TOOL_KIND_CLIENT: ToolKind
+TOOL_KIND_HTTP: ToolKind
 
 class RunAgentRequest(_message.Message):
     __slots__ = ("start", "answer", "attach")
@@ -53,7 +92,7 @@ class RunAgentRequest(_message.Message):
     def __init__(self, start: _Optional[_Union[StartRun, _Mapping]] = ..., answer: _Optional[_Union[Answer, _Mapping]] = ..., attach: _Optional[_Union[AttachRun, _Mapping]] = ...) -> None: ...
 
 class StartRun(_message.Message):
-    __slots__ = ("agent_id", "prompt", "metadata", "question_ttl")
+    __slots__ = ("agent_id", "prompt", "metadata", "question_ttl", "tools")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -65,11 +104,25 @@ class StartRun(_message.Message):
     PROMPT_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     QUESTION_TTL_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     prompt: str
     metadata: _containers.ScalarMap[str, str]
     question_ttl: _duration_pb2.Duration
-    def __init__(self, agent_id: _Optional[str] = ..., prompt: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., question_ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    tools: _containers.RepeatedCompositeFieldContainer[ToolDefinition]
+    def __init__(self, agent_id: _Optional[str] = ..., prompt: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., question_ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ...) -> None: ...
+
+class ToolDefinition(_message.Message):
+    __slots__ = ("name", "description", "parameters_json_schema", "approval")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_JSON_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    parameters_json_schema: str
+    approval: ApprovalPolicy
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., parameters_json_schema: _Optional[str] = ..., approval: _Optional[_Union[ApprovalPolicy, str]] = ...) -> None: ...
 
 class AttachRun(_message.Message):
     __slots__ = ("run_id", "after_sequence")
@@ -80,20 +133,55 @@ class AttachRun(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., after_sequence: _Optional[int] = ...) -> None: ...
 
 class Answer(_message.Message):
-    __slots__ = ("run_id", "tool_call_id", "text", "selections", "decline", "answer_id")
+    __slots__ = ("run_id", "tool_call_id", "text", "selections", "decline", "tool_output", "approval", "answer_id")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     SELECTIONS_FIELD_NUMBER: _ClassVar[int]
     DECLINE_FIELD_NUMBER: _ClassVar[int]
+    TOOL_OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_FIELD_NUMBER: _ClassVar[int]
     ANSWER_ID_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     tool_call_id: str
     text: str
     selections: _ask_user_pb2.Selections
     decline: _ask_user_pb2.Decline
+    tool_output: ToolOutput
+    approval: ApprovalDecision
     answer_id: str
-    def __init__(self, run_id: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., text: _Optional[str] = ..., selections: _Optional[_Union[_ask_user_pb2.Selections, _Mapping]] = ..., decline: _Optional[_Union[_ask_user_pb2.Decline, _Mapping]] = ..., answer_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, run_id: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., text: _Optional[str] = ..., selections: _Optional[_Union[_ask_user_pb2.Selections, _Mapping]] = ..., decline: _Optional[_Union[_ask_user_pb2.Decline, _Mapping]] = ..., tool_output: _Optional[_Union[ToolOutput, _Mapping]] = ..., approval: _Optional[_Union[ApprovalDecision, _Mapping]] = ..., answer_id: _Optional[str] = ...) -> None: ...
+
+class ToolOutput(_message.Message):
+    __slots__ = ("content", "is_error")
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    IS_ERROR_FIELD_NUMBER: _ClassVar[int]
+    content: str
+    is_error: bool
+    def __init__(self, content: _Optional[str] = ..., is_error: _Optional[bool] = ...) -> None: ...
+
+class ApprovalDecision(_message.Message):
+    __slots__ = ("approve", "reject", "edit")
+    class Approve(_message.Message):
+        __slots__ = ()
+        def __init__(self) -> None: ...
+    class Reject(_message.Message):
+        __slots__ = ("reason",)
+        REASON_FIELD_NUMBER: _ClassVar[int]
+        reason: str
+        def __init__(self, reason: _Optional[str] = ...) -> None: ...
+    class Edit(_message.Message):
+        __slots__ = ("arguments_json",)
+        ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+        arguments_json: str
+        def __init__(self, arguments_json: _Optional[str] = ...) -> None: ...
+    APPROVE_FIELD_NUMBER: _ClassVar[int]
+    REJECT_FIELD_NUMBER: _ClassVar[int]
+    EDIT_FIELD_NUMBER: _ClassVar[int]
+    approve: ApprovalDecision.Approve
+    reject: ApprovalDecision.Reject
+    edit: ApprovalDecision.Edit
+    def __init__(self, approve: _Optional[_Union[ApprovalDecision.Approve, _Mapping]] = ..., reject: _Optional[_Union[ApprovalDecision.Reject, _Mapping]] = ..., edit: _Optional[_Union[ApprovalDecision.Edit, _Mapping]] = ...) -> None: ...
 
 class RunAgentResponse(_message.Message):
     __slots__ = ("run_id", "sequence", "time", "run_started", "text_delta", "tool_call", "tool_call_suspended", "tool_result", "answer_rejected", "run_completed", "run_failed", "run_cancelled", "heartbeat", "answer_accepted", "step_restarted")
@@ -163,16 +251,22 @@ class ToolCall(_message.Message):
     def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., arguments_json: _Optional[str] = ...) -> None: ...
 
 class ToolCallSuspended(_message.Message):
-    __slots__ = ("tool_call_id", "tool_name", "suspend_payload", "expire_time")
+    __slots__ = ("tool_call_id", "tool_name", "suspend_payload", "expire_time", "kind", "arguments_json", "approval_reason")
     TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
     SUSPEND_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_REASON_FIELD_NUMBER: _ClassVar[int]
     tool_call_id: str
     tool_name: str
     suspend_payload: _ask_user_pb2.SuspendPayload
     expire_time: _timestamp_pb2.Timestamp
-    def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., suspend_payload: _Optional[_Union[_ask_user_pb2.SuspendPayload, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    kind: SuspendKind
+    arguments_json: str
+    approval_reason: str
+    def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., suspend_payload: _Optional[_Union[_ask_user_pb2.SuspendPayload, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[SuspendKind, str]] = ..., arguments_json: _Optional[str] = ..., approval_reason: _Optional[str] = ...) -> None: ...
 
 class ToolResult(_message.Message):
     __slots__ = ("tool_call_id", "content", "is_error", "kind")
@@ -265,16 +359,26 @@ class WatchRunRequest(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., after_sequence: _Optional[int] = ...) -> None: ...
 
 class PendingToolCall(_message.Message):
-    __slots__ = ("tool_call_id", "tool_name", "suspend_payload", "expire_time")
+    __slots__ = ("tool_call_id", "tool_name", "suspend_payload", "expire_time", "kind", "arguments_json", "approval_reason", "claimant", "claim_expire_time")
     TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
     SUSPEND_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_REASON_FIELD_NUMBER: _ClassVar[int]
+    CLAIMANT_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
     tool_call_id: str
     tool_name: str
     suspend_payload: _ask_user_pb2.SuspendPayload
     expire_time: _timestamp_pb2.Timestamp
-    def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., suspend_payload: _Optional[_Union[_ask_user_pb2.SuspendPayload, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    kind: SuspendKind
+    arguments_json: str
+    approval_reason: str
+    claimant: str
+    claim_expire_time: _timestamp_pb2.Timestamp
+    def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., suspend_payload: _Optional[_Union[_ask_user_pb2.SuspendPayload, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[SuspendKind, str]] = ..., arguments_json: _Optional[str] = ..., approval_reason: _Optional[str] = ..., claimant: _Optional[str] = ..., claim_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Run(_message.Message):
     __slots__ = ("run_id", "agent_id", "status", "pending_tool_calls", "output_text", "last_sequence", "create_time", "update_time", "metadata", "prompt", "error_message")
@@ -360,7 +464,7 @@ class ListAgentsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Agent(_message.Message):
-    __slots__ = ("agent_id", "name", "instructions", "tools", "model_provider", "max_steps", "question_ttl")
+    __slots__ = ("agent_id", "name", "instructions", "tools", "model_provider", "max_steps", "question_ttl", "agent_tools")
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
@@ -368,6 +472,7 @@ class Agent(_message.Message):
     MODEL_PROVIDER_FIELD_NUMBER: _ClassVar[int]
     MAX_STEPS_FIELD_NUMBER: _ClassVar[int]
     QUESTION_TTL_FIELD_NUMBER: _ClassVar[int]
+    AGENT_TOOLS_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     name: str
     instructions: str
@@ -375,7 +480,88 @@ class Agent(_message.Message):
     model_provider: str
     max_steps: int
     question_ttl: _duration_pb2.Duration
-    def __init__(self, agent_id: _Optional[str] = ..., name: _Optional[str] = ..., instructions: _Optional[str] = ..., tools: _Optional[_Iterable[str]] = ..., model_provider: _Optional[str] = ..., max_steps: _Optional[int] = ..., question_ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    agent_tools: _containers.RepeatedCompositeFieldContainer[AgentTool]
+    def __init__(self, agent_id: _Optional[str] = ..., name: _Optional[str] = ..., instructions: _Optional[str] = ..., tools: _Optional[_Iterable[str]] = ..., model_provider: _Optional[str] = ..., max_steps: _Optional[int] = ..., question_ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., agent_tools: _Optional[_Iterable[_Union[AgentTool, _Mapping]]] = ...) -> None: ...
+
+class AgentTool(_message.Message):
+    __slots__ = ("name", "description", "kind", "parameters_json_schema", "approval", "approval_condition")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_JSON_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_CONDITION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    kind: ToolKind
+    parameters_json_schema: str
+    approval: ApprovalPolicy
+    approval_condition: str
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., kind: _Optional[_Union[ToolKind, str]] = ..., parameters_json_schema: _Optional[str] = ..., approval: _Optional[_Union[ApprovalPolicy, str]] = ..., approval_condition: _Optional[str] = ...) -> None: ...
+
+class WatchPendingCallsRequest(_message.Message):
+    __slots__ = ("agent_ids", "tool_names", "kinds")
+    AGENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    TOOL_NAMES_FIELD_NUMBER: _ClassVar[int]
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    agent_ids: _containers.RepeatedScalarFieldContainer[str]
+    tool_names: _containers.RepeatedScalarFieldContainer[str]
+    kinds: _containers.RepeatedScalarFieldContainer[SuspendKind]
+    def __init__(self, agent_ids: _Optional[_Iterable[str]] = ..., tool_names: _Optional[_Iterable[str]] = ..., kinds: _Optional[_Iterable[_Union[SuspendKind, str]]] = ...) -> None: ...
+
+class WatchPendingCallsResponse(_message.Message):
+    __slots__ = ("call_pending", "call_settled", "snapshot_done", "heartbeat")
+    CALL_PENDING_FIELD_NUMBER: _ClassVar[int]
+    CALL_SETTLED_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOT_DONE_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    call_pending: CallPending
+    call_settled: CallSettled
+    snapshot_done: SnapshotDone
+    heartbeat: Heartbeat
+    def __init__(self, call_pending: _Optional[_Union[CallPending, _Mapping]] = ..., call_settled: _Optional[_Union[CallSettled, _Mapping]] = ..., snapshot_done: _Optional[_Union[SnapshotDone, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ...) -> None: ...
+
+class CallPending(_message.Message):
+    __slots__ = ("run_id", "agent_id", "call")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CALL_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    agent_id: str
+    call: PendingToolCall
+    def __init__(self, run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., call: _Optional[_Union[PendingToolCall, _Mapping]] = ...) -> None: ...
+
+class CallSettled(_message.Message):
+    __slots__ = ("run_id", "tool_call_id", "kind")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    tool_call_id: str
+    kind: ToolResultKind
+    def __init__(self, run_id: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., kind: _Optional[_Union[ToolResultKind, str]] = ...) -> None: ...
+
+class SnapshotDone(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ClaimCallRequest(_message.Message):
+    __slots__ = ("run_id", "tool_call_id", "ttl", "claimant")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    TTL_FIELD_NUMBER: _ClassVar[int]
+    CLAIMANT_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    tool_call_id: str
+    ttl: _duration_pb2.Duration
+    claimant: str
+    def __init__(self, run_id: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., claimant: _Optional[str] = ...) -> None: ...
+
+class ClaimCallResponse(_message.Message):
+    __slots__ = ("expire_time",)
+    EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    expire_time: _timestamp_pb2.Timestamp
+    def __init__(self, expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ListAgentsResponse(_message.Message):
     __slots__ = ("agents",)

@@ -30,7 +30,8 @@ class AgentServiceStub:
 
     Errors carry rich details: INVALID_ARGUMENT has `google.rpc.BadRequest`; FAILED_PRECONDITION has
     `google.rpc.ErrorInfo` with domain `askuser.dev` and a reason such as `ALREADY_ANSWERED`,
-    `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED` or `RUN_FINISHED`.
+    `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED` or
+    `ALREADY_CLAIMED`.
     """
 
     def __init__(self, channel):
@@ -74,6 +75,16 @@ class AgentServiceStub:
                 request_serializer=askuser_dot_v1_dot_agent__pb2.ListAgentsRequest.SerializeToString,
                 response_deserializer=askuser_dot_v1_dot_agent__pb2.ListAgentsResponse.FromString,
                 _registered_method=True)
+        self.WatchPendingCalls = channel.unary_stream(
+                '/askuser.v1.AgentService/WatchPendingCalls',
+                request_serializer=askuser_dot_v1_dot_agent__pb2.WatchPendingCallsRequest.SerializeToString,
+                response_deserializer=askuser_dot_v1_dot_agent__pb2.WatchPendingCallsResponse.FromString,
+                _registered_method=True)
+        self.ClaimCall = channel.unary_unary(
+                '/askuser.v1.AgentService/ClaimCall',
+                request_serializer=askuser_dot_v1_dot_agent__pb2.ClaimCallRequest.SerializeToString,
+                response_deserializer=askuser_dot_v1_dot_agent__pb2.ClaimCallResponse.FromString,
+                _registered_method=True)
 
 
 class AgentServiceServicer:
@@ -81,7 +92,8 @@ class AgentServiceServicer:
 
     Errors carry rich details: INVALID_ARGUMENT has `google.rpc.BadRequest`; FAILED_PRECONDITION has
     `google.rpc.ErrorInfo` with domain `askuser.dev` and a reason such as `ALREADY_ANSWERED`,
-    `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED` or `RUN_FINISHED`.
+    `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED` or
+    `ALREADY_CLAIMED`.
     """
 
     def RunAgent(self, request_iterator, context):
@@ -147,6 +159,26 @@ class AgentServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchPendingCalls(self, request, context):
+        """Streams the calls that wait for someone, across runs: on connect every call pending now, then a
+        `snapshot_done` marker, then each new pending call and each settlement live. Reconnecting
+        replays the snapshot, so a worker or an inbox that reconnects misses nothing. Filters combine
+        with AND; an empty filter matches everything.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ClaimCall(self, request, context):
+        """Claims a pending call for a while, so that two workers on the same pending-calls feed do not both
+        run it. Claiming again with the same `claimant` renews the claim; another claimant gets
+        FAILED_PRECONDITION `ALREADY_CLAIMED` until the claim lapses. A claim never blocks settling: anyone
+        may still settle the call, and the first settlement wins.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AgentServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -185,6 +217,16 @@ def add_AgentServiceServicer_to_server(servicer, server):
                     request_deserializer=askuser_dot_v1_dot_agent__pb2.ListAgentsRequest.FromString,
                     response_serializer=askuser_dot_v1_dot_agent__pb2.ListAgentsResponse.SerializeToString,
             ),
+            'WatchPendingCalls': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchPendingCalls,
+                    request_deserializer=askuser_dot_v1_dot_agent__pb2.WatchPendingCallsRequest.FromString,
+                    response_serializer=askuser_dot_v1_dot_agent__pb2.WatchPendingCallsResponse.SerializeToString,
+            ),
+            'ClaimCall': grpc.unary_unary_rpc_method_handler(
+                    servicer.ClaimCall,
+                    request_deserializer=askuser_dot_v1_dot_agent__pb2.ClaimCallRequest.FromString,
+                    response_serializer=askuser_dot_v1_dot_agent__pb2.ClaimCallResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'askuser.v1.AgentService', rpc_method_handlers)
@@ -198,7 +240,8 @@ class AgentService:
 
     Errors carry rich details: INVALID_ARGUMENT has `google.rpc.BadRequest`; FAILED_PRECONDITION has
     `google.rpc.ErrorInfo` with domain `askuser.dev` and a reason such as `ALREADY_ANSWERED`,
-    `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED` or `RUN_FINISHED`.
+    `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED` or
+    `ALREADY_CLAIMED`.
     """
 
     @staticmethod
@@ -380,6 +423,60 @@ class AgentService:
             '/askuser.v1.AgentService/ListAgents',
             askuser_dot_v1_dot_agent__pb2.ListAgentsRequest.SerializeToString,
             askuser_dot_v1_dot_agent__pb2.ListAgentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchPendingCalls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/askuser.v1.AgentService/WatchPendingCalls',
+            askuser_dot_v1_dot_agent__pb2.WatchPendingCallsRequest.SerializeToString,
+            askuser_dot_v1_dot_agent__pb2.WatchPendingCallsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ClaimCall(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/askuser.v1.AgentService/ClaimCall',
+            askuser_dot_v1_dot_agent__pb2.ClaimCallRequest.SerializeToString,
+            askuser_dot_v1_dot_agent__pb2.ClaimCallResponse.FromString,
             options,
             channel_credentials,
             insecure,

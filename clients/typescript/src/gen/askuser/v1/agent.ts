@@ -26,6 +26,109 @@ import { Duration } from "../../google/protobuf/duration";
 import { Timestamp } from "../../google/protobuf/timestamp";
 import { Decline, FieldViolation, Selections, SuspendPayload } from "./ask_user";
 
+/** Whether a tool call waits for a person's approval before the tool runs. */
+export enum ApprovalPolicy {
+  /** APPROVAL_POLICY_UNSPECIFIED - Not set: the same as `APPROVAL_POLICY_NEVER`. */
+  APPROVAL_POLICY_UNSPECIFIED = "APPROVAL_POLICY_UNSPECIFIED",
+  /** APPROVAL_POLICY_NEVER - The tool runs without approval. */
+  APPROVAL_POLICY_NEVER = "APPROVAL_POLICY_NEVER",
+  /** APPROVAL_POLICY_ALWAYS - Every call waits for approval. */
+  APPROVAL_POLICY_ALWAYS = "APPROVAL_POLICY_ALWAYS",
+  /**
+   * APPROVAL_POLICY_CONDITIONAL - A condition over the call's arguments and the run's metadata decides, call by call (agents
+   * file only; see `AgentTool.approval_condition`).
+   */
+  APPROVAL_POLICY_CONDITIONAL = "APPROVAL_POLICY_CONDITIONAL",
+  UNRECOGNIZED = "UNRECOGNIZED",
+}
+
+export function approvalPolicyFromJSON(object: any): ApprovalPolicy {
+  switch (object) {
+    case 0:
+    case "APPROVAL_POLICY_UNSPECIFIED":
+      return ApprovalPolicy.APPROVAL_POLICY_UNSPECIFIED;
+    case 1:
+    case "APPROVAL_POLICY_NEVER":
+      return ApprovalPolicy.APPROVAL_POLICY_NEVER;
+    case 2:
+    case "APPROVAL_POLICY_ALWAYS":
+      return ApprovalPolicy.APPROVAL_POLICY_ALWAYS;
+    case 3:
+    case "APPROVAL_POLICY_CONDITIONAL":
+      return ApprovalPolicy.APPROVAL_POLICY_CONDITIONAL;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return ApprovalPolicy.UNRECOGNIZED;
+  }
+}
+
+export function approvalPolicyToNumber(object: ApprovalPolicy): number {
+  switch (object) {
+    case ApprovalPolicy.APPROVAL_POLICY_UNSPECIFIED:
+      return 0;
+    case ApprovalPolicy.APPROVAL_POLICY_NEVER:
+      return 1;
+    case ApprovalPolicy.APPROVAL_POLICY_ALWAYS:
+      return 2;
+    case ApprovalPolicy.APPROVAL_POLICY_CONDITIONAL:
+      return 3;
+    case ApprovalPolicy.UNRECOGNIZED:
+    default:
+      return -1;
+  }
+}
+
+/** What a suspended tool call waits for. */
+export enum SuspendKind {
+  /** SUSPEND_KIND_UNSPECIFIED - Not set. */
+  SUSPEND_KIND_UNSPECIFIED = "SUSPEND_KIND_UNSPECIFIED",
+  /** SUSPEND_KIND_QUESTION - A person's answer to an `ask_user` question: `text`, `selections` or `decline`. */
+  SUSPEND_KIND_QUESTION = "SUSPEND_KIND_QUESTION",
+  /** SUSPEND_KIND_APPROVAL - A person's decision on a tool call before the tool runs: `approval`, or `decline` (a rejection). */
+  SUSPEND_KIND_APPROVAL = "SUSPEND_KIND_APPROVAL",
+  /** SUSPEND_KIND_CLIENT_TOOL - The output of a tool the caller runs: `tool_output`. */
+  SUSPEND_KIND_CLIENT_TOOL = "SUSPEND_KIND_CLIENT_TOOL",
+  UNRECOGNIZED = "UNRECOGNIZED",
+}
+
+export function suspendKindFromJSON(object: any): SuspendKind {
+  switch (object) {
+    case 0:
+    case "SUSPEND_KIND_UNSPECIFIED":
+      return SuspendKind.SUSPEND_KIND_UNSPECIFIED;
+    case 1:
+    case "SUSPEND_KIND_QUESTION":
+      return SuspendKind.SUSPEND_KIND_QUESTION;
+    case 2:
+    case "SUSPEND_KIND_APPROVAL":
+      return SuspendKind.SUSPEND_KIND_APPROVAL;
+    case 3:
+    case "SUSPEND_KIND_CLIENT_TOOL":
+      return SuspendKind.SUSPEND_KIND_CLIENT_TOOL;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return SuspendKind.UNRECOGNIZED;
+  }
+}
+
+export function suspendKindToNumber(object: SuspendKind): number {
+  switch (object) {
+    case SuspendKind.SUSPEND_KIND_UNSPECIFIED:
+      return 0;
+    case SuspendKind.SUSPEND_KIND_QUESTION:
+      return 1;
+    case SuspendKind.SUSPEND_KIND_APPROVAL:
+      return 2;
+    case SuspendKind.SUSPEND_KIND_CLIENT_TOOL:
+      return 3;
+    case SuspendKind.UNRECOGNIZED:
+    default:
+      return -1;
+  }
+}
+
 /** How a tool call was settled. */
 export enum ToolResultKind {
   /** TOOL_RESULT_KIND_UNSPECIFIED - Not set. */
@@ -40,6 +143,12 @@ export enum ToolResultKind {
   TOOL_RESULT_KIND_CANCELLED = "TOOL_RESULT_KIND_CANCELLED",
   /** TOOL_RESULT_KIND_INVALID_CALL - The tool call itself was invalid (bad arguments, unknown tool); nothing was asked. */
   TOOL_RESULT_KIND_INVALID_CALL = "TOOL_RESULT_KIND_INVALID_CALL",
+  /** TOOL_RESULT_KIND_OUTPUT - A client tool's output, sent by the caller that ran it. */
+  TOOL_RESULT_KIND_OUTPUT = "TOOL_RESULT_KIND_OUTPUT",
+  /** TOOL_RESULT_KIND_EXECUTED - The server ran the tool (an HTTP tool); the content is its response or its failure. */
+  TOOL_RESULT_KIND_EXECUTED = "TOOL_RESULT_KIND_EXECUTED",
+  /** TOOL_RESULT_KIND_REJECTED - A person rejected the call (or declined its approval); the tool never ran. */
+  TOOL_RESULT_KIND_REJECTED = "TOOL_RESULT_KIND_REJECTED",
   UNRECOGNIZED = "UNRECOGNIZED",
 }
 
@@ -63,6 +172,15 @@ export function toolResultKindFromJSON(object: any): ToolResultKind {
     case 5:
     case "TOOL_RESULT_KIND_INVALID_CALL":
       return ToolResultKind.TOOL_RESULT_KIND_INVALID_CALL;
+    case 6:
+    case "TOOL_RESULT_KIND_OUTPUT":
+      return ToolResultKind.TOOL_RESULT_KIND_OUTPUT;
+    case 7:
+    case "TOOL_RESULT_KIND_EXECUTED":
+      return ToolResultKind.TOOL_RESULT_KIND_EXECUTED;
+    case 8:
+    case "TOOL_RESULT_KIND_REJECTED":
+      return ToolResultKind.TOOL_RESULT_KIND_REJECTED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -84,6 +202,12 @@ export function toolResultKindToNumber(object: ToolResultKind): number {
       return 4;
     case ToolResultKind.TOOL_RESULT_KIND_INVALID_CALL:
       return 5;
+    case ToolResultKind.TOOL_RESULT_KIND_OUTPUT:
+      return 6;
+    case ToolResultKind.TOOL_RESULT_KIND_EXECUTED:
+      return 7;
+    case ToolResultKind.TOOL_RESULT_KIND_REJECTED:
+      return 8;
     case ToolResultKind.UNRECOGNIZED:
     default:
       return -1;
@@ -154,6 +278,56 @@ export function runStatusToNumber(object: RunStatus): number {
   }
 }
 
+/** Who runs a tool. */
+export enum ToolKind {
+  /** TOOL_KIND_UNSPECIFIED - Not set. */
+  TOOL_KIND_UNSPECIFIED = "TOOL_KIND_UNSPECIFIED",
+  /** TOOL_KIND_ASK_USER - The built-in `ask_user`: a person answers. */
+  TOOL_KIND_ASK_USER = "TOOL_KIND_ASK_USER",
+  /** TOOL_KIND_CLIENT - The caller runs it and settles the call with `tool_output`. */
+  TOOL_KIND_CLIENT = "TOOL_KIND_CLIENT",
+  /** TOOL_KIND_HTTP - The server runs it: an HTTP request to a URL from the agents file. */
+  TOOL_KIND_HTTP = "TOOL_KIND_HTTP",
+  UNRECOGNIZED = "UNRECOGNIZED",
+}
+
+export function toolKindFromJSON(object: any): ToolKind {
+  switch (object) {
+    case 0:
+    case "TOOL_KIND_UNSPECIFIED":
+      return ToolKind.TOOL_KIND_UNSPECIFIED;
+    case 1:
+    case "TOOL_KIND_ASK_USER":
+      return ToolKind.TOOL_KIND_ASK_USER;
+    case 2:
+    case "TOOL_KIND_CLIENT":
+      return ToolKind.TOOL_KIND_CLIENT;
+    case 3:
+    case "TOOL_KIND_HTTP":
+      return ToolKind.TOOL_KIND_HTTP;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return ToolKind.UNRECOGNIZED;
+  }
+}
+
+export function toolKindToNumber(object: ToolKind): number {
+  switch (object) {
+    case ToolKind.TOOL_KIND_UNSPECIFIED:
+      return 0;
+    case ToolKind.TOOL_KIND_ASK_USER:
+      return 1;
+    case ToolKind.TOOL_KIND_CLIENT:
+      return 2;
+    case ToolKind.TOOL_KIND_HTTP:
+      return 3;
+    case ToolKind.UNRECOGNIZED:
+    default:
+      return -1;
+  }
+}
+
 /** A client frame on the `RunAgent` stream. */
 export interface RunAgentRequest {
   /** What the frame does. */
@@ -182,12 +356,32 @@ export interface StartRun {
    * How long each question of this run may wait for an answer. Overrides the agent's default and is
    * capped by the server's maximum. Absent: the agent's default (which may be "no expiry").
    */
-  questionTtl: Duration | undefined;
+  questionTtl:
+    | Duration
+    | undefined;
+  /**
+   * Client tools for this run only, offered to the model beside the agent's own tools. The caller
+   * runs them and settles each call with `tool_output`. Names must be unique and must not shadow the
+   * agent's tools; schemas are checked at start (INVALID_ARGUMENT with a field violation).
+   */
+  tools: ToolDefinition[];
 }
 
 export interface StartRun_MetadataEntry {
   key: string;
   value: string;
+}
+
+/** A client tool declared for one run. */
+export interface ToolDefinition {
+  /** The name the model calls it by: letters, digits, `_` and `-`, at most 64 characters. */
+  name: string;
+  /** What the tool does, as the model is told. */
+  description: string;
+  /** JSON Schema of the tool's arguments, as JSON text. Empty means any JSON object. */
+  parametersJsonSchema: string;
+  /** Whether calls wait for approval: `APPROVAL_POLICY_NEVER` (the default) or `APPROVAL_POLICY_ALWAYS`. */
+  approval: ApprovalPolicy;
 }
 
 /** Attaches a stream to an existing run, e.g. after a dropped connection. */
@@ -213,14 +407,60 @@ export interface Answer {
     /** The selected option labels (single select: exactly one; multi select: any distinct offered labels). */
     { $case: "selections"; value: Selections }
     | //
-    /** The person declines to answer. */
+    /** The person declines to answer. On an approval this rejects the call. */
     { $case: "decline"; value: Decline }
+    | //
+    /** The output of a client tool call (a call whose kind is `SUSPEND_KIND_CLIENT_TOOL`). */
+    { $case: "toolOutput"; value: ToolOutput }
+    | //
+    /** A decision on a call that waits for approval (`SUSPEND_KIND_APPROVAL`). */
+    { $case: "approval"; value: ApprovalDecision }
     | undefined;
   /**
    * Optional idempotency key chosen by the client. A retry with the same key is acknowledged as the
    * same answer instead of being rejected as `ALREADY_ANSWERED`.
    */
   answerId: string;
+}
+
+/** The output of a client tool, sent by whoever ran it. */
+export interface ToolOutput {
+  /** What the tool returned; the model receives it as the call's result. */
+  content: string;
+  /** Whether the tool failed; the model is told the result is an error. */
+  isError: boolean;
+}
+
+/** A person's decision on a tool call that waits for approval. */
+export interface ApprovalDecision {
+  /** The decision. */
+  decision:
+    | //
+    /** Run the tool as called. */
+    { $case: "approve"; value: ApprovalDecision_Approve }
+    | //
+    /** Do not run the tool. */
+    { $case: "reject"; value: ApprovalDecision_Reject }
+    | //
+    /** Run the tool with edited arguments. */
+    { $case: "edit"; value: ApprovalDecision_Edit }
+    | undefined;
+}
+
+/** The tool runs with the arguments the model gave. */
+export interface ApprovalDecision_Approve {
+}
+
+/** The tool never runs; the model is told the call was rejected. */
+export interface ApprovalDecision_Reject {
+  /** Optional reason, passed on to the model. */
+  reason: string;
+}
+
+/** The tool runs with other arguments; the model is told they were changed, and to what. */
+export interface ApprovalDecision_Edit {
+  /** The arguments to run the tool with, as a JSON object; checked against the tool's schema. */
+  argumentsJson: string;
 }
 
 /** A server frame: one event of a run. */
@@ -308,18 +548,32 @@ export interface ToolCall {
   argumentsJson: string;
 }
 
-/** A tool call suspended the run: the question is stored and waits for an answer. */
+/** A tool call suspended the run: the call is stored and waits to be settled. */
 export interface ToolCallSuspended {
-  /** The call to answer. */
+  /** The call to settle. */
   toolCallId: string;
   /** The tool's name, e.g. `ask_user`. */
   toolName: string;
-  /** The question, its options and its resolved selection mode. */
+  /** For a question: the question, its options and its resolved selection mode. */
   suspendPayload:
     | SuspendPayload
     | undefined;
-  /** When the question expires unanswered; absent when it never does. */
-  expireTime: Date | undefined;
+  /** When the call expires unsettled; absent when it never does. */
+  expireTime:
+    | Date
+    | undefined;
+  /**
+   * What the call waits for. An approved client tool call is suspended again with the same
+   * `tool_call_id`, as `SUSPEND_KIND_CLIENT_TOOL`.
+   */
+  kind: SuspendKind;
+  /**
+   * For an approval or a client tool: the validated arguments the tool runs with, as JSON text (after
+   * an edit, the edited ones).
+   */
+  argumentsJson: string;
+  /** For an approval: why it is needed (`always`, or the condition that held). */
+  approvalReason: string;
 }
 
 /** A tool call's result, as the model receives it. */
@@ -421,18 +675,30 @@ export interface WatchRunRequest {
   afterSequence: number;
 }
 
-/** A question waiting for an answer. */
+/** A tool call waiting to be settled: a question, an approval or a client tool call. */
 export interface PendingToolCall {
-  /** The call to answer. */
+  /** The call to settle. */
   toolCallId: string;
   /** The tool's name, e.g. `ask_user`. */
   toolName: string;
-  /** The question, its options and its resolved selection mode. */
+  /** For a question: the question, its options and its resolved selection mode. */
   suspendPayload:
     | SuspendPayload
     | undefined;
-  /** When the question expires unanswered; absent when it never does. */
-  expireTime: Date | undefined;
+  /** When the call expires unsettled; absent when it never does. */
+  expireTime:
+    | Date
+    | undefined;
+  /** What the call waits for. */
+  kind: SuspendKind;
+  /** For an approval or a client tool: the arguments the tool runs with, as JSON text. */
+  argumentsJson: string;
+  /** For an approval: why it is needed. */
+  approvalReason: string;
+  /** Who claimed the call with `ClaimCall`; empty when nobody holds a claim now. */
+  claimant: string;
+  /** When the claim lapses; absent when nobody holds one. */
+  claimExpireTime: Date | undefined;
 }
 
 /** A run of an agent. */
@@ -528,14 +794,116 @@ export interface Agent {
   name: string;
   /** The system instructions the model gets. */
   instructions: string;
-  /** The tools the agent may call. */
+  /** The names of the tools the agent may call. */
   tools: string[];
   /** The model provider, e.g. `scripted` or `openai`. */
   modelProvider: string;
   /** The most model turns a run of this agent may take. */
   maxSteps: number;
   /** How long its questions wait for an answer by default; absent when they never expire. */
-  questionTtl: Duration | undefined;
+  questionTtl:
+    | Duration
+    | undefined;
+  /** The tools the agent may call, with their kinds, schemas and approval policies. */
+  agentTools: AgentTool[];
+}
+
+/** A tool an agent may call. */
+export interface AgentTool {
+  /** The tool's name. */
+  name: string;
+  /** What the tool does, as the model is told. */
+  description: string;
+  /** Who runs it. */
+  kind: ToolKind;
+  /** JSON Schema of its arguments, as JSON text. */
+  parametersJsonSchema: string;
+  /** Whether its calls wait for approval. */
+  approval: ApprovalPolicy;
+  /**
+   * With `APPROVAL_POLICY_CONDITIONAL`: the CEL expression over `args` and `run.metadata` that
+   * decides.
+   */
+  approvalCondition: string;
+}
+
+/** Request of `WatchPendingCalls`. */
+export interface WatchPendingCallsRequest {
+  /** Only calls of runs of these agents; empty: every agent. */
+  agentIds: string[];
+  /** Only calls of these tools; empty: every tool. */
+  toolNames: string[];
+  /** Only calls waiting for these kinds of settlement; empty: every kind. */
+  kinds: SuspendKind[];
+}
+
+/** One event of the pending-calls feed. */
+export interface WatchPendingCallsResponse {
+  /** The event. */
+  event:
+    | //
+    /**
+     * A call that waits now: part of the snapshot, or new. An approved client tool call comes again
+     * with the same id as `SUSPEND_KIND_CLIENT_TOOL`.
+     */
+    { $case: "callPending"; value: CallPending }
+    | //
+    /**
+     * A call sent before no longer waits: it was settled (here or elsewhere), or its approval was
+     * decided.
+     */
+    { $case: "callSettled"; value: CallSettled }
+    | //
+    /** Every call pending at connect has been sent; what follows is live. */
+    { $case: "snapshotDone"; value: SnapshotDone }
+    | //
+    /** Keeps an idle feed alive through proxies. */
+    { $case: "heartbeat"; value: Heartbeat }
+    | undefined;
+}
+
+/** A call that waits to be settled. */
+export interface CallPending {
+  /** The run the call belongs to. */
+  runId: string;
+  /** The run's agent. */
+  agentId: string;
+  /** The call. */
+  call: PendingToolCall | undefined;
+}
+
+/** A call that no longer waits. */
+export interface CallSettled {
+  /** The run the call belongs to. */
+  runId: string;
+  /** The call. */
+  toolCallId: string;
+  /** How it was settled; unspecified when an approval was decided and the tool now runs. */
+  kind: ToolResultKind;
+}
+
+/** The end of the pending-calls snapshot. */
+export interface SnapshotDone {
+}
+
+/** Request of `ClaimCall`. */
+export interface ClaimCallRequest {
+  /** The run of the call. */
+  runId: string;
+  /** The call to claim. */
+  toolCallId: string;
+  /** How long the claim lasts unless renewed: 1 s to 1 h; absent means 60 s. */
+  ttl:
+    | Duration
+    | undefined;
+  /** Who claims it, e.g. a worker's name; the same claimant renews its own claim. */
+  claimant: string;
+}
+
+/** Response of `ClaimCall`. */
+export interface ClaimCallResponse {
+  /** When the claim lapses unless renewed. */
+  expireTime: Date | undefined;
 }
 
 /** Response of `ListAgents`. */
@@ -643,7 +1011,7 @@ export const RunAgentRequest: MessageFns<RunAgentRequest> = {
 };
 
 function createBaseStartRun(): StartRun {
-  return { agentId: "", prompt: "", metadata: {}, questionTtl: undefined };
+  return { agentId: "", prompt: "", metadata: {}, questionTtl: undefined, tools: [] };
 }
 
 export const StartRun: MessageFns<StartRun> = {
@@ -659,6 +1027,9 @@ export const StartRun: MessageFns<StartRun> = {
     });
     if (message.questionTtl !== undefined) {
       Duration.encode(message.questionTtl, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.tools) {
+      ToolDefinition.encode(v!, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -711,6 +1082,14 @@ export const StartRun: MessageFns<StartRun> = {
             message.questionTtl = Duration.decode(reader, reader.uint32());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.tools.push(ToolDefinition.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -742,6 +1121,7 @@ export const StartRun: MessageFns<StartRun> = {
     message.questionTtl = (object.questionTtl !== undefined && object.questionTtl !== null)
       ? Duration.fromPartial(object.questionTtl)
       : undefined;
+    message.tools = object.tools?.map((e) => ToolDefinition.fromPartial(e)) || [];
     return message;
   },
 };
@@ -809,6 +1189,97 @@ export const StartRun_MetadataEntry: MessageFns<StartRun_MetadataEntry> = {
     const message = createBaseStartRun_MetadataEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseToolDefinition(): ToolDefinition {
+  return { name: "", description: "", parametersJsonSchema: "", approval: ApprovalPolicy.APPROVAL_POLICY_UNSPECIFIED };
+}
+
+export const ToolDefinition: MessageFns<ToolDefinition> = {
+  encode(message: ToolDefinition, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.description !== "") {
+      writer.uint32(18).string(message.description);
+    }
+    if (message.parametersJsonSchema !== "") {
+      writer.uint32(26).string(message.parametersJsonSchema);
+    }
+    if (message.approval !== ApprovalPolicy.APPROVAL_POLICY_UNSPECIFIED) {
+      writer.uint32(32).int32(approvalPolicyToNumber(message.approval));
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ToolDefinition {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseToolDefinition();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.parametersJsonSchema = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.approval = approvalPolicyFromJSON(reader.int32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ToolDefinition>, I>>(base?: I): ToolDefinition {
+    return ToolDefinition.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ToolDefinition>, I>>(object: I): ToolDefinition {
+    const message = createBaseToolDefinition();
+    message.name = object.name ?? "";
+    message.description = object.description ?? "";
+    message.parametersJsonSchema = object.parametersJsonSchema ?? "";
+    message.approval = object.approval ?? ApprovalPolicy.APPROVAL_POLICY_UNSPECIFIED;
     return message;
   },
 };
@@ -902,6 +1373,12 @@ export const Answer: MessageFns<Answer> = {
       case "decline":
         Decline.encode(message.answer.value, writer.uint32(50).fork()).join();
         break;
+      case "toolOutput":
+        ToolOutput.encode(message.answer.value, writer.uint32(58).fork()).join();
+        break;
+      case "approval":
+        ApprovalDecision.encode(message.answer.value, writer.uint32(66).fork()).join();
+        break;
     }
     if (message.answerId !== "") {
       writer.uint32(42).string(message.answerId);
@@ -962,6 +1439,22 @@ export const Answer: MessageFns<Answer> = {
             message.answer = { $case: "decline", value: Decline.decode(reader, reader.uint32()) };
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.answer = { $case: "toolOutput", value: ToolOutput.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.answer = { $case: "approval", value: ApprovalDecision.decode(reader, reader.uint32()) };
+            continue;
+          }
           case 5: {
             if (tag !== 42) {
               break;
@@ -1008,8 +1501,338 @@ export const Answer: MessageFns<Answer> = {
         }
         break;
       }
+      case "toolOutput": {
+        if (object.answer?.value !== undefined && object.answer?.value !== null) {
+          message.answer = { $case: "toolOutput", value: ToolOutput.fromPartial(object.answer.value) };
+        }
+        break;
+      }
+      case "approval": {
+        if (object.answer?.value !== undefined && object.answer?.value !== null) {
+          message.answer = { $case: "approval", value: ApprovalDecision.fromPartial(object.answer.value) };
+        }
+        break;
+      }
     }
     message.answerId = object.answerId ?? "";
+    return message;
+  },
+};
+
+function createBaseToolOutput(): ToolOutput {
+  return { content: "", isError: false };
+}
+
+export const ToolOutput: MessageFns<ToolOutput> = {
+  encode(message: ToolOutput, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.content !== "") {
+      writer.uint32(10).string(message.content);
+    }
+    if (message.isError !== false) {
+      writer.uint32(16).bool(message.isError);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ToolOutput {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseToolOutput();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.content = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.isError = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ToolOutput>, I>>(base?: I): ToolOutput {
+    return ToolOutput.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ToolOutput>, I>>(object: I): ToolOutput {
+    const message = createBaseToolOutput();
+    message.content = object.content ?? "";
+    message.isError = object.isError ?? false;
+    return message;
+  },
+};
+
+function createBaseApprovalDecision(): ApprovalDecision {
+  return { decision: undefined };
+}
+
+export const ApprovalDecision: MessageFns<ApprovalDecision> = {
+  encode(message: ApprovalDecision, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    switch (message.decision?.$case) {
+      case "approve":
+        ApprovalDecision_Approve.encode(message.decision.value, writer.uint32(10).fork()).join();
+        break;
+      case "reject":
+        ApprovalDecision_Reject.encode(message.decision.value, writer.uint32(18).fork()).join();
+        break;
+      case "edit":
+        ApprovalDecision_Edit.encode(message.decision.value, writer.uint32(26).fork()).join();
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ApprovalDecision {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseApprovalDecision();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.decision = { $case: "approve", value: ApprovalDecision_Approve.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.decision = { $case: "reject", value: ApprovalDecision_Reject.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.decision = { $case: "edit", value: ApprovalDecision_Edit.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ApprovalDecision>, I>>(base?: I): ApprovalDecision {
+    return ApprovalDecision.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ApprovalDecision>, I>>(object: I): ApprovalDecision {
+    const message = createBaseApprovalDecision();
+    switch (object.decision?.$case) {
+      case "approve": {
+        if (object.decision?.value !== undefined && object.decision?.value !== null) {
+          message.decision = { $case: "approve", value: ApprovalDecision_Approve.fromPartial(object.decision.value) };
+        }
+        break;
+      }
+      case "reject": {
+        if (object.decision?.value !== undefined && object.decision?.value !== null) {
+          message.decision = { $case: "reject", value: ApprovalDecision_Reject.fromPartial(object.decision.value) };
+        }
+        break;
+      }
+      case "edit": {
+        if (object.decision?.value !== undefined && object.decision?.value !== null) {
+          message.decision = { $case: "edit", value: ApprovalDecision_Edit.fromPartial(object.decision.value) };
+        }
+        break;
+      }
+    }
+    return message;
+  },
+};
+
+function createBaseApprovalDecision_Approve(): ApprovalDecision_Approve {
+  return {};
+}
+
+export const ApprovalDecision_Approve: MessageFns<ApprovalDecision_Approve> = {
+  encode(_: ApprovalDecision_Approve, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ApprovalDecision_Approve {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseApprovalDecision_Approve();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ApprovalDecision_Approve>, I>>(base?: I): ApprovalDecision_Approve {
+    return ApprovalDecision_Approve.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ApprovalDecision_Approve>, I>>(_: I): ApprovalDecision_Approve {
+    const message = createBaseApprovalDecision_Approve();
+    return message;
+  },
+};
+
+function createBaseApprovalDecision_Reject(): ApprovalDecision_Reject {
+  return { reason: "" };
+}
+
+export const ApprovalDecision_Reject: MessageFns<ApprovalDecision_Reject> = {
+  encode(message: ApprovalDecision_Reject, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.reason !== "") {
+      writer.uint32(10).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ApprovalDecision_Reject {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseApprovalDecision_Reject();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ApprovalDecision_Reject>, I>>(base?: I): ApprovalDecision_Reject {
+    return ApprovalDecision_Reject.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ApprovalDecision_Reject>, I>>(object: I): ApprovalDecision_Reject {
+    const message = createBaseApprovalDecision_Reject();
+    message.reason = object.reason ?? "";
+    return message;
+  },
+};
+
+function createBaseApprovalDecision_Edit(): ApprovalDecision_Edit {
+  return { argumentsJson: "" };
+}
+
+export const ApprovalDecision_Edit: MessageFns<ApprovalDecision_Edit> = {
+  encode(message: ApprovalDecision_Edit, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.argumentsJson !== "") {
+      writer.uint32(10).string(message.argumentsJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ApprovalDecision_Edit {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseApprovalDecision_Edit();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.argumentsJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ApprovalDecision_Edit>, I>>(base?: I): ApprovalDecision_Edit {
+    return ApprovalDecision_Edit.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ApprovalDecision_Edit>, I>>(object: I): ApprovalDecision_Edit {
+    const message = createBaseApprovalDecision_Edit();
+    message.argumentsJson = object.argumentsJson ?? "";
     return message;
   },
 };
@@ -1593,7 +2416,15 @@ export const ToolCall: MessageFns<ToolCall> = {
 };
 
 function createBaseToolCallSuspended(): ToolCallSuspended {
-  return { toolCallId: "", toolName: "", suspendPayload: undefined, expireTime: undefined };
+  return {
+    toolCallId: "",
+    toolName: "",
+    suspendPayload: undefined,
+    expireTime: undefined,
+    kind: SuspendKind.SUSPEND_KIND_UNSPECIFIED,
+    argumentsJson: "",
+    approvalReason: "",
+  };
 }
 
 export const ToolCallSuspended: MessageFns<ToolCallSuspended> = {
@@ -1609,6 +2440,15 @@ export const ToolCallSuspended: MessageFns<ToolCallSuspended> = {
     }
     if (message.expireTime !== undefined) {
       Timestamp.encode(toTimestamp(message.expireTime), writer.uint32(34).fork()).join();
+    }
+    if (message.kind !== SuspendKind.SUSPEND_KIND_UNSPECIFIED) {
+      writer.uint32(40).int32(suspendKindToNumber(message.kind));
+    }
+    if (message.argumentsJson !== "") {
+      writer.uint32(50).string(message.argumentsJson);
+    }
+    if (message.approvalReason !== "") {
+      writer.uint32(58).string(message.approvalReason);
     }
     return writer;
   },
@@ -1658,6 +2498,30 @@ export const ToolCallSuspended: MessageFns<ToolCallSuspended> = {
             message.expireTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.kind = suspendKindFromJSON(reader.int32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.argumentsJson = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.approvalReason = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1681,6 +2545,9 @@ export const ToolCallSuspended: MessageFns<ToolCallSuspended> = {
       ? SuspendPayload.fromPartial(object.suspendPayload)
       : undefined;
     message.expireTime = object.expireTime ?? undefined;
+    message.kind = object.kind ?? SuspendKind.SUSPEND_KIND_UNSPECIFIED;
+    message.argumentsJson = object.argumentsJson ?? "";
+    message.approvalReason = object.approvalReason ?? "";
     return message;
   },
 };
@@ -2437,7 +3304,17 @@ export const WatchRunRequest: MessageFns<WatchRunRequest> = {
 };
 
 function createBasePendingToolCall(): PendingToolCall {
-  return { toolCallId: "", toolName: "", suspendPayload: undefined, expireTime: undefined };
+  return {
+    toolCallId: "",
+    toolName: "",
+    suspendPayload: undefined,
+    expireTime: undefined,
+    kind: SuspendKind.SUSPEND_KIND_UNSPECIFIED,
+    argumentsJson: "",
+    approvalReason: "",
+    claimant: "",
+    claimExpireTime: undefined,
+  };
 }
 
 export const PendingToolCall: MessageFns<PendingToolCall> = {
@@ -2453,6 +3330,21 @@ export const PendingToolCall: MessageFns<PendingToolCall> = {
     }
     if (message.expireTime !== undefined) {
       Timestamp.encode(toTimestamp(message.expireTime), writer.uint32(34).fork()).join();
+    }
+    if (message.kind !== SuspendKind.SUSPEND_KIND_UNSPECIFIED) {
+      writer.uint32(40).int32(suspendKindToNumber(message.kind));
+    }
+    if (message.argumentsJson !== "") {
+      writer.uint32(50).string(message.argumentsJson);
+    }
+    if (message.approvalReason !== "") {
+      writer.uint32(58).string(message.approvalReason);
+    }
+    if (message.claimant !== "") {
+      writer.uint32(66).string(message.claimant);
+    }
+    if (message.claimExpireTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.claimExpireTime), writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -2502,6 +3394,46 @@ export const PendingToolCall: MessageFns<PendingToolCall> = {
             message.expireTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.kind = suspendKindFromJSON(reader.int32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.argumentsJson = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.approvalReason = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.claimant = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.claimExpireTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2525,6 +3457,11 @@ export const PendingToolCall: MessageFns<PendingToolCall> = {
       ? SuspendPayload.fromPartial(object.suspendPayload)
       : undefined;
     message.expireTime = object.expireTime ?? undefined;
+    message.kind = object.kind ?? SuspendKind.SUSPEND_KIND_UNSPECIFIED;
+    message.argumentsJson = object.argumentsJson ?? "";
+    message.approvalReason = object.approvalReason ?? "";
+    message.claimant = object.claimant ?? "";
+    message.claimExpireTime = object.claimExpireTime ?? undefined;
     return message;
   },
 };
@@ -3228,7 +4165,16 @@ export const ListAgentsRequest: MessageFns<ListAgentsRequest> = {
 };
 
 function createBaseAgent(): Agent {
-  return { agentId: "", name: "", instructions: "", tools: [], modelProvider: "", maxSteps: 0, questionTtl: undefined };
+  return {
+    agentId: "",
+    name: "",
+    instructions: "",
+    tools: [],
+    modelProvider: "",
+    maxSteps: 0,
+    questionTtl: undefined,
+    agentTools: [],
+  };
 }
 
 export const Agent: MessageFns<Agent> = {
@@ -3253,6 +4199,9 @@ export const Agent: MessageFns<Agent> = {
     }
     if (message.questionTtl !== undefined) {
       Duration.encode(message.questionTtl, writer.uint32(58).fork()).join();
+    }
+    for (const v of message.agentTools) {
+      AgentTool.encode(v!, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -3326,6 +4275,14 @@ export const Agent: MessageFns<Agent> = {
             message.questionTtl = Duration.decode(reader, reader.uint32());
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.agentTools.push(AgentTool.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3352,6 +4309,686 @@ export const Agent: MessageFns<Agent> = {
     message.questionTtl = (object.questionTtl !== undefined && object.questionTtl !== null)
       ? Duration.fromPartial(object.questionTtl)
       : undefined;
+    message.agentTools = object.agentTools?.map((e) => AgentTool.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseAgentTool(): AgentTool {
+  return {
+    name: "",
+    description: "",
+    kind: ToolKind.TOOL_KIND_UNSPECIFIED,
+    parametersJsonSchema: "",
+    approval: ApprovalPolicy.APPROVAL_POLICY_UNSPECIFIED,
+    approvalCondition: "",
+  };
+}
+
+export const AgentTool: MessageFns<AgentTool> = {
+  encode(message: AgentTool, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.description !== "") {
+      writer.uint32(18).string(message.description);
+    }
+    if (message.kind !== ToolKind.TOOL_KIND_UNSPECIFIED) {
+      writer.uint32(24).int32(toolKindToNumber(message.kind));
+    }
+    if (message.parametersJsonSchema !== "") {
+      writer.uint32(34).string(message.parametersJsonSchema);
+    }
+    if (message.approval !== ApprovalPolicy.APPROVAL_POLICY_UNSPECIFIED) {
+      writer.uint32(40).int32(approvalPolicyToNumber(message.approval));
+    }
+    if (message.approvalCondition !== "") {
+      writer.uint32(50).string(message.approvalCondition);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AgentTool {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAgentTool();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.kind = toolKindFromJSON(reader.int32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.parametersJsonSchema = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.approval = approvalPolicyFromJSON(reader.int32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.approvalCondition = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<AgentTool>, I>>(base?: I): AgentTool {
+    return AgentTool.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AgentTool>, I>>(object: I): AgentTool {
+    const message = createBaseAgentTool();
+    message.name = object.name ?? "";
+    message.description = object.description ?? "";
+    message.kind = object.kind ?? ToolKind.TOOL_KIND_UNSPECIFIED;
+    message.parametersJsonSchema = object.parametersJsonSchema ?? "";
+    message.approval = object.approval ?? ApprovalPolicy.APPROVAL_POLICY_UNSPECIFIED;
+    message.approvalCondition = object.approvalCondition ?? "";
+    return message;
+  },
+};
+
+function createBaseWatchPendingCallsRequest(): WatchPendingCallsRequest {
+  return { agentIds: [], toolNames: [], kinds: [] };
+}
+
+export const WatchPendingCallsRequest: MessageFns<WatchPendingCallsRequest> = {
+  encode(message: WatchPendingCallsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.agentIds) {
+      writer.uint32(10).string(v!);
+    }
+    for (const v of message.toolNames) {
+      writer.uint32(18).string(v!);
+    }
+    if (message.kinds.length !== 0) {
+      writer.uint32(26).fork();
+      for (const v of message.kinds) {
+        writer.int32(suspendKindToNumber(v));
+      }
+      writer.join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WatchPendingCallsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWatchPendingCallsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.agentIds.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.toolNames.push(reader.string());
+            continue;
+          }
+          case 3: {
+            if (tag === 24) {
+              message.kinds.push(suspendKindFromJSON(reader.int32()));
+
+              continue;
+            }
+
+            if (tag === 26) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.kinds.push(suspendKindFromJSON(reader.int32()));
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<WatchPendingCallsRequest>, I>>(base?: I): WatchPendingCallsRequest {
+    return WatchPendingCallsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WatchPendingCallsRequest>, I>>(object: I): WatchPendingCallsRequest {
+    const message = createBaseWatchPendingCallsRequest();
+    message.agentIds = object.agentIds?.map((e) => e) || [];
+    message.toolNames = object.toolNames?.map((e) => e) || [];
+    message.kinds = object.kinds?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseWatchPendingCallsResponse(): WatchPendingCallsResponse {
+  return { event: undefined };
+}
+
+export const WatchPendingCallsResponse: MessageFns<WatchPendingCallsResponse> = {
+  encode(message: WatchPendingCallsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    switch (message.event?.$case) {
+      case "callPending":
+        CallPending.encode(message.event.value, writer.uint32(10).fork()).join();
+        break;
+      case "callSettled":
+        CallSettled.encode(message.event.value, writer.uint32(18).fork()).join();
+        break;
+      case "snapshotDone":
+        SnapshotDone.encode(message.event.value, writer.uint32(26).fork()).join();
+        break;
+      case "heartbeat":
+        Heartbeat.encode(message.event.value, writer.uint32(34).fork()).join();
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WatchPendingCallsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWatchPendingCallsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.event = { $case: "callPending", value: CallPending.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.event = { $case: "callSettled", value: CallSettled.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.event = { $case: "snapshotDone", value: SnapshotDone.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.event = { $case: "heartbeat", value: Heartbeat.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<WatchPendingCallsResponse>, I>>(base?: I): WatchPendingCallsResponse {
+    return WatchPendingCallsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WatchPendingCallsResponse>, I>>(object: I): WatchPendingCallsResponse {
+    const message = createBaseWatchPendingCallsResponse();
+    switch (object.event?.$case) {
+      case "callPending": {
+        if (object.event?.value !== undefined && object.event?.value !== null) {
+          message.event = { $case: "callPending", value: CallPending.fromPartial(object.event.value) };
+        }
+        break;
+      }
+      case "callSettled": {
+        if (object.event?.value !== undefined && object.event?.value !== null) {
+          message.event = { $case: "callSettled", value: CallSettled.fromPartial(object.event.value) };
+        }
+        break;
+      }
+      case "snapshotDone": {
+        if (object.event?.value !== undefined && object.event?.value !== null) {
+          message.event = { $case: "snapshotDone", value: SnapshotDone.fromPartial(object.event.value) };
+        }
+        break;
+      }
+      case "heartbeat": {
+        if (object.event?.value !== undefined && object.event?.value !== null) {
+          message.event = { $case: "heartbeat", value: Heartbeat.fromPartial(object.event.value) };
+        }
+        break;
+      }
+    }
+    return message;
+  },
+};
+
+function createBaseCallPending(): CallPending {
+  return { runId: "", agentId: "", call: undefined };
+}
+
+export const CallPending: MessageFns<CallPending> = {
+  encode(message: CallPending, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.runId !== "") {
+      writer.uint32(10).string(message.runId);
+    }
+    if (message.agentId !== "") {
+      writer.uint32(18).string(message.agentId);
+    }
+    if (message.call !== undefined) {
+      PendingToolCall.encode(message.call, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CallPending {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCallPending();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.runId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.agentId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.call = PendingToolCall.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<CallPending>, I>>(base?: I): CallPending {
+    return CallPending.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CallPending>, I>>(object: I): CallPending {
+    const message = createBaseCallPending();
+    message.runId = object.runId ?? "";
+    message.agentId = object.agentId ?? "";
+    message.call = (object.call !== undefined && object.call !== null)
+      ? PendingToolCall.fromPartial(object.call)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseCallSettled(): CallSettled {
+  return { runId: "", toolCallId: "", kind: ToolResultKind.TOOL_RESULT_KIND_UNSPECIFIED };
+}
+
+export const CallSettled: MessageFns<CallSettled> = {
+  encode(message: CallSettled, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.runId !== "") {
+      writer.uint32(10).string(message.runId);
+    }
+    if (message.toolCallId !== "") {
+      writer.uint32(18).string(message.toolCallId);
+    }
+    if (message.kind !== ToolResultKind.TOOL_RESULT_KIND_UNSPECIFIED) {
+      writer.uint32(24).int32(toolResultKindToNumber(message.kind));
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CallSettled {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCallSettled();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.runId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.toolCallId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.kind = toolResultKindFromJSON(reader.int32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<CallSettled>, I>>(base?: I): CallSettled {
+    return CallSettled.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CallSettled>, I>>(object: I): CallSettled {
+    const message = createBaseCallSettled();
+    message.runId = object.runId ?? "";
+    message.toolCallId = object.toolCallId ?? "";
+    message.kind = object.kind ?? ToolResultKind.TOOL_RESULT_KIND_UNSPECIFIED;
+    return message;
+  },
+};
+
+function createBaseSnapshotDone(): SnapshotDone {
+  return {};
+}
+
+export const SnapshotDone: MessageFns<SnapshotDone> = {
+  encode(_: SnapshotDone, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SnapshotDone {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSnapshotDone();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SnapshotDone>, I>>(base?: I): SnapshotDone {
+    return SnapshotDone.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SnapshotDone>, I>>(_: I): SnapshotDone {
+    const message = createBaseSnapshotDone();
+    return message;
+  },
+};
+
+function createBaseClaimCallRequest(): ClaimCallRequest {
+  return { runId: "", toolCallId: "", ttl: undefined, claimant: "" };
+}
+
+export const ClaimCallRequest: MessageFns<ClaimCallRequest> = {
+  encode(message: ClaimCallRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.runId !== "") {
+      writer.uint32(10).string(message.runId);
+    }
+    if (message.toolCallId !== "") {
+      writer.uint32(18).string(message.toolCallId);
+    }
+    if (message.ttl !== undefined) {
+      Duration.encode(message.ttl, writer.uint32(26).fork()).join();
+    }
+    if (message.claimant !== "") {
+      writer.uint32(34).string(message.claimant);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClaimCallRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClaimCallRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.runId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.toolCallId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.ttl = Duration.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.claimant = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ClaimCallRequest>, I>>(base?: I): ClaimCallRequest {
+    return ClaimCallRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ClaimCallRequest>, I>>(object: I): ClaimCallRequest {
+    const message = createBaseClaimCallRequest();
+    message.runId = object.runId ?? "";
+    message.toolCallId = object.toolCallId ?? "";
+    message.ttl = (object.ttl !== undefined && object.ttl !== null) ? Duration.fromPartial(object.ttl) : undefined;
+    message.claimant = object.claimant ?? "";
+    return message;
+  },
+};
+
+function createBaseClaimCallResponse(): ClaimCallResponse {
+  return { expireTime: undefined };
+}
+
+export const ClaimCallResponse: MessageFns<ClaimCallResponse> = {
+  encode(message: ClaimCallResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.expireTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.expireTime), writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClaimCallResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClaimCallResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.expireTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ClaimCallResponse>, I>>(base?: I): ClaimCallResponse {
+    return ClaimCallResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ClaimCallResponse>, I>>(object: I): ClaimCallResponse {
+    const message = createBaseClaimCallResponse();
+    message.expireTime = object.expireTime ?? undefined;
     return message;
   },
 };
@@ -3416,7 +5053,8 @@ export const ListAgentsResponse: MessageFns<ListAgentsResponse> = {
  *
  * Errors carry rich details: INVALID_ARGUMENT has `google.rpc.BadRequest`; FAILED_PRECONDITION has
  * `google.rpc.ErrorInfo` with domain `askuser.dev` and a reason such as `ALREADY_ANSWERED`,
- * `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED` or `RUN_FINISHED`.
+ * `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED` or
+ * `ALREADY_CLAIMED`.
  */
 export type AgentServiceService = typeof AgentServiceService;
 export const AgentServiceService = {
@@ -3512,6 +5150,38 @@ export const AgentServiceService = {
     responseSerialize: (value: ListAgentsResponse): Buffer => Buffer.from(ListAgentsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListAgentsResponse => ListAgentsResponse.decode(value),
   },
+  /**
+   * Streams the calls that wait for someone, across runs: on connect every call pending now, then a
+   * `snapshot_done` marker, then each new pending call and each settlement live. Reconnecting
+   * replays the snapshot, so a worker or an inbox that reconnects misses nothing. Filters combine
+   * with AND; an empty filter matches everything.
+   */
+  watchPendingCalls: {
+    path: "/askuser.v1.AgentService/WatchPendingCalls" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: WatchPendingCallsRequest): Buffer =>
+      Buffer.from(WatchPendingCallsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): WatchPendingCallsRequest => WatchPendingCallsRequest.decode(value),
+    responseSerialize: (value: WatchPendingCallsResponse): Buffer =>
+      Buffer.from(WatchPendingCallsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): WatchPendingCallsResponse => WatchPendingCallsResponse.decode(value),
+  },
+  /**
+   * Claims a pending call for a while, so that two workers on the same pending-calls feed do not both
+   * run it. Claiming again with the same `claimant` renews the claim; another claimant gets
+   * FAILED_PRECONDITION `ALREADY_CLAIMED` until the claim lapses. A claim never blocks settling: anyone
+   * may still settle the call, and the first settlement wins.
+   */
+  claimCall: {
+    path: "/askuser.v1.AgentService/ClaimCall" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ClaimCallRequest): Buffer => Buffer.from(ClaimCallRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ClaimCallRequest => ClaimCallRequest.decode(value),
+    responseSerialize: (value: ClaimCallResponse): Buffer => Buffer.from(ClaimCallResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ClaimCallResponse => ClaimCallResponse.decode(value),
+  },
 } as const;
 
 export interface AgentServiceServer extends UntypedServiceImplementation {
@@ -3551,6 +5221,20 @@ export interface AgentServiceServer extends UntypedServiceImplementation {
   cancelRun: handleUnaryCall<CancelRunRequest, CancelRunResponse>;
   /** Lists the agents this server runs. */
   listAgents: handleUnaryCall<ListAgentsRequest, ListAgentsResponse>;
+  /**
+   * Streams the calls that wait for someone, across runs: on connect every call pending now, then a
+   * `snapshot_done` marker, then each new pending call and each settlement live. Reconnecting
+   * replays the snapshot, so a worker or an inbox that reconnects misses nothing. Filters combine
+   * with AND; an empty filter matches everything.
+   */
+  watchPendingCalls: handleServerStreamingCall<WatchPendingCallsRequest, WatchPendingCallsResponse>;
+  /**
+   * Claims a pending call for a while, so that two workers on the same pending-calls feed do not both
+   * run it. Claiming again with the same `claimant` renews the claim; another claimant gets
+   * FAILED_PRECONDITION `ALREADY_CLAIMED` until the claim lapses. A claim never blocks settling: anyone
+   * may still settle the call, and the first settlement wins.
+   */
+  claimCall: handleUnaryCall<ClaimCallRequest, ClaimCallResponse>;
 }
 
 export interface AgentServiceClient extends Client {
@@ -3657,6 +5341,42 @@ export interface AgentServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListAgentsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Streams the calls that wait for someone, across runs: on connect every call pending now, then a
+   * `snapshot_done` marker, then each new pending call and each settlement live. Reconnecting
+   * replays the snapshot, so a worker or an inbox that reconnects misses nothing. Filters combine
+   * with AND; an empty filter matches everything.
+   */
+  watchPendingCalls(
+    request: WatchPendingCallsRequest,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<WatchPendingCallsResponse>;
+  watchPendingCalls(
+    request: WatchPendingCallsRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<WatchPendingCallsResponse>;
+  /**
+   * Claims a pending call for a while, so that two workers on the same pending-calls feed do not both
+   * run it. Claiming again with the same `claimant` renews the claim; another claimant gets
+   * FAILED_PRECONDITION `ALREADY_CLAIMED` until the claim lapses. A claim never blocks settling: anyone
+   * may still settle the call, and the first settlement wins.
+   */
+  claimCall(
+    request: ClaimCallRequest,
+    callback: (error: ServiceError | null, response: ClaimCallResponse) => void,
+  ): ClientUnaryCall;
+  claimCall(
+    request: ClaimCallRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ClaimCallResponse) => void,
+  ): ClientUnaryCall;
+  claimCall(
+    request: ClaimCallRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ClaimCallResponse) => void,
   ): ClientUnaryCall;
 }
 

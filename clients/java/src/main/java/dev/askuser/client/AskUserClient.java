@@ -3,10 +3,12 @@ package dev.askuser.client;
 import dev.askuser.v1.Agent;
 import dev.askuser.v1.AgentServiceGrpc;
 import dev.askuser.v1.Answer;
+import dev.askuser.v1.ApprovalPolicy;
 import dev.askuser.v1.AskUserInput;
 import dev.askuser.v1.AskUserRequest;
 import dev.askuser.v1.AttachRun;
 import dev.askuser.v1.CancelRunRequest;
+import dev.askuser.v1.ClaimCallRequest;
 import dev.askuser.v1.GetRunRequest;
 import dev.askuser.v1.ListAgentsRequest;
 import dev.askuser.v1.ListRunsRequest;
@@ -14,11 +16,16 @@ import dev.askuser.v1.ListRunsResponse;
 import dev.askuser.v1.ResumeRunRequest;
 import dev.askuser.v1.RunAgentRequest;
 import dev.askuser.v1.StartRun;
+import dev.askuser.v1.SuspendKind;
+import dev.askuser.v1.ToolDefinition;
 import dev.askuser.v1.ToolServiceGrpc;
+import dev.askuser.v1.WatchPendingCallsRequest;
 import dev.askuser.v1.WatchRunRequest;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.StatusRuntimeException;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -60,6 +67,39 @@ public final class AskUserClient implements AutoCloseable {
         StartRun.newBuilder().setAgentId(agentId).setPrompt(prompt).putAllMetadata(metadata).build());
   }
 
+  /**
+   * Starts a run with client tools for this run only, offered to the model beside the agent's own
+   * tools (see {@link #clientTool}). Their calls arrive as {@code tool_call_suspended} frames of kind
+   * {@code SUSPEND_KIND_CLIENT_TOOL} (after an approval when a tool asks for one); settle them with
+   * {@link Run#sendToolOutput}. A bad tool fails the stream with INVALID_ARGUMENT naming the field,
+   * e.g. {@code start.tools[0].parameters_json_schema}.
+   */
+  public Run startRun(
+      String agentId, String prompt, Map<String, String> metadata, List<ToolDefinition> tools) {
+    return startRun(
+        StartRun.newBuilder()
+            .setAgentId(agentId)
+            .setPrompt(prompt)
+            .putAllMetadata(metadata)
+            .addAllTools(tools)
+            .build());
+  }
+
+  /**
+   * A client tool to give {@link #startRun(String, String, Map, List)}: its name, what it does,
+   * the JSON Schema of its arguments as JSON text (empty: any JSON object), and whether its calls
+   * wait for approval ({@code APPROVAL_POLICY_NEVER} or {@code APPROVAL_POLICY_ALWAYS}).
+   */
+  public static ToolDefinition clientTool(
+      String name, String description, String parametersJsonSchema, ApprovalPolicy approval) {
+    return ToolDefinition.newBuilder()
+        .setName(name)
+        .setDescription(description)
+        .setParametersJsonSchema(parametersJsonSchema)
+        .setApproval(approval)
+        .build();
+  }
+
   /** Starts a run as given, e.g. with a {@code question_ttl}. */
   public Run startRun(StartRun start) {
     return new Run(agents, RunAgentRequest.newBuilder().setStart(start).build());
@@ -93,7 +133,47 @@ public final class AskUserClient implements AutoCloseable {
     return frames;
   }
 
-  /** One run with its pending questions. */
+  /**
+   * Opens the pending-calls feed: every call pending now that passes the filters, then {@code
+   * snapshot_done}, then new pending calls and settlements live, until {@link
+   * PendingCallStream#close()}. Filters combine with AND; an empty list matches everything.
+   */
+  public PendingCallStream watchPendingCalls(
+      List<String> agentIds, List<String> toolNames, List<SuspendKind> kinds) {
+    return watchPendingCalls(
+        WatchPendingCallsRequest.newBuilder()
+            .addAllAgentIds(agentIds)
+            .addAllToolNames(toolNames)
+            .addAllKinds(kinds)
+            .build());
+  }
+
+  /** Opens the pending-calls feed with the request as given. */
+  public PendingCallStream watchPendingCalls(WatchPendingCallsRequest request) {
+    PendingCallStream feed = new PendingCallStream();
+    agents.watchPendingCalls(request, feed.receiver());
+    return feed;
+  }
+
+  /**
+   * Claims a pending call for {@code ttl} (1 s to 1 h; {@code null}: the server's default, 60 s), so
+   * that other workers on the feed leave it alone; the same {@code claimant} renews its claim.
+   * Returns when the claim lapses. Another claimant's live claim fails with FAILED_PRECONDITION
+   * {@code ALREADY_CLAIMED} ({@link AskUserException#reason()}); a settled call with {@code
+   * TOOL_CALL_NOT_PENDING}. A claim never blocks settling: the first settlement wins.
+   */
+  public Instant claimCall(String runId, String toolCallId, String claimant, Duration ttl) {
+    ClaimCallRequest.Builder request =
+        ClaimCallRequest.newBuilder().setRunId(runId).setToolCallId(toolCallId).setClaimant(claimant);
+    if (ttl != null) {
+      request.setTtl(
+          com.google.protobuf.Duration.newBuilder().setSeconds(ttl.getSeconds()).setNanos(ttl.getNano()));
+    }
+    com.google.protobuf.Timestamp expires = unary(() -> agentsBlocking.claimCall(request.build()).getExpireTime());
+    return Instant.ofEpochSecond(expires.getSeconds(), expires.getNanos());
+  }
+
+  /** One run with its pending tool calls (questions, approvals and client tool calls). */
   public dev.askuser.v1.Run getRun(String runId) {
     return unary(() -> agentsBlocking.getRun(GetRunRequest.newBuilder().setRunId(runId).build()).getRun());
   }

@@ -2,15 +2,15 @@ package dev.askuser.client;
 
 import dev.askuser.v1.AgentServiceGrpc;
 import dev.askuser.v1.Answer;
-import dev.askuser.v1.Decline;
 import dev.askuser.v1.RunAgentRequest;
-import dev.askuser.v1.Selections;
 import io.grpc.stub.StreamObserver;
 import java.util.List;
 
 /**
  * An open {@code RunAgent} stream: iterate it for the run's frames, answer its questions with
- * {@link #answerText}, {@link #answerSelections} or {@link #decline}.
+ * {@link #answerText}, {@link #answerSelections} or {@link #decline}, settle client tool calls with
+ * {@link #sendToolOutput} and approvals with {@link #approve}, {@link #reject} or {@link
+ * #editArguments}.
  *
  * <p>The answer methods leave the answer's run id empty, which the server reads as this stream's
  * run. A bad answer does not fail the stream; it comes back as an {@code answer_rejected} frame and
@@ -40,25 +40,54 @@ public final class Run extends FrameStream {
 
   /** Answers a free-text question, or a single-select one with the exact label chosen. */
   public void answerText(String toolCallId, String text) {
-    answer(Answer.newBuilder().setToolCallId(toolCallId).setText(text).build());
+    answer(Answers.text("", toolCallId, text));
   }
 
   /** Answers a select question with the chosen labels, in the order they were chosen. */
   public void answerSelections(String toolCallId, List<String> labels) {
-    answer(
-        Answer.newBuilder()
-            .setToolCallId(toolCallId)
-            .setSelections(Selections.newBuilder().addAllLabels(labels))
-            .build());
+    answer(Answers.selections("", toolCallId, labels));
   }
 
-  /** Declines to answer a question; {@code reason} (possibly empty) is passed on to the model. */
+  /**
+   * Declines to answer a question (or rejects a call that waits for approval); {@code reason}
+   * (possibly empty) is passed on to the model.
+   */
   public void decline(String toolCallId, String reason) {
-    answer(
-        Answer.newBuilder()
-            .setToolCallId(toolCallId)
-            .setDecline(Decline.newBuilder().setReason(reason))
-            .build());
+    answer(Answers.decline("", toolCallId, reason));
+  }
+
+  /**
+   * Settles a client tool call ({@code SUSPEND_KIND_CLIENT_TOOL}) with the output of the tool the
+   * caller ran; {@code isError} tells the model the tool failed.
+   */
+  public void sendToolOutput(String toolCallId, String content, boolean isError) {
+    answer(Answers.toolOutput("", toolCallId, content, isError));
+  }
+
+  /** Settles a client tool call with a successful output. */
+  public void sendToolOutput(String toolCallId, String content) {
+    sendToolOutput(toolCallId, content, false);
+  }
+
+  /**
+   * Approves a call that waits for approval ({@code SUSPEND_KIND_APPROVAL}). A client tool is then
+   * suspended again, with the same id, as {@code SUSPEND_KIND_CLIENT_TOOL}, for its output.
+   */
+  public void approve(String toolCallId) {
+    answer(Answers.approve("", toolCallId));
+  }
+
+  /** Rejects a call that waits for approval: the tool never runs; {@code reason} may be empty. */
+  public void reject(String toolCallId, String reason) {
+    answer(Answers.reject("", toolCallId, reason));
+  }
+
+  /**
+   * Approves a call that waits for approval with edited arguments (a JSON object, checked against
+   * the tool's schema; a bad one comes back as {@code answer_rejected}).
+   */
+  public void editArguments(String toolCallId, String argumentsJson) {
+    answer(Answers.editArguments("", toolCallId, argumentsJson));
   }
 
   /** Half-closes the stream and cancels it: a disconnect. The run goes on on the server. */

@@ -11,13 +11,19 @@ import dev.askuser.v1.Agent;
 import dev.askuser.v1.Answer;
 import dev.askuser.v1.AskUserInput;
 import dev.askuser.v1.AskUserOption;
+import dev.askuser.v1.ApprovalPolicy;
 import dev.askuser.v1.ListRunsRequest;
 import dev.askuser.v1.RunAgentResponse;
 import dev.askuser.v1.RunAgentResponse.EventCase;
 import dev.askuser.v1.RunStatus;
+import dev.askuser.v1.SuspendKind;
 import dev.askuser.v1.ToolCallSuspended;
+import dev.askuser.v1.ToolResult;
 import dev.askuser.v1.ToolResultKind;
+import dev.askuser.v1.WatchPendingCallsResponse;
 import io.grpc.Status;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -78,7 +84,7 @@ class AskUserClientTest {
   @Test
   void selectionsKeepTheOrderTheyWereChosenIn() {
     try (Run run = client.startRun("checks", "check", Map.of())) {
-      run.answerSelections(nextQuestion(run).getToolCallId(), List.of("e2e", "lint"));
+      run.answerSelections(nextSuspended(run).getToolCallId(), List.of("e2e", "lint"));
       assertEquals("Checks [e2e, lint]", last(drain(run)).getRunCompleted().getOutputText());
     }
   }
@@ -86,7 +92,7 @@ class AskUserClientTest {
   @Test
   void aDeclineReachesTheModelAsADeclinedResult() {
     try (Run run = client.startRun("pick", "deploy", Map.of())) {
-      run.decline(nextQuestion(run).getToolCallId(), "not now");
+      run.decline(nextSuspended(run).getToolCallId(), "not now");
       RunAgentResponse result =
           drain(run).stream().filter(RunAgentResponse::hasToolResult).findFirst().orElseThrow();
       assertEquals(ToolResultKind.TOOL_RESULT_KIND_DECLINED, result.getToolResult().getKind());
@@ -97,7 +103,7 @@ class AskUserClientTest {
   @Test
   void aBadAnswerIsRejectedInBandAndTheQuestionStaysAnswerable() {
     try (Run run = client.startRun("pick", "deploy", Map.of())) {
-      String toolCallId = nextQuestion(run).getToolCallId();
+      String toolCallId = nextSuspended(run).getToolCallId();
       run.answerText(toolCallId, "qa");
       RunAgentResponse rejected = run.next();
       assertEquals("INVALID_ANSWER", rejected.getAnswerRejected().getReason());
@@ -112,7 +118,7 @@ class AskUserClientTest {
   void attachReplaysTheRunAfterADisconnectAndTakesTheAnswer() {
     try (Run attached = client.attach(waitingRun("free_text").runId(), 0)) {
       assertEquals(1, attached.next().getSequence());
-      attached.answerText(nextQuestion(attached).getToolCallId(), "Grace");
+      attached.answerText(nextSuspended(attached).getToolCallId(), "Grace");
       assertEquals("Hello, Grace!", last(drain(attached)).getRunCompleted().getOutputText());
     }
   }
@@ -147,7 +153,7 @@ class AskUserClientTest {
     String runId;
     try (Run run = client.startRun("free_text", "greet me", Map.of())) {
       runId = run.next().getRunId();
-      run.answerText(nextQuestion(run).getToolCallId(), "Ada");
+      run.answerText(nextSuspended(run).getToolCallId(), "Ada");
       drain(run);
     }
     List<RunAgentResponse> replay = drain(client.watchRun(runId, 0));
@@ -159,7 +165,7 @@ class AskUserClientTest {
   @Test
   void closingAWatchCancelsIt() {
     FrameStream watch = client.watchRun(waitingRun("free_text").runId(), 0);
-    nextQuestion(watch);
+    nextSuspended(watch);
     watch.close();
     AskUserException error = assertThrows(AskUserException.class, watch::hasNext);
     assertEquals(Status.Code.CANCELLED, error.code());
@@ -169,7 +175,7 @@ class AskUserClientTest {
   void cancelRunEndsASuspendedRunAndTellsItsStream() {
     try (Run run = client.startRun("pick", "deploy", Map.of())) {
       String runId = run.next().getRunId();
-      nextQuestion(run);
+      nextSuspended(run);
       assertEquals(RunStatus.RUN_STATUS_CANCELLED, client.cancelRun(runId, "changed my mind").getStatus());
       RunAgentResponse cancelled = last(drain(run));
       assertEquals("changed my mind", cancelled.getRunCancelled().getReason());
@@ -223,6 +229,167 @@ class AskUserClientTest {
         error.fieldViolations().stream().map(BadRequest.FieldViolation::getField).toList());
   }
 
+  @Test
+  void aClientToolOutputBecomesTheResultTheModelSees() {
+    try (Run run = client.startRun("status_check", "check", Map.of())) {
+      ToolCallSuspended call = nextSuspended(run);
+      assertEquals(SuspendKind.SUSPEND_KIND_CLIENT_TOOL, call.getKind());
+      assertEquals("service_status", call.getToolName());
+      assertEquals("{\"service\":\"api\"}", call.getArgumentsJson().replace(" ", ""));
+      run.sendToolOutput(call.getToolCallId(), "healthy");
+      List<RunAgentResponse> frames = drain(run);
+      ToolResult result = toolResult(frames);
+      assertEquals(ToolResultKind.TOOL_RESULT_KIND_OUTPUT, result.getKind());
+      assertEquals("healthy", result.getContent());
+      assertFalse(result.getIsError());
+      assertEquals("api is healthy", last(frames).getRunCompleted().getOutputText());
+    }
+  }
+
+  @Test
+  void aClientToolErrorOutputIsMarkedAsAnError() {
+    try (Run run = client.startRun("status_check", "check", Map.of())) {
+      run.sendToolOutput(nextSuspended(run).getToolCallId(), "connection refused", true);
+      List<RunAgentResponse> frames = drain(run);
+      assertTrue(toolResult(frames).getIsError());
+      assertEquals("api is connection refused", last(frames).getRunCompleted().getOutputText());
+    }
+  }
+
+  @Test
+  void anApprovedCallIsSuspendedAgainForItsOutput() {
+    try (Run run = deployToProduction()) {
+      ToolCallSuspended approval = nextSuspended(run);
+      assertEquals(SuspendKind.SUSPEND_KIND_APPROVAL, approval.getKind());
+      assertEquals("args.environment == \"production\"", approval.getApprovalReason());
+      run.approve(approval.getToolCallId());
+      ToolCallSuspended call = nextSuspended(run);
+      assertEquals(approval.getToolCallId(), call.getToolCallId());
+      assertEquals(SuspendKind.SUSPEND_KIND_CLIENT_TOOL, call.getKind());
+      run.sendToolOutput(call.getToolCallId(), "deployed v42");
+      assertEquals(
+          "Deploy of api to production (status healthy): deployed v42",
+          last(drain(run)).getRunCompleted().getOutputText());
+    }
+  }
+
+  @Test
+  void aRejectedCallNeverRunsAndTheModelGetsTheReason() {
+    try (Run run = deployToProduction()) {
+      run.reject(nextSuspended(run).getToolCallId(), "not today");
+      ToolResult result = toolResult(drain(run));
+      assertEquals(ToolResultKind.TOOL_RESULT_KIND_REJECTED, result.getKind());
+      assertEquals("User rejected the call: not today", result.getContent());
+    }
+  }
+
+  @Test
+  void editedArgumentsAreCheckedThenRunInstead() {
+    try (Run run = deployToProduction()) {
+      String toolCallId = nextSuspended(run).getToolCallId();
+      run.editArguments(toolCallId, "{\"service\": \"api\", \"environment\": \"moon\"}");
+      RunAgentResponse rejected = run.next();
+      assertEquals(
+          "answer.approval.edit.arguments_json", rejected.getAnswerRejected().getFieldViolations(0).getField());
+      run.editArguments(toolCallId, "{\"service\": \"api\", \"environment\": \"staging\"}");
+      ToolCallSuspended call = nextSuspended(run);
+      assertEquals(SuspendKind.SUSPEND_KIND_CLIENT_TOOL, call.getKind());
+      assertTrue(call.getArgumentsJson().contains("staging"), call.getArgumentsJson());
+      run.sendToolOutput(toolCallId, "deployed v42");
+      assertTrue(toolResult(drain(run)).getContent().startsWith("User edited the arguments to "));
+    }
+  }
+
+  @Test
+  void aPerRunToolIsOfferedForThatRunWithItsApprovalPolicy() {
+    String schema = "{\"type\": \"object\", \"properties\": {\"key\": {\"type\": \"string\"}}}";
+    try (Run run = client.startRun("per_run", "look up a", Map.of(),
+        List.of(AskUserClient.clientTool("lookup", "Looks a key up", schema, ApprovalPolicy.APPROVAL_POLICY_ALWAYS)))) {
+      ToolCallSuspended approval = nextSuspended(run);
+      assertEquals(SuspendKind.SUSPEND_KIND_APPROVAL, approval.getKind());
+      assertEquals("always", approval.getApprovalReason());
+      run.approve(approval.getToolCallId());
+      run.sendToolOutput(nextSuspended(run).getToolCallId(), "42");
+      assertEquals("lookup: 42", last(drain(run)).getRunCompleted().getOutputText());
+    }
+  }
+
+  @Test
+  void aPerRunToolWithABadSchemaFailsTheStreamNamingTheField() {
+    List<dev.askuser.v1.ToolDefinition> tools =
+        List.of(AskUserClient.clientTool("lookup", "", "{\"type\": 12}", ApprovalPolicy.APPROVAL_POLICY_NEVER));
+    try (Run run = client.startRun("per_run", "look up a", Map.of(), tools)) {
+      AskUserException error = assertThrows(AskUserException.class, run::hasNext);
+      assertEquals(Status.Code.INVALID_ARGUMENT, error.code());
+      assertTrue(
+          error.fieldViolations().stream()
+              .anyMatch(v -> v.getField().equals("start.tools[0].parameters_json_schema")),
+          error.fieldViolations().toString());
+    }
+  }
+
+  @Test
+  void thePendingCallsFeedShowsACallUntilItIsSettledAndClaimsKeepOtherWorkersOff() {
+    try (PendingCallStream feed = client.watchPendingCalls(
+        List.of("status_check"), List.of(), List.of(SuspendKind.SUSPEND_KIND_CLIENT_TOOL))) {
+      while (!feed.next().hasSnapshotDone()) {
+        // calls other tests left pending
+      }
+      String runId;
+      String toolCallId;
+      try (Run run = client.startRun("status_check", "check", Map.of())) {
+        runId = run.next().getRunId();
+        toolCallId = nextSuspended(run).getToolCallId();
+      }
+      WatchPendingCallsResponse pending = nextEventOf(feed, runId);
+      assertEquals(toolCallId, pending.getCallPending().getCall().getToolCallId());
+      assertEquals("status_check", pending.getCallPending().getAgentId());
+      assertEquals(SuspendKind.SUSPEND_KIND_CLIENT_TOOL, pending.getCallPending().getCall().getKind());
+
+      Instant expires = client.claimCall(runId, toolCallId, "worker-1", Duration.ofSeconds(30));
+      assertTrue(expires.isAfter(Instant.now().plusSeconds(20)), expires.toString());
+      AskUserException claimed =
+          assertThrows(AskUserException.class, () -> client.claimCall(runId, toolCallId, "worker-2", null));
+      assertEquals(Status.Code.FAILED_PRECONDITION, claimed.code());
+      assertEquals("ALREADY_CLAIMED", claimed.reason());
+      client.claimCall(runId, toolCallId, "worker-1", null);
+      assertEquals("worker-1", client.getRun(runId).getPendingToolCalls(0).getClaimant());
+
+      List<RunAgentResponse> frames = drain(client.resumeRun(Answers.toolOutput(runId, toolCallId, "up", false)));
+      assertEquals(EventCase.RUN_COMPLETED, last(frames).getEventCase());
+      WatchPendingCallsResponse settled = nextEventOf(feed, runId);
+      assertEquals(toolCallId, settled.getCallSettled().getToolCallId());
+      assertEquals(ToolResultKind.TOOL_RESULT_KIND_OUTPUT, settled.getCallSettled().getKind());
+
+      AskUserException notPending =
+          assertThrows(AskUserException.class, () -> client.claimCall(runId, toolCallId, "worker-2", null));
+      assertEquals("TOOL_CALL_NOT_PENDING", notPending.reason());
+    }
+  }
+
+  /** A deployer run to production, waiting for the deploy's approval. */
+  private static Run deployToProduction() {
+    Run run = client.startRun("deployer", "ship api", Map.of());
+    run.answerText(nextSuspended(run).getToolCallId(), "production");
+    run.sendToolOutput(nextSuspended(run).getToolCallId(), "healthy");
+    return run;
+  }
+
+  /** The next event of this run on the feed, skipping other runs' events. */
+  private static WatchPendingCallsResponse nextEventOf(PendingCallStream feed, String runId) {
+    for (WatchPendingCallsResponse event : feed) {
+      String eventRun = event.hasCallPending() ? event.getCallPending().getRunId() : event.getCallSettled().getRunId();
+      if (eventRun.equals(runId)) {
+        return event;
+      }
+    }
+    throw new AssertionError("the feed ended");
+  }
+
+  private static ToolResult toolResult(List<RunAgentResponse> frames) {
+    return frames.stream().filter(RunAgentResponse::hasToolResult).findFirst().orElseThrow().getToolResult();
+  }
+
   /** A run waiting on its first question, with no stream attached. */
   private record Waiting(String runId, String toolCallId) {
     Answer answer(String text) {
@@ -233,17 +400,17 @@ class AskUserClientTest {
   private static Waiting waitingRun(String agentId) {
     try (Run run = client.startRun(agentId, "test", Map.of())) {
       String runId = run.next().getRunId();
-      return new Waiting(runId, nextQuestion(run).getToolCallId());
+      return new Waiting(runId, nextSuspended(run).getToolCallId());
     }
   }
 
-  private static ToolCallSuspended nextQuestion(FrameStream frames) {
+  private static ToolCallSuspended nextSuspended(FrameStream frames) {
     for (RunAgentResponse frame : frames) {
       if (frame.hasToolCallSuspended()) {
         return frame.getToolCallSuspended();
       }
     }
-    throw new AssertionError("the stream ended without asking a question");
+    throw new AssertionError("the stream ended without suspending a tool call");
   }
 
   /** Every frame up to the end of the stream. */

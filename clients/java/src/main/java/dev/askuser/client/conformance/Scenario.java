@@ -1,29 +1,41 @@
 package dev.askuser.client.conformance;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.google.protobuf.Descriptors.FieldDescriptor;
 import com.google.protobuf.Message;
 import com.google.protobuf.TextFormat;
 import com.google.rpc.BadRequest;
+import dev.askuser.client.Answers;
 import dev.askuser.client.AskUserClient;
 import dev.askuser.client.AskUserException;
 import dev.askuser.client.FrameStream;
+import dev.askuser.client.PendingCallStream;
 import dev.askuser.client.Run;
 import dev.askuser.v1.AnswerRejected;
 import dev.askuser.v1.Answer;
+import dev.askuser.v1.ApprovalPolicy;
 import dev.askuser.v1.AskUserInput;
 import dev.askuser.v1.AskUserOption;
-import dev.askuser.v1.Decline;
+import dev.askuser.v1.CallPending;
+import dev.askuser.v1.CallSettled;
 import dev.askuser.v1.PendingToolCall;
 import dev.askuser.v1.RunAgentResponse;
 import dev.askuser.v1.SelectionMode;
-import dev.askuser.v1.Selections;
+import dev.askuser.v1.SuspendKind;
 import dev.askuser.v1.SuspendPayload;
+import dev.askuser.v1.ToolCall;
 import dev.askuser.v1.ToolCallSuspended;
+import dev.askuser.v1.ToolDefinition;
 import dev.askuser.v1.ToolResult;
+import dev.askuser.v1.WatchPendingCallsResponse;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -41,6 +53,12 @@ final class Scenario {
   private static final Duration FRAME_TIMEOUT = Duration.ofSeconds(15);
 
   private static final String DEFAULT_STREAM = "main";
+  private static final String DEFAULT_FEED = "main";
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  /** The fields of an answer step that settle the call; exactly one is given. */
+  private static final List<String> SETTLEMENTS =
+      List.of("text", "selections", "decline", "tool_output", "approve", "reject", "edit");
 
   /** An open RunAgent stream and the run its frames must name. */
   private record OpenStream(Run run, String runId) {}
@@ -49,6 +67,7 @@ final class Scenario {
   private final JsonNode scenario;
   private final Map<String, String> saved = new HashMap<>();
   private final Map<String, OpenStream> streams = new HashMap<>();
+  private final Map<String, PendingCallStream> feeds = new HashMap<>();
 
   Scenario(AskUserClient client, JsonNode scenario) {
     this.client = client;
@@ -76,26 +95,30 @@ final class Scenario {
       }
     } finally {
       streams.values().forEach(stream -> stream.run().close());
+      feeds.values().forEach(PendingCallStream::close);
     }
   }
 
   private void runStep(String kind, JsonNode node) {
     switch (kind) {
-      case "start" -> start(new Args(kind, node, "stream", "agent_id", "prompt", "metadata"));
+      case "start" -> start(new Args(kind, node, "stream", "agent_id", "prompt", "metadata", "tools"));
       case "attach" -> attach(new Args(kind, node, "stream", "run_id", "after_sequence"));
-      case "answer" -> answer(
-          new Args(kind, node, "stream", "run_id", "tool_call_id", "text", "selections", "decline", "answer_id"));
+      case "answer" -> answer(new Args(kind, node, answerFields("stream")));
       case "expect" -> expect(node);
       case "expect_end" -> expectEnd(stream(new Args(kind, node, "stream")).run());
-      case "expect_stream_error" -> expectStreamError(new Args(kind, node, "stream", "code"));
+      case "expect_stream_error" -> expectStreamError(new Args(kind, node, "stream", "code", "field"));
       case "close" -> close(new Args(kind, node, "stream"));
-      case "resume" -> resume(
-          new Args(kind, node, "run_id", "tool_call_id", "text", "selections", "decline", "answer_id", "expect",
-              "expect_error"));
+      case "resume" -> resume(new Args(kind, node, answerFields("expect", "expect_error")));
       case "watch" -> watch(new Args(kind, node, "run_id", "after_sequence", "expect", "expect_error"));
       case "get_run" -> getRun(
           new Args(kind, node, "run_id", "status", "pending", "output_text", "last_sequence", "expect_error"));
       case "ask_user" -> askUser(new Args(kind, node, "input", "content", "expect_error"));
+      case "watch_pending" -> watchPending(new Args(kind, node, "feed", "agent_ids", "tool_names", "kinds"));
+      case "expect_pending" -> expectPending(
+          new Args(kind, node, "feed", "kind", "run_id", "agent_id", "tool_call_id", "tool_name", "suspend_kind",
+              "arguments", "result_kind", "save"));
+      case "close_pending" -> closePending(new Args(kind, node, "feed"));
+      case "claim" -> claim(new Args(kind, node, "run_id", "tool_call_id", "claimant", "ttl_ms", "expect_error"));
       default -> throw new ScenarioFailure("unknown step kind '" + kind + "'");
     }
   }
@@ -107,7 +130,20 @@ final class Scenario {
     if (args.has("metadata")) {
       args.node("metadata").fields().forEachRemaining(e -> metadata.put(e.getKey(), textOf(e.getValue())));
     }
-    Run run = client.startRun(args.text("agent_id"), args.text("prompt", ""), metadata);
+    List<ToolDefinition> tools = new ArrayList<>();
+    if (args.has("tools")) {
+      for (JsonNode tool : arrayOf(args.node("tools"))) {
+        Args fields = new Args("tool", tool, "name", "description", "parameters_json_schema", "approval");
+        tools.add(AskUserClient.clientTool(
+            fields.text("name"),
+            fields.text("description", ""),
+            fields.text("parameters_json_schema", ""),
+            fields.has("approval")
+                ? ApprovalPolicy.valueOf(fields.text("approval"))
+                : ApprovalPolicy.APPROVAL_POLICY_UNSPECIFIED));
+      }
+    }
+    Run run = client.startRun(args.text("agent_id"), args.text("prompt", ""), metadata, tools);
     String runId = null;
     try {
       Optional<RunAgentResponse> first = run.peekWithin(FRAME_TIMEOUT);
@@ -211,29 +247,40 @@ final class Scenario {
 
   // ---- building requests ----
 
+  /** The fields of an answer (as in an {@code answer} step) and those given. */
+  private static String[] answerFields(String... more) {
+    List<String> fields = new ArrayList<>(List.of("run_id", "tool_call_id", "answer_id"));
+    fields.addAll(SETTLEMENTS);
+    fields.addAll(List.of(more));
+    return fields.toArray(String[]::new);
+  }
+
   private Answer answerOf(Args args) {
-    Answer.Builder answer =
-        Answer.newBuilder()
-            .setRunId(args.text("run_id", ""))
-            .setToolCallId(args.text("tool_call_id"))
-            .setAnswerId(args.text("answer_id", ""));
-    int kinds = 0;
-    if (args.has("text")) {
-      answer.setText(args.text("text"));
-      kinds++;
+    List<String> given = SETTLEMENTS.stream().filter(args::has).toList();
+    if (given.size() != 1) {
+      throw new ScenarioFailure("an answer gives exactly one of " + SETTLEMENTS + ", got " + given);
     }
-    if (args.has("selections")) {
-      answer.setSelections(Selections.newBuilder().addAllLabels(args.texts("selections")));
-      kinds++;
-    }
-    if (args.has("decline")) {
-      answer.setDecline(Decline.newBuilder().setReason(args.text("decline")));
-      kinds++;
-    }
-    if (kinds != 1) {
-      throw new ScenarioFailure("an answer gives exactly one of text, selections and decline");
-    }
-    return answer.build();
+    String runId = args.text("run_id", "");
+    String toolCallId = args.text("tool_call_id");
+    Answer answer = switch (given.get(0)) {
+      case "text" -> Answers.text(runId, toolCallId, args.text("text"));
+      case "selections" -> Answers.selections(runId, toolCallId, args.texts("selections"));
+      case "decline" -> Answers.decline(runId, toolCallId, args.text("decline"));
+      case "tool_output" -> {
+        Args output = new Args("tool_output", args.node("tool_output"), "content", "is_error");
+        boolean isError = output.has("is_error") && booleanOf(output.node("is_error"));
+        yield Answers.toolOutput(runId, toolCallId, output.text("content"), isError);
+      }
+      case "approve" -> {
+        if (!booleanOf(args.node("approve"))) {
+          throw new ScenarioFailure("'approve' is written true");
+        }
+        yield Answers.approve(runId, toolCallId);
+      }
+      case "reject" -> Answers.reject(runId, toolCallId, args.text("reject"));
+      default -> Answers.editArguments(runId, toolCallId, args.text("edit"));
+    };
+    return answer.toBuilder().setAnswerId(args.text("answer_id", "")).build();
   }
 
   private AskUserInput inputOf(Args args) {
@@ -332,6 +379,19 @@ final class Scenario {
         case "save_sequence" -> saves.put(textOf(want), Long.toString(frame.getSequence()));
         case "save" -> saves.put(textOf(want), (String) event.getField(scalar(event, "tool_call_id", kind)));
         case "question", "options", "selection_mode" -> checkPayload(where, event, kind, field, want);
+        case "suspend_kind" -> same(
+            where, field, as(ToolCallSuspended.class, event, kind, field).getKind().name(), textOf(want));
+        case "approval_reason" -> same(
+            where, field, as(ToolCallSuspended.class, event, kind, field).getApprovalReason(), textOf(want));
+        case "arguments" -> {
+          String arguments;
+          if (event instanceof ToolCall call) {
+            arguments = call.getArgumentsJson();
+          } else {
+            arguments = as(ToolCallSuspended.class, event, kind, field).getArgumentsJson();
+          }
+          sameJson(where, field, arguments, want);
+        }
         case "result_kind" -> same(where, field, as(ToolResult.class, event, kind, field).getKind().name(), textOf(want));
         case "fields" -> same(
             where,
@@ -402,6 +462,147 @@ final class Scenario {
     return new ScenarioFailure("the check field '" + field + "' does not apply to kind '" + kind + "'");
   }
 
+  // ---- the pending-calls feed and claims ----
+
+  private void watchPending(Args args) {
+    List<SuspendKind> kinds = new ArrayList<>();
+    if (args.has("kinds")) {
+      args.texts("kinds").forEach(kind -> kinds.add(SuspendKind.valueOf(kind)));
+    }
+    PendingCallStream feed = client.watchPendingCalls(
+        args.has("agent_ids") ? args.texts("agent_ids") : List.of(),
+        args.has("tool_names") ? args.texts("tool_names") : List.of(),
+        kinds);
+    PendingCallStream previous = feeds.put(args.text("feed", DEFAULT_FEED), feed);
+    if (previous != null) {
+      previous.close();
+    }
+  }
+
+  private void closePending(Args args) {
+    String name = args.text("feed", DEFAULT_FEED);
+    feed(name);
+    feeds.remove(name).close();
+  }
+
+  /**
+   * Reads the feed until an event of the check's kind (and run, when the check names one) comes,
+   * skipping the others, and checks it. An event of the named run that is not the one checked fails.
+   */
+  private void expectPending(Args args) {
+    PendingCallStream feed = feed(args.text("feed", DEFAULT_FEED));
+    String kind = args.text("kind");
+    if (!List.of("call_pending", "call_settled", "snapshot_done").contains(kind)) {
+      throw new ScenarioFailure("unknown pending-calls event kind '" + kind + "'");
+    }
+    String runId = args.text("run_id", null);
+    long deadline = System.nanoTime() + FRAME_TIMEOUT.toNanos();
+    List<String> skipped = new ArrayList<>();
+    while (true) {
+      WatchPendingCallsResponse event = readEvent(feed, deadline, kind, skipped);
+      String eventKind = eventKind(event);
+      String eventRun = switch (event.getEventCase()) {
+        case CALL_PENDING -> event.getCallPending().getRunId();
+        case CALL_SETTLED -> event.getCallSettled().getRunId();
+        default -> null;
+      };
+      if (eventKind.equals(kind) && (runId == null || runId.equals(eventRun))) {
+        checkPending(event, kind, args);
+        return;
+      }
+      if (runId != null && runId.equals(eventRun)) {
+        throw new ScenarioFailure(
+            "event " + TextFormat.shortDebugString(event) + " of run '" + runId + "' came; want a " + kind);
+      }
+      skipped.add(TextFormat.shortDebugString(event));
+    }
+  }
+
+  private static WatchPendingCallsResponse readEvent(
+      PendingCallStream feed, long deadline, String kind, List<String> skipped) {
+    try {
+      return feed.nextWithin(Duration.ofNanos(Math.max(0, deadline - System.nanoTime())))
+          .orElseThrow(() -> new ScenarioFailure("the feed ended; a " + kind + " event was expected"));
+    } catch (AskUserException e) {
+      throw new ScenarioFailure("the feed failed (" + e.getMessage() + "); a " + kind + " event was expected", e);
+    } catch (TimeoutException e) {
+      throw new ScenarioFailure("no " + kind + " event within " + FRAME_TIMEOUT + " (skipped: " + skipped + ")", e);
+    }
+  }
+
+  private static String eventKind(WatchPendingCallsResponse event) {
+    FieldDescriptor field =
+        event.getOneofFieldDescriptor(WatchPendingCallsResponse.getDescriptor().getOneofs().get(0));
+    return field == null ? "(none)" : field.getName();
+  }
+
+  private void checkPending(WatchPendingCallsResponse event, String kind, Args args) {
+    String where = "event " + TextFormat.shortDebugString(event);
+    CallPending pending = event.getCallPending();
+    CallSettled settled = event.getCallSettled();
+    boolean isPending = event.hasCallPending();
+    String toolCallId = isPending ? pending.getCall().getToolCallId() : settled.getToolCallId();
+    for (Iterator<String> it = args.node().fieldNames(); it.hasNext(); ) {
+      String field = it.next();
+      JsonNode want = args.node(field);
+      switch (field) {
+        case "feed", "kind" -> {}
+        case "run_id" -> same(where, field, isPending ? pending.getRunId() : settled.getRunId(), textOf(want));
+        case "tool_call_id" -> same(where, field, callOnly(toolCallId, kind, field), textOf(want));
+        case "save" -> saved.put(textOf(want), callOnly(toolCallId, kind, field));
+        case "agent_id" -> same(where, field, pendingOnly(pending, event, kind, field).getAgentId(), textOf(want));
+        case "tool_name" -> same(
+            where, field, pendingOnly(pending, event, kind, field).getCall().getToolName(), textOf(want));
+        case "suspend_kind" -> same(
+            where, field, pendingOnly(pending, event, kind, field).getCall().getKind().name(), textOf(want));
+        case "arguments" -> sameJson(
+            where, field, pendingOnly(pending, event, kind, field).getCall().getArgumentsJson(), want);
+        case "result_kind" -> {
+          if (!event.hasCallSettled()) {
+            throw notApplicable(field, kind);
+          }
+          same(where, field, settled.getKind().name(), textOf(want));
+        }
+        default -> throw notApplicable(field, kind);
+      }
+    }
+  }
+
+  private static String callOnly(String toolCallId, String kind, String field) {
+    if (kind.equals("snapshot_done")) {
+      throw notApplicable(field, kind);
+    }
+    return toolCallId;
+  }
+
+  private static CallPending pendingOnly(CallPending pending, WatchPendingCallsResponse event, String kind, String field) {
+    if (!event.hasCallPending()) {
+      throw notApplicable(field, kind);
+    }
+    return pending;
+  }
+
+  private void claim(Args args) {
+    String runId = args.text("run_id");
+    String toolCallId = args.text("tool_call_id");
+    String claimant = args.text("claimant", "");
+    Duration ttl = args.has("ttl_ms") ? Duration.ofMillis(args.number("ttl_ms", 0)) : null;
+    Supplier<?> call = () -> client.claimCall(runId, toolCallId, claimant, ttl);
+    if (args.has("expect_error")) {
+      expectError(call, args.node("expect_error"));
+    } else {
+      call.get();
+    }
+  }
+
+  private PendingCallStream feed(String name) {
+    PendingCallStream feed = feeds.get(name);
+    if (feed == null) {
+      throw new ScenarioFailure("no open feed '" + name + "'");
+    }
+    return feed;
+  }
+
   // ---- errors ----
 
   /** The call must fail with the code, and the reason and field violations given. */
@@ -462,6 +663,56 @@ final class Scenario {
       throw new ScenarioFailure("nothing was saved as " + text);
     }
     return found;
+  }
+
+  /** {@code actual}, JSON text, parsed equals {@code want} (objects by keys, numbers by value). */
+  private void sameJson(String where, String field, String actual, JsonNode want) {
+    JsonNode parsed;
+    try {
+      parsed = JSON.readTree(actual);
+    } catch (JsonProcessingException e) {
+      throw new ScenarioFailure(where + ": " + field + " is not JSON: '" + actual + "'", e);
+    }
+    JsonNode expected = substituted(want);
+    Comparator<JsonNode> numbersByValue = (a, b) -> {
+      if (a.isNumber() && b.isNumber()) {
+        return a.decimalValue().compareTo(b.decimalValue());
+      }
+      return a.equals(b) ? 0 : 1;
+    };
+    if (parsed == null || !parsed.equals(numbersByValue, expected)) {
+      throw new ScenarioFailure(where + ": " + field + " is " + actual + ", want " + expected);
+    }
+  }
+
+  /** A JSON value with every {@code "$name"} string replaced by what was saved under that name. */
+  private JsonNode substituted(JsonNode value) {
+    if (value.isTextual()) {
+      return JsonNodeFactory.instance.textNode(textOf(value));
+    }
+    if (value.isContainerNode()) {
+      JsonNode copy = value.deepCopy();
+      if (copy.isObject()) {
+        ObjectNode object = (ObjectNode) copy;
+        List<String> names = new ArrayList<>();
+        object.fieldNames().forEachRemaining(names::add);
+        names.forEach(name -> object.set(name, substituted(object.get(name))));
+      } else {
+        ArrayNode array = (ArrayNode) copy;
+        for (int i = 0; i < array.size(); i++) {
+          array.set(i, substituted(array.get(i)));
+        }
+      }
+      return copy;
+    }
+    return value;
+  }
+
+  private static JsonNode arrayOf(JsonNode values) {
+    if (!values.isArray()) {
+      throw new ScenarioFailure("expected an array, got " + values);
+    }
+    return values;
   }
 
   private List<String> textsOf(JsonNode values) {

@@ -2,9 +2,11 @@ package dev.askuser.client.examples;
 
 import dev.askuser.client.AskUserClient;
 import dev.askuser.client.Run;
+import dev.askuser.v1.Agent;
 import dev.askuser.v1.AskUserOption;
 import dev.askuser.v1.RunAgentResponse;
 import dev.askuser.v1.SelectionMode;
+import dev.askuser.v1.SuspendKind;
 import dev.askuser.v1.SuspendPayload;
 import dev.askuser.v1.ToolCallSuspended;
 import java.io.BufferedReader;
@@ -16,13 +18,18 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
 
 /**
- * Starts the demo agent {@code deploy}, asks its questions on the terminal, answers them from
- * standard input and prints the result.
+ * Two runs: the demo agent {@code deploy}, whose questions are asked on the terminal and answered
+ * from standard input; then the agent {@code status_check}, which calls the client tool {@code
+ * service_status} that this program runs and answers with its output. Each prints its result.
  *
  * <p>Usage: {@code Quickstart [HOST:PORT]} (default {@code 127.0.0.1:50051}, where {@code askuser
- * serve} listens without {@code --config}, serving the demo agents).
+ * serve} listens). A part whose agent the server does not run is skipped with a note: {@code
+ * deploy} is a built-in demo agent (served without {@code --config}), {@code status_check} is in
+ * {@code tests/conformance/agents.toml}.
  */
 public final class Quickstart {
   private static final String SKIP = "/skip";
@@ -31,11 +38,28 @@ public final class Quickstart {
 
   public static void main(String[] args) {
     String target = args.length > 0 ? args[0] : "127.0.0.1:50051";
+    try (AskUserClient client = new AskUserClient(target)) {
+      Set<String> served = client.listAgents().stream().map(Agent::getAgentId).collect(Collectors.toSet());
+      if (served.contains("deploy")) {
+        deploy(client);
+      } else {
+        System.out.println("(skipped the questions: the server does not run the demo agent 'deploy')");
+      }
+      if (served.contains("status_check")) {
+        statusCheck(client);
+      } else {
+        System.out.println("(skipped the client tool: the server does not run 'status_check'; "
+            + "serve --config tests/conformance/agents.toml)");
+      }
+    }
+  }
+
+  /** Questions: asks them on the terminal and answers with what is typed. */
+  private static void deploy(AskUserClient client) {
     BufferedReader input = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     // Kept so a rejected answer can ask the same question again.
     Map<String, ToolCallSuspended> questions = new HashMap<>();
-    try (AskUserClient client = new AskUserClient(target);
-        Run run = client.startRun("deploy", "Ship the new release", Map.of("source", "java-quickstart"))) {
+    try (Run run = client.startRun("deploy", "Ship the new release", Map.of("source", "java-quickstart"))) {
       for (RunAgentResponse frame : run) {
         switch (frame.getEventCase()) {
           case RUN_STARTED -> System.out.println("run " + frame.getRunId() + " started");
@@ -55,6 +79,33 @@ public final class Quickstart {
           case RUN_CANCELLED -> System.out.println("\nthe run was cancelled: " + frame.getRunCancelled().getReason());
           default -> {
             // tool calls, results and acknowledgements: the questions and the reply say it all
+          }
+        }
+      }
+    }
+  }
+
+  /** A client tool: the agent calls {@code service_status}; this program runs it and sends the output. */
+  private static void statusCheck(AskUserClient client) {
+    try (Run run = client.startRun("status_check", "Is the api up?", Map.of("source", "java-quickstart"))) {
+      for (RunAgentResponse frame : run) {
+        switch (frame.getEventCase()) {
+          case RUN_STARTED -> System.out.println("run " + frame.getRunId() + " started");
+          case TOOL_CALL_SUSPENDED -> {
+            ToolCallSuspended call = frame.getToolCallSuspended();
+            if (call.getKind() == SuspendKind.SUSPEND_KIND_CLIENT_TOOL) {
+              System.out.println("the agent calls " + call.getToolName() + " " + call.getArgumentsJson());
+              // Run the tool here and send what it returned; pass isError=true if it failed.
+              run.sendToolOutput(call.getToolCallId(), "healthy", false);
+            } else {
+              throw new IllegalStateException("status_check only calls client tools, not " + call.getKind());
+            }
+          }
+          case RUN_COMPLETED -> System.out.println("result: " + frame.getRunCompleted().getOutputText());
+          case RUN_FAILED -> System.out.println("the run failed: " + frame.getRunFailed().getMessage());
+          case RUN_CANCELLED -> System.out.println("the run was cancelled: " + frame.getRunCancelled().getReason());
+          default -> {
+            // the tool call, its result and the text deltas: the result says it all
           }
         }
       }

@@ -1,0 +1,85 @@
+package askuser
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	pb "github.com/askuser-dev/askuser/clients/go/askuserv1"
+)
+
+// PendingCallsFilter selects the calls WatchPendingCalls streams. Its fields combine with AND; an
+// empty field matches everything, so the zero value watches every pending call.
+type PendingCallsFilter struct {
+	// AgentIDs keeps only calls of runs of these agents.
+	AgentIDs []string
+	// ToolNames keeps only calls of these tools.
+	ToolNames []string
+	// Kinds keeps only calls waiting for these kinds of settlement, e.g.
+	// SUSPEND_KIND_CLIENT_TOOL for a worker that runs client tools.
+	Kinds []pb.SuspendKind
+}
+
+// WatchPendingCalls streams the calls that wait to be settled, across runs: first every call
+// pending now (call_pending events), then a snapshot_done event, then each new pending call and
+// each settlement (call_settled) live. Reconnecting replays the snapshot, so a worker that
+// reconnects misses nothing. Workers sharing a feed use ClaimCall so that only one runs a call.
+func (c *Client) WatchPendingCalls(ctx context.Context, filter PendingCallsFilter) (*PendingCalls, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	stream, err := c.agents.WatchPendingCalls(ctx, &pb.WatchPendingCallsRequest{
+		AgentIds:  filter.AgentIDs,
+		ToolNames: filter.ToolNames,
+		Kinds:     filter.Kinds,
+	})
+	if err != nil {
+		cancel()
+		return nil, wrapError(err)
+	}
+	return &PendingCalls{stream: stream, cancel: cancel}, nil
+}
+
+// PendingCalls is a WatchPendingCalls feed. Recv must not be called from two goroutines at once.
+type PendingCalls struct {
+	stream pb.AgentService_WatchPendingCallsClient
+	cancel context.CancelFunc
+}
+
+// Recv returns the feed's next event (call_pending, call_settled or snapshot_done), skipping
+// heartbeats. It returns io.EOF if the server ends the feed and an *Error when the feed fails; the
+// feed otherwise runs until Close or the end of its context.
+func (p *PendingCalls) Recv() (*pb.WatchPendingCallsResponse, error) {
+	for {
+		event, err := p.stream.Recv()
+		if err != nil {
+			return nil, wrapError(err)
+		}
+		if event.GetHeartbeat() == nil {
+			return event, nil
+		}
+	}
+}
+
+// Close stops the feed and releases it.
+func (p *PendingCalls) Close() { p.cancel() }
+
+// ClaimCall claims a pending call for claimant (e.g. a worker's name) for ttl, 1 s to 1 h; 0 means
+// the server's default (60 s). Claiming again as the same claimant renews the claim. While another
+// claimant holds it, the call fails with an *Error of codes.FailedPrecondition and Reason
+// "ALREADY_CLAIMED"; a call that no longer waits is Reason "TOOL_CALL_NOT_PENDING". A claim never
+// blocks settling: anyone may still settle the call, and the first settlement wins. ClaimCall
+// returns when the claim lapses unless renewed.
+func (c *Client) ClaimCall(ctx context.Context, runID, toolCallID, claimant string, ttl time.Duration) (time.Time, error) {
+	req := &pb.ClaimCallRequest{RunId: runID, ToolCallId: toolCallID, Claimant: claimant}
+	if ttl != 0 {
+		req.Ttl = durationpb.New(ttl)
+	}
+	resp, err := c.agents.ClaimCall(ctx, req)
+	if err != nil {
+		return time.Time{}, wrapError(err)
+	}
+	if resp.GetExpireTime() == nil {
+		return time.Time{}, nil
+	}
+	return resp.GetExpireTime().AsTime(), nil
+}

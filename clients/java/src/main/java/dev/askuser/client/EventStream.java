@@ -1,0 +1,143 @@
+package dev.askuser.client;
+
+import io.grpc.stub.ClientCallStreamObserver;
+import io.grpc.stub.ClientResponseObserver;
+import java.time.Duration;
+import java.util.Iterator;
+import java.util.NoSuchElementException;
+import java.util.Optional;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Predicate;
+
+/**
+ * The messages of a server-streaming call, read one at a time with blocking calls: the base of
+ * {@link FrameStream} (a run's frames) and {@link PendingCallStream} (the pending-calls feed).
+ *
+ * <p>Heartbeats are dropped: they only keep idle connections alive and say nothing. When the stream
+ * fails, {@link #hasNext()} and {@link #next()} throw the {@link AskUserException}. {@link #close()}
+ * cancels the call; use try-with-resources when a loop may stop before the stream ends.
+ *
+ * @param <T> the message type the server streams
+ */
+public abstract class EventStream<T> implements Iterator<T>, Iterable<T>, AutoCloseable {
+  /** What the gRPC thread hands to the reader: a message, or how the stream ended. */
+  private sealed interface Item<T> permits Message, Ended, Failed {}
+
+  private record Message<T>(T message) implements Item<T> {}
+
+  private record Ended<T>() implements Item<T> {}
+
+  private record Failed<T>(AskUserException error) implements Item<T> {}
+
+  private final BlockingQueue<Item<T>> items = new LinkedBlockingQueue<>();
+  private final Predicate<T> isHeartbeat;
+  /** The item a look-ahead took from the queue; the end of a stream stays here for good. */
+  private Item<T> head;
+
+  private volatile ClientCallStreamObserver<?> call;
+
+  EventStream(Predicate<T> isHeartbeat) {
+    this.isHeartbeat = isHeartbeat;
+  }
+
+  /** The observer to pass to the async stub; it feeds this stream. */
+  <ReqT> ClientResponseObserver<ReqT, T> receiver() {
+    return new ClientResponseObserver<>() {
+      @Override
+      public void beforeStart(ClientCallStreamObserver<ReqT> requestStream) {
+        call = requestStream;
+      }
+
+      @Override
+      public void onNext(T message) {
+        if (!isHeartbeat.test(message)) {
+          items.add(new Message<>(message));
+        }
+      }
+
+      @Override
+      public void onError(Throwable failure) {
+        items.add(new Failed<>(AskUserException.from(failure)));
+      }
+
+      @Override
+      public void onCompleted() {
+        items.add(new Ended<>());
+      }
+    };
+  }
+
+  /**
+   * Waits at most {@code timeout} for the next message.
+   *
+   * @return the message, or empty when the stream ended with status OK
+   * @throws AskUserException when the stream failed
+   * @throws TimeoutException when nothing arrived in time; the stream stays usable
+   */
+  public synchronized Optional<T> nextWithin(Duration timeout) throws TimeoutException {
+    Optional<T> message = peekWithin(timeout);
+    if (message.isPresent()) {
+      head = null;
+    }
+    return message;
+  }
+
+  /** Like {@link #nextWithin} but leaves the message to be read next. */
+  public synchronized Optional<T> peekWithin(Duration timeout) throws TimeoutException {
+    if (head == null) {
+      try {
+        head = items.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException("interrupted while waiting for a message", e);
+      }
+      if (head == null) {
+        throw new TimeoutException("nothing within " + timeout);
+      }
+    }
+    if (head instanceof Failed<T> failed) {
+      throw failed.error();
+    }
+    return head instanceof Message<T> message ? Optional.of(message.message()) : Optional.empty();
+  }
+
+  private Optional<T> peekWithoutLimit() {
+    try {
+      // About 292 years: a wait with no limit that still goes through the one timed code path.
+      return peekWithin(Duration.ofNanos(Long.MAX_VALUE));
+    } catch (TimeoutException e) {
+      throw new IllegalStateException("waited forever for a message", e);
+    }
+  }
+
+  /** Blocks until the next message arrives or the stream ends. */
+  @Override
+  public synchronized boolean hasNext() {
+    return peekWithoutLimit().isPresent();
+  }
+
+  /** Blocks until the next message arrives. */
+  @Override
+  public synchronized T next() {
+    T message = peekWithoutLimit().orElseThrow(NoSuchElementException::new);
+    head = null;
+    return message;
+  }
+
+  @Override
+  public Iterator<T> iterator() {
+    return this;
+  }
+
+  /** Cancels the call if it is still open; messages already received can still be read. */
+  @Override
+  public void close() {
+    ClientCallStreamObserver<?> open = call;
+    if (open != null) {
+      open.cancel("closed by the client", null);
+    }
+  }
+}

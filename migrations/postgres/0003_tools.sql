@@ -1,0 +1,11 @@
+-- askuser schema v3: tools that act. A run keeps the client tools given for it; a call keeps what it
+-- waits for (question, approval, client tool), the arguments the tool runs with, the approval
+-- decision that let it run, and who has claimed it.
+ALTER TABLE runs ADD COLUMN run_tools TEXT;
+ALTER TABLE tool_calls ADD COLUMN suspend_kind TEXT NOT NULL DEFAULT 'question';
+ALTER TABLE tool_calls ADD COLUMN run_arguments TEXT NOT NULL DEFAULT '';
+ALTER TABLE tool_calls ADD COLUMN approval_reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE tool_calls ADD COLUMN decision TEXT;
+ALTER TABLE tool_calls ADD COLUMN claimant TEXT;
+ALTER TABLE tool_calls ADD COLUMN claim_expires_ms BIGINT;
+CREATE INDEX tool_calls_waiting ON tool_calls (run_id, tool_call_id) WHERE status = 'pending';

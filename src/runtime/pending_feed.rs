@@ -1,0 +1,205 @@
+//! The pending-calls feed: every call waiting for someone across runs, then changes live. It keeps
+//! the calls it has sent per run and, when a run changes (here or on another replica), reads that
+//! run's pending calls again and sends the difference, so a lost or out-of-order notice can never
+//! leave a call unsent or a settled one standing.
+
+use std::collections::{HashMap, HashSet};
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::Stream;
+use tokio::sync::broadcast::error::RecvError;
+
+use super::hub::RunChange;
+use super::{Inner, RuntimeError};
+use crate::domain::{EventKind, PendingCall, SuspendKind, ToolResultKind};
+use crate::store::{CallStatus, RunPendingCall};
+
+/// Which calls a feed sends; an empty list matches everything.
+#[derive(Clone, Debug, Default)]
+pub struct PendingFilter {
+    pub agent_ids: Vec<String>,
+    pub tool_names: Vec<String>,
+    pub kinds: Vec<SuspendKind>,
+}
+
+impl PendingFilter {
+    fn matches(&self, agent_id: &str, call: &PendingCall) -> bool {
+        let admits =
+            |list: &[String], value: &str| list.is_empty() || list.iter().any(|v| v == value);
+        admits(&self.agent_ids, agent_id)
+            && admits(&self.tool_names, &call.tool_name)
+            && (self.kinds.is_empty() || self.kinds.contains(&call.suspension.kind))
+    }
+}
+
+/// One event of the feed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PendingEvent {
+    /// A call that waits (sent again when what it waits for changes).
+    Pending(Box<RunPendingCall>),
+    /// A call sent before no longer waits; `kind` is its result's, if it has one yet.
+    Settled {
+        run_id: String,
+        tool_call_id: String,
+        kind: Option<ToolResultKind>,
+    },
+    /// Every call waiting at connect has been sent.
+    SnapshotDone,
+}
+
+pub type PendingStream = Pin<Box<dyn Stream<Item = Result<PendingEvent, RuntimeError>> + Send>>;
+
+/// Calls read from the store per round trip while taking a snapshot.
+const SNAPSHOT_PAGE: usize = 512;
+
+/// What a feed has sent: per run, each waiting call with what it waits for.
+type Sent = HashMap<String, HashMap<String, SuspendKind>>;
+
+pub(super) fn watch(inner: Arc<Inner>, filter: PendingFilter) -> PendingStream {
+    // Subscribe before the snapshot, so nothing committed in between is missed.
+    let mut changes = inner.hub.subscribe_all();
+    Box::pin(async_stream::try_stream! {
+        let mut sent = Sent::new();
+        for event in resync(&inner, &filter, &mut sent).await? {
+            yield event;
+        }
+        yield PendingEvent::SnapshotDone;
+        loop {
+            let change = tokio::select! {
+                change = changes.recv() => change,
+                () = inner.shutdown.cancelled() => Err(RecvError::Closed),
+            };
+            let events = match change {
+                Ok(RunChange::Committed { run_id, batch }) => {
+                    let relevant = batch.events.is_empty()
+                        || batch.events.iter().any(|e| matches!(
+                            e.kind,
+                            EventKind::ToolCallSuspended { .. }
+                                | EventKind::ToolResult { .. }
+                                | EventKind::RunCancelled { .. }
+                        ));
+                    if !relevant {
+                        continue;
+                    }
+                    refresh_run(&inner, &filter, &mut sent, &run_id).await?
+                }
+                Ok(RunChange::Missed) | Err(RecvError::Lagged(_)) => {
+                    resync(&inner, &filter, &mut sent).await?
+                }
+                Err(RecvError::Closed) => Err(RuntimeError::ShuttingDown)?,
+            };
+            for event in events {
+                yield event;
+            }
+        }
+    })
+}
+
+/// Reads every pending call and sends what changed since `sent`.
+async fn resync(
+    inner: &Inner,
+    filter: &PendingFilter,
+    sent: &mut Sent,
+) -> Result<Vec<PendingEvent>, RuntimeError> {
+    let mut now: HashMap<String, Vec<RunPendingCall>> = HashMap::new();
+    let mut after = None;
+    loop {
+        let page = inner
+            .store
+            .pending_calls(after.take(), SNAPSHOT_PAGE)
+            .await?;
+        let full = page.len() == SNAPSHOT_PAGE;
+        if let Some(last) = page.last() {
+            after = Some((last.run_id.clone(), last.call.tool_call_id.clone()));
+        }
+        for call in page {
+            if filter.matches(&call.agent_id, &call.call) {
+                now.entry(call.run_id.clone()).or_default().push(call);
+            }
+        }
+        if !full {
+            break;
+        }
+    }
+    let runs: HashSet<String> = sent.keys().chain(now.keys()).cloned().collect();
+    let mut events = Vec::new();
+    for run_id in runs {
+        let calls = now.remove(&run_id).unwrap_or_default();
+        events.extend(diff(inner, sent, &run_id, calls).await?);
+    }
+    Ok(events)
+}
+
+/// Reads one run's pending calls and sends what changed since `sent`.
+async fn refresh_run(
+    inner: &Inner,
+    filter: &PendingFilter,
+    sent: &mut Sent,
+    run_id: &str,
+) -> Result<Vec<PendingEvent>, RuntimeError> {
+    let calls = match inner.store.get_run(run_id).await? {
+        Some(run) => run
+            .pending
+            .into_iter()
+            .filter(|call| filter.matches(&run.agent_id, call))
+            .map(|call| RunPendingCall {
+                run_id: run.run_id.clone(),
+                agent_id: run.agent_id.clone(),
+                call,
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    diff(inner, sent, run_id, calls).await
+}
+
+/// The events that bring what was sent for a run to `calls`, and records them as sent.
+async fn diff(
+    inner: &Inner,
+    sent: &mut Sent,
+    run_id: &str,
+    calls: Vec<RunPendingCall>,
+) -> Result<Vec<PendingEvent>, RuntimeError> {
+    let before = sent.remove(run_id).unwrap_or_default();
+    let now: HashMap<String, SuspendKind> = calls
+        .iter()
+        .map(|c| (c.call.tool_call_id.clone(), c.call.suspension.kind))
+        .collect();
+    let mut events = Vec::new();
+    for (tool_call_id, _) in before.iter().filter(|(id, _)| !now.contains_key(*id)) {
+        let kind = match inner.store.get_tool_call(run_id, tool_call_id).await? {
+            Some(call) => result_kind(call.status),
+            None => None,
+        };
+        events.push(PendingEvent::Settled {
+            run_id: run_id.to_owned(),
+            tool_call_id: tool_call_id.clone(),
+            kind,
+        });
+    }
+    for call in calls {
+        if before.get(&call.call.tool_call_id) != Some(&call.call.suspension.kind) {
+            events.push(PendingEvent::Pending(Box::new(call)));
+        }
+    }
+    if !now.is_empty() {
+        sent.insert(run_id.to_owned(), now);
+    }
+    Ok(events)
+}
+
+/// The result kind of a call that stopped waiting; `None` while the server runs it.
+fn result_kind(status: CallStatus) -> Option<ToolResultKind> {
+    match status {
+        CallStatus::Answered => Some(ToolResultKind::Answered),
+        CallStatus::Declined => Some(ToolResultKind::Declined),
+        CallStatus::Expired => Some(ToolResultKind::Expired),
+        CallStatus::Cancelled => Some(ToolResultKind::Cancelled),
+        CallStatus::Invalid => Some(ToolResultKind::InvalidCall),
+        CallStatus::Responded => Some(ToolResultKind::Output),
+        CallStatus::Executed => Some(ToolResultKind::Executed),
+        CallStatus::Rejected => Some(ToolResultKind::Rejected),
+        CallStatus::Pending | CallStatus::Executing => None,
+    }
+}

@@ -1,0 +1,240 @@
+//! How an answer changes a pending call, decided from the call as it is in the store: a question
+//! takes text, selections or a decline; an approval takes a decision (or a decline, which
+//! rejects); a client tool call takes its output. Anything else is refused and the call stays as it
+//! was.
+
+use super::ask_user::{self, AskUserLimits, Violation, check_answer};
+use super::error::{RejectReason, RuntimeError};
+use crate::domain::{AnswerInput, ApprovalDecision, SuspendKind, ToolResultKind};
+use crate::store::{Approved, CallChange, CallStatus, Settlement, ToolCallRecord};
+
+/// The result of an approval that expired: the tool never ran.
+pub const APPROVAL_EXPIRED_RESULT: &str = "No decision: the approval request expired";
+/// The result of a client tool call whose output never came.
+pub const OUTPUT_EXPIRED_RESULT: &str = "No output: the tool call timed out";
+
+/// The result of a rejected approval.
+pub fn rejected_result(reason: &str) -> String {
+    if reason.is_empty() {
+        "User rejected the call".to_owned()
+    } else {
+        format!("User rejected the call: {reason}")
+    }
+}
+
+/// A tool's result after the person who approved it changed its arguments.
+pub fn edited_result(arguments_json: &str, content: &str) -> String {
+    format!("User edited the arguments to {arguments_json}. Result: {content}")
+}
+
+/// The field of an answer's kind, for violations.
+fn answer_field(answer: &AnswerInput) -> &'static str {
+    match answer {
+        AnswerInput::Text(_) => "answer.text",
+        AnswerInput::Selections(_) => "answer.selections",
+        AnswerInput::Decline(_) => "answer.decline",
+        AnswerInput::ToolOutput { .. } => "answer.tool_output",
+        AnswerInput::Approval(_) => "answer.approval",
+    }
+}
+
+/// What an answer does to `call`, or why it cannot. `approved` is what the call becomes when an
+/// approval lets the tool run (worked out by the caller, who knows the tool).
+pub fn decide(
+    call: &ToolCallRecord,
+    answer: &AnswerInput,
+    answer_id: &str,
+    approved: Option<&Approved>,
+    limits: &AskUserLimits,
+) -> Result<CallChange, RuntimeError> {
+    let settle = |status, content: String, is_error, kind| {
+        Ok(CallChange::Settle(Settlement {
+            status,
+            answer: Some(answer.clone()),
+            answer_id: answer_id.to_owned(),
+            content,
+            is_error,
+            kind,
+        }))
+    };
+    match (call.suspension.kind, answer) {
+        (SuspendKind::Question, _) => {
+            let Some(payload) = &call.suspension.payload else {
+                return Err(crate::store::StoreError::Corrupt(format!(
+                    "question {} has no payload",
+                    call.tool_call_id
+                ))
+                .into());
+            };
+            if let Err(violations) = check_answer(payload, answer, limits) {
+                return Err(RuntimeError::AnswerRejected {
+                    reason: RejectReason::InvalidAnswer,
+                    message: format!(
+                        "the answer does not fit the question: {}",
+                        ask_user::describe(&violations)
+                    ),
+                    violations,
+                });
+            }
+            let (status, kind) = match answer {
+                AnswerInput::Decline(_) => (CallStatus::Declined, ToolResultKind::Declined),
+                _ => (CallStatus::Answered, ToolResultKind::Answered),
+            };
+            settle(status, ask_user::answer_result(answer), false, kind)
+        }
+        (
+            SuspendKind::Approval,
+            AnswerInput::Decline(reason)
+            | AnswerInput::Approval(ApprovalDecision::Reject { reason }),
+        ) => settle(
+            CallStatus::Rejected,
+            rejected_result(reason.as_str()),
+            false,
+            ToolResultKind::Rejected,
+        ),
+        (SuspendKind::Approval, AnswerInput::Approval(decision)) => match approved {
+            Some(next) => Ok(CallChange::Approve {
+                decision: decision.clone(),
+                answer_id: answer_id.to_owned(),
+                next: next.clone(),
+            }),
+            // The call changed since the caller looked at it.
+            None => Err(RuntimeError::rejected(
+                RejectReason::ToolCallNotPending,
+                format!(
+                    "tool call \"{}\" no longer waits for approval",
+                    call.tool_call_id
+                ),
+            )),
+        },
+        (
+            SuspendKind::ClientTool,
+            &AnswerInput::ToolOutput {
+                ref content,
+                is_error,
+            },
+        ) => {
+            let content = match &call.decision {
+                Some(decision) if matches!(decision.decision, ApprovalDecision::Edit { .. }) => {
+                    edited_result(&call.suspension.arguments_json, content.as_str())
+                }
+                _ => content.clone(),
+            };
+            settle(
+                CallStatus::Responded,
+                content,
+                is_error,
+                ToolResultKind::Output,
+            )
+        }
+        (kind, answer) => {
+            let wants = match kind {
+                SuspendKind::Question => "text, selections or decline",
+                SuspendKind::Approval => "approval (approve, reject or edit) or decline",
+                SuspendKind::ClientTool => "tool_output",
+            };
+            let description = format!(
+                "tool call \"{}\" waits for {}: settle it with {wants}",
+                call.tool_call_id,
+                kind_name(kind)
+            );
+            Err(RuntimeError::AnswerRejected {
+                reason: RejectReason::InvalidAnswer,
+                message: description.clone(),
+                violations: vec![Violation::new(answer_field(answer), description)],
+            })
+        }
+    }
+}
+
+fn kind_name(kind: SuspendKind) -> &'static str {
+    match kind {
+        SuspendKind::Question => "an answer",
+        SuspendKind::Approval => "an approval",
+        SuspendKind::ClientTool => "a client tool's output",
+    }
+}
+
+/// What settles a call whose wait ran out.
+pub fn expired(call: &ToolCallRecord) -> Settlement {
+    let (content, is_error) = match call.suspension.kind {
+        SuspendKind::Question => (ask_user::EXPIRED_RESULT, false),
+        SuspendKind::Approval => (APPROVAL_EXPIRED_RESULT, true),
+        SuspendKind::ClientTool => (OUTPUT_EXPIRED_RESULT, true),
+    };
+    Settlement {
+        status: CallStatus::Expired,
+        answer: None,
+        answer_id: String::new(),
+        content: content.to_owned(),
+        is_error,
+        kind: ToolResultKind::Expired,
+    }
+}
+
+/// An earlier answer that a retry repeats.
+pub struct Repeated<'a> {
+    /// The sequence its acknowledgement points to.
+    pub sequence: u64,
+    /// The `answer_id` it was accepted under.
+    pub answer_id: &'a str,
+}
+
+/// Whether `answer` repeats what already settled (or approved) `call`: the same `answer_id`, or the
+/// same content.
+pub fn repeated<'a>(
+    call: &'a ToolCallRecord,
+    answer: &AnswerInput,
+    answer_id: &str,
+) -> Option<Repeated<'a>> {
+    if let (Some(decision), AnswerInput::Approval(again)) = (&call.decision, answer) {
+        let same = (!answer_id.is_empty() && answer_id == decision.answer_id)
+            || *again == decision.decision;
+        return same.then_some(Repeated {
+            sequence: decision.sequence,
+            answer_id: &decision.answer_id,
+        });
+    }
+    let settled = matches!(
+        call.status,
+        CallStatus::Answered | CallStatus::Declined | CallStatus::Responded | CallStatus::Rejected
+    );
+    let same = (!answer_id.is_empty() && answer_id == call.answer_id)
+        || call.answer.as_ref() == Some(answer);
+    (settled && same).then_some(Repeated {
+        sequence: call.result_sequence,
+        answer_id: &call.answer_id,
+    })
+}
+
+/// Why an answer to a call that no longer waits (or waits for something else) is refused.
+pub fn not_pending(call: &ToolCallRecord) -> RuntimeError {
+    let id = &call.tool_call_id;
+    match call.status {
+        CallStatus::Answered
+        | CallStatus::Declined
+        | CallStatus::Responded
+        | CallStatus::Rejected
+        | CallStatus::Executing
+        | CallStatus::Executed => RuntimeError::rejected(
+            RejectReason::AlreadyAnswered,
+            format!("tool call \"{id}\" was already settled"),
+        ),
+        CallStatus::Pending if call.decision.is_some() => RuntimeError::rejected(
+            RejectReason::AlreadyAnswered,
+            format!("the approval of tool call \"{id}\" was already decided"),
+        ),
+        CallStatus::Expired => RuntimeError::rejected(
+            RejectReason::QuestionExpired,
+            format!("tool call \"{id}\" expired"),
+        ),
+        CallStatus::Cancelled => RuntimeError::rejected(
+            RejectReason::RunNotSuspended,
+            format!("the run of tool call \"{id}\" was cancelled"),
+        ),
+        CallStatus::Invalid | CallStatus::Pending => RuntimeError::rejected(
+            RejectReason::ToolCallNotPending,
+            format!("tool call \"{id}\" is not waiting for an answer"),
+        ),
+    }
+}
