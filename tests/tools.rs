@@ -145,7 +145,7 @@ async fn a_mixed_turn_settled_in_reverse_order_resumes_once_with_every_result() 
         .expect("gate output");
     assert_eq!(
         pending(get_run(&mut client, &run_id).await),
-        [question.tool_call_id.clone()]
+        std::slice::from_ref(&question.tool_call_id)
     );
     resume(
         &mut client,
