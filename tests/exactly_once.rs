@@ -13,8 +13,9 @@ use askuser::proto::v1 as pb;
 use askuser::proto::v1::agent_service_client::AgentServiceClient;
 use askuser::proto::v1::run_agent_response::Event;
 use common::{
-    RunStream, Server, Verdict, completions, get_run, report_figures, resume, resume_verdict,
-    scripted_agent_with, text_answer, tool_results, watch_until_end,
+    RunStream, Server, Verdict, answer_result, completions, decision_answer, finish_race_run,
+    get_run, race_agents as agents, race_completion as completion, report_figures, resume,
+    resume_verdict, text_answer, tool_output_answer as tool_output, tool_results, watch_until_end,
 };
 use futures::future::join_all;
 use tokio::sync::Barrier;
@@ -31,42 +32,6 @@ const ROUNDS_IN_FLIGHT: usize = 5;
 const RETRY_ROUNDS: usize = 10;
 /// Client tool calls and approvals raced for, one run each.
 const TOOL_ROUNDS: usize = 20;
-
-/// A second question keeps the run, and so every attached stream, open while the first call is
-/// raced: a question (`race`), a client tool call (`race_tool`) or an approval (`race_approval`).
-fn agents() -> String {
-    let second = [
-        r#"ask = [{ question = "Second?" }]"#,
-        r#"say = "race: {{answer.1}} then {{answer.2}}""#,
-    ];
-    let agent = |id: &str, first: &str| {
-        let turns: Vec<&str> = std::iter::once(first).chain(second).collect();
-        let tools = if id == "race" {
-            ""
-        } else {
-            r#"tools = ["ask_user", "probe", "gate"]"#
-        };
-        scripted_agent_with(id, tools, &turns)
-    };
-    format!(
-        r#"
-[[tool]]
-name = "probe"
-kind = "client"
-[[tool]]
-name = "gate"
-kind = "client"
-parameters = {{ type = "object", properties = {{ n = {{ type = "integer" }} }}, required = ["n"] }}
-approval = "always"
-{}{}{}"#,
-        agent("race", r#"ask = [{ question = "First?" }]"#),
-        agent("race_tool", r#"call = [{ tool = "probe" }]"#),
-        agent(
-            "race_approval",
-            r#"call = [{ tool = "gate", arguments = { n = 0 } }]"#
-        ),
-    )
-}
 
 async fn connect(url: &str) -> AgentServiceClient<Channel> {
     let channel = Channel::from_shared(url.to_owned())
@@ -142,63 +107,6 @@ impl Round {
     }
 }
 
-/// The output an edited call gets once the race is over.
-const EDITED_OUTPUT: &str = "done";
-
-/// The result the model gets when `answer` wins.
-fn answer_result(answer: &pb::Answer) -> String {
-    use pb::approval_decision::Decision;
-    match &answer.answer {
-        Some(pb::answer::Answer::Text(text)) => format!("User answered: {text}"),
-        Some(pb::answer::Answer::ToolOutput(output)) => output.content.clone(),
-        Some(pb::answer::Answer::Approval(pb::ApprovalDecision {
-            decision: Some(Decision::Reject(reject)),
-        })) => format!("User rejected the call: {}", reject.reason),
-        Some(pb::answer::Answer::Approval(pb::ApprovalDecision {
-            decision: Some(Decision::Edit(edit)),
-        })) => {
-            let canonical: serde_json::Value =
-                serde_json::from_str(&edit.arguments_json).expect("edit JSON");
-            format!("User edited the arguments to {canonical}. Result: {EDITED_OUTPUT}")
-        }
-        other => panic!("no race answers with {other:?}"),
-    }
-}
-
-/// What the scripted agent says when `answer` wins the race.
-fn completion(answer: &pb::Answer) -> String {
-    let result = answer_result(answer);
-    let first = result.strip_prefix("User answered: ").unwrap_or(&result);
-    format!("race: {first} then done")
-}
-
-fn tool_output(run_id: &str, tool_call_id: &str, content: &str) -> pb::Answer {
-    pb::Answer {
-        run_id: run_id.into(),
-        tool_call_id: tool_call_id.into(),
-        answer: Some(pb::answer::Answer::ToolOutput(pb::ToolOutput {
-            content: content.into(),
-            is_error: false,
-        })),
-        answer_id: String::new(),
-    }
-}
-
-fn decision(
-    run_id: &str,
-    tool_call_id: &str,
-    decision: pb::approval_decision::Decision,
-) -> pb::Answer {
-    pb::Answer {
-        run_id: run_id.into(),
-        tool_call_id: tool_call_id.into(),
-        answer: Some(pb::answer::Answer::Approval(pb::ApprovalDecision {
-            decision: Some(decision),
-        })),
-        answer_id: String::new(),
-    }
-}
-
 /// Starts a run of `agent`, races `make_answer(run_id, tool_call_id, index)` for each of
 /// `ANSWERS_PER_ROUND` clients at its first call, then finishes the run and reads its log.
 async fn race(url: &str, agent: &str, make_answer: MakeAnswer) -> Round {
@@ -211,18 +119,7 @@ async fn race(url: &str, agent: &str, make_answer: MakeAnswer) -> Round {
         .collect();
     let verdicts = answer_at_once(url, after_sequence, &answers).await;
 
-    // An approval won by an edit waits again, for the tool's output; then the second question.
-    loop {
-        let suspended = run.next_suspended().await;
-        if suspended.tool_call_id == first {
-            run.send(tool_output(&run.run_id, &first, EDITED_OUTPUT))
-                .await;
-            continue;
-        }
-        run.send_text(&suspended.tool_call_id, "done").await;
-        break;
-    }
-    run.completed_text().await;
+    finish_race_run(&mut run, &first).await;
     let log = watch_until_end(&mut client, &run.run_id, 0).await;
     Round {
         answers,
@@ -302,7 +199,7 @@ async fn concurrent_approval_decisions_are_applied_exactly_once() {
                     arguments_json: format!(r#"{{"n": {index}}}"#),
                 })
             };
-            decision(run_id, tool_call_id, choice)
+            decision_answer(run_id, tool_call_id, choice)
         },
     )
     .await;

@@ -16,7 +16,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 
-use common::{RunStream, Server, get_run, resume, tool_results};
+use common::{RunStream, Server, decision_answer, get_run, resume, tool_results};
 
 /// What the stand-in tool server answers one request with.
 #[derive(Clone, Debug)]
@@ -310,21 +310,6 @@ async fn approval_pending(server: &Server) -> (RunStream, String) {
     (run, suspended.tool_call_id)
 }
 
-fn approval(
-    run_id: &str,
-    tool_call_id: &str,
-    decision: pb::approval_decision::Decision,
-) -> pb::Answer {
-    pb::Answer {
-        run_id: run_id.into(),
-        tool_call_id: tool_call_id.into(),
-        answer: Some(pb::answer::Answer::Approval(pb::ApprovalDecision {
-            decision: Some(decision),
-        })),
-        answer_id: String::new(),
-    }
-}
-
 #[tokio::test]
 async fn a_rejected_call_never_reaches_the_tool() {
     let tools = ToolServer::start(Vec::new()).await;
@@ -334,7 +319,7 @@ async fn a_rejected_call_never_reaches_the_tool() {
     let reject = pb::approval_decision::Decision::Reject(pb::approval_decision::Reject {
         reason: "freeze".into(),
     });
-    let frames = resume(&mut client, approval(&run.run_id, &call_id, reject))
+    let frames = resume(&mut client, decision_answer(&run.run_id, &call_id, reject))
         .await
         .expect("reject");
     let results = tool_results(&frames, &call_id);
@@ -364,7 +349,7 @@ async fn an_approved_call_runs_with_the_edited_arguments() {
     let edit = pb::approval_decision::Decision::Edit(pb::approval_decision::Edit {
         arguments_json: r#"{"service": "api", "environment": "staging"}"#.into(),
     });
-    let frames = resume(&mut client, approval(&run.run_id, &call_id, edit))
+    let frames = resume(&mut client, decision_answer(&run.run_id, &call_id, edit))
         .await
         .expect("edit");
     let results = tool_results(&frames, &call_id);

@@ -434,6 +434,89 @@ async fn tool_call_split_across_chunks_asks_and_the_answer_goes_back() {
     assert_eq!(messages(&requests[1]), expected);
 }
 
+/// Every tool is offered as a function with its schema, strict only where the schema allows it; a
+/// client tool's output goes back as a `role: tool` message.
+#[tokio::test]
+async fn client_tools_are_offered_with_their_schemas_and_their_output_goes_back() {
+    let llm = Llm::start(vec![
+        Reply::Stream("client_tool_call.sse"),
+        Reply::Stream("final_text.sse"),
+    ])
+    .await;
+    let agents = format!(
+        r#"
+[[tool]]
+name = "service_status"
+kind = "client"
+description = "Current status of a service"
+parameters = {{ type = "object", properties = {{ service = {{ type = "string" }} }}, required = ["service"], additionalProperties = false }}
+
+[[tool]]
+name = "lookup"
+kind = "client"
+description = "Looks a key up"
+parameters = {{ type = "object", properties = {{ key = {{ type = "string" }}, note = {{ type = "string" }} }}, required = ["key"] }}
+{}"#,
+        agents_toml(&llm.base_url, "").replacen(
+            "[agent.model]",
+            "tools = [\"service_status\", \"lookup\"]\n[agent.model]",
+            1
+        )
+    );
+    let server = Server::start_with_env(Some(&agents), &[], &[(KEY_ENV, KEY)]);
+    let mut client = server.agents().await;
+    let mut run = RunStream::start(&mut client, "assistant").await;
+    let suspended = run.next_suspended().await;
+    assert_eq!(suspended.tool_call_id, "call_Status9x");
+    assert_eq!(suspended.kind, pb::SuspendKind::ClientTool as i32);
+    assert_eq!(suspended.arguments_json, r#"{"service":"api"}"#);
+    run.send(pb::Answer {
+        run_id: run.run_id.clone(),
+        tool_call_id: suspended.tool_call_id.clone(),
+        answer: Some(pb::answer::Answer::ToolOutput(pb::ToolOutput {
+            content: "degraded: 2 of 5 pods ready".into(),
+            is_error: false,
+        })),
+        answer_id: String::new(),
+    })
+    .await;
+    let events = events_until_end(&mut run).await;
+    assert_eq!(
+        completed(&events).output_text,
+        "Thanks! Starting the deployment now."
+    );
+
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2);
+    let tools = &requests[0].body["tools"];
+    assert_eq!(
+        tools[0],
+        json!({
+            "type": "function",
+            "function": {
+                "name": "service_status",
+                "description": "Current status of a service",
+                "parameters": {"type": "object", "properties": {"service": {"type": "string"}},
+                               "required": ["service"], "additionalProperties": false},
+                "strict": true,
+            },
+        })
+    );
+    assert_eq!(tools[1]["function"]["name"], "lookup");
+    assert_eq!(
+        tools[1]["function"]["strict"], false,
+        "an optional property and an open object"
+    );
+    let messages = messages(&requests[1]);
+    assert_eq!(
+        messages.last(),
+        Some(&tool_message(
+            "call_Status9x",
+            "degraded: 2 of 5 pods ready"
+        ))
+    );
+}
+
 #[tokio::test]
 async fn parallel_tool_calls_interleaved_by_index_ask_single_and_multi_select() {
     let llm = Llm::start(vec![

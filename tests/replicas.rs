@@ -11,9 +11,11 @@ use askuser::proto::v1 as pb;
 use askuser::proto::v1::agent_service_client::AgentServiceClient;
 use askuser::proto::v1::run_agent_response::Event;
 use common::{
-    FRAME_TIMEOUT, RunStream, Server, Verdict, assert_contiguous, completions, event_name,
-    fresh_database, get_run, now_ms, postgres_client, report_figures, resume, resume_verdict,
-    scripted_agent, scripted_agent_with, text_answer, timestamp_ms, tool_results, watch_until_end,
+    FRAME_TIMEOUT, RunStream, Server, Verdict, answer_result, assert_contiguous, completions,
+    decision_answer, event_name, finish_race_run, fresh_database, get_run, now_ms, postgres_client,
+    race_agents, race_completion, report_figures, resume, resume_verdict, scripted_agent,
+    scripted_agent_with, text_answer, timestamp_ms, tool_output_answer, tool_results,
+    watch_until_end,
 };
 use futures::future::join_all;
 use tokio::sync::{Barrier, mpsc};
@@ -273,6 +275,8 @@ const RACE_ROUNDS: usize = 200;
 /// Rounds raced at the same time.
 const RACE_ROUNDS_IN_FLIGHT: usize = 10;
 const RACE_REPLICAS: usize = 3;
+/// Client tool calls and approvals raced for, one run each.
+const TOOL_RACE_ROUNDS: usize = 40;
 
 /// One raced question: every replica gets one answer on an attached `RunAgent` stream and one
 /// with `ResumeRun`, all sent at the same moment.
@@ -295,28 +299,23 @@ impl RaceRound {
     }
 }
 
-fn answer_text(answer: &pb::Answer) -> &str {
-    match &answer.answer {
-        Some(pb::answer::Answer::Text(text)) => text,
-        other => panic!("not a text answer: {other:?}"),
-    }
-}
+/// The answer number `index` of round `round` sends to call `tool_call_id` of run `run_id`.
+type MakeAnswer = fn(&str, &str, usize, usize) -> pb::Answer;
 
-/// Races the answers to the first question of a run started on replica `round % 3`.
-async fn race_round(clients: &[AgentServiceClient<Channel>], round: usize) -> RaceRound {
+/// Races the answers to the first call of a run of `agent` started on replica `round % 3`.
+async fn race_round(
+    clients: &[AgentServiceClient<Channel>],
+    agent: &str,
+    round: usize,
+    make_answer: MakeAnswer,
+) -> RaceRound {
     let mut starter = clients[round % clients.len()].clone();
-    let mut run = RunStream::start(&mut starter, "race").await;
+    let mut run = RunStream::start(&mut starter, agent).await;
     let question = run.next_suspended().await.tool_call_id;
     let after_sequence = get_run(&mut starter, &run.run_id).await.last_sequence;
 
     let answers: Vec<pb::Answer> = (0..clients.len() * 2)
-        .map(|index| {
-            text_answer(
-                &run.run_id,
-                &question,
-                &format!("answer {index} of round {round}"),
-            )
-        })
+        .map(|index| make_answer(&run.run_id, &question, round, index))
         .collect();
     let barrier = std::sync::Arc::new(Barrier::new(answers.len()));
     let tasks = answers.iter().cloned().enumerate().map(|(index, answer)| {
@@ -344,9 +343,7 @@ async fn race_round(clients: &[AgentServiceClient<Channel>], round: usize) -> Ra
         .map(|verdict| verdict.expect("answer task"))
         .collect();
 
-    let second = run.next_suspended().await.tool_call_id;
-    run.send_text(&second, "done").await;
-    run.completed_text().await;
+    finish_race_run(&mut run, &question).await;
     // The log as another replica reads it.
     let mut reader = clients[(round + 1) % clients.len()].clone();
     let log = watch_until_end(&mut reader, &run.run_id, 0).await;
@@ -361,62 +358,53 @@ async fn race_round(clients: &[AgentServiceClient<Channel>], round: usize) -> Ra
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn answers_raced_through_different_replicas_have_exactly_one_winner() {
-    // A second question keeps the run, and so every attached stream, open during the race.
-    let agents = scripted_agent(
-        "race",
-        &[
-            r#"ask = [{ question = "First?" }]"#,
-            r#"ask = [{ question = "Second?" }]"#,
-            r#"say = "{{answer.1}} then {{answer.2}}""#,
-        ],
-    );
-    let (_database, servers) = replicas(&agents, RACE_REPLICAS, &[]).await;
+/// Races `rounds` runs of `agent` across the replicas and checks each had one winner whose result
+/// is the call's only result; prints the figures under `title`.
+async fn race_across_replicas(title: &str, agent: &str, rounds: usize, make_answer: MakeAnswer) {
+    let (_database, servers) = replicas(&race_agents(), RACE_REPLICAS, &[]).await;
     let mut clients = Vec::new();
     for server in &servers {
         clients.push(server.agents().await);
     }
 
-    let mut rounds = Vec::with_capacity(RACE_ROUNDS);
-    while rounds.len() < RACE_ROUNDS {
-        let first = rounds.len();
-        let batch = RACE_ROUNDS_IN_FLIGHT.min(RACE_ROUNDS - first);
-        rounds.extend(
-            join_all((first..first + batch).map(|round| race_round(&clients, round))).await,
+    let mut done = Vec::with_capacity(rounds);
+    while done.len() < rounds {
+        let first = done.len();
+        let batch = RACE_ROUNDS_IN_FLIGHT.min(rounds - first);
+        done.extend(
+            join_all(
+                (first..first + batch).map(|round| race_round(&clients, agent, round, make_answer)),
+            )
+            .await,
         );
     }
 
     let already_answered = Verdict::Rejected {
         reason: "ALREADY_ANSWERED".into(),
     };
-    let attempted: usize = rounds.iter().map(|r| r.answers.len()).sum();
-    let accepted: usize = rounds.iter().map(|r| r.accepted().len()).sum();
-    let lost: usize = rounds
+    let attempted: usize = done.iter().map(|r| r.answers.len()).sum();
+    let accepted: usize = done.iter().map(|r| r.accepted().len()).sum();
+    let lost: usize = done
         .iter()
         .map(|round| {
             round
                 .accepted()
                 .into_iter()
-                .filter(|answer| {
-                    !round
-                        .results
-                        .contains(&format!("User answered: {}", answer_text(answer)))
-                })
+                .filter(|answer| !round.results.contains(&answer_result(answer)))
                 .count()
         })
         .sum();
     report_figures(
-        "replicas answer race",
+        title,
         &[
             ("replicas", RACE_REPLICAS as u64),
-            ("rounds", rounds.len() as u64),
+            ("rounds", done.len() as u64),
             ("answers_attempted", attempted as u64),
             ("accepted", accepted as u64),
             ("lost", lost as u64),
         ],
     );
-    for (index, round) in rounds.iter().enumerate() {
+    for (index, round) in done.iter().enumerate() {
         let winners = round.accepted();
         assert_eq!(winners.len(), 1, "round {index}: {:?}", round.verdicts);
         let rejected = round
@@ -430,19 +418,64 @@ async fn answers_raced_through_different_replicas_have_exactly_one_winner() {
             "round {index}: every loser is ALREADY_ANSWERED: {:?}",
             round.verdicts
         );
-        let winner = answer_text(winners[0]);
-        assert_eq!(
-            round.results,
-            [format!("User answered: {winner}")],
-            "round {index}"
-        );
+        assert_eq!(round.results, [answer_result(winners[0])], "round {index}");
         assert_eq!(
             round.completions,
-            [format!("{winner} then done")],
+            [race_completion(winners[0])],
             "round {index}"
         );
     }
     assert_eq!(lost, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_raced_through_different_replicas_have_exactly_one_winner() {
+    race_across_replicas(
+        "replicas answer race",
+        "race",
+        RACE_ROUNDS,
+        |run_id, call, round, index| {
+            text_answer(run_id, call, &format!("answer {index} of round {round}"))
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_outputs_raced_through_different_replicas_have_exactly_one_winner() {
+    race_across_replicas(
+        "replicas tool output race",
+        "race_tool",
+        TOOL_RACE_ROUNDS,
+        |run_id, call, round, index| {
+            tool_output_answer(run_id, call, &format!("output {index} of round {round}"))
+        },
+    )
+    .await;
+}
+
+/// Rejections and edits, all different, race for one approval through different replicas.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_decisions_raced_through_different_replicas_have_exactly_one_winner() {
+    use pb::approval_decision::{Decision, Edit, Reject};
+    race_across_replicas(
+        "replicas approval race",
+        "race_approval",
+        TOOL_RACE_ROUNDS,
+        |run_id, call, round, index| {
+            let choice = if index % 2 == 0 {
+                Decision::Reject(Reject {
+                    reason: format!("no {index} of round {round}"),
+                })
+            } else {
+                Decision::Edit(Edit {
+                    arguments_json: format!(r#"{{"n": {}}}"#, round * 10 + index),
+                })
+            };
+            decision_answer(run_id, call, choice)
+        },
+    )
+    .await;
 }
 
 /// The index of the replica whose executor holds the run's lease, once one does. Lease owners
@@ -556,7 +589,7 @@ async fn run_of_a_killed_replica_is_taken_over_and_completes_once() {
             .into_iter()
             .map(|result| result.content.as_str())
             .collect();
-        assert_eq!(results, [format!("User answered: {}", answer_text(answer))]);
+        assert_eq!(results, [answer_result(answer)]);
     }
     let run = get_run(&mut servers[survivor].agents().await, &run_id).await;
     assert_eq!(run.status(), pb::RunStatus::Completed);

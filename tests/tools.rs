@@ -15,8 +15,9 @@ use askuser::proto::v1::watch_pending_calls_response::Event as Feed;
 use tonic::transport::Channel;
 
 use common::{
-    FRAME_TIMEOUT, RunStream, Server, error_reason, field_violations, get_run, resume,
-    scripted_agent_with, text_answer, tool_results, watch_until_end,
+    FRAME_TIMEOUT, RunStream, Server, decision_answer, error_reason, field_violations, get_run,
+    resume, scripted_agent_with, text_answer, tool_output_answer as output, tool_results,
+    watch_until_end,
 };
 
 /// `probe` is a client tool; `gate` a client tool that always needs approval; `slow` a client tool
@@ -51,29 +52,9 @@ fn agent(id: &str, settings: &str, turns: &[&str]) -> String {
     )
 }
 
-fn output(run_id: &str, tool_call_id: &str, content: &str) -> pb::Answer {
-    pb::Answer {
-        run_id: run_id.into(),
-        tool_call_id: tool_call_id.into(),
-        answer: Some(pb::answer::Answer::ToolOutput(pb::ToolOutput {
-            content: content.into(),
-            is_error: false,
-        })),
-        answer_id: String::new(),
-    }
-}
-
 fn approve(run_id: &str, tool_call_id: &str) -> pb::Answer {
-    pb::Answer {
-        run_id: run_id.into(),
-        tool_call_id: tool_call_id.into(),
-        answer: Some(pb::answer::Answer::Approval(pb::ApprovalDecision {
-            decision: Some(pb::approval_decision::Decision::Approve(
-                pb::approval_decision::Approve {},
-            )),
-        })),
-        answer_id: String::new(),
-    }
+    let approve = pb::approval_decision::Decision::Approve(pb::approval_decision::Approve {});
+    decision_answer(run_id, tool_call_id, approve)
 }
 
 /// Reads the suspensions of one turn: `count` `tool_call_suspended` frames.

@@ -663,3 +663,115 @@ impl Server {
         self.child.as_ref().map(Child::id)
     }
 }
+
+// Races for one call: the agents raced on and what a winner leaves behind. Shared by
+// tests/exactly_once.rs (one server) and tests/replicas.rs (several on PostgreSQL).
+
+/// A second question keeps the run, and so every attached stream, open while the first call is
+/// raced: a question (`race`), a client tool call (`race_tool`) or an approval (`race_approval`).
+pub fn race_agents() -> String {
+    let second = [
+        r#"ask = [{ question = "Second?" }]"#,
+        r#"say = "race: {{answer.1}} then {{answer.2}}""#,
+    ];
+    let agent = |id: &str, first: &str| {
+        let turns: Vec<&str> = std::iter::once(first).chain(second).collect();
+        let tools = if id == "race" {
+            ""
+        } else {
+            r#"tools = ["ask_user", "probe", "gate"]"#
+        };
+        scripted_agent_with(id, tools, &turns)
+    };
+    format!(
+        r#"
+[[tool]]
+name = "probe"
+kind = "client"
+[[tool]]
+name = "gate"
+kind = "client"
+parameters = {{ type = "object", properties = {{ n = {{ type = "integer" }} }}, required = ["n"] }}
+approval = "always"
+{}{}{}"#,
+        agent("race", r#"ask = [{ question = "First?" }]"#),
+        agent("race_tool", r#"call = [{ tool = "probe" }]"#),
+        agent(
+            "race_approval",
+            r#"call = [{ tool = "gate", arguments = { n = 0 } }]"#
+        ),
+    )
+}
+
+/// The output an edited call gets once the race is over.
+pub const EDITED_OUTPUT: &str = "done";
+
+/// The result the model gets when `answer` wins.
+pub fn answer_result(answer: &pb::Answer) -> String {
+    use pb::approval_decision::Decision;
+    match &answer.answer {
+        Some(pb::answer::Answer::Text(text)) => format!("User answered: {text}"),
+        Some(pb::answer::Answer::ToolOutput(output)) => output.content.clone(),
+        Some(pb::answer::Answer::Approval(pb::ApprovalDecision {
+            decision: Some(Decision::Reject(reject)),
+        })) => format!("User rejected the call: {}", reject.reason),
+        Some(pb::answer::Answer::Approval(pb::ApprovalDecision {
+            decision: Some(Decision::Edit(edit)),
+        })) => {
+            let canonical: serde_json::Value =
+                serde_json::from_str(&edit.arguments_json).expect("edit JSON");
+            format!("User edited the arguments to {canonical}. Result: {EDITED_OUTPUT}")
+        }
+        other => panic!("no race answers with {other:?}"),
+    }
+}
+
+/// What the scripted agent says when `answer` wins the race.
+pub fn race_completion(answer: &pb::Answer) -> String {
+    let result = answer_result(answer);
+    let first = result.strip_prefix("User answered: ").unwrap_or(&result);
+    format!("race: {first} then done")
+}
+
+pub fn tool_output_answer(run_id: &str, tool_call_id: &str, content: &str) -> pb::Answer {
+    pb::Answer {
+        run_id: run_id.into(),
+        tool_call_id: tool_call_id.into(),
+        answer: Some(pb::answer::Answer::ToolOutput(pb::ToolOutput {
+            content: content.into(),
+            is_error: false,
+        })),
+        answer_id: String::new(),
+    }
+}
+
+pub fn decision_answer(
+    run_id: &str,
+    tool_call_id: &str,
+    decision: pb::approval_decision::Decision,
+) -> pb::Answer {
+    pb::Answer {
+        run_id: run_id.into(),
+        tool_call_id: tool_call_id.into(),
+        answer: Some(pb::answer::Answer::Approval(pb::ApprovalDecision {
+            decision: Some(decision),
+        })),
+        answer_id: String::new(),
+    }
+}
+
+/// Ends a raced run: an approval won by an edit waits again, for the tool's output; then the
+/// second question is answered and the run completes.
+pub async fn finish_race_run(run: &mut RunStream, first: &str) {
+    loop {
+        let suspended = run.next_suspended().await;
+        if suspended.tool_call_id == first {
+            run.send(tool_output_answer(&run.run_id, first, EDITED_OUTPUT))
+                .await;
+            continue;
+        }
+        run.send_text(&suspended.tool_call_id, "done").await;
+        break;
+    }
+    run.completed_text().await;
+}

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
-use crate::scenarios::{Plan, Repeated, StoreFigures, Throughput};
+use crate::scenarios::{Plan, Repeated, StoreFigures, TOOL_WORKLOADS, Throughput};
 use crate::server::{StoreKind, postgres_client};
 
 /// Mastra 1.71 with LibSQL on 2 cores, the reference the targets were set against.
@@ -271,6 +271,29 @@ fn throughput_table(out: &mut String, scenario: &Repeated) {
     );
 }
 
+/// The tools scenario's medians, each against the ask_user round trip's.
+fn tools_table(out: &mut String, figures: &StoreFigures) {
+    let _ = writeln!(
+        out,
+        "| round trip | round trips/s (median) | vs ask_user | resume p50 | resume p99 | within 15 % |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
+    let base = figures.tools.first().map_or(0.0, Repeated::rate);
+    for (workload, scenario) in TOOL_WORKLOADS.iter().zip(&figures.tools) {
+        let share = scenario.rate() / base;
+        let _ = writeln!(
+            out,
+            "| {} | {:.0} | {:.0} % | {:.3} ms | {:.3} ms | {} |",
+            workload.name,
+            scenario.rate(),
+            share * 100.0,
+            scenario.ms(|t| t.resume.p50),
+            scenario.ms(|t| t.resume.p99),
+            Verdict::of(share >= 0.85).text(),
+        );
+    }
+}
+
 fn store_section(out: &mut String, kind: &StoreKind, plan: &Plan, figures: &StoreFigures) {
     let store = kind.name();
     let _ = writeln!(out, "\n## {store} store\n");
@@ -282,6 +305,17 @@ fn store_section(out: &mut String, kind: &StoreKind, plan: &Plan, figures: &Stor
     );
     if let Some(sequential) = &figures.sequential {
         throughput_table(out, sequential);
+    }
+    if !figures.tools.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n### Round trips through tools\n\nThe sequential round trip three ways, each on a \
+             fresh server {} times: a question answered (`ask_user`), a client tool call settled \
+             with its output, and an approval decided (a rejection, so that one settlement ends \
+             the run as in the others). Target: each within 15 % of the ask_user rate.\n",
+            plan.repeats
+        );
+        tools_table(out, figures);
     }
     for scenario in &figures.concurrent {
         let _ = writeln!(

@@ -10,23 +10,31 @@ use rand::seq::IndexedRandom;
 
 use crate::BenchError;
 use crate::server::{ServerProcess, StoreKind, StoreSize};
-use crate::workload::{self, Client, OpenRun, RoundTrip, Suspension};
+use crate::workload::{
+    self, APPROVAL, ASK_USER, CLIENT_TOOL, Client, OpenRun, RoundTrip, Suspension, Workload,
+};
 
 /// The scenarios of the bench.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scenario {
     Sequential,
+    /// Sequential round trips through a question, a client tool and an approval, side by side.
+    Tools,
     Concurrency,
     Hold,
     Streams,
 }
 
-const ALL_SCENARIOS: [Scenario; 4] = [
+const ALL_SCENARIOS: [Scenario; 5] = [
     Scenario::Sequential,
+    Scenario::Tools,
     Scenario::Concurrency,
     Scenario::Hold,
     Scenario::Streams,
 ];
+
+/// The round trips the tools scenario compares, the ask_user one first.
+pub const TOOL_WORKLOADS: [Workload; 3] = [ASK_USER, CLIENT_TOOL, APPROVAL];
 
 /// How much of each scenario to run on one store.
 #[derive(Clone, Debug)]
@@ -240,6 +248,8 @@ impl Streams {
 #[derive(Clone, Debug)]
 pub struct StoreFigures {
     pub sequential: Option<Repeated>,
+    /// Sequential round trips of each of [`TOOL_WORKLOADS`], in that order.
+    pub tools: Vec<Repeated>,
     pub concurrent: Vec<Repeated>,
     pub hold: Option<Hold>,
     pub streams: Option<Streams>,
@@ -294,6 +304,7 @@ pub async fn run_all(
     let runs = |scenario| plan.scenarios.contains(&scenario);
     let mut figures = StoreFigures {
         sequential: None,
+        tools: Vec::new(),
         concurrent: Vec::new(),
         hold: None,
         streams: None,
@@ -303,7 +314,18 @@ pub async fn run_all(
             "== {store}: sequential round trips ({} runs x {} repeats)",
             plan.sequential_runs, plan.repeats
         );
-        figures.sequential = Some(repeated(binary, work_dir, kind, plan, 1, 1).await?);
+        figures.sequential = Some(repeated(binary, work_dir, kind, plan, 1, 1, &ASK_USER).await?);
+    }
+    if runs(Scenario::Tools) {
+        for workload in &TOOL_WORKLOADS {
+            println!(
+                "== {store}: sequential {} round trips ({} runs x {} repeats)",
+                workload.name, plan.sequential_runs, plan.repeats
+            );
+            figures
+                .tools
+                .push(repeated(binary, work_dir, kind, plan, 1, 1, workload).await?);
+        }
     }
     if runs(Scenario::Concurrency) {
         for &concurrency in &plan.concurrency_levels {
@@ -313,9 +335,18 @@ pub async fn run_all(
                  connection(s) ({} runs x {} repeats)",
                 plan.concurrent_runs, plan.repeats
             );
-            figures
-                .concurrent
-                .push(repeated(binary, work_dir, kind, plan, concurrency, connections).await?);
+            figures.concurrent.push(
+                repeated(
+                    binary,
+                    work_dir,
+                    kind,
+                    plan,
+                    concurrency,
+                    connections,
+                    &ASK_USER,
+                )
+                .await?,
+            );
         }
     }
     if runs(Scenario::Hold) && !plan.hold.is_empty() {
@@ -345,6 +376,7 @@ async fn repeated(
     plan: &Plan,
     concurrency: usize,
     connections: usize,
+    workload: &Workload,
 ) -> Result<Repeated, BenchError> {
     let mut repeats = Vec::with_capacity(plan.repeats);
     let runs = if concurrency == 1 {
@@ -358,11 +390,11 @@ async fn repeated(
         let clients = server.connect(connections).await?;
         // Warm up connections, allocator and caches; not measured.
         let deadline = Instant::now() + plan.time_limit;
-        round_trips(&clients, concurrency, plan.warmup_runs, deadline).await?;
+        round_trips(&clients, concurrency, plan.warmup_runs, deadline, workload).await?;
         let started = Instant::now();
         let server_cpu = cpu_time(server.pid())?;
         let client_cpu = cpu_time(std::process::id())?;
-        let trips = round_trips(&clients, concurrency, runs, deadline).await?;
+        let trips = round_trips(&clients, concurrency, runs, deadline, workload).await?;
         let figures = Throughput {
             runs: trips.len(),
             elapsed: started.elapsed(),
@@ -397,13 +429,15 @@ async fn round_trips(
     concurrency: usize,
     runs: usize,
     deadline: Instant,
+    workload: &Workload,
 ) -> Result<Vec<RoundTrip>, BenchError> {
+    let workload = *workload;
     workload::run_concurrently(
         clients,
         concurrency,
         runs,
         deadline,
-        |mut client, _| async move { workload::round_trip(&mut client).await },
+        move |mut client, _| async move { workload::round_trip(&mut client, &workload).await },
     )
     .await
 }
@@ -432,7 +466,11 @@ async fn hold(
             plan.hold_concurrency,
             count,
             deadline,
-            |mut client, _| async move { Ok(workload::start_run(&mut client).await?.suspension) },
+            |mut client, _| async move {
+                Ok(workload::start_run(&mut client, &ASK_USER)
+                    .await?
+                    .suspension)
+            },
         )
         .await?;
         let elapsed = started.elapsed();
@@ -548,7 +586,7 @@ async fn open_streams(
         connections,
         connections * 2,
         deadline,
-        |mut client, _| async move { workload::round_trip(&mut client).await },
+        |mut client, _| async move { workload::round_trip(&mut client, &ASK_USER).await },
     )
     .await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -559,7 +597,7 @@ async fn open_streams(
         connections,
         plan.streams,
         deadline,
-        |mut client, _| async move { workload::start_run(&mut client).await },
+        |mut client, _| async move { workload::start_run(&mut client, &ASK_USER).await },
     )
     .await?;
     let open_elapsed = started.elapsed();

@@ -69,6 +69,8 @@ impl ServerProcess {
             StoreKind::Postgres { admin_url } => Some(Database::create(admin_url, dir).await?),
         };
         let log = std::fs::File::create(dir.join("server.log"))?;
+        let agents = dir.join("agents.toml");
+        std::fs::write(&agents, crate::workload::BENCH_AGENTS)?;
         let mut command = Command::new(binary);
         command
             .arg("serve")
@@ -76,6 +78,8 @@ impl ServerProcess {
             .arg("127.0.0.1:0")
             .arg("--data-dir")
             .arg(dir.join("data"))
+            .arg("--config")
+            .arg(&agents)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log));

@@ -1,7 +1,6 @@
-//! The "ask-user round trip" workload, driven over loopback gRPC with the crate's generated client.
-//!
-//! The demo agent `environment` asks "Which environment?" (staging / production, single select);
-//! after the answer `staging` the model says "Deploying to staging" and the run completes.
+//! The round-trip workloads, driven over loopback gRPC with the crate's generated client: a run
+//! that suspends once, is settled once, and completes. [`ASK_USER`] is the "ask-user round trip";
+//! [`CLIENT_TOOL`] and [`APPROVAL`] are the same trip through a client tool and an approval.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -21,10 +20,83 @@ use crate::BenchError;
 
 pub type Client = AgentServiceClient<Channel>;
 
-pub const AGENT_ID: &str = "environment";
-const QUESTION: &str = "Which environment?";
-const ANSWER: &str = "staging";
-const EXPECTED_OUTPUT: &str = "Deploying to staging";
+/// One kind of round trip: the agent run, what its one call waits for, how it is settled and
+/// what the run then says.
+#[derive(Clone, Copy, Debug)]
+pub struct Workload {
+    pub name: &'static str,
+    pub agent_id: &'static str,
+    pub kind: pb::SuspendKind,
+    answer: fn() -> pb::answer::Answer,
+    output: &'static str,
+}
+
+/// The demo agent `environment` asks "Which environment?" (staging / production, single select);
+/// after the answer `staging` the model says "Deploying to staging".
+pub const ASK_USER: Workload = Workload {
+    name: "ask_user",
+    agent_id: "environment",
+    kind: pb::SuspendKind::Question,
+    answer: || pb::answer::Answer::Text("staging".into()),
+    output: "Deploying to staging",
+};
+
+/// The demo agent `status_check` calls the client tool `service_status`; its output `healthy`
+/// makes the model say "api is healthy".
+pub const CLIENT_TOOL: Workload = Workload {
+    name: "client tool",
+    agent_id: "status_check",
+    kind: pb::SuspendKind::ClientTool,
+    answer: || {
+        pb::answer::Answer::ToolOutput(pb::ToolOutput {
+            content: "healthy".into(),
+            is_error: false,
+        })
+    },
+    output: "api is healthy",
+};
+
+/// The bench agent `gated` (see [`BENCH_AGENTS`]) calls `release`, which always waits for approval;
+/// the decision (a rejection, so that one settlement ends the trip as in the others) makes the
+/// model say what it got.
+pub const APPROVAL: Workload = Workload {
+    name: "approval",
+    agent_id: "gated",
+    kind: pb::SuspendKind::Approval,
+    answer: || {
+        pb::answer::Answer::Approval(pb::ApprovalDecision {
+            decision: Some(pb::approval_decision::Decision::Reject(
+                pb::approval_decision::Reject {
+                    reason: "not now".into(),
+                },
+            )),
+        })
+    },
+    output: "release: User rejected the call: not now",
+};
+
+/// The agents file every benchmarked server runs: the demo agents the workloads use, and `gated`.
+pub const BENCH_AGENTS: &str = concat!(
+    include_str!("../../demo_agents.toml"),
+    r#"
+[[tool]]
+name = "release"
+kind = "client"
+parameters = { type = "object", properties = { version = { type = "string" } }, required = ["version"] }
+approval = "always"
+
+[[agent]]
+id = "gated"
+tools = ["release"]
+max_steps = 4
+[agent.model]
+provider = "scripted"
+[[agent.model.turns]]
+call = [{ tool = "release", arguments = { version = "v1" } }]
+[[agent.model.turns]]
+say = "release: {{result.1}}"
+"#
+);
 
 /// The longest wait for one frame: a server that stops answering fails the bench.
 const FRAME_TIMEOUT: Duration = Duration::from_secs(60);
@@ -40,6 +112,7 @@ pub struct Suspension {
 pub struct OpenRun {
     sender: mpsc::Sender<pb::RunAgentRequest>,
     inbound: Streaming<pb::RunAgentResponse>,
+    workload: Workload,
     pub suspension: Suspension,
 }
 
@@ -77,19 +150,22 @@ async fn expect_end(inbound: &mut Streaming<pb::RunAgentResponse>) -> Result<(),
 }
 
 /// Reads frames until `run_completed` and checks its text; other ends are failures.
-async fn until_completed(inbound: &mut Streaming<pb::RunAgentResponse>) -> Result<(), BenchError> {
+async fn until_completed(
+    inbound: &mut Streaming<pb::RunAgentResponse>,
+    workload: &Workload,
+) -> Result<(), BenchError> {
     loop {
         let Some(frame) = next_frame(inbound).await? else {
             return Err(BenchError::failed("the stream ended before run_completed"));
         };
         match frame.event {
-            Some(Event::RunCompleted(done)) if done.output_text == EXPECTED_OUTPUT => {
+            Some(Event::RunCompleted(done)) if done.output_text == workload.output => {
                 return Ok(());
             }
             Some(Event::RunCompleted(done)) => {
                 return Err(BenchError::failed(format!(
-                    "run {} completed with {:?}, not {EXPECTED_OUTPUT:?}",
-                    frame.run_id, done.output_text
+                    "run {} completed with {:?}, not {:?}",
+                    frame.run_id, done.output_text, workload.output
                 )));
             }
             Some(Event::RunFailed(failed)) => {
@@ -109,13 +185,13 @@ async fn until_completed(inbound: &mut Streaming<pb::RunAgentResponse>) -> Resul
     }
 }
 
-/// Starts a run of the `environment` agent and reads until its question is committed.
-pub async fn start_run(client: &mut Client) -> Result<OpenRun, BenchError> {
+/// Starts a run of the workload's agent and reads until its call is committed.
+pub async fn start_run(client: &mut Client, workload: &Workload) -> Result<OpenRun, BenchError> {
     let (sender, receiver) = mpsc::channel(2);
     sender
         .send(pb::RunAgentRequest {
             frame: Some(Frame::Start(pb::StartRun {
-                agent_id: AGENT_ID.into(),
+                agent_id: workload.agent_id.into(),
                 prompt: "Deploy the release".into(),
                 ..Default::default()
             })),
@@ -134,18 +210,16 @@ pub async fn start_run(client: &mut Client) -> Result<OpenRun, BenchError> {
         };
         match frame.event {
             Some(Event::ToolCallSuspended(suspended)) => {
-                let question = suspended
-                    .suspend_payload
-                    .as_ref()
-                    .map(|payload| payload.question.as_str());
-                if question != Some(QUESTION) {
+                if suspended.kind != workload.kind as i32 {
                     return Err(BenchError::failed(format!(
-                        "unexpected question {question:?}"
+                        "{} waits for {:?}, not {:?}",
+                        workload.agent_id, suspended.kind, workload.kind
                     )));
                 }
                 return Ok(OpenRun {
                     sender,
                     inbound,
+                    workload: *workload,
                     suspension: Suspension {
                         run_id: frame.run_id,
                         tool_call_id: suspended.tool_call_id,
@@ -163,11 +237,11 @@ pub async fn start_run(client: &mut Client) -> Result<OpenRun, BenchError> {
     }
 }
 
-fn answer(suspension: &Suspension) -> pb::Answer {
+fn answer(suspension: &Suspension, workload: &Workload) -> pb::Answer {
     pb::Answer {
         run_id: suspension.run_id.clone(),
         tool_call_id: suspension.tool_call_id.clone(),
-        answer: Some(pb::answer::Answer::Text(ANSWER.into())),
+        answer: Some((workload.answer)()),
         answer_id: String::new(),
     }
 }
@@ -179,11 +253,11 @@ impl OpenRun {
         let sent = Instant::now();
         self.sender
             .send(pb::RunAgentRequest {
-                frame: Some(Frame::Answer(answer(&self.suspension))),
+                frame: Some(Frame::Answer(answer(&self.suspension, &self.workload))),
             })
             .await
             .map_err(|_| BenchError::failed("request stream closed"))?;
-        until_completed(&mut self.inbound).await?;
+        until_completed(&mut self.inbound, &self.workload).await?;
         let resume = sent.elapsed();
         expect_end(&mut self.inbound).await?;
         Ok(resume)
@@ -191,9 +265,9 @@ impl OpenRun {
 }
 
 /// One whole round trip on one `RunAgent` stream.
-pub async fn round_trip(client: &mut Client) -> Result<RoundTrip, BenchError> {
+pub async fn round_trip(client: &mut Client, workload: &Workload) -> Result<RoundTrip, BenchError> {
     let started = Instant::now();
-    let run = start_run(client).await?;
+    let run = start_run(client, workload).await?;
     let resume = run.answer().await?;
     Ok(RoundTrip {
         total: started.elapsed(),
@@ -201,15 +275,15 @@ pub async fn round_trip(client: &mut Client) -> Result<RoundTrip, BenchError> {
     })
 }
 
-/// Answers a suspended run with `ResumeRun` and reads until it completes.
+/// Answers a suspended run of [`ASK_USER`] with `ResumeRun` and reads until it completes.
 pub async fn resume_run(client: &mut Client, suspension: &Suspension) -> Result<(), BenchError> {
     let mut inbound = client
         .resume_run(pb::ResumeRunRequest {
-            answer: Some(answer(suspension)),
+            answer: Some(answer(suspension, &ASK_USER)),
         })
         .await?
         .into_inner();
-    until_completed(&mut inbound).await?;
+    until_completed(&mut inbound, &ASK_USER).await?;
     expect_end(&mut inbound).await
 }
 
@@ -274,7 +348,7 @@ pub async fn count_runs(client: &mut Client, status: pb::RunStatus) -> Result<us
         let page = client
             .list_runs(pb::ListRunsRequest {
                 status: status as i32,
-                agent_id: AGENT_ID.into(),
+                agent_id: ASK_USER.agent_id.into(),
                 page_size: 1000,
                 page_token,
             })
@@ -298,7 +372,7 @@ pub async fn check_completed(client: &mut Client, run_id: &str) -> Result<(), Be
         .into_inner()
         .run
         .ok_or_else(|| BenchError::failed("GetRun without a run"))?;
-    if run.status != pb::RunStatus::Completed as i32 || run.output_text != EXPECTED_OUTPUT {
+    if run.status != pb::RunStatus::Completed as i32 || run.output_text != ASK_USER.output {
         return Err(BenchError::failed(format!(
             "run {run_id} is {:?} with {:?}",
             pb::RunStatus::try_from(run.status),
