@@ -50,6 +50,22 @@ fn duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text).map_err(|e| e.to_string())
 }
 
+/// A duration that must be more than zero (a zero interval would spin, a zero TTL expire at once).
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    match duration(text)? {
+        value if value.is_zero() => Err("must be more than 0".into()),
+        value => Ok(value),
+    }
+}
+
+/// A count or size that must be at least 1.
+fn positive(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>().map_err(|e| e.to_string())? {
+        0 => Err("must be at least 1".into()),
+        value => Ok(value),
+    }
+}
+
 /// Settings of `askuser serve`.
 #[derive(Clone, Debug, clap::Args)]
 pub struct ServeArgs {
@@ -64,7 +80,7 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKUSER_DATABASE_URL")]
     pub database_url: Option<String>,
     /// Connections in the PostgreSQL pool.
-    #[arg(long, env = "ASKUSER_DATABASE_POOL_SIZE", default_value_t = 16)]
+    #[arg(long, env = "ASKUSER_DATABASE_POOL_SIZE", default_value_t = 16, value_parser = positive)]
     pub database_pool_size: usize,
     /// Agents file (TOML); without it the built-in demo agents are served.
     #[arg(long, env = "ASKUSER_CONFIG")]
@@ -81,48 +97,56 @@ pub struct ServeArgs {
     )]
     pub sqlite_synchronous: Synchronous,
     /// Most options a question may offer.
-    #[arg(long, env = "ASKUSER_MAX_OPTIONS", default_value_t = 64)]
+    #[arg(long, env = "ASKUSER_MAX_OPTIONS", default_value_t = 64, value_parser = positive)]
     pub max_options: usize,
     /// Longest option label, in bytes.
-    #[arg(long, env = "ASKUSER_MAX_LABEL_BYTES", default_value_t = 1024)]
+    #[arg(long, env = "ASKUSER_MAX_LABEL_BYTES", default_value_t = 1024, value_parser = positive)]
     pub max_label_bytes: usize,
     /// Longest question, in bytes.
-    #[arg(long, env = "ASKUSER_MAX_QUESTION_BYTES", default_value_t = 16384)]
+    #[arg(long, env = "ASKUSER_MAX_QUESTION_BYTES", default_value_t = 16384, value_parser = positive)]
     pub max_question_bytes: usize,
     /// Longest option description, in bytes.
-    #[arg(long, env = "ASKUSER_MAX_DESCRIPTION_BYTES", default_value_t = 4096)]
+    #[arg(long, env = "ASKUSER_MAX_DESCRIPTION_BYTES", default_value_t = 4096, value_parser = positive)]
     pub max_description_bytes: usize,
     /// Longest free-text answer, in bytes.
-    #[arg(long, env = "ASKUSER_MAX_ANSWER_BYTES", default_value_t = 65536)]
+    #[arg(long, env = "ASKUSER_MAX_ANSWER_BYTES", default_value_t = 65536, value_parser = positive)]
     pub max_answer_bytes: usize,
     /// Longest client tool output accepted, and the most of an HTTP tool's response kept (the rest
     /// is cut with a note), in bytes.
-    #[arg(long, env = "ASKUSER_MAX_TOOL_OUTPUT_BYTES", default_value_t = 262144)]
+    #[arg(long, env = "ASKUSER_MAX_TOOL_OUTPUT_BYTES", default_value_t = 262144, value_parser = positive)]
     pub max_tool_output_bytes: usize,
+    /// Longest prompt a run may start with, in bytes.
+    #[arg(long, env = "ASKUSER_MAX_PROMPT_BYTES", default_value_t = 262144, value_parser = positive)]
+    pub max_prompt_bytes: usize,
+    /// Largest gRPC message a client may send, in bytes; without it, derived from the other limits
+    /// (the largest question, answer, tool output or prompt they allow, plus 64 KiB). Responses
+    /// may be four times as large.
+    #[arg(long, env = "ASKUSER_MAX_MESSAGE_BYTES", value_parser = positive)]
+    pub max_message_bytes: Option<usize>,
     /// A heartbeat frame goes out on a stream idle this long.
-    #[arg(long, env = "ASKUSER_HEARTBEAT_INTERVAL", default_value = "20s", value_parser = duration)]
+    #[arg(long, env = "ASKUSER_HEARTBEAT_INTERVAL", default_value = "20s", value_parser = positive_duration)]
     pub heartbeat_interval: Duration,
     /// The longest time to live a question may have.
-    #[arg(long, env = "ASKUSER_MAX_QUESTION_TTL", default_value = "30d", value_parser = duration)]
+    #[arg(long, env = "ASKUSER_MAX_QUESTION_TTL", default_value = "30d", value_parser = positive_duration)]
     pub max_question_ttl: Duration,
     /// How long finished runs are kept.
     #[arg(long, env = "ASKUSER_RETENTION", default_value = "7d", value_parser = duration)]
     pub retention: Duration,
     /// How often finished runs past retention are pruned.
-    #[arg(long, env = "ASKUSER_PRUNE_INTERVAL", default_value = "1h", value_parser = duration)]
+    #[arg(long, env = "ASKUSER_PRUNE_INTERVAL", default_value = "1h", value_parser = positive_duration)]
     pub prune_interval: Duration,
     /// How long an executor's claim on a working run lasts unless renewed (renewed every third of
     /// it); a run whose replica died is taken over after it.
-    #[arg(long, env = "ASKUSER_LEASE_TTL", default_value = "10s", value_parser = duration)]
+    #[arg(long, env = "ASKUSER_LEASE_TTL", default_value = "10s", value_parser = positive_duration)]
     pub lease_ttl: Duration,
     /// How long a graceful shutdown may take.
     #[arg(long, env = "ASKUSER_SHUTDOWN_TIMEOUT", default_value = "10s", value_parser = duration)]
     pub shutdown_timeout: Duration,
     /// HTTP/2 keepalive ping interval.
-    #[arg(long, env = "ASKUSER_HTTP2_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = duration)]
+    #[arg(long, env = "ASKUSER_HTTP2_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = positive_duration)]
     pub http2_keepalive_interval: Duration,
     /// How long to wait for a keepalive ping's acknowledgement before closing the connection.
-    #[arg(long, env = "ASKUSER_HTTP2_KEEPALIVE_TIMEOUT", default_value = "10s", value_parser = duration)]
+    #[arg(long, env = "ASKUSER_HTTP2_KEEPALIVE_TIMEOUT", default_value = "10s", value_parser = positive_duration)]
     pub http2_keepalive_timeout: Duration,
 }
 
@@ -137,6 +161,26 @@ impl ServeArgs {
         }
     }
 
+    /// The largest message a client may send: the flag, or what the limits need plus room for the
+    /// rest of the message.
+    pub fn max_message_bytes(&self) -> usize {
+        const ROOM: usize = 64 * 1024;
+        self.max_message_bytes.unwrap_or_else(|| {
+            let question = self.max_question_bytes
+                + self.max_options * (self.max_label_bytes + self.max_description_bytes);
+            [
+                question,
+                self.max_answer_bytes,
+                self.max_tool_output_bytes,
+                self.max_prompt_bytes,
+            ]
+            .into_iter()
+            .max()
+            .unwrap_or(0)
+            .saturating_add(ROOM)
+        })
+    }
+
     pub fn runtime_config(&self) -> RuntimeConfig {
         RuntimeConfig {
             limits: self.limits(),
@@ -145,6 +189,7 @@ impl ServeArgs {
             prune_interval: self.prune_interval,
             lease_ttl: self.lease_ttl,
             max_tool_output_bytes: self.max_tool_output_bytes,
+            max_prompt_bytes: self.max_prompt_bytes,
         }
     }
 }

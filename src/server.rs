@@ -103,17 +103,29 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         shutdown_runtime.begin_shutdown();
     };
 
+    // Every message is bounded: a client cannot make one request cost more than the limits allow.
+    let max_request = args.max_message_bytes();
+    let max_response = max_request.saturating_mul(4);
     let server = Server::builder()
         .http2_keepalive_interval(Some(args.http2_keepalive_interval))
         .http2_keepalive_timeout(Some(args.http2_keepalive_timeout))
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
-        .add_service(AgentServiceServer::new(AgentApi::new(
-            runtime.clone(),
-            args.heartbeat_interval,
-        )))
-        .add_service(ToolServiceServer::new(ToolApi::new(runtime.clone())))
+        .add_service(
+            AgentServiceServer::new(AgentApi::new(
+                runtime.clone(),
+                args.heartbeat_interval,
+                max_response / 2,
+            ))
+            .max_decoding_message_size(max_request)
+            .max_encoding_message_size(max_response),
+        )
+        .add_service(
+            ToolServiceServer::new(ToolApi::new(runtime.clone()))
+                .max_decoding_message_size(max_request)
+                .max_encoding_message_size(max_response),
+        )
         // Without TCP_NODELAY a small frame written while the previous one is unacknowledged
         // waits for the peer's delayed ACK (~40 ms): every round trip would stall on it.
         .serve_with_incoming_shutdown(

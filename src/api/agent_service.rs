@@ -25,13 +25,17 @@ pub type PendingFrameStream =
 pub struct AgentApi {
     runtime: Runtime,
     heartbeat_interval: Duration,
+    /// The most a `ListRuns` page may take on the wire; the page ends before the run that would
+    /// pass it.
+    max_page_bytes: usize,
 }
 
 impl AgentApi {
-    pub fn new(runtime: Runtime, heartbeat_interval: Duration) -> Self {
+    pub fn new(runtime: Runtime, heartbeat_interval: Duration, max_page_bytes: usize) -> Self {
         Self {
             runtime,
             heartbeat_interval,
+            max_page_bytes,
         }
     }
 
@@ -325,9 +329,25 @@ impl AgentService for AgentApi {
             .list_runs(status, agent_id, request.page_size, &request.page_token)
             .await
             .map_err(ApiError::from)?;
+        let mut runs = Vec::with_capacity(page.runs.len());
+        let mut bytes = 0;
+        let mut next_page_token = page.next_page_token;
+        for run in page.runs {
+            let run = convert::run_to_proto(run);
+            bytes += prost::Message::encoded_len(&run);
+            // Always at least one run, so that paging goes on.
+            if bytes > self.max_page_bytes
+                && let Some(last) = runs.last()
+            {
+                let last: &pb::Run = last;
+                next_page_token = last.run_id.clone();
+                break;
+            }
+            runs.push(run);
+        }
         Ok(Response::new(pb::ListRunsResponse {
-            runs: page.runs.into_iter().map(convert::run_to_proto).collect(),
-            next_page_token: page.next_page_token,
+            runs,
+            next_page_token,
         }))
     }
 

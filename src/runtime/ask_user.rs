@@ -58,7 +58,12 @@ impl Violation {
     }
 }
 
-/// Validates a tool input and resolves its selection mode.
+/// The most violations one input or answer gets back: past it, checking stops, so a huge input
+/// costs no more than a small one to refuse.
+pub const MAX_VIOLATIONS: usize = 20;
+
+/// Validates a tool input and resolves its selection mode. Counts are checked before items, and
+/// checking stops at [`MAX_VIOLATIONS`].
 pub fn validate(
     input: &AskUserInput,
     limits: &AskUserLimits,
@@ -85,9 +90,14 @@ pub fn validate(
                 limits.max_options
             ),
         ));
+        // Too many to look at one by one.
+        return Err(violations);
     }
     let mut first_use: HashMap<&str, usize> = HashMap::new();
     for (index, option) in input.options.iter().enumerate() {
+        if violations.len() >= MAX_VIOLATIONS {
+            break;
+        }
         let field = format!("options[{index}].label");
         if option.label.trim().is_empty() {
             violations.push(Violation::new(&field, format!("{field} must not be empty")));
@@ -276,14 +286,6 @@ pub fn check_answer(
     limits: &AskUserLimits,
 ) -> Result<(), Vec<Violation>> {
     let offered = |label: &str| payload.options.iter().any(|o| o.label == label);
-    let labels_list = || {
-        payload
-            .options
-            .iter()
-            .map(|o| format!("\"{}\"", o.label))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     let mut violations = Vec::new();
     match (payload.selection_mode, answer) {
         (_, AnswerInput::Decline(_)) => {}
@@ -321,10 +323,7 @@ pub fn check_answer(
             if !offered(text) {
                 violations.push(Violation::new(
                     "answer.text",
-                    format!(
-                        "\"{text}\" is not one of the offered labels: {}",
-                        labels_list()
-                    ),
+                    format!("\"{text}\" is not one of the offered labels"),
                 ));
             }
         }
@@ -340,11 +339,7 @@ pub fn check_answer(
             } else if !offered(&labels[0]) {
                 violations.push(Violation::new(
                     "answer.selections.labels[0]",
-                    format!(
-                        "\"{}\" is not one of the offered labels: {}",
-                        labels[0],
-                        labels_list()
-                    ),
+                    format!("\"{}\" is not one of the offered labels", labels[0]),
                 ));
             }
         }
@@ -354,16 +349,29 @@ pub fn check_answer(
                 "a multi-select question takes selections, not text",
             ))
         }
+        (Some(SelectionMode::MultiSelect), AnswerInput::Selections(labels))
+            if labels.len() > limits.max_options =>
+        {
+            // More labels than any question may offer: refused by their count, unread.
+            violations.push(Violation::new(
+                "answer.selections.labels",
+                format!(
+                    "{} labels selected; no question offers more than {}",
+                    labels.len(),
+                    limits.max_options
+                ),
+            ));
+        }
         (Some(SelectionMode::MultiSelect), AnswerInput::Selections(labels)) => {
             for (index, label) in labels.iter().enumerate() {
+                if violations.len() >= MAX_VIOLATIONS {
+                    break;
+                }
                 let field = format!("answer.selections.labels[{index}]");
                 if !offered(label) {
                     violations.push(Violation::new(
                         field,
-                        format!(
-                            "\"{label}\" is not one of the offered labels: {}",
-                            labels_list()
-                        ),
+                        format!("\"{label}\" is not one of the offered labels"),
                     ));
                 } else if let Some(first) = labels[..index].iter().position(|l| l == label) {
                     violations.push(Violation::new(
@@ -460,7 +468,7 @@ mod tests {
 
     #[test]
     fn multi_select_reports_each_bad_label() {
-        let p = payload(Some(SelectionMode::MultiSelect), &["a", "b"]);
+        let p = payload(Some(SelectionMode::MultiSelect), &["a", "b", "c"]);
         let limits = AskUserLimits::default();
         let answer = AnswerInput::Selections(vec!["a".into(), "x".into(), "a".into()]);
         let errors = check_answer(&p, &answer, &limits).expect_err("invalid");
@@ -470,6 +478,11 @@ mod tests {
             ["answer.selections.labels[1]", "answer.selections.labels[2]"]
         );
         assert!(check_answer(&p, &AnswerInput::Selections(vec![]), &limits).is_ok());
+        // More labels than any question may offer: refused by their count alone.
+        let too_many = AnswerInput::Selections(vec!["a".into(); limits.max_options + 1]);
+        let errors = check_answer(&p, &too_many, &limits).expect_err("invalid");
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].field, "answer.selections.labels");
     }
 
     #[test]

@@ -60,6 +60,8 @@ pub struct RuntimeConfig {
     pub lease_ttl: Duration,
     /// The largest client tool output, and the most of an HTTP tool's response kept, in bytes.
     pub max_tool_output_bytes: usize,
+    /// The longest prompt a run may start with, in bytes.
+    pub max_prompt_bytes: usize,
 }
 
 /// A request to start a run.
@@ -282,6 +284,16 @@ impl Runtime {
             return Err(RuntimeError::InvalidArgument(vec![Violation {
                 field: "agent_id".into(),
                 description: "agent_id must not be empty".into(),
+            }]));
+        }
+        let max_prompt = self.inner.config.max_prompt_bytes;
+        if request.prompt.len() > max_prompt {
+            return Err(RuntimeError::InvalidArgument(vec![Violation {
+                field: "prompt".into(),
+                description: format!(
+                    "prompt is {} bytes; the limit is {max_prompt}",
+                    request.prompt.len()
+                ),
             }]));
         }
         let agent = self

@@ -1,0 +1,251 @@
+//! What a client sends cannot make the server do unbounded work: requests over the message size
+//! are refused before they are decoded, validation stops early, pages are bounded by bytes, and
+//! flags that could only hurt are refused. Each case reports the server's peak RSS (VmHWM).
+
+mod common;
+
+use askuser::proto::v1 as pb;
+use askuser::proto::v1::run_agent_request::Frame;
+use common::{RunStream, Server, field_violations, report_figures, scripted_agent};
+
+/// A figure of /proc/PID/status, in KiB.
+fn status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
+
+fn peak_rss_kib(server: &Server) -> u64 {
+    status_kib(server.pid().expect("pid"), "VmHWM:")
+}
+
+/// The request of the review: 2,000,000 empty options, about 4 MB on the wire.
+fn huge_ask_user() -> pb::AskUserRequest {
+    pb::AskUserRequest {
+        input: Some(pb::AskUserInput {
+            question: "Which?".into(),
+            options: vec![pb::AskUserOption::default(); 2_000_000],
+            selection_mode: None,
+        }),
+    }
+}
+
+/// Peak RSS a refused request may add, in KiB.
+const BOUND_KIB: u64 = 50 * 1024;
+
+#[tokio::test]
+async fn a_4_mb_request_is_refused_before_it_is_decoded() {
+    let server = Server::start();
+    let mut tools = server.tools().await;
+    // Warm up: the first requests grow the allocator's arenas.
+    tools
+        .ask_user(pb::AskUserRequest {
+            input: Some(pb::AskUserInput {
+                question: "Warm?".into(),
+                ..Default::default()
+            }),
+        })
+        .await
+        .expect("small request");
+    let before = peak_rss_kib(&server);
+    for _ in 0..3 {
+        let status = tools
+            .ask_user(huge_ask_user())
+            .await
+            .expect_err("a 4 MB request");
+        assert_eq!(status.code(), tonic::Code::OutOfRange, "{status:?}");
+        assert!(status.message().contains("too large"), "{status:?}");
+    }
+    let after = peak_rss_kib(&server);
+    report_figures(
+        "abuse 4 MB AskUser x3",
+        &[
+            ("peak_rss_before_kib", before),
+            ("peak_rss_after_kib", after),
+        ],
+    );
+    assert!(
+        after - before < BOUND_KIB,
+        "peak RSS grew from {before} KiB to {after} KiB"
+    );
+}
+
+/// A request under the message limit with far too many options: the count is checked first, one
+/// violation comes back, and no option is looked at.
+#[tokio::test]
+async fn too_many_options_are_refused_by_count_with_one_violation() {
+    let server = Server::start();
+    let mut tools = server.tools().await;
+    let before = peak_rss_kib(&server);
+    let input = pb::AskUserInput {
+        question: "Which?".into(),
+        options: vec![pb::AskUserOption::default(); 100_000],
+        selection_mode: None,
+    };
+    let status = tools
+        .ask_user(pb::AskUserRequest { input: Some(input) })
+        .await
+        .expect_err("too many options");
+    assert_eq!(status.code(), tonic::Code::InvalidArgument);
+    let violations = field_violations(&status);
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert_eq!(violations[0].0, "input.options");
+    let after = peak_rss_kib(&server);
+    report_figures(
+        "abuse 100,000 empty options",
+        &[
+            ("peak_rss_before_kib", before),
+            ("peak_rss_after_kib", after),
+        ],
+    );
+    assert!(after - before < BOUND_KIB);
+
+    // Within the count, every option bad: at most 20 violations.
+    let input = pb::AskUserInput {
+        question: "Which?".into(),
+        options: vec![pb::AskUserOption::default(); 64],
+        selection_mode: None,
+    };
+    let status = tools
+        .ask_user(pb::AskUserRequest { input: Some(input) })
+        .await
+        .expect_err("empty labels");
+    assert_eq!(field_violations(&status).len(), 20);
+}
+
+/// An answer selecting more labels than the question offers is refused by its count, and a bad
+/// label's violation does not repeat the offered labels.
+#[tokio::test]
+async fn oversized_selections_are_refused_by_count() {
+    let server = Server::start_with(
+        Some(&scripted_agent(
+            "multi",
+            &[
+                r#"ask = [{ question = "Which?", options = [{ label = "a" }, { label = "b" }], selection_mode = "multi_select" }]"#,
+                r#"say = "{{answer.1}}""#,
+            ],
+        )),
+        &[],
+    );
+    let mut client = server.agents().await;
+    let mut run = RunStream::start(&mut client, "multi").await;
+    let question = run.next_suspended().await.tool_call_id;
+    let labels: Vec<&str> = vec!["a"; 10_000];
+    run.send_selections(&question, &labels).await;
+    let rejected = run.next_rejected().await;
+    assert_eq!(rejected.field_violations.len(), 1, "{rejected:?}");
+    assert_eq!(
+        rejected.field_violations[0].field,
+        "answer.selections.labels"
+    );
+    run.send_selections(&question, &["c"]).await;
+    let rejected = run.next_rejected().await;
+    assert_eq!(
+        rejected.field_violations[0].description,
+        "\"c\" is not one of the offered labels"
+    );
+    run.send_selections(&question, &["b"]).await;
+    assert_eq!(run.completed_text().await, "b");
+}
+
+#[tokio::test]
+async fn a_prompt_over_its_limit_is_invalid_argument_naming_the_field() {
+    let server = Server::start_with(None, &["--max-prompt-bytes", "1000"]);
+    let mut client = server.agents().await;
+    let status = RunStream::open(
+        &mut client,
+        Frame::Start(pb::StartRun {
+            agent_id: "greeter".into(),
+            prompt: "x".repeat(1001),
+            ..Default::default()
+        }),
+    )
+    .await
+    .err()
+    .expect("a long prompt");
+    assert_eq!(status.code(), tonic::Code::InvalidArgument);
+    assert_eq!(field_violations(&status)[0].0, "start.prompt");
+}
+
+/// A `ListRuns` page stops before the run that would take it past the response limit.
+#[tokio::test]
+async fn a_list_page_is_bounded_by_bytes() {
+    // Requests of at most 100 KB: responses of 400 KB, pages of 200 KB.
+    let server = Server::start_with(
+        None,
+        &[
+            "--max-message-bytes",
+            "100000",
+            "--max-prompt-bytes",
+            "60000",
+        ],
+    );
+    let mut client = server.agents().await;
+    for _ in 0..8 {
+        let run = RunStream::open(
+            &mut client,
+            Frame::Start(pb::StartRun {
+                agent_id: "greeter".into(),
+                prompt: "p".repeat(50_000),
+                ..Default::default()
+            }),
+        )
+        .await
+        .expect("start");
+        drop(run);
+    }
+    let mut seen = 0;
+    let mut token = String::new();
+    let mut pages = 0;
+    loop {
+        let page = client
+            .list_runs(pb::ListRunsRequest {
+                page_size: 1000,
+                page_token: token.clone(),
+                ..Default::default()
+            })
+            .await
+            .expect("list runs")
+            .into_inner();
+        assert!(
+            prost::Message::encoded_len(&page) <= 200_000 + 60_000,
+            "a page of {} bytes",
+            prost::Message::encoded_len(&page)
+        );
+        pages += 1;
+        seen += page.runs.len();
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        token = page.next_page_token;
+    }
+    assert_eq!(seen, 8);
+    assert!(pages > 1, "8 runs of 50 KB fit one page of at most 200 KB");
+}
+
+#[test]
+fn flags_that_could_only_hurt_are_refused() {
+    for (flag, value) in [
+        ("--heartbeat-interval", "0s"),
+        ("--lease-ttl", "0s"),
+        ("--prune-interval", "0s"),
+        ("--database-pool-size", "0"),
+        ("--max-options", "0"),
+        ("--max-message-bytes", "0"),
+    ] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_askuser"))
+            .args(["serve", "--listen", "127.0.0.1:0", flag, value])
+            .output()
+            .expect("run askuser");
+        assert!(!output.status.success(), "{flag} {value} was accepted");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(flag)
+                && (stderr.contains("more than 0") || stderr.contains("at least 1")),
+            "{flag} {value}: {stderr}"
+        );
+    }
+}
