@@ -316,12 +316,16 @@ async fn retries_are_duplicates_on_every_path_and_other_answers_are_rejected() {
     let already_answered = Verdict::Rejected {
         reason: "ALREADY_ANSWERED".into(),
     };
+    // A key is one answer: reused for other content it is refused, not taken for a retry.
+    let key_reused = Verdict::Rejected {
+        reason: "ANSWER_ID_REUSED".into(),
+    };
     let cases = [
         ("same key, same text", with_key("blue", "key-1"), &duplicate),
         (
             "same key, other text",
             with_key("green", "key-1"),
-            &duplicate,
+            &key_reused,
         ),
         ("no key, same text", with_key("blue", ""), &duplicate),
         (

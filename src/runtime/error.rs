@@ -19,6 +19,8 @@ pub enum RejectReason {
     RunNotSuspended,
     /// Another claimant holds the call's claim.
     AlreadyClaimed,
+    /// The `answer_id` was accepted before with different content.
+    AnswerIdReused,
 }
 
 impl RejectReason {
@@ -32,6 +34,7 @@ impl RejectReason {
             RejectReason::RunMismatch => "RUN_MISMATCH",
             RejectReason::RunNotSuspended => "RUN_NOT_SUSPENDED",
             RejectReason::AlreadyClaimed => "ALREADY_CLAIMED",
+            RejectReason::AnswerIdReused => "ANSWER_ID_REUSED",
         }
     }
 }

@@ -451,9 +451,17 @@ impl Runtime {
                 Ok(ack(false, first_sequence, &request.answer_id))
             }
             SettleOutcome::Refused(call) | SettleOutcome::NotPending(call) => {
-                if let Some(earlier) = settle::repeated(&call, &request.answer, &request.answer_id)
-                {
+                if let Some(earlier) = settle::repeated(&call, &request.answer) {
                     return Ok(ack(true, earlier.sequence, earlier.answer_id));
+                }
+                if settle::key_reused(&call, &request.answer_id) {
+                    return Err(RuntimeError::rejected(
+                        RejectReason::AnswerIdReused,
+                        format!(
+                            "answer_id \"{}\" was accepted for another answer to tool call \"{}\"",
+                            request.answer_id, request.tool_call_id
+                        ),
+                    ));
                 }
                 if call.status != crate::store::CallStatus::Pending || call.decision.is_some() {
                     return Err(settle::not_pending(&call));

@@ -180,31 +180,38 @@ pub struct Repeated<'a> {
     pub answer_id: &'a str,
 }
 
-/// Whether `answer` repeats what already settled (or approved) `call`: the same `answer_id`, or the
-/// same content.
-pub fn repeated<'a>(
-    call: &'a ToolCallRecord,
-    answer: &AnswerInput,
-    answer_id: &str,
-) -> Option<Repeated<'a>> {
-    if let (Some(decision), AnswerInput::Approval(again)) = (&call.decision, answer) {
-        let same = (!answer_id.is_empty() && answer_id == decision.answer_id)
-            || *again == decision.decision;
-        return same.then_some(Repeated {
-            sequence: decision.sequence,
-            answer_id: &decision.answer_id,
-        });
-    }
+/// The earlier answer (settlement or approval decision) of `call`, with its key, if it had one.
+fn earlier(call: &ToolCallRecord) -> Option<(&AnswerInput, &str, u64)> {
     let settled = matches!(
         call.status,
         CallStatus::Answered | CallStatus::Declined | CallStatus::Responded | CallStatus::Rejected
     );
-    let same = (!answer_id.is_empty() && answer_id == call.answer_id)
-        || call.answer.as_ref() == Some(answer);
-    (settled && same).then_some(Repeated {
-        sequence: call.result_sequence,
-        answer_id: &call.answer_id,
+    let answer = call.answer.as_ref().filter(|_| settled)?;
+    Some((answer, call.answer_id.as_str(), call.result_sequence))
+}
+
+/// Whether `answer` repeats what already settled (or approved) `call`: the same content, under
+/// any key or none.
+pub fn repeated<'a>(call: &'a ToolCallRecord, answer: &AnswerInput) -> Option<Repeated<'a>> {
+    if let (Some(decision), AnswerInput::Approval(again)) = (&call.decision, answer) {
+        return (*again == decision.decision).then_some(Repeated {
+            sequence: decision.sequence,
+            answer_id: &decision.answer_id,
+        });
+    }
+    let (earlier, answer_id, sequence) = earlier(call)?;
+    (earlier == answer).then_some(Repeated {
+        sequence,
+        answer_id,
     })
+}
+
+/// Whether `answer_id` is the key of an earlier, different answer of `call`: a client reusing an
+/// idempotency key for other content, which is refused rather than taken for a retry.
+pub fn key_reused(call: &ToolCallRecord, answer_id: &str) -> bool {
+    let decision_key = call.decision.as_ref().map(|d| d.answer_id.as_str());
+    let answer_key = earlier(call).map(|(_, key, _)| key);
+    !answer_id.is_empty() && (decision_key == Some(answer_id) || answer_key == Some(answer_id))
 }
 
 /// Why an answer to a call that no longer waits (or waits for something else) is refused.

@@ -1619,7 +1619,7 @@ type AnswerRejected struct {
 	// The tool call the rejected answer named.
 	ToolCallId string `protobuf:"bytes,1,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
 	// Machine-readable reason: `INVALID_ANSWER`, `TOOL_CALL_NOT_PENDING`, `ALREADY_ANSWERED`,
-	// `QUESTION_EXPIRED`, `RUN_MISMATCH`, `RUN_NOT_SUSPENDED`.
+	// `QUESTION_EXPIRED`, `RUN_MISMATCH`, `RUN_NOT_SUSPENDED`, `ANSWER_ID_REUSED`.
 	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	// Human-readable explanation.
 	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`

@@ -38,8 +38,8 @@ const (
 //
 // Errors carry rich details: INVALID_ARGUMENT has `google.rpc.BadRequest`; FAILED_PRECONDITION has
 // `google.rpc.ErrorInfo` with domain `askuser.dev` and a reason such as `ALREADY_ANSWERED`,
-// `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED` or
-// `ALREADY_CLAIMED`.
+// `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED`,
+// `ALREADY_CLAIMED` or `ANSWER_ID_REUSED` (an `answer_id` sent again with other content).
 type AgentServiceClient interface {
 	// The bidirectional agent stream. The first client frame is `start` (a new run) or `attach` (an
 	// existing run); later frames are answers to that run's questions. The server streams the run's
@@ -217,8 +217,8 @@ func (c *agentServiceClient) ClaimCall(ctx context.Context, in *ClaimCallRequest
 //
 // Errors carry rich details: INVALID_ARGUMENT has `google.rpc.BadRequest`; FAILED_PRECONDITION has
 // `google.rpc.ErrorInfo` with domain `askuser.dev` and a reason such as `ALREADY_ANSWERED`,
-// `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED` or
-// `ALREADY_CLAIMED`.
+// `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED`,
+// `ALREADY_CLAIMED` or `ANSWER_ID_REUSED` (an `answer_id` sent again with other content).
 type AgentServiceServer interface {
 	// The bidirectional agent stream. The first client frame is `start` (a new run) or `attach` (an
 	// existing run); later frames are answers to that run's questions. The server streams the run's

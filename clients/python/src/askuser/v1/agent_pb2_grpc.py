@@ -30,8 +30,8 @@ class AgentServiceStub:
 
     Errors carry rich details: INVALID_ARGUMENT has `google.rpc.BadRequest`; FAILED_PRECONDITION has
     `google.rpc.ErrorInfo` with domain `askuser.dev` and a reason such as `ALREADY_ANSWERED`,
-    `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED` or
-    `ALREADY_CLAIMED`.
+    `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED`,
+    `ALREADY_CLAIMED` or `ANSWER_ID_REUSED` (an `answer_id` sent again with other content).
     """
 
     def __init__(self, channel):
@@ -92,8 +92,8 @@ class AgentServiceServicer:
 
     Errors carry rich details: INVALID_ARGUMENT has `google.rpc.BadRequest`; FAILED_PRECONDITION has
     `google.rpc.ErrorInfo` with domain `askuser.dev` and a reason such as `ALREADY_ANSWERED`,
-    `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED` or
-    `ALREADY_CLAIMED`.
+    `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED`,
+    `ALREADY_CLAIMED` or `ANSWER_ID_REUSED` (an `answer_id` sent again with other content).
     """
 
     def RunAgent(self, request_iterator, context):
@@ -240,8 +240,8 @@ class AgentService:
 
     Errors carry rich details: INVALID_ARGUMENT has `google.rpc.BadRequest`; FAILED_PRECONDITION has
     `google.rpc.ErrorInfo` with domain `askuser.dev` and a reason such as `ALREADY_ANSWERED`,
-    `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED` or
-    `ALREADY_CLAIMED`.
+    `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED`,
+    `ALREADY_CLAIMED` or `ANSWER_ID_REUSED` (an `answer_id` sent again with other content).
     """
 
     @staticmethod

@@ -594,7 +594,7 @@ export interface AnswerRejected {
   toolCallId: string;
   /**
    * Machine-readable reason: `INVALID_ANSWER`, `TOOL_CALL_NOT_PENDING`, `ALREADY_ANSWERED`,
-   * `QUESTION_EXPIRED`, `RUN_MISMATCH`, `RUN_NOT_SUSPENDED`.
+   * `QUESTION_EXPIRED`, `RUN_MISMATCH`, `RUN_NOT_SUSPENDED`, `ANSWER_ID_REUSED`.
    */
   reason: string;
   /** Human-readable explanation. */
@@ -5053,8 +5053,8 @@ export const ListAgentsResponse: MessageFns<ListAgentsResponse> = {
  *
  * Errors carry rich details: INVALID_ARGUMENT has `google.rpc.BadRequest`; FAILED_PRECONDITION has
  * `google.rpc.ErrorInfo` with domain `askuser.dev` and a reason such as `ALREADY_ANSWERED`,
- * `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED` or
- * `ALREADY_CLAIMED`.
+ * `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED`,
+ * `ALREADY_CLAIMED` or `ANSWER_ID_REUSED` (an `answer_id` sent again with other content).
  */
 export type AgentServiceService = typeof AgentServiceService;
 export const AgentServiceService = {
