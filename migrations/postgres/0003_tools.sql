@@ -8,4 +8,3 @@ ALTER TABLE tool_calls ADD COLUMN approval_reason TEXT NOT NULL DEFAULT '';
 ALTER TABLE tool_calls ADD COLUMN decision TEXT;
 ALTER TABLE tool_calls ADD COLUMN claimant TEXT;
 ALTER TABLE tool_calls ADD COLUMN claim_expires_ms BIGINT;
-CREATE INDEX tool_calls_waiting ON tool_calls (run_id, tool_call_id) WHERE status = 'pending';
