@@ -491,10 +491,10 @@ pub fn parse_agents(
             tool: name.clone(),
             message,
         };
+        let tool = tool_from_entry(entry).map_err(invalid)?;
         if tools.contains_key(&name) {
             return Err(invalid("the name is used by another tool".into()));
         }
-        let tool = tool_from_entry(entry).map_err(invalid)?;
         tools.insert(name, Arc::new(tool));
     }
     let mut seen = HashSet::new();
@@ -609,6 +609,47 @@ mod tests {
                 .contains("exactly one of ask/call, say, fail"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_bad_tool_stops_loading_naming_the_tool() {
+        let limits = AskUserLimits::default();
+        let tool = |body: &str| format!("[[tool]]\nname = \"deploy\"\n{body}\n");
+        let cases = [
+            (
+                tool("kind = \"client\"\nparameters = { type = 12 }"),
+                "JSON Schema",
+            ),
+            (
+                tool("kind = \"client\"\napproval = 'args.environment =='"),
+                "CEL",
+            ),
+            (tool("kind = \"http\""), "needs a url"),
+            (
+                tool("kind = \"client\"\nurl = \"http://127.0.0.1:1/x\""),
+                "for HTTP tools",
+            ),
+            (
+                tool("kind = \"http\"\nurl = \"http://127.0.0.1:1/x\"\nmethod = \"GET\""),
+                "POST, PUT, PATCH or DELETE",
+            ),
+            (
+                tool("kind = \"client\"\n[[tool]]\nname = \"deploy\"\nkind = \"client\""),
+                "used by another tool",
+            ),
+            (
+                "[[tool]]\nname = \"ask_user\"\nkind = \"client\"\n".to_owned(),
+                "built in",
+            ),
+        ];
+        for (text, expected) in cases {
+            let error = parse_agents(&text, "t", &limits)
+                .err()
+                .expect("error")
+                .to_string();
+            assert!(error.contains("tool \""), "{text}: {error}");
+            assert!(error.contains(expected), "{text}: {error}");
+        }
     }
 
     fn openai_agent(model_table: &str) -> String {
