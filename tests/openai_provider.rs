@@ -17,7 +17,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::post;
-use common::{RunStream, Server};
+use common::{RunStream, Server, tool_output_answer as tool_output};
 use serde_json::{Value, json};
 
 const KEY_ENV: &str = "ASKUSER_TEST_OPENAI_KEY";
@@ -434,16 +434,10 @@ async fn tool_call_split_across_chunks_asks_and_the_answer_goes_back() {
     assert_eq!(messages(&requests[1]), expected);
 }
 
-/// Every tool is offered as a function with its schema, strict only where the schema allows it; a
-/// client tool's output goes back as a `role: tool` message.
-#[tokio::test]
-async fn client_tools_are_offered_with_their_schemas_and_their_output_goes_back() {
-    let llm = Llm::start(vec![
-        Reply::Stream("client_tool_call.sse"),
-        Reply::Stream("final_text.sse"),
-    ])
-    .await;
-    let agents = format!(
+/// The `assistant` agent with two client tools: `service_status` (a schema strict mode accepts) and
+/// `lookup` (one it does not).
+fn client_tool_agents(llm: &Llm) -> String {
+    format!(
         r#"
 [[tool]]
 name = "service_status"
@@ -462,23 +456,30 @@ parameters = {{ type = "object", properties = {{ key = {{ type = "string" }}, no
             "tools = [\"service_status\", \"lookup\"]\n[agent.model]",
             1
         )
-    );
-    let server = Server::start_with_env(Some(&agents), &[], &[(KEY_ENV, KEY)]);
+    )
+}
+
+/// Every tool is offered as a function with its schema, strict only where the schema allows it; a
+/// client tool's output goes back as a `role: tool` message.
+#[tokio::test]
+async fn client_tools_are_offered_with_their_schemas_and_their_output_goes_back() {
+    let llm = Llm::start(vec![
+        Reply::Stream("client_tool_call.sse"),
+        Reply::Stream("final_text.sse"),
+    ])
+    .await;
+    let server = Server::start_with_env(Some(&client_tool_agents(&llm)), &[], &[(KEY_ENV, KEY)]);
     let mut client = server.agents().await;
     let mut run = RunStream::start(&mut client, "assistant").await;
     let suspended = run.next_suspended().await;
     assert_eq!(suspended.tool_call_id, "call_Status9x");
     assert_eq!(suspended.kind, pb::SuspendKind::ClientTool as i32);
     assert_eq!(suspended.arguments_json, r#"{"service":"api"}"#);
-    run.send(pb::Answer {
-        run_id: run.run_id.clone(),
-        tool_call_id: suspended.tool_call_id.clone(),
-        answer: Some(pb::answer::Answer::ToolOutput(pb::ToolOutput {
-            content: "degraded: 2 of 5 pods ready".into(),
-            is_error: false,
-        })),
-        answer_id: String::new(),
-    })
+    run.send(tool_output(
+        &run.run_id,
+        &suspended.tool_call_id,
+        "degraded: 2 of 5 pods ready",
+    ))
     .await;
     let events = events_until_end(&mut run).await;
     assert_eq!(
@@ -515,6 +516,39 @@ parameters = {{ type = "object", properties = {{ key = {{ type = "string" }}, no
             "degraded: 2 of 5 pods ready"
         ))
     );
+}
+
+/// A provider that gives a call of a later turn the id of an earlier one does not wedge the run:
+/// the later call gets a fresh id, and the run goes on.
+#[tokio::test]
+async fn a_tool_call_id_reused_by_a_later_turn_gets_a_fresh_one() {
+    let llm = Llm::start(vec![
+        Reply::Stream("client_tool_call.sse"),
+        Reply::Stream("client_tool_call.sse"),
+        Reply::Stream("final_text.sse"),
+    ])
+    .await;
+    let server = Server::start_with_env(Some(&client_tool_agents(&llm)), &[], &[(KEY_ENV, KEY)]);
+    let mut client = server.agents().await;
+    let mut run = RunStream::start(&mut client, "assistant").await;
+    let mut ids = Vec::new();
+    for output in ["first", "second"] {
+        let suspended = run.next_suspended().await;
+        ids.push(suspended.tool_call_id.clone());
+        run.send(tool_output(&run.run_id, &suspended.tool_call_id, output))
+            .await;
+    }
+    let events = events_until_end(&mut run).await;
+    assert_eq!(
+        completed(&events).output_text,
+        "Thanks! Starting the deployment now."
+    );
+    assert_eq!(ids[0], "call_Status9x");
+    assert_ne!(ids[1], ids[0], "the reused id was replaced");
+    // The model saw both calls and both outputs, each under its own id.
+    let last = messages(&llm.requests()[2]);
+    assert!(last.contains(&tool_message(&ids[0], "first")), "{last:?}");
+    assert!(last.contains(&tool_message(&ids[1], "second")), "{last:?}");
 }
 
 #[tokio::test]

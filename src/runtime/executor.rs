@@ -16,7 +16,7 @@ use super::agents::AgentDefinition;
 use super::hub::Batch;
 use super::settle::edited_result;
 use super::tools::{CallPlan, RunTools, ToolKind, plan_call};
-use crate::domain::{EventKind, ModelToolCall, RunStatus, SuspendKind, Usage, now_millis};
+use crate::domain::{EventKind, Message, ModelToolCall, RunStatus, SuspendKind, Usage, now_millis};
 use crate::model::{ModelError, ModelEvent, ModelRequest};
 use crate::store::{
     ExecutedResult, ExecutingCall, Lease, NewCallState, NewToolCall, RunEnd, StepState, StoreError,
@@ -446,10 +446,21 @@ fn turn_commit(
     run_usage: Option<Usage>,
 ) -> TurnCommit {
     let text = turn.text;
-    let mut seen_ids = HashSet::new();
+    // Ids are unique within the run: a provider that reuses one of an earlier turn gets a fresh
+    // one too, or the turn could never be stored.
+    let mut seen_ids: HashSet<String> = state
+        .transcript
+        .iter()
+        .flat_map(|message| match message {
+            Message::Assistant { tool_calls, .. } => {
+                tool_calls.iter().map(|c| c.id.clone()).collect()
+            }
+            _ => Vec::new(),
+        })
+        .collect();
     let mut tool_calls = Vec::with_capacity(turn.tool_calls.len());
     for mut call in turn.tool_calls {
-        // Ids must be unique within the run; a provider that repeats or omits one gets a fresh one.
+        // A provider that repeats or omits an id gets a fresh one.
         if call.id.is_empty() || !seen_ids.insert(call.id.clone()) {
             call.id = super::new_tool_call_id();
             seen_ids.insert(call.id.clone());
