@@ -249,3 +249,75 @@ fn flags_that_could_only_hurt_are_refused() {
         );
     }
 }
+
+/// NUL characters in text a client sends are INVALID_ARGUMENT naming the field, on both stores
+/// (PostgreSQL cannot store one; before, it failed such requests with INTERNAL), and the question
+/// stays answerable.
+async fn nul_characters_are_refused(server: &Server) {
+    let mut client = server.agents().await;
+    let start = |prompt: &str, metadata: &[(&str, &str)]| {
+        Frame::Start(pb::StartRun {
+            agent_id: "greeter".into(),
+            prompt: prompt.into(),
+            metadata: metadata
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Default::default()
+        })
+    };
+    for (frame, field) in [
+        (start("hello\0", &[]), "start.prompt"),
+        (start("hello", &[("team", "a\0b")]), "start.metadata"),
+    ] {
+        let status = RunStream::open(&mut client, frame)
+            .await
+            .err()
+            .expect("a NUL");
+        assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+        assert_eq!(field_violations(&status)[0].0, field);
+    }
+    let mut run = RunStream::start(&mut client, "greeter").await;
+    let question = run.next_suspended().await.tool_call_id;
+    let status = common::resume(
+        &mut client,
+        common::text_answer(&run.run_id, &question, "Ada\0Lovelace"),
+    )
+    .await
+    .expect_err("a NUL answer");
+    assert_eq!(status.code(), tonic::Code::InvalidArgument);
+    assert_eq!(field_violations(&status)[0].0, "answer.text");
+    let cancel = client
+        .cancel_run(pb::CancelRunRequest {
+            run_id: run.run_id.clone(),
+            reason: "\0".into(),
+        })
+        .await
+        .expect_err("a NUL reason");
+    assert_eq!(cancel.code(), tonic::Code::InvalidArgument);
+    let get = client
+        .get_run(pb::GetRunRequest {
+            run_id: "run\0".into(),
+        })
+        .await
+        .expect_err("a NUL id");
+    assert_eq!(get.code(), tonic::Code::InvalidArgument);
+    // Nothing was lost: the question still takes a good answer.
+    run.send_text(&question, "Ada").await;
+    assert_eq!(run.completed_text().await, "Hello, Ada!");
+}
+
+#[tokio::test]
+async fn nul_characters_are_refused_on_sqlite() {
+    nul_characters_are_refused(&Server::start()).await;
+}
+
+#[tokio::test]
+async fn nul_characters_are_refused_on_postgres() {
+    let database_url = common::fresh_database().await;
+    nul_characters_are_refused(&Server::start_with(
+        None,
+        &["--database-url", &database_url],
+    ))
+    .await;
+}

@@ -8,6 +8,7 @@ use tonic::{Request, Response, Status, Streaming};
 
 use super::convert::{self, answer_from_proto};
 use super::error::ApiError;
+use super::text;
 use crate::proto::v1 as pb;
 use crate::proto::v1::agent_service_server::AgentService;
 use crate::proto::v1::run_agent_request::Frame;
@@ -208,6 +209,7 @@ impl AgentService for AgentApi {
         let first = inbound.message().await?.and_then(|m| m.frame);
         let (run_id, events) = match first {
             Some(Frame::Start(start)) => {
+                text::check_start(&start)?;
                 let question_ttl = start
                     .question_ttl
                     .as_ref()
@@ -232,6 +234,7 @@ impl AgentService for AgentApi {
             }
             Some(Frame::Attach(attach)) => {
                 require(&attach.run_id, "attach.run_id")?;
+                text::check([("attach.run_id", attach.run_id.as_str())])?;
                 self.runtime
                     .get_run(&attach.run_id)
                     .await
@@ -286,6 +289,7 @@ impl AgentService for AgentApi {
     ) -> Result<Response<Self::WatchRunStream>, Status> {
         let request = request.into_inner();
         require(&request.run_id, "run_id")?;
+        text::check([("run_id", request.run_id.as_str())])?;
         self.runtime
             .get_run(&request.run_id)
             .await
@@ -307,6 +311,7 @@ impl AgentService for AgentApi {
     ) -> Result<Response<pb::GetRunResponse>, Status> {
         let request = request.into_inner();
         require(&request.run_id, "run_id")?;
+        text::check([("run_id", request.run_id.as_str())])?;
         let run = self
             .runtime
             .get_run(&request.run_id)
@@ -322,6 +327,10 @@ impl AgentService for AgentApi {
         request: Request<pb::ListRunsRequest>,
     ) -> Result<Response<pb::ListRunsResponse>, Status> {
         let request = request.into_inner();
+        text::check([
+            ("agent_id", request.agent_id.as_str()),
+            ("page_token", request.page_token.as_str()),
+        ])?;
         let status = convert::status_filter(request.status)?;
         let agent_id = (!request.agent_id.is_empty()).then_some(request.agent_id);
         let page = self
@@ -357,6 +366,10 @@ impl AgentService for AgentApi {
     ) -> Result<Response<pb::CancelRunResponse>, Status> {
         let request = request.into_inner();
         require(&request.run_id, "run_id")?;
+        text::check([
+            ("run_id", request.run_id.as_str()),
+            ("reason", request.reason.as_str()),
+        ])?;
         let run = self
             .runtime
             .cancel_run(&request.run_id, &request.reason)
@@ -384,6 +397,11 @@ impl AgentService for AgentApi {
         request: Request<pb::ClaimCallRequest>,
     ) -> Result<Response<pb::ClaimCallResponse>, Status> {
         let request = request.into_inner();
+        text::check([
+            ("run_id", request.run_id.as_str()),
+            ("tool_call_id", request.tool_call_id.as_str()),
+            ("claimant", request.claimant.as_str()),
+        ])?;
         let ttl = request
             .ttl
             .as_ref()

@@ -118,6 +118,7 @@ pub fn answer_from_proto(
     answer: pb::Answer,
     default_run_id: Option<&str>,
 ) -> Result<AnswerRequest, ApiError> {
+    super::text::check_answer(&answer)?;
     let run_id = match (answer.run_id.is_empty(), default_run_id) {
         (false, _) => answer.run_id,
         (true, Some(run_id)) => run_id.to_owned(),

@@ -3,6 +3,7 @@
 mod agent_service;
 mod convert;
 mod error;
+mod text;
 mod tool_service;
 
 pub use agent_service::AgentApi;
