@@ -58,6 +58,11 @@ fn positive_duration(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// A 32-bit count that must be at least 1.
+fn positive_u32(text: &str) -> Result<u32, String> {
+    u32::try_from(positive(text)?).map_err(|e| e.to_string())
+}
+
 /// A count or size that must be at least 1.
 fn positive(text: &str) -> Result<usize, String> {
     match text.parse::<usize>().map_err(|e| e.to_string())? {
@@ -142,6 +147,35 @@ pub struct ServeArgs {
     /// How long a graceful shutdown may take.
     #[arg(long, env = "ASKUSER_SHUTDOWN_TIMEOUT", default_value = "10s", value_parser = duration)]
     pub shutdown_timeout: Duration,
+    /// Streams one HTTP/2 connection may have open at once.
+    #[arg(long, env = "ASKUSER_MAX_CONCURRENT_STREAMS", default_value_t = 1000, value_parser = positive_u32)]
+    pub max_concurrent_streams: u32,
+    /// Streaming calls (RunAgent, ResumeRun, WatchRun, WatchPendingCalls) open at once on this
+    /// server; one more is RESOURCE_EXHAUSTED (reason TOO_MANY_STREAMS).
+    #[arg(long, env = "ASKUSER_MAX_OPEN_STREAMS", default_value_t = 100_000, value_parser = positive)]
+    pub max_open_streams: usize,
+    /// Streams a client may reset before the server has accepted them, per connection (the HTTP/2
+    /// rapid-reset flood); past it the connection is closed.
+    #[arg(long, env = "ASKUSER_HTTP2_MAX_PENDING_ACCEPT_RESET_STREAMS", default_value_t = 20, value_parser = positive)]
+    pub http2_max_pending_accept_reset_streams: usize,
+    /// Streams the server may reset for a client's protocol errors, per connection, before it
+    /// closes the connection.
+    #[arg(long, env = "ASKUSER_HTTP2_MAX_LOCAL_ERROR_RESET_STREAMS", default_value_t = 1024, value_parser = positive)]
+    pub http2_max_local_error_reset_streams: usize,
+    /// How long a `RunAgent` stream may wait for its first frame (start or attach).
+    #[arg(long, env = "ASKUSER_FIRST_FRAME_TIMEOUT", default_value = "30s", value_parser = positive_duration)]
+    pub first_frame_timeout: Duration,
+    /// Connections older than this are asked to close (GOAWAY) once their calls end, so that
+    /// long-lived clients rebalance across replicas; absent: never.
+    #[arg(long, env = "ASKUSER_MAX_CONNECTION_AGE", value_parser = positive_duration)]
+    pub max_connection_age: Option<Duration>,
+    /// How long calls of a connection past its age may go on before it is closed.
+    #[arg(long, env = "ASKUSER_MAX_CONNECTION_AGE_GRACE", default_value = "5m", value_parser = duration)]
+    pub max_connection_age_grace: Duration,
+    /// After SIGTERM, how long the server keeps serving while it reports NOT_SERVING, so that
+    /// load balancers and `grpc_health_probe` see it go before its listener closes.
+    #[arg(long, env = "ASKUSER_DRAIN_DELAY", default_value = "0s", value_parser = duration)]
+    pub drain_delay: Duration,
     /// HTTP/2 keepalive ping interval.
     #[arg(long, env = "ASKUSER_HTTP2_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = positive_duration)]
     pub http2_keepalive_interval: Duration,

@@ -10,7 +10,7 @@ use tonic::transport::server::TcpIncoming;
 use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
-use crate::api::{AgentApi, ToolApi};
+use crate::api::{AgentApi, StreamSettings, ToolApi};
 use crate::config::{ServeArgs, load_agents};
 use crate::proto::v1::agent_service_server::AgentServiceServer;
 use crate::proto::v1::tool_service_server::ToolServiceServer;
@@ -91,32 +91,52 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     let shutdown_runtime = runtime.clone();
     let signalled = Arc::new(tokio::sync::Notify::new());
     let signal_seen = Arc::clone(&signalled);
+    let drain_delay = args.drain_delay;
     let shutdown_signal = async move {
         wait_for_signal().await;
-        signal_seen.notify_one();
-        info!("shutting down: health NOT_SERVING, ending streams");
+        info!(
+            ?drain_delay,
+            "draining: health NOT_SERVING while still serving"
+        );
         for name in std::iter::once("").chain(SERVICE_NAMES) {
             health
                 .set_service_status(name, ServingStatus::NotServing)
                 .await;
         }
+        // Load balancers and probes see NOT_SERVING before the listener closes.
+        tokio::time::sleep(drain_delay).await;
+        info!("shutting down: ending streams");
+        signal_seen.notify_one();
         shutdown_runtime.begin_shutdown();
     };
 
     // Every message is bounded: a client cannot make one request cost more than the limits allow.
     let max_request = args.max_message_bytes();
     let max_response = max_request.saturating_mul(4);
-    let server = Server::builder()
+    let mut builder = Server::builder()
         .http2_keepalive_interval(Some(args.http2_keepalive_interval))
         .http2_keepalive_timeout(Some(args.http2_keepalive_timeout))
+        .max_concurrent_streams(args.max_concurrent_streams)
+        .http2_max_pending_accept_reset_streams(Some(args.http2_max_pending_accept_reset_streams))
+        .http2_max_local_error_reset_streams(Some(args.http2_max_local_error_reset_streams));
+    if let Some(age) = args.max_connection_age {
+        builder = builder
+            .max_connection_age(age)
+            .max_connection_age_grace(args.max_connection_age_grace);
+    }
+    let server = builder
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(
             AgentServiceServer::new(AgentApi::new(
                 runtime.clone(),
-                args.heartbeat_interval,
-                max_response / 2,
+                StreamSettings {
+                    heartbeat_interval: args.heartbeat_interval,
+                    max_page_bytes: max_response / 2,
+                    max_open_streams: args.max_open_streams,
+                    first_frame_timeout: args.first_frame_timeout,
+                },
             ))
             .max_decoding_message_size(max_request)
             .max_encoding_message_size(max_response),

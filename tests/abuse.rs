@@ -321,3 +321,170 @@ async fn nul_characters_are_refused_on_postgres() {
     ))
     .await;
 }
+
+/// A suspended run of the demo agent `greeter`, for streams to watch.
+async fn suspended_greeter(server: &Server) -> String {
+    let mut client = server.agents().await;
+    let mut run = RunStream::start(&mut client, "greeter").await;
+    run.next_suspended().await;
+    run.run_id.clone()
+}
+
+async fn watch(
+    client: &mut askuser::proto::v1::agent_service_client::AgentServiceClient<
+        tonic::transport::Channel,
+    >,
+    run_id: &str,
+) -> Result<tonic::Streaming<pb::RunAgentResponse>, tonic::Status> {
+    client
+        .watch_run(pb::WatchRunRequest {
+            run_id: run_id.into(),
+            after_sequence: 0,
+        })
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+#[tokio::test]
+async fn streams_beyond_the_server_wide_cap_are_resource_exhausted() {
+    let server = Server::start_with(None, &["--max-open-streams", "2"]);
+    let run_id = suspended_greeter(&server).await;
+    let mut client = server.agents().await;
+    let first = watch(&mut client, &run_id).await.expect("first stream");
+    let _second = watch(&mut client, &run_id).await.expect("second stream");
+    let refused = watch(&mut client, &run_id)
+        .await
+        .expect_err("a third stream");
+    assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
+    assert_eq!(
+        common::error_reason(&refused).as_deref(),
+        Some("TOO_MANY_STREAMS")
+    );
+    // A stream that ends gives its place back.
+    drop(first);
+    let mut reopened = None;
+    for _ in 0..50 {
+        if let Ok(stream) = watch(&mut client, &run_id).await {
+            reopened = Some(stream);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(reopened.is_some(), "the freed place was never given back");
+}
+
+#[tokio::test]
+async fn a_stream_without_a_first_frame_is_ended() {
+    let server = Server::start_with(None, &["--first-frame-timeout", "300ms"]);
+    let mut client = server.agents().await;
+    let (_sender, receiver) = tokio::sync::mpsc::channel::<pb::RunAgentRequest>(1);
+    let started = std::time::Instant::now();
+    let outcome = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        client.run_agent(tokio_stream::wrappers::ReceiverStream::new(receiver)),
+    )
+    .await
+    .expect("the server ended the silent stream");
+    let status = match outcome {
+        Err(status) => status,
+        Ok(response) => response
+            .into_inner()
+            .message()
+            .await
+            .expect_err("an error, not a frame"),
+    };
+    assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
+    assert_eq!(
+        common::error_reason(&status).as_deref(),
+        Some("NO_FIRST_FRAME")
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn streams_per_connection_are_capped() {
+    let server = Server::start_with(None, &["--max-concurrent-streams", "2"]);
+    let run_id = suspended_greeter(&server).await;
+    // One connection for all three.
+    let mut client = server.agents().await;
+    let first = watch(&mut client, &run_id).await.expect("first");
+    let _second = watch(&mut client, &run_id).await.expect("second");
+    let mut third_client = client.clone();
+    let third = tokio::spawn(async move { watch(&mut third_client, &run_id).await.is_ok() });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(
+        !third.is_finished(),
+        "a third stream opened on the connection"
+    );
+    drop(first);
+    let opened = tokio::time::timeout(std::time::Duration::from_secs(10), third)
+        .await
+        .expect("the third stream opened once one closed")
+        .expect("task");
+    assert!(opened);
+}
+
+#[tokio::test]
+async fn old_connections_are_closed_so_clients_rebalance() {
+    let server = Server::start_with(
+        None,
+        &[
+            "--max-connection-age",
+            "1s",
+            "--max-connection-age-grace",
+            "1s",
+        ],
+    );
+    let run_id = suspended_greeter(&server).await;
+    let mut client = server.agents().await;
+    let mut stream = watch(&mut client, &run_id).await.expect("watch");
+    let started = std::time::Instant::now();
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(15), async {
+        loop {
+            match stream.message().await {
+                Ok(Some(_)) => {}
+                other => return other.map(|_| ()),
+            }
+        }
+    })
+    .await
+    .expect("the old connection was closed");
+    assert!(
+        ended.is_err(),
+        "the stream ended without an error: {ended:?}"
+    );
+    assert!(started.elapsed() >= std::time::Duration::from_millis(900));
+}
+
+/// On SIGTERM with a drain delay the server keeps accepting connections and reports NOT_SERVING,
+/// so that a probe sees it go before the listener closes.
+#[tokio::test]
+async fn a_draining_server_reports_not_serving_before_it_closes() {
+    use tonic_health::pb::health_check_response::ServingStatus;
+    use tonic_health::pb::health_client::HealthClient;
+    let mut server = Server::start_with(None, &["--drain-delay", "3s"]);
+    let url = server.url();
+    let mut child = server.send_terminate().expect("running");
+    let mut saw_not_serving = false;
+    for _ in 0..40 {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        // A new connection each time, as a probe makes.
+        let Ok(channel) = tonic::transport::Channel::from_shared(url.clone())
+            .expect("url")
+            .connect()
+            .await
+        else {
+            break;
+        };
+        let status = HealthClient::new(channel)
+            .check(tonic_health::pb::HealthCheckRequest::default())
+            .await
+            .map(|r| r.into_inner().status);
+        if status.is_ok_and(|s| s == ServingStatus::NotServing as i32) {
+            saw_not_serving = true;
+            break;
+        }
+    }
+    assert!(saw_not_serving, "no new connection saw NOT_SERVING");
+    assert!(child.wait().expect("exit").success());
+}

@@ -1,7 +1,10 @@
 //! `askuser.v1.AgentService`: decode, validate, hand to the runtime, stream events back.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use futures::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
@@ -22,22 +25,47 @@ pub type FrameStream = Pin<Box<dyn Stream<Item = Result<pb::RunAgentResponse, St
 pub type PendingFrameStream =
     Pin<Box<dyn Stream<Item = Result<pb::WatchPendingCallsResponse, Status>> + Send>>;
 
+/// How the service's streams and pages are bounded.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamSettings {
+    /// A heartbeat goes out on a stream idle this long.
+    pub heartbeat_interval: Duration,
+    /// The most a `ListRuns` page may take on the wire; the page ends before the run that would
+    /// pass it.
+    pub max_page_bytes: usize,
+    /// Streaming calls open at once, server-wide.
+    pub max_open_streams: usize,
+    /// How long `RunAgent` waits for its first frame.
+    pub first_frame_timeout: Duration,
+}
+
 /// Handlers of `AgentService`.
 pub struct AgentApi {
     runtime: Runtime,
     heartbeat_interval: Duration,
-    /// The most a `ListRuns` page may take on the wire; the page ends before the run that would
-    /// pass it.
     max_page_bytes: usize,
+    first_frame_timeout: Duration,
+    /// One permit per open streaming call; a stream holds its permit until it ends.
+    open_streams: Arc<Semaphore>,
 }
 
 impl AgentApi {
-    pub fn new(runtime: Runtime, heartbeat_interval: Duration, max_page_bytes: usize) -> Self {
+    pub fn new(runtime: Runtime, settings: StreamSettings) -> Self {
         Self {
             runtime,
-            heartbeat_interval,
-            max_page_bytes,
+            heartbeat_interval: settings.heartbeat_interval,
+            max_page_bytes: settings.max_page_bytes,
+            first_frame_timeout: settings.first_frame_timeout,
+            open_streams: Arc::new(Semaphore::new(settings.max_open_streams)),
         }
+    }
+
+    /// A permit for one more open stream, or RESOURCE_EXHAUSTED when the server has as many open
+    /// as it allows.
+    fn stream_permit(&self) -> Result<OwnedSemaphorePermit, Status> {
+        Arc::clone(&self.open_streams)
+            .try_acquire_owned()
+            .map_err(|_| ApiError::TooManyStreams.into())
     }
 
     /// Turns a run's events into frames. On `RunAgent`, the client's answers are handled in the
@@ -45,6 +73,7 @@ impl AgentApi {
     /// events it causes. A heartbeat goes out whenever nothing else did for a whole interval.
     fn frames(
         &self,
+        permit: OwnedSemaphorePermit,
         run_id: String,
         first: Option<pb::RunAgentResponse>,
         mut events: EventStream,
@@ -53,6 +82,8 @@ impl AgentApi {
         let heartbeat = self.heartbeat_interval;
         let runtime = self.runtime.clone();
         Box::pin(async_stream::stream! {
+            // Held as long as the stream is open.
+            let _permit = permit;
             let mut delivered = 0;
             if let Some(frame) = first {
                 yield Ok(frame);
@@ -115,8 +146,14 @@ impl AgentApi {
 
 /// The pending-calls feed as frames, with a heartbeat whenever nothing else went out for a whole
 /// interval.
-fn pending_frames(mut events: PendingStream, heartbeat: Duration) -> PendingFrameStream {
+fn pending_frames(
+    permit: OwnedSemaphorePermit,
+    mut events: PendingStream,
+    heartbeat: Duration,
+) -> PendingFrameStream {
     Box::pin(async_stream::stream! {
+        // Held as long as the feed is open.
+        let _permit = permit;
         loop {
             tokio::select! {
                 event = events.next() => match event {
@@ -205,8 +242,12 @@ impl AgentService for AgentApi {
         &self,
         request: Request<Streaming<pb::RunAgentRequest>>,
     ) -> Result<Response<Self::RunAgentStream>, Status> {
+        let permit = self.stream_permit()?;
         let mut inbound = request.into_inner();
-        let first = inbound.message().await?.and_then(|m| m.frame);
+        let first = tokio::time::timeout(self.first_frame_timeout, inbound.message())
+            .await
+            .map_err(|_| ApiError::NoFirstFrame(self.first_frame_timeout))??
+            .and_then(|m| m.frame);
         let (run_id, events) = match first {
             Some(Frame::Start(start)) => {
                 text::check_start(&start)?;
@@ -251,6 +292,7 @@ impl AgentService for AgentApi {
             }
         };
         Ok(Response::new(self.frames(
+            permit,
             run_id,
             None,
             events,
@@ -262,6 +304,7 @@ impl AgentService for AgentApi {
         &self,
         request: Request<pb::ResumeRunRequest>,
     ) -> Result<Response<Self::ResumeRunStream>, Status> {
+        let permit = self.stream_permit()?;
         let answer = request
             .into_inner()
             .answer
@@ -276,6 +319,7 @@ impl AgentService for AgentApi {
         );
         let first = convert::accepted_frame(&run_id, ack);
         Ok(Response::new(self.frames(
+            permit,
             run_id,
             Some(first),
             events,
@@ -287,6 +331,7 @@ impl AgentService for AgentApi {
         &self,
         request: Request<pb::WatchRunRequest>,
     ) -> Result<Response<Self::WatchRunStream>, Status> {
+        let permit = self.stream_permit()?;
         let request = request.into_inner();
         require(&request.run_id, "run_id")?;
         text::check([("run_id", request.run_id.as_str())])?;
@@ -298,6 +343,7 @@ impl AgentService for AgentApi {
             .runtime
             .follow(&request.run_id, request.after_sequence, FollowUntil::End);
         Ok(Response::new(self.frames(
+            permit,
             request.run_id,
             None,
             events,
@@ -384,9 +430,11 @@ impl AgentService for AgentApi {
         &self,
         request: Request<pb::WatchPendingCallsRequest>,
     ) -> Result<Response<Self::WatchPendingCallsStream>, Status> {
+        let permit = self.stream_permit()?;
         let filter = convert::pending_filter(request.into_inner())?;
         let events = self.runtime.watch_pending(filter);
         Ok(Response::new(pending_frames(
+            permit,
             events,
             self.heartbeat_interval,
         )))

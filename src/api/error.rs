@@ -20,6 +20,10 @@ pub enum ApiError {
     InvalidRequest(Vec<Violation>),
     #[error("{0}")]
     Protocol(String),
+    #[error("the server has as many streams open as it allows; try again later or elsewhere")]
+    TooManyStreams,
+    #[error("no first frame (start or attach) within {}", humantime::format_duration(*.0))]
+    NoFirstFrame(std::time::Duration),
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
 }
@@ -60,6 +64,14 @@ impl From<ApiError> for Status {
                 bad_request(describe(&violations), &violations, None)
             }
             ApiError::Protocol(message) => Status::invalid_argument(message),
+            ApiError::TooManyStreams => with_reason(
+                Code::ResourceExhausted,
+                "TOO_MANY_STREAMS",
+                error.to_string(),
+            ),
+            ApiError::NoFirstFrame(_) => {
+                with_reason(Code::DeadlineExceeded, "NO_FIRST_FRAME", error.to_string())
+            }
             ApiError::Runtime(error) => runtime_status(error),
         }
     }

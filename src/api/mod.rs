@@ -6,6 +6,6 @@ mod error;
 mod text;
 mod tool_service;
 
-pub use agent_service::AgentApi;
+pub use agent_service::{AgentApi, StreamSettings};
 pub use error::{ApiError, ERROR_DOMAIN};
 pub use tool_service::ToolApi;
