@@ -463,7 +463,9 @@ impl Runtime {
                         ),
                     ));
                 }
-                if call.status != crate::store::CallStatus::Pending || call.decision.is_some() {
+                let decided_again = call.decision.is_some()
+                    && matches!(request.answer, AnswerInput::Approval(_));
+                if call.status != crate::store::CallStatus::Pending || decided_again {
                     return Err(settle::not_pending(&call));
                 }
                 Err(settle::decide(

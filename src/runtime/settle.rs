@@ -5,7 +5,7 @@
 
 use super::ask_user::{self, AskUserLimits, Violation, check_answer};
 use super::error::{RejectReason, RuntimeError};
-use crate::domain::{AnswerInput, ApprovalDecision, SuspendKind, ToolResultKind};
+use crate::domain::{AnswerInput, ApprovalDecision, SuspendKind, ToolResultKind, now_millis};
 use crate::store::{Approved, CallChange, CallStatus, Settlement, ToolCallRecord};
 
 /// The result of an approval that expired: the tool never ran.
@@ -57,6 +57,17 @@ pub fn decide(
             kind,
         }))
     };
+    // Expiry is part of the compare-and-set: past its time a call takes no answer, even before the
+    // expiry loop has settled it.
+    if call
+        .expire_ms
+        .is_some_and(|expire_ms| expire_ms <= now_millis())
+    {
+        return Err(RuntimeError::rejected(
+            RejectReason::QuestionExpired,
+            format!("tool call \"{}\" expired", call.tool_call_id),
+        ));
+    }
     match (call.suspension.kind, answer) {
         (SuspendKind::Question, _) => {
             let Some(payload) = &call.suspension.payload else {
@@ -243,5 +254,54 @@ pub fn not_pending(call: &ToolCallRecord) -> RuntimeError {
             RejectReason::ToolCallNotPending,
             format!("tool call \"{id}\" is not waiting for an answer"),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{SuspendPayload, Suspension};
+
+    fn question(expire_ms: Option<i64>) -> ToolCallRecord {
+        ToolCallRecord {
+            run_id: "run".into(),
+            tool_call_id: "call".into(),
+            tool_name: "ask_user".into(),
+            status: CallStatus::Pending,
+            suspension: Suspension {
+                payload: Some(SuspendPayload {
+                    question: "Name?".into(),
+                    options: Vec::new(),
+                    selection_mode: None,
+                }),
+                ..Suspension::default()
+            },
+            expire_ms,
+            answer: None,
+            answer_id: String::new(),
+            result_sequence: 0,
+            decision: None,
+        }
+    }
+
+    #[test]
+    fn a_call_past_its_expiry_takes_no_answer() {
+        let answer = AnswerInput::Text("Ada".into());
+        let limits = AskUserLimits::default();
+        let past = question(Some(now_millis() - 1));
+        let refused = decide(&past, &answer, "", None, &limits).err();
+        assert!(
+            matches!(
+                refused,
+                Some(RuntimeError::AnswerRejected {
+                    reason: RejectReason::QuestionExpired,
+                    ..
+                })
+            ),
+            "{refused:?}"
+        );
+        let future = question(Some(now_millis() + 60_000));
+        assert!(decide(&future, &answer, "", None, &limits).is_ok());
+        assert!(decide(&question(None), &answer, "", None, &limits).is_ok());
     }
 }
