@@ -488,3 +488,47 @@ async fn a_draining_server_reports_not_serving_before_it_closes() {
     assert!(saw_not_serving, "no new connection saw NOT_SERVING");
     assert!(child.wait().expect("exit").success());
 }
+
+/// A start retried with its request id (by a client or a mesh) returns the run the first one
+/// made, replayed from its first event, and creates no second run.
+#[tokio::test]
+async fn a_retried_start_returns_the_same_run() {
+    let server = Server::start();
+    let mut client = server.agents().await;
+    let start = || {
+        Frame::Start(pb::StartRun {
+            agent_id: "greeter".into(),
+            prompt: "hello".into(),
+            request_id: "start-7f3a".into(),
+            ..Default::default()
+        })
+    };
+    let mut first = RunStream::open(&mut client, start()).await.expect("start");
+    let started = first.next().await;
+    let question = first.next_suspended().await;
+    let mut retry = RunStream::open(&mut client, start()).await.expect("retry");
+    let replayed = retry.next().await;
+    assert_eq!(replayed.run_id, started.run_id);
+    assert_eq!(replayed.sequence, 1);
+    assert_eq!(
+        retry.next_suspended().await.tool_call_id,
+        question.tool_call_id
+    );
+    let runs = client
+        .list_runs(pb::ListRunsRequest::default())
+        .await
+        .expect("list")
+        .into_inner()
+        .runs;
+    assert_eq!(runs.len(), 1);
+    let long = pb::StartRun {
+        agent_id: "greeter".into(),
+        request_id: "k".repeat(257),
+        ..Default::default()
+    };
+    let status = RunStream::open(&mut client, Frame::Start(long))
+        .await
+        .err()
+        .expect("a long request id");
+    assert_eq!(field_violations(&status)[0].0, "start.request_id");
+}

@@ -517,6 +517,7 @@ impl ScenarioRun {
             metadata,
             question_ttl: None,
             tools: self.run_tools(body.get("tools"))?,
+            request_id: String::new(),
         };
         self.open(name.clone(), String::new(), Frame::Start(start))
             .await?;

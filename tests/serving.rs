@@ -451,6 +451,7 @@ async fn metadata_and_prompt_round_trip() {
             metadata: metadata.clone(),
             question_ttl: None,
             tools: Vec::new(),
+            request_id: String::new(),
         }),
     )
     .await

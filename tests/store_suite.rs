@@ -14,9 +14,9 @@ use askuser::domain::{
     ToolResultKind, Usage, now_millis,
 };
 use askuser::store::{
-    CallChange, CallStatus, CancelOutcome, Committed, Decide, Lease, NewCallState, NewRun,
-    NewToolCall, PostgresStore, RunEnd, RunQuery, RunStore, SettleOutcome, Settlement, SqliteStore,
-    StepState, Synchronous, TurnCommit, TurnOutcome,
+    CallChange, CallStatus, CancelOutcome, Committed, CreateOutcome, Decide, Lease, NewCallState,
+    NewRun, NewToolCall, PostgresStore, RunEnd, RunQuery, RunStore, SettleOutcome, Settlement,
+    SqliteStore, StepState, Synchronous, TurnCommit, TurnOutcome,
 };
 use futures::future::join_all;
 use tokio::sync::Barrier;
@@ -108,6 +108,7 @@ on_both_stores! {
         prune_removes_only_finished_runs_older_than_the_cutoff,
         list_runs_filters_and_pages_newest_first,
         leases_exclude_other_owners_until_they_expire,
+        a_start_repeating_a_request_id_returns_the_first_run,
     ],
     locations: [migrations_are_idempotent],
 }
@@ -124,6 +125,7 @@ fn new_run(run_id: &str, agent_id: &str) -> NewRun {
         metadata: BTreeMap::from([("team".to_owned(), "storage".to_owned())]),
         question_ttl_ms: Some(60_000),
         run_tools: Vec::new(),
+        request_id: None,
     }
 }
 
@@ -371,6 +373,9 @@ async fn create_run_starts_the_log_with_run_started(store: Arc<dyn RunStore>) {
         agent_id: "greeter".into(),
         prompt: "prompt of run-1".into(),
         metadata: BTreeMap::from([("team".to_owned(), "storage".to_owned())]),
+    };
+    let CreateOutcome::Created(created) = created else {
+        panic!("not created: {created:?}");
     };
     let created = created.committed;
     assert_eq!(created.status, RunStatus::Running);
@@ -806,10 +811,13 @@ async fn leases_taken_with_a_commit_hand_over_the_next_step(store: Arc<dyn RunSt
             .expect("settle tool call")
     }
     // The creator that takes the lease gets the first step, as the store would read it.
-    let created = store
+    let CreateOutcome::Created(created) = store
         .create_run(new_run("run-1", "agent"), Some(lease(OWNER)))
         .await
-        .expect("create run");
+        .expect("create run")
+    else {
+        panic!("a run without a request id was not created");
+    };
     let stored = stored_step(&store, "run-1").await;
     assert_eq!(created.step.run, stored.run);
     assert_eq!(created.step.transcript, stored.transcript);
@@ -1485,4 +1493,60 @@ async fn migrations_are_idempotent(location: StoreLocation) {
 
     let store = location.open().await;
     assert_eq!(run_status(&store, "run-1").await, RunStatus::Running);
+}
+
+/// Starts that carry one request id, one after another and all at once, create one run: the others
+/// get its id and write nothing.
+async fn a_start_repeating_a_request_id_returns_the_first_run(store: Arc<dyn RunStore>) {
+    let with_key = |run_id: &str, key: &str| NewRun {
+        request_id: Some(key.into()),
+        ..new_run(run_id, "agent")
+    };
+    let first = store
+        .create_run(with_key("run-1", "start-A"), None)
+        .await
+        .expect("create");
+    assert!(matches!(first, CreateOutcome::Created(_)), "{first:?}");
+    let again = store
+        .create_run(with_key("run-2", "start-A"), None)
+        .await
+        .expect("create again");
+    assert!(
+        matches!(&again, CreateOutcome::Existing { run_id } if run_id == "run-1"),
+        "{again:?}"
+    );
+    assert!(store.get_run("run-2").await.expect("get run").is_none());
+
+    let outcomes = join_all((0..8).map(|i| {
+        let store = Arc::clone(&store);
+        async move {
+            store
+                .create_run(with_key(&format!("run-b{i}"), "start-B"), None)
+                .await
+                .expect("create at once")
+        }
+    }))
+    .await;
+    let created: Vec<&CreateOutcome> = outcomes
+        .iter()
+        .filter(|o| matches!(o, CreateOutcome::Created(_)))
+        .collect();
+    assert_eq!(created.len(), 1, "{outcomes:?}");
+    let CreateOutcome::Created(winner) = created[0] else {
+        unreachable!("filtered");
+    };
+    let winner_id = &winner.committed.events[0].run_id;
+    for outcome in &outcomes {
+        if let CreateOutcome::Existing { run_id } = outcome {
+            assert_eq!(run_id, winner_id);
+        }
+    }
+    let listed = store
+        .list_runs(RunQuery {
+            limit: 100,
+            ..RunQuery::default()
+        })
+        .await
+        .expect("list runs");
+    assert_eq!(listed.len(), 2, "run-1 and one run of start-B");
 }

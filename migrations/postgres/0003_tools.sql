@@ -8,3 +8,6 @@ ALTER TABLE tool_calls ADD COLUMN approval_reason TEXT NOT NULL DEFAULT '';
 ALTER TABLE tool_calls ADD COLUMN decision TEXT;
 ALTER TABLE tool_calls ADD COLUMN claimant TEXT;
 ALTER TABLE tool_calls ADD COLUMN claim_expires_ms BIGINT;
+-- The idempotency key of a run's start (StartRun.request_id), unique among the runs that have one.
+ALTER TABLE runs ADD COLUMN request_id TEXT;
+CREATE UNIQUE INDEX runs_by_request ON runs (request_id) WHERE request_id IS NOT NULL;

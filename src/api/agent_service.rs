@@ -264,6 +264,7 @@ impl AgentService for AgentApi {
                         metadata: start.metadata.into_iter().collect(),
                         question_ttl,
                         tools,
+                        request_id: start.request_id,
                     })
                     .await
                     .map_err(|error| match error {

@@ -89,6 +89,7 @@ pub fn check_start(start: &pb::StartRun) -> Result<(), ApiError> {
         [
             (field("agent_id".into()), start.agent_id.as_str()),
             (field("prompt".into()), start.prompt.as_str()),
+            (field("request_id".into()), start.request_id.as_str()),
         ]
         .into_iter()
         .chain(metadata)

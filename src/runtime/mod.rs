@@ -30,8 +30,8 @@ use crate::domain::{
     ToolDefinition, now_millis,
 };
 use crate::store::{
-    Approved, CallChange, CancelOutcome, ClaimOutcome, CommitNotice, Decide, NewRun, RunQuery,
-    RunStore, SettleOutcome, StepState, StoreError,
+    Approved, CallChange, CancelOutcome, ClaimOutcome, CommitNotice, CreateOutcome, Decide, NewRun,
+    RunQuery, RunStore, SettleOutcome, StepState, StoreError,
 };
 
 pub use agents::AgentDefinition;
@@ -73,6 +73,8 @@ pub struct StartRunRequest {
     pub question_ttl: Option<Duration>,
     /// Client tools for this run only.
     pub tools: Vec<ToolDefinition>,
+    /// The start's idempotency key; empty for none.
+    pub request_id: String,
 }
 
 /// An answer to a pending question.
@@ -142,6 +144,8 @@ const MAX_PAGE_SIZE: usize = 1000;
 const MIN_CLAIM: Duration = Duration::from_secs(1);
 const MAX_CLAIM: Duration = Duration::from_secs(3600);
 const DEFAULT_CLAIM: Duration = Duration::from_secs(60);
+/// The longest request id a start may carry.
+const MAX_REQUEST_ID_BYTES: usize = 256;
 
 pub(crate) fn new_tool_call_id() -> String {
     format!("call_{}", uuid::Uuid::now_v7().simple())
@@ -302,6 +306,15 @@ impl Runtime {
             .get(&request.agent_id)
             .ok_or_else(|| RuntimeError::AgentNotFound(request.agent_id.clone()))?;
         check_run_tools(agent, &request.tools)?;
+        if request.request_id.len() > MAX_REQUEST_ID_BYTES {
+            return Err(RuntimeError::InvalidArgument(vec![Violation {
+                field: "request_id".into(),
+                description: format!(
+                    "request_id is {} bytes; the limit is {MAX_REQUEST_ID_BYTES}",
+                    request.request_id.len()
+                ),
+            }]));
+        }
         let ttl = request
             .question_ttl
             .or(agent.question_ttl)
@@ -319,10 +332,19 @@ impl Runtime {
                     metadata: request.metadata,
                     question_ttl_ms: ttl.map(millis),
                     run_tools: request.tools,
+                    request_id: (!request.request_id.is_empty()).then_some(request.request_id),
                 },
                 Some(lease(&self.inner)),
             )
             .await?;
+        let created = match created {
+            CreateOutcome::Created(created) => created,
+            // A retried start: follow the run the first one made, from its beginning.
+            CreateOutcome::Existing { run_id } => {
+                let events = self.follow(&run_id, 0, FollowUntil::End);
+                return Ok((run_id, events));
+            }
+        };
         self.inner
             .hub
             .publish(&run_id, Batch::from(created.committed));
@@ -463,8 +485,8 @@ impl Runtime {
                         ),
                     ));
                 }
-                let decided_again = call.decision.is_some()
-                    && matches!(request.answer, AnswerInput::Approval(_));
+                let decided_again =
+                    call.decision.is_some() && matches!(request.answer, AnswerInput::Approval(_));
                 if call.status != crate::store::CallStatus::Pending || decided_again {
                     return Err(settle::not_pending(&call));
                 }

@@ -32,6 +32,9 @@ pub enum StoreError {
     Task(String),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    /// A write met a row with the same unique key, written concurrently.
+    #[error("a row with the same unique key exists")]
+    UniqueViolation,
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -46,6 +49,18 @@ pub struct NewRun {
     pub question_ttl_ms: Option<i64>,
     /// Client tools given for this run only.
     pub run_tools: Vec<ToolDefinition>,
+    /// The start's idempotency key: a run created with it before is returned instead.
+    pub request_id: Option<String>,
+}
+
+/// Outcome of [`RunStore::create_run`].
+#[derive(Clone, Debug)]
+pub enum CreateOutcome {
+    Created(Box<Created>),
+    /// A run was created with the same request id before; nothing was written.
+    Existing {
+        run_id: String,
+    },
 }
 
 /// An executor's claim on a running run: who holds it, and until when unless renewed.
@@ -383,8 +398,9 @@ pub struct RunQuery {
 #[async_trait]
 pub trait RunStore: Send + Sync + 'static {
     /// Creates a running run (leased to `lease.owner` when given) and its `run_started` event
-    /// (sequence 1).
-    async fn create_run(&self, run: NewRun, lease: Option<Lease<'_>>) -> StoreResult<Created>;
+    /// (sequence 1), unless a run was created with the same request id before.
+    async fn create_run(&self, run: NewRun, lease: Option<Lease<'_>>)
+    -> StoreResult<CreateOutcome>;
     async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunRecord>>;
     async fn list_runs(&self, query: RunQuery) -> StoreResult<Vec<RunRecord>>;
     /// The state the run's next step starts from; `None` when there is no such run. With `lease`,

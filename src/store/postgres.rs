@@ -33,17 +33,17 @@ use tracing::warn;
 
 use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
-    EXECUTED_UPDATE, EXECUTING_QUERY, PENDING_COLUMNS, PENDING_FEED_QUERY, PENDING_QUERY,
-    PendingRow, RUN_COLUMNS, RunHead, RunRow, STEP_RUN_QUERY, TOOL_CALL_QUERY,
-    TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall, UNSETTLED_QUERY, UPDATE_CALL,
-    assemble_transcript, between_turns, executed_events, executing_call, first_step, from_json,
-    kind_name, parse_status, run_tools_column, to_json, unsigned, usage_columns,
-    usage_from_columns,
+    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, PENDING_COLUMNS, PENDING_FEED_QUERY,
+    PENDING_QUERY, PendingRow, RUN_COLUMNS, RUN_OF_REQUEST_QUERY, RunHead, RunRow, STEP_RUN_QUERY,
+    TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall,
+    UNSETTLED_QUERY, UPDATE_CALL, assemble_transcript, between_turns, executed_events,
+    executing_call, first_step, from_json, kind_name, parse_status, run_tools_column, to_json,
+    unsigned, usage_columns, usage_from_columns,
 };
 use super::{
-    CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, Committed, Created, Decide, EventPage,
-    ExecutedResult, Lease, NewRun, RunEnd, RunPendingCall, RunQuery, RunStore, SettleOutcome,
-    StepState, StoreError, StoreResult, ToolCallRecord, TurnCommit, TurnOutcome,
+    CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, Committed, CreateOutcome, Created,
+    Decide, EventPage, ExecutedResult, Lease, NewRun, RunEnd, RunPendingCall, RunQuery, RunStore,
+    SettleOutcome, StepState, StoreError, StoreResult, ToolCallRecord, TurnCommit, TurnOutcome,
 };
 use crate::domain::{
     Event, EventKind, PendingCall, RunRecord, RunStatus, ToolResultKind, now_millis,
@@ -70,6 +70,9 @@ pub struct PostgresStore {
 
 impl From<tokio_postgres::Error> for StoreError {
     fn from(error: tokio_postgres::Error) -> Self {
+        if error.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
+            return StoreError::UniqueViolation;
+        }
         StoreError::Postgres(error.to_string())
     }
 }
@@ -763,16 +766,24 @@ async fn listen(
 
 #[async_trait]
 impl RunStore for PostgresStore {
-    async fn create_run(&self, run: NewRun, lease: Option<Lease<'_>>) -> StoreResult<Created> {
+    async fn create_run(
+        &self,
+        run: NewRun,
+        lease: Option<Lease<'_>>,
+    ) -> StoreResult<CreateOutcome> {
         let tx = TxClient::get(&self.pool, BEGIN).await?;
         let client = tx.client()?;
         let now = now_millis();
-        let insert_run = format!(
-            "INSERT INTO runs ({RUN_COLUMNS}, lease_owner, lease_expires_ms) \
-             VALUES ($1, $2, 'running', $3, $4, '', '', 1, 0, $5, $6, $6, $7, $8, $9)"
-        );
-        let [insert_run, events_insert, notice] =
-            prepare(client, [&insert_run, INSERT_EVENTS, NOTIFY]).await?;
+        let [insert_run, events_insert, notice, existing] = prepare(
+            client,
+            [
+                INSERT_RUN.as_str(),
+                INSERT_EVENTS,
+                NOTIFY,
+                RUN_OF_REQUEST_QUERY,
+            ],
+        )
+        .await?;
         let metadata = to_json(&run.metadata)?;
         let run_tools = run_tools_column(&run)?;
         let started = EventKind::RunStarted {
@@ -781,37 +792,71 @@ impl RunStore for PostgresStore {
             metadata: run.metadata.clone(),
         };
         let events = new_events(&run.run_id, 0, vec![started], now);
-        try_join!(
-            tx.begin(),
-            async {
-                exec(
-                    client,
-                    &insert_run,
-                    &[
-                        &run.run_id,
-                        &run.agent_id,
-                        &run.prompt,
-                        &metadata,
-                        &run.question_ttl_ms,
-                        &now,
-                        &run_tools,
-                        &lease.map(|lease| lease.owner),
-                        &lease.map(|lease| lease.until_ms),
-                    ],
-                )
-                .await
-            },
-            insert_events(client, &events_insert, &events),
-            self.notify(client, &notice, &run.run_id, 1, RunStatus::Running),
-            tx.commit(),
-        )?;
-        Ok(Created {
+        let insert = async {
+            exec(
+                client,
+                &insert_run,
+                &[
+                    &run.run_id,
+                    &run.agent_id,
+                    &run.prompt,
+                    &metadata,
+                    &run.question_ttl_ms,
+                    &now,
+                    &run_tools,
+                    &lease.map(|lease| lease.owner),
+                    &lease.map(|lease| lease.until_ms),
+                    &run.request_id,
+                ],
+            )
+            .await
+        };
+        if let Some(request_id) = &run.request_id {
+            // A start that may repeat an earlier one: look for the earlier run first. Two starts
+            // of one key at once both find none; the unique index makes the second insert wait
+            // for the first and fail once it commits, and the second then returns its run.
+            let ((), found) = try_join!(tx.begin(), row_of_run(client, &existing, request_id))?;
+            if let Some(row) = found {
+                let run_id = row.get(0);
+                return Ok(tx.rollback(CreateOutcome::Existing { run_id }).await);
+            }
+            match insert.await {
+                Ok(_) => {}
+                // A concurrent start of the same key committed first.
+                Err(StoreError::UniqueViolation) => {
+                    drop(tx);
+                    let client = self.pool.get().await?;
+                    let [existing] = prepare(&client, [RUN_OF_REQUEST_QUERY]).await?;
+                    let row = row_of_run(&client, &existing, request_id)
+                        .await?
+                        .ok_or_else(|| {
+                            StoreError::Corrupt("a request id without its run".into())
+                        })?;
+                    return Ok(CreateOutcome::Existing { run_id: row.get(0) });
+                }
+                Err(error) => return Err(error),
+            }
+            try_join!(
+                insert_events(client, &events_insert, &events),
+                self.notify(client, &notice, &run.run_id, 1, RunStatus::Running),
+                tx.commit(),
+            )?;
+        } else {
+            try_join!(
+                tx.begin(),
+                insert,
+                insert_events(client, &events_insert, &events),
+                self.notify(client, &notice, &run.run_id, 1, RunStatus::Running),
+                tx.commit(),
+            )?;
+        }
+        Ok(CreateOutcome::Created(Box::new(Created {
             committed: Committed {
                 events,
                 status: RunStatus::Running,
             },
             step: first_step(run, now)?,
-        })
+        })))
     }
 
     async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunRecord>> {

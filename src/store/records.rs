@@ -95,6 +95,18 @@ impl RunRow {
     }
 }
 
+/// Inserts a new, running run: its id, agent, prompt, metadata, question TTL, time (created and
+/// updated), run tools, lease owner, lease expiry and request id, in that order.
+pub(super) static INSERT_RUN: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO runs ({RUN_COLUMNS}, lease_owner, lease_expires_ms, request_id) \
+         VALUES ($1, $2, 'running', $3, $4, '', '', 1, 0, $5, $6, $6, $7, $8, $9, $10)"
+    )
+});
+
+/// The run a start with request id `$1` created.
+pub(super) const RUN_OF_REQUEST_QUERY: &str = "SELECT run_id FROM runs WHERE request_id = $1";
+
 /// The `runs.run_tools` value of a new run: NULL when it has none.
 pub(super) fn run_tools_column(run: &NewRun) -> StoreResult<Option<String>> {
     (!run.run_tools.is_empty())

@@ -456,7 +456,11 @@ type StartRun struct {
 	// Client tools for this run only, offered to the model beside the agent's own tools. The caller
 	// runs them and settles each call with `tool_output`. Names must be unique and must not shadow the
 	// agent's tools; schemas are checked at start (INVALID_ARGUMENT with a field violation).
-	Tools         []*ToolDefinition `protobuf:"bytes,5,rep,name=tools,proto3" json:"tools,omitempty"`
+	Tools []*ToolDefinition `protobuf:"bytes,5,rep,name=tools,proto3" json:"tools,omitempty"`
+	// Optional idempotency key of this start, at most 256 bytes. A start whose `request_id` an
+	// earlier start had (a retry by the client or by a mesh) creates nothing: the stream follows the
+	// run that earlier start created, from its first event.
+	RequestId     string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -524,6 +528,13 @@ func (x *StartRun) GetTools() []*ToolDefinition {
 		return x.Tools
 	}
 	return nil
+}
+
+func (x *StartRun) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
 }
 
 // A client tool declared for one run.
@@ -3626,13 +3637,15 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\v2\x14.askuser.v1.StartRunH\x00R\x05start\x12,\n" +
 	"\x06answer\x18\x02 \x01(\v2\x12.askuser.v1.AnswerH\x00R\x06answer\x12/\n" +
 	"\x06attach\x18\x03 \x01(\v2\x15.askuser.v1.AttachRunH\x00R\x06attachB\a\n" +
-	"\x05frame\"\xaa\x02\n" +
+	"\x05frame\"\xc9\x02\n" +
 	"\bStartRun\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x16\n" +
 	"\x06prompt\x18\x02 \x01(\tR\x06prompt\x12>\n" +
 	"\bmetadata\x18\x03 \x03(\v2\".askuser.v1.StartRun.MetadataEntryR\bmetadata\x12<\n" +
 	"\fquestion_ttl\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\vquestionTtl\x120\n" +
-	"\x05tools\x18\x05 \x03(\v2\x1a.askuser.v1.ToolDefinitionR\x05tools\x1a;\n" +
+	"\x05tools\x18\x05 \x03(\v2\x1a.askuser.v1.ToolDefinitionR\x05tools\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x06 \x01(\tR\trequestId\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb4\x01\n" +

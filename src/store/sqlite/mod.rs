@@ -13,16 +13,16 @@ mod group_commit;
 
 use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
-    EXECUTED_UPDATE, EXECUTING_QUERY, PENDING_FEED_QUERY, PENDING_QUERY, PendingRow, RUN_COLUMNS,
-    RunHead, RunRow, STEP_RUN_QUERY, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY,
-    ToolCallRow, TranscriptCall, UNSETTLED_QUERY, UPDATE_CALL, assemble_transcript, between_turns,
-    executed_events, executing_call, first_step, from_json, kind_name, parse_status,
-    run_tools_column, to_json, usage_columns, usage_from_columns,
+    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, PENDING_FEED_QUERY, PENDING_QUERY, PendingRow,
+    RUN_COLUMNS, RUN_OF_REQUEST_QUERY, RunHead, RunRow, STEP_RUN_QUERY, TOOL_CALL_QUERY,
+    TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall, UNSETTLED_QUERY, UPDATE_CALL,
+    assemble_transcript, between_turns, executed_events, executing_call, first_step, from_json,
+    kind_name, parse_status, run_tools_column, to_json, usage_columns, usage_from_columns,
 };
 use super::{
-    CallStatus, CancelOutcome, ClaimOutcome, Committed, Created, Decide, EventPage, ExecutedResult,
-    ExecutingCall, Lease, NewRun, RunEnd, RunPendingCall, RunQuery, RunStore, SettleOutcome,
-    StepState, StoreError, StoreResult, ToolCallRecord, TurnCommit, TurnOutcome,
+    CallStatus, CancelOutcome, ClaimOutcome, Committed, CreateOutcome, Created, Decide, EventPage,
+    ExecutedResult, ExecutingCall, Lease, NewRun, RunEnd, RunPendingCall, RunQuery, RunStore,
+    SettleOutcome, StepState, StoreError, StoreResult, ToolCallRecord, TurnCommit, TurnOutcome,
 };
 use crate::domain::{
     Event, EventKind, Message, PendingCall, RunRecord, RunStatus, ToolResultKind, now_millis,
@@ -408,17 +408,26 @@ fn take_lease(conn: &Connection, run_id: &str, owner: &str, until_ms: i64) -> St
 
 #[async_trait]
 impl RunStore for SqliteStore {
-    async fn create_run(&self, run: NewRun, lease: Option<Lease<'_>>) -> StoreResult<Created> {
+    async fn create_run(
+        &self,
+        run: NewRun,
+        lease: Option<Lease<'_>>,
+    ) -> StoreResult<CreateOutcome> {
         let owner = lease.map(|lease| lease.owner.to_owned());
         let lease_until_ms = lease.map(|lease| lease.until_ms);
         self.db
             .run(move |conn| {
+                if let Some(request_id) = &run.request_id {
+                    let existing: Option<String> = conn
+                        .prepare_cached(RUN_OF_REQUEST_QUERY)?
+                        .query_row([request_id], |row| row.get(0))
+                        .optional()?;
+                    if let Some(run_id) = existing {
+                        return Ok(CreateOutcome::Existing { run_id });
+                    }
+                }
                 let now = now_millis();
-                conn.prepare_cached(&format!(
-                    "INSERT INTO runs ({RUN_COLUMNS}, lease_owner, lease_expires_ms) \
-                     VALUES (?1, ?2, 'running', ?3, ?4, '', '', 1, 0, ?5, ?6, ?6, ?7, ?8, ?9)"
-                ))?
-                .execute(params![
+                conn.prepare_cached(&INSERT_RUN)?.execute(params![
                     run.run_id,
                     run.agent_id,
                     run.prompt,
@@ -427,7 +436,8 @@ impl RunStore for SqliteStore {
                     now,
                     run_tools_column(&run)?,
                     owner,
-                    lease_until_ms
+                    lease_until_ms,
+                    run.request_id
                 ])?;
                 let started = EventKind::RunStarted {
                     agent_id: run.agent_id.clone(),
@@ -435,13 +445,13 @@ impl RunStore for SqliteStore {
                     metadata: run.metadata.clone(),
                 };
                 let events = append_events(conn, &run.run_id, 0, vec![started], now)?;
-                Ok(Created {
+                Ok(CreateOutcome::Created(Box::new(Created {
                     committed: Committed {
                         events,
                         status: RunStatus::Running,
                     },
                     step: first_step(run, now)?,
-                })
+                })))
             })
             .await
     }

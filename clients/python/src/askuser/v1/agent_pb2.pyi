@@ -92,7 +92,7 @@ class RunAgentRequest(_message.Message):
     def __init__(self, start: _Optional[_Union[StartRun, _Mapping]] = ..., answer: _Optional[_Union[Answer, _Mapping]] = ..., attach: _Optional[_Union[AttachRun, _Mapping]] = ...) -> None: ...
 
 class StartRun(_message.Message):
-    __slots__ = ("agent_id", "prompt", "metadata", "question_ttl", "tools")
+    __slots__ = ("agent_id", "prompt", "metadata", "question_ttl", "tools", "request_id")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -105,12 +105,14 @@ class StartRun(_message.Message):
     METADATA_FIELD_NUMBER: _ClassVar[int]
     QUESTION_TTL_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     prompt: str
     metadata: _containers.ScalarMap[str, str]
     question_ttl: _duration_pb2.Duration
     tools: _containers.RepeatedCompositeFieldContainer[ToolDefinition]
-    def __init__(self, agent_id: _Optional[str] = ..., prompt: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., question_ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ...) -> None: ...
+    request_id: str
+    def __init__(self, agent_id: _Optional[str] = ..., prompt: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., question_ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class ToolDefinition(_message.Message):
     __slots__ = ("name", "description", "parameters_json_schema", "approval")

@@ -365,6 +365,12 @@ export interface StartRun {
    * agent's tools; schemas are checked at start (INVALID_ARGUMENT with a field violation).
    */
   tools: ToolDefinition[];
+  /**
+   * Optional idempotency key of this start, at most 256 bytes. A start whose `request_id` an
+   * earlier start had (a retry by the client or by a mesh) creates nothing: the stream follows the
+   * run that earlier start created, from its first event.
+   */
+  requestId: string;
 }
 
 export interface StartRun_MetadataEntry {
@@ -1011,7 +1017,7 @@ export const RunAgentRequest: MessageFns<RunAgentRequest> = {
 };
 
 function createBaseStartRun(): StartRun {
-  return { agentId: "", prompt: "", metadata: {}, questionTtl: undefined, tools: [] };
+  return { agentId: "", prompt: "", metadata: {}, questionTtl: undefined, tools: [], requestId: "" };
 }
 
 export const StartRun: MessageFns<StartRun> = {
@@ -1030,6 +1036,9 @@ export const StartRun: MessageFns<StartRun> = {
     }
     for (const v of message.tools) {
       ToolDefinition.encode(v!, writer.uint32(42).fork()).join();
+    }
+    if (message.requestId !== "") {
+      writer.uint32(50).string(message.requestId);
     }
     return writer;
   },
@@ -1090,6 +1099,14 @@ export const StartRun: MessageFns<StartRun> = {
             message.tools.push(ToolDefinition.decode(reader, reader.uint32()));
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.requestId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1122,6 +1139,7 @@ export const StartRun: MessageFns<StartRun> = {
       ? Duration.fromPartial(object.questionTtl)
       : undefined;
     message.tools = object.tools?.map((e) => ToolDefinition.fromPartial(e)) || [];
+    message.requestId = object.requestId ?? "";
     return message;
   },
 };
