@@ -290,15 +290,24 @@ impl Runtime {
                 description: "agent_id must not be empty".into(),
             }]));
         }
-        let max_prompt = self.inner.config.max_prompt_bytes;
-        if request.prompt.len() > max_prompt {
-            return Err(RuntimeError::InvalidArgument(vec![Violation {
-                field: "prompt".into(),
-                description: format!(
-                    "prompt is {} bytes; the limit is {max_prompt}",
-                    request.prompt.len()
-                ),
-            }]));
+        let sizes = [
+            (
+                "prompt",
+                &request.prompt,
+                self.inner.config.max_prompt_bytes,
+            ),
+            ("request_id", &request.request_id, MAX_REQUEST_ID_BYTES),
+        ];
+        let too_long: Vec<Violation> = sizes
+            .into_iter()
+            .filter(|(_, text, limit)| text.len() > *limit)
+            .map(|(field, text, limit)| Violation {
+                field: field.into(),
+                description: format!("{field} is {} bytes; the limit is {limit}", text.len()),
+            })
+            .collect();
+        if !too_long.is_empty() {
+            return Err(RuntimeError::InvalidArgument(too_long));
         }
         let agent = self
             .inner
@@ -306,15 +315,6 @@ impl Runtime {
             .get(&request.agent_id)
             .ok_or_else(|| RuntimeError::AgentNotFound(request.agent_id.clone()))?;
         check_run_tools(agent, &request.tools)?;
-        if request.request_id.len() > MAX_REQUEST_ID_BYTES {
-            return Err(RuntimeError::InvalidArgument(vec![Violation {
-                field: "request_id".into(),
-                description: format!(
-                    "request_id is {} bytes; the limit is {MAX_REQUEST_ID_BYTES}",
-                    request.request_id.len()
-                ),
-            }]));
-        }
         let ttl = request
             .question_ttl
             .or(agent.question_ttl)
