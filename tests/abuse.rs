@@ -532,3 +532,48 @@ async fn a_retried_start_returns_the_same_run() {
         .expect("a long request id");
     assert_eq!(field_violations(&status)[0].0, "start.request_id");
 }
+
+/// `ListRuns` page tokens are the server's own: garbage, or a token of another filter, is
+/// INVALID_ARGUMENT rather than read as a position.
+#[tokio::test]
+async fn page_tokens_are_opaque_and_bound_to_their_filter() {
+    let server = Server::start();
+    let mut client = server.agents().await;
+    for _ in 0..3 {
+        RunStream::start(&mut client, "greeter")
+            .await
+            .next_suspended()
+            .await;
+    }
+    let list = |agent_id: &str, token: &str| pb::ListRunsRequest {
+        agent_id: agent_id.into(),
+        page_size: 1,
+        page_token: token.into(),
+        ..Default::default()
+    };
+    let first = client
+        .list_runs(list("greeter", ""))
+        .await
+        .expect("first page")
+        .into_inner();
+    assert!(!first.next_page_token.is_empty());
+    assert!(!first.next_page_token.contains(&first.runs[0].run_id));
+    let second = client
+        .list_runs(list("greeter", &first.next_page_token))
+        .await
+        .expect("second page")
+        .into_inner();
+    assert_ne!(second.runs[0].run_id, first.runs[0].run_id);
+    for (agent, token) in [
+        ("greeter", "garbage"),
+        ("greeter", first.runs[0].run_id.as_str()),
+        ("", first.next_page_token.as_str()),
+    ] {
+        let status = client
+            .list_runs(list(agent, token))
+            .await
+            .expect_err("a token not of this listing");
+        assert_eq!(status.code(), tonic::Code::InvalidArgument, "{token}");
+        assert_eq!(field_violations(&status)[0].0, "page_token");
+    }
+}

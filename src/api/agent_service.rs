@@ -382,7 +382,12 @@ impl AgentService for AgentApi {
         let agent_id = (!request.agent_id.is_empty()).then_some(request.agent_id);
         let page = self
             .runtime
-            .list_runs(status, agent_id, request.page_size, &request.page_token)
+            .list_runs(
+                status,
+                agent_id.clone(),
+                request.page_size,
+                &request.page_token,
+            )
             .await
             .map_err(ApiError::from)?;
         let mut runs = Vec::with_capacity(page.runs.len());
@@ -396,7 +401,9 @@ impl AgentService for AgentApi {
                 && let Some(last) = runs.last()
             {
                 let last: &pb::Run = last;
-                next_page_token = last.run_id.clone();
+                next_page_token =
+                    self.runtime
+                        .page_token_after(status, agent_id.as_deref(), &last.run_id);
                 break;
             }
             runs.push(run);

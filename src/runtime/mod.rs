@@ -9,6 +9,7 @@ pub mod ask_user;
 mod error;
 mod executor;
 mod hub;
+mod page_token;
 mod pending_feed;
 mod settle;
 pub mod tools;
@@ -361,7 +362,8 @@ impl Runtime {
             .ok_or_else(|| RuntimeError::RunNotFound(run_id.to_owned()))
     }
 
-    /// Lists runs newest first; the page token is the last run id of the previous page.
+    /// Lists runs newest first; the page token (see [`page_token`]) says where the previous page
+    /// of the same listing ended.
     pub async fn list_runs(
         &self,
         status: Option<RunStatus>,
@@ -379,19 +381,25 @@ impl Runtime {
                 }]));
             }
         };
+        let before_run_id = (!page_token.is_empty())
+            .then(|| page_token::decode(page_token, status, agent_id.as_deref()))
+            .transpose()
+            .map_err(|violation| RuntimeError::InvalidArgument(vec![violation]))?;
         let mut runs = self
             .inner
             .store
             .list_runs(RunQuery {
                 status,
-                agent_id,
-                before_run_id: (!page_token.is_empty()).then(|| page_token.to_owned()),
+                agent_id: agent_id.clone(),
+                before_run_id,
                 limit: limit + 1,
             })
             .await?;
         let next_page_token = if runs.len() > limit {
             runs.truncate(limit);
-            runs.last().map(|r| r.run_id.clone()).unwrap_or_default()
+            runs.last()
+                .map(|r| page_token::encode(status, agent_id.as_deref(), &r.run_id))
+                .unwrap_or_default()
         } else {
             String::new()
         };
@@ -643,6 +651,16 @@ impl Runtime {
     /// The calls that wait for someone across runs: a snapshot, then changes live.
     pub fn watch_pending(&self, filter: PendingFilter) -> PendingStream {
         pending_feed::watch(Arc::clone(&self.inner), filter)
+    }
+
+    /// The `ListRuns` page token of the page after `last_run_id` (for a page cut short).
+    pub fn page_token_after(
+        &self,
+        status: Option<RunStatus>,
+        agent_id: Option<&str>,
+        last_run_id: &str,
+    ) -> String {
+        page_token::encode(status, agent_id, last_run_id)
     }
 
     /// Cancels a working or suspended run; idempotent for a cancelled one.
