@@ -71,6 +71,45 @@ fn positive(text: &str) -> Result<usize, String> {
     }
 }
 
+/// A database URL, whose password never shows in debug output or logs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DatabaseUrl(String);
+
+impl DatabaseUrl {
+    /// The URL itself, for connecting.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for DatabaseUrl {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(DatabaseUrl(text.trim().to_owned()))
+    }
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", redact_url(&self.0))
+    }
+}
+
+/// A URL without its password and query string (which may hold secrets too).
+pub fn redact_url(url: &str) -> String {
+    let Ok(mut parsed) = reqwest::Url::parse(url) else {
+        return "<unparsable URL, not shown>".into();
+    };
+    if parsed.password().is_some() {
+        let _ = parsed.set_password(Some("***"));
+    }
+    if parsed.query().is_some() {
+        parsed.set_query(Some("***"));
+    }
+    parsed.to_string()
+}
+
 /// Settings of `askuser serve`.
 #[derive(Clone, Debug, clap::Args)]
 pub struct ServeArgs {
@@ -81,9 +120,17 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKUSER_DATA_DIR", default_value = "askuser-data")]
     pub data_dir: PathBuf,
     /// PostgreSQL URL (`postgres://user:password@host:port/db`): use a PostgreSQL store shared by
-    /// every replica instead of the embedded SQLite file.
-    #[arg(long, env = "ASKUSER_DATABASE_URL")]
-    pub database_url: Option<String>,
+    /// every replica instead of the embedded SQLite file. Prefer the environment variable or
+    /// --database-url-file to a command line others can read.
+    #[arg(
+        long,
+        env = "ASKUSER_DATABASE_URL",
+        conflicts_with = "database_url_file"
+    )]
+    pub database_url: Option<DatabaseUrl>,
+    /// A file holding the PostgreSQL URL (e.g. a mounted secret), instead of --database-url.
+    #[arg(long, env = "ASKUSER_DATABASE_URL_FILE")]
+    pub database_url_file: Option<PathBuf>,
     /// Connections in the PostgreSQL pool.
     #[arg(long, env = "ASKUSER_DATABASE_POOL_SIZE", default_value_t = 16, value_parser = positive)]
     pub database_pool_size: usize,
@@ -192,6 +239,20 @@ impl ServeArgs {
             max_question_bytes: self.max_question_bytes,
             max_description_bytes: self.max_description_bytes,
             max_answer_bytes: self.max_answer_bytes,
+        }
+    }
+
+    /// The PostgreSQL URL, from --database-url or --database-url-file; `None`: SQLite.
+    pub fn database_url(&self) -> Result<Option<DatabaseUrl>, ConfigError> {
+        match (&self.database_url, &self.database_url_file) {
+            (Some(url), _) => Ok(Some(url.clone())),
+            (None, Some(path)) => std::fs::read_to_string(path)
+                .map(|text| Some(DatabaseUrl(text.trim().to_owned())))
+                .map_err(|source| ConfigError::Read {
+                    path: path.clone(),
+                    source,
+                }),
+            (None, None) => Ok(None),
         }
     }
 
@@ -642,6 +703,23 @@ mod tests {
                 .to_string()
                 .contains("exactly one of ask/call, say, fail"),
             "{error}"
+        );
+    }
+
+    #[test]
+    fn database_urls_never_show_their_password() {
+        let url: DatabaseUrl = "postgres://askuser:s3cret@db.internal:5432/askuser?sslpassword=k3y"
+            .parse()
+            .expect("url");
+        let shown = format!("{url:?}");
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("k3y"),
+            "{shown}"
+        );
+        assert!(shown.contains("db.internal"), "{shown}");
+        assert_eq!(
+            url.expose(),
+            "postgres://askuser:s3cret@db.internal:5432/askuser?sslpassword=k3y"
         );
     }
 

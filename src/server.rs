@@ -46,8 +46,9 @@ const SERVICE_NAMES: [&str; 2] = ["askuser.v1.AgentService", "askuser.v1.ToolSer
 pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     let limits = args.limits();
     let agents = load_agents(args.config.as_deref(), &limits)?;
-    let store: Arc<dyn RunStore> = match &args.database_url {
-        Some(url) => Arc::new(PostgresStore::connect(url, args.database_pool_size).await?),
+    let database_url = args.database_url()?;
+    let store: Arc<dyn RunStore> = match &database_url {
+        Some(url) => Arc::new(PostgresStore::connect(url.expose(), args.database_pool_size).await?),
         None => Arc::new(SqliteStore::open(
             &args.data_dir.join("askuser.sqlite3"),
             args.sqlite_synchronous,
@@ -84,7 +85,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     stdout.flush()?;
     info!(
         %local,
-        store = if args.database_url.is_some() { "postgres" } else { "sqlite" },
+        store = if database_url.is_some() { "postgres" } else { "sqlite" },
         "serving askuser.v1"
     );
 

@@ -464,6 +464,14 @@ async fn a_draining_server_reports_not_serving_before_it_closes() {
     use tonic_health::pb::health_client::HealthClient;
     let mut server = Server::start_with(None, &["--drain-delay", "3s"]);
     let url = server.url();
+    // Serving (and so listening for SIGTERM) before the signal comes.
+    let serving = HealthClient::new(server.channel().await)
+        .check(tonic_health::pb::HealthCheckRequest::default())
+        .await
+        .expect("health")
+        .into_inner()
+        .status;
+    assert_eq!(serving, ServingStatus::Serving as i32);
     let mut child = server.send_terminate().expect("running");
     let mut saw_not_serving = false;
     for _ in 0..40 {
@@ -576,4 +584,21 @@ async fn page_tokens_are_opaque_and_bound_to_their_filter() {
         assert_eq!(status.code(), tonic::Code::InvalidArgument, "{token}");
         assert_eq!(field_violations(&status)[0].0, "page_token");
     }
+}
+
+/// The database URL can come from a file (a mounted secret), and its password is in no log line.
+#[tokio::test]
+async fn the_database_url_comes_from_a_file_and_stays_out_of_the_log() {
+    let database_url = common::fresh_database().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("database-url");
+    std::fs::write(&file, format!("{database_url}\n")).expect("write");
+    let server = Server::start_with(None, &["--database-url-file", file.to_str().expect("path")]);
+    let mut client = server.agents().await;
+    let mut run = RunStream::start(&mut client, "greeter").await;
+    let question = run.next_suspended().await.tool_call_id;
+    run.send_text(&question, "Ada").await;
+    assert_eq!(run.completed_text().await, "Hello, Ada!");
+    assert!(server.log().contains("postgres"), "{}", server.log());
+    assert!(!server.log().contains(&database_url), "{}", server.log());
 }

@@ -105,9 +105,30 @@ fn runtime_status(error: RuntimeError) -> Status {
             "SHUTTING_DOWN",
             format!("{message}; reattach to the run on another connection"),
         ),
+        // The store's and the providers' own words stay in the log: they may name tables, hosts
+        // or bodies a client has no business seeing. The client gets an id to quote.
         RuntimeError::Store(_) | RuntimeError::Model(_) => {
-            error!(%message, "internal error");
-            Status::internal(message)
+            let correlation_id = uuid::Uuid::now_v7().simple().to_string();
+            error!(%message, correlation_id, "internal error");
+            Status::internal(format!(
+                "internal error; the server's log has it under correlation id {correlation_id}"
+            ))
         }
+    }
+}
+
+#[cfg(test)]
+mod internal_tests {
+    use super::*;
+    use crate::store::StoreError;
+
+    #[test]
+    fn internal_errors_keep_their_details_out_of_the_status() {
+        let status = Status::from(ApiError::from(RuntimeError::Store(StoreError::Postgres(
+            "relation \"runs\" on db.internal:5432 does not exist".into(),
+        ))));
+        assert_eq!(status.code(), Code::Internal);
+        assert!(!status.message().contains("db.internal"), "{status:?}");
+        assert!(status.message().contains("correlation id"), "{status:?}");
     }
 }
