@@ -35,6 +35,11 @@ export interface StartRunOptions {
   questionTtlMs?: number;
   /** Client tools for this run only, offered to the model beside the agent's own tools. */
   tools?: ToolDefinitionInit[];
+  /**
+   * Idempotency key of this start (at most 256 bytes): a start that repeats the key of an earlier
+   * one follows the run that one created instead of creating another.
+   */
+  requestId?: string;
 }
 
 /** A client tool declared for one run: the caller runs it and settles its calls with `sendToolOutput`. */
@@ -128,7 +133,12 @@ export class AskUserClient {
     const tools = (options.tools ?? []).map(toolDefinition);
     return new Run(
       this.#agents.runAgent(),
-      { frame: { $case: "start", value: { agentId, prompt, metadata, questionTtl, tools } } },
+      {
+        frame: {
+          $case: "start",
+          value: { agentId, prompt, metadata, questionTtl, tools, requestId: options.requestId ?? "" },
+        },
+      },
       "",
     );
   }
