@@ -5,7 +5,6 @@
 mod common;
 
 use std::collections::HashSet;
-use std::time::Duration;
 
 use askuser::proto::v1 as pb;
 use askuser::proto::v1::agent_service_client::AgentServiceClient;
@@ -586,5 +585,4 @@ async fn the_feed_filters_by_kind_and_a_reconnect_gets_the_snapshot() {
         .expect_err("bad claim");
     let fields: Vec<String> = field_violations(&long).into_iter().map(|v| v.0).collect();
     assert_eq!(fields, ["claimant", "ttl"]);
-    tokio::time::sleep(Duration::from_millis(10)).await;
 }

@@ -32,7 +32,6 @@ pub struct HttpTool {
     url: Url,
     method: Method,
     headers: HeaderMap,
-    timeout: Duration,
     max_retries: u32,
     client: reqwest::Client,
 }
@@ -86,15 +85,9 @@ impl HttpTool {
             url,
             method,
             headers,
-            timeout: settings.timeout,
             max_retries: settings.max_retries,
             client,
         })
-    }
-
-    /// The per-attempt timeout.
-    pub fn timeout(&self) -> Duration {
-        self.timeout
     }
 
     /// Sends the call, retrying connection failures, 429 and 5xx with backoff. A 2xx body (cut at

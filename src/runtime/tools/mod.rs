@@ -16,8 +16,8 @@ use super::ask_user::{self, AskUserLimits, Violation};
 use crate::domain::{ModelToolCall, SuspendKind, Suspension, ToolDefinition};
 use crate::model::ToolSpec;
 
-pub use approval::{ALWAYS, ApprovalPolicy};
-pub use http::{HttpOutcome, HttpTool, HttpToolSettings};
+pub use approval::ApprovalPolicy;
+pub use http::{HttpTool, HttpToolSettings};
 pub use schema::ArgumentsSchema;
 
 /// Who runs a tool.
