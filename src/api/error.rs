@@ -107,7 +107,7 @@ fn runtime_status(error: RuntimeError) -> Status {
         ),
         // The store's and the providers' own words stay in the log: they may name tables, hosts
         // or bodies a client has no business seeing. The client gets an id to quote.
-        RuntimeError::Store(_) | RuntimeError::Model(_) => {
+        RuntimeError::Store(_) | RuntimeError::Model(_) | RuntimeError::Internal(_) => {
             let correlation_id = uuid::Uuid::now_v7().simple().to_string();
             error!(%message, correlation_id, "internal error");
             Status::internal(format!(

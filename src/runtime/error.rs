@@ -65,6 +65,9 @@ pub enum RuntimeError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Model(#[from] ModelError),
+    /// A fault of the server itself (a task that panicked).
+    #[error("{0}")]
+    Internal(String),
 }
 
 impl RuntimeError {

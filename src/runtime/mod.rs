@@ -13,6 +13,7 @@ mod page_token;
 mod pending_feed;
 mod settle;
 pub mod tools;
+mod writes;
 
 use std::collections::{BTreeMap, HashMap};
 use std::pin::Pin;
@@ -31,8 +32,8 @@ use crate::domain::{
     ToolDefinition, now_millis,
 };
 use crate::store::{
-    Approved, CallChange, CancelOutcome, ClaimOutcome, CommitNotice, CreateOutcome, Decide, NewRun,
-    RunQuery, RunStore, SettleOutcome, StepState, StoreError,
+    Approved, CallChange, CancelOutcome, ClaimOutcome, CommitNotice, Decide, NewRun, RunQuery,
+    RunStore, StoreError,
 };
 
 pub use agents::AgentDefinition;
@@ -42,9 +43,10 @@ pub use hub::Batch;
 pub use pending_feed::{PendingEvent, PendingFilter, PendingStream};
 
 use ask_user::CANCELLED_RESULT;
-use executor::{Executing, kick, lease};
+use executor::Executing;
 use hub::{Hub, Subscription};
 use tools::{CallPlan, RunTools, Tool, run_plan};
+use writes::Settled;
 
 /// Settings of the runtime.
 #[derive(Clone, Debug)]
@@ -322,34 +324,24 @@ impl Runtime {
             .map(|ttl| ttl.min(self.inner.config.max_question_ttl));
         let run_id = uuid::Uuid::now_v7().to_string();
         let live = self.inner.hub.subscribe(&run_id);
-        let created = self
-            .inner
-            .store
-            .create_run(
-                NewRun {
-                    run_id: run_id.clone(),
-                    agent_id: request.agent_id,
-                    prompt: request.prompt,
-                    metadata: request.metadata,
-                    question_ttl_ms: ttl.map(millis),
-                    run_tools: request.tools,
-                    request_id: (!request.request_id.is_empty()).then_some(request.request_id),
-                },
-                Some(lease(&self.inner)),
-            )
-            .await?;
-        let created = match created {
-            CreateOutcome::Created(created) => created,
+        let existing = writes::create(
+            &self.inner,
+            NewRun {
+                run_id: run_id.clone(),
+                agent_id: request.agent_id,
+                prompt: request.prompt,
+                metadata: request.metadata,
+                question_ttl_ms: ttl.map(millis),
+                run_tools: request.tools,
+                request_id: (!request.request_id.is_empty()).then_some(request.request_id),
+            },
+        )
+        .await?;
+        if let Some(run_id) = existing {
             // A retried start: follow the run the first one made, from its beginning.
-            CreateOutcome::Existing { run_id } => {
-                let events = self.follow(&run_id, 0, FollowUntil::End);
-                return Ok((run_id, events));
-            }
-        };
-        self.inner
-            .hub
-            .publish(&run_id, Batch::from(created.committed));
-        kick(&self.inner, &run_id, Some(created.step));
+            let events = self.follow(&run_id, 0, FollowUntil::End);
+            return Ok((run_id, events));
+        }
         let events = self.follow_subscribed(live, &run_id, 0, FollowUntil::End, false);
         Ok((run_id, events))
     }
@@ -454,17 +446,15 @@ impl Runtime {
         let decide: Decide = Box::new(move |call| {
             settle::decide(call, &answer, &answer_id, approved_next.as_ref(), &limits).ok()
         });
-        let outcome = self
-            .inner
-            .store
-            .settle_tool_call(
-                &request.run_id,
-                &request.tool_call_id,
-                decide,
-                // A draining server starts no executor: it leaves the run's lease to others.
-                (!self.inner.shutdown.is_cancelled()).then(|| lease(&self.inner)),
-            )
-            .await?;
+        let outcome = writes::settle(
+            &self.inner,
+            request.run_id.clone(),
+            request.tool_call_id.clone(),
+            decide,
+            // A draining server starts no executor: it leaves the run's lease to others.
+            !self.inner.shutdown.is_cancelled(),
+        )
+        .await?;
         let ack = |duplicate, result_sequence, answer_id: &str| AnswerAck {
             tool_call_id: request.tool_call_id.clone(),
             answer_id: answer_id.to_owned(),
@@ -472,15 +462,10 @@ impl Runtime {
             result_sequence,
         };
         match outcome {
-            SettleOutcome::Settled {
-                committed,
-                step,
-                first_sequence,
-            } => {
-                publish_settled(&self.inner, &request.run_id, committed, step);
+            Settled::Applied { first_sequence } => {
                 Ok(ack(false, first_sequence, &request.answer_id))
             }
-            SettleOutcome::Refused(call) | SettleOutcome::NotPending(call) => {
+            Settled::Unchanged(call) => {
                 if let Some(earlier) = settle::repeated(&call, &request.answer) {
                     return Ok(ack(true, earlier.sequence, earlier.answer_id));
                 }
@@ -508,7 +493,7 @@ impl Runtime {
                 .err()
                 .unwrap_or_else(|| settle::not_pending(&call)))
             }
-            SettleOutcome::NotFound => Err(self
+            Settled::NotFound => Err(self
                 .unknown_call(&request.run_id, &request.tool_call_id)
                 .await),
         }
@@ -665,16 +650,15 @@ impl Runtime {
 
     /// Cancels a working or suspended run; idempotent for a cancelled one.
     pub async fn cancel_run(&self, run_id: &str, reason: &str) -> Result<RunRecord, RuntimeError> {
-        match self
-            .inner
-            .store
-            .cancel_run(run_id, reason, CANCELLED_RESULT)
-            .await?
+        match writes::cancel(
+            &self.inner,
+            run_id.to_owned(),
+            reason.to_owned(),
+            CANCELLED_RESULT,
+        )
+        .await?
         {
-            CancelOutcome::Cancelled(committed) => {
-                self.inner.hub.publish(run_id, Batch::from(committed));
-            }
-            CancelOutcome::AlreadyCancelled => {}
+            CancelOutcome::Cancelled(_) | CancelOutcome::AlreadyCancelled => {}
             CancelOutcome::Finished(status) => {
                 return Err(RuntimeError::RunFinished {
                     run_id: run_id.to_owned(),
@@ -768,20 +752,6 @@ impl Runtime {
     }
 }
 
-/// Publishes a settlement's commit and, when the run works again, makes sure it is executed.
-fn publish_settled(
-    inner: &Arc<Inner>,
-    run_id: &str,
-    committed: crate::store::Committed,
-    step: Option<Box<StepState>>,
-) {
-    let status = committed.status;
-    inner.hub.publish(run_id, Batch::from(committed));
-    if status == RunStatus::Running {
-        kick(inner, run_id, step.map(|step| *step));
-    }
-}
-
 /// Whether a follower has seen all it waits for.
 fn finished(until: FollowUntil, status: RunStatus, delivered: u64, known_last: u64) -> bool {
     if delivered < known_last {
@@ -824,17 +794,9 @@ async fn expiry_loop(inner: Arc<Inner>) {
         };
         for (run_id, tool_call_id) in due {
             let expired: Decide = Box::new(|call| Some(CallChange::Settle(settle::expired(call))));
-            match inner
-                .store
-                .settle_tool_call(&run_id, &tool_call_id, expired, Some(lease(&inner)))
-                .await
+            match writes::settle(&inner, run_id.clone(), tool_call_id.clone(), expired, true).await
             {
-                Ok(SettleOutcome::Settled {
-                    committed, step, ..
-                }) => {
-                    publish_settled(&inner, &run_id, committed, step);
-                }
-                // Answered or cancelled in the meantime.
+                // Expired, or answered or cancelled in the meantime.
                 Ok(_) => {}
                 Err(error) => warn!(%error, run_id, tool_call_id, "expiring a question failed"),
             }

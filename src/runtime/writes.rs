@@ -1,0 +1,140 @@
+//! Writes that outlive the request that asked for them.
+//!
+//! Tonic drops a handler's future when its client goes away. A write cut there could commit and
+//! never be published, nor its run kicked: followers would not see it and the run would wait for
+//! its lease to lapse. So commit → publish → kick runs as one spawned task that the handler only
+//! awaits.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use super::executor::{kick, lease};
+use super::hub::Batch;
+use super::{Inner, RuntimeError};
+use crate::domain::RunStatus;
+use crate::store::{
+    CancelOutcome, Committed, CreateOutcome, Decide, NewRun, SettleOutcome, StepState,
+    ToolCallRecord,
+};
+
+/// Runs `work` to its end on its own task (tracked, so shutdown waits for it) and returns its
+/// outcome to whoever still waits.
+async fn detached<T, F>(inner: &Inner, work: F) -> Result<T, RuntimeError>
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T, RuntimeError>> + Send + 'static,
+{
+    inner
+        .tasks
+        .spawn(work)
+        .await
+        .map_err(|error| RuntimeError::Internal(format!("a write task failed: {error}")))?
+}
+
+/// Creates a run, publishes its start and kicks its first step. Returns the id of the run an
+/// earlier start with the same request id made, if there was one (then nothing was written).
+pub(super) async fn create(
+    inner: &Arc<Inner>,
+    run: NewRun,
+) -> Result<Option<String>, RuntimeError> {
+    let task_inner = Arc::clone(inner);
+    detached(inner, async move {
+        let inner = task_inner;
+        let run_id = run.run_id.clone();
+        match inner.store.create_run(run, Some(lease(&inner))).await? {
+            CreateOutcome::Created(created) => {
+                inner.hub.publish(&run_id, Batch::from(created.committed));
+                kick(&inner, &run_id, Some(created.step));
+                Ok(None)
+            }
+            CreateOutcome::Existing { run_id } => Ok(Some(run_id)),
+        }
+    })
+    .await
+}
+
+/// What [`settle`] did.
+pub(super) enum Settled {
+    /// Changed; `first_sequence` is the sequence of the change's first event.
+    Applied {
+        first_sequence: u64,
+    },
+    /// Refused by `decide`, or no longer pending: the call as it is.
+    Unchanged(Box<ToolCallRecord>),
+    NotFound,
+}
+
+/// Settles a pending call with `decide`, publishes the change and, when the run works again,
+/// makes sure it is executed (taking its lease along with the commit when `take_lease`).
+pub(super) async fn settle(
+    inner: &Arc<Inner>,
+    run_id: String,
+    tool_call_id: String,
+    decide: Decide,
+    take_lease: bool,
+) -> Result<Settled, RuntimeError> {
+    let task_inner = Arc::clone(inner);
+    detached(inner, async move {
+        let inner = task_inner;
+        let outcome = inner
+            .store
+            .settle_tool_call(
+                &run_id,
+                &tool_call_id,
+                decide,
+                take_lease.then(|| lease(&inner)),
+            )
+            .await?;
+        Ok(match outcome {
+            SettleOutcome::Settled {
+                committed,
+                step,
+                first_sequence,
+            } => {
+                publish_settled(&inner, &run_id, committed, step);
+                Settled::Applied { first_sequence }
+            }
+            SettleOutcome::Refused(call) | SettleOutcome::NotPending(call) => {
+                Settled::Unchanged(call)
+            }
+            SettleOutcome::NotFound => Settled::NotFound,
+        })
+    })
+    .await
+}
+
+/// Cancels a run and publishes the cancellation.
+pub(super) async fn cancel(
+    inner: &Arc<Inner>,
+    run_id: String,
+    reason: String,
+    call_content: &'static str,
+) -> Result<CancelOutcome, RuntimeError> {
+    let task_inner = Arc::clone(inner);
+    detached(inner, async move {
+        let inner = task_inner;
+        let outcome = inner
+            .store
+            .cancel_run(&run_id, &reason, call_content)
+            .await?;
+        if let CancelOutcome::Cancelled(committed) = &outcome {
+            inner.hub.publish(&run_id, Batch::from(committed.clone()));
+        }
+        Ok(outcome)
+    })
+    .await
+}
+
+/// Publishes a settlement's commit and, when the run works again, makes sure it is executed.
+fn publish_settled(
+    inner: &Arc<Inner>,
+    run_id: &str,
+    committed: Committed,
+    step: Option<Box<StepState>>,
+) {
+    let status = committed.status;
+    inner.hub.publish(run_id, Batch::from(committed));
+    if status == RunStatus::Running {
+        kick(inner, run_id, step.map(|step| *step));
+    }
+}
