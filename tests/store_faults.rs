@@ -129,6 +129,74 @@ async fn a_change_waiting_on_a_lock_fails_unavailable_after_the_lock_timeout() {
     );
 }
 
+/// With every pooled connection busy (the only one waits on a lock), a request waits for a
+/// connection at most the pool wait timeout, then fails with UNAVAILABLE.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_waits_for_a_pooled_connection_at_most_the_pool_wait_timeout() {
+    let database = fresh_database().await;
+    let server = Server::start_with(
+        Some(&greeter()),
+        &[
+            "--database-url",
+            &database,
+            "--database-pool-size",
+            "1",
+            "--database-pool-wait-timeout",
+            "300ms",
+        ],
+    );
+    let (run, _call) = suspended_greeting(&server).await;
+    let mut db = postgres_client(&database).await;
+    let holder = db.transaction().await.expect("begin");
+    holder
+        .execute(
+            "SELECT 1 FROM runs WHERE run_id = $1 FOR UPDATE",
+            &[&run.run_id],
+        )
+        .await
+        .expect("lock the run");
+    // The cancel takes the pool's one connection and waits on the lock (10 s by default).
+    let mut canceller = server.agents().await;
+    let cancel = tokio::spawn(async move {
+        canceller
+            .cancel_run(pb::CancelRunRequest {
+                run_id: run.run_id.clone(),
+                reason: "stop".into(),
+            })
+            .await
+    });
+    // Until the cancel holds the connection, a read may still get it.
+    let mut agents = server.agents().await;
+    let started = Instant::now();
+    let status = loop {
+        let read = tokio::time::timeout(
+            FRAME_TIMEOUT,
+            agents.list_runs(pb::ListRunsRequest::default()),
+        )
+        .await
+        .expect("a read waited for a connection past the pool wait timeout");
+        match read {
+            Ok(_) => assert!(
+                started.elapsed() < FRAME_TIMEOUT,
+                "the cancel never took the connection"
+            ),
+            Err(status) => break status,
+        }
+    };
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    assert!(status.message().contains("correlation id"), "{status:?}");
+
+    holder.rollback().await.expect("release the lock");
+    let cancelled = cancel
+        .await
+        .expect("cancel task")
+        .expect("the cancel once the lock is free")
+        .into_inner()
+        .run
+        .expect("run");
+    assert_eq!(cancelled.status(), pb::RunStatus::Cancelled);
+}
+
 /// Health follows the database: NOT_SERVING for "" and both services once it has been unreachable
 /// for `--store-unhealthy-after`, SERVING again once it is back, and runs work again then.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
