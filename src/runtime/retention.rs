@@ -12,13 +12,13 @@ use super::{Inner, Runtime, RuntimeError, millis};
 /// Runs deleted per transaction: each holds the store's writer (SQLite) or the rows' locks
 /// (PostgreSQL) only briefly, so the commits of live runs go on between the batches of a long
 /// prune.
-pub(crate) const PRUNE_BATCH: usize = 500;
+const PRUNE_BATCH: usize = 500;
 
 /// Runs past the max run age read per round trip.
 const CANCEL_BATCH: usize = 256;
 
 /// Why a run past the max run age was cancelled.
-pub(crate) const MAX_RUN_AGE_REASON: &str = "the run exceeded the server's max run age";
+const MAX_RUN_AGE_REASON: &str = "the run exceeded the server's max run age";
 
 /// Cancels runs past the max run age, then deletes finished runs past the retention; again every
 /// prune interval.

@@ -30,10 +30,9 @@ use futures::{StreamExt, try_join};
 use tokio::sync::mpsc;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, NoTls, Row, Statement};
-
-use super::postgres_connect::{PostgresSettings, pool, session_config};
 use tracing::warn;
 
+use super::postgres_connect::{PostgresSettings, pool, session_config};
 use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
     EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, PENDING_COLUMNS, PENDING_FEED_QUERY,
