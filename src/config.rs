@@ -20,7 +20,7 @@ use crate::runtime::tools::{
     ApprovalPolicy, ArgumentsSchema, HttpTool, HttpToolSettings, Tool, ToolKind, check_name,
 };
 use crate::runtime::{AgentDefinition, AskUserLimits, RuntimeConfig};
-use crate::store::Synchronous;
+use crate::store::{PostgresSettings, Synchronous};
 
 /// The askuser command line.
 #[derive(Debug, Parser)]
@@ -134,6 +134,31 @@ pub struct ServeArgs {
     /// Connections in the PostgreSQL pool.
     #[arg(long, env = "ASKUSER_DATABASE_POOL_SIZE", default_value_t = 16, value_parser = positive)]
     pub database_pool_size: usize,
+    /// How long a request waits for a free connection of the PostgreSQL pool before it fails with
+    /// UNAVAILABLE.
+    #[arg(long, env = "ASKUSER_DATABASE_POOL_WAIT_TIMEOUT", default_value = "5s", value_parser = positive_duration)]
+    pub database_pool_wait_timeout: Duration,
+    /// How long opening a PostgreSQL connection may take.
+    #[arg(long, env = "ASKUSER_DATABASE_CONNECT_TIMEOUT", default_value = "5s", value_parser = positive_duration)]
+    pub database_connect_timeout: Duration,
+    /// How long checking a pooled PostgreSQL connection before its reuse may take.
+    #[arg(long, env = "ASKUSER_DATABASE_RECYCLE_TIMEOUT", default_value = "5s", value_parser = positive_duration)]
+    pub database_recycle_timeout: Duration,
+    /// PostgreSQL `statement_timeout` of every connection: a longer statement fails (UNAVAILABLE).
+    #[arg(long, env = "ASKUSER_DATABASE_STATEMENT_TIMEOUT", default_value = "30s", value_parser = positive_duration)]
+    pub database_statement_timeout: Duration,
+    /// PostgreSQL `lock_timeout` of every connection: a statement that waits longer for a lock
+    /// fails (UNAVAILABLE).
+    #[arg(long, env = "ASKUSER_DATABASE_LOCK_TIMEOUT", default_value = "10s", value_parser = positive_duration)]
+    pub database_lock_timeout: Duration,
+    /// PostgreSQL `idle_in_transaction_session_timeout` of every connection: the database ends a
+    /// transaction left idle this long, and its locks with it.
+    #[arg(long, env = "ASKUSER_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT", default_value = "60s", value_parser = positive_duration)]
+    pub database_idle_in_transaction_timeout: Duration,
+    /// Health reports NOT_SERVING once the store (on PostgreSQL: also its LISTEN connection) has
+    /// been unreachable this long, and SERVING again when it answers.
+    #[arg(long, env = "ASKUSER_STORE_UNHEALTHY_AFTER", default_value = "10s", value_parser = positive_duration)]
+    pub store_unhealthy_after: Duration,
     /// Agents file (TOML); without it the built-in demo agents are served.
     #[arg(long, env = "ASKUSER_CONFIG")]
     pub config: Option<PathBuf>,
@@ -187,6 +212,10 @@ pub struct ServeArgs {
     /// How often finished runs past retention are pruned.
     #[arg(long, env = "ASKUSER_PRUNE_INTERVAL", default_value = "1h", value_parser = positive_duration)]
     pub prune_interval: Duration,
+    /// Runs still running or suspended this long after they started (e.g. `30d`) are cancelled at
+    /// the next prune, and pruned once past retention; absent: never.
+    #[arg(long, env = "ASKUSER_MAX_RUN_AGE", value_parser = positive_duration)]
+    pub max_run_age: Option<Duration>,
     /// How long an executor's claim on a working run lasts unless renewed (renewed every third of
     /// it); a run whose replica died is taken over after it.
     #[arg(long, env = "ASKUSER_LEASE_TTL", default_value = "10s", value_parser = positive_duration)]
@@ -276,12 +305,25 @@ impl ServeArgs {
         })
     }
 
+    pub fn postgres_settings(&self) -> PostgresSettings {
+        PostgresSettings {
+            pool_size: self.database_pool_size,
+            wait_timeout: self.database_pool_wait_timeout,
+            create_timeout: self.database_connect_timeout,
+            recycle_timeout: self.database_recycle_timeout,
+            statement_timeout: self.database_statement_timeout,
+            lock_timeout: self.database_lock_timeout,
+            idle_in_transaction_timeout: self.database_idle_in_transaction_timeout,
+        }
+    }
+
     pub fn runtime_config(&self) -> RuntimeConfig {
         RuntimeConfig {
             limits: self.limits(),
             max_question_ttl: self.max_question_ttl,
             retention: self.retention,
             prune_interval: self.prune_interval,
+            max_run_age: self.max_run_age,
             lease_ttl: self.lease_ttl,
             max_tool_output_bytes: self.max_tool_output_bytes,
             max_prompt_bytes: self.max_prompt_bytes,

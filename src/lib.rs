@@ -58,6 +58,7 @@ pub mod proto {
 pub mod api;
 pub mod config;
 pub mod domain;
+pub mod health;
 pub mod http;
 pub mod model;
 pub mod runtime;

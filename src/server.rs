@@ -7,11 +7,11 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
-use tonic_health::ServingStatus;
 use tracing::{info, warn};
 
 use crate::api::{AgentApi, StreamSettings, ToolApi};
 use crate::config::{ServeArgs, load_agents};
+use crate::health::Health;
 use crate::proto::v1::agent_service_server::AgentServiceServer;
 use crate::proto::v1::tool_service_server::ToolServiceServer;
 use crate::runtime::Runtime;
@@ -39,30 +39,29 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
 }
 
-/// The fully qualified names of the services, as health checks name them.
-const SERVICE_NAMES: [&str; 2] = ["askuser.v1.AgentService", "askuser.v1.ToolService"];
-
 /// Runs the server until SIGINT or SIGTERM, then shuts down gracefully.
 pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
+    ignore_file_size_signal();
     let limits = args.limits();
     let agents = load_agents(args.config.as_deref(), &limits)?;
     let database_url = args.database_url()?;
     let store: Arc<dyn RunStore> = match &database_url {
-        Some(url) => Arc::new(PostgresStore::connect(url.expose(), args.database_pool_size).await?),
+        Some(url) => {
+            Arc::new(PostgresStore::connect(url.expose(), &args.postgres_settings()).await?)
+        }
         None => Arc::new(SqliteStore::open(
             &args.data_dir.join("askuser.sqlite3"),
             args.sqlite_synchronous,
         )?),
     };
-    let runtime = Runtime::new(store, agents, args.runtime_config());
+    let runtime = Runtime::new(Arc::clone(&store), agents, args.runtime_config());
     runtime.start().await?;
 
-    let (health, health_service) = tonic_health::server::health_reporter();
-    for name in std::iter::once("").chain(SERVICE_NAMES) {
-        health
-            .set_service_status(name, ServingStatus::Serving)
-            .await;
-    }
+    let (reporter, health_service) = tonic_health::server::health_reporter();
+    let health = Health::serving(reporter).await;
+    let store_watch = tokio::spawn(
+        Arc::clone(&health).watch_store(Arc::clone(&store), args.store_unhealthy_after),
+    );
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
@@ -99,11 +98,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             ?drain_delay,
             "draining: health NOT_SERVING while still serving"
         );
-        for name in std::iter::once("").chain(SERVICE_NAMES) {
-            health
-                .set_service_status(name, ServingStatus::NotServing)
-                .await;
-        }
+        health.drain().await;
         // Load balancers and probes see NOT_SERVING before the listener closes.
         tokio::time::sleep(drain_delay).await;
         info!("shutting down: ending streams");
@@ -162,6 +157,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         served = server => served?,
         () = deadline => warn!("connections still open after the shutdown timeout; closing them"),
     }
+    store_watch.abort();
     runtime.shutdown(args.shutdown_timeout).await;
     info!("stopped");
     Ok(())
@@ -187,5 +183,16 @@ async fn wait_for_signal() {
     #[cfg(not(unix))]
     {
         let _ = interrupt.await;
+    }
+}
+
+/// A write past the process's file size limit (`ulimit -f`) raises SIGXFSZ, which by default kills
+/// the process; ignored, the write fails with EFBIG instead, which the store reports as an error
+/// like a full disk, and the server goes on once the limit is raised.
+fn ignore_file_size_signal() {
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler and touches no memory.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
 }

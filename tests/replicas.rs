@@ -12,18 +12,18 @@ use askuser::proto::v1::agent_service_client::AgentServiceClient;
 use askuser::proto::v1::run_agent_response::Event;
 use common::{
     FRAME_TIMEOUT, RunStream, Server, Verdict, answer_result, assert_contiguous, completions,
-    decision_answer, event_name, finish_race_run, fresh_database, get_run, now_ms, postgres_client,
-    race_agents, race_completion, report_figures, resume, resume_verdict, scripted_agent,
-    scripted_agent_with, text_answer, timestamp_ms, tool_output_answer, tool_results,
-    watch_until_end,
+    decision_answer, event_name, finish_race_run, fresh_database, get_run, next_status, now_ms,
+    postgres_client, race_agents, race_completion, report_figures, resume, resume_verdict,
+    scripted_agent, scripted_agent_with, text_answer, timestamp_ms, tool_output_answer,
+    tool_results, watch_until_end,
 };
 use futures::future::join_all;
 use tokio::sync::{Barrier, mpsc};
 use tokio::task::JoinHandle;
 use tonic::transport::Channel;
+use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
-use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
 
 /// Starts `count` replicas on one fresh database, each with the agents file and `extra_args`;
 /// returns the database URL and the replicas.
@@ -594,16 +594,6 @@ async fn run_of_a_killed_replica_is_taken_over_and_completes_once() {
     let run = get_run(&mut servers[survivor].agents().await, &run_id).await;
     assert_eq!(run.status(), pb::RunStatus::Completed);
     assert_eq!(run.output_text, "slow: Ada in teal");
-}
-
-/// The next status a health `Watch` reports.
-async fn next_status(health: &mut tonic::Streaming<HealthCheckResponse>) -> ServingStatus {
-    tokio::time::timeout(FRAME_TIMEOUT, health.message())
-        .await
-        .expect("timed out waiting for a health status")
-        .expect("health stream error")
-        .expect("health stream ended")
-        .status()
 }
 
 /// The model turns the run has committed, as the database has it.

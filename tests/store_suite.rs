@@ -15,8 +15,8 @@ use askuser::domain::{
 };
 use askuser::store::{
     CallChange, CallStatus, CancelOutcome, Committed, CreateOutcome, Decide, Lease, NewCallState,
-    NewRun, NewToolCall, PostgresStore, RunEnd, RunQuery, RunStore, SettleOutcome, Settlement,
-    SqliteStore, StepState, Synchronous, TurnCommit, TurnOutcome,
+    NewRun, NewToolCall, PostgresSettings, PostgresStore, RunEnd, RunQuery, RunStore,
+    SettleOutcome, Settlement, SqliteStore, StepState, Synchronous, TurnCommit, TurnOutcome,
 };
 use futures::future::join_all;
 use tokio::sync::Barrier;
@@ -56,9 +56,15 @@ impl StoreLocation {
                 Arc::new(SqliteStore::open(path, Synchronous::Normal).expect("open SQLite store"))
             }
             StoreLocation::Postgres { url } => Arc::new(
-                PostgresStore::connect(url, 8)
-                    .await
-                    .expect("connect PostgreSQL store"),
+                PostgresStore::connect(
+                    url,
+                    &PostgresSettings {
+                        pool_size: 8,
+                        ..PostgresSettings::default()
+                    },
+                )
+                .await
+                .expect("connect PostgreSQL store"),
             ),
         }
     }
@@ -106,6 +112,7 @@ on_both_stores! {
         cancel_settles_pending_calls_and_ends_the_log,
         expiries_come_due_earliest_first,
         prune_removes_only_finished_runs_older_than_the_cutoff,
+        unfinished_runs_are_listed_oldest_first_by_creation,
         list_runs_filters_and_pages_newest_first,
         leases_exclude_other_owners_until_they_expire,
         a_start_repeating_a_request_id_returns_the_first_run,
@@ -1212,14 +1219,20 @@ async fn prune_removes_only_finished_runs_older_than_the_cutoff(store: Arc<dyn R
     leased_run(&store, "running").await;
 
     // Nothing is older than a cutoff in the past.
-    assert_eq!(store.prune_finished(0).await.expect("prune"), 0);
+    assert_eq!(store.prune_finished(0, 100).await.expect("prune"), 0);
     assert!(store.get_run("completed").await.expect("get run").is_some());
 
-    let pruned = store
-        .prune_finished(now_millis() + 60_000)
-        .await
-        .expect("prune");
-    assert_eq!(pruned, 3);
+    // A batch at a time: at most the limit per call, until none is left.
+    let later = now_millis() + 60_000;
+    let mut batches = Vec::new();
+    loop {
+        let pruned = store.prune_finished(later, 2).await.expect("prune");
+        batches.push(pruned);
+        if pruned < 2 {
+            break;
+        }
+    }
+    assert_eq!(batches, [2, 1]);
     for run_id in ["completed", "failed", "cancelled"] {
         assert!(store.get_run(run_id).await.expect("get run").is_none());
         assert!(
@@ -1250,6 +1263,29 @@ async fn prune_removes_only_finished_runs_older_than_the_cutoff(store: Arc<dyn R
     settle_pending(&store, "suspended", "call-1", answered("still here", "")).await;
     assert_eq!(run_status(&store, "running").await, RunStatus::Running);
     assert_eq!(event_log(&store, "running").await.len(), 1);
+}
+
+async fn unfinished_runs_are_listed_oldest_first_by_creation(store: Arc<dyn RunStore>) {
+    suspended_run(&store, "suspended", &["call-1"]).await;
+    leased_run(&store, "completed").await;
+    commit(&store, "completed", 0, completing_turn("done")).await;
+    // Created a moment later than the others, on any clock.
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    leased_run(&store, "running").await;
+
+    let later = now_millis() + 60_000;
+    let unfinished = |before_ms, limit| {
+        let store = Arc::clone(&store);
+        async move {
+            store
+                .unfinished_before(before_ms, limit)
+                .await
+                .expect("unfinished runs")
+        }
+    };
+    assert_eq!(unfinished(later, 10).await, ["suspended", "running"]);
+    assert_eq!(unfinished(later, 1).await, ["suspended"]);
+    assert!(unfinished(0, 10).await.is_empty());
 }
 
 async fn list_runs_filters_and_pages_newest_first(store: Arc<dyn RunStore>) {

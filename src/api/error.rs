@@ -8,6 +8,7 @@ use tracing::error;
 
 use crate::runtime::ask_user::describe;
 use crate::runtime::{RejectReason, RuntimeError, Violation};
+use crate::store::StoreError;
 
 /// The `ErrorInfo.domain` of every askuser error.
 pub const ERROR_DOMAIN: &str = "askuser.dev";
@@ -107,9 +108,15 @@ fn runtime_status(error: RuntimeError) -> Status {
         ),
         // The store's and the providers' own words stay in the log: they may name tables, hosts
         // or bodies a client has no business seeing. The client gets an id to quote.
+        RuntimeError::Store(StoreError::Unavailable(_)) => {
+            let correlation_id = logged(&message);
+            Status::unavailable(format!(
+                "the store is unavailable; try again later (the server's log has it under \
+                 correlation id {correlation_id})"
+            ))
+        }
         RuntimeError::Store(_) | RuntimeError::Model(_) | RuntimeError::Internal(_) => {
-            let correlation_id = uuid::Uuid::now_v7().simple().to_string();
-            error!(%message, correlation_id, "internal error");
+            let correlation_id = logged(&message);
             Status::internal(format!(
                 "internal error; the server's log has it under correlation id {correlation_id}"
             ))
@@ -117,10 +124,16 @@ fn runtime_status(error: RuntimeError) -> Status {
     }
 }
 
+/// Logs an error a client gets no details of; returns the id that finds it in the log.
+fn logged(message: &str) -> String {
+    let correlation_id = uuid::Uuid::now_v7().simple().to_string();
+    error!(%message, correlation_id, "internal error");
+    correlation_id
+}
+
 #[cfg(test)]
 mod internal_tests {
     use super::*;
-    use crate::store::StoreError;
 
     #[test]
     fn internal_errors_keep_their_details_out_of_the_status() {

@@ -16,7 +16,7 @@ use super::agents::AgentDefinition;
 use super::hub::Batch;
 use super::settle::edited_result;
 use super::tools::{CallPlan, RunTools, ToolKind, plan_call};
-use crate::domain::{EventKind, Message, ModelToolCall, RunStatus, SuspendKind, Usage, now_millis};
+use crate::domain::{EventKind, Message, ModelToolCall, RunStatus, SuspendKind, Usage};
 use crate::model::{ModelError, ModelEvent, ModelRequest};
 use crate::store::{
     ExecutedResult, ExecutingCall, Lease, NewCallState, NewToolCall, RunEnd, StepState, StoreError,
@@ -83,7 +83,7 @@ pub(crate) fn lease(inner: &Inner) -> Lease<'_> {
     let ttl = i64::try_from(inner.config.lease_ttl.as_millis()).unwrap_or(i64::MAX);
     Lease {
         owner: &inner.owner,
-        until_ms: now_millis().saturating_add(ttl),
+        until_ms: inner.store.now_ms().saturating_add(ttl),
     }
 }
 
@@ -182,7 +182,7 @@ pub(crate) async fn takeover_loop(inner: Arc<Inner>) {
     const BATCH: usize = 256;
     let period = (inner.config.lease_ttl / 4).max(Duration::from_millis(100));
     loop {
-        match inner.store.unleased_runs(now_millis(), BATCH).await {
+        match inner.store.unleased_runs(inner.store.now_ms(), BATCH).await {
             Ok(runs) => {
                 if !runs.is_empty() {
                     info!(
@@ -496,7 +496,8 @@ fn turn_commit(
                 let timeout = (suspension.kind == SuspendKind::ClientTool)
                     .then_some(timeout)
                     .flatten();
-                let expire_ms = super::expire_at(timeout, state.run.question_ttl_ms);
+                let expire_ms =
+                    super::expire_at(inner.store.now_ms(), timeout, state.run.question_ttl_ms);
                 events.push(EventKind::ToolCallSuspended {
                     tool_call_id: call.id.clone(),
                     tool_name: call.name.clone(),

@@ -11,6 +11,7 @@ mod executor;
 mod hub;
 mod page_token;
 mod pending_feed;
+mod retention;
 mod settle;
 pub mod tools;
 mod writes;
@@ -25,11 +26,11 @@ use tokio::sync::Notify;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{info, warn};
+use tracing::warn;
 
 use crate::domain::{
     AnswerInput, ApprovalDecision, AskUserInput, Event, RunRecord, RunStatus, SuspendKind,
-    ToolDefinition, now_millis,
+    ToolDefinition,
 };
 use crate::store::{
     Approved, CallChange, CancelOutcome, ClaimOutcome, CommitNotice, Decide, NewRun, RunQuery,
@@ -58,6 +59,8 @@ pub struct RuntimeConfig {
     pub retention: Duration,
     /// How often finished runs past retention are pruned.
     pub prune_interval: Duration,
+    /// Runs still unfinished this long after they started are cancelled; `None`: never.
+    pub max_run_age: Option<Duration>,
     /// How long an executor's claim on a working run lasts unless renewed; a run whose executor
     /// died is taken over after it.
     pub lease_ttl: Duration,
@@ -158,13 +161,17 @@ fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
-/// When a call suspended now expires: after the tool's own timeout if it has one, otherwise the
-/// run's question TTL (if any).
-pub(crate) fn expire_at(timeout: Option<Duration>, question_ttl_ms: Option<i64>) -> Option<i64> {
+/// When a call suspended at `now_ms` (the store's clock) expires: after the tool's own timeout if
+/// it has one, otherwise the run's question TTL (if any).
+pub(crate) fn expire_at(
+    now_ms: i64,
+    timeout: Option<Duration>,
+    question_ttl_ms: Option<i64>,
+) -> Option<i64> {
     timeout
         .map(millis)
         .or(question_ttl_ms)
-        .map(|ttl| now_millis().saturating_add(ttl))
+        .map(|ttl| now_ms.saturating_add(ttl))
 }
 
 /// Checks the client tools given for one run: each compiles, and no two (nor one and an agent's
@@ -238,7 +245,7 @@ impl Runtime {
         let inner = Arc::clone(&self.inner);
         self.inner.tasks.spawn(expiry_loop(inner));
         let inner = Arc::clone(&self.inner);
-        self.inner.tasks.spawn(retention_loop(inner));
+        self.inner.tasks.spawn(retention::retention_loop(inner));
         Ok(())
     }
 
@@ -443,8 +450,18 @@ impl Runtime {
         let limits = self.inner.config.limits;
         let (answer, answer_id) = (request.answer.clone(), request.answer_id.clone());
         let approved_next = approved.clone();
+        let store = Arc::clone(&self.inner.store);
         let decide: Decide = Box::new(move |call| {
-            settle::decide(call, &answer, &answer_id, approved_next.as_ref(), &limits).ok()
+            let now_ms = store.now_ms();
+            settle::decide(
+                call,
+                &answer,
+                &answer_id,
+                approved_next.as_ref(),
+                &limits,
+                now_ms,
+            )
+            .ok()
         });
         let outcome = writes::settle(
             &self.inner,
@@ -489,6 +506,7 @@ impl Runtime {
                     &request.answer_id,
                     approved.as_ref(),
                     &limits,
+                    self.inner.store.now_ms(),
                 )
                 .err()
                 .unwrap_or_else(|| settle::not_pending(&call)))
@@ -553,7 +571,7 @@ impl Runtime {
                 timeout,
             } => Approved::Suspend {
                 suspension,
-                expire_ms: expire_at(timeout, run.question_ttl_ms),
+                expire_ms: expire_at(self.inner.store.now_ms(), timeout, run.question_ttl_ms),
             },
             CallPlan::Invalid(why) => return Err(not_runnable(why)),
         }))
@@ -595,7 +613,7 @@ impl Runtime {
         if !violations.is_empty() {
             return Err(RuntimeError::InvalidArgument(violations));
         }
-        let until_ms = now_millis().saturating_add(millis(ttl));
+        let until_ms = self.inner.store.now_ms().saturating_add(millis(ttl));
         match self
             .inner
             .store
@@ -608,7 +626,7 @@ impl Runtime {
                 format!(
                     "tool call \"{tool_call_id}\" is claimed by \"{claimant}\" for {} more",
                     humantime::format_duration(Duration::from_millis(
-                        u64::try_from(until_ms - now_millis()).unwrap_or(0)
+                        u64::try_from(until_ms - self.inner.store.now_ms()).unwrap_or(0)
                     ))
                 ),
             )),
@@ -768,7 +786,7 @@ async fn expiry_loop(inner: Arc<Inner>) {
     const IDLE_CHECK: i64 = 60_000;
     loop {
         let wait_ms = match inner.store.next_expiry().await {
-            Ok(Some(at)) => (at - now_millis()).clamp(0, IDLE_CHECK),
+            Ok(Some(at)) => (at - inner.store.now_ms()).clamp(0, IDLE_CHECK),
             Ok(None) => IDLE_CHECK,
             Err(error) => {
                 warn!(%error, "reading the next question expiry failed");
@@ -785,7 +803,7 @@ async fn expiry_loop(inner: Arc<Inner>) {
         if inner.shutdown.is_cancelled() {
             return;
         }
-        let due = match inner.store.due_expiries(now_millis(), 256).await {
+        let due = match inner.store.due_expiries(inner.store.now_ms(), 256).await {
             Ok(due) => due,
             Err(error) => {
                 warn!(%error, "reading expired questions failed");
@@ -834,26 +852,6 @@ async fn commit_feed_loop(
                 warn!("the store's commit feed ended; followers see other replicas' events late");
                 return;
             }
-        }
-    }
-}
-
-/// Deletes finished runs once they are older than the retention.
-async fn retention_loop(inner: Arc<Inner>) {
-    let retention_ms = i64::try_from(inner.config.retention.as_millis()).unwrap_or(i64::MAX);
-    loop {
-        match inner
-            .store
-            .prune_finished(now_millis().saturating_sub(retention_ms))
-            .await
-        {
-            Ok(0) => {}
-            Ok(pruned) => info!(pruned, "pruned finished runs past retention"),
-            Err(error) => warn!(%error, "pruning finished runs failed"),
-        }
-        tokio::select! {
-            () = tokio::time::sleep(inner.config.prune_interval) => {}
-            () = inner.shutdown.cancelled() => return,
         }
     }
 }

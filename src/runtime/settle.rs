@@ -5,7 +5,7 @@
 
 use super::ask_user::{self, AskUserLimits, Violation, check_answer};
 use super::error::{RejectReason, RuntimeError};
-use crate::domain::{AnswerInput, ApprovalDecision, SuspendKind, ToolResultKind, now_millis};
+use crate::domain::{AnswerInput, ApprovalDecision, SuspendKind, ToolResultKind};
 use crate::store::{Approved, CallChange, CallStatus, Settlement, ToolCallRecord};
 
 /// The result of an approval that expired: the tool never ran.
@@ -38,14 +38,16 @@ fn answer_field(answer: &AnswerInput) -> &'static str {
     }
 }
 
-/// What an answer does to `call`, or why it cannot. `approved` is what the call becomes when an
-/// approval lets the tool run (worked out by the caller, who knows the tool).
+/// What an answer does to `call` at `now_ms` (the store's clock), or why it cannot. `approved` is
+/// what the call becomes when an approval lets the tool run (worked out by the caller, who knows
+/// the tool).
 pub fn decide(
     call: &ToolCallRecord,
     answer: &AnswerInput,
     answer_id: &str,
     approved: Option<&Approved>,
     limits: &AskUserLimits,
+    now_ms: i64,
 ) -> Result<CallChange, RuntimeError> {
     let settle = |status, content: String, is_error, kind| {
         Ok(CallChange::Settle(Settlement {
@@ -59,10 +61,7 @@ pub fn decide(
     };
     // Expiry is part of the compare-and-set: past its time a call takes no answer, even before the
     // expiry loop has settled it.
-    if call
-        .expire_ms
-        .is_some_and(|expire_ms| expire_ms <= now_millis())
-    {
+    if call.expire_ms.is_some_and(|expire_ms| expire_ms <= now_ms) {
         return Err(RuntimeError::rejected(
             RejectReason::QuestionExpired,
             format!("tool call \"{}\" expired", call.tool_call_id),
@@ -260,7 +259,7 @@ pub fn not_pending(call: &ToolCallRecord) -> RuntimeError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{SuspendPayload, Suspension};
+    use crate::domain::{SuspendPayload, Suspension, now_millis};
 
     fn question(expire_ms: Option<i64>) -> ToolCallRecord {
         ToolCallRecord {
@@ -289,7 +288,7 @@ mod tests {
         let answer = AnswerInput::Text("Ada".into());
         let limits = AskUserLimits::default();
         let past = question(Some(now_millis() - 1));
-        let refused = decide(&past, &answer, "", None, &limits).err();
+        let refused = decide(&past, &answer, "", None, &limits, now_millis()).err();
         assert!(
             matches!(
                 refused,
@@ -301,7 +300,7 @@ mod tests {
             "{refused:?}"
         );
         let future = question(Some(now_millis() + 60_000));
-        assert!(decide(&future, &answer, "", None, &limits).is_ok());
-        assert!(decide(&question(None), &answer, "", None, &limits).is_ok());
+        assert!(decide(&future, &answer, "", None, &limits, now_millis()).is_ok());
+        assert!(decide(&question(None), &answer, "", None, &limits, now_millis()).is_ok());
     }
 }

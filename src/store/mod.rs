@@ -4,6 +4,7 @@
 //! state never disagree, and answers are settled with a compare-and-set on the pending tool call.
 
 mod postgres;
+mod postgres_connect;
 mod records;
 mod sqlite;
 
@@ -13,17 +14,18 @@ use async_trait::async_trait;
 
 use crate::domain::{
     AnswerInput, ApprovalDecision, Event, EventKind, Message, PendingCall, RunRecord, RunStatus,
-    Suspension, ToolDefinition, ToolResultKind, Usage,
+    Suspension, ToolDefinition, ToolResultKind, Usage, now_millis,
 };
 
 pub use postgres::PostgresStore;
+pub use postgres_connect::PostgresSettings;
 pub use sqlite::{SqliteStore, Synchronous};
 
 /// Errors of the store layer.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("sqlite: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(rusqlite::Error),
     #[error("postgres: {0}")]
     Postgres(String),
     #[error("stored data is corrupt: {0}")]
@@ -35,6 +37,10 @@ pub enum StoreError {
     /// A write met a row with the same unique key, written concurrently.
     #[error("a row with the same unique key exists")]
     UniqueViolation,
+    /// The store cannot serve for now (database unreachable or timed out, disk full, I/O error);
+    /// the same request may succeed later.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -491,8 +497,13 @@ pub trait RunStore: Send + Sync + 'static {
     async fn due_expiries(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<(String, String)>>;
     /// The earliest expiry of any pending call.
     async fn next_expiry(&self) -> StoreResult<Option<i64>>;
-    /// Deletes finished runs last updated before `before_ms`; returns how many.
-    async fn prune_finished(&self, before_ms: i64) -> StoreResult<u64>;
+    /// Deletes at most `limit` finished runs last updated before `before_ms`, in
+    /// one transaction; returns how many. A shared store prunes from one process at a time: 0
+    /// while another is pruning.
+    async fn prune_finished(&self, before_ms: i64, limit: usize) -> StoreResult<u64>;
+    /// Runs still running or suspended that were created before `before_ms`, oldest first, at
+    /// most `limit`.
+    async fn unfinished_before(&self, before_ms: i64, limit: usize) -> StoreResult<Vec<String>>;
     /// Takes (or renews) the lease to execute a running run until `until_ms`, unless another owner
     /// holds an unexpired one. Returns whether `owner` holds it now.
     async fn acquire_lease(&self, run_id: &str, owner: &str, until_ms: i64) -> StoreResult<bool>;
@@ -505,4 +516,13 @@ pub trait RunStore: Send + Sync + 'static {
     async fn commit_feed(&self) -> StoreResult<Option<tokio::sync::mpsc::Receiver<CommitNotice>>>;
     /// Flushes everything to durable storage before the process exits.
     async fn close(&self) -> StoreResult<()>;
+    /// Checks, cheaply, that the store serves: an error while it (or, on a shared store, its
+    /// commit feed) is unreachable. A shared store also measures its clock again.
+    async fn ping(&self) -> StoreResult<()>;
+    /// Milliseconds since the Unix epoch on the store's clock, which every lease, claim and expiry
+    /// is measured against: on a shared store the database's clock, so that replicas whose own
+    /// clocks disagree still agree on when a lease or a question runs out.
+    fn now_ms(&self) -> i64 {
+        now_millis()
+    }
 }

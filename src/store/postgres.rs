@@ -19,11 +19,12 @@
 //! the `COMMIT` (a turn's calls are thus one statement, like its events).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool_postgres::{Client, GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{Client, GenericClient, Pool};
 use futures::future::try_join_all;
 use futures::{StreamExt, try_join};
 use tokio::sync::mpsc;
@@ -31,14 +32,16 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, NoTls, Row, Statement};
 use tracing::warn;
 
+use super::postgres_connect::{PostgresSettings, pool, session_config};
 use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
     EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, PENDING_COLUMNS, PENDING_FEED_QUERY,
-    PENDING_QUERY, PendingRow, RUN_COLUMNS, RUN_OF_REQUEST_QUERY, RunHead, RunRow, STEP_RUN_QUERY,
-    TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall,
-    UNSETTLED_QUERY, UPDATE_CALL, assemble_transcript, between_turns, executed_events,
-    executing_call, first_step, from_json, kind_name, parse_status, run_tools_column, to_json,
-    unsigned, usage_columns, usage_from_columns,
+    PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_COLUMNS,
+    RUN_OF_REQUEST_QUERY, RunHead, RunRow, STEP_RUN_QUERY, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY,
+    TURNS_QUERY, ToolCallRow, TranscriptCall, UNFINISHED_BEFORE_QUERY, UNSETTLED_QUERY,
+    UPDATE_CALL, assemble_transcript, between_turns, executed_events, executing_call, first_step,
+    from_json, kind_name, parse_status, run_tools_column, to_json, unsigned, usage_columns,
+    usage_from_columns,
 };
 use super::{
     CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, Committed, CreateOutcome, Created,
@@ -66,47 +69,47 @@ pub struct PostgresStore {
     /// Tags this store's commit notices: the runtime publishes its own commits itself, so
     /// its listener drops them rather than wake their followers (and the expiry loop) again.
     origin: String,
+    /// The database's clock minus this process's, in milliseconds, as last measured.
+    clock_offset_ms: AtomicI64,
+    /// Whether the commit feed runs, and whether its `LISTEN` connection is up.
+    feed: Arc<FeedState>,
 }
 
-impl From<tokio_postgres::Error> for StoreError {
-    fn from(error: tokio_postgres::Error) -> Self {
-        if error.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
-            return StoreError::UniqueViolation;
-        }
-        StoreError::Postgres(error.to_string())
-    }
+/// The state of the commit feed's connection, for health checks.
+#[derive(Default)]
+struct FeedState {
+    started: AtomicBool,
+    listening: AtomicBool,
 }
 
-impl From<deadpool_postgres::PoolError> for StoreError {
-    fn from(error: deadpool_postgres::PoolError) -> Self {
-        StoreError::Postgres(error.to_string())
-    }
-}
+/// The database's clock in milliseconds since the Unix epoch.
+const DATABASE_CLOCK: &str = "SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT";
+
+/// Samples of the clock taken at connect; the one with the shortest round trip counts.
+const CLOCK_SAMPLES: usize = 3;
+
+/// Key of the advisory lock that lets one replica at a time prune.
+const PRUNE_LOCK: i64 = 7319046102;
 
 impl PostgresStore {
-    /// Connects a pool of `pool_size` connections and brings the schema up to date.
-    pub async fn connect(url: &str, pool_size: usize) -> StoreResult<Self> {
-        let config: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
-            StoreError::Postgres(format!("database url: {e}"))
-        })?;
-        let config = with_keepalive(config);
-        let manager = Manager::from_config(
-            config.clone(),
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(pool_size)
-            .build()
-            .map_err(|e| StoreError::Postgres(e.to_string()))?;
+    /// Connects a pool as `settings` say, brings the schema up to date and measures the
+    /// database's clock.
+    pub async fn connect(url: &str, settings: &PostgresSettings) -> StoreResult<Self> {
+        let config = session_config(url, settings)?;
         let store = Self {
-            pool,
+            pool: pool(config.clone(), settings)?,
             config,
             origin: uuid::Uuid::now_v7().simple().to_string(),
+            clock_offset_ms: AtomicI64::new(0),
+            feed: Arc::default(),
         };
         store.migrate().await?;
+        let client = store.pool.get().await?;
+        let mut best = clock_sample(&client).await?;
+        for _ in 1..CLOCK_SAMPLES {
+            best = best.min(clock_sample(&client).await?);
+        }
+        store.clock_offset_ms.store(best.1, Ordering::Relaxed);
         Ok(store)
     }
 
@@ -131,6 +134,10 @@ impl PostgresStore {
     async fn migrate(&self) -> StoreResult<()> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
+        // A migration may take long on a large database, and so may another replica's, waited
+        // for here: no session timeout applies.
+        tx.batch_execute("SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0")
+            .await?;
         // Replicas starting together apply each migration once.
         execute(&tx, "SELECT pg_advisory_xact_lock(7319046101)", &[]).await?;
         tx.batch_execute(
@@ -159,13 +166,23 @@ impl PostgresStore {
             execute(
                 &tx,
                 "INSERT INTO askuser_schema_migrations (version, applied_ms) VALUES ($1, $2)",
-                &[version, &now_millis()],
+                &[version, &self.now_ms()],
             )
             .await?;
         }
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// One reading of the database's clock: the round trip it took, and the database's clock minus
+/// this process's at its middle, in milliseconds.
+async fn clock_sample(client: &impl GenericClient) -> StoreResult<(i64, i64)> {
+    let sent = now_millis();
+    let database: i64 = select_one(client, DATABASE_CLOCK, &[]).await?.get(0);
+    let received = now_millis();
+    let round_trip = received - sent;
+    Ok((round_trip, database - (sent + round_trip / 2)))
 }
 
 /// Runs a statement prepared once per pooled connection: it then takes one round trip to the
@@ -338,9 +355,10 @@ const INSERT_EVENTS: &str = "INSERT INTO events (run_id, sequence, time_ms, body
      AS event (sequence, body)";
 
 /// Takes or renews the lease of a running run unless another owner holds an unexpired one.
+/// Expiry is judged by the database's clock.
 const TAKE_LEASE: &str = "UPDATE runs SET lease_owner = $2, lease_expires_ms = $3 \
      WHERE run_id = $1 AND status = 'running' AND (lease_owner IS NULL OR lease_owner = $2 \
-     OR lease_expires_ms < $4)";
+     OR lease_expires_ms < (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT)";
 
 const NOTIFY: &str = "SELECT pg_notify($1, $2)";
 
@@ -486,12 +504,7 @@ async fn take_lease(
     run_id: &str,
     lease: Lease<'_>,
 ) -> StoreResult<bool> {
-    let taken = exec(
-        client,
-        statement,
-        &[&run_id, &lease.owner, &lease.until_ms, &now_millis()],
-    )
-    .await?;
+    let taken = exec(client, statement, &[&run_id, &lease.owner, &lease.until_ms]).await?;
     Ok(taken == 1)
 }
 
@@ -687,23 +700,13 @@ fn parse_notice(payload: &str) -> Option<(CommitNotice, Option<&str>)> {
     Some((notice, parts.next()))
 }
 
-/// TCP keepalive of store connections, so a connection that died silently (a dropped NAT entry,
-/// a failed-over database) is noticed in about a minute rather than the OS's two hours.
-fn with_keepalive(mut config: tokio_postgres::Config) -> tokio_postgres::Config {
-    config
-        .keepalives(true)
-        .keepalives_idle(Duration::from_secs(30))
-        .keepalives_interval(Duration::from_secs(10))
-        .keepalives_retries(3);
-    config
-}
-
 /// Listens for commit notices on a dedicated connection, reconnecting when it drops. Notices sent
 /// while it was down are lost, so after every reconnect it reports [`CommitNotice::Missed`].
 async fn listen(
     config: tokio_postgres::Config,
     origin: String,
     notices: mpsc::Sender<CommitNotice>,
+    feed: Arc<FeedState>,
 ) {
     let mut backoff = Duration::from_millis(100);
     let mut connected_before = false;
@@ -740,6 +743,7 @@ async fn listen(
                             return;
                         }
                         connected_before = true;
+                        feed.listening.store(true, Ordering::Relaxed);
                         while let Some(message) = messages.recv().await {
                             if let AsyncMessage::Notification(notification) = message
                                 && let Some((notice, from)) = parse_notice(notification.payload())
@@ -752,6 +756,7 @@ async fn listen(
                         }
                     }
                 }
+                feed.listening.store(false, Ordering::Relaxed);
                 driver.abort();
             }
             Err(error) => warn!(%error, "connecting for commit notices failed"),
@@ -773,7 +778,7 @@ impl RunStore for PostgresStore {
     ) -> StoreResult<CreateOutcome> {
         let tx = TxClient::get(&self.pool, BEGIN).await?;
         let client = tx.client()?;
-        let now = now_millis();
+        let now = self.now_ms();
         let [insert_run, events_insert, notice, existing] = prepare(
             client,
             [
@@ -953,7 +958,7 @@ impl RunStore for PostgresStore {
     ) -> StoreResult<TurnOutcome> {
         let tx = TxClient::get(&self.pool, BEGIN).await?;
         let client = tx.client()?;
-        let now = now_millis();
+        let now = self.now_ms();
         let [
             lock,
             turn_insert,
@@ -1049,7 +1054,7 @@ impl RunStore for PostgresStore {
     ) -> StoreResult<TurnOutcome> {
         let tx = TxClient::get(&self.pool, BEGIN).await?;
         let client = tx.client()?;
-        let now = now_millis();
+        let now = self.now_ms();
         let [lock, events_insert, run_update, notice] = prepare(
             client,
             [
@@ -1108,7 +1113,7 @@ impl RunStore for PostgresStore {
     ) -> StoreResult<SettleOutcome> {
         let tx = TxClient::get(&self.pool, BEGIN).await?;
         let client = tx.client()?;
-        let now = now_millis();
+        let now = self.now_ms();
         let [lock, call_query, count, events_insert, call_update, run_update, notice] = prepare(
             client,
             [
@@ -1225,7 +1230,7 @@ impl RunStore for PostgresStore {
     ) -> StoreResult<TurnOutcome> {
         let tx = TxClient::get(&self.pool, BEGIN).await?;
         let client = tx.client()?;
-        let now = now_millis();
+        let now = self.now_ms();
         let [lock, events_insert, call_update, count, run_update, notice] = prepare(
             client,
             [
@@ -1309,7 +1314,7 @@ impl RunStore for PostgresStore {
         let claimed = exec(
             &client,
             &claim,
-            &[&claimant, &until_ms, &run_id, &tool_call_id, &now_millis()],
+            &[&claimant, &until_ms, &run_id, &tool_call_id, &self.now_ms()],
         )
         .await?;
         if claimed == 1 {
@@ -1358,7 +1363,7 @@ impl RunStore for PostgresStore {
     ) -> StoreResult<CancelOutcome> {
         let tx = TxClient::get(&self.pool, BEGIN).await?;
         let client = tx.client()?;
-        let now = now_millis();
+        let now = self.now_ms();
         let [
             lock,
             pending_query,
@@ -1517,22 +1522,52 @@ impl RunStore for PostgresStore {
             .get(0))
     }
 
-    async fn prune_finished(&self, before_ms: i64) -> StoreResult<u64> {
+    async fn prune_finished(&self, before_ms: i64, limit: usize) -> StoreResult<u64> {
         let tx = TxClient::get(&self.pool, BEGIN).await?;
         let client = tx.client()?;
-        let finished = "SELECT run_id FROM runs WHERE status IN ('completed', 'failed', 'cancelled') \
-                        AND updated_ms < $1";
-        // The runs last, after what refers to them; one flight.
-        let deletes = ["events", "tool_calls", "turns", "runs"]
-            .map(|table| format!("DELETE FROM {table} WHERE run_id IN ({finished})"));
+        let [lock, prunable] = prepare(
+            client,
+            ["SELECT pg_try_advisory_xact_lock($1)", PRUNABLE_RUNS_QUERY],
+        )
+        .await?;
+        let deletes =
+            PRUNED_TABLES.map(|table| format!("DELETE FROM {table} WHERE run_id = ANY($1)"));
         let deletes = prepare(client, deletes.each_ref().map(String::as_str)).await?;
-        let by_age: &[&(dyn ToSql + Sync)] = &[&before_ms];
-        let ((), deleted, ()) = try_join!(
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let ((), locked, runs) = try_join!(
             tx.begin(),
-            try_join_all(deletes.iter().map(|delete| exec(client, delete, by_age))),
+            async {
+                Ok(client
+                    .query_one(&lock, &[&PRUNE_LOCK])
+                    .await?
+                    .get::<_, bool>(0))
+            },
+            async { Ok(client.query(&prunable, &[&before_ms, &limit]).await?) },
+        )?;
+        // Another replica prunes now; it goes on until nothing is left.
+        if !locked || runs.is_empty() {
+            return Ok(tx.rollback(0).await);
+        }
+        let runs: Vec<String> = runs.iter().map(|row| row.get(0)).collect();
+        let by_id: &[&(dyn ToSql + Sync)] = &[&runs];
+        try_join!(
+            try_join_all(deletes.iter().map(|delete| exec(client, delete, by_id))),
             tx.commit(),
         )?;
-        Ok(deleted.last().copied().unwrap_or(0))
+        Ok(runs.len() as u64)
+    }
+
+    async fn unfinished_before(&self, before_ms: i64, limit: usize) -> StoreResult<Vec<String>> {
+        let client = self.pool.get().await?;
+        Ok(select(
+            &client,
+            UNFINISHED_BEFORE_QUERY,
+            &[&before_ms, &i64::try_from(limit).unwrap_or(i64::MAX)],
+        )
+        .await?
+        .iter()
+        .map(|row| row.get(0))
+        .collect())
     }
 
     async fn acquire_lease(&self, run_id: &str, owner: &str, until_ms: i64) -> StoreResult<bool> {
@@ -1569,13 +1604,36 @@ impl RunStore for PostgresStore {
 
     async fn commit_feed(&self) -> StoreResult<Option<mpsc::Receiver<CommitNotice>>> {
         let (notices, feed) = mpsc::channel(1024);
-        tokio::spawn(listen(self.config.clone(), self.origin.clone(), notices));
+        self.feed.started.store(true, Ordering::Relaxed);
+        tokio::spawn(listen(
+            self.config.clone(),
+            self.origin.clone(),
+            notices,
+            Arc::clone(&self.feed),
+        ));
         Ok(Some(feed))
     }
 
     async fn close(&self) -> StoreResult<()> {
         self.pool.close();
         Ok(())
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        let client = self.pool.get().await?;
+        let (_, offset) = clock_sample(&client).await?;
+        self.clock_offset_ms.store(offset, Ordering::Relaxed);
+        if self.feed.started.load(Ordering::Relaxed) && !self.feed.listening.load(Ordering::Relaxed)
+        {
+            return Err(StoreError::Unavailable(
+                "the commit feed's LISTEN connection is down".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn now_ms(&self) -> i64 {
+        now_millis().saturating_add(self.clock_offset_ms.load(Ordering::Relaxed))
     }
 }
 

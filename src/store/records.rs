@@ -489,6 +489,17 @@ pub(super) const CLAIM_UPDATE: &str = "UPDATE tool_calls SET claimant = $1, clai
 pub(super) const CLAIM_QUERY: &str =
     "SELECT claimant, claim_expires_ms FROM tool_calls WHERE run_id = $1 AND tool_call_id = $2";
 
+/// Finished runs last updated before `$1`, at most `$2`: one batch of a prune.
+pub(super) const PRUNABLE_RUNS_QUERY: &str = "SELECT run_id FROM runs \
+     WHERE status IN ('completed', 'failed', 'cancelled') AND updated_ms < $1 LIMIT $2";
+
+/// The tables a pruned run is deleted from, the runs last, after what refers to them.
+pub(super) const PRUNED_TABLES: [&str; 4] = ["events", "tool_calls", "turns", "runs"];
+
+/// Runs still running or suspended that were created before `$1`, oldest first, at most `$2`.
+pub(super) const UNFINISHED_BEFORE_QUERY: &str = "SELECT run_id FROM runs \
+     WHERE status IN ('running', 'suspended') AND created_ms < $1 ORDER BY created_ms LIMIT $2";
+
 /// The queries that read a run's turns and calls for its transcript.
 pub(super) const TURNS_QUERY: &str = "SELECT turn, text FROM turns WHERE run_id = $1 ORDER BY turn";
 pub(super) const TRANSCRIPT_CALLS_QUERY: &str = "SELECT turn, tool_call_id, tool_name, \

@@ -775,3 +775,84 @@ pub async fn finish_race_run(run: &mut RunStream, first: &str) {
     }
     run.completed_text().await;
 }
+
+/// The next status a health `Watch` reports.
+pub async fn next_status(
+    health: &mut Streaming<tonic_health::pb::HealthCheckResponse>,
+) -> tonic_health::pb::health_check_response::ServingStatus {
+    tokio::time::timeout(FRAME_TIMEOUT, health.message())
+        .await
+        .expect("timed out waiting for a health status")
+        .expect("health stream error")
+        .expect("health stream ended")
+        .status()
+}
+
+/// A TCP proxy on 127.0.0.1 in front of `target` that a test can cut (every connection through it
+/// is closed, and new ones are closed at once) and restore, as a network fault between a server
+/// and its database would.
+pub struct TcpProxy {
+    pub addr: std::net::SocketAddr,
+    open: std::sync::Arc<tokio::sync::watch::Sender<bool>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl TcpProxy {
+    pub async fn start(target: String) -> TcpProxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind proxy");
+        let addr = listener.local_addr().expect("proxy address");
+        let open = std::sync::Arc::new(tokio::sync::watch::Sender::new(true));
+        let accept_open = std::sync::Arc::clone(&open);
+        let accept = tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                if !*accept_open.borrow() {
+                    continue;
+                }
+                let mut closed = accept_open.subscribe();
+                let target = target.clone();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = closed.wait_for(|open| !*open) => {}
+                    }
+                });
+            }
+        });
+        TcpProxy { addr, open, accept }
+    }
+
+    /// Closes every connection through the proxy, and closes new ones at once.
+    pub fn cut(&self) {
+        self.open.send_replace(false);
+    }
+
+    /// Lets connections through again.
+    pub fn restore(&self) {
+        self.open.send_replace(true);
+    }
+}
+
+impl Drop for TcpProxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+/// A PostgreSQL URL like `url` that connects through `addr` instead of its host and port.
+pub fn url_through(url: &str, addr: std::net::SocketAddr) -> String {
+    let (scheme_and_user, rest) = url.split_once('@').expect("a URL with user@host");
+    let (_, path) = rest.split_once('/').expect("a URL with a database");
+    format!("{scheme_and_user}@{addr}/{path}")
+}
+
+/// The host and port a PostgreSQL URL `postgres://user@host:port/db` names.
+pub fn url_address(url: &str) -> String {
+    let (_, rest) = url.split_once('@').expect("a URL with user@host");
+    let (address, _) = rest.split_once('/').expect("a URL with a database");
+    address.to_owned()
+}

@@ -27,7 +27,7 @@ trait Operation: Send {
     fn run(&mut self, conn: &Connection) -> bool;
     /// Hands the outcome to the caller: the operation's, or `failure` when its transaction failed
     /// (or it could not run).
-    fn deliver(self: Box<Self>, failure: Option<&str>);
+    fn deliver(self: Box<Self>, failure: Option<&StoreError>);
 }
 
 struct Call<T, F> {
@@ -51,12 +51,17 @@ where
         succeeded
     }
 
-    fn deliver(self: Box<Self>, failure: Option<&str>) {
+    fn deliver(self: Box<Self>, failure: Option<&StoreError>) {
         let result = match (failure, self.outcome) {
             (None, Some(outcome)) => outcome,
             (None, None) => Err(StoreError::Task("operation not run".into())),
-            (Some(message), _) => Err(StoreError::Task(format!(
-                "the transaction failed: {message}"
+            // The operation's own error says best why its transaction failed.
+            (Some(_), Some(Err(error))) => Err(error),
+            (Some(StoreError::Unavailable(message)), _) => {
+                Err(StoreError::Unavailable(message.clone()))
+            }
+            (Some(failure), _) => Err(StoreError::Task(format!(
+                "the transaction failed: {failure}"
             ))),
         };
         // The caller may have given up waiting; the outcome stands either way.
@@ -174,16 +179,15 @@ fn run_isolated(conn: &Connection, operation: &mut dyn Operation) -> rusqlite::R
 /// Runs a batch in one transaction and delivers every outcome after its end. A batch of one needs
 /// no savepoint: its transaction rolls back if it fails.
 fn commit_batch(conn: &Connection, mut batch: Vec<Box<dyn Operation>>) {
-    let outcome = run_batch(conn, &mut batch);
-    let failure = outcome.as_ref().err().map(String::as_str);
+    let failure = run_batch(conn, &mut batch).err();
     for operation in batch {
-        operation.deliver(failure);
+        operation.deliver(failure.as_ref());
     }
 }
 
 /// Runs the batch; the error is why its transaction failed.
-fn run_batch(conn: &Connection, batch: &mut [Box<dyn Operation>]) -> Result<(), String> {
-    execute(conn, "BEGIN IMMEDIATE").map_err(|error| error.to_string())?;
+fn run_batch(conn: &Connection, batch: &mut [Box<dyn Operation>]) -> StoreResult<()> {
+    execute(conn, "BEGIN IMMEDIATE")?;
     let alone = batch.len() == 1;
     let mut succeeded = true;
     for operation in batch.iter_mut() {
@@ -194,7 +198,9 @@ fn run_batch(conn: &Connection, batch: &mut [Box<dyn Operation>]) -> Result<(), 
         };
         // Some errors (a full disk, an I/O error) make SQLite roll the whole transaction back.
         if conn.is_autocommit() {
-            return Err("SQLite rolled the transaction back".into());
+            return Err(StoreError::Unavailable(
+                "SQLite rolled the transaction back (disk full or I/O error)".into(),
+            ));
         }
     }
     // A batch of one that failed rolls back; in a larger one, a failure rolled back its savepoint.
@@ -207,7 +213,7 @@ fn run_batch(conn: &Connection, batch: &mut [Box<dyn Operation>]) -> Result<(), 
 }
 
 /// Ends a transaction that cannot commit; returns why.
-fn abort(conn: &Connection, error: rusqlite::Error) -> String {
+fn abort(conn: &Connection, error: rusqlite::Error) -> StoreError {
     let _ = execute(conn, "ROLLBACK");
-    error.to_string()
+    StoreError::from(error)
 }

@@ -13,11 +13,12 @@ mod group_commit;
 
 use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
-    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, PENDING_FEED_QUERY, PENDING_QUERY, PendingRow,
-    RUN_COLUMNS, RUN_OF_REQUEST_QUERY, RunHead, RunRow, STEP_RUN_QUERY, TOOL_CALL_QUERY,
-    TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall, UNSETTLED_QUERY, UPDATE_CALL,
-    assemble_transcript, between_turns, executed_events, executing_call, first_step, from_json,
-    kind_name, parse_status, run_tools_column, to_json, usage_columns, usage_from_columns,
+    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, PENDING_FEED_QUERY, PENDING_QUERY,
+    PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_COLUMNS, RUN_OF_REQUEST_QUERY, RunHead,
+    RunRow, STEP_RUN_QUERY, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow,
+    TranscriptCall, UNFINISHED_BEFORE_QUERY, UNSETTLED_QUERY, UPDATE_CALL, assemble_transcript,
+    between_turns, executed_events, executing_call, first_step, from_json, kind_name, parse_status,
+    run_tools_column, to_json, usage_columns, usage_from_columns,
 };
 use super::{
     CallStatus, CancelOutcome, ClaimOutcome, Committed, CreateOutcome, Created, Decide, EventPage,
@@ -982,23 +983,37 @@ impl RunStore for SqliteStore {
         .await
     }
 
-    async fn prune_finished(&self, before_ms: i64) -> StoreResult<u64> {
-        self.db.run(move |conn| {
-            let finished = "SELECT run_id FROM runs WHERE status IN ('completed', 'failed', 'cancelled') \
-                            AND updated_ms < ?1";
-            for table in ["events", "tool_calls", "turns"] {
-                conn.execute(
-                    &format!("DELETE FROM {table} WHERE run_id IN ({finished})"),
-                    [before_ms],
-                )?;
-            }
-            let pruned = conn.execute(
-                "DELETE FROM runs WHERE status IN ('completed', 'failed', 'cancelled') AND updated_ms < ?1",
-                [before_ms],
-            )?;
-            Ok(pruned as u64)
-        })
-        .await
+    async fn prune_finished(&self, before_ms: i64, limit: usize) -> StoreResult<u64> {
+        self.db
+            .run(move |conn| {
+                let runs: Vec<String> = conn
+                    .prepare_cached(PRUNABLE_RUNS_QUERY)?
+                    .query_map(params![before_ms, limit as i64], |row| row.get(0))?
+                    .collect::<Result<_, _>>()?;
+                let mut deletes = PRUNED_TABLES
+                    .map(|table| format!("DELETE FROM {table} WHERE run_id = ?1"))
+                    .into_iter()
+                    .map(|sql| conn.prepare(&sql))
+                    .collect::<Result<Vec<_>, _>>()?;
+                for run_id in &runs {
+                    for delete in &mut deletes {
+                        delete.execute([run_id])?;
+                    }
+                }
+                Ok(runs.len() as u64)
+            })
+            .await
+    }
+
+    async fn unfinished_before(&self, before_ms: i64, limit: usize) -> StoreResult<Vec<String>> {
+        self.db
+            .run(move |conn| {
+                Ok(conn
+                    .prepare_cached(UNFINISHED_BEFORE_QUERY)?
+                    .query_map(params![before_ms, limit as i64], |row| row.get(0))?
+                    .collect::<Result<_, _>>()?)
+            })
+            .await
     }
 
     async fn acquire_lease(&self, run_id: &str, owner: &str, until_ms: i64) -> StoreResult<bool> {
@@ -1050,6 +1065,27 @@ impl RunStore for SqliteStore {
                 Ok(())
             })
             .await
+    }
+
+    async fn ping(&self) -> StoreResult<()> {
+        // Through the writer's queue: a stuck or stopped writer fails the ping.
+        self.db
+            .run(|conn| Ok(conn.query_row("SELECT 1", [], |_| Ok(()))?))
+            .await
+    }
+}
+
+/// Conditions of the disk rather than of the data (a full disk, an I/O error, a file that cannot
+/// be opened) pass once the operator fixes them: the same request may succeed then.
+impl From<rusqlite::Error> for StoreError {
+    fn from(error: rusqlite::Error) -> Self {
+        use rusqlite::ErrorCode::{CannotOpen, DiskFull, SystemIoFailure};
+        match error.sqlite_error_code() {
+            Some(DiskFull | SystemIoFailure | CannotOpen) => {
+                StoreError::Unavailable(format!("sqlite: {error}"))
+            }
+            _ => StoreError::Sqlite(error),
+        }
     }
 }
 
