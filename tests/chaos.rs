@@ -145,6 +145,8 @@ struct Shared {
     started: AtomicUsize,
     runs: usize,
     tally: Tally,
+    /// Runs whose streams stalled, to pick out of the server logs.
+    stalled: std::sync::Mutex<Vec<String>>,
 }
 
 impl Shared {
@@ -191,7 +193,8 @@ async fn drive(shared: &Shared, index: usize, rng: &mut StdRng) -> Outcome {
             outcome.failure = Some(format!("not completed after {RUN_DEADLINE:?}"));
             break;
         }
-        let Some(mut client) = connect(shared.url(rng)).await else {
+        let url = shared.url(rng);
+        let Some(mut client) = connect(url.clone()).await else {
             Tally::add(&tally.disconnects);
             tokio::time::sleep(RETRY_PAUSE).await;
             continue;
@@ -220,13 +223,36 @@ async fn drive(shared: &Shared, index: usize, rng: &mut StdRng) -> Outcome {
                 continue;
             }
         };
-        for answer in unsettled.values() {
-            send_answer(shared, &mut client, &sender, answer, rng, &mut outcome).await;
+        for answer in unsettled.clone().into_values() {
+            let delivery = send_answer(shared, &mut client, &sender, &answer, rng).await;
+            if !delivered(
+                shared,
+                &mut outcome,
+                &mut unsettled,
+                &answer.tool_call_id,
+                delivery,
+            ) {
+                tokio::time::sleep(RETRY_PAUSE).await;
+                continue 'streams;
+            }
         }
         loop {
             let frame = match tokio::time::timeout(STALL, inbound.message()).await {
                 Err(_) => {
                     Tally::add(&tally.stalls);
+                    // Not a failure by itself (the run may still end), but worth a look.
+                    eprintln!(
+                        "stall: run {index} ({:?}) on {url}: nothing after sequence {last_sequence} for {STALL:?}; unsettled {:?}",
+                        outcome.run_id,
+                        unsettled.keys().collect::<Vec<_>>()
+                    );
+                    if let Some(run_id) = &outcome.run_id {
+                        shared
+                            .stalled
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(run_id.clone());
+                    }
                     continue 'streams;
                 }
                 Ok(Err(_)) => {
@@ -267,7 +293,17 @@ async fn drive(shared: &Shared, index: usize, rng: &mut StdRng) -> Outcome {
                     let run_id = outcome.run_id.clone().unwrap_or_default();
                     let answer = script.answer(index, &run_id, &suspended);
                     unsettled.insert(suspended.tool_call_id.clone(), answer.clone());
-                    send_answer(shared, &mut client, &sender, &answer, rng, &mut outcome).await;
+                    let delivery = send_answer(shared, &mut client, &sender, &answer, rng).await;
+                    if !delivered(
+                        shared,
+                        &mut outcome,
+                        &mut unsettled,
+                        &answer.tool_call_id,
+                        delivery,
+                    ) {
+                        tokio::time::sleep(RETRY_PAUSE).await;
+                        continue 'streams;
+                    }
                 }
                 Some(Event::AnswerAccepted(accepted)) => {
                     acknowledge(shared, &mut outcome, &mut unsettled, &accepted);
@@ -288,8 +324,6 @@ async fn drive(shared: &Shared, index: usize, rng: &mut StdRng) -> Outcome {
                 }
                 _ => {}
             }
-            // Verdicts of answers sent with ResumeRun arrive out of band.
-            unsettled.retain(|call, _| !outcome.acknowledged.contains(call));
         }
     }
     outcome
@@ -313,6 +347,17 @@ fn acknowledge(
     outcome.acknowledged.push(accepted.tool_call_id.clone());
 }
 
+/// What became of an answer sent.
+enum Delivery {
+    /// Sent on the stream: its verdict comes as a frame.
+    OnStream,
+    /// `ResumeRun`'s verdict.
+    Accepted(pb::AnswerAccepted),
+    Rejected(String),
+    /// `ResumeRun` failed without a verdict: resend.
+    Failed,
+}
+
 /// Sends an answer on the stream, or now and then with `ResumeRun` (whose verdict is its first
 /// frame or its status).
 async fn send_answer(
@@ -321,8 +366,7 @@ async fn send_answer(
     sender: &mpsc::Sender<pb::RunAgentRequest>,
     answer: &pb::Answer,
     rng: &mut StdRng,
-    outcome: &mut Outcome,
-) {
+) -> Delivery {
     let tally = &shared.tally;
     Tally::add(&tally.answers_sent);
     if rng.random_bool(0.7) {
@@ -331,7 +375,7 @@ async fn send_answer(
                 frame: Some(Frame::Answer(answer.clone())),
             })
             .await;
-        return;
+        return Delivery::OnStream;
     }
     Tally::add(&tally.via_resume_run);
     let request = pb::ResumeRunRequest {
@@ -340,21 +384,45 @@ async fn send_answer(
     match client.resume_run(request).await {
         Ok(response) => {
             let first = tokio::time::timeout(STALL, response.into_inner().message()).await;
-            if let Ok(Ok(Some(frame))) = first
-                && let Some(Event::AnswerAccepted(accepted)) = frame.event
-            {
-                let mut unsettled = BTreeMap::from([(answer.tool_call_id.clone(), answer.clone())]);
-                acknowledge(shared, outcome, &mut unsettled, &accepted);
+            match first {
+                Ok(Ok(Some(pb::RunAgentResponse {
+                    event: Some(Event::AnswerAccepted(accepted)),
+                    ..
+                }))) => Delivery::Accepted(accepted),
+                _ => Delivery::Failed,
             }
         }
         Err(status) if status.code() == tonic::Code::FailedPrecondition => {
-            Tally::add(&tally.rejected);
-            outcome
-                .rejections
-                .push(error_reason(&status).unwrap_or_else(|| status.message().to_owned()));
-            outcome.acknowledged.push(answer.tool_call_id.clone());
+            Delivery::Rejected(error_reason(&status).unwrap_or_else(|| status.message().to_owned()))
         }
-        Err(_) => Tally::add(&tally.disconnects),
+        Err(_) => Delivery::Failed,
+    }
+}
+
+/// Records what became of an answer; false when it must be sent again.
+fn delivered(
+    shared: &Shared,
+    outcome: &mut Outcome,
+    unsettled: &mut BTreeMap<String, pb::Answer>,
+    tool_call_id: &str,
+    delivery: Delivery,
+) -> bool {
+    match delivery {
+        Delivery::OnStream => true,
+        Delivery::Accepted(accepted) => {
+            acknowledge(shared, outcome, unsettled, &accepted);
+            true
+        }
+        Delivery::Rejected(reason) => {
+            Tally::add(&shared.tally.rejected);
+            unsettled.remove(tool_call_id);
+            outcome.rejections.push(reason);
+            true
+        }
+        Delivery::Failed => {
+            Tally::add(&shared.tally.disconnects);
+            false
+        }
     }
 }
 
@@ -676,6 +744,7 @@ async fn sqlite_runs_survive_sigkills() {
         started: AtomicUsize::new(0),
         runs: SQLITE_RUNS,
         tally: Tally::default(),
+        stalled: Default::default(),
     });
     let done = Arc::new(AtomicBool::new(false));
     let killer = {
@@ -853,10 +922,10 @@ impl Drop for Postgres {
     }
 }
 
-const POSTGRES_RUNS: usize = 300;
+const POSTGRES_RUNS: usize = 500;
 const POSTGRES_CLIENTS: usize = 6;
 const POSTGRES_REPLICAS: usize = 3;
-const POSTGRES_RESTARTS: usize = 3;
+const POSTGRES_RESTARTS: usize = 4;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_replicas_survive_database_restarts() {
@@ -879,6 +948,7 @@ async fn postgres_replicas_survive_database_restarts() {
         started: AtomicUsize::new(0),
         runs: POSTGRES_RUNS,
         tally: Tally::default(),
+        stalled: Default::default(),
     });
     let done = Arc::new(AtomicBool::new(false));
     let restarter = {
@@ -904,6 +974,20 @@ async fn postgres_replicas_survive_database_restarts() {
     let (_postgres, restarts) = restarter.join().expect("restarter thread");
     let audit = audit(replicas[0].url(), &outcomes).await;
     let listed = listed_runs(replicas[1].url()).await;
+    let stalled = shared
+        .stalled
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    for (index, replica) in replicas.iter().enumerate() {
+        for line in replica
+            .log()
+            .lines()
+            .filter(|line| stalled.iter().any(|run| line.contains(run.as_str())))
+        {
+            eprintln!("replica {index}: {line}");
+        }
+    }
     if !audit.problems.is_empty() {
         for (index, replica) in replicas.iter().enumerate() {
             eprintln!("replica {index} log (tail):\n{}", tail(&replica.log(), 30));
