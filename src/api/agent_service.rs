@@ -16,7 +16,7 @@ use crate::proto::v1 as pb;
 use crate::proto::v1::agent_service_server::AgentService;
 use crate::proto::v1::run_agent_request::Frame;
 use crate::runtime::{
-    EventStream, FollowUntil, PendingStream, RejectReason, Runtime, RuntimeError, StartRunRequest,
+    EventStream, FollowUntil, PendingStream, RejectReason, Runtime, RuntimeError,
 };
 
 /// The frames a server-streaming RPC sends.
@@ -250,22 +250,9 @@ impl AgentService for AgentApi {
             .and_then(|m| m.frame);
         let (run_id, events) = match first {
             Some(Frame::Start(start)) => {
-                text::check_start(&start)?;
-                let question_ttl = start
-                    .question_ttl
-                    .as_ref()
-                    .map(|ttl| convert::duration_from_proto(ttl, "start.question_ttl"))
-                    .transpose()?;
-                let tools = convert::run_tools_from_proto(start.tools)?;
+                let start = convert::start_from_proto(start)?;
                 self.runtime
-                    .start_run(StartRunRequest {
-                        agent_id: start.agent_id,
-                        prompt: start.prompt,
-                        metadata: start.metadata.into_iter().collect(),
-                        question_ttl,
-                        tools,
-                        request_id: start.request_id,
-                    })
+                    .start_run(start)
                     .await
                     .map_err(|error| match error {
                         RuntimeError::InvalidArgument(violations) => {

@@ -12,7 +12,8 @@ use crate::domain::{
 use crate::proto::v1 as pb;
 use crate::runtime::tools::{ApprovalPolicy, ToolKind, schema_text};
 use crate::runtime::{
-    AgentDefinition, AnswerAck, AnswerRequest, PendingEvent, PendingFilter, RejectReason, Violation,
+    AgentDefinition, AnswerAck, AnswerRequest, PendingEvent, PendingFilter, RejectReason,
+    StartRunRequest, Violation,
 };
 
 pub fn timestamp(ms: i64) -> Timestamp {
@@ -208,6 +209,24 @@ pub fn pending_filter(request: pb::WatchPendingCallsRequest) -> Result<PendingFi
         agent_ids: request.agent_ids,
         tool_names: request.tool_names,
         kinds,
+    })
+}
+
+/// Decodes a run's start: its text, its question TTL and its client tools.
+pub fn start_from_proto(start: pb::StartRun) -> Result<StartRunRequest, ApiError> {
+    super::text::check_start(&start)?;
+    let question_ttl = start
+        .question_ttl
+        .as_ref()
+        .map(|ttl| duration_from_proto(ttl, "start.question_ttl"))
+        .transpose()?;
+    Ok(StartRunRequest {
+        tools: run_tools_from_proto(start.tools)?,
+        agent_id: start.agent_id,
+        prompt: start.prompt,
+        metadata: start.metadata.into_iter().collect(),
+        question_ttl,
+        request_id: start.request_id,
     })
 }
 

@@ -3,6 +3,8 @@
 mod agent_service;
 mod convert;
 mod error;
+#[cfg(test)]
+mod frame_properties;
 mod text;
 mod tool_service;
 

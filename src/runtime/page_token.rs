@@ -64,4 +64,82 @@ mod tests {
         assert!(decode("run-9", None, None).is_err());
         assert!(decode("!!!", None, None).is_err());
     }
+
+    mod properties {
+        use proptest::prelude::*;
+
+        use super::super::{decode, encode};
+        use crate::domain::RunStatus;
+
+        fn status() -> impl Strategy<Value = Option<RunStatus>> {
+            prop_oneof![
+                Just(None),
+                Just(Some(RunStatus::Running)),
+                Just(Some(RunStatus::Suspended)),
+                Just(Some(RunStatus::Completed)),
+                Just(Some(RunStatus::Failed)),
+                Just(Some(RunStatus::Cancelled)),
+            ]
+        }
+
+        /// A listing's filter; agent ids from a tiny alphabet, so that filters often nearly match.
+        fn filter() -> impl Strategy<Value = (Option<RunStatus>, Option<String>)> {
+            (
+                status(),
+                prop::option::of(prop_oneof!["[ab\"\\\\]{0,3}", "\\PC{0,8}"]),
+            )
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(2048))]
+
+            #[test]
+            fn a_token_round_trips_within_its_filter_only(
+                (status, agent) in filter(),
+                (other_status, other_agent) in filter(),
+                run_id in "\\PC{0,40}",
+            ) {
+                let token = encode(status, agent.as_deref(), &run_id);
+                prop_assert_eq!(decode(&token, status, agent.as_deref()), Ok(run_id));
+                let same = other_status == status && other_agent == agent;
+                prop_assert_eq!(decode(&token, other_status, other_agent.as_deref()).is_ok(), same);
+            }
+
+            /// A mutated token is refused, or it is a token of exactly one listing: no text is
+            /// taken by two different filters.
+            #[test]
+            fn a_mutated_token_is_refused_or_belongs_to_one_filter(
+                (status, agent) in filter(),
+                run_id in "[a-f0-9-]{0,36}",
+                edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..4),
+                filters in prop::collection::vec(filter(), 1..6),
+            ) {
+                let mut bytes = encode(status, agent.as_deref(), &run_id).into_bytes();
+                for (at, byte, kind) in edits {
+                    match kind {
+                        0 if !bytes.is_empty() => { let i = at.index(bytes.len()); bytes[i] = byte; }
+                        1 if !bytes.is_empty() => { bytes.remove(at.index(bytes.len())); }
+                        _ => bytes.insert(at.index(bytes.len() + 1), byte),
+                    }
+                }
+                let text = String::from_utf8_lossy(&bytes);
+                let mut accepted_by = Vec::new();
+                for (status, agent) in filters.iter().chain([&(status, agent.clone())]) {
+                    let filter = (*status, agent.clone());
+                    if decode(&text, *status, agent.as_deref()).is_ok() && !accepted_by.contains(&filter) {
+                        accepted_by.push(filter);
+                    }
+                }
+                prop_assert!(accepted_by.len() <= 1, "{:?} taken by {:?}", text, accepted_by);
+            }
+
+            #[test]
+            fn garbage_is_refused_naming_the_field((status, agent) in filter(), text in "\\PC{0,64}") {
+                // Base64 of a JSON object with `before`, `status` and `agent_id` is no garbage.
+                prop_assume!(!text.starts_with("ey"));
+                let refused = decode(&text, status, agent.as_deref()).expect_err("garbage refused");
+                prop_assert_eq!(refused.field, "page_token");
+            }
+        }
+    }
 }

@@ -29,6 +29,29 @@ impl std::fmt::Debug for Condition {
     }
 }
 
+/// How deep a condition may nest brackets. The CEL parser recurses through its whole grammar at
+/// each level, and a dozen levels overflowed a 2 MiB thread stack (an abort, not an error), so
+/// deeper nesting is refused before it is parsed. Brackets in string literals count too: simpler,
+/// and it errs on the side of refusing.
+pub const MAX_CONDITION_NESTING: usize = 8;
+
+/// The deepest nesting of `()`, `[]` and `{}` in `text`.
+fn nesting(text: &str) -> usize {
+    let mut depth = 0usize;
+    let mut deepest = 0;
+    for c in text.chars() {
+        match c {
+            '(' | '[' | '{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            ')' | ']' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// The reason shown on an approval that every call needs.
 pub const ALWAYS: &str = "always";
 
@@ -38,6 +61,10 @@ impl ApprovalPolicy {
         match text.trim() {
             "" | "never" => Ok(ApprovalPolicy::Never),
             "always" => Ok(ApprovalPolicy::Always),
+            source if nesting(source) > MAX_CONDITION_NESTING => Err(format!(
+                "the condition nests brackets {} deep; the limit is {MAX_CONDITION_NESTING}",
+                nesting(source)
+            )),
             source => {
                 let program = cel::Program::compile(source).map_err(|e| e.to_string())?;
                 Ok(ApprovalPolicy::When(Condition {
@@ -120,6 +147,19 @@ mod tests {
         assert!(missing.required(&json!({}), &sre).is_some());
         let not_bool = ApprovalPolicy::parse("1 + 1").expect("parses");
         assert!(not_bool.required(&json!({}), &sre).is_some());
+    }
+
+    /// Found by tests/fuzz_agents_file.rs: 12 nested brackets overflowed this 2 MiB test thread.
+    #[test]
+    fn deep_nesting_is_refused_before_parsing() {
+        let nested = |depth: usize| format!("{}1{} == 1", "(".repeat(depth), ")".repeat(depth));
+        assert!(ApprovalPolicy::parse(&nested(MAX_CONDITION_NESTING)).is_ok());
+        let refused = ApprovalPolicy::parse(&nested(64)).expect_err("refused");
+        assert!(refused.contains("the limit is 8"), "{refused}");
+        assert!(
+            ApprovalPolicy::parse(&format!("size({}1{}) == 1", "[".repeat(20), "]".repeat(20)))
+                .is_err()
+        );
     }
 
     #[test]
