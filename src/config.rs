@@ -192,6 +192,17 @@ pub struct ServeArgs {
     /// is cut with a note), in bytes.
     #[arg(long, env = "ASKUSER_MAX_TOOL_OUTPUT_BYTES", default_value_t = 262144, value_parser = positive)]
     pub max_tool_output_bytes: usize,
+    /// A step started this many times without finishing (the server stopped during it, or its
+    /// result could not be stored) fails its run instead of being tried again.
+    #[arg(long, env = "ASKUSER_MAX_STEP_ATTEMPTS", default_value_t = 5, value_parser = positive)]
+    pub max_step_attempts: usize,
+    /// Steps this server works on at once, over all runs (model turns and HTTP tool calls); the
+    /// runs beyond it wait, still running, for room.
+    #[arg(long, env = "ASKUSER_MAX_RUNNING_STEPS", default_value_t = 64, value_parser = positive)]
+    pub max_running_steps: usize,
+    /// Requests this server has in flight at once to one model endpoint (a provider's base URL).
+    #[arg(long, env = "ASKUSER_MAX_MODEL_REQUESTS", default_value_t = 16, value_parser = positive)]
+    pub max_model_requests: usize,
     /// Longest prompt a run may start with, in bytes.
     #[arg(long, env = "ASKUSER_MAX_PROMPT_BYTES", default_value_t = 262144, value_parser = positive)]
     pub max_prompt_bytes: usize,
@@ -327,6 +338,9 @@ impl ServeArgs {
             lease_ttl: self.lease_ttl,
             max_tool_output_bytes: self.max_tool_output_bytes,
             max_prompt_bytes: self.max_prompt_bytes,
+            max_step_attempts: u32::try_from(self.max_step_attempts).unwrap_or(u32::MAX),
+            max_running_steps: self.max_running_steps,
+            max_model_requests: self.max_model_requests,
         }
     }
 }
@@ -493,6 +507,14 @@ struct AgentEntry {
     tools: Vec<String>,
     #[serde(default = "default_max_steps")]
     max_steps: u32,
+    /// Steps of this agent's runs worked on at once; unlimited (but for the server's own limit)
+    /// when absent.
+    #[serde(default)]
+    max_concurrent_steps: Option<usize>,
+    /// Tokens (input and output, as the provider reports them) a run of this agent may use; past
+    /// it the run fails before its next model request.
+    #[serde(default)]
+    max_tokens_per_run: Option<u64>,
     /// Default time to live of the agent's questions, e.g. `10m` or `7d`.
     #[serde(default)]
     question_ttl: Option<String>,
@@ -652,6 +674,12 @@ pub fn parse_agents(
             if entry.max_steps == 0 {
                 return Err(invalid("max_steps must be at least 1".into()));
             }
+            if entry.max_concurrent_steps == Some(0) {
+                return Err(invalid("max_concurrent_steps must be at least 1".into()));
+            }
+            if entry.max_tokens_per_run == Some(0) {
+                return Err(invalid("max_tokens_per_run must be at least 1".into()));
+            }
             let mut listed = HashSet::new();
             let agent_tools = entry
                 .tools
@@ -700,6 +728,8 @@ pub fn parse_agents(
                 instructions: entry.instructions,
                 tools: agent_tools,
                 max_steps: entry.max_steps,
+                max_concurrent_steps: entry.max_concurrent_steps,
+                max_tokens_per_run: entry.max_tokens_per_run,
                 question_ttl,
                 model,
             })

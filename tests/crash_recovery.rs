@@ -509,3 +509,35 @@ async fn runs_survive_sigkill_and_complete_exactly_once() {
     assert_eq!(lost, 0);
     assert_eq!(ledger.accepted, 7 * COPIES as u64);
 }
+
+/// A step that never finishes (here: the server is killed during it, again and again) is tried
+/// `--max-step-attempts` times; the next start fails the run saying why instead of trying again.
+#[tokio::test]
+async fn a_step_that_never_finishes_fails_its_run_after_the_max_attempts() {
+    let agents = scripted_agent("slow", &["delay = \"30s\"\nsay = \"never\""]);
+    let mut server = Server::start_with(Some(&agents), &["--max-step-attempts", "2"]);
+    let run_id = {
+        let mut client = server.agents().await;
+        RunStream::start(&mut client, "slow").await.run_id
+    };
+    // The first start was the creator's; one more is allowed, the third fails the run.
+    for _ in 0..2 {
+        // Long enough for the step to be started (taken over) before the kill.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        server.kill();
+        server.restart();
+    }
+    let mut client = server.agents().await;
+    let log = watch_until_end(&mut client, &run_id, 0).await;
+    let failed = log
+        .iter()
+        .find_map(|frame| match &frame.event {
+            Some(Event::RunFailed(failed)) => Some(failed.message.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("the run did not fail: {log:?}"));
+    assert!(
+        failed.contains("tried 2 times without finishing"),
+        "{failed}"
+    );
+}

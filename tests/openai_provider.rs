@@ -34,6 +34,8 @@ enum Reply {
     Error(u16, &'static [(&'static str, &'static str)], &'static str),
     /// Answers nothing for far longer than the agent's request timeout.
     Stall,
+    /// Streams a fixture once the test lets it go.
+    Held(&'static str, Arc<tokio::sync::Notify>),
 }
 
 #[derive(Clone)]
@@ -82,11 +84,21 @@ impl Llm {
 
     /// Starts askuser with one `openai` agent, `assistant`, pointed at this server.
     fn askuser(&self, extra_model_settings: &str) -> Server {
-        Server::start_with_env(
-            Some(&agents_toml(&self.base_url, extra_model_settings)),
-            &[],
-            &[(KEY_ENV, KEY)],
-        )
+        self.askuser_with(&agents_toml(&self.base_url, extra_model_settings), &[])
+    }
+
+    /// Starts askuser with an agents file and extra flags.
+    fn askuser_with(&self, agents: &str, args: &[&str]) -> Server {
+        Server::start_with_env(Some(agents), args, &[(KEY_ENV, KEY)])
+    }
+
+    /// Waits until the server has received `count` requests.
+    async fn await_requests(&self, count: usize) {
+        let deadline = tokio::time::Instant::now() + common::FRAME_TIMEOUT;
+        while self.requests().len() < count {
+            assert!(tokio::time::Instant::now() < deadline, "no request {count}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 }
 
@@ -150,6 +162,10 @@ async fn chat_completions(
             )))
         }
         Some(Reply::Error(status, headers, body)) => error_response(status, headers, body),
+        Some(Reply::Held(name, gate)) => {
+            gate.notified().await;
+            sse_response(Body::from(fixture(name)))
+        }
         Some(Reply::Stall) => {
             tokio::time::sleep(Duration::from_secs(30)).await;
             error_response(500, &[], "stalled")
@@ -957,4 +973,96 @@ fn missing_api_key_variable_stops_startup() {
         "{stderr}"
     );
     assert!(output.stdout.is_empty());
+}
+
+/// Sets the file size limit of a running process (`fsize` as prlimit takes it, soft:hard).
+fn set_file_size_limit(pid: u32, fsize: &str) {
+    let status = std::process::Command::new("prlimit")
+        .arg("--pid")
+        .arg(pid.to_string())
+        .arg(format!("--fsize={fsize}"))
+        .status()
+        .expect("run prlimit");
+    assert!(status.success(), "prlimit --fsize={fsize} failed");
+}
+
+/// A turn whose commit fails (no room to write) is committed again with the same model output
+/// once there is room: the model is asked once, not once per failed write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_whose_commit_failed_is_committed_again_without_asking_the_model_again() {
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let llm = Llm::start(vec![Reply::Held("plain_text.sse", Arc::clone(&gate))]).await;
+    let server = llm.askuser("");
+    let pid = server.pid().expect("server pid");
+    let mut client = server.agents().await;
+    let mut run = RunStream::start(&mut client, "assistant").await;
+    llm.await_requests(1).await;
+
+    // Every write of the server's files fails while the model's output arrives.
+    set_file_size_limit(pid, "0:unlimited");
+    gate.notify_one();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    set_file_size_limit(pid, "unlimited");
+
+    let events = events_until_end(&mut run).await;
+    assert_eq!(
+        completed(&events).output_text,
+        "Deployment to staging is done ✅ — all checks passed."
+    );
+    assert_eq!(llm.requests().len(), 1, "the model was asked again");
+    assert_eq!(server.pid(), Some(pid), "the server restarted");
+}
+
+/// A provider that sends a NUL character does not make the turn unstorable (PostgreSQL refuses
+/// NUL in text): it arrives as U+FFFD and the run completes.
+#[tokio::test]
+async fn a_nul_character_from_the_model_is_replaced_and_the_run_completes_on_postgres() {
+    let llm = Llm::start(vec![Reply::Stream("nul_text.sse")]).await;
+    let database = common::fresh_database().await;
+    let server = llm.askuser_with(
+        &agents_toml(&llm.base_url, ""),
+        &["--database-url", &database],
+    );
+    let mut client = server.agents().await;
+    let mut run = RunStream::start(&mut client, "assistant").await;
+    let events = events_until_end(&mut run).await;
+    let done = completed(&events);
+    assert_eq!(
+        done.output_text,
+        "Deployment\u{FFFD}to staging is done ✅ — all checks passed."
+    );
+    let stored = common::get_run(&mut client, &run.run_id).await;
+    assert_eq!(stored.output_text, done.output_text);
+    assert_eq!(llm.requests().len(), 1);
+}
+
+/// Past `max_tokens_per_run` the run fails before its next model request, saying why.
+#[tokio::test]
+async fn a_run_past_its_token_budget_fails_before_the_next_model_request() {
+    let llm = Llm::start(vec![
+        Reply::Stream("ask_free_text.sse"),
+        Reply::Stream("final_text.sse"),
+    ])
+    .await;
+    let agents = agents_toml(&llm.base_url, "").replacen(
+        "[agent.model]",
+        "max_tokens_per_run = 200\n[agent.model]",
+        1,
+    );
+    let server = llm.askuser_with(&agents, &[]);
+    let mut client = server.agents().await;
+    let mut run = RunStream::start(&mut client, "assistant").await;
+    let question = run.next_suspended().await;
+    run.send_text(&question.tool_call_id, "yes").await;
+    let events = events_until_end(&mut run).await;
+    let message = failure_message(&events);
+    assert!(
+        message.contains("239 tokens") && message.contains("max_tokens_per_run"),
+        "{message}"
+    );
+    assert_eq!(
+        llm.requests().len(),
+        1,
+        "a request past the budget was sent"
+    );
 }

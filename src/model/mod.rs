@@ -88,6 +88,8 @@ pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>>
 pub trait Model: Send + Sync {
     /// The provider's name, e.g. `scripted`.
     fn provider(&self) -> &str;
+    /// Where its requests go (a base URL), which requests in flight are limited by.
+    fn endpoint(&self) -> &str;
     /// Starts one model turn over the transcript.
     async fn stream_turn(&self, request: ModelRequest<'_>) -> Result<ModelStream, ModelError>;
 }

@@ -170,6 +170,10 @@ impl Model for ScriptedModel {
         "scripted"
     }
 
+    fn endpoint(&self) -> &str {
+        "scripted"
+    }
+
     async fn stream_turn(&self, request: ModelRequest<'_>) -> Result<ModelStream, ModelError> {
         let index = request
             .transcript

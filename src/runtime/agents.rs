@@ -12,6 +12,10 @@ pub struct AgentDefinition {
     /// The tools the agent may call, in the order the agents file lists them.
     pub tools: Vec<Arc<Tool>>,
     pub max_steps: u32,
+    /// Steps of its runs worked on at once; `None`: only the server's limit applies.
+    pub max_concurrent_steps: Option<usize>,
+    /// Tokens a run may use before its next model request is refused.
+    pub max_tokens_per_run: Option<u64>,
     /// Default time to live of its questions; `None`: they never expire.
     pub question_ttl: Option<Duration>,
     pub model: Arc<dyn Model>,

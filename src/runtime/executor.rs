@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
-use tracing::{debug, info, warn};
+use tracing::{debug, error, info, warn};
 
 use super::Inner;
 use super::agents::AgentDefinition;
@@ -97,11 +97,10 @@ enum StepOutcome {
     Released,
 }
 
-/// Store failures are retried this many times before the run is left for the next start.
-const STORE_RETRIES: u32 = 5;
+/// A commit that fails for a reason that may pass is tried this many times, with the same content.
+const COMMIT_TRIES: u32 = 5;
 
 async fn drive(inner: Arc<Inner>, run_id: String, mut leased: Option<StepState>) {
-    let mut failures = 0;
     loop {
         let outcome = if inner.shutdown.is_cancelled() {
             // Draining: leave the run to another replica, or to the next start.
@@ -110,19 +109,13 @@ async fn drive(inner: Arc<Inner>, run_id: String, mut leased: Option<StepState>)
             leased_step(&inner, &run_id, leased.take()).await
         };
         match outcome {
-            Ok(StepOutcome::Continue) => {
-                failures = 0;
-                continue;
-            }
+            Ok(StepOutcome::Continue) => continue,
             Ok(StepOutcome::Idle) => release_lease(&inner, &run_id).await,
             Ok(StepOutcome::Released) => {}
             Err(error) => {
-                failures += 1;
-                warn!(run_id, %error, failures, "run step failed");
-                if failures < STORE_RETRIES {
-                    tokio::time::sleep(Duration::from_millis(100 << failures)).await;
-                    continue;
-                }
+                // Its commits were tried again already: the run is left to the takeover loop, which
+                // starts the step again later (counted, so a step that never finishes ends).
+                warn!(run_id, %error, "run step failed; it is taken up again later");
                 release_lease(&inner, &run_id).await;
             }
         }
@@ -170,8 +163,14 @@ async fn leased_step(
             }
         }
     };
+    let agent_id = state.run.agent_id.clone();
+    let work = async {
+        // Waiting for room keeps the lease: the run stays this executor's, running.
+        let _room = inner.admission.step(&agent_id).await;
+        step(inner, run_id, state).await
+    };
     tokio::select! {
-        outcome = step(inner, run_id, state) => outcome,
+        outcome = work => outcome,
         lost = renew => lost,
     }
 }
@@ -190,8 +189,15 @@ pub(crate) async fn takeover_loop(inner: Arc<Inner>) {
                         "taking over working runs without an executor"
                     );
                 }
+                // Spread over the period: after a restart with many working runs, their steps (and
+                // model requests) do not all start at once.
+                let gap = period / u32::try_from(runs.len()).unwrap_or(u32::MAX).max(1);
                 for run_id in runs {
                     kick(&inner, &run_id, None);
+                    tokio::select! {
+                        () = tokio::time::sleep(gap) => {}
+                        () = inner.shutdown.cancelled() => return,
+                    }
                 }
             }
             Err(error) => warn!(%error, "looking for runs to take over failed"),
@@ -225,6 +231,16 @@ async fn step(
         return Ok(StepOutcome::Idle);
     }
     let expected_turns = state.run.turns;
+    let max_attempts = inner.config.max_step_attempts;
+    if state.step_starts > max_attempts {
+        let mut commit = failure(format!(
+            "step {} of this run was tried {max_attempts} times without finishing (the server \
+             stopped during it, or its result could not be stored); it is not tried again",
+            expected_turns + 1
+        ));
+        commit.usage = state.usage;
+        return commit_retrying(inner, run_id, expected_turns, commit).await;
+    }
     if !state.executing.is_empty() {
         return execute_calls(inner, run_id, &state).await;
     }
@@ -248,6 +264,12 @@ async fn step(
             "the run reached max_steps ({}) without finishing",
             agent.max_steps
         )),
+        Some(Ok((agent, _))) if over_budget(agent, usage) => failure(format!(
+            "the run used {} tokens; agent \"{}\" allows {} per run (max_tokens_per_run)",
+            usage.map_or(0, |u| u.input_tokens + u.output_tokens),
+            agent.id,
+            agent.max_tokens_per_run.unwrap_or(0)
+        )),
         Some(Ok((agent, tools))) => {
             let specs = tools.specs();
             let request = ModelRequest {
@@ -255,19 +277,23 @@ async fn step(
                 transcript: &state.transcript,
                 tools: &specs,
             };
+            // Starts are counted as the lease is taken; provider retries within a start count too.
+            let attempt = state.step_starts.max(state.step_attempt + 1);
             let mut turn = TurnInProgress {
                 inner,
                 run_id,
                 expected_turns,
-                attempt: 1,
+                attempt,
                 unflushed: Vec::new(),
+                flush_failed: false,
             };
             if state.step_attempt > 0 {
                 turn.restart(
-                    "the server restarted during this step".into(),
-                    state.step_attempt + 1,
+                    "an earlier attempt of this step did not finish".into(),
+                    attempt,
                 );
             }
+            let _request_room = inner.admission.model_request(agent.model.endpoint()).await;
             match turn.run(agent, request).await {
                 Ok(Ok(output)) => {
                     usage = Usage::sum(usage, output.usage);
@@ -288,7 +314,70 @@ async fn step(
         }
     };
     commit.usage = usage;
-    commit_turn(inner, run_id, expected_turns, commit).await
+    commit_retrying(inner, run_id, expected_turns, commit).await
+}
+
+/// Whether the run's tokens so far are past its agent's budget.
+fn over_budget(agent: &AgentDefinition, usage: Option<Usage>) -> bool {
+    match (agent.max_tokens_per_run, usage) {
+        (Some(budget), Some(used)) => used.input_tokens + used.output_tokens >= budget,
+        _ => false,
+    }
+}
+
+/// Runs `write` until it succeeds, fails for good, or [`COMMIT_TRIES`] transient failures: always
+/// with the same content, so a model is never asked again only because a write failed. After a
+/// failure the write may still have been made (its reply was lost): this replica's followers are
+/// told to read the store, since the store's notice of the commit, if any, is this replica's own.
+async fn retrying<T, F, Fut>(inner: &Inner, run_id: &str, mut write: F) -> Result<T, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, StoreError>>,
+{
+    let mut tries = 0;
+    loop {
+        let error = match write().await {
+            Ok(value) => return Ok(value),
+            Err(error) => error,
+        };
+        inner.hub.notify(run_id, u64::MAX);
+        tries += 1;
+        if !error.is_transient() || tries >= COMMIT_TRIES {
+            return Err(error);
+        }
+        warn!(run_id, %error, tries, "a commit failed; trying it again with the same content");
+        tokio::time::sleep(Duration::from_millis(100 << tries)).await;
+    }
+}
+
+/// Commits a turn with [`retrying`]; a turn the store refuses for good fails its run instead
+/// (with its reason in the log only), rather than being computed again and again.
+async fn commit_retrying(
+    inner: &Arc<Inner>,
+    run_id: &str,
+    expected_turns: u32,
+    commit: TurnCommit,
+) -> Result<StepOutcome, StoreError> {
+    let committed = retrying(inner, run_id, || {
+        commit_turn(inner, run_id, expected_turns, commit.clone())
+    })
+    .await;
+    match committed {
+        Err(error) if !error.is_transient() => {
+            let correlation_id = uuid::Uuid::now_v7().simple().to_string();
+            error!(run_id, %error, correlation_id, "the store refused a step's result; the run fails");
+            let mut failed = failure(format!(
+                "the step's result could not be stored (the server's log has it under \
+                 correlation id {correlation_id})"
+            ));
+            failed.usage = commit.usage;
+            retrying(inner, run_id, || {
+                commit_turn(inner, run_id, expected_turns, failed.clone())
+            })
+            .await
+        }
+        other => other,
+    }
 }
 
 /// Commits a turn and publishes it; the run goes on when it is still running.
@@ -325,7 +414,9 @@ async fn commit_turn(
                 StepOutcome::Released
             })
         }
-        TurnOutcome::Stale => Ok(StepOutcome::Idle),
+        // Moved on: cancelled, taken over, or this very commit made already (its reply was lost and
+        // it was tried again). Looking again sorts out which.
+        TurnOutcome::Stale => Ok(StepOutcome::Continue),
     }
 }
 
@@ -345,6 +436,8 @@ struct TurnInProgress<'a> {
     attempt: u32,
     /// Events not yet committed; the turn's final commit takes the rest.
     unflushed: Vec<EventKind>,
+    /// A commit of streamed events failed: the rest of the turn's events wait for its final commit.
+    flush_failed: bool,
 }
 
 impl TurnInProgress<'_> {
@@ -357,7 +450,7 @@ impl TurnInProgress<'_> {
     }
 
     async fn flush(&mut self) -> Result<(), StepError> {
-        if self.unflushed.is_empty() {
+        if self.unflushed.is_empty() || self.flush_failed {
             return Ok(());
         }
         let events = std::mem::take(&mut self.unflushed);
@@ -369,15 +462,23 @@ impl TurnInProgress<'_> {
                 &self.inner.owner,
                 self.expected_turns,
                 self.attempt,
-                events,
+                events.clone(),
             )
-            .await?
+            .await
         {
-            TurnOutcome::Committed(committed) => {
+            Ok(TurnOutcome::Committed(committed)) => {
                 self.inner.hub.publish(self.run_id, Batch::from(committed));
                 Ok(())
             }
-            TurnOutcome::Stale => Err(StepError::Stale),
+            Ok(TurnOutcome::Stale) => Err(StepError::Stale),
+            Err(error) => {
+                // Live text is a courtesy; the model's output is not lost for it.
+                warn!(run_id = self.run_id, %error, "streamed events wait for the turn's commit");
+                self.inner.hub.notify(self.run_id, u64::MAX);
+                self.unflushed = events;
+                self.flush_failed = true;
+                Ok(())
+            }
         }
     }
 
@@ -412,10 +513,15 @@ impl TurnInProgress<'_> {
                 Err(error) => return Ok(Err(error)),
                 Ok(ModelEvent::TextDelta(text)) if text.is_empty() => {}
                 Ok(ModelEvent::TextDelta(text)) => {
+                    let text = without_nul(text);
                     output.text.push_str(&text);
                     self.unflushed.push(EventKind::TextDelta { text });
                 }
-                Ok(ModelEvent::ToolCall(call)) => output.tool_calls.push(call),
+                Ok(ModelEvent::ToolCall(call)) => output.tool_calls.push(ModelToolCall {
+                    id: without_nul(call.id),
+                    name: without_nul(call.name),
+                    arguments_json: without_nul(call.arguments_json),
+                }),
                 Ok(ModelEvent::Restarted { reason }) => {
                     output.text.clear();
                     output.tool_calls.clear();
@@ -424,6 +530,15 @@ impl TurnInProgress<'_> {
                 Ok(ModelEvent::Finished(usage)) => output.usage = usage,
             }
         }
+    }
+}
+
+/// `text` with any NUL character replaced: a provider may send one, and no store takes it.
+fn without_nul(text: String) -> String {
+    if text.contains('\0') {
+        text.replace('\0', "\u{FFFD}")
+    } else {
+        text
     }
 }
 
@@ -570,11 +685,13 @@ async fn execute_calls(
         executed_result(call, content, is_error)
     }))
     .await;
-    match inner
-        .store
-        .commit_executed(run_id, &inner.owner, state.run.turns, results)
-        .await?
-    {
+    let committed = retrying(inner, run_id, || {
+        inner
+            .store
+            .commit_executed(run_id, &inner.owner, state.run.turns, results.clone())
+    })
+    .await?;
+    match committed {
         TurnOutcome::Committed(committed) => {
             let status = committed.status;
             inner.hub.publish(run_id, Batch::from(committed));
@@ -584,7 +701,7 @@ async fn execute_calls(
                 StepOutcome::Released
             })
         }
-        TurnOutcome::Stale => Ok(StepOutcome::Idle),
+        TurnOutcome::Stale => Ok(StepOutcome::Continue),
     }
 }
 

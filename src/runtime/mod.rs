@@ -4,6 +4,7 @@
 //! A suspended run holds no task and no transcript in memory: everything lives in the store, and
 //! a step starts from there. The runtime knows nothing of gRPC.
 
+mod admission;
 mod agents;
 pub mod ask_user;
 mod error;
@@ -68,6 +69,12 @@ pub struct RuntimeConfig {
     pub max_tool_output_bytes: usize,
     /// The longest prompt a run may start with, in bytes.
     pub max_prompt_bytes: usize,
+    /// Starts of one step after which its run fails.
+    pub max_step_attempts: u32,
+    /// Steps worked on at once, over all runs.
+    pub max_running_steps: usize,
+    /// Requests in flight at once to one model endpoint.
+    pub max_model_requests: usize,
 }
 
 /// A request to start a run.
@@ -130,6 +137,7 @@ pub(crate) struct Inner {
     config: RuntimeConfig,
     hub: Arc<Hub>,
     executing: Executing,
+    admission: admission::Admission,
     shutdown: CancellationToken,
     tasks: TaskTracker,
     expiry_wake: Notify,
@@ -216,6 +224,11 @@ impl Runtime {
         agents: Vec<AgentDefinition>,
         config: RuntimeConfig,
     ) -> Self {
+        let admission = admission::Admission::new(
+            config.max_running_steps,
+            config.max_model_requests,
+            agents.iter(),
+        );
         let agents = agents.into_iter().map(|a| (a.id.clone(), a)).collect();
         Self {
             inner: Arc::new(Inner {
@@ -225,6 +238,7 @@ impl Runtime {
                 config,
                 hub: Arc::new(Hub::default()),
                 executing: Executing::default(),
+                admission,
                 shutdown: CancellationToken::new(),
                 tasks: TaskTracker::new(),
                 expiry_wake: Notify::new(),

@@ -17,18 +17,24 @@ use crate::store::{
     ToolCallRecord,
 };
 
-/// Runs `work` to its end on its own task (tracked, so shutdown waits for it) and returns its
-/// outcome to whoever still waits.
-async fn detached<T, F>(inner: &Inner, work: F) -> Result<T, RuntimeError>
+/// Runs `work` (a write to `run_id`) to its end on its own task (tracked, so shutdown waits for
+/// it) and returns its outcome to whoever still waits. A write that failed may still have been
+/// made (its reply was lost): the run's followers here are told to read the store, since the
+/// store's notice of it, if any, is this replica's own and not delivered to them.
+async fn detached<T, F>(inner: &Inner, run_id: &str, work: F) -> Result<T, RuntimeError>
 where
     T: Send + 'static,
     F: Future<Output = Result<T, RuntimeError>> + Send + 'static,
 {
-    inner
+    let outcome = inner
         .tasks
         .spawn(work)
         .await
-        .map_err(|error| RuntimeError::Internal(format!("a write task failed: {error}")))?
+        .map_err(|error| RuntimeError::Internal(format!("a write task failed: {error}")))?;
+    if let Err(RuntimeError::Store(_)) = &outcome {
+        inner.hub.notify(run_id, u64::MAX);
+    }
+    outcome
 }
 
 /// Creates a run, publishes its start and kicks its first step. Returns the id of the run an
@@ -38,7 +44,8 @@ pub(super) async fn create(
     run: NewRun,
 ) -> Result<Option<String>, RuntimeError> {
     let task_inner = Arc::clone(inner);
-    detached(inner, async move {
+    let run_id = run.run_id.clone();
+    detached(inner, &run_id, async move {
         let inner = task_inner;
         let run_id = run.run_id.clone();
         match inner.store.create_run(run, Some(lease(&inner))).await? {
@@ -74,7 +81,8 @@ pub(super) async fn settle(
     take_lease: bool,
 ) -> Result<Settled, RuntimeError> {
     let task_inner = Arc::clone(inner);
-    detached(inner, async move {
+    let notified = run_id.clone();
+    detached(inner, &notified, async move {
         let inner = task_inner;
         let outcome = inner
             .store
@@ -111,7 +119,8 @@ pub(super) async fn cancel(
     call_content: &'static str,
 ) -> Result<CancelOutcome, RuntimeError> {
     let task_inner = Arc::clone(inner);
-    detached(inner, async move {
+    let notified = run_id.clone();
+    detached(inner, &notified, async move {
         let inner = task_inner;
         let outcome = inner
             .store

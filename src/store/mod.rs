@@ -43,6 +43,21 @@ pub enum StoreError {
     Unavailable(String),
 }
 
+impl StoreError {
+    /// Whether the same write may succeed if tried again (the store was unreachable, busy or
+    /// full), as opposed to one the store refuses whatever the moment (a constraint, corrupt data).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Unavailable(_) | StoreError::Task(_) | StoreError::Io(_) => true,
+            StoreError::Sqlite(error) => matches!(
+                error.sqlite_error_code(),
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+            ),
+            StoreError::Postgres(_) | StoreError::Corrupt(_) | StoreError::UniqueViolation => false,
+        }
+    }
+}
+
 pub type StoreResult<T> = Result<T, StoreError>;
 
 /// A run to create.
@@ -92,6 +107,9 @@ pub struct StepState {
     /// The attempt of the current step that already streamed events, 0 when none did: a step
     /// cut short (crash, model failure) left deltas that the next attempt must declare void.
     pub step_attempt: u32,
+    /// How many times this step was started (its executor took the run's lease to run it),
+    /// this start included; a step that never finishes is given up after a bounded number.
+    pub step_starts: u32,
     /// The tokens the run's committed turns used, when their provider reported any.
     pub usage: Option<Usage>,
     /// Calls the server runs (approved or approval-free HTTP tools) that have no result yet: the

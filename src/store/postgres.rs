@@ -19,8 +19,8 @@
 //! the `COMMIT` (a turn's calls are thus one statement, like its events).
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -39,9 +39,9 @@ use super::records::{
     PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_COLUMNS,
     RUN_OF_REQUEST_QUERY, RunHead, RunRow, STEP_RUN_QUERY, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY,
     TURNS_QUERY, ToolCallRow, TranscriptCall, UNFINISHED_BEFORE_QUERY, UNSETTLED_QUERY,
-    UPDATE_CALL, assemble_transcript, between_turns, executed_events, executing_call, first_step,
-    from_json, kind_name, parse_status, run_tools_column, to_json, unsigned, usage_columns,
-    usage_from_columns,
+    UPDATE_CALL, assemble_transcript, between_turns, counting_step_start, executed_events,
+    executing_call, first_step, from_json, kind_name, parse_status, run_tools_column, to_json,
+    unsigned, usage_columns, usage_from_columns,
 };
 use super::{
     CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, Committed, CreateOutcome, Created,
@@ -57,6 +57,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("../../migrations/postgres/0001_init.sql")),
     (2, include_str!("../../migrations/postgres/0002_usage.sql")),
     (3, include_str!("../../migrations/postgres/0003_tools.sql")),
+    (
+        4,
+        include_str!("../../migrations/postgres/0004_step_starts.sql"),
+    ),
 ];
 
 /// The channel commit notices travel on.
@@ -360,6 +364,9 @@ const TAKE_LEASE: &str = "UPDATE runs SET lease_owner = $2, lease_expires_ms = $
      WHERE run_id = $1 AND status = 'running' AND (lease_owner IS NULL OR lease_owner = $2 \
      OR lease_expires_ms < (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT)";
 
+/// [`TAKE_LEASE`] to start the run's next step: counts the start.
+static TAKE_STEP_LEASE: LazyLock<String> = LazyLock::new(|| counting_step_start(TAKE_LEASE));
+
 const NOTIFY: &str = "SELECT pg_notify($1, $2)";
 
 fn run_row(row: &Row) -> RunRow {
@@ -523,7 +530,7 @@ impl StepStatements {
         let [take_lease, run, pending, turns, calls, executing] = prepare(
             client,
             [
-                TAKE_LEASE,
+                TAKE_STEP_LEASE.as_str(),
                 STEP_RUN_QUERY.as_str(),
                 PENDING_QUERY.as_str(),
                 TURNS_QUERY,
@@ -605,6 +612,8 @@ impl StepRows {
             run,
             transcript,
             step_attempt: u32::try_from(step_attempt).unwrap_or(0),
+            step_starts: u32::try_from(row.get::<_, i64>(AFTER_RUN_COLUMNS + 3))
+                .unwrap_or(u32::MAX),
             usage: usage_from_columns(
                 row.get(AFTER_RUN_COLUMNS + 1),
                 row.get(AFTER_RUN_COLUMNS + 2),
@@ -974,7 +983,8 @@ impl RunStore for PostgresStore {
                 INSERT_EVENTS,
                 INSERT_CALLS,
                 "UPDATE runs SET status = $2, turns = $3, last_sequence = $4, output_text = $5, \
-                 error_message = $6, updated_ms = $7, step_attempt = 0, input_tokens = $8, \
+                 error_message = $6, updated_ms = $7, step_attempt = 0, step_starts = 0, \
+                 input_tokens = $8, \
                  output_tokens = $9, \
                  lease_owner = CASE WHEN $2 = 'running' THEN lease_owner END, \
                  lease_expires_ms = CASE WHEN $2 = 'running' THEN lease_expires_ms END \
@@ -1238,7 +1248,7 @@ impl RunStore for PostgresStore {
                 INSERT_EVENTS,
                 EXECUTED_UPDATE,
                 CALL_COUNTS_QUERY,
-                "UPDATE runs SET status = $2, last_sequence = $3, updated_ms = $4, \
+                "UPDATE runs SET status = $2, last_sequence = $3, updated_ms = $4, step_starts = 0, \
                  lease_owner = CASE WHEN $2 = 'running' THEN lease_owner END, \
                  lease_expires_ms = CASE WHEN $2 = 'running' THEN lease_expires_ms END \
                  WHERE run_id = $1",

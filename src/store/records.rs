@@ -47,7 +47,7 @@ pub(super) const AFTER_RUN_COLUMNS: usize = 13;
 /// A run's row as a step reads it: [`RUN_COLUMNS`], then its step attempt and token usage.
 pub(super) static STEP_RUN_QUERY: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {RUN_COLUMNS}, step_attempt, input_tokens, output_tokens FROM runs \
+        "SELECT {RUN_COLUMNS}, step_attempt, input_tokens, output_tokens, step_starts FROM runs \
          WHERE run_id = $1"
     )
 });
@@ -99,10 +99,28 @@ impl RunRow {
 /// updated), run tools, lease owner, lease expiry and request id, in that order.
 pub(super) static INSERT_RUN: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "INSERT INTO runs ({RUN_COLUMNS}, lease_owner, lease_expires_ms, request_id) \
-         VALUES ($1, $2, 'running', $3, $4, '', '', 1, 0, $5, $6, $6, $7, $8, $9, $10)"
+        "INSERT INTO runs ({RUN_COLUMNS}, lease_owner, lease_expires_ms, request_id, step_starts) \
+         VALUES ($1, $2, 'running', $3, $4, '', '', 1, 0, $5, $6, $6, $7, $8, $9, $10, \
+         CASE WHEN CAST($8 AS TEXT) IS NULL THEN 0 ELSE 1 END)"
     )
 });
+
+/// A lease-taking statement (its `SET` names `lease_expires_ms = $3`/`?3`) that also counts a
+/// start of the run's current step: the step's executor takes the lease to run it.
+pub(super) fn counting_step_start(take_lease: &str) -> String {
+    let (set, counted) = if take_lease.contains("= $3") {
+        (
+            "lease_expires_ms = $3",
+            "lease_expires_ms = $3, step_starts = step_starts + 1",
+        )
+    } else {
+        (
+            "lease_expires_ms = ?3",
+            "lease_expires_ms = ?3, step_starts = step_starts + 1",
+        )
+    };
+    take_lease.replacen(set, counted, 1)
+}
 
 /// The run a start with request id `$1` created.
 pub(super) const RUN_OF_REQUEST_QUERY: &str = "SELECT run_id FROM runs WHERE request_id = $1";
@@ -577,6 +595,8 @@ pub(super) fn first_step(run: NewRun, now_ms: i64) -> StoreResult<StepState> {
             run_tools: run.run_tools,
         },
         step_attempt: 0,
+        // The creator takes the lease to run the first step.
+        step_starts: 1,
         usage: None,
         executing: Vec::new(),
     })

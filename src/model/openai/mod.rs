@@ -105,6 +105,10 @@ impl Model for OpenAiModel {
         "openai"
     }
 
+    fn endpoint(&self) -> &str {
+        self.endpoint.as_str()
+    }
+
     async fn stream_turn(&self, request: ModelRequest<'_>) -> Result<ModelStream, ModelError> {
         let body = wire::request_body(&self.settings, request);
         let client = self.client.clone();

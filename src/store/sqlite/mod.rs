@@ -1,6 +1,7 @@
 //! The embedded default store: one SQLite file in WAL mode.
 
 use std::path::Path;
+use std::sync::LazyLock;
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -17,8 +18,8 @@ use super::records::{
     PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_COLUMNS, RUN_OF_REQUEST_QUERY, RunHead,
     RunRow, STEP_RUN_QUERY, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow,
     TranscriptCall, UNFINISHED_BEFORE_QUERY, UNSETTLED_QUERY, UPDATE_CALL, assemble_transcript,
-    between_turns, executed_events, executing_call, first_step, from_json, kind_name, parse_status,
-    run_tools_column, to_json, usage_columns, usage_from_columns,
+    between_turns, counting_step_start, executed_events, executing_call, first_step, from_json,
+    kind_name, parse_status, run_tools_column, to_json, usage_columns, usage_from_columns,
 };
 use super::{
     CallStatus, CancelOutcome, ClaimOutcome, Committed, CreateOutcome, Created, Decide, EventPage,
@@ -45,6 +46,7 @@ const MIGRATIONS: &[&str] = &[
     SCHEMA_V1,
     USAGE_V2,
     include_str!("../../../migrations/postgres/0003_tools.sql"),
+    include_str!("../../../migrations/postgres/0004_step_starts.sql"),
 ];
 
 /// Version 2: the tokens each run has used so far. (Version 3 is PostgreSQL's own file: its SQL is
@@ -378,10 +380,11 @@ fn read_step(conn: &Connection, run_id: &str) -> StoreResult<Option<StepState>> 
                 row.get::<_, i64>(AFTER_RUN_COLUMNS)?,
                 row.get(AFTER_RUN_COLUMNS + 1)?,
                 row.get(AFTER_RUN_COLUMNS + 2)?,
+                row.get::<_, i64>(AFTER_RUN_COLUMNS + 3)?,
             ))
         })
         .optional()?;
-    let Some((raw, step_attempt, input_tokens, output_tokens)) = row else {
+    let Some((raw, step_attempt, input_tokens, output_tokens, step_starts)) = row else {
         return Ok(None);
     };
     let run = raw.into_record(load_pending(conn, run_id)?)?;
@@ -390,20 +393,43 @@ fn read_step(conn: &Connection, run_id: &str) -> StoreResult<Option<StepState>> 
         run,
         transcript,
         step_attempt: u32::try_from(step_attempt).unwrap_or(0),
+        step_starts: u32::try_from(step_starts).unwrap_or(u32::MAX),
         usage: usage_from_columns(input_tokens, output_tokens),
         executing: load_executing(conn, run_id)?,
     }))
 }
 
 /// Takes or renews the lease of a running run unless another owner holds an unexpired one.
+const TAKE_LEASE: &str = "UPDATE runs SET lease_owner = ?2, lease_expires_ms = ?3 WHERE run_id = ?1 \
+     AND status = 'running' AND (lease_owner IS NULL OR lease_owner = ?2 OR lease_expires_ms < ?4)";
+
+static TAKE_STEP_LEASE: LazyLock<String> = LazyLock::new(|| counting_step_start(TAKE_LEASE));
+
+/// Takes or renews the lease of a running run unless another owner holds an unexpired one.
 fn take_lease(conn: &Connection, run_id: &str, owner: &str, until_ms: i64) -> StoreResult<bool> {
-    let taken = conn
-        .prepare_cached(
-            "UPDATE runs SET lease_owner = ?2, lease_expires_ms = ?3 WHERE run_id = ?1 \
-             AND status = 'running' AND (lease_owner IS NULL OR lease_owner = ?2 \
-             OR lease_expires_ms < ?4)",
-        )?
-        .execute(params![run_id, owner, until_ms, now_millis()])?;
+    lease_statement(conn, TAKE_LEASE, run_id, owner, until_ms)
+}
+
+/// [`take_lease`] to start the run's next step: counts the start.
+fn take_step_lease(
+    conn: &Connection,
+    run_id: &str,
+    owner: &str,
+    until_ms: i64,
+) -> StoreResult<bool> {
+    lease_statement(conn, &TAKE_STEP_LEASE, run_id, owner, until_ms)
+}
+
+fn lease_statement(
+    conn: &Connection,
+    sql: &str,
+    run_id: &str,
+    owner: &str,
+    until_ms: i64,
+) -> StoreResult<bool> {
+    let taken =
+        conn.prepare_cached(sql)?
+            .execute(params![run_id, owner, until_ms, now_millis()])?;
     Ok(taken == 1)
 }
 
@@ -503,7 +529,7 @@ impl RunStore for SqliteStore {
         let lease = lease.map(|lease| (lease.owner.to_owned(), lease.until_ms));
         self.db
             .run(move |conn| match lease {
-                Some((owner, until_ms)) if !take_lease(conn, &run_id, &owner, until_ms)? => {
+                Some((owner, until_ms)) if !take_step_lease(conn, &run_id, &owner, until_ms)? => {
                     Ok(None)
                 }
                 _ => read_step(conn, &run_id),
@@ -577,7 +603,8 @@ impl RunStore for SqliteStore {
             let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
             conn.prepare_cached(
                 "UPDATE runs SET status = ?2, turns = ?3, last_sequence = ?4, output_text = ?5, \
-                 error_message = ?6, updated_ms = ?7, step_attempt = 0, input_tokens = ?8, \
+                 error_message = ?6, updated_ms = ?7, step_attempt = 0, step_starts = 0, \
+                 input_tokens = ?8, \
                  output_tokens = ?9, \
                  lease_owner = CASE WHEN ?2 = 'running' THEN lease_owner END, \
                  lease_expires_ms = CASE WHEN ?2 = 'running' THEN lease_expires_ms END \
@@ -706,7 +733,7 @@ impl RunStore for SqliteStore {
             let step = match lease {
                 Some((owner, until_ms))
                     if status == RunStatus::Running
-                        && take_lease(conn, &run_id, &owner, until_ms)? =>
+                        && take_step_lease(conn, &run_id, &owner, until_ms)? =>
                 {
                     read_step(conn, &run_id)?.map(Box::new)
                 }
@@ -762,7 +789,7 @@ impl RunStore for SqliteStore {
                 let status = between_turns(pending, executing);
                 let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
                 conn.prepare_cached(
-                    "UPDATE runs SET status = ?2, last_sequence = ?3, updated_ms = ?4, \
+                    "UPDATE runs SET status = ?2, last_sequence = ?3, updated_ms = ?4, step_starts = 0, \
                  lease_owner = CASE WHEN ?2 = 'running' THEN lease_owner END, \
                  lease_expires_ms = CASE WHEN ?2 = 'running' THEN lease_expires_ms END \
                  WHERE run_id = ?1",
