@@ -292,6 +292,65 @@ mod tests {
     }
 
     #[test]
+    fn every_answer_field_has_its_limit() {
+        use pb::answer::Answer as Kind;
+        use pb::approval_decision::Decision;
+        let limits = RequestLimits::default();
+        let long = |bytes: usize| "x".repeat(bytes + 1);
+        let approval = |decision| {
+            Kind::Approval(pb::ApprovalDecision {
+                decision: Some(decision),
+            })
+        };
+        let cases = [
+            (
+                approval(Decision::Edit(pb::approval_decision::Edit {
+                    arguments_json: long(limits.max_arguments_bytes),
+                })),
+                "answer.approval.edit.arguments_json",
+            ),
+            (
+                approval(Decision::Reject(pb::approval_decision::Reject {
+                    reason: long(limits.max_reason_bytes),
+                })),
+                "answer.approval.reject.reason",
+            ),
+            (
+                Kind::ToolOutput(pb::ToolOutput {
+                    content: long(limits.max_tool_output_bytes),
+                    is_error: false,
+                }),
+                "answer.tool_output.content",
+            ),
+            (
+                Kind::Selections(pb::Selections {
+                    labels: vec![long(limits.ask_user.max_label_bytes)],
+                }),
+                "answer.selections.labels[0]",
+            ),
+            (
+                Kind::Selections(pb::Selections {
+                    labels: vec![String::new(); limits.ask_user.max_options + 1],
+                }),
+                "answer.selections.labels",
+            ),
+        ];
+        for (kind, field) in cases {
+            let answer = pb::Answer {
+                answer: Some(kind),
+                ..Default::default()
+            };
+            let violations = check_answer(&answer, &limits).expect_err(field);
+            assert_eq!(violations.len(), 1, "{violations:?}");
+            assert_eq!(violations[0].field, field);
+            assert!(
+                violations[0].description.contains("the limit is"),
+                "{violations:?}"
+            );
+        }
+    }
+
+    #[test]
     fn violations_stop_at_the_most_one_error_holds() {
         let ids = vec!["\0".to_owned(); 50];
         let limits = RequestLimits {
