@@ -205,6 +205,13 @@ pub struct ServeArgs {
     /// Most agent ids, and most tool names, in a `WatchPendingCalls` filter.
     #[arg(long, env = "ASKUSER_MAX_FILTER_ENTRIES", default_value_t = 64, value_parser = positive)]
     pub max_filter_entries: usize,
+    /// Most client tools a run may declare (`StartRun.tools`).
+    #[arg(long, env = "ASKUSER_MAX_RUN_TOOLS", default_value_t = 64, value_parser = positive)]
+    pub max_run_tools: usize,
+    /// Longest JSON Schema of a run's client tool, in bytes (its description takes
+    /// --max-description-bytes, its name --max-id-bytes).
+    #[arg(long, env = "ASKUSER_MAX_SCHEMA_BYTES", default_value_t = 65536, value_parser = positive)]
+    pub max_schema_bytes: usize,
     /// Largest gRPC message a client may send, in bytes; without it, derived from the other limits
     /// (the largest question, answer, tool output, edit, or prompt with its metadata they allow,
     /// plus 64 KiB). Responses may be four times as large.
@@ -308,11 +315,14 @@ impl ServeArgs {
             max_answer_id_bytes: self.max_answer_id_bytes,
             max_id_bytes: self.max_id_bytes,
             max_filter_entries: self.max_filter_entries,
+            max_run_tools: self.max_run_tools,
+            max_schema_bytes: self.max_schema_bytes,
         }
     }
 
     /// The largest message a client may send: the flag, or what the limits need plus room for the
-    /// rest of the message (ids and reasons, a few KiB with the defaults).
+    /// rest of the message (ids and reasons, a few KiB with the defaults). A run's client tools
+    /// are not counted in: each is bounded, all of them together by this.
     pub fn max_message_bytes(&self) -> usize {
         const ROOM: usize = 64 * 1024;
         self.max_message_bytes.unwrap_or_else(|| {

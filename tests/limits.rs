@@ -81,6 +81,24 @@ async fn requests_over_a_limit_are_refused_naming_the_field_and_the_limit() {
     assert_eq!(field, "start.agent_id");
     assert_eq!(description, "start.agent_id is 300 bytes; the limit is 256");
 
+    let tools = vec![
+        pb::ToolDefinition {
+            name: "t".into(),
+            ..Default::default()
+        };
+        65
+    ];
+    let (field, description) = violation(
+        &refused(Frame::Start(pb::StartRun {
+            agent_id: "greeter".into(),
+            tools,
+            ..Default::default()
+        }))
+        .await,
+    );
+    assert_eq!(field, "start.tools");
+    assert_eq!(description, "start.tools has 65 entries; the limit is 64");
+
     let status = client
         .get_run(pb::GetRunRequest {
             run_id: long_id.clone(),

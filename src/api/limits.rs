@@ -33,6 +33,10 @@ pub struct RequestLimits {
     pub max_id_bytes: usize,
     /// Agent ids and tool names in a `WatchPendingCalls` filter.
     pub max_filter_entries: usize,
+    /// Client tools a run may declare (`StartRun.tools`).
+    pub max_run_tools: usize,
+    /// A per-run tool's JSON Schema; its description takes `ask_user.max_description_bytes`.
+    pub max_schema_bytes: usize,
 }
 
 impl Default for RequestLimits {
@@ -48,6 +52,8 @@ impl Default for RequestLimits {
             max_answer_id_bytes: 256,
             max_id_bytes: 256,
             max_filter_entries: 64,
+            max_run_tools: 64,
+            max_schema_bytes: 64 * 1024,
         }
     }
 }
@@ -142,6 +148,36 @@ impl Check {
         }
     }
 
+    /// A run's client tools: refused by their count alone when too many.
+    fn run_tools(&mut self, tools: &[pb::ToolDefinition], limits: &RequestLimits) {
+        if tools.len() > limits.max_run_tools {
+            let description = format!(
+                "start.tools has {} entries; the limit is {}",
+                tools.len(),
+                limits.max_run_tools
+            );
+            self.push("start.tools".into(), description);
+            return;
+        }
+        for (i, tool) in tools.iter().enumerate() {
+            self.text(
+                format!("start.tools[{i}].name"),
+                &tool.name,
+                limits.max_id_bytes,
+            );
+            self.text(
+                format!("start.tools[{i}].description"),
+                &tool.description,
+                limits.ask_user.max_description_bytes,
+            );
+            self.text(
+                format!("start.tools[{i}].parameters_json_schema"),
+                &tool.parameters_json_schema,
+                limits.max_schema_bytes,
+            );
+        }
+    }
+
     fn done(self) -> Result<(), Vec<Violation>> {
         if self.violations.is_empty() {
             Ok(())
@@ -210,24 +246,7 @@ pub fn check_start(start: &pb::StartRun, limits: &RequestLimits) -> Result<(), A
     check.text("start.prompt", &start.prompt, limits.max_prompt_bytes);
     check.text("start.request_id", &start.request_id, limits.max_id_bytes);
     check.metadata("start.metadata", &start.metadata, limits);
-    // Per-run tools are bounded by the message size; their text may not hold a NUL.
-    for (i, tool) in start.tools.iter().enumerate() {
-        check.text(
-            format!("start.tools[{i}].name"),
-            &tool.name,
-            limits.max_id_bytes,
-        );
-        check.text(
-            format!("start.tools[{i}].description"),
-            &tool.description,
-            usize::MAX,
-        );
-        check.text(
-            format!("start.tools[{i}].parameters_json_schema"),
-            &tool.parameters_json_schema,
-            usize::MAX,
-        );
-    }
+    check.run_tools(&start.tools, limits);
     check.done().map_err(ApiError::InvalidRequest)
 }
 
