@@ -789,8 +789,34 @@ mod tests {
         );
     }
 
+    fn serve_args(flags: &[&str]) -> ServeArgs {
+        let cli =
+            Cli::try_parse_from(["askuser", "serve"].iter().chain(flags)).expect("valid flags");
+        let Command::Serve(args) = cli.command;
+        *args
+    }
+
     #[test]
-    fn database_urls_never_show_their_password() {
+    fn the_message_limit_follows_the_largest_thing_a_request_may_hold() {
+        // By default a question with its 64 options is the largest: 16 KiB + 64 × 5 KiB + 64 KiB.
+        assert_eq!(serve_args(&[]).max_message_bytes(), 409_600);
+        // A start holds its prompt and its metadata together.
+        let start = serve_args(&[
+            "--max-prompt-bytes",
+            "400000",
+            "--max-metadata-bytes",
+            "100000",
+        ]);
+        assert_eq!(
+            start.max_message_bytes(),
+            400_000 + 100_000 + 64 * 8 + 64 * 1024
+        );
+        let set = serve_args(&["--max-message-bytes", "1000"]);
+        assert_eq!(set.max_message_bytes(), 1000);
+    }
+
+    #[test]
+    fn database_urls_never_show_their_userinfo_or_query() {
         let url: DatabaseUrl = "postgres://askuser:s3cret@db.internal:5432/askuser?sslpassword=k3y"
             .parse()
             .expect("url");
@@ -800,6 +826,7 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("db.internal"), "{shown}");
+        assert!(!shown.contains("askuser:"), "the user shows: {shown}");
         assert_eq!(
             url.expose(),
             "postgres://askuser:s3cret@db.internal:5432/askuser?sslpassword=k3y"

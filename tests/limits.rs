@@ -71,6 +71,14 @@ async fn requests_over_a_limit_are_refused_naming_the_field_and_the_limit() {
         description,
         "start.metadata has 80 entries; the limit is 64"
     );
+    // Near the message limit: decoded, then refused by the count alone.
+    for _ in 0..3 {
+        let (_, description) = violation(&refused(start("greeter", metadata(20_000, 0))).await);
+        assert_eq!(
+            description,
+            "start.metadata has 20000 entries; the limit is 64"
+        );
+    }
     let (field, description) = violation(&refused(start("greeter", metadata(2, 10_000))).await);
     assert_eq!(field, "start.metadata");
     assert!(
@@ -158,7 +166,7 @@ async fn requests_over_a_limit_are_refused_naming_the_field_and_the_limit() {
 
     let after = peak_rss_kib(&server);
     report_figures(
-        "limits: requests over a limit",
+        "limits: requests over a limit (3 with 20,000 metadata entries among them)",
         &[
             ("peak_rss_before_kib", before),
             ("peak_rss_after_kib", after),
