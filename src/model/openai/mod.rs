@@ -166,9 +166,10 @@ impl Model for OpenAiModel {
                     failure = %failure.describe(),
                     "model request failed; retrying"
                 );
-                if let AttemptFailure::Broken { cause, .. } = failure {
+                // What the provider sent is in the log line above, not in the event clients see.
+                if let AttemptFailure::Broken { how, .. } = failure {
                     yield Ok(ModelEvent::Restarted {
-                        reason: format!("{cause}; asking the model again"),
+                        reason: format!("{how}; asking the model again"),
                     });
                 }
                 tokio::time::sleep(delay).await;
