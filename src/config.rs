@@ -12,10 +12,12 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 
+use crate::api::RequestLimits;
 use crate::model::{
     DEFAULT_MAX_RETRIES, DEFAULT_REQUEST_TIMEOUT, Model, OpenAiModel, OpenAiSettings,
     ScriptedModel, ScriptedTurn,
 };
+use crate::redact::redact_url;
 use crate::runtime::tools::{
     ApprovalPolicy, ArgumentsSchema, HttpTool, HttpToolSettings, Tool, ToolKind, check_name,
 };
@@ -94,20 +96,6 @@ impl std::fmt::Debug for DatabaseUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", redact_url(&self.0))
     }
-}
-
-/// A URL without its password and query string (which may hold secrets too).
-pub fn redact_url(url: &str) -> String {
-    let Ok(mut parsed) = reqwest::Url::parse(url) else {
-        return "<unparsable URL, not shown>".into();
-    };
-    if parsed.password().is_some() {
-        let _ = parsed.set_password(Some("***"));
-    }
-    if parsed.query().is_some() {
-        parsed.set_query(Some("***"));
-    }
-    parsed.to_string()
 }
 
 /// Settings of `askuser serve`.
@@ -206,9 +194,38 @@ pub struct ServeArgs {
     /// Longest prompt a run may start with, in bytes.
     #[arg(long, env = "ASKUSER_MAX_PROMPT_BYTES", default_value_t = 262144, value_parser = positive)]
     pub max_prompt_bytes: usize,
+    /// Longest arguments an approval's edit may give a call, in bytes.
+    #[arg(long, env = "ASKUSER_MAX_ARGUMENTS_BYTES", default_value_t = 65536, value_parser = positive)]
+    pub max_arguments_bytes: usize,
+    /// Most entries of a run's metadata.
+    #[arg(long, env = "ASKUSER_MAX_METADATA_ENTRIES", default_value_t = 64, value_parser = positive)]
+    pub max_metadata_entries: usize,
+    /// Most bytes of a run's metadata, keys and values together.
+    #[arg(long, env = "ASKUSER_MAX_METADATA_BYTES", default_value_t = 16384, value_parser = positive)]
+    pub max_metadata_bytes: usize,
+    /// Longest decline, reject or cancel reason, in bytes.
+    #[arg(long, env = "ASKUSER_MAX_REASON_BYTES", default_value_t = 4096, value_parser = positive)]
+    pub max_reason_bytes: usize,
+    /// Longest `answer_id`, in bytes.
+    #[arg(long, env = "ASKUSER_MAX_ANSWER_ID_BYTES", default_value_t = 256, value_parser = positive)]
+    pub max_answer_id_bytes: usize,
+    /// Longest id a client sends (run, tool call and agent ids, claimants, request ids, per-run
+    /// tool names), in bytes.
+    #[arg(long, env = "ASKUSER_MAX_ID_BYTES", default_value_t = 256, value_parser = positive)]
+    pub max_id_bytes: usize,
+    /// Most agent ids, and most tool names, in a `WatchPendingCalls` filter.
+    #[arg(long, env = "ASKUSER_MAX_FILTER_ENTRIES", default_value_t = 64, value_parser = positive)]
+    pub max_filter_entries: usize,
+    /// Most client tools a run may declare (`StartRun.tools`).
+    #[arg(long, env = "ASKUSER_MAX_RUN_TOOLS", default_value_t = 64, value_parser = positive)]
+    pub max_run_tools: usize,
+    /// Longest JSON Schema of a run's client tool, in bytes (its description takes
+    /// --max-description-bytes, its name --max-id-bytes).
+    #[arg(long, env = "ASKUSER_MAX_SCHEMA_BYTES", default_value_t = 65536, value_parser = positive)]
+    pub max_schema_bytes: usize,
     /// Largest gRPC message a client may send, in bytes; without it, derived from the other limits
-    /// (the largest question, answer, tool output or prompt they allow, plus 64 KiB). Responses
-    /// may be four times as large.
+    /// (the largest question, answer, tool output, edit, or prompt with its metadata they allow,
+    /// plus 64 KiB). Responses may be four times as large.
     #[arg(long, env = "ASKUSER_MAX_MESSAGE_BYTES", value_parser = positive)]
     pub max_message_bytes: Option<usize>,
     /// A heartbeat frame goes out on a stream idle this long.
@@ -296,18 +313,43 @@ impl ServeArgs {
         }
     }
 
+    /// What a request may hold.
+    pub fn request_limits(&self) -> RequestLimits {
+        RequestLimits {
+            ask_user: self.limits(),
+            max_prompt_bytes: self.max_prompt_bytes,
+            max_tool_output_bytes: self.max_tool_output_bytes,
+            max_arguments_bytes: self.max_arguments_bytes,
+            max_metadata_entries: self.max_metadata_entries,
+            max_metadata_bytes: self.max_metadata_bytes,
+            max_reason_bytes: self.max_reason_bytes,
+            max_answer_id_bytes: self.max_answer_id_bytes,
+            max_id_bytes: self.max_id_bytes,
+            max_filter_entries: self.max_filter_entries,
+            max_run_tools: self.max_run_tools,
+            max_schema_bytes: self.max_schema_bytes,
+        }
+    }
+
     /// The largest message a client may send: the flag, or what the limits need plus room for the
-    /// rest of the message.
+    /// rest of the message (ids and reasons, a few KiB with the defaults). A run's client tools
+    /// are not counted in: each is bounded, all of them together by this.
     pub fn max_message_bytes(&self) -> usize {
         const ROOM: usize = 64 * 1024;
         self.max_message_bytes.unwrap_or_else(|| {
             let question = self.max_question_bytes
                 + self.max_options * (self.max_label_bytes + self.max_description_bytes);
+            let selections = self.max_options * self.max_label_bytes;
+            // Metadata entries cost a few bytes of framing each, beyond their keys and values.
+            let start =
+                self.max_prompt_bytes + self.max_metadata_bytes + self.max_metadata_entries * 8;
             [
                 question,
+                selections,
                 self.max_answer_bytes,
                 self.max_tool_output_bytes,
-                self.max_prompt_bytes,
+                self.max_arguments_bytes,
+                start,
             ]
             .into_iter()
             .max()
@@ -337,7 +379,6 @@ impl ServeArgs {
             max_run_age: self.max_run_age,
             lease_ttl: self.lease_ttl,
             max_tool_output_bytes: self.max_tool_output_bytes,
-            max_prompt_bytes: self.max_prompt_bytes,
             max_step_attempts: u32::try_from(self.max_step_attempts).unwrap_or(u32::MAX),
             max_running_steps: self.max_running_steps,
             max_model_requests: self.max_model_requests,
@@ -778,8 +819,34 @@ mod tests {
         );
     }
 
+    fn serve_args(flags: &[&str]) -> ServeArgs {
+        let cli =
+            Cli::try_parse_from(["askuser", "serve"].iter().chain(flags)).expect("valid flags");
+        let Command::Serve(args) = cli.command;
+        *args
+    }
+
     #[test]
-    fn database_urls_never_show_their_password() {
+    fn the_message_limit_follows_the_largest_thing_a_request_may_hold() {
+        // By default a question with its 64 options is the largest: 16 KiB + 64 × 5 KiB + 64 KiB.
+        assert_eq!(serve_args(&[]).max_message_bytes(), 409_600);
+        // A start holds its prompt and its metadata together.
+        let start = serve_args(&[
+            "--max-prompt-bytes",
+            "400000",
+            "--max-metadata-bytes",
+            "100000",
+        ]);
+        assert_eq!(
+            start.max_message_bytes(),
+            400_000 + 100_000 + 64 * 8 + 64 * 1024
+        );
+        let set = serve_args(&["--max-message-bytes", "1000"]);
+        assert_eq!(set.max_message_bytes(), 1000);
+    }
+
+    #[test]
+    fn database_urls_never_show_their_userinfo_or_query() {
         let url: DatabaseUrl = "postgres://askuser:s3cret@db.internal:5432/askuser?sslpassword=k3y"
             .parse()
             .expect("url");
@@ -789,6 +856,7 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("db.internal"), "{shown}");
+        assert!(!shown.contains("askuser:"), "the user shows: {shown}");
         assert_eq!(
             url.expose(),
             "postgres://askuser:s3cret@db.internal:5432/askuser?sslpassword=k3y"
@@ -872,7 +940,7 @@ mod tests {
             ),
             (
                 "model = \"m\"\nbase_url = \"127.0.0.1:1/v1\"\n".to_owned(),
-                "base_url \"127.0.0.1:1/v1\"",
+                "base_url \"<an unparsable URL, not shown>\": relative URL",
             ),
             (
                 format!("{base}request_timeout = \"soon\"\n"),

@@ -61,6 +61,7 @@ pub mod domain;
 pub mod health;
 pub mod http;
 pub mod model;
+pub mod redact;
 pub mod runtime;
 pub mod server;
 pub mod store;

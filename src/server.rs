@@ -132,6 +132,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
                     max_page_bytes: max_response / 2,
                     max_open_streams: args.max_open_streams,
                     first_frame_timeout: args.first_frame_timeout,
+                    limits: args.request_limits(),
                 },
             ))
             .max_decoding_message_size(max_request)

@@ -690,15 +690,25 @@ async fn retry_after_beyond_the_longest_wait_fails_at_once() {
         message.contains("HTTP 429 Too Many Requests after 1 attempt(s)"),
         "{message}"
     );
+    // The body is for the operator: in the log, not in the run.
     assert!(
-        message.contains("You exceeded your current quota"),
+        !message.contains("You exceeded your current quota"),
         "{message}"
+    );
+    assert!(
+        server.log().contains("You exceeded your current quota"),
+        "{}",
+        server.log()
     );
     assert_eq!(llm.requests().len(), 1);
 }
 
+/// The provider's error body goes to the log only: the run's message says which provider failed and
+/// how, with a correlation id that finds the log line holding the body. The base URL's userinfo
+/// and query string are in neither.
 #[tokio::test]
 async fn server_errors_until_retries_run_out_fail_the_run() {
+    const MARKER: &str = "The server had an error while processing your request.";
     const BODY: &str = r#"{"error":{"message":"The server had an error while processing your request.","type":"server_error"}}"#;
     let llm = Llm::start(vec![
         Reply::Error(500, &[], BODY),
@@ -707,22 +717,46 @@ async fn server_errors_until_retries_run_out_fail_the_run() {
         Reply::Stream("plain_text.sse"),
     ])
     .await;
-    let server = llm.askuser("max_retries = 2");
+    let base_url = format!(
+        "{}?token=abc-77",
+        llm.base_url
+            .replacen("http://", "http://svc:pw-s3cr3t-91@", 1)
+    );
+    let server = Server::start_with_env(
+        Some(&agents_toml(&base_url, "max_retries = 2")),
+        &[],
+        &[(KEY_ENV, KEY)],
+    );
     let mut client = server.agents().await;
     let mut run = RunStream::start(&mut client, "assistant").await;
     let message = failure_message(&events_until_end(&mut run).await);
-    let endpoint = format!("{}/chat/completions", llm.base_url);
     assert!(
-        message.starts_with(&format!(
-            "model provider openai failed: POST {endpoint} answered HTTP 500 Internal Server Error after 3 attempt(s)"
-        )),
+        message.starts_with(
+            "model provider openai failed: HTTP 500 Internal Server Error after 3 attempt(s)"
+        ),
         "{message}"
     );
-    assert!(
-        message.contains("The server had an error while processing your request."),
-        "{message}"
-    );
-    assert!(!message.contains(KEY), "{message}");
+    let correlation_id = message
+        .split("correlation id ")
+        .nth(1)
+        .map(|rest| rest.trim_end_matches(')'))
+        .unwrap_or_else(|| panic!("no correlation id in {message}"));
+    let log = server.log();
+    let line = log
+        .lines()
+        .find(|line| line.contains(correlation_id))
+        .unwrap_or_else(|| panic!("no log line has {correlation_id}: {log}"));
+    assert!(line.contains(MARKER), "{line}");
+    let stored = common::get_run(&mut client, &run.run_id)
+        .await
+        .error_message;
+    assert_eq!(stored, message);
+    for secret in [MARKER, KEY, "pw-s3cr3t-91", "abc-77"] {
+        assert!(!message.contains(secret), "{secret} in {message}");
+    }
+    for secret in [KEY, "pw-s3cr3t-91", "abc-77"] {
+        assert!(!log.contains(secret), "{secret} in {log}");
+    }
     assert_eq!(llm.requests().len(), 3);
 }
 
@@ -745,9 +779,17 @@ async fn client_errors_are_not_retried() {
         message.contains("HTTP 400 Bad Request after 1 attempt(s)"),
         "{message}"
     );
+    // The body is for the operator: in the log, not in the run.
     assert!(
-        message.contains("Invalid schema for function 'ask_user'"),
+        !message.contains("Invalid schema for function 'ask_user'"),
         "{message}"
+    );
+    assert!(
+        server
+            .log()
+            .contains("Invalid schema for function 'ask_user'"),
+        "{}",
+        server.log()
     );
     assert_eq!(llm.requests().len(), 1);
 }
@@ -766,11 +808,12 @@ async fn malformed_chunk_restarts_the_step() {
     let restarts = restarts(&events);
     assert_eq!(restarts.len(), 1, "{events:?}");
     assert_eq!(restarts[0].attempt, 2);
-    assert!(
-        restarts[0].reason.contains("malformed chunk"),
-        "{}",
-        restarts[0].reason
+    // What the provider sent is for the log only.
+    assert_eq!(
+        restarts[0].reason,
+        "the response could not be read; asking the model again"
     );
+    assert!(server.log().contains("malformed chunk"), "{}", server.log());
     let restart_at = events
         .iter()
         .position(|e| matches!(e, Event::StepRestarted(_)))
@@ -873,12 +916,14 @@ async fn unreachable_server_fails_the_run_after_retries() {
     let mut run = RunStream::start(&mut client, "assistant").await;
     let message = failure_message(&events_until_end(&mut run).await);
     assert!(
-        message.starts_with(&format!(
-            "model provider openai failed: POST {base_url}/chat/completions failed after 2 attempt(s)"
-        )),
+        message.starts_with("model provider openai failed: could not connect after 2 attempt(s)"),
         "{message}"
     );
-    assert!(message.contains("Connection refused"), "{message}");
+    assert!(
+        server.log().contains("Connection refused"),
+        "{}",
+        server.log()
+    );
 }
 
 #[tokio::test]

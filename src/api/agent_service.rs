@@ -11,12 +11,13 @@ use tonic::{Request, Response, Status, Streaming};
 
 use super::convert::{self, answer_from_proto};
 use super::error::ApiError;
-use super::text;
+use super::limits::{self, Field, RequestLimits};
 use crate::proto::v1 as pb;
 use crate::proto::v1::agent_service_server::AgentService;
 use crate::proto::v1::run_agent_request::Frame;
+use crate::runtime::ask_user::describe;
 use crate::runtime::{
-    EventStream, FollowUntil, PendingStream, RejectReason, Runtime, RuntimeError,
+    EventStream, FollowUntil, PendingStream, RejectReason, Runtime, RuntimeError, short_id,
 };
 
 /// The frames a server-streaming RPC sends.
@@ -37,6 +38,8 @@ pub struct StreamSettings {
     pub max_open_streams: usize,
     /// How long `RunAgent` waits for its first frame.
     pub first_frame_timeout: Duration,
+    /// What a request may hold.
+    pub limits: RequestLimits,
 }
 
 /// Handlers of `AgentService`.
@@ -45,6 +48,7 @@ pub struct AgentApi {
     heartbeat_interval: Duration,
     max_page_bytes: usize,
     first_frame_timeout: Duration,
+    limits: RequestLimits,
     /// One permit per open streaming call; a stream holds its permit until it ends.
     open_streams: Arc<Semaphore>,
 }
@@ -56,6 +60,7 @@ impl AgentApi {
             heartbeat_interval: settings.heartbeat_interval,
             max_page_bytes: settings.max_page_bytes,
             first_frame_timeout: settings.first_frame_timeout,
+            limits: settings.limits,
             open_streams: Arc::new(Semaphore::new(settings.max_open_streams)),
         }
     }
@@ -81,6 +86,7 @@ impl AgentApi {
     ) -> FrameStream {
         let heartbeat = self.heartbeat_interval;
         let runtime = self.runtime.clone();
+        let limits = self.limits;
         Box::pin(async_stream::stream! {
             // Held as long as the stream is open.
             let _permit = permit;
@@ -109,7 +115,7 @@ impl AgentApi {
                     },
                     message = client_frame => match message {
                         Ok(Some(pb::RunAgentRequest { frame: Some(Frame::Answer(answer)) })) => {
-                            let frame = answer_frame(&runtime, &run_id, answer).await;
+                            let frame = answer_frame(&runtime, &run_id, answer, &limits).await;
                             let ends = frame.is_err();
                             yield frame;
                             if ends {
@@ -178,6 +184,7 @@ async fn answer_frame(
     runtime: &Runtime,
     run_id: &str,
     answer: pb::Answer,
+    limits: &RequestLimits,
 ) -> Result<pb::RunAgentResponse, Status> {
     let tool_call_id = answer.tool_call_id.clone();
     let answer_id = answer.answer_id.clone();
@@ -196,17 +203,17 @@ async fn answer_frame(
             RejectReason::RunMismatch,
             format!(
                 "this stream follows run \"{run_id}\", not \"{}\"; answer that run on its own stream or with ResumeRun",
-                answer.run_id
+                short_id(&answer.run_id)
             ),
             Vec::new(),
         );
     }
-    let request = match answer_from_proto(answer, Some(run_id)) {
+    let request = match answer_from_proto(answer, Some(run_id), limits) {
         Ok(request) => request,
-        Err(ApiError::InvalidRequest(violations)) => {
+        Err(ApiError::InvalidAnswer(violations)) => {
             return reject(
                 RejectReason::InvalidAnswer,
-                "the answer is incomplete".into(),
+                describe(&violations),
                 violations,
             );
         }
@@ -250,7 +257,7 @@ impl AgentService for AgentApi {
             .and_then(|m| m.frame);
         let (run_id, events) = match first {
             Some(Frame::Start(start)) => {
-                let start = convert::start_from_proto(start)?;
+                let start = convert::start_from_proto(start, &self.limits)?;
                 self.runtime
                     .start_run(start)
                     .await
@@ -263,7 +270,7 @@ impl AgentService for AgentApi {
             }
             Some(Frame::Attach(attach)) => {
                 require(&attach.run_id, "attach.run_id")?;
-                text::check([("attach.run_id", attach.run_id.as_str())])?;
+                limits::check([("attach.run_id", Field::Id(&attach.run_id))], &self.limits)?;
                 self.runtime
                     .get_run(&attach.run_id)
                     .await
@@ -297,7 +304,7 @@ impl AgentService for AgentApi {
             .into_inner()
             .answer
             .ok_or_else(|| ApiError::field("answer", "answer is required"))?;
-        let request = answer_from_proto(answer, None)?;
+        let request = answer_from_proto(answer, None, &self.limits)?;
         let run_id = request.run_id.clone();
         let ack = self.runtime.answer(request).await.map_err(ApiError::from)?;
         let events = self.runtime.follow(
@@ -322,7 +329,7 @@ impl AgentService for AgentApi {
         let permit = self.stream_permit()?;
         let request = request.into_inner();
         require(&request.run_id, "run_id")?;
-        text::check([("run_id", request.run_id.as_str())])?;
+        limits::check([("run_id", Field::Id(&request.run_id))], &self.limits)?;
         self.runtime
             .get_run(&request.run_id)
             .await
@@ -345,7 +352,7 @@ impl AgentService for AgentApi {
     ) -> Result<Response<pb::GetRunResponse>, Status> {
         let request = request.into_inner();
         require(&request.run_id, "run_id")?;
-        text::check([("run_id", request.run_id.as_str())])?;
+        limits::check([("run_id", Field::Id(&request.run_id))], &self.limits)?;
         let run = self
             .runtime
             .get_run(&request.run_id)
@@ -361,10 +368,13 @@ impl AgentService for AgentApi {
         request: Request<pb::ListRunsRequest>,
     ) -> Result<Response<pb::ListRunsResponse>, Status> {
         let request = request.into_inner();
-        text::check([
-            ("agent_id", request.agent_id.as_str()),
-            ("page_token", request.page_token.as_str()),
-        ])?;
+        limits::check(
+            [
+                ("agent_id", Field::Id(&request.agent_id)),
+                ("page_token", Field::PageToken(&request.page_token)),
+            ],
+            &self.limits,
+        )?;
         let status = convert::status_filter(request.status)?;
         let agent_id = (!request.agent_id.is_empty()).then_some(request.agent_id);
         let page = self
@@ -407,10 +417,13 @@ impl AgentService for AgentApi {
     ) -> Result<Response<pb::CancelRunResponse>, Status> {
         let request = request.into_inner();
         require(&request.run_id, "run_id")?;
-        text::check([
-            ("run_id", request.run_id.as_str()),
-            ("reason", request.reason.as_str()),
-        ])?;
+        limits::check(
+            [
+                ("run_id", Field::Id(&request.run_id)),
+                ("reason", Field::Reason(&request.reason)),
+            ],
+            &self.limits,
+        )?;
         let run = self
             .runtime
             .cancel_run(&request.run_id, &request.reason)
@@ -426,7 +439,15 @@ impl AgentService for AgentApi {
         request: Request<pb::WatchPendingCallsRequest>,
     ) -> Result<Response<Self::WatchPendingCallsStream>, Status> {
         let permit = self.stream_permit()?;
-        let filter = convert::pending_filter(request.into_inner())?;
+        let request = request.into_inner();
+        limits::check(
+            [
+                ("agent_ids", Field::Ids(&request.agent_ids)),
+                ("tool_names", Field::Ids(&request.tool_names)),
+            ],
+            &self.limits,
+        )?;
+        let filter = convert::pending_filter(request)?;
         let events = self.runtime.watch_pending(filter);
         Ok(Response::new(pending_frames(
             permit,
@@ -440,11 +461,14 @@ impl AgentService for AgentApi {
         request: Request<pb::ClaimCallRequest>,
     ) -> Result<Response<pb::ClaimCallResponse>, Status> {
         let request = request.into_inner();
-        text::check([
-            ("run_id", request.run_id.as_str()),
-            ("tool_call_id", request.tool_call_id.as_str()),
-            ("claimant", request.claimant.as_str()),
-        ])?;
+        limits::check(
+            [
+                ("run_id", Field::Id(&request.run_id)),
+                ("tool_call_id", Field::Id(&request.tool_call_id)),
+                ("claimant", Field::Id(&request.claimant)),
+            ],
+            &self.limits,
+        )?;
         let ttl = request
             .ttl
             .as_ref()

@@ -5,6 +5,7 @@ use std::time::Duration;
 use prost_types::Timestamp;
 
 use super::error::ApiError;
+use super::limits::RequestLimits;
 use crate::domain::{
     self, AnswerInput, ApprovalDecision, Event, EventKind, PendingCall, RunRecord, RunStatus,
     SelectionMode, SuspendKind, ToolDefinition, ToolResultKind,
@@ -118,12 +119,19 @@ pub fn nest(prefix: &str, violations: Vec<Violation>) -> Vec<Violation> {
 pub fn answer_from_proto(
     answer: pb::Answer,
     default_run_id: Option<&str>,
+    limits: &RequestLimits,
 ) -> Result<AnswerRequest, ApiError> {
-    super::text::check_answer(&answer)?;
+    let invalid = |field: &str, description: &str| {
+        ApiError::InvalidAnswer(vec![Violation {
+            field: field.into(),
+            description: description.into(),
+        }])
+    };
+    super::limits::check_answer(&answer, limits).map_err(ApiError::InvalidAnswer)?;
     let run_id = match (answer.run_id.is_empty(), default_run_id) {
         (false, _) => answer.run_id,
         (true, Some(run_id)) => run_id.to_owned(),
-        (true, None) => return Err(ApiError::field("answer.run_id", "run_id must not be empty")),
+        (true, None) => return Err(invalid("answer.run_id", "run_id must not be empty")),
     };
     let input = match answer.answer {
         Some(pb::answer::Answer::Text(text)) => AnswerInput::Text(text),
@@ -146,7 +154,7 @@ pub fn answer_from_proto(
                     arguments_json: edit.arguments_json,
                 },
                 None => {
-                    return Err(ApiError::field(
+                    return Err(invalid(
                         "answer.approval.decision",
                         "an approval needs one of approve, reject or edit",
                     ));
@@ -154,7 +162,7 @@ pub fn answer_from_proto(
             })
         }
         None => {
-            return Err(ApiError::field(
+            return Err(invalid(
                 "answer.answer",
                 "an answer needs one of text, selections, decline, tool_output or approval",
             ));
@@ -213,8 +221,11 @@ pub fn pending_filter(request: pb::WatchPendingCallsRequest) -> Result<PendingFi
 }
 
 /// Decodes a run's start: its text, its question TTL and its client tools.
-pub fn start_from_proto(start: pb::StartRun) -> Result<StartRunRequest, ApiError> {
-    super::text::check_start(&start)?;
+pub fn start_from_proto(
+    start: pb::StartRun,
+    limits: &RequestLimits,
+) -> Result<StartRunRequest, ApiError> {
+    super::limits::check_start(&start, limits)?;
     let question_ttl = start
         .question_ttl
         .as_ref()

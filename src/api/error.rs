@@ -19,6 +19,10 @@ pub const ERROR_DOMAIN: &str = "askuser.dev";
 pub enum ApiError {
     #[error("invalid request")]
     InvalidRequest(Vec<Violation>),
+    /// An answer that does not decode, or is over a limit: the same `INVALID_ANSWER` as an answer
+    /// the runtime refuses.
+    #[error("{}", describe(.0))]
+    InvalidAnswer(Vec<Violation>),
     #[error("{0}")]
     Protocol(String),
     #[error("the server has as many streams open as it allows; try again later or elsewhere")]
@@ -64,6 +68,11 @@ impl From<ApiError> for Status {
             ApiError::InvalidRequest(violations) => {
                 bad_request(describe(&violations), &violations, None)
             }
+            ApiError::InvalidAnswer(violations) => bad_request(
+                describe(&violations),
+                &violations,
+                Some(RejectReason::InvalidAnswer.code()),
+            ),
             ApiError::Protocol(message) => Status::invalid_argument(message),
             ApiError::TooManyStreams => with_reason(
                 Code::ResourceExhausted,

@@ -14,7 +14,7 @@ use super::convert::{
     payload_to_proto, pending_filter, start_from_proto, status_filter, status_to_proto, timestamp,
 };
 use super::error::ApiError;
-use super::text;
+use super::limits::{self, Field, RequestLimits};
 use crate::domain::{
     AnswerInput, ApprovalDecision, Event, EventKind, RunStatus, SelectionMode, SuspendKind,
     SuspendPayload, ToolResultKind, Usage,
@@ -180,7 +180,7 @@ fn question() -> SuspendPayload {
 fn take_frame(frame: pb::RunAgentRequest) -> Result<(), TestCaseError> {
     let refused = |error: ApiError| -> Result<(), TestCaseError> {
         match error {
-            ApiError::InvalidRequest(violations) => {
+            ApiError::InvalidRequest(violations) | ApiError::InvalidAnswer(violations) => {
                 prop_assert!(!violations.is_empty() && violations.len() <= MAX_VIOLATIONS);
                 Ok(())
             }
@@ -188,7 +188,7 @@ fn take_frame(frame: pb::RunAgentRequest) -> Result<(), TestCaseError> {
         }
     };
     match frame.frame {
-        Some(Frame::Start(start)) => match start_from_proto(start) {
+        Some(Frame::Start(start)) => match start_from_proto(start, &RequestLimits::default()) {
             Ok(start) => {
                 for tool in &start.tools {
                     // The runtime's check of a client tool: compiles the client's schema.
@@ -198,21 +198,25 @@ fn take_frame(frame: pb::RunAgentRequest) -> Result<(), TestCaseError> {
             }
             Err(error) => refused(error),
         },
-        Some(Frame::Attach(attach)) => {
-            text::check([("attach.run_id", attach.run_id.as_str())]).or_else(refused)
-        }
-        Some(Frame::Answer(answer)) => match answer_from_proto(answer, Some("run")) {
-            Ok(request) => {
-                let limits = AskUserLimits::default();
-                if let Err(violations) =
-                    ask_user::check_answer(&question(), &request.answer, &limits)
-                {
-                    prop_assert!(!violations.is_empty() && violations.len() <= MAX_VIOLATIONS);
+        Some(Frame::Attach(attach)) => limits::check(
+            [("attach.run_id", Field::Id(&attach.run_id))],
+            &RequestLimits::default(),
+        )
+        .or_else(refused),
+        Some(Frame::Answer(answer)) => {
+            match answer_from_proto(answer, Some("run"), &RequestLimits::default()) {
+                Ok(request) => {
+                    let limits = AskUserLimits::default();
+                    if let Err(violations) =
+                        ask_user::check_answer(&question(), &request.answer, &limits)
+                    {
+                        prop_assert!(!violations.is_empty() && violations.len() <= MAX_VIOLATIONS);
+                    }
+                    Ok(())
                 }
-                Ok(())
+                Err(error) => refused(error),
             }
-            Err(error) => refused(error),
-        },
+        }
         None => Ok(()),
     }
 }
@@ -345,7 +349,7 @@ proptest! {
         let valid = !holds_nul(&texts)
             && start.question_ttl.as_ref().is_none_or(|d| d.seconds >= 0 && (0..1_000_000_000).contains(&d.nanos))
             && start.tools.iter().all(|t| (0..=2).contains(&t.approval));
-        match start_from_proto(start.clone()) {
+        match start_from_proto(start.clone(), &RequestLimits::default()) {
             Ok(decoded) => {
                 prop_assert!(valid);
                 prop_assert_eq!(decoded.agent_id, start.agent_id);
@@ -380,7 +384,7 @@ proptest! {
         };
         let nul = holds_nul(&answer_texts(&answer));
         let run_id = if answer.run_id.is_empty() { default_run.clone() } else { Some(answer.run_id.clone()) };
-        match answer_from_proto(answer.clone(), default_run.as_deref()) {
+        match answer_from_proto(answer.clone(), default_run.as_deref(), &RequestLimits::default()) {
             Ok(request) => {
                 prop_assert!(!nul);
                 prop_assert_eq!(Some(request.answer), expected);
@@ -390,7 +394,7 @@ proptest! {
             }
             Err(error) => {
                 prop_assert!(nul || expected.is_none() || run_id.is_none(), "{:?}", error);
-                prop_assert!(matches!(error, ApiError::InvalidRequest(_)));
+                prop_assert!(matches!(error, ApiError::InvalidAnswer(_)));
             }
         }
     }

@@ -5,9 +5,10 @@ mod convert;
 mod error;
 #[cfg(test)]
 mod frame_properties;
-mod text;
+mod limits;
 mod tool_service;
 
 pub use agent_service::{AgentApi, StreamSettings};
 pub use error::{ApiError, ERROR_DOMAIN};
+pub use limits::RequestLimits;
 pub use tool_service::ToolApi;

@@ -25,6 +25,20 @@ pub fn request_error(error: reqwest::Error) -> String {
     text
 }
 
+/// How a request failed, in a few words a client may see (a timeout, a connection that could not
+/// be made, a response cut short); [`request_error`] has the details.
+pub fn failure_kind(error: &reqwest::Error) -> &'static str {
+    if error.is_timeout() {
+        "timed out"
+    } else if error.is_connect() {
+        "could not connect"
+    } else if error.is_body() || error.is_decode() {
+        "the response broke off"
+    } else {
+        "the request could not be sent"
+    }
+}
+
 /// The start of a text, for error messages.
 pub fn excerpt(text: &str) -> String {
     let text = text.trim();

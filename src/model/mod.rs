@@ -27,7 +27,8 @@ pub enum ModelError {
     /// A provider's settings cannot be used (reported when the agents file is loaded).
     #[error("{0}")]
     Settings(String),
-    /// The provider answered the last attempt with an error status.
+    /// The provider answered the last attempt with an error status. The body and the endpoint
+    /// (redacted) are for the log: see [`failure_message`].
     #[error("POST {endpoint} answered HTTP {status} after {attempts} attempt(s): {body}")]
     Status {
         endpoint: String,
@@ -41,12 +42,39 @@ pub enum ModelError {
     Unavailable {
         endpoint: String,
         attempts: u32,
+        /// How, in a few words a client may see: "timed out", "could not connect", ...
+        how: &'static str,
         cause: String,
     },
     /// The response ended without finishing the turn (`finish_reason` `length`, `content_filter`,
     /// ...); retrying would end the same way.
     #[error("the response ended incomplete (finish_reason \"{0}\")")]
     Incomplete(String),
+}
+
+/// The message of a run that failed because its model did: which provider failed and how. What a
+/// provider answered (its body) and where it was reached stay in the log, on a line that holds the
+/// correlation id the message quotes.
+pub fn failure_message(provider: &str, error: &ModelError) -> String {
+    let how = match error {
+        ModelError::Status {
+            status, attempts, ..
+        } => format!("HTTP {status} after {attempts} attempt(s)"),
+        ModelError::Unavailable { how, attempts, .. } => {
+            format!("{how} after {attempts} attempt(s)")
+        }
+        // Words of the server's own (a script's failure, a finish reason): nothing to hide.
+        ModelError::Failed(_) | ModelError::Exhausted(_) | ModelError::Incomplete(_) => {
+            return format!("model provider {provider} failed: {error}");
+        }
+        ModelError::Settings(_) => "its settings cannot be used".to_owned(),
+    };
+    let correlation_id = uuid::Uuid::now_v7().simple().to_string();
+    tracing::error!(provider, %error, correlation_id, "model provider failed");
+    format!(
+        "model provider {provider} failed: {how} (the server's log has the details under correlation id \
+         {correlation_id})"
+    )
 }
 
 /// A tool a model may call.

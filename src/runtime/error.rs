@@ -1,3 +1,5 @@
+use std::borrow::Cow;
+
 use crate::model::ModelError;
 use crate::runtime::ask_user::{Violation, describe};
 use crate::store::StoreError;
@@ -39,14 +41,25 @@ impl RejectReason {
     }
 }
 
+/// The most characters of an id an error message quotes.
+const SHOWN_ID_CHARS: usize = 64;
+
+/// An id as error messages quote it: cut short, so that an error never echoes a huge id back.
+pub fn short_id(id: &str) -> Cow<'_, str> {
+    match id.char_indices().nth(SHOWN_ID_CHARS) {
+        Some((end, _)) => Cow::Owned(format!("{}…", &id[..end])),
+        None => Cow::Borrowed(id),
+    }
+}
+
 /// Errors of the runtime layer; the API maps each to a gRPC status in one place.
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
     #[error("invalid argument: {}", describe(.0))]
     InvalidArgument(Vec<Violation>),
-    #[error("agent \"{0}\" not found")]
+    #[error("agent \"{}\" not found", short_id(.0))]
     AgentNotFound(String),
-    #[error("run \"{0}\" not found")]
+    #[error("run \"{}\" not found", short_id(.0))]
     RunNotFound(String),
     #[error("{message}")]
     AnswerRejected {
@@ -54,7 +67,7 @@ pub enum RuntimeError {
         message: String,
         violations: Vec<Violation>,
     },
-    #[error("run \"{run_id}\" already {status}")]
+    #[error("run \"{}\" already {status}", short_id(run_id))]
     RunFinished {
         run_id: String,
         status: &'static str,
@@ -77,5 +90,17 @@ impl RuntimeError {
             message: message.into(),
             violations: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_ids_are_cut_in_messages() {
+        let message = RuntimeError::RunNotFound("é".repeat(1000)).to_string();
+        assert_eq!(message, format!("run \"{}…\" not found", "é".repeat(64)));
+        assert_eq!(short_id("run-1"), "run-1");
     }
 }

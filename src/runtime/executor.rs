@@ -300,9 +300,9 @@ async fn step(
                     turn_commit(inner, &tools, &state, turn.unflushed, output, usage)
                 }
                 Ok(Err(error)) => {
-                    let mut commit = failure(format!(
-                        "model provider {} failed: {error}",
-                        agent.model.provider()
+                    let mut commit = failure(crate::model::failure_message(
+                        agent.model.provider(),
+                        &error,
                     ));
                     turn.unflushed.append(&mut commit.events);
                     commit.events = turn.unflushed;

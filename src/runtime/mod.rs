@@ -40,7 +40,7 @@ use crate::store::{
 
 pub use agents::AgentDefinition;
 pub use ask_user::{AskUserLimits, Violation};
-pub use error::{RejectReason, RuntimeError};
+pub use error::{RejectReason, RuntimeError, short_id};
 pub use hub::Batch;
 pub use pending_feed::{PendingEvent, PendingFilter, PendingStream};
 
@@ -65,10 +65,8 @@ pub struct RuntimeConfig {
     /// How long an executor's claim on a working run lasts unless renewed; a run whose executor
     /// died is taken over after it.
     pub lease_ttl: Duration,
-    /// The largest client tool output, and the most of an HTTP tool's response kept, in bytes.
+    /// The most of an HTTP tool's response kept, in bytes.
     pub max_tool_output_bytes: usize,
-    /// The longest prompt a run may start with, in bytes.
-    pub max_prompt_bytes: usize,
     /// Starts of one step after which its run fails.
     pub max_step_attempts: u32,
     /// Steps worked on at once, over all runs.
@@ -158,8 +156,6 @@ const MAX_PAGE_SIZE: usize = 1000;
 const MIN_CLAIM: Duration = Duration::from_secs(1);
 const MAX_CLAIM: Duration = Duration::from_secs(3600);
 const DEFAULT_CLAIM: Duration = Duration::from_secs(60);
-/// The longest request id a start may carry.
-const MAX_REQUEST_ID_BYTES: usize = 256;
 
 pub(crate) fn new_tool_call_id() -> String {
     format!("call_{}", uuid::Uuid::now_v7().simple())
@@ -314,25 +310,6 @@ impl Runtime {
                 description: "agent_id must not be empty".into(),
             }]));
         }
-        let sizes = [
-            (
-                "prompt",
-                &request.prompt,
-                self.inner.config.max_prompt_bytes,
-            ),
-            ("request_id", &request.request_id, MAX_REQUEST_ID_BYTES),
-        ];
-        let too_long: Vec<Violation> = sizes
-            .into_iter()
-            .filter(|(_, text, limit)| text.len() > *limit)
-            .map(|(field, text, limit)| Violation {
-                field: field.into(),
-                description: format!("{field} is {} bytes; the limit is {limit}", text.len()),
-            })
-            .collect();
-        if !too_long.is_empty() {
-            return Err(RuntimeError::InvalidArgument(too_long));
-        }
         let agent = self
             .inner
             .agents
@@ -433,23 +410,6 @@ impl Runtime {
                 violations: vec![Violation {
                     field: "answer.tool_call_id".into(),
                     description: "tool_call_id must not be empty".into(),
-                }],
-            });
-        }
-        let max_output = self.inner.config.max_tool_output_bytes;
-        if let AnswerInput::ToolOutput { content, .. } = &request.answer
-            && content.len() > max_output
-        {
-            let description = format!(
-                "the output is {} bytes; the limit is {max_output}",
-                content.len()
-            );
-            return Err(RuntimeError::AnswerRejected {
-                reason: RejectReason::InvalidAnswer,
-                message: description.clone(),
-                violations: vec![Violation {
-                    field: "answer.tool_output.content".into(),
-                    description,
                 }],
             });
         }
@@ -638,7 +598,9 @@ impl Runtime {
             ClaimOutcome::Held { claimant, until_ms } => Err(RuntimeError::rejected(
                 RejectReason::AlreadyClaimed,
                 format!(
-                    "tool call \"{tool_call_id}\" is claimed by \"{claimant}\" for {} more",
+                    "tool call \"{}\" is claimed by \"{}\" for {} more",
+                    short_id(tool_call_id),
+                    short_id(&claimant),
                     humantime::format_duration(Duration::from_millis(
                         u64::try_from(until_ms - self.inner.store.now_ms()).unwrap_or(0)
                     ))
@@ -658,7 +620,11 @@ impl Runtime {
         match self.inner.store.get_run(run_id).await {
             Ok(Some(_)) => RuntimeError::rejected(
                 RejectReason::ToolCallNotPending,
-                format!("run \"{run_id}\" has no tool call \"{tool_call_id}\""),
+                format!(
+                    "run \"{}\" has no tool call \"{}\"",
+                    short_id(run_id),
+                    short_id(tool_call_id)
+                ),
             ),
             Ok(None) => RuntimeError::RunNotFound(run_id.to_owned()),
             Err(error) => error.into(),

@@ -4,7 +4,7 @@
 //! was.
 
 use super::ask_user::{self, AskUserLimits, Violation, check_answer};
-use super::error::{RejectReason, RuntimeError};
+use super::error::{RejectReason, RuntimeError, short_id};
 use crate::domain::{AnswerInput, ApprovalDecision, SuspendKind, ToolResultKind};
 use crate::store::{Approved, CallChange, CallStatus, Settlement, ToolCallRecord};
 
@@ -64,7 +64,7 @@ pub fn decide(
     if call.expire_ms.is_some_and(|expire_ms| expire_ms <= now_ms) {
         return Err(RuntimeError::rejected(
             RejectReason::QuestionExpired,
-            format!("tool call \"{}\" expired", call.tool_call_id),
+            format!("tool call \"{}\" expired", short_id(&call.tool_call_id)),
         ));
     }
     match (call.suspension.kind, answer) {
@@ -226,7 +226,7 @@ pub fn key_reused(call: &ToolCallRecord, answer_id: &str) -> bool {
 
 /// Why an answer to a call that no longer waits (or waits for something else) is refused.
 pub fn not_pending(call: &ToolCallRecord) -> RuntimeError {
-    let id = &call.tool_call_id;
+    let id = short_id(&call.tool_call_id);
     match call.status {
         CallStatus::Answered
         | CallStatus::Declined

@@ -19,7 +19,8 @@ use tracing::warn;
 
 use super::{Model, ModelError, ModelEvent, ModelRequest, ModelStream};
 use crate::http::retry::{self, Failure};
-use crate::http::{error_response, request_error};
+use crate::http::{error_response, failure_kind, request_error};
+use crate::redact::{redact, redact_url};
 
 /// How long a request may wait for the connection, the response, or the next piece of it.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -52,8 +53,8 @@ pub struct OpenAiModel {
 
 impl OpenAiModel {
     pub fn new(settings: OpenAiSettings) -> Result<Self, ModelError> {
-        let base_url = &settings.base_url;
-        let mut endpoint = Url::parse(base_url)
+        let base_url = redact_url(&settings.base_url);
+        let mut endpoint = Url::parse(&settings.base_url)
             .map_err(|e| ModelError::Settings(format!("base_url \"{base_url}\": {e}")))?;
         if !matches!(endpoint.scheme(), "http" | "https") {
             return Err(ModelError::Settings(format!(
@@ -72,8 +73,10 @@ impl OpenAiModel {
         for (name, value) in &settings.headers {
             let header_name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|e| ModelError::Settings(format!("header name \"{name}\": {e}")))?;
-            let header_value = HeaderValue::from_str(value)
+            let mut header_value = HeaderValue::from_str(value)
                 .map_err(|e| ModelError::Settings(format!("header \"{name}\" value: {e}")))?;
+            // Extra headers often carry keys (Azure's `api-key`): kept out of debug output.
+            header_value.set_sensitive(true);
             headers.insert(header_name, header_value);
         }
         if let Some(key) = &settings.api_key {
@@ -128,15 +131,13 @@ impl Model for OpenAiModel {
                     loop {
                         let data = match events.next().await {
                             Some(Ok(event)) => event.data,
-                            Some(Err(error)) => break 'attempt AttemptFailure::Broken(format!(
-                                "the response broke off: {}",
-                                stream_error(error)
-                            )),
+                            Some(Err(error)) => break 'attempt stream_failure(error),
                             // Some servers close without `[DONE]` once the turn is over.
                             None if turn.has_finish_reason() => break,
-                            None => break 'attempt AttemptFailure::Broken(
-                                "the response ended before [DONE]".into(),
-                            ),
+                            None => break 'attempt AttemptFailure::Broken {
+                                how: "the response broke off",
+                                cause: "the response ended before [DONE]".into(),
+                            },
                         };
                         if data == "[DONE]" {
                             break;
@@ -144,7 +145,7 @@ impl Model for OpenAiModel {
                         match turn.push(&data) {
                             Ok(text) if text.is_empty() => {}
                             Ok(text) => yield Ok(ModelEvent::TextDelta(text)),
-                            Err(malformed) => break 'attempt AttemptFailure::Broken(malformed),
+                            Err(cause) => break 'attempt malformed(cause),
                         }
                     }
                     match turn.finish() {
@@ -163,15 +164,16 @@ impl Model for OpenAiModel {
                     return;
                 };
                 warn!(
-                    %endpoint,
+                    endpoint = %redact(&endpoint),
                     attempts,
                     ?delay,
                     failure = %failure.describe(),
                     "model request failed; retrying"
                 );
-                if let AttemptFailure::Broken(cause) = failure {
+                // What the provider sent is in the log line above, not in the event clients see.
+                if let AttemptFailure::Broken { how, .. } = failure {
                     yield Ok(ModelEvent::Restarted {
-                        reason: format!("{cause}; asking the model again"),
+                        reason: format!("{how}; asking the model again"),
                     });
                 }
                 tokio::time::sleep(delay).await;
@@ -182,8 +184,8 @@ impl Model for OpenAiModel {
 
 /// Why one attempt at a turn failed.
 enum AttemptFailure {
-    /// No response: the connection failed or timed out.
-    Unreachable(String),
+    /// No response: the connection failed or timed out; `how` in a few words, `cause` in detail.
+    Unreachable { how: &'static str, cause: String },
     /// An error status.
     Status {
         status: StatusCode,
@@ -191,7 +193,7 @@ enum AttemptFailure {
         body: String,
     },
     /// The response started, then broke off, timed out or sent a chunk that cannot be read.
-    Broken(String),
+    Broken { how: &'static str, cause: String },
 }
 
 impl AttemptFailure {
@@ -206,20 +208,24 @@ impl AttemptFailure {
                 status: *status,
                 retry_after: *retry_after,
             },
-            AttemptFailure::Unreachable(_) | AttemptFailure::Broken(_) => Failure::Transport,
+            AttemptFailure::Unreachable { .. } | AttemptFailure::Broken { .. } => {
+                Failure::Transport
+            }
         };
         retry::delay(failure, attempts)
     }
 
     fn describe(&self) -> String {
         match self {
-            AttemptFailure::Unreachable(cause) | AttemptFailure::Broken(cause) => cause.clone(),
+            AttemptFailure::Unreachable { cause, .. } | AttemptFailure::Broken { cause, .. } => {
+                cause.clone()
+            }
             AttemptFailure::Status { status, body, .. } => format!("HTTP {status}: {body}"),
         }
     }
 
     fn into_error(self, endpoint: &Url, attempts: u32) -> ModelError {
-        let endpoint = endpoint.to_string();
+        let endpoint = redact(endpoint);
         match self {
             AttemptFailure::Status { status, body, .. } => ModelError::Status {
                 endpoint,
@@ -227,10 +233,11 @@ impl AttemptFailure {
                 attempts,
                 body,
             },
-            AttemptFailure::Unreachable(cause) | AttemptFailure::Broken(cause) => {
+            AttemptFailure::Unreachable { how, cause } | AttemptFailure::Broken { how, cause } => {
                 ModelError::Unavailable {
                     endpoint,
                     attempts,
+                    how,
                     cause,
                 }
             }
@@ -249,7 +256,10 @@ async fn send(
         .json(body)
         .send()
         .await
-        .map_err(|e| AttemptFailure::Unreachable(request_error(e)))?;
+        .map_err(|e| AttemptFailure::Unreachable {
+            how: failure_kind(&e),
+            cause: request_error(e),
+        })?;
     if response.status().is_success() {
         return Ok(response);
     }
@@ -261,10 +271,26 @@ async fn send(
     })
 }
 
-fn stream_error(error: EventStreamError<reqwest::Error>) -> String {
-    match error {
-        EventStreamError::Transport(error) => request_error(error),
-        other => other.to_string(),
+/// A response that broke off, timed out or could not be read as events.
+fn stream_failure(error: EventStreamError<reqwest::Error>) -> AttemptFailure {
+    let (how, cause) = match error {
+        EventStreamError::Transport(error) if error.is_timeout() => {
+            ("timed out", request_error(error))
+        }
+        EventStreamError::Transport(error) => ("the response broke off", request_error(error)),
+        other => ("the response could not be read", other.to_string()),
+    };
+    AttemptFailure::Broken {
+        how,
+        cause: format!("the response broke off: {cause}"),
+    }
+}
+
+/// A response whose events could not be assembled into a turn.
+fn malformed(cause: String) -> AttemptFailure {
+    AttemptFailure::Broken {
+        how: "the response could not be read",
+        cause,
     }
 }
 

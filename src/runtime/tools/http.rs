@@ -11,6 +11,7 @@ use tracing::warn;
 
 use crate::http::retry::{self, Failure};
 use crate::http::{error_response, request_error};
+use crate::redact::redact;
 
 /// The header naming a call for the receiver's deduplication: `<run_id>/<tool_call_id>`.
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
@@ -27,13 +28,25 @@ pub struct HttpToolSettings {
 }
 
 /// A configured HTTP tool.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct HttpTool {
     url: Url,
     method: Method,
     headers: HeaderMap,
     max_retries: u32,
     client: reqwest::Client,
+}
+
+impl std::fmt::Debug for HttpTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL may hold credentials; header values are sensitive, and print as such.
+        f.debug_struct("HttpTool")
+            .field("url", &redact(&self.url))
+            .field("method", &self.method)
+            .field("headers", &self.headers)
+            .field("max_retries", &self.max_retries)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What running an HTTP tool gave: the result the model gets.
