@@ -541,3 +541,45 @@ async fn a_step_that_never_finishes_fails_its_run_after_the_max_attempts() {
         "{failed}"
     );
 }
+
+/// After a restart, the runs that were working are taken over spread over a quarter of the lease
+/// TTL, not all at once: their steps (here 1 s each) finish that far apart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn takeovers_after_a_restart_are_spread_out() {
+    const RUNS: usize = 4;
+    let agents = scripted_agent("steady", &["delay = \"1s\"\nsay = \"done\""]);
+    // Takeover period 1 s: 4 runs are kicked 250 ms apart.
+    let mut server = Server::start_with(Some(&agents), &["--lease-ttl", "4s"]);
+    let mut run_ids = Vec::new();
+    for _ in 0..RUNS {
+        let mut client = server.agents().await;
+        run_ids.push(RunStream::start(&mut client, "steady").await.run_id);
+    }
+    server.kill();
+    server.restart();
+    let restarted = std::time::Instant::now();
+    let finishes = run_ids.iter().map(|run_id| {
+        let server = &server;
+        async move {
+            let mut client = server.agents().await;
+            let log = watch_until_end(&mut client, run_id, 0).await;
+            assert_eq!(completions(&log), ["done"]);
+            restarted.elapsed()
+        }
+    });
+    let mut finished = futures::future::join_all(finishes).await;
+    finished.sort();
+    let gaps: Vec<u64> = finished
+        .windows(2)
+        .map(|pair| (pair[1] - pair[0]).as_millis() as u64)
+        .collect();
+    report_figures(
+        "takeovers after a restart, 4 runs, period 1s",
+        &[
+            ("first_done_ms", finished[0].as_millis() as u64),
+            ("gap_min_ms", gaps.iter().copied().min().unwrap_or(0)),
+            ("gap_max_ms", gaps.iter().copied().max().unwrap_or(0)),
+        ],
+    );
+    assert!(gaps.iter().all(|gap| *gap >= 150), "{gaps:?}");
+}

@@ -12,7 +12,9 @@ mod common;
 use std::time::Duration;
 
 use askuser::proto::v1 as pb;
-use common::{FRAME_TIMEOUT, RunStream, Server, event_name, scripted_agent, text_answer};
+use common::{
+    FRAME_TIMEOUT, RunStream, Server, WriteLock, event_name, scripted_agent, text_answer,
+};
 use tokio_stream::StreamExt;
 
 const LEASE: &str = "300s";
@@ -37,28 +39,6 @@ fn agents() -> String {
 
 fn start_server() -> Server {
     Server::start_with(Some(&agents()), &["--lease-ttl", LEASE])
-}
-
-/// Holds SQLite's write lock until dropped (rolled back: it writes nothing).
-struct WriteLock(rusqlite::Connection);
-
-impl WriteLock {
-    async fn take(server: &Server) -> WriteLock {
-        // Writes the server still has to make (a lease given back) go first: its only write
-        // waiting for the lock must be the request's.
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let conn = rusqlite::Connection::open(server.data_path().join("askuser.sqlite3"))
-            .expect("open the server's database");
-        conn.execute_batch("BEGIN IMMEDIATE")
-            .expect("take the write lock");
-        WriteLock(conn)
-    }
-}
-
-impl Drop for WriteLock {
-    fn drop(&mut self) {
-        let _ = self.0.execute_batch("ROLLBACK");
-    }
 }
 
 /// Runs `request` and abandons it after [`SENT`]: the client goes away with it in flight. The

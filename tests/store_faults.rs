@@ -485,3 +485,54 @@ async fn retention_prunes_more_runs_than_a_batch() {
     assert_eq!(pruned, RUNS as u64, "{log}");
     report_figures("retention", &[("runs_pruned", pruned)]);
 }
+
+/// SQLite reads have connections of their own: while the database's write lock is held (here by
+/// the test, as a long write batch would hold it), GetRun, ListRuns and a replay from the start
+/// still answer. Before, every read queued behind the writer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_reads_do_not_wait_for_writes() {
+    let server = Server::start_with(Some(&greeter()), &[]);
+    let (run, call) = suspended_greeting(&server).await;
+    let mut agents = server.agents().await;
+
+    let lock = common::WriteLock::take(&server).await;
+    let reads = async {
+        let got = get_run(&mut agents, &run.run_id).await;
+        let listed = agents
+            .list_runs(pb::ListRunsRequest::default())
+            .await
+            .expect("list")
+            .into_inner()
+            .runs;
+        let replayed = agents
+            .watch_run(pb::WatchRunRequest {
+                run_id: run.run_id.clone(),
+                after_sequence: 0,
+            })
+            .await
+            .expect("watch")
+            .into_inner()
+            .message()
+            .await
+            .expect("first frame")
+            .expect("a frame");
+        (got, listed, replayed)
+    };
+    let (got, listed, replayed) = tokio::time::timeout(Duration::from_secs(3), reads)
+        .await
+        .expect("reads waited for the write lock");
+    assert_eq!(got.status(), pb::RunStatus::Suspended);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(replayed.sequence, 1);
+
+    drop(lock);
+    let frames = resume(&mut agents, text_answer(&run.run_id, &call, "Ada"))
+        .await
+        .expect("the answer once the lock is free");
+    assert!(
+        frames
+            .iter()
+            .any(|frame| matches!(&frame.event, Some(Event::RunCompleted(_)))),
+        "{frames:?}"
+    );
+}

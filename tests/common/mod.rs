@@ -856,3 +856,24 @@ pub fn url_address(url: &str) -> String {
     let (address, _) = rest.split_once('/').expect("a URL with a database");
     address.to_owned()
 }
+
+/// Holds SQLite's write lock until dropped (rolled back: it writes nothing).
+pub struct WriteLock(rusqlite::Connection);
+
+impl WriteLock {
+    pub async fn take(server: &Server) -> WriteLock {
+        // Writes the server still has to make (a lease given back) go first.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let conn = rusqlite::Connection::open(server.data_path().join("askuser.sqlite3"))
+            .expect("open the server's database");
+        conn.execute_batch("BEGIN IMMEDIATE")
+            .expect("take the write lock");
+        WriteLock(conn)
+    }
+}
+
+impl Drop for WriteLock {
+    fn drop(&mut self) {
+        let _ = self.0.execute_batch("ROLLBACK");
+    }
+}

@@ -8,9 +8,11 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use checkpoint::Checkpointer;
 use group_commit::GroupCommit;
+use readers::Readers;
 
 mod checkpoint;
 mod group_commit;
+mod readers;
 
 use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
@@ -110,10 +112,11 @@ CREATE TABLE events (
 ) WITHOUT ROWID;
 ";
 
-/// A [`RunStore`] on one SQLite file: a group-commit task owns the connection every operation
-/// uses; a checkpoint thread has another.
+/// A [`RunStore`] on one SQLite file: a group-commit task owns the connection every write uses;
+/// reads have connections of their own, and a checkpoint thread has another.
 pub struct SqliteStore {
     db: GroupCommit,
+    readers: Readers,
     /// The lock on the database file, held as long as the store lives.
     _lock: std::fs::File,
 }
@@ -161,6 +164,7 @@ impl SqliteStore {
         let checkpointer = Checkpointer::start(connect(path)?)?;
         Ok(Self {
             db: GroupCommit::start(conn, checkpointer)?,
+            readers: Readers::new(path),
             _lock: lock,
         })
     }
@@ -485,11 +489,11 @@ impl RunStore for SqliteStore {
 
     async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunRecord>> {
         let run_id = run_id.to_owned();
-        self.db.run(move |conn| load_run(conn, &run_id)).await
+        self.readers.run(move |conn| load_run(conn, &run_id)).await
     }
 
     async fn list_runs(&self, query: RunQuery) -> StoreResult<Vec<RunRecord>> {
-        self.db
+        self.readers
             .run(move |conn| {
                 let mut sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE 1 = 1");
                 let mut args: Vec<String> = Vec::new();
@@ -853,7 +857,7 @@ impl RunStore for SqliteStore {
         after: Option<(String, String)>,
         limit: usize,
     ) -> StoreResult<Vec<RunPendingCall>> {
-        self.db
+        self.readers
             .run(move |conn| {
                 let (run_id, call_id) = after.unwrap_or_default();
                 let rows: Vec<(String, String, PendingRow)> = conn
@@ -945,7 +949,7 @@ impl RunStore for SqliteStore {
         limit: usize,
     ) -> StoreResult<Option<EventPage>> {
         let run_id = run_id.to_owned();
-        self.db.run(move |conn| {
+        self.readers.run(move |conn| {
             let Some((status, last_sequence)) = conn
                 .prepare_cached("SELECT status, last_sequence FROM runs WHERE run_id = ?1")?
                 .query_row([&run_id], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))
@@ -984,7 +988,7 @@ impl RunStore for SqliteStore {
     }
 
     async fn due_expiries(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<(String, String)>> {
-        self.db
+        self.readers
             .run(move |conn| {
                 Ok(conn
                     .prepare_cached(
@@ -1000,7 +1004,7 @@ impl RunStore for SqliteStore {
     }
 
     async fn next_expiry(&self) -> StoreResult<Option<i64>> {
-        self.db.run(|conn| {
+        self.readers.run(|conn| {
             Ok(conn
                 .prepare_cached(
                     "SELECT MIN(expire_ms) FROM tool_calls WHERE status = 'pending' AND expire_ms IS NOT NULL",
@@ -1033,7 +1037,7 @@ impl RunStore for SqliteStore {
     }
 
     async fn unfinished_before(&self, before_ms: i64, limit: usize) -> StoreResult<Vec<String>> {
-        self.db
+        self.readers
             .run(move |conn| {
                 Ok(conn
                     .prepare_cached(UNFINISHED_BEFORE_QUERY)?
@@ -1065,7 +1069,7 @@ impl RunStore for SqliteStore {
     }
 
     async fn unleased_runs(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<String>> {
-        self.db.run(move |conn| {
+        self.readers.run(move |conn| {
             Ok(conn
                 .prepare_cached(
                     "SELECT run_id FROM runs WHERE status = 'running' \

@@ -1,0 +1,72 @@
+//! Reads on connections of their own, on blocking threads: in WAL mode they see every committed
+//! write and never wait for the writer, so a long read (a replay page, a listing, the pending-calls
+//! snapshot) delays no commit, nor does it hold one of the runtime's async workers.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rusqlite::{Connection, OpenFlags};
+
+use super::super::{StoreError, StoreResult};
+
+/// Idle reader connections kept for reuse; more are opened while reads run at once.
+const KEPT: usize = 4;
+
+pub(super) struct Readers {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+}
+
+impl Readers {
+    pub(super) fn new(path: &Path) -> Self {
+        Self {
+            path: path.to_owned(),
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Runs `work` in one read transaction, so that its statements see one state of the store.
+    pub(super) async fn run<T, F>(&self, work: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+    {
+        let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+        let conn = match idle {
+            Some(conn) => conn,
+            None => open(&self.path)?,
+        };
+        let (conn, outcome) = tokio::task::spawn_blocking(move || {
+            let outcome = read(&conn, work);
+            (conn, outcome)
+        })
+        .await
+        .map_err(|error| StoreError::Task(format!("a read failed: {error}")))?;
+        if let Ok(mut idle) = self.idle.lock()
+            && idle.len() < KEPT
+            && conn.is_autocommit()
+        {
+            idle.push(conn);
+        }
+        outcome
+    }
+}
+
+fn read<T>(conn: &Connection, work: impl FnOnce(&Connection) -> StoreResult<T>) -> StoreResult<T> {
+    conn.execute_batch("BEGIN")?;
+    let outcome = work(conn);
+    // A read transaction has nothing to keep: ending it only lets the WAL be checkpointed.
+    conn.execute_batch("COMMIT")?;
+    outcome
+}
+
+fn open(path: &Path) -> StoreResult<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    // A reader waits only for a checkpoint's brief restart of the WAL.
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    conn.set_prepared_statement_cache_capacity(32);
+    Ok(conn)
+}
