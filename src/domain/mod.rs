@@ -3,11 +3,13 @@
 //! Nothing here talks to the network, the store or a model; the layers convert to and from it.
 
 mod ask_user;
+mod principal;
 mod run;
 
 pub use ask_user::{
     AnswerInput, ApprovalDecision, AskUserInput, AskUserOption, SelectionMode, SuspendPayload,
 };
+pub use principal::{AuthMethod, DEFAULT_TENANT, Principal, Scope};
 pub use run::{
     Event, EventKind, Message, ModelToolCall, PendingCall, RunRecord, RunStatus, SuspendKind,
     Suspension, ToolDefinition, ToolResultKind, Usage, now_millis,

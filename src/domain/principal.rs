@@ -1,0 +1,118 @@
+//! Who is calling: the principal every request acts as, once authenticated.
+
+use serde::{Deserialize, Serialize};
+
+/// The tenant of every run when the server runs without authentication (`--auth none`).
+pub const DEFAULT_TENANT: &str = "default";
+
+/// What a principal may do; each RPC needs one (see `docs/security.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Scope {
+    /// Start runs.
+    RunsStart,
+    /// Read runs, follow them, watch the pending-calls feed.
+    RunsRead,
+    /// Answer questions and decide approvals.
+    RunsAnswer,
+    /// Cancel runs.
+    RunsCancel,
+    /// Respond with client tools' outputs, and claim calls.
+    ToolsExecute,
+    /// List agents.
+    AgentsRead,
+    /// Everything, agents' instructions included, and managing keys.
+    Admin,
+}
+
+impl Scope {
+    pub const ALL: [Scope; 7] = [
+        Scope::RunsStart,
+        Scope::RunsRead,
+        Scope::RunsAnswer,
+        Scope::RunsCancel,
+        Scope::ToolsExecute,
+        Scope::AgentsRead,
+        Scope::Admin,
+    ];
+
+    /// The scope's name, as keys and tokens carry it (`runs:start`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::RunsStart => "runs:start",
+            Scope::RunsRead => "runs:read",
+            Scope::RunsAnswer => "runs:answer",
+            Scope::RunsCancel => "runs:cancel",
+            Scope::ToolsExecute => "tools:execute",
+            Scope::AgentsRead => "agents:read",
+            Scope::Admin => "admin",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Scope> {
+        Scope::ALL.into_iter().find(|scope| scope.as_str() == name)
+    }
+}
+
+/// How a principal proved who it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AuthMethod {
+    /// The server runs without authentication: every caller is the same anonymous principal.
+    None,
+    ApiKey,
+    Jwt,
+    /// A client certificate (mTLS).
+    Certificate,
+    /// The server itself (expiry, cancellation by age, ...).
+    Server,
+}
+
+impl AuthMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthMethod::None => "none",
+            AuthMethod::ApiKey => "api_key",
+            AuthMethod::Jwt => "jwt",
+            AuthMethod::Certificate => "certificate",
+            AuthMethod::Server => "server",
+        }
+    }
+}
+
+/// A caller: its tenant, who it is, what it may do and the groups it belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Principal {
+    pub tenant: String,
+    pub subject: String,
+    pub scopes: Vec<Scope>,
+    pub groups: Vec<String>,
+    pub method: AuthMethod,
+}
+
+impl Principal {
+    /// The caller of a server without authentication: the default tenant, every scope.
+    pub fn anonymous() -> Principal {
+        Principal {
+            tenant: DEFAULT_TENANT.to_owned(),
+            subject: "anonymous".to_owned(),
+            scopes: Scope::ALL.to_vec(),
+            groups: Vec::new(),
+            method: AuthMethod::None,
+        }
+    }
+
+    /// The server acting on its own (expiring a question, cancelling a run past its age).
+    pub fn server(tenant: &str) -> Principal {
+        Principal {
+            tenant: tenant.to_owned(),
+            subject: "askuser".to_owned(),
+            scopes: Vec::new(),
+            groups: Vec::new(),
+            method: AuthMethod::Server,
+        }
+    }
+
+    /// Whether it may do what `scope` allows (`admin` allows everything).
+    pub fn may(&self, scope: Scope) -> bool {
+        self.scopes.contains(&scope) || self.scopes.contains(&Scope::Admin)
+    }
+}
