@@ -60,6 +60,12 @@ async fn expect_accepted_then_result(run: &mut RunStream, tool_call_id: &str, co
             content: content.into(),
             is_error: false,
             kind: pb::ToolResultKind::Answered as i32,
+            // Without authentication every caller is the default tenant's anonymous principal.
+            settled_by: Some(pb::SettledBy {
+                tenant: "default".into(),
+                subject: "anonymous".into(),
+                method: pb::AuthMethod::None as i32,
+            }),
         }))
     );
 }

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use askuser::domain::{
-    AnswerInput, EventKind, Message, ModelToolCall, RunStatus, SuspendPayload, Suspension,
-    ToolResultKind, Usage, now_millis,
+    AnswerInput, AuthMethod, EventKind, Message, ModelToolCall, RunStatus, SettledBy,
+    SuspendPayload, Suspension, ToolResultKind, Usage, now_millis,
 };
 use askuser::store::{
     CallChange, CallStatus, CancelOutcome, Committed, CreateOutcome, Decide, Lease, NewCallState,
@@ -19,6 +19,15 @@ use askuser::store::{
     SettleOutcome, Settlement, SqliteStore, StepState, Synchronous, TurnCommit, TurnOutcome,
 };
 use futures::future::join_all;
+
+/// Who cancels runs in these tests.
+fn canceller() -> SettledBy {
+    SettledBy {
+        tenant: "acme".into(),
+        subject: "ops".into(),
+        method: AuthMethod::ApiKey,
+    }
+}
 use tokio::sync::Barrier;
 
 /// Where a store under test keeps its data; it can be opened again on the same data.
@@ -233,6 +242,7 @@ fn turn(text: &str, calls: Vec<NewToolCall>) -> TurnCommit {
                 content: content.clone(),
                 is_error: *is_error,
                 kind: *kind,
+                settled_by: None,
             },
         });
     }
@@ -314,6 +324,7 @@ fn settle_with(settlement: Settlement) -> Decide {
 
 fn answered(text: &str, answer_id: &str) -> Settlement {
     Settlement {
+        settled_by: None,
         status: CallStatus::Answered,
         answer: Some(AnswerInput::Text(text.into())),
         answer_id: answer_id.into(),
@@ -543,7 +554,7 @@ async fn commits_are_refused_unless_the_run_is_where_the_executor_left_it(
     // Cancelled while the executor held the lease at the right turn.
     leased_run(&store, "run-3").await;
     store
-        .cancel_run("run-3", "stop", "Cancelled")
+        .cancel_run("run-3", "stop", "Cancelled", &canceller())
         .await
         .expect("cancel run");
     refused(&store, "run-3", OWNER, 0).await;
@@ -663,6 +674,7 @@ async fn settling_is_a_compare_and_set(store: Arc<dyn RunStore>) {
             content: "User answered: blue".into(),
             is_error: false,
             kind: ToolResultKind::Answered,
+            settled_by: None,
         }
     );
 
@@ -696,6 +708,7 @@ async fn settling_is_a_compare_and_set(store: Arc<dyn RunStore>) {
 
     // The last pending call settled: the run works again.
     let declined = Settlement {
+        settled_by: None,
         status: CallStatus::Declined,
         answer: Some(AnswerInput::Decline("busy".into())),
         answer_id: String::new(),
@@ -952,6 +965,7 @@ async fn concurrent_settles_have_exactly_one_winner(store: Arc<dyn RunStore>) {
                 content: format!("User answered: {winner}"),
                 is_error: false,
                 kind: ToolResultKind::Answered,
+                settled_by: None,
             }],
             "round {round}"
         );
@@ -1052,7 +1066,7 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
     suspended_run(&store, "run-1", &["call-1", "call-2"]).await;
     settle_pending(&store, "run-1", "call-1", answered("yes", "")).await;
     let CancelOutcome::Cancelled(cancelled) = store
-        .cancel_run("run-1", "user left", "The run was cancelled")
+        .cancel_run("run-1", "user left", "The run was cancelled", &canceller())
         .await
         .expect("cancel run")
     else {
@@ -1068,6 +1082,7 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
                 content: "The run was cancelled".into(),
                 is_error: false,
                 kind: ToolResultKind::Cancelled,
+                settled_by: Some(canceller()),
             },
             &EventKind::RunCancelled {
                 reason: "user left".into()
@@ -1103,7 +1118,7 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
     let log = event_log(&store, "run-1").await;
     assert!(matches!(
         store
-            .cancel_run("run-1", "again", "x")
+            .cancel_run("run-1", "again", "x", &canceller())
             .await
             .expect("cancel run"),
         CancelOutcome::AlreadyCancelled
@@ -1114,7 +1129,7 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
     // A working run has no calls to settle.
     leased_run(&store, "run-2").await;
     let CancelOutcome::Cancelled(cancelled) = store
-        .cancel_run("run-2", "stop", "x")
+        .cancel_run("run-2", "stop", "x", &canceller())
         .await
         .expect("cancel run")
     else {
@@ -1134,7 +1149,7 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
     ] {
         let log = event_log(&store, run_id).await;
         let outcome = store
-            .cancel_run(run_id, "too late", "x")
+            .cancel_run(run_id, "too late", "x", &canceller())
             .await
             .expect("cancel run");
         assert!(
@@ -1145,7 +1160,7 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
     }
     assert!(matches!(
         store
-            .cancel_run("run-9", "x", "x")
+            .cancel_run("run-9", "x", "x", &canceller())
             .await
             .expect("cancel run"),
         CancelOutcome::NotFound
@@ -1185,6 +1200,7 @@ async fn expiries_come_due_earliest_first(store: Arc<dyn RunStore>) {
     assert_eq!(due(LATE + 1, 1).await, [pair("call-soon")]);
 
     let expired = Settlement {
+        settled_by: None,
         status: CallStatus::Expired,
         answer: None,
         answer_id: String::new(),
@@ -1198,7 +1214,7 @@ async fn expiries_come_due_earliest_first(store: Arc<dyn RunStore>) {
 
     // Settled by cancellation: nothing left to expire.
     store
-        .cancel_run("run-1", "stop", "x")
+        .cancel_run("run-1", "stop", "x", &canceller())
         .await
         .expect("cancel run");
     assert_eq!(store.next_expiry().await.expect("next expiry"), None);
@@ -1212,7 +1228,7 @@ async fn prune_removes_only_finished_runs_older_than_the_cutoff(store: Arc<dyn R
     commit(&store, "failed", 0, failing_turn("broken")).await;
     suspended_run(&store, "cancelled", &["call-1"]).await;
     store
-        .cancel_run("cancelled", "stop", "x")
+        .cancel_run("cancelled", "stop", "x", &canceller())
         .await
         .expect("cancel run");
     suspended_run(&store, "suspended", &["call-1"]).await;
@@ -1498,7 +1514,7 @@ async fn leases_exclude_other_owners_until_they_expire(store: Arc<dyn RunStore>)
     assert!(acquire(&store, "run-old", OTHER_OWNER, minute()).await);
     assert!(!acquire(&store, "run-old", OWNER, minute()).await);
     store
-        .cancel_run("run-new", "stop", "x")
+        .cancel_run("run-new", "stop", "x", &canceller())
         .await
         .expect("cancel run");
     assert!(!acquire(&store, "run-new", OWNER, minute()).await);

@@ -9,9 +9,11 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use futures::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
+use super::caller::caller;
 use super::convert::{self, answer_from_proto};
 use super::error::ApiError;
 use super::limits::{self, Field, RequestLimits};
+use crate::domain::Principal;
 use crate::proto::v1 as pb;
 use crate::proto::v1::agent_service_server::AgentService;
 use crate::proto::v1::run_agent_request::Frame;
@@ -82,7 +84,8 @@ impl AgentApi {
         run_id: String,
         first: Option<pb::RunAgentResponse>,
         mut events: EventStream,
-        mut inbound: Option<Streaming<pb::RunAgentRequest>>,
+        // The client's half of a `RunAgent` stream, and who answers on it.
+        mut inbound: Option<(Streaming<pb::RunAgentRequest>, Principal)>,
     ) -> FrameStream {
         let heartbeat = self.heartbeat_interval;
         let runtime = self.runtime.clone();
@@ -97,7 +100,7 @@ impl AgentApi {
             loop {
                 let client_frame = async {
                     match inbound.as_mut() {
-                        Some(inbound) => inbound.message().await,
+                        Some((inbound, _)) => inbound.message().await,
                         None => std::future::pending().await,
                     }
                 };
@@ -115,7 +118,10 @@ impl AgentApi {
                     },
                     message = client_frame => match message {
                         Ok(Some(pb::RunAgentRequest { frame: Some(Frame::Answer(answer)) })) => {
-                            let frame = answer_frame(&runtime, &run_id, answer, &limits).await;
+                            let caller = inbound
+                                .as_ref()
+                                .map_or_else(Principal::anonymous, |(_, caller)| caller.clone());
+                            let frame = answer_frame(&runtime, &run_id, answer, &limits, caller).await;
                             let ends = frame.is_err();
                             yield frame;
                             if ends {
@@ -185,6 +191,7 @@ async fn answer_frame(
     run_id: &str,
     answer: pb::Answer,
     limits: &RequestLimits,
+    caller: Principal,
 ) -> Result<pb::RunAgentResponse, Status> {
     let tool_call_id = answer.tool_call_id.clone();
     let answer_id = answer.answer_id.clone();
@@ -208,7 +215,7 @@ async fn answer_frame(
             Vec::new(),
         );
     }
-    let request = match answer_from_proto(answer, Some(run_id), limits) {
+    let request = match answer_from_proto(answer, Some(run_id), limits, caller) {
         Ok(request) => request,
         Err(ApiError::InvalidAnswer(violations)) => {
             return reject(
@@ -250,6 +257,7 @@ impl AgentService for AgentApi {
         request: Request<Streaming<pb::RunAgentRequest>>,
     ) -> Result<Response<Self::RunAgentStream>, Status> {
         let permit = self.stream_permit()?;
+        let principal = caller(&request);
         let mut inbound = request.into_inner();
         let first = tokio::time::timeout(self.first_frame_timeout, inbound.message())
             .await
@@ -291,7 +299,7 @@ impl AgentService for AgentApi {
             run_id,
             None,
             events,
-            Some(inbound),
+            Some((inbound, principal)),
         )))
     }
 
@@ -300,11 +308,12 @@ impl AgentService for AgentApi {
         request: Request<pb::ResumeRunRequest>,
     ) -> Result<Response<Self::ResumeRunStream>, Status> {
         let permit = self.stream_permit()?;
+        let principal = caller(&request);
         let answer = request
             .into_inner()
             .answer
             .ok_or_else(|| ApiError::field("answer", "answer is required"))?;
-        let request = answer_from_proto(answer, None, &self.limits)?;
+        let request = answer_from_proto(answer, None, &self.limits, principal)?;
         let run_id = request.run_id.clone();
         let ack = self.runtime.answer(request).await.map_err(ApiError::from)?;
         let events = self.runtime.follow(
@@ -415,6 +424,7 @@ impl AgentService for AgentApi {
         &self,
         request: Request<pb::CancelRunRequest>,
     ) -> Result<Response<pb::CancelRunResponse>, Status> {
+        let principal = caller(&request);
         let request = request.into_inner();
         require(&request.run_id, "run_id")?;
         limits::check(
@@ -426,7 +436,7 @@ impl AgentService for AgentApi {
         )?;
         let run = self
             .runtime
-            .cancel_run(&request.run_id, &request.reason)
+            .cancel_run(&request.run_id, &request.reason, &principal)
             .await
             .map_err(ApiError::from)?;
         Ok(Response::new(pb::CancelRunResponse {

@@ -7,8 +7,8 @@ use prost_types::Timestamp;
 use super::error::ApiError;
 use super::limits::RequestLimits;
 use crate::domain::{
-    self, AnswerInput, ApprovalDecision, Event, EventKind, PendingCall, RunRecord, RunStatus,
-    SelectionMode, SuspendKind, ToolDefinition, ToolResultKind,
+    self, AnswerInput, ApprovalDecision, AuthMethod, Event, EventKind, PendingCall, Principal,
+    RunRecord, RunStatus, SelectionMode, SettledBy, SuspendKind, ToolDefinition, ToolResultKind,
 };
 use crate::proto::v1 as pb;
 use crate::runtime::tools::{ApprovalPolicy, ToolKind, schema_text};
@@ -120,6 +120,7 @@ pub fn answer_from_proto(
     answer: pb::Answer,
     default_run_id: Option<&str>,
     limits: &RequestLimits,
+    principal: Principal,
 ) -> Result<AnswerRequest, ApiError> {
     let invalid = |field: &str, description: &str| {
         ApiError::InvalidAnswer(vec![Violation {
@@ -173,6 +174,7 @@ pub fn answer_from_proto(
         tool_call_id: answer.tool_call_id,
         answer: input,
         answer_id: answer.answer_id,
+        principal,
     })
 }
 
@@ -340,11 +342,13 @@ pub fn event_to_proto(event: Event) -> pb::RunAgentResponse {
             content,
             is_error,
             kind,
+            settled_by,
         } => E::ToolResult(pb::ToolResult {
             tool_call_id,
             content,
             is_error,
             kind: kind_to_proto(kind) as i32,
+            settled_by: settled_by.map(settled_by_to_proto),
         }),
         EventKind::RunCompleted { output_text, usage } => E::RunCompleted(pb::RunCompleted {
             output_text,
@@ -501,5 +505,20 @@ pub fn agent_to_proto(agent: &AgentDefinition) -> pb::Agent {
                 approval_condition: tool.approval.condition().unwrap_or_default().to_owned(),
             })
             .collect(),
+    }
+}
+
+fn settled_by_to_proto(settled_by: SettledBy) -> pb::SettledBy {
+    let method = match settled_by.method {
+        AuthMethod::None => pb::AuthMethod::None,
+        AuthMethod::ApiKey => pb::AuthMethod::ApiKey,
+        AuthMethod::Jwt => pb::AuthMethod::Jwt,
+        AuthMethod::Certificate => pb::AuthMethod::Certificate,
+        AuthMethod::Server => pb::AuthMethod::Server,
+    };
+    pb::SettledBy {
+        tenant: settled_by.tenant,
+        subject: settled_by.subject,
+        method: method as i32,
     }
 }

@@ -16,8 +16,8 @@ use super::convert::{
 use super::error::ApiError;
 use super::limits::{self, Field, RequestLimits};
 use crate::domain::{
-    AnswerInput, ApprovalDecision, Event, EventKind, RunStatus, SelectionMode, SuspendKind,
-    SuspendPayload, ToolResultKind, Usage,
+    AnswerInput, ApprovalDecision, AuthMethod, Event, EventKind, Principal, RunStatus,
+    SelectionMode, SettledBy, SuspendKind, SuspendPayload, ToolResultKind, Usage,
 };
 use crate::proto::v1 as pb;
 use crate::proto::v1::run_agent_request::Frame;
@@ -204,7 +204,12 @@ fn take_frame(frame: pb::RunAgentRequest) -> Result<(), TestCaseError> {
         )
         .or_else(refused),
         Some(Frame::Answer(answer)) => {
-            match answer_from_proto(answer, Some("run"), &RequestLimits::default()) {
+            match answer_from_proto(
+                answer,
+                Some("run"),
+                &RequestLimits::default(),
+                Principal::anonymous(),
+            ) {
                 Ok(request) => {
                     let limits = AskUserLimits::default();
                     if let Err(violations) =
@@ -285,14 +290,19 @@ fn event_kind() -> impl Strategy<Value = EventKind> {
                 approval_reason: String::new(),
             }
         ),
-        (text(), text(), any::<bool>()).prop_map(|(tool_call_id, content, is_error)| {
-            EventKind::ToolResult {
+        (text(), text(), any::<bool>(), text()).prop_map(
+            |(tool_call_id, content, is_error, subject)| EventKind::ToolResult {
                 tool_call_id,
                 content,
                 is_error,
                 kind: ToolResultKind::Answered,
+                settled_by: Some(SettledBy {
+                    tenant: "acme".into(),
+                    subject,
+                    method: AuthMethod::ApiKey,
+                }),
             }
-        }),
+        ),
         (text(), any::<u64>(), any::<u64>()).prop_map(|(output_text, input, output)| {
             EventKind::RunCompleted {
                 output_text,
@@ -384,7 +394,12 @@ proptest! {
         };
         let nul = holds_nul(&answer_texts(&answer));
         let run_id = if answer.run_id.is_empty() { default_run.clone() } else { Some(answer.run_id.clone()) };
-        match answer_from_proto(answer.clone(), default_run.as_deref(), &RequestLimits::default()) {
+        match answer_from_proto(
+            answer.clone(),
+            default_run.as_deref(),
+            &RequestLimits::default(),
+            Principal::anonymous(),
+        ) {
             Ok(request) => {
                 prop_assert!(!nul);
                 prop_assert_eq!(Some(request.answer), expected);

@@ -1,6 +1,7 @@
 //! The gRPC surface: decodes and validates requests, calls the runtime, maps errors to statuses.
 
 mod agent_service;
+mod caller;
 mod convert;
 mod error;
 #[cfg(test)]

@@ -9,7 +9,7 @@ mod run;
 pub use ask_user::{
     AnswerInput, ApprovalDecision, AskUserInput, AskUserOption, SelectionMode, SuspendPayload,
 };
-pub use principal::{AuthMethod, DEFAULT_TENANT, Principal, Scope};
+pub use principal::{AuthMethod, DEFAULT_TENANT, Principal, Scope, SettledBy};
 pub use run::{
     Event, EventKind, Message, ModelToolCall, PendingCall, RunRecord, RunStatus, SuspendKind,
     Suspension, ToolDefinition, ToolResultKind, Usage, now_millis,

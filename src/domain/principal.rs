@@ -100,10 +100,11 @@ impl Principal {
         }
     }
 
-    /// The server acting on its own (expiring a question, cancelling a run past its age).
-    pub fn server(tenant: &str) -> Principal {
+    /// The server acting on its own (expiring a question, cancelling a run past its age): it
+    /// belongs to no tenant.
+    pub fn server() -> Principal {
         Principal {
-            tenant: tenant.to_owned(),
+            tenant: String::new(),
             subject: "askuser".to_owned(),
             scopes: Vec::new(),
             groups: Vec::new(),
@@ -114,5 +115,23 @@ impl Principal {
     /// Whether it may do what `scope` allows (`admin` allows everything).
     pub fn may(&self, scope: Scope) -> bool {
         self.scopes.contains(&scope) || self.scopes.contains(&Scope::Admin)
+    }
+}
+
+/// Who settled a tool call, as its `tool_result` event records it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettledBy {
+    pub tenant: String,
+    pub subject: String,
+    pub method: AuthMethod,
+}
+
+impl From<&Principal> for SettledBy {
+    fn from(principal: &Principal) -> Self {
+        SettledBy {
+            tenant: principal.tenant.clone(),
+            subject: principal.subject.clone(),
+            method: principal.method,
+        }
     }
 }

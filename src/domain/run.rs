@@ -4,6 +4,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::SuspendPayload;
+use super::principal::SettledBy;
 
 /// Milliseconds since the Unix epoch, the time unit of every stored timestamp.
 pub fn now_millis() -> i64 {
@@ -178,6 +179,9 @@ pub enum EventKind {
         content: String,
         is_error: bool,
         kind: ToolResultKind,
+        /// Who settled the call; `None` when nobody did (an invalid call, a tool the server ran).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        settled_by: Option<SettledBy>,
     },
     RunCompleted {
         output_text: String,

@@ -600,6 +600,7 @@ fn turn_commit(
                         content: content.clone(),
                         is_error: *is_error,
                         kind: *kind,
+                        settled_by: None,
                     });
                 }
                 state

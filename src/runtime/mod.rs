@@ -30,8 +30,8 @@ use tokio_util::task::TaskTracker;
 use tracing::warn;
 
 use crate::domain::{
-    AnswerInput, ApprovalDecision, AskUserInput, Event, RunRecord, RunStatus, SuspendKind,
-    ToolDefinition,
+    AnswerInput, ApprovalDecision, AskUserInput, Event, Principal, RunRecord, RunStatus, SettledBy,
+    SuspendKind, ToolDefinition,
 };
 use crate::store::{
     Approved, CallChange, CancelOutcome, ClaimOutcome, CommitNotice, Decide, NewRun, RunQuery,
@@ -95,6 +95,8 @@ pub struct AnswerRequest {
     pub tool_call_id: String,
     pub answer: AnswerInput,
     pub answer_id: String,
+    /// Who answers.
+    pub principal: Principal,
 }
 
 /// An accepted answer.
@@ -425,6 +427,7 @@ impl Runtime {
         let (answer, answer_id) = (request.answer.clone(), request.answer_id.clone());
         let approved_next = approved.clone();
         let store = Arc::clone(&self.inner.store);
+        let settled_by = SettledBy::from(&request.principal);
         let decide: Decide = Box::new(move |call| {
             let now_ms = store.now_ms();
             settle::decide(
@@ -434,6 +437,7 @@ impl Runtime {
                 approved_next.as_ref(),
                 &limits,
                 now_ms,
+                &settled_by,
             )
             .ok()
         });
@@ -481,6 +485,7 @@ impl Runtime {
                     approved.as_ref(),
                     &limits,
                     self.inner.store.now_ms(),
+                    &SettledBy::from(&request.principal),
                 )
                 .err()
                 .unwrap_or_else(|| settle::not_pending(&call)))
@@ -647,12 +652,18 @@ impl Runtime {
     }
 
     /// Cancels a working or suspended run; idempotent for a cancelled one.
-    pub async fn cancel_run(&self, run_id: &str, reason: &str) -> Result<RunRecord, RuntimeError> {
+    pub async fn cancel_run(
+        &self,
+        run_id: &str,
+        reason: &str,
+        principal: &Principal,
+    ) -> Result<RunRecord, RuntimeError> {
         match writes::cancel(
             &self.inner,
             run_id.to_owned(),
             reason.to_owned(),
             CANCELLED_RESULT,
+            SettledBy::from(principal),
         )
         .await?
         {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tracing::{info, warn};
 
 use super::{Inner, Runtime, RuntimeError, millis};
+use crate::domain::Principal;
 
 /// Runs deleted per transaction: each holds the store's writer (SQLite) or the rows' locks
 /// (PostgreSQL) only briefly, so the commits of live runs go on between the batches of a long
@@ -56,7 +57,10 @@ async fn cancel_older_than(inner: &Arc<Inner>, max_age: Duration) {
             if inner.shutdown.is_cancelled() {
                 return;
             }
-            match runtime.cancel_run(&run_id, MAX_RUN_AGE_REASON).await {
+            match runtime
+                .cancel_run(&run_id, MAX_RUN_AGE_REASON, &Principal::server())
+                .await
+            {
                 Ok(_) => cancelled += 1,
                 // Ended or deleted meanwhile.
                 Err(RuntimeError::RunFinished { .. } | RuntimeError::RunNotFound(_)) => {}

@@ -5,7 +5,9 @@
 
 use super::ask_user::{self, AskUserLimits, Violation, check_answer};
 use super::error::{RejectReason, RuntimeError, short_id};
-use crate::domain::{AnswerInput, ApprovalDecision, SuspendKind, ToolResultKind};
+use crate::domain::{
+    AnswerInput, ApprovalDecision, Principal, SettledBy, SuspendKind, ToolResultKind,
+};
 use crate::store::{Approved, CallChange, CallStatus, Settlement, ToolCallRecord};
 
 /// The result of an approval that expired: the tool never ran.
@@ -48,9 +50,11 @@ pub fn decide(
     approved: Option<&Approved>,
     limits: &AskUserLimits,
     now_ms: i64,
+    settled_by: &SettledBy,
 ) -> Result<CallChange, RuntimeError> {
     let settle = |status, content: String, is_error, kind| {
         Ok(CallChange::Settle(Settlement {
+            settled_by: Some(settled_by.clone()),
             status,
             answer: Some(answer.clone()),
             answer_id: answer_id.to_owned(),
@@ -173,6 +177,7 @@ pub fn expired(call: &ToolCallRecord) -> Settlement {
         SuspendKind::ClientTool => (OUTPUT_EXPIRED_RESULT, true),
     };
     Settlement {
+        settled_by: Some(SettledBy::from(&Principal::server())),
         status: CallStatus::Expired,
         answer: None,
         answer_id: String::new(),
@@ -261,6 +266,10 @@ mod tests {
     use super::*;
     use crate::domain::{SuspendPayload, Suspension, now_millis};
 
+    fn anyone() -> SettledBy {
+        SettledBy::from(&Principal::anonymous())
+    }
+
     fn question(expire_ms: Option<i64>) -> ToolCallRecord {
         ToolCallRecord {
             run_id: "run".into(),
@@ -288,7 +297,7 @@ mod tests {
         let answer = AnswerInput::Text("Ada".into());
         let limits = AskUserLimits::default();
         let past = question(Some(now_millis() - 1));
-        let refused = decide(&past, &answer, "", None, &limits, now_millis()).err();
+        let refused = decide(&past, &answer, "", None, &limits, now_millis(), &anyone()).err();
         assert!(
             matches!(
                 refused,
@@ -300,7 +309,18 @@ mod tests {
             "{refused:?}"
         );
         let future = question(Some(now_millis() + 60_000));
-        assert!(decide(&future, &answer, "", None, &limits, now_millis()).is_ok());
-        assert!(decide(&question(None), &answer, "", None, &limits, now_millis()).is_ok());
+        assert!(decide(&future, &answer, "", None, &limits, now_millis(), &anyone()).is_ok());
+        assert!(
+            decide(
+                &question(None),
+                &answer,
+                "",
+                None,
+                &limits,
+                now_millis(),
+                &anyone()
+            )
+            .is_ok()
+        );
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::executor::{kick, lease};
 use super::hub::Batch;
 use super::{Inner, RuntimeError};
-use crate::domain::RunStatus;
+use crate::domain::{RunStatus, SettledBy};
 use crate::store::{
     CancelOutcome, Committed, CreateOutcome, Decide, NewRun, SettleOutcome, StepState,
     ToolCallRecord,
@@ -117,6 +117,7 @@ pub(super) async fn cancel(
     run_id: String,
     reason: String,
     call_content: &'static str,
+    cancelled_by: SettledBy,
 ) -> Result<CancelOutcome, RuntimeError> {
     let task_inner = Arc::clone(inner);
     let notified = run_id.clone();
@@ -124,7 +125,7 @@ pub(super) async fn cancel(
         let inner = task_inner;
         let outcome = inner
             .store
-            .cancel_run(&run_id, &reason, call_content)
+            .cancel_run(&run_id, &reason, call_content, &cancelled_by)
             .await?;
         if let CancelOutcome::Cancelled(committed) = &outcome {
             inner.hub.publish(&run_id, Batch::from(committed.clone()));

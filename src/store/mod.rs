@@ -14,7 +14,7 @@ use async_trait::async_trait;
 
 use crate::domain::{
     AnswerInput, ApprovalDecision, Event, EventKind, Message, PendingCall, RunRecord, RunStatus,
-    Suspension, ToolDefinition, ToolResultKind, Usage, now_millis,
+    SettledBy, Suspension, ToolDefinition, ToolResultKind, Usage, now_millis,
 };
 
 pub use postgres::PostgresStore;
@@ -298,6 +298,8 @@ pub struct Decision {
 /// How to settle a pending tool call.
 #[derive(Clone, Debug)]
 pub struct Settlement {
+    /// Who settles the call (`None`: nobody did, the server ran the tool or the call was invalid).
+    pub settled_by: Option<SettledBy>,
     pub status: CallStatus,
     pub answer: Option<AnswerInput>,
     pub answer_id: String,
@@ -502,6 +504,7 @@ pub trait RunStore: Send + Sync + 'static {
         run_id: &str,
         reason: &str,
         call_content: &str,
+        cancelled_by: &SettledBy,
     ) -> StoreResult<CancelOutcome>;
     /// Events with a sequence above `after_sequence`, at most `limit`, and the run's state; `None`
     /// when the run does not exist.

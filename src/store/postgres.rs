@@ -39,9 +39,9 @@ use super::records::{
     PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_COLUMNS,
     RUN_OF_REQUEST_QUERY, RunHead, RunRow, STEP_RUN_QUERY, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY,
     TURNS_QUERY, ToolCallRow, TranscriptCall, UNFINISHED_BEFORE_QUERY, UNSETTLED_QUERY,
-    UPDATE_CALL, assemble_transcript, between_turns, counting_step_start, executed_events,
-    executing_call, first_step, from_json, kind_name, parse_status, run_tools_column, to_json,
-    unsigned, usage_columns, usage_from_columns,
+    UPDATE_CALL, assemble_transcript, between_turns, cancel_events, counting_step_start,
+    executed_events, executing_call, first_step, from_json, kind_name, parse_status,
+    run_tools_column, to_json, unsigned, usage_columns, usage_from_columns,
 };
 use super::{
     CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, Committed, CreateOutcome, Created,
@@ -49,7 +49,7 @@ use super::{
     SettleOutcome, StepState, StoreError, StoreResult, ToolCallRecord, TurnCommit, TurnOutcome,
 };
 use crate::domain::{
-    Event, EventKind, PendingCall, RunRecord, RunStatus, ToolResultKind, now_millis,
+    Event, EventKind, PendingCall, RunRecord, RunStatus, SettledBy, ToolResultKind, now_millis,
 };
 
 /// The schema migrations, applied in order; never edit a released one, add the next.
@@ -1370,6 +1370,7 @@ impl RunStore for PostgresStore {
         run_id: &str,
         reason: &str,
         call_content: &str,
+        cancelled_by: &SettledBy,
     ) -> StoreResult<CancelOutcome> {
         let tx = TxClient::get(&self.pool, BEGIN).await?;
         let client = tx.client()?;
@@ -1414,18 +1415,7 @@ impl RunStore for PostgresStore {
             RunStatus::Running | RunStatus::Suspended => {}
         }
         let pending: Vec<String> = pending.iter().map(|row| row.get(0)).collect();
-        let mut kinds: Vec<EventKind> = pending
-            .iter()
-            .map(|tool_call_id| EventKind::ToolResult {
-                tool_call_id: tool_call_id.clone(),
-                content: call_content.to_owned(),
-                is_error: false,
-                kind: ToolResultKind::Cancelled,
-            })
-            .collect();
-        kinds.push(EventKind::RunCancelled {
-            reason: reason.to_owned(),
-        });
+        let kinds = cancel_events(&pending, call_content, reason, cancelled_by);
         let events = new_events(run_id, head.last_sequence, kinds, now);
         let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
         let cancelled = kind_name(ToolResultKind::Cancelled)?;

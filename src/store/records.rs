@@ -9,7 +9,7 @@ use super::{
 };
 use crate::domain::{
     AnswerInput, ApprovalDecision, EventKind, Message, ModelToolCall, PendingCall, RunRecord,
-    RunStatus, SuspendKind, Suspension, ToolResultKind, Usage,
+    RunStatus, SettledBy, SuspendKind, Suspension, ToolResultKind, Usage,
 };
 
 pub(super) fn to_json<T: serde::Serialize>(value: &T) -> StoreResult<String> {
@@ -428,6 +428,7 @@ impl CallUpdate {
                     content: settlement.content.clone(),
                     is_error: settlement.is_error,
                     kind: settlement.kind,
+                    settled_by: settlement.settled_by,
                 }),
                 result_content: Some(settlement.content),
                 pending_delta: -1,
@@ -488,7 +489,31 @@ pub(super) fn executed_events(results: &[ExecutedResult]) -> Vec<EventKind> {
             content: r.content.clone(),
             is_error: r.is_error,
             kind: ToolResultKind::Executed,
+            settled_by: None,
         })
+        .collect()
+}
+
+/// The events of a cancellation: a `tool_result` for each call still unsettled (with
+/// `call_content`), then `run_cancelled`.
+pub(super) fn cancel_events(
+    unsettled: &[String],
+    call_content: &str,
+    reason: &str,
+    cancelled_by: &SettledBy,
+) -> Vec<EventKind> {
+    unsettled
+        .iter()
+        .map(|tool_call_id| EventKind::ToolResult {
+            tool_call_id: tool_call_id.clone(),
+            content: call_content.to_owned(),
+            is_error: false,
+            kind: ToolResultKind::Cancelled,
+            settled_by: Some(cancelled_by.clone()),
+        })
+        .chain(std::iter::once(EventKind::RunCancelled {
+            reason: reason.to_owned(),
+        }))
         .collect()
 }
 

@@ -215,6 +215,71 @@ func (ToolResultKind) EnumDescriptor() ([]byte, []int) {
 	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{2}
 }
 
+// How a principal authenticated.
+type AuthMethod int32
+
+const (
+	// Not set.
+	AuthMethod_AUTH_METHOD_UNSPECIFIED AuthMethod = 0
+	// The server runs without authentication.
+	AuthMethod_AUTH_METHOD_NONE AuthMethod = 1
+	// An API key.
+	AuthMethod_AUTH_METHOD_API_KEY AuthMethod = 2
+	// A JWT.
+	AuthMethod_AUTH_METHOD_JWT AuthMethod = 3
+	// A client certificate (mTLS).
+	AuthMethod_AUTH_METHOD_CERTIFICATE AuthMethod = 4
+	// The server acting on its own (an expiry).
+	AuthMethod_AUTH_METHOD_SERVER AuthMethod = 5
+)
+
+// Enum value maps for AuthMethod.
+var (
+	AuthMethod_name = map[int32]string{
+		0: "AUTH_METHOD_UNSPECIFIED",
+		1: "AUTH_METHOD_NONE",
+		2: "AUTH_METHOD_API_KEY",
+		3: "AUTH_METHOD_JWT",
+		4: "AUTH_METHOD_CERTIFICATE",
+		5: "AUTH_METHOD_SERVER",
+	}
+	AuthMethod_value = map[string]int32{
+		"AUTH_METHOD_UNSPECIFIED": 0,
+		"AUTH_METHOD_NONE":        1,
+		"AUTH_METHOD_API_KEY":     2,
+		"AUTH_METHOD_JWT":         3,
+		"AUTH_METHOD_CERTIFICATE": 4,
+		"AUTH_METHOD_SERVER":      5,
+	}
+)
+
+func (x AuthMethod) Enum() *AuthMethod {
+	p := new(AuthMethod)
+	*p = x
+	return p
+}
+
+func (x AuthMethod) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AuthMethod) Descriptor() protoreflect.EnumDescriptor {
+	return file_askuser_v1_agent_proto_enumTypes[3].Descriptor()
+}
+
+func (AuthMethod) Type() protoreflect.EnumType {
+	return &file_askuser_v1_agent_proto_enumTypes[3]
+}
+
+func (x AuthMethod) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AuthMethod.Descriptor instead.
+func (AuthMethod) EnumDescriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{3}
+}
+
 // The lifecycle state of a run.
 type RunStatus int32
 
@@ -264,11 +329,11 @@ func (x RunStatus) String() string {
 }
 
 func (RunStatus) Descriptor() protoreflect.EnumDescriptor {
-	return file_askuser_v1_agent_proto_enumTypes[3].Descriptor()
+	return file_askuser_v1_agent_proto_enumTypes[4].Descriptor()
 }
 
 func (RunStatus) Type() protoreflect.EnumType {
-	return &file_askuser_v1_agent_proto_enumTypes[3]
+	return &file_askuser_v1_agent_proto_enumTypes[4]
 }
 
 func (x RunStatus) Number() protoreflect.EnumNumber {
@@ -277,7 +342,7 @@ func (x RunStatus) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RunStatus.Descriptor instead.
 func (RunStatus) EnumDescriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{3}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{4}
 }
 
 // Who runs a tool.
@@ -321,11 +386,11 @@ func (x ToolKind) String() string {
 }
 
 func (ToolKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_askuser_v1_agent_proto_enumTypes[4].Descriptor()
+	return file_askuser_v1_agent_proto_enumTypes[5].Descriptor()
 }
 
 func (ToolKind) Type() protoreflect.EnumType {
-	return &file_askuser_v1_agent_proto_enumTypes[4]
+	return &file_askuser_v1_agent_proto_enumTypes[5]
 }
 
 func (x ToolKind) Number() protoreflect.EnumNumber {
@@ -334,7 +399,7 @@ func (x ToolKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ToolKind.Descriptor instead.
 func (ToolKind) EnumDescriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{4}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{5}
 }
 
 // A client frame on the `RunAgent` stream.
@@ -1561,7 +1626,11 @@ type ToolResult struct {
 	// Whether the result is an error (e.g. invalid tool arguments).
 	IsError bool `protobuf:"varint,3,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
 	// How the call was settled.
-	Kind          ToolResultKind `protobuf:"varint,4,opt,name=kind,proto3,enum=askuser.v1.ToolResultKind" json:"kind,omitempty"`
+	Kind ToolResultKind `protobuf:"varint,4,opt,name=kind,proto3,enum=askuser.v1.ToolResultKind" json:"kind,omitempty"`
+	// Who settled the call: the principal that answered, declined, rejected, responded with a tool
+	// output or cancelled the run, or the server itself (an expiry). Absent when nobody did: the
+	// model's call was invalid, or the server ran the tool.
+	SettledBy     *SettledBy `protobuf:"bytes,5,opt,name=settled_by,json=settledBy,proto3" json:"settled_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1624,6 +1693,78 @@ func (x *ToolResult) GetKind() ToolResultKind {
 	return ToolResultKind_TOOL_RESULT_KIND_UNSPECIFIED
 }
 
+func (x *ToolResult) GetSettledBy() *SettledBy {
+	if x != nil {
+		return x.SettledBy
+	}
+	return nil
+}
+
+// Who settled a tool call.
+type SettledBy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The principal's tenant.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Who the principal is: an API key's name, a token's subject, `anonymous` without
+	// authentication, `askuser` for the server itself.
+	Subject string `protobuf:"bytes,2,opt,name=subject,proto3" json:"subject,omitempty"`
+	// How the principal authenticated.
+	Method        AuthMethod `protobuf:"varint,3,opt,name=method,proto3,enum=askuser.v1.AuthMethod" json:"method,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SettledBy) Reset() {
+	*x = SettledBy{}
+	mi := &file_askuser_v1_agent_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SettledBy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SettledBy) ProtoMessage() {}
+
+func (x *SettledBy) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_agent_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SettledBy.ProtoReflect.Descriptor instead.
+func (*SettledBy) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SettledBy) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SettledBy) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *SettledBy) GetMethod() AuthMethod {
+	if x != nil {
+		return x.Method
+	}
+	return AuthMethod_AUTH_METHOD_UNSPECIFIED
+}
+
 // An answer was rejected. The question stays pending and answerable; the run does not advance.
 type AnswerRejected struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1644,7 +1785,7 @@ type AnswerRejected struct {
 
 func (x *AnswerRejected) Reset() {
 	*x = AnswerRejected{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[13]
+	mi := &file_askuser_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1656,7 +1797,7 @@ func (x *AnswerRejected) String() string {
 func (*AnswerRejected) ProtoMessage() {}
 
 func (x *AnswerRejected) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[13]
+	mi := &file_askuser_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1669,7 +1810,7 @@ func (x *AnswerRejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerRejected.ProtoReflect.Descriptor instead.
 func (*AnswerRejected) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AnswerRejected) GetToolCallId() string {
@@ -1723,7 +1864,7 @@ type AnswerAccepted struct {
 
 func (x *AnswerAccepted) Reset() {
 	*x = AnswerAccepted{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[14]
+	mi := &file_askuser_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1735,7 +1876,7 @@ func (x *AnswerAccepted) String() string {
 func (*AnswerAccepted) ProtoMessage() {}
 
 func (x *AnswerAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[14]
+	mi := &file_askuser_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1748,7 +1889,7 @@ func (x *AnswerAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerAccepted.ProtoReflect.Descriptor instead.
 func (*AnswerAccepted) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AnswerAccepted) GetToolCallId() string {
@@ -1785,7 +1926,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[15]
+	mi := &file_askuser_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1797,7 +1938,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[15]
+	mi := &file_askuser_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1810,7 +1951,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{15}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Usage) GetInputTokens() uint64 {
@@ -1840,7 +1981,7 @@ type RunCompleted struct {
 
 func (x *RunCompleted) Reset() {
 	*x = RunCompleted{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[16]
+	mi := &file_askuser_v1_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1852,7 +1993,7 @@ func (x *RunCompleted) String() string {
 func (*RunCompleted) ProtoMessage() {}
 
 func (x *RunCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[16]
+	mi := &file_askuser_v1_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1865,7 +2006,7 @@ func (x *RunCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunCompleted.ProtoReflect.Descriptor instead.
 func (*RunCompleted) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{16}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RunCompleted) GetOutputText() string {
@@ -1893,7 +2034,7 @@ type RunFailed struct {
 
 func (x *RunFailed) Reset() {
 	*x = RunFailed{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[17]
+	mi := &file_askuser_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1905,7 +2046,7 @@ func (x *RunFailed) String() string {
 func (*RunFailed) ProtoMessage() {}
 
 func (x *RunFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[17]
+	mi := &file_askuser_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1918,7 +2059,7 @@ func (x *RunFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunFailed.ProtoReflect.Descriptor instead.
 func (*RunFailed) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RunFailed) GetMessage() string {
@@ -1939,7 +2080,7 @@ type RunCancelled struct {
 
 func (x *RunCancelled) Reset() {
 	*x = RunCancelled{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[18]
+	mi := &file_askuser_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1951,7 +2092,7 @@ func (x *RunCancelled) String() string {
 func (*RunCancelled) ProtoMessage() {}
 
 func (x *RunCancelled) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[18]
+	mi := &file_askuser_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1964,7 +2105,7 @@ func (x *RunCancelled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunCancelled.ProtoReflect.Descriptor instead.
 func (*RunCancelled) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RunCancelled) GetReason() string {
@@ -1983,7 +2124,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[19]
+	mi := &file_askuser_v1_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1995,7 +2136,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[19]
+	mi := &file_askuser_v1_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2008,7 +2149,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{19}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{20}
 }
 
 // The current model step starts over, e.g. after a model call failed mid-response and is retried,
@@ -2025,7 +2166,7 @@ type StepRestarted struct {
 
 func (x *StepRestarted) Reset() {
 	*x = StepRestarted{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[20]
+	mi := &file_askuser_v1_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2037,7 +2178,7 @@ func (x *StepRestarted) String() string {
 func (*StepRestarted) ProtoMessage() {}
 
 func (x *StepRestarted) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[20]
+	mi := &file_askuser_v1_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2050,7 +2191,7 @@ func (x *StepRestarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRestarted.ProtoReflect.Descriptor instead.
 func (*StepRestarted) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{20}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StepRestarted) GetReason() string {
@@ -2078,7 +2219,7 @@ type ResumeRunRequest struct {
 
 func (x *ResumeRunRequest) Reset() {
 	*x = ResumeRunRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[21]
+	mi := &file_askuser_v1_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2090,7 +2231,7 @@ func (x *ResumeRunRequest) String() string {
 func (*ResumeRunRequest) ProtoMessage() {}
 
 func (x *ResumeRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[21]
+	mi := &file_askuser_v1_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2103,7 +2244,7 @@ func (x *ResumeRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRunRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRunRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{21}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ResumeRunRequest) GetAnswer() *Answer {
@@ -2126,7 +2267,7 @@ type WatchRunRequest struct {
 
 func (x *WatchRunRequest) Reset() {
 	*x = WatchRunRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[22]
+	mi := &file_askuser_v1_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2138,7 +2279,7 @@ func (x *WatchRunRequest) String() string {
 func (*WatchRunRequest) ProtoMessage() {}
 
 func (x *WatchRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[22]
+	mi := &file_askuser_v1_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2151,7 +2292,7 @@ func (x *WatchRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRunRequest.ProtoReflect.Descriptor instead.
 func (*WatchRunRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{22}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *WatchRunRequest) GetRunId() string {
@@ -2195,7 +2336,7 @@ type PendingToolCall struct {
 
 func (x *PendingToolCall) Reset() {
 	*x = PendingToolCall{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[23]
+	mi := &file_askuser_v1_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2207,7 +2348,7 @@ func (x *PendingToolCall) String() string {
 func (*PendingToolCall) ProtoMessage() {}
 
 func (x *PendingToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[23]
+	mi := &file_askuser_v1_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2220,7 +2361,7 @@ func (x *PendingToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingToolCall.ProtoReflect.Descriptor instead.
 func (*PendingToolCall) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{23}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PendingToolCall) GetToolCallId() string {
@@ -2317,7 +2458,7 @@ type Run struct {
 
 func (x *Run) Reset() {
 	*x = Run{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[24]
+	mi := &file_askuser_v1_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2329,7 +2470,7 @@ func (x *Run) String() string {
 func (*Run) ProtoMessage() {}
 
 func (x *Run) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[24]
+	mi := &file_askuser_v1_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2342,7 +2483,7 @@ func (x *Run) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Run.ProtoReflect.Descriptor instead.
 func (*Run) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{24}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Run) GetRunId() string {
@@ -2433,7 +2574,7 @@ type GetRunRequest struct {
 
 func (x *GetRunRequest) Reset() {
 	*x = GetRunRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[25]
+	mi := &file_askuser_v1_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2445,7 +2586,7 @@ func (x *GetRunRequest) String() string {
 func (*GetRunRequest) ProtoMessage() {}
 
 func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[25]
+	mi := &file_askuser_v1_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2458,7 +2599,7 @@ func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunRequest.ProtoReflect.Descriptor instead.
 func (*GetRunRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{25}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetRunRequest) GetRunId() string {
@@ -2479,7 +2620,7 @@ type GetRunResponse struct {
 
 func (x *GetRunResponse) Reset() {
 	*x = GetRunResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[26]
+	mi := &file_askuser_v1_agent_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2491,7 +2632,7 @@ func (x *GetRunResponse) String() string {
 func (*GetRunResponse) ProtoMessage() {}
 
 func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[26]
+	mi := &file_askuser_v1_agent_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2504,7 +2645,7 @@ func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunResponse.ProtoReflect.Descriptor instead.
 func (*GetRunResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{26}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetRunResponse) GetRun() *Run {
@@ -2531,7 +2672,7 @@ type ListRunsRequest struct {
 
 func (x *ListRunsRequest) Reset() {
 	*x = ListRunsRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[27]
+	mi := &file_askuser_v1_agent_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2543,7 +2684,7 @@ func (x *ListRunsRequest) String() string {
 func (*ListRunsRequest) ProtoMessage() {}
 
 func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[27]
+	mi := &file_askuser_v1_agent_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2556,7 +2697,7 @@ func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsRequest.ProtoReflect.Descriptor instead.
 func (*ListRunsRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{27}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListRunsRequest) GetStatus() RunStatus {
@@ -2600,7 +2741,7 @@ type ListRunsResponse struct {
 
 func (x *ListRunsResponse) Reset() {
 	*x = ListRunsResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[28]
+	mi := &file_askuser_v1_agent_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2612,7 +2753,7 @@ func (x *ListRunsResponse) String() string {
 func (*ListRunsResponse) ProtoMessage() {}
 
 func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[28]
+	mi := &file_askuser_v1_agent_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2625,7 +2766,7 @@ func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsResponse.ProtoReflect.Descriptor instead.
 func (*ListRunsResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{28}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListRunsResponse) GetRuns() []*Run {
@@ -2655,7 +2796,7 @@ type CancelRunRequest struct {
 
 func (x *CancelRunRequest) Reset() {
 	*x = CancelRunRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[29]
+	mi := &file_askuser_v1_agent_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2667,7 +2808,7 @@ func (x *CancelRunRequest) String() string {
 func (*CancelRunRequest) ProtoMessage() {}
 
 func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[29]
+	mi := &file_askuser_v1_agent_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2680,7 +2821,7 @@ func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunRequest.ProtoReflect.Descriptor instead.
 func (*CancelRunRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{29}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CancelRunRequest) GetRunId() string {
@@ -2708,7 +2849,7 @@ type CancelRunResponse struct {
 
 func (x *CancelRunResponse) Reset() {
 	*x = CancelRunResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[30]
+	mi := &file_askuser_v1_agent_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2720,7 +2861,7 @@ func (x *CancelRunResponse) String() string {
 func (*CancelRunResponse) ProtoMessage() {}
 
 func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[30]
+	mi := &file_askuser_v1_agent_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2733,7 +2874,7 @@ func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunResponse.ProtoReflect.Descriptor instead.
 func (*CancelRunResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{30}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CancelRunResponse) GetRun() *Run {
@@ -2752,7 +2893,7 @@ type ListAgentsRequest struct {
 
 func (x *ListAgentsRequest) Reset() {
 	*x = ListAgentsRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[31]
+	mi := &file_askuser_v1_agent_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2764,7 +2905,7 @@ func (x *ListAgentsRequest) String() string {
 func (*ListAgentsRequest) ProtoMessage() {}
 
 func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[31]
+	mi := &file_askuser_v1_agent_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2777,7 +2918,7 @@ func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsRequest.ProtoReflect.Descriptor instead.
 func (*ListAgentsRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{31}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{32}
 }
 
 // An agent this server runs.
@@ -2805,7 +2946,7 @@ type Agent struct {
 
 func (x *Agent) Reset() {
 	*x = Agent{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[32]
+	mi := &file_askuser_v1_agent_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2817,7 +2958,7 @@ func (x *Agent) String() string {
 func (*Agent) ProtoMessage() {}
 
 func (x *Agent) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[32]
+	mi := &file_askuser_v1_agent_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2830,7 +2971,7 @@ func (x *Agent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Agent.ProtoReflect.Descriptor instead.
 func (*Agent) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{32}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Agent) GetAgentId() string {
@@ -2911,7 +3052,7 @@ type AgentTool struct {
 
 func (x *AgentTool) Reset() {
 	*x = AgentTool{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[33]
+	mi := &file_askuser_v1_agent_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2923,7 +3064,7 @@ func (x *AgentTool) String() string {
 func (*AgentTool) ProtoMessage() {}
 
 func (x *AgentTool) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[33]
+	mi := &file_askuser_v1_agent_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2936,7 +3077,7 @@ func (x *AgentTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentTool.ProtoReflect.Descriptor instead.
 func (*AgentTool) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{33}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AgentTool) GetName() string {
@@ -2996,7 +3137,7 @@ type WatchPendingCallsRequest struct {
 
 func (x *WatchPendingCallsRequest) Reset() {
 	*x = WatchPendingCallsRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[34]
+	mi := &file_askuser_v1_agent_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3008,7 +3149,7 @@ func (x *WatchPendingCallsRequest) String() string {
 func (*WatchPendingCallsRequest) ProtoMessage() {}
 
 func (x *WatchPendingCallsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[34]
+	mi := &file_askuser_v1_agent_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3021,7 +3162,7 @@ func (x *WatchPendingCallsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchPendingCallsRequest.ProtoReflect.Descriptor instead.
 func (*WatchPendingCallsRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{34}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WatchPendingCallsRequest) GetAgentIds() []string {
@@ -3063,7 +3204,7 @@ type WatchPendingCallsResponse struct {
 
 func (x *WatchPendingCallsResponse) Reset() {
 	*x = WatchPendingCallsResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[35]
+	mi := &file_askuser_v1_agent_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3075,7 +3216,7 @@ func (x *WatchPendingCallsResponse) String() string {
 func (*WatchPendingCallsResponse) ProtoMessage() {}
 
 func (x *WatchPendingCallsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[35]
+	mi := &file_askuser_v1_agent_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3088,7 +3229,7 @@ func (x *WatchPendingCallsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchPendingCallsResponse.ProtoReflect.Descriptor instead.
 func (*WatchPendingCallsResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{35}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WatchPendingCallsResponse) GetEvent() isWatchPendingCallsResponse_Event {
@@ -3183,7 +3324,7 @@ type CallPending struct {
 
 func (x *CallPending) Reset() {
 	*x = CallPending{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[36]
+	mi := &file_askuser_v1_agent_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3195,7 +3336,7 @@ func (x *CallPending) String() string {
 func (*CallPending) ProtoMessage() {}
 
 func (x *CallPending) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[36]
+	mi := &file_askuser_v1_agent_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3208,7 +3349,7 @@ func (x *CallPending) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallPending.ProtoReflect.Descriptor instead.
 func (*CallPending) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{36}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CallPending) GetRunId() string {
@@ -3247,7 +3388,7 @@ type CallSettled struct {
 
 func (x *CallSettled) Reset() {
 	*x = CallSettled{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[37]
+	mi := &file_askuser_v1_agent_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3259,7 +3400,7 @@ func (x *CallSettled) String() string {
 func (*CallSettled) ProtoMessage() {}
 
 func (x *CallSettled) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[37]
+	mi := &file_askuser_v1_agent_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3272,7 +3413,7 @@ func (x *CallSettled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallSettled.ProtoReflect.Descriptor instead.
 func (*CallSettled) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{37}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CallSettled) GetRunId() string {
@@ -3305,7 +3446,7 @@ type SnapshotDone struct {
 
 func (x *SnapshotDone) Reset() {
 	*x = SnapshotDone{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[38]
+	mi := &file_askuser_v1_agent_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3317,7 +3458,7 @@ func (x *SnapshotDone) String() string {
 func (*SnapshotDone) ProtoMessage() {}
 
 func (x *SnapshotDone) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[38]
+	mi := &file_askuser_v1_agent_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3330,7 +3471,7 @@ func (x *SnapshotDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotDone.ProtoReflect.Descriptor instead.
 func (*SnapshotDone) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{38}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{39}
 }
 
 // Request of `ClaimCall`.
@@ -3350,7 +3491,7 @@ type ClaimCallRequest struct {
 
 func (x *ClaimCallRequest) Reset() {
 	*x = ClaimCallRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[39]
+	mi := &file_askuser_v1_agent_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3362,7 +3503,7 @@ func (x *ClaimCallRequest) String() string {
 func (*ClaimCallRequest) ProtoMessage() {}
 
 func (x *ClaimCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[39]
+	mi := &file_askuser_v1_agent_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3375,7 +3516,7 @@ func (x *ClaimCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimCallRequest.ProtoReflect.Descriptor instead.
 func (*ClaimCallRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{39}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ClaimCallRequest) GetRunId() string {
@@ -3417,7 +3558,7 @@ type ClaimCallResponse struct {
 
 func (x *ClaimCallResponse) Reset() {
 	*x = ClaimCallResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[40]
+	mi := &file_askuser_v1_agent_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3429,7 +3570,7 @@ func (x *ClaimCallResponse) String() string {
 func (*ClaimCallResponse) ProtoMessage() {}
 
 func (x *ClaimCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[40]
+	mi := &file_askuser_v1_agent_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3442,7 +3583,7 @@ func (x *ClaimCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimCallResponse.ProtoReflect.Descriptor instead.
 func (*ClaimCallResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{40}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ClaimCallResponse) GetExpireTime() *timestamppb.Timestamp {
@@ -3463,7 +3604,7 @@ type ListAgentsResponse struct {
 
 func (x *ListAgentsResponse) Reset() {
 	*x = ListAgentsResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[41]
+	mi := &file_askuser_v1_agent_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3475,7 +3616,7 @@ func (x *ListAgentsResponse) String() string {
 func (*ListAgentsResponse) ProtoMessage() {}
 
 func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[41]
+	mi := &file_askuser_v1_agent_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3488,7 +3629,7 @@ func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsResponse.ProtoReflect.Descriptor instead.
 func (*ListAgentsResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{41}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListAgentsResponse) GetAgents() []*Agent {
@@ -3507,7 +3648,7 @@ type ApprovalDecision_Approve struct {
 
 func (x *ApprovalDecision_Approve) Reset() {
 	*x = ApprovalDecision_Approve{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[43]
+	mi := &file_askuser_v1_agent_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3519,7 +3660,7 @@ func (x *ApprovalDecision_Approve) String() string {
 func (*ApprovalDecision_Approve) ProtoMessage() {}
 
 func (x *ApprovalDecision_Approve) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[43]
+	mi := &file_askuser_v1_agent_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3546,7 +3687,7 @@ type ApprovalDecision_Reject struct {
 
 func (x *ApprovalDecision_Reject) Reset() {
 	*x = ApprovalDecision_Reject{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[44]
+	mi := &file_askuser_v1_agent_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3558,7 +3699,7 @@ func (x *ApprovalDecision_Reject) String() string {
 func (*ApprovalDecision_Reject) ProtoMessage() {}
 
 func (x *ApprovalDecision_Reject) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[44]
+	mi := &file_askuser_v1_agent_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3592,7 +3733,7 @@ type ApprovalDecision_Edit struct {
 
 func (x *ApprovalDecision_Edit) Reset() {
 	*x = ApprovalDecision_Edit{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[45]
+	mi := &file_askuser_v1_agent_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3604,7 +3745,7 @@ func (x *ApprovalDecision_Edit) String() string {
 func (*ApprovalDecision_Edit) ProtoMessage() {}
 
 func (x *ApprovalDecision_Edit) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[45]
+	mi := &file_askuser_v1_agent_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3732,14 +3873,20 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"expireTime\x12+\n" +
 	"\x04kind\x18\x05 \x01(\x0e2\x17.askuser.v1.SuspendKindR\x04kind\x12%\n" +
 	"\x0earguments_json\x18\x06 \x01(\tR\rargumentsJson\x12'\n" +
-	"\x0fapproval_reason\x18\a \x01(\tR\x0eapprovalReason\"\x93\x01\n" +
+	"\x0fapproval_reason\x18\a \x01(\tR\x0eapprovalReason\"\xc9\x01\n" +
 	"\n" +
 	"ToolResult\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12\x19\n" +
 	"\bis_error\x18\x03 \x01(\bR\aisError\x12.\n" +
-	"\x04kind\x18\x04 \x01(\x0e2\x1a.askuser.v1.ToolResultKindR\x04kind\"\xc8\x01\n" +
+	"\x04kind\x18\x04 \x01(\x0e2\x1a.askuser.v1.ToolResultKindR\x04kind\x124\n" +
+	"\n" +
+	"settled_by\x18\x05 \x01(\v2\x15.askuser.v1.SettledByR\tsettledBy\"m\n" +
+	"\tSettledBy\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x18\n" +
+	"\asubject\x18\x02 \x01(\tR\asubject\x12.\n" +
+	"\x06method\x18\x03 \x01(\x0e2\x16.askuser.v1.AuthMethodR\x06method\"\xc8\x01\n" +
 	"\x0eAnswerRejected\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x16\n" +
@@ -3890,7 +4037,15 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x1dTOOL_RESULT_KIND_INVALID_CALL\x10\x05\x12\x1b\n" +
 	"\x17TOOL_RESULT_KIND_OUTPUT\x10\x06\x12\x1d\n" +
 	"\x19TOOL_RESULT_KIND_EXECUTED\x10\a\x12\x1d\n" +
-	"\x19TOOL_RESULT_KIND_REJECTED\x10\b*\xa4\x01\n" +
+	"\x19TOOL_RESULT_KIND_REJECTED\x10\b*\xa2\x01\n" +
+	"\n" +
+	"AuthMethod\x12\x1b\n" +
+	"\x17AUTH_METHOD_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10AUTH_METHOD_NONE\x10\x01\x12\x17\n" +
+	"\x13AUTH_METHOD_API_KEY\x10\x02\x12\x13\n" +
+	"\x0fAUTH_METHOD_JWT\x10\x03\x12\x1b\n" +
+	"\x17AUTH_METHOD_CERTIFICATE\x10\x04\x12\x16\n" +
+	"\x12AUTH_METHOD_SERVER\x10\x05*\xa4\x01\n" +
 	"\tRunStatus\x12\x1a\n" +
 	"\x16RUN_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12RUN_STATUS_RUNNING\x10\x01\x12\x18\n" +
@@ -3931,155 +4086,159 @@ func file_askuser_v1_agent_proto_rawDescGZIP() []byte {
 	return file_askuser_v1_agent_proto_rawDescData
 }
 
-var file_askuser_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_askuser_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_askuser_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_askuser_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_askuser_v1_agent_proto_goTypes = []any{
 	(ApprovalPolicy)(0),               // 0: askuser.v1.ApprovalPolicy
 	(SuspendKind)(0),                  // 1: askuser.v1.SuspendKind
 	(ToolResultKind)(0),               // 2: askuser.v1.ToolResultKind
-	(RunStatus)(0),                    // 3: askuser.v1.RunStatus
-	(ToolKind)(0),                     // 4: askuser.v1.ToolKind
-	(*RunAgentRequest)(nil),           // 5: askuser.v1.RunAgentRequest
-	(*StartRun)(nil),                  // 6: askuser.v1.StartRun
-	(*ToolDefinition)(nil),            // 7: askuser.v1.ToolDefinition
-	(*AttachRun)(nil),                 // 8: askuser.v1.AttachRun
-	(*Answer)(nil),                    // 9: askuser.v1.Answer
-	(*ToolOutput)(nil),                // 10: askuser.v1.ToolOutput
-	(*ApprovalDecision)(nil),          // 11: askuser.v1.ApprovalDecision
-	(*RunAgentResponse)(nil),          // 12: askuser.v1.RunAgentResponse
-	(*RunStarted)(nil),                // 13: askuser.v1.RunStarted
-	(*TextDelta)(nil),                 // 14: askuser.v1.TextDelta
-	(*ToolCall)(nil),                  // 15: askuser.v1.ToolCall
-	(*ToolCallSuspended)(nil),         // 16: askuser.v1.ToolCallSuspended
-	(*ToolResult)(nil),                // 17: askuser.v1.ToolResult
-	(*AnswerRejected)(nil),            // 18: askuser.v1.AnswerRejected
-	(*AnswerAccepted)(nil),            // 19: askuser.v1.AnswerAccepted
-	(*Usage)(nil),                     // 20: askuser.v1.Usage
-	(*RunCompleted)(nil),              // 21: askuser.v1.RunCompleted
-	(*RunFailed)(nil),                 // 22: askuser.v1.RunFailed
-	(*RunCancelled)(nil),              // 23: askuser.v1.RunCancelled
-	(*Heartbeat)(nil),                 // 24: askuser.v1.Heartbeat
-	(*StepRestarted)(nil),             // 25: askuser.v1.StepRestarted
-	(*ResumeRunRequest)(nil),          // 26: askuser.v1.ResumeRunRequest
-	(*WatchRunRequest)(nil),           // 27: askuser.v1.WatchRunRequest
-	(*PendingToolCall)(nil),           // 28: askuser.v1.PendingToolCall
-	(*Run)(nil),                       // 29: askuser.v1.Run
-	(*GetRunRequest)(nil),             // 30: askuser.v1.GetRunRequest
-	(*GetRunResponse)(nil),            // 31: askuser.v1.GetRunResponse
-	(*ListRunsRequest)(nil),           // 32: askuser.v1.ListRunsRequest
-	(*ListRunsResponse)(nil),          // 33: askuser.v1.ListRunsResponse
-	(*CancelRunRequest)(nil),          // 34: askuser.v1.CancelRunRequest
-	(*CancelRunResponse)(nil),         // 35: askuser.v1.CancelRunResponse
-	(*ListAgentsRequest)(nil),         // 36: askuser.v1.ListAgentsRequest
-	(*Agent)(nil),                     // 37: askuser.v1.Agent
-	(*AgentTool)(nil),                 // 38: askuser.v1.AgentTool
-	(*WatchPendingCallsRequest)(nil),  // 39: askuser.v1.WatchPendingCallsRequest
-	(*WatchPendingCallsResponse)(nil), // 40: askuser.v1.WatchPendingCallsResponse
-	(*CallPending)(nil),               // 41: askuser.v1.CallPending
-	(*CallSettled)(nil),               // 42: askuser.v1.CallSettled
-	(*SnapshotDone)(nil),              // 43: askuser.v1.SnapshotDone
-	(*ClaimCallRequest)(nil),          // 44: askuser.v1.ClaimCallRequest
-	(*ClaimCallResponse)(nil),         // 45: askuser.v1.ClaimCallResponse
-	(*ListAgentsResponse)(nil),        // 46: askuser.v1.ListAgentsResponse
-	nil,                               // 47: askuser.v1.StartRun.MetadataEntry
-	(*ApprovalDecision_Approve)(nil),  // 48: askuser.v1.ApprovalDecision.Approve
-	(*ApprovalDecision_Reject)(nil),   // 49: askuser.v1.ApprovalDecision.Reject
-	(*ApprovalDecision_Edit)(nil),     // 50: askuser.v1.ApprovalDecision.Edit
-	nil,                               // 51: askuser.v1.RunStarted.MetadataEntry
-	nil,                               // 52: askuser.v1.Run.MetadataEntry
-	(*durationpb.Duration)(nil),       // 53: google.protobuf.Duration
-	(*Selections)(nil),                // 54: askuser.v1.Selections
-	(*Decline)(nil),                   // 55: askuser.v1.Decline
-	(*timestamppb.Timestamp)(nil),     // 56: google.protobuf.Timestamp
-	(*SuspendPayload)(nil),            // 57: askuser.v1.SuspendPayload
-	(*FieldViolation)(nil),            // 58: askuser.v1.FieldViolation
+	(AuthMethod)(0),                   // 3: askuser.v1.AuthMethod
+	(RunStatus)(0),                    // 4: askuser.v1.RunStatus
+	(ToolKind)(0),                     // 5: askuser.v1.ToolKind
+	(*RunAgentRequest)(nil),           // 6: askuser.v1.RunAgentRequest
+	(*StartRun)(nil),                  // 7: askuser.v1.StartRun
+	(*ToolDefinition)(nil),            // 8: askuser.v1.ToolDefinition
+	(*AttachRun)(nil),                 // 9: askuser.v1.AttachRun
+	(*Answer)(nil),                    // 10: askuser.v1.Answer
+	(*ToolOutput)(nil),                // 11: askuser.v1.ToolOutput
+	(*ApprovalDecision)(nil),          // 12: askuser.v1.ApprovalDecision
+	(*RunAgentResponse)(nil),          // 13: askuser.v1.RunAgentResponse
+	(*RunStarted)(nil),                // 14: askuser.v1.RunStarted
+	(*TextDelta)(nil),                 // 15: askuser.v1.TextDelta
+	(*ToolCall)(nil),                  // 16: askuser.v1.ToolCall
+	(*ToolCallSuspended)(nil),         // 17: askuser.v1.ToolCallSuspended
+	(*ToolResult)(nil),                // 18: askuser.v1.ToolResult
+	(*SettledBy)(nil),                 // 19: askuser.v1.SettledBy
+	(*AnswerRejected)(nil),            // 20: askuser.v1.AnswerRejected
+	(*AnswerAccepted)(nil),            // 21: askuser.v1.AnswerAccepted
+	(*Usage)(nil),                     // 22: askuser.v1.Usage
+	(*RunCompleted)(nil),              // 23: askuser.v1.RunCompleted
+	(*RunFailed)(nil),                 // 24: askuser.v1.RunFailed
+	(*RunCancelled)(nil),              // 25: askuser.v1.RunCancelled
+	(*Heartbeat)(nil),                 // 26: askuser.v1.Heartbeat
+	(*StepRestarted)(nil),             // 27: askuser.v1.StepRestarted
+	(*ResumeRunRequest)(nil),          // 28: askuser.v1.ResumeRunRequest
+	(*WatchRunRequest)(nil),           // 29: askuser.v1.WatchRunRequest
+	(*PendingToolCall)(nil),           // 30: askuser.v1.PendingToolCall
+	(*Run)(nil),                       // 31: askuser.v1.Run
+	(*GetRunRequest)(nil),             // 32: askuser.v1.GetRunRequest
+	(*GetRunResponse)(nil),            // 33: askuser.v1.GetRunResponse
+	(*ListRunsRequest)(nil),           // 34: askuser.v1.ListRunsRequest
+	(*ListRunsResponse)(nil),          // 35: askuser.v1.ListRunsResponse
+	(*CancelRunRequest)(nil),          // 36: askuser.v1.CancelRunRequest
+	(*CancelRunResponse)(nil),         // 37: askuser.v1.CancelRunResponse
+	(*ListAgentsRequest)(nil),         // 38: askuser.v1.ListAgentsRequest
+	(*Agent)(nil),                     // 39: askuser.v1.Agent
+	(*AgentTool)(nil),                 // 40: askuser.v1.AgentTool
+	(*WatchPendingCallsRequest)(nil),  // 41: askuser.v1.WatchPendingCallsRequest
+	(*WatchPendingCallsResponse)(nil), // 42: askuser.v1.WatchPendingCallsResponse
+	(*CallPending)(nil),               // 43: askuser.v1.CallPending
+	(*CallSettled)(nil),               // 44: askuser.v1.CallSettled
+	(*SnapshotDone)(nil),              // 45: askuser.v1.SnapshotDone
+	(*ClaimCallRequest)(nil),          // 46: askuser.v1.ClaimCallRequest
+	(*ClaimCallResponse)(nil),         // 47: askuser.v1.ClaimCallResponse
+	(*ListAgentsResponse)(nil),        // 48: askuser.v1.ListAgentsResponse
+	nil,                               // 49: askuser.v1.StartRun.MetadataEntry
+	(*ApprovalDecision_Approve)(nil),  // 50: askuser.v1.ApprovalDecision.Approve
+	(*ApprovalDecision_Reject)(nil),   // 51: askuser.v1.ApprovalDecision.Reject
+	(*ApprovalDecision_Edit)(nil),     // 52: askuser.v1.ApprovalDecision.Edit
+	nil,                               // 53: askuser.v1.RunStarted.MetadataEntry
+	nil,                               // 54: askuser.v1.Run.MetadataEntry
+	(*durationpb.Duration)(nil),       // 55: google.protobuf.Duration
+	(*Selections)(nil),                // 56: askuser.v1.Selections
+	(*Decline)(nil),                   // 57: askuser.v1.Decline
+	(*timestamppb.Timestamp)(nil),     // 58: google.protobuf.Timestamp
+	(*SuspendPayload)(nil),            // 59: askuser.v1.SuspendPayload
+	(*FieldViolation)(nil),            // 60: askuser.v1.FieldViolation
 }
 var file_askuser_v1_agent_proto_depIdxs = []int32{
-	6,  // 0: askuser.v1.RunAgentRequest.start:type_name -> askuser.v1.StartRun
-	9,  // 1: askuser.v1.RunAgentRequest.answer:type_name -> askuser.v1.Answer
-	8,  // 2: askuser.v1.RunAgentRequest.attach:type_name -> askuser.v1.AttachRun
-	47, // 3: askuser.v1.StartRun.metadata:type_name -> askuser.v1.StartRun.MetadataEntry
-	53, // 4: askuser.v1.StartRun.question_ttl:type_name -> google.protobuf.Duration
-	7,  // 5: askuser.v1.StartRun.tools:type_name -> askuser.v1.ToolDefinition
+	7,  // 0: askuser.v1.RunAgentRequest.start:type_name -> askuser.v1.StartRun
+	10, // 1: askuser.v1.RunAgentRequest.answer:type_name -> askuser.v1.Answer
+	9,  // 2: askuser.v1.RunAgentRequest.attach:type_name -> askuser.v1.AttachRun
+	49, // 3: askuser.v1.StartRun.metadata:type_name -> askuser.v1.StartRun.MetadataEntry
+	55, // 4: askuser.v1.StartRun.question_ttl:type_name -> google.protobuf.Duration
+	8,  // 5: askuser.v1.StartRun.tools:type_name -> askuser.v1.ToolDefinition
 	0,  // 6: askuser.v1.ToolDefinition.approval:type_name -> askuser.v1.ApprovalPolicy
-	54, // 7: askuser.v1.Answer.selections:type_name -> askuser.v1.Selections
-	55, // 8: askuser.v1.Answer.decline:type_name -> askuser.v1.Decline
-	10, // 9: askuser.v1.Answer.tool_output:type_name -> askuser.v1.ToolOutput
-	11, // 10: askuser.v1.Answer.approval:type_name -> askuser.v1.ApprovalDecision
-	48, // 11: askuser.v1.ApprovalDecision.approve:type_name -> askuser.v1.ApprovalDecision.Approve
-	49, // 12: askuser.v1.ApprovalDecision.reject:type_name -> askuser.v1.ApprovalDecision.Reject
-	50, // 13: askuser.v1.ApprovalDecision.edit:type_name -> askuser.v1.ApprovalDecision.Edit
-	56, // 14: askuser.v1.RunAgentResponse.time:type_name -> google.protobuf.Timestamp
-	13, // 15: askuser.v1.RunAgentResponse.run_started:type_name -> askuser.v1.RunStarted
-	14, // 16: askuser.v1.RunAgentResponse.text_delta:type_name -> askuser.v1.TextDelta
-	15, // 17: askuser.v1.RunAgentResponse.tool_call:type_name -> askuser.v1.ToolCall
-	16, // 18: askuser.v1.RunAgentResponse.tool_call_suspended:type_name -> askuser.v1.ToolCallSuspended
-	17, // 19: askuser.v1.RunAgentResponse.tool_result:type_name -> askuser.v1.ToolResult
-	18, // 20: askuser.v1.RunAgentResponse.answer_rejected:type_name -> askuser.v1.AnswerRejected
-	21, // 21: askuser.v1.RunAgentResponse.run_completed:type_name -> askuser.v1.RunCompleted
-	22, // 22: askuser.v1.RunAgentResponse.run_failed:type_name -> askuser.v1.RunFailed
-	23, // 23: askuser.v1.RunAgentResponse.run_cancelled:type_name -> askuser.v1.RunCancelled
-	24, // 24: askuser.v1.RunAgentResponse.heartbeat:type_name -> askuser.v1.Heartbeat
-	19, // 25: askuser.v1.RunAgentResponse.answer_accepted:type_name -> askuser.v1.AnswerAccepted
-	25, // 26: askuser.v1.RunAgentResponse.step_restarted:type_name -> askuser.v1.StepRestarted
-	51, // 27: askuser.v1.RunStarted.metadata:type_name -> askuser.v1.RunStarted.MetadataEntry
-	57, // 28: askuser.v1.ToolCallSuspended.suspend_payload:type_name -> askuser.v1.SuspendPayload
-	56, // 29: askuser.v1.ToolCallSuspended.expire_time:type_name -> google.protobuf.Timestamp
+	56, // 7: askuser.v1.Answer.selections:type_name -> askuser.v1.Selections
+	57, // 8: askuser.v1.Answer.decline:type_name -> askuser.v1.Decline
+	11, // 9: askuser.v1.Answer.tool_output:type_name -> askuser.v1.ToolOutput
+	12, // 10: askuser.v1.Answer.approval:type_name -> askuser.v1.ApprovalDecision
+	50, // 11: askuser.v1.ApprovalDecision.approve:type_name -> askuser.v1.ApprovalDecision.Approve
+	51, // 12: askuser.v1.ApprovalDecision.reject:type_name -> askuser.v1.ApprovalDecision.Reject
+	52, // 13: askuser.v1.ApprovalDecision.edit:type_name -> askuser.v1.ApprovalDecision.Edit
+	58, // 14: askuser.v1.RunAgentResponse.time:type_name -> google.protobuf.Timestamp
+	14, // 15: askuser.v1.RunAgentResponse.run_started:type_name -> askuser.v1.RunStarted
+	15, // 16: askuser.v1.RunAgentResponse.text_delta:type_name -> askuser.v1.TextDelta
+	16, // 17: askuser.v1.RunAgentResponse.tool_call:type_name -> askuser.v1.ToolCall
+	17, // 18: askuser.v1.RunAgentResponse.tool_call_suspended:type_name -> askuser.v1.ToolCallSuspended
+	18, // 19: askuser.v1.RunAgentResponse.tool_result:type_name -> askuser.v1.ToolResult
+	20, // 20: askuser.v1.RunAgentResponse.answer_rejected:type_name -> askuser.v1.AnswerRejected
+	23, // 21: askuser.v1.RunAgentResponse.run_completed:type_name -> askuser.v1.RunCompleted
+	24, // 22: askuser.v1.RunAgentResponse.run_failed:type_name -> askuser.v1.RunFailed
+	25, // 23: askuser.v1.RunAgentResponse.run_cancelled:type_name -> askuser.v1.RunCancelled
+	26, // 24: askuser.v1.RunAgentResponse.heartbeat:type_name -> askuser.v1.Heartbeat
+	21, // 25: askuser.v1.RunAgentResponse.answer_accepted:type_name -> askuser.v1.AnswerAccepted
+	27, // 26: askuser.v1.RunAgentResponse.step_restarted:type_name -> askuser.v1.StepRestarted
+	53, // 27: askuser.v1.RunStarted.metadata:type_name -> askuser.v1.RunStarted.MetadataEntry
+	59, // 28: askuser.v1.ToolCallSuspended.suspend_payload:type_name -> askuser.v1.SuspendPayload
+	58, // 29: askuser.v1.ToolCallSuspended.expire_time:type_name -> google.protobuf.Timestamp
 	1,  // 30: askuser.v1.ToolCallSuspended.kind:type_name -> askuser.v1.SuspendKind
 	2,  // 31: askuser.v1.ToolResult.kind:type_name -> askuser.v1.ToolResultKind
-	58, // 32: askuser.v1.AnswerRejected.field_violations:type_name -> askuser.v1.FieldViolation
-	20, // 33: askuser.v1.RunCompleted.usage:type_name -> askuser.v1.Usage
-	9,  // 34: askuser.v1.ResumeRunRequest.answer:type_name -> askuser.v1.Answer
-	57, // 35: askuser.v1.PendingToolCall.suspend_payload:type_name -> askuser.v1.SuspendPayload
-	56, // 36: askuser.v1.PendingToolCall.expire_time:type_name -> google.protobuf.Timestamp
-	1,  // 37: askuser.v1.PendingToolCall.kind:type_name -> askuser.v1.SuspendKind
-	56, // 38: askuser.v1.PendingToolCall.claim_expire_time:type_name -> google.protobuf.Timestamp
-	3,  // 39: askuser.v1.Run.status:type_name -> askuser.v1.RunStatus
-	28, // 40: askuser.v1.Run.pending_tool_calls:type_name -> askuser.v1.PendingToolCall
-	56, // 41: askuser.v1.Run.create_time:type_name -> google.protobuf.Timestamp
-	56, // 42: askuser.v1.Run.update_time:type_name -> google.protobuf.Timestamp
-	52, // 43: askuser.v1.Run.metadata:type_name -> askuser.v1.Run.MetadataEntry
-	29, // 44: askuser.v1.GetRunResponse.run:type_name -> askuser.v1.Run
-	3,  // 45: askuser.v1.ListRunsRequest.status:type_name -> askuser.v1.RunStatus
-	29, // 46: askuser.v1.ListRunsResponse.runs:type_name -> askuser.v1.Run
-	29, // 47: askuser.v1.CancelRunResponse.run:type_name -> askuser.v1.Run
-	53, // 48: askuser.v1.Agent.question_ttl:type_name -> google.protobuf.Duration
-	38, // 49: askuser.v1.Agent.agent_tools:type_name -> askuser.v1.AgentTool
-	4,  // 50: askuser.v1.AgentTool.kind:type_name -> askuser.v1.ToolKind
-	0,  // 51: askuser.v1.AgentTool.approval:type_name -> askuser.v1.ApprovalPolicy
-	1,  // 52: askuser.v1.WatchPendingCallsRequest.kinds:type_name -> askuser.v1.SuspendKind
-	41, // 53: askuser.v1.WatchPendingCallsResponse.call_pending:type_name -> askuser.v1.CallPending
-	42, // 54: askuser.v1.WatchPendingCallsResponse.call_settled:type_name -> askuser.v1.CallSettled
-	43, // 55: askuser.v1.WatchPendingCallsResponse.snapshot_done:type_name -> askuser.v1.SnapshotDone
-	24, // 56: askuser.v1.WatchPendingCallsResponse.heartbeat:type_name -> askuser.v1.Heartbeat
-	28, // 57: askuser.v1.CallPending.call:type_name -> askuser.v1.PendingToolCall
-	2,  // 58: askuser.v1.CallSettled.kind:type_name -> askuser.v1.ToolResultKind
-	53, // 59: askuser.v1.ClaimCallRequest.ttl:type_name -> google.protobuf.Duration
-	56, // 60: askuser.v1.ClaimCallResponse.expire_time:type_name -> google.protobuf.Timestamp
-	37, // 61: askuser.v1.ListAgentsResponse.agents:type_name -> askuser.v1.Agent
-	5,  // 62: askuser.v1.AgentService.RunAgent:input_type -> askuser.v1.RunAgentRequest
-	26, // 63: askuser.v1.AgentService.ResumeRun:input_type -> askuser.v1.ResumeRunRequest
-	27, // 64: askuser.v1.AgentService.WatchRun:input_type -> askuser.v1.WatchRunRequest
-	30, // 65: askuser.v1.AgentService.GetRun:input_type -> askuser.v1.GetRunRequest
-	32, // 66: askuser.v1.AgentService.ListRuns:input_type -> askuser.v1.ListRunsRequest
-	34, // 67: askuser.v1.AgentService.CancelRun:input_type -> askuser.v1.CancelRunRequest
-	36, // 68: askuser.v1.AgentService.ListAgents:input_type -> askuser.v1.ListAgentsRequest
-	39, // 69: askuser.v1.AgentService.WatchPendingCalls:input_type -> askuser.v1.WatchPendingCallsRequest
-	44, // 70: askuser.v1.AgentService.ClaimCall:input_type -> askuser.v1.ClaimCallRequest
-	12, // 71: askuser.v1.AgentService.RunAgent:output_type -> askuser.v1.RunAgentResponse
-	12, // 72: askuser.v1.AgentService.ResumeRun:output_type -> askuser.v1.RunAgentResponse
-	12, // 73: askuser.v1.AgentService.WatchRun:output_type -> askuser.v1.RunAgentResponse
-	31, // 74: askuser.v1.AgentService.GetRun:output_type -> askuser.v1.GetRunResponse
-	33, // 75: askuser.v1.AgentService.ListRuns:output_type -> askuser.v1.ListRunsResponse
-	35, // 76: askuser.v1.AgentService.CancelRun:output_type -> askuser.v1.CancelRunResponse
-	46, // 77: askuser.v1.AgentService.ListAgents:output_type -> askuser.v1.ListAgentsResponse
-	40, // 78: askuser.v1.AgentService.WatchPendingCalls:output_type -> askuser.v1.WatchPendingCallsResponse
-	45, // 79: askuser.v1.AgentService.ClaimCall:output_type -> askuser.v1.ClaimCallResponse
-	71, // [71:80] is the sub-list for method output_type
-	62, // [62:71] is the sub-list for method input_type
-	62, // [62:62] is the sub-list for extension type_name
-	62, // [62:62] is the sub-list for extension extendee
-	0,  // [0:62] is the sub-list for field type_name
+	19, // 32: askuser.v1.ToolResult.settled_by:type_name -> askuser.v1.SettledBy
+	3,  // 33: askuser.v1.SettledBy.method:type_name -> askuser.v1.AuthMethod
+	60, // 34: askuser.v1.AnswerRejected.field_violations:type_name -> askuser.v1.FieldViolation
+	22, // 35: askuser.v1.RunCompleted.usage:type_name -> askuser.v1.Usage
+	10, // 36: askuser.v1.ResumeRunRequest.answer:type_name -> askuser.v1.Answer
+	59, // 37: askuser.v1.PendingToolCall.suspend_payload:type_name -> askuser.v1.SuspendPayload
+	58, // 38: askuser.v1.PendingToolCall.expire_time:type_name -> google.protobuf.Timestamp
+	1,  // 39: askuser.v1.PendingToolCall.kind:type_name -> askuser.v1.SuspendKind
+	58, // 40: askuser.v1.PendingToolCall.claim_expire_time:type_name -> google.protobuf.Timestamp
+	4,  // 41: askuser.v1.Run.status:type_name -> askuser.v1.RunStatus
+	30, // 42: askuser.v1.Run.pending_tool_calls:type_name -> askuser.v1.PendingToolCall
+	58, // 43: askuser.v1.Run.create_time:type_name -> google.protobuf.Timestamp
+	58, // 44: askuser.v1.Run.update_time:type_name -> google.protobuf.Timestamp
+	54, // 45: askuser.v1.Run.metadata:type_name -> askuser.v1.Run.MetadataEntry
+	31, // 46: askuser.v1.GetRunResponse.run:type_name -> askuser.v1.Run
+	4,  // 47: askuser.v1.ListRunsRequest.status:type_name -> askuser.v1.RunStatus
+	31, // 48: askuser.v1.ListRunsResponse.runs:type_name -> askuser.v1.Run
+	31, // 49: askuser.v1.CancelRunResponse.run:type_name -> askuser.v1.Run
+	55, // 50: askuser.v1.Agent.question_ttl:type_name -> google.protobuf.Duration
+	40, // 51: askuser.v1.Agent.agent_tools:type_name -> askuser.v1.AgentTool
+	5,  // 52: askuser.v1.AgentTool.kind:type_name -> askuser.v1.ToolKind
+	0,  // 53: askuser.v1.AgentTool.approval:type_name -> askuser.v1.ApprovalPolicy
+	1,  // 54: askuser.v1.WatchPendingCallsRequest.kinds:type_name -> askuser.v1.SuspendKind
+	43, // 55: askuser.v1.WatchPendingCallsResponse.call_pending:type_name -> askuser.v1.CallPending
+	44, // 56: askuser.v1.WatchPendingCallsResponse.call_settled:type_name -> askuser.v1.CallSettled
+	45, // 57: askuser.v1.WatchPendingCallsResponse.snapshot_done:type_name -> askuser.v1.SnapshotDone
+	26, // 58: askuser.v1.WatchPendingCallsResponse.heartbeat:type_name -> askuser.v1.Heartbeat
+	30, // 59: askuser.v1.CallPending.call:type_name -> askuser.v1.PendingToolCall
+	2,  // 60: askuser.v1.CallSettled.kind:type_name -> askuser.v1.ToolResultKind
+	55, // 61: askuser.v1.ClaimCallRequest.ttl:type_name -> google.protobuf.Duration
+	58, // 62: askuser.v1.ClaimCallResponse.expire_time:type_name -> google.protobuf.Timestamp
+	39, // 63: askuser.v1.ListAgentsResponse.agents:type_name -> askuser.v1.Agent
+	6,  // 64: askuser.v1.AgentService.RunAgent:input_type -> askuser.v1.RunAgentRequest
+	28, // 65: askuser.v1.AgentService.ResumeRun:input_type -> askuser.v1.ResumeRunRequest
+	29, // 66: askuser.v1.AgentService.WatchRun:input_type -> askuser.v1.WatchRunRequest
+	32, // 67: askuser.v1.AgentService.GetRun:input_type -> askuser.v1.GetRunRequest
+	34, // 68: askuser.v1.AgentService.ListRuns:input_type -> askuser.v1.ListRunsRequest
+	36, // 69: askuser.v1.AgentService.CancelRun:input_type -> askuser.v1.CancelRunRequest
+	38, // 70: askuser.v1.AgentService.ListAgents:input_type -> askuser.v1.ListAgentsRequest
+	41, // 71: askuser.v1.AgentService.WatchPendingCalls:input_type -> askuser.v1.WatchPendingCallsRequest
+	46, // 72: askuser.v1.AgentService.ClaimCall:input_type -> askuser.v1.ClaimCallRequest
+	13, // 73: askuser.v1.AgentService.RunAgent:output_type -> askuser.v1.RunAgentResponse
+	13, // 74: askuser.v1.AgentService.ResumeRun:output_type -> askuser.v1.RunAgentResponse
+	13, // 75: askuser.v1.AgentService.WatchRun:output_type -> askuser.v1.RunAgentResponse
+	33, // 76: askuser.v1.AgentService.GetRun:output_type -> askuser.v1.GetRunResponse
+	35, // 77: askuser.v1.AgentService.ListRuns:output_type -> askuser.v1.ListRunsResponse
+	37, // 78: askuser.v1.AgentService.CancelRun:output_type -> askuser.v1.CancelRunResponse
+	48, // 79: askuser.v1.AgentService.ListAgents:output_type -> askuser.v1.ListAgentsResponse
+	42, // 80: askuser.v1.AgentService.WatchPendingCalls:output_type -> askuser.v1.WatchPendingCallsResponse
+	47, // 81: askuser.v1.AgentService.ClaimCall:output_type -> askuser.v1.ClaimCallResponse
+	73, // [73:82] is the sub-list for method output_type
+	64, // [64:73] is the sub-list for method input_type
+	64, // [64:64] is the sub-list for extension type_name
+	64, // [64:64] is the sub-list for extension extendee
+	0,  // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_askuser_v1_agent_proto_init() }
@@ -4119,7 +4278,7 @@ func file_askuser_v1_agent_proto_init() {
 		(*RunAgentResponse_AnswerAccepted)(nil),
 		(*RunAgentResponse_StepRestarted)(nil),
 	}
-	file_askuser_v1_agent_proto_msgTypes[35].OneofWrappers = []any{
+	file_askuser_v1_agent_proto_msgTypes[36].OneofWrappers = []any{
 		(*WatchPendingCallsResponse_CallPending)(nil),
 		(*WatchPendingCallsResponse_CallSettled)(nil),
 		(*WatchPendingCallsResponse_SnapshotDone)(nil),
@@ -4130,8 +4289,8 @@ func file_askuser_v1_agent_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_askuser_v1_agent_proto_rawDesc), len(file_askuser_v1_agent_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   48,
+			NumEnums:      6,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

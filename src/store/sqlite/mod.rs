@@ -20,8 +20,9 @@ use super::records::{
     PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_COLUMNS, RUN_OF_REQUEST_QUERY, RunHead,
     RunRow, STEP_RUN_QUERY, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow,
     TranscriptCall, UNFINISHED_BEFORE_QUERY, UNSETTLED_QUERY, UPDATE_CALL, assemble_transcript,
-    between_turns, counting_step_start, executed_events, executing_call, first_step, from_json,
-    kind_name, parse_status, run_tools_column, to_json, usage_columns, usage_from_columns,
+    between_turns, cancel_events, counting_step_start, executed_events, executing_call, first_step,
+    from_json, kind_name, parse_status, run_tools_column, to_json, usage_columns,
+    usage_from_columns,
 };
 use super::{
     CallStatus, CancelOutcome, ClaimOutcome, Committed, CreateOutcome, Created, Decide, EventPage,
@@ -29,7 +30,8 @@ use super::{
     SettleOutcome, StepState, StoreError, StoreResult, ToolCallRecord, TurnCommit, TurnOutcome,
 };
 use crate::domain::{
-    Event, EventKind, Message, PendingCall, RunRecord, RunStatus, ToolResultKind, now_millis,
+    Event, EventKind, Message, PendingCall, RunRecord, RunStatus, SettledBy, ToolResultKind,
+    now_millis,
 };
 
 /// How hard SQLite works to make a commit durable.
@@ -878,7 +880,9 @@ impl RunStore for SqliteStore {
         run_id: &str,
         reason: &str,
         call_content: &str,
+        cancelled_by: &SettledBy,
     ) -> StoreResult<CancelOutcome> {
+        let cancelled_by = cancelled_by.clone();
         let (run_id, reason, call_content) = (
             run_id.to_owned(),
             reason.to_owned(),
@@ -900,18 +904,7 @@ impl RunStore for SqliteStore {
                 .prepare_cached(UNSETTLED_QUERY)?
                 .query_map([&run_id], |row| row.get(0))?
                 .collect::<Result<_, _>>()?;
-            let mut kinds: Vec<EventKind> = pending
-                .iter()
-                .map(|tool_call_id| EventKind::ToolResult {
-                    tool_call_id: tool_call_id.clone(),
-                    content: call_content.clone(),
-                    is_error: false,
-                    kind: ToolResultKind::Cancelled,
-                })
-                .collect();
-            kinds.push(EventKind::RunCancelled {
-                reason: reason.clone(),
-            });
+            let kinds = cancel_events(&pending, &call_content, &reason, &cancelled_by);
             let events = append_events(conn, &run_id, head.last_sequence, kinds, now)?;
             {
                 let mut settle = conn.prepare_cached(

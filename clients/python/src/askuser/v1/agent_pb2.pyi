@@ -38,6 +38,15 @@ class ToolResultKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TOOL_RESULT_KIND_EXECUTED: _ClassVar[ToolResultKind]
     TOOL_RESULT_KIND_REJECTED: _ClassVar[ToolResultKind]
 
+class AuthMethod(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    AUTH_METHOD_UNSPECIFIED: _ClassVar[AuthMethod]
+    AUTH_METHOD_NONE: _ClassVar[AuthMethod]
+    AUTH_METHOD_API_KEY: _ClassVar[AuthMethod]
+    AUTH_METHOD_JWT: _ClassVar[AuthMethod]
+    AUTH_METHOD_CERTIFICATE: _ClassVar[AuthMethod]
+    AUTH_METHOD_SERVER: _ClassVar[AuthMethod]
+
 class RunStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     RUN_STATUS_UNSPECIFIED: _ClassVar[RunStatus]
@@ -70,6 +79,12 @@ TOOL_RESULT_KIND_INVALID_CALL: ToolResultKind
 TOOL_RESULT_KIND_OUTPUT: ToolResultKind
 TOOL_RESULT_KIND_EXECUTED: ToolResultKind
 TOOL_RESULT_KIND_REJECTED: ToolResultKind
+AUTH_METHOD_UNSPECIFIED: AuthMethod
+AUTH_METHOD_NONE: AuthMethod
+AUTH_METHOD_API_KEY: AuthMethod
+AUTH_METHOD_JWT: AuthMethod
+AUTH_METHOD_CERTIFICATE: AuthMethod
+AUTH_METHOD_SERVER: AuthMethod
 RUN_STATUS_UNSPECIFIED: RunStatus
 RUN_STATUS_RUNNING: RunStatus
 RUN_STATUS_SUSPENDED: RunStatus
@@ -271,16 +286,28 @@ class ToolCallSuspended(_message.Message):
     def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., suspend_payload: _Optional[_Union[_ask_user_pb2.SuspendPayload, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[SuspendKind, str]] = ..., arguments_json: _Optional[str] = ..., approval_reason: _Optional[str] = ...) -> None: ...
 
 class ToolResult(_message.Message):
-    __slots__ = ("tool_call_id", "content", "is_error", "kind")
+    __slots__ = ("tool_call_id", "content", "is_error", "kind", "settled_by")
     TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
     CONTENT_FIELD_NUMBER: _ClassVar[int]
     IS_ERROR_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
+    SETTLED_BY_FIELD_NUMBER: _ClassVar[int]
     tool_call_id: str
     content: str
     is_error: bool
     kind: ToolResultKind
-    def __init__(self, tool_call_id: _Optional[str] = ..., content: _Optional[str] = ..., is_error: _Optional[bool] = ..., kind: _Optional[_Union[ToolResultKind, str]] = ...) -> None: ...
+    settled_by: SettledBy
+    def __init__(self, tool_call_id: _Optional[str] = ..., content: _Optional[str] = ..., is_error: _Optional[bool] = ..., kind: _Optional[_Union[ToolResultKind, str]] = ..., settled_by: _Optional[_Union[SettledBy, _Mapping]] = ...) -> None: ...
+
+class SettledBy(_message.Message):
+    __slots__ = ("tenant", "subject", "method")
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    subject: str
+    method: AuthMethod
+    def __init__(self, tenant: _Optional[str] = ..., subject: _Optional[str] = ..., method: _Optional[_Union[AuthMethod, str]] = ...) -> None: ...
 
 class AnswerRejected(_message.Message):
     __slots__ = ("tool_call_id", "reason", "message", "field_violations", "answer_id")

@@ -214,6 +214,70 @@ export function toolResultKindToNumber(object: ToolResultKind): number {
   }
 }
 
+/** How a principal authenticated. */
+export enum AuthMethod {
+  /** AUTH_METHOD_UNSPECIFIED - Not set. */
+  AUTH_METHOD_UNSPECIFIED = "AUTH_METHOD_UNSPECIFIED",
+  /** AUTH_METHOD_NONE - The server runs without authentication. */
+  AUTH_METHOD_NONE = "AUTH_METHOD_NONE",
+  /** AUTH_METHOD_API_KEY - An API key. */
+  AUTH_METHOD_API_KEY = "AUTH_METHOD_API_KEY",
+  /** AUTH_METHOD_JWT - A JWT. */
+  AUTH_METHOD_JWT = "AUTH_METHOD_JWT",
+  /** AUTH_METHOD_CERTIFICATE - A client certificate (mTLS). */
+  AUTH_METHOD_CERTIFICATE = "AUTH_METHOD_CERTIFICATE",
+  /** AUTH_METHOD_SERVER - The server acting on its own (an expiry). */
+  AUTH_METHOD_SERVER = "AUTH_METHOD_SERVER",
+  UNRECOGNIZED = "UNRECOGNIZED",
+}
+
+export function authMethodFromJSON(object: any): AuthMethod {
+  switch (object) {
+    case 0:
+    case "AUTH_METHOD_UNSPECIFIED":
+      return AuthMethod.AUTH_METHOD_UNSPECIFIED;
+    case 1:
+    case "AUTH_METHOD_NONE":
+      return AuthMethod.AUTH_METHOD_NONE;
+    case 2:
+    case "AUTH_METHOD_API_KEY":
+      return AuthMethod.AUTH_METHOD_API_KEY;
+    case 3:
+    case "AUTH_METHOD_JWT":
+      return AuthMethod.AUTH_METHOD_JWT;
+    case 4:
+    case "AUTH_METHOD_CERTIFICATE":
+      return AuthMethod.AUTH_METHOD_CERTIFICATE;
+    case 5:
+    case "AUTH_METHOD_SERVER":
+      return AuthMethod.AUTH_METHOD_SERVER;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return AuthMethod.UNRECOGNIZED;
+  }
+}
+
+export function authMethodToNumber(object: AuthMethod): number {
+  switch (object) {
+    case AuthMethod.AUTH_METHOD_UNSPECIFIED:
+      return 0;
+    case AuthMethod.AUTH_METHOD_NONE:
+      return 1;
+    case AuthMethod.AUTH_METHOD_API_KEY:
+      return 2;
+    case AuthMethod.AUTH_METHOD_JWT:
+      return 3;
+    case AuthMethod.AUTH_METHOD_CERTIFICATE:
+      return 4;
+    case AuthMethod.AUTH_METHOD_SERVER:
+      return 5;
+    case AuthMethod.UNRECOGNIZED:
+    default:
+      return -1;
+  }
+}
+
 /** The lifecycle state of a run. */
 export enum RunStatus {
   /** RUN_STATUS_UNSPECIFIED - Not set; as a `ListRuns` filter, any status. */
@@ -592,6 +656,25 @@ export interface ToolResult {
   isError: boolean;
   /** How the call was settled. */
   kind: ToolResultKind;
+  /**
+   * Who settled the call: the principal that answered, declined, rejected, responded with a tool
+   * output or cancelled the run, or the server itself (an expiry). Absent when nobody did: the
+   * model's call was invalid, or the server ran the tool.
+   */
+  settledBy: SettledBy | undefined;
+}
+
+/** Who settled a tool call. */
+export interface SettledBy {
+  /** The principal's tenant. */
+  tenant: string;
+  /**
+   * Who the principal is: an API key's name, a token's subject, `anonymous` without
+   * authentication, `askuser` for the server itself.
+   */
+  subject: string;
+  /** How the principal authenticated. */
+  method: AuthMethod;
 }
 
 /** An answer was rejected. The question stays pending and answerable; the run does not advance. */
@@ -2571,7 +2654,13 @@ export const ToolCallSuspended: MessageFns<ToolCallSuspended> = {
 };
 
 function createBaseToolResult(): ToolResult {
-  return { toolCallId: "", content: "", isError: false, kind: ToolResultKind.TOOL_RESULT_KIND_UNSPECIFIED };
+  return {
+    toolCallId: "",
+    content: "",
+    isError: false,
+    kind: ToolResultKind.TOOL_RESULT_KIND_UNSPECIFIED,
+    settledBy: undefined,
+  };
 }
 
 export const ToolResult: MessageFns<ToolResult> = {
@@ -2587,6 +2676,9 @@ export const ToolResult: MessageFns<ToolResult> = {
     }
     if (message.kind !== ToolResultKind.TOOL_RESULT_KIND_UNSPECIFIED) {
       writer.uint32(32).int32(toolResultKindToNumber(message.kind));
+    }
+    if (message.settledBy !== undefined) {
+      SettledBy.encode(message.settledBy, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -2636,6 +2728,14 @@ export const ToolResult: MessageFns<ToolResult> = {
             message.kind = toolResultKindFromJSON(reader.int32());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.settledBy = SettledBy.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2657,6 +2757,88 @@ export const ToolResult: MessageFns<ToolResult> = {
     message.content = object.content ?? "";
     message.isError = object.isError ?? false;
     message.kind = object.kind ?? ToolResultKind.TOOL_RESULT_KIND_UNSPECIFIED;
+    message.settledBy = (object.settledBy !== undefined && object.settledBy !== null)
+      ? SettledBy.fromPartial(object.settledBy)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSettledBy(): SettledBy {
+  return { tenant: "", subject: "", method: AuthMethod.AUTH_METHOD_UNSPECIFIED };
+}
+
+export const SettledBy: MessageFns<SettledBy> = {
+  encode(message: SettledBy, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tenant !== "") {
+      writer.uint32(10).string(message.tenant);
+    }
+    if (message.subject !== "") {
+      writer.uint32(18).string(message.subject);
+    }
+    if (message.method !== AuthMethod.AUTH_METHOD_UNSPECIFIED) {
+      writer.uint32(24).int32(authMethodToNumber(message.method));
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SettledBy {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSettledBy();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tenant = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.subject = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.method = authMethodFromJSON(reader.int32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SettledBy>, I>>(base?: I): SettledBy {
+    return SettledBy.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SettledBy>, I>>(object: I): SettledBy {
+    const message = createBaseSettledBy();
+    message.tenant = object.tenant ?? "";
+    message.subject = object.subject ?? "";
+    message.method = object.method ?? AuthMethod.AUTH_METHOD_UNSPECIFIED;
     return message;
   },
 };
