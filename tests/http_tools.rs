@@ -203,6 +203,8 @@ async fn a_2xx_response_is_the_result_and_carries_the_idempotency_key() {
     assert_eq!(result.kind, pb::ToolResultKind::Executed as i32);
     assert!(!result.is_error);
     assert_eq!(result.content, r#"{"version":"v42"}"#);
+    // Nobody approved it (no policy asks): nobody settled it.
+    assert_eq!(result.settled_by, None);
     assert_eq!(text, r#"deploy said: {"version":"v42"}"#);
     let seen = tools.seen();
     assert_eq!(seen.len(), 1);
@@ -310,6 +312,15 @@ async fn approval_pending(server: &Server) -> (RunStream, String) {
     (run, suspended.tool_call_id)
 }
 
+/// The principal of every caller of a server without authentication.
+fn anonymous() -> pb::SettledBy {
+    pb::SettledBy {
+        tenant: "default".into(),
+        subject: "anonymous".into(),
+        method: pb::AuthMethod::None as i32,
+    }
+}
+
 #[tokio::test]
 async fn a_rejected_call_never_reaches_the_tool() {
     let tools = ToolServer::start(Vec::new()).await;
@@ -326,6 +337,7 @@ async fn a_rejected_call_never_reaches_the_tool() {
     assert_eq!(results.len(), 1);
     assert_eq!(results[0].content, "User rejected the call: freeze");
     assert_eq!(results[0].kind, pb::ToolResultKind::Rejected as i32);
+    assert_eq!(results[0].settled_by, Some(anonymous()));
     assert_eq!(
         get_run(&mut client, &run.run_id).await.output_text,
         "deploy said: User rejected the call: freeze"
@@ -359,6 +371,8 @@ async fn an_approved_call_runs_with_the_edited_arguments() {
         r#"User edited the arguments to {"environment":"staging","service":"api"}. Result: deployed to staging"#
     );
     assert_eq!(results[0].kind, pb::ToolResultKind::Executed as i32);
+    // The call ran because someone approved it: the result names the approver.
+    assert_eq!(results[0].settled_by, Some(anonymous()));
     let seen = tools.seen();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].body, r#"{"environment":"staging","service":"api"}"#);

@@ -715,6 +715,7 @@ fn executed_result(call: &ExecutingCall, content: String, is_error: bool) -> Exe
             content
         },
         is_error,
+        settled_by: call.approved_by.clone(),
     }
 }
 

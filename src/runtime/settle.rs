@@ -111,6 +111,7 @@ pub fn decide(
                 decision: decision.clone(),
                 answer_id: answer_id.to_owned(),
                 next: next.clone(),
+                by: settled_by.clone(),
             }),
             // The call changed since the caller looked at it.
             None => Err(RuntimeError::rejected(

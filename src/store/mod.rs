@@ -125,6 +125,8 @@ pub struct ExecutingCall {
     pub arguments_json: String,
     /// The arguments were edited by the person who approved the call.
     pub edited: bool,
+    /// Who approved the call, if someone did.
+    pub approved_by: Option<SettledBy>,
 }
 
 /// The result of a call the server ran.
@@ -133,6 +135,8 @@ pub struct ExecutedResult {
     pub tool_call_id: String,
     pub content: String,
     pub is_error: bool,
+    /// Who let it run (its approver), if someone did.
+    pub settled_by: Option<SettledBy>,
 }
 
 /// How a tool call of a new turn starts out.
@@ -293,6 +297,9 @@ pub struct Decision {
     pub answer_id: String,
     /// The sequence the decision's change started at (what its acknowledgement points to).
     pub sequence: u64,
+    /// Who decided (absent in decisions stored before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<SettledBy>,
 }
 
 /// How to settle a pending tool call.
@@ -317,6 +324,7 @@ pub enum CallChange {
         decision: ApprovalDecision,
         answer_id: String,
         next: Approved,
+        by: SettledBy,
     },
 }
 

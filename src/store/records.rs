@@ -271,6 +271,7 @@ pub(super) fn executing_call(
                 ..
             })
         ),
+        approved_by: decision.and_then(|decision| decision.by),
     })
 }
 
@@ -438,11 +439,13 @@ impl CallUpdate {
                 decision,
                 answer_id,
                 next,
+                by,
             } => {
                 let decision = Some(to_json(&Decision {
                     decision,
                     answer_id,
                     sequence,
+                    by: Some(by),
                 })?);
                 match next {
                     Approved::Suspend {
@@ -489,7 +492,7 @@ pub(super) fn executed_events(results: &[ExecutedResult]) -> Vec<EventKind> {
             content: r.content.clone(),
             is_error: r.is_error,
             kind: ToolResultKind::Executed,
-            settled_by: None,
+            settled_by: r.settled_by.clone(),
         })
         .collect()
 }
