@@ -1,6 +1,7 @@
 //! The gRPC surface: decodes and validates requests, calls the runtime, maps errors to statuses.
 
 mod agent_service;
+mod client_subject;
 mod convert;
 mod error;
 #[cfg(test)]
@@ -9,6 +10,7 @@ mod limits;
 mod tool_service;
 
 pub use agent_service::{AgentApi, StreamSettings};
+pub use client_subject::client_subject;
 pub use error::{ApiError, ERROR_DOMAIN};
 pub use limits::RequestLimits;
 pub use tool_service::ToolApi;
