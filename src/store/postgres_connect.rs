@@ -140,9 +140,21 @@ impl From<tokio_postgres::Error> for StoreError {
             Some(code) if TRANSIENT.contains(code) => {
                 StoreError::Unavailable(format!("postgres: {error}"))
             }
-            None if lost_connection => StoreError::Unavailable(format!("postgres: {error}")),
+            None if lost_connection => {
+                StoreError::Unavailable(format!("postgres: {}", with_cause(&error)))
+            }
             _ => StoreError::Postgres(error.to_string()),
         }
+    }
+}
+
+/// A connection or TLS error with its cause, which tokio-postgres leaves out of its message
+/// ("error performing TLS handshake" alone does not say that the certificate names another host).
+/// Errors the database reported are not extended: their details may quote stored values.
+fn with_cause(error: &tokio_postgres::Error) -> String {
+    match std::error::Error::source(error) {
+        Some(cause) => format!("{error}: {cause}"),
+        None => error.to_string(),
     }
 }
 
