@@ -23,6 +23,7 @@ use crate::runtime::tools::{
 };
 use crate::runtime::{AgentDefinition, AskUserLimits, RuntimeConfig};
 use crate::store::{PostgresSettings, Synchronous};
+use crate::tls::TlsFiles;
 
 /// The askuser command line.
 #[derive(Debug, Parser)]
@@ -104,6 +105,20 @@ pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port; the address is printed on stdout).
     #[arg(long, env = "ASKUSER_LISTEN", default_value = "127.0.0.1:50051")]
     pub listen: SocketAddr,
+    /// PEM certificate chain (leaf first) the server presents: gRPC is served over TLS only.
+    /// Needs --tls-key. Re-read when the file changes.
+    #[arg(long, env = "ASKUSER_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert. Re-read when the file changes.
+    #[arg(long, env = "ASKUSER_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// PEM certificates of the authorities clients' certificates must chain to: every client must
+    /// present a valid certificate (mTLS). Needs --tls-cert. Re-read when the file changes.
+    #[arg(long, env = "ASKUSER_TLS_CLIENT_CA", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// How often the TLS files are checked for changes.
+    #[arg(long, env = "ASKUSER_TLS_RELOAD_INTERVAL", default_value = "5s", value_parser = positive_duration)]
+    pub tls_reload_interval: Duration,
     /// Directory of the SQLite store (unused with --database-url).
     #[arg(long, env = "ASKUSER_DATA_DIR", default_value = "askuser-data")]
     pub data_dir: PathBuf,
@@ -297,6 +312,15 @@ impl ServeArgs {
             max_description_bytes: self.max_description_bytes,
             max_answer_bytes: self.max_answer_bytes,
         }
+    }
+
+    /// The listener's TLS files; `None`: plaintext gRPC.
+    pub fn tls_files(&self) -> Option<TlsFiles> {
+        Some(TlsFiles {
+            cert: self.tls_cert.clone()?,
+            key: self.tls_key.clone()?,
+            client_ca: self.tls_client_ca.clone(),
+        })
     }
 
     /// The PostgreSQL URL, from --database-url or --database-url-file; `None`: SQLite.

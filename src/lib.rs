@@ -65,3 +65,4 @@ pub mod redact;
 pub mod runtime;
 pub mod server;
 pub mod store;
+pub mod tls;

@@ -1,7 +1,9 @@
 //! Wires the layers together and serves them: store → runtime → gRPC services, health and
 //! reflection, graceful shutdown.
 
+use std::future::Future;
 use std::io::Write;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
@@ -35,6 +37,8 @@ pub enum ServeError {
     Reflection(#[from] tonic_reflection::server::Error),
     #[error("transport: {0}")]
     Transport(#[from] tonic::transport::Error),
+    #[error("tls: {0}")]
+    Tls(#[from] crate::tls::TlsError),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -71,6 +75,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1alpha()?;
 
+    // Unusable TLS files stop the start, before the address is announced.
+    let tls_configs = args
+        .tls_files()
+        .map(|files| crate::tls::watch_files(files, args.tls_reload_interval))
+        .transpose()?;
     let listener = TcpListener::bind(args.listen)
         .await
         .map_err(|source| ServeError::Listen {
@@ -85,6 +94,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     info!(
         %local,
         store = if database_url.is_some() { "postgres" } else { "sqlite" },
+        tls = tls_configs.is_some(),
         "serving askuser.v1"
     );
 
@@ -120,7 +130,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             .max_connection_age(age)
             .max_connection_age_grace(args.max_connection_age_grace);
     }
-    let server = builder
+    let router = builder
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
@@ -142,13 +152,18 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             ToolServiceServer::new(ToolApi::new(runtime.clone()))
                 .max_decoding_message_size(max_request)
                 .max_encoding_message_size(max_response),
-        )
-        // Without TCP_NODELAY a small frame written while the previous one is unacknowledged
-        // waits for the peer's delayed ACK (~40 ms): every round trip would stall on it.
-        .serve_with_incoming_shutdown(
-            TcpIncoming::from(listener).with_nodelay(Some(true)),
-            shutdown_signal,
         );
+    // Without TCP_NODELAY a small frame written while the previous one is unacknowledged
+    // waits for the peer's delayed ACK (~40 ms): every round trip would stall on it.
+    let tcp = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let server: Pin<Box<dyn Future<Output = Result<(), tonic::transport::Error>> + Send>> =
+        match tls_configs {
+            Some(configs) => Box::pin(router.serve_with_incoming_shutdown(
+                crate::tls::tls_incoming(tcp, configs),
+                shutdown_signal,
+            )),
+            None => Box::pin(router.serve_with_incoming_shutdown(tcp, shutdown_signal)),
+        };
     // Once signalled, connections get the shutdown timeout to finish; then they are dropped.
     let deadline = async {
         signalled.notified().await;

@@ -12,8 +12,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -22,8 +20,9 @@ use askuser::proto::v1 as pb;
 use askuser::proto::v1::agent_service_client::AgentServiceClient;
 use askuser::proto::v1::run_agent_request::Frame;
 use askuser::proto::v1::run_agent_response::Event;
+use common::postgres_cluster::Postgres;
 use common::{
-    Server, assert_contiguous, error_reason, event_name, get_run, postgres_client, report_figures,
+    Server, assert_contiguous, error_reason, event_name, get_run, report_figures,
     scripted_agent_with, watch_until_end,
 };
 use rand::rngs::StdRng;
@@ -793,133 +792,6 @@ async fn sqlite_runs_survive_sigkills() {
 fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-/// A PostgreSQL server of the test's own, so that crashing it disturbs no other test.
-struct Postgres {
-    bin: PathBuf,
-    dir: tempfile::TempDir,
-    port: u16,
-}
-
-impl Postgres {
-    fn bin() -> PathBuf {
-        if let Ok(bin) = std::env::var("PG_BIN") {
-            return PathBuf::from(bin);
-        }
-        let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-            .expect("PostgreSQL is installed (PG_BIN or /usr/lib/postgresql)")
-            .filter_map(|entry| entry.ok().map(|e| e.path().join("bin")))
-            .collect();
-        found.sort();
-        found.pop().expect("a PostgreSQL version")
-    }
-
-    /// A command run as the `postgres` user when the test runs as root (initdb refuses root).
-    fn command(&self, program: &str) -> Command {
-        let program = self.bin.join(program);
-        let root = Command::new("id")
-            .arg("-u")
-            .output()
-            .map(|o| o.stdout == b"0\n")
-            .unwrap_or(false);
-        if root {
-            let mut command = Command::new("runuser");
-            command.args(["-u", "postgres", "--"]).arg(program);
-            command
-        } else {
-            Command::new(program)
-        }
-    }
-
-    fn start() -> Postgres {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let _ = Command::new("chown")
-            .arg("postgres")
-            .arg(dir.path())
-            .status();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("a free port")
-            .port();
-        let postgres = Postgres {
-            bin: Postgres::bin(),
-            dir,
-            port,
-        };
-        let status = postgres
-            .command("initdb")
-            .arg("-D")
-            .arg(postgres.data())
-            .args(["-U", "askuser", "--auth=trust", "-E", "UTF8"])
-            .stdout(std::process::Stdio::null())
-            .status()
-            .expect("initdb");
-        assert!(status.success(), "initdb failed");
-        postgres.pg_ctl_start();
-        postgres
-    }
-
-    fn data(&self) -> PathBuf {
-        self.dir.path().join("data")
-    }
-
-    fn pg_ctl_start(&self) {
-        let options = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=300",
-            self.port,
-            self.dir.path().display()
-        );
-        let status = self
-            .command("pg_ctl")
-            .arg("-D")
-            .arg(self.data())
-            .args(["-o", &options, "-l"])
-            .arg(self.dir.path().join("server.log"))
-            .args(["-w", "start"])
-            .stdout(std::process::Stdio::null())
-            .status()
-            .expect("pg_ctl start");
-        assert!(status.success(), "pg_ctl start failed");
-    }
-
-    /// Crashes the server: no checkpoint, every connection cut.
-    fn crash(&self) {
-        let status = self
-            .command("pg_ctl")
-            .arg("-D")
-            .arg(self.data())
-            .args(["-m", "immediate", "-w", "stop"])
-            .stdout(std::process::Stdio::null())
-            .status()
-            .expect("pg_ctl stop");
-        assert!(status.success(), "pg_ctl stop failed");
-    }
-
-    /// A new empty database; its URL.
-    async fn database(&self) -> String {
-        let name = format!("askuser_chaos_{}", uuid::Uuid::now_v7().simple());
-        let url = |database: &str| format!("postgres://askuser@127.0.0.1:{}/{database}", self.port);
-        postgres_client(&url("postgres"))
-            .await
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .await
-            .expect("CREATE DATABASE");
-        url(&name)
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        let _ = self
-            .command("pg_ctl")
-            .arg("-D")
-            .arg(self.data())
-            .args(["-m", "immediate", "-w", "stop"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
-    }
 }
 
 const POSTGRES_RUNS: usize = 500;

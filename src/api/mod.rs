@@ -2,6 +2,7 @@
 
 mod agent_service;
 mod caller;
+mod client_subject;
 mod convert;
 mod error;
 #[cfg(test)]
@@ -10,6 +11,7 @@ mod limits;
 mod tool_service;
 
 pub use agent_service::{AgentApi, StreamSettings};
+pub use client_subject::client_subject;
 pub use error::{ApiError, ERROR_DOMAIN};
 pub use limits::RequestLimits;
 pub use tool_service::ToolApi;

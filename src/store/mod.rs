@@ -5,6 +5,7 @@
 
 mod postgres;
 mod postgres_connect;
+mod postgres_tls;
 mod records;
 mod sqlite;
 

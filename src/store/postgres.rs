@@ -29,10 +29,10 @@ use futures::future::try_join_all;
 use futures::{StreamExt, try_join};
 use tokio::sync::mpsc;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{AsyncMessage, NoTls, Row, Statement};
+use tokio_postgres::{AsyncMessage, Row, Statement};
 use tracing::warn;
 
-use super::postgres_connect::{PostgresSettings, pool, session_config};
+use super::postgres_connect::{Connection, PostgresSettings, connection, pool};
 use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
     EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, PENDING_COLUMNS, PENDING_FEED_QUERY,
@@ -69,7 +69,7 @@ const NOTIFY_CHANNEL: &str = "askuser_commits";
 /// A [`RunStore`] on PostgreSQL.
 pub struct PostgresStore {
     pool: Pool,
-    config: tokio_postgres::Config,
+    connection: Connection,
     /// Tags this store's commit notices: the runtime publishes its own commits itself, so
     /// its listener drops them rather than wake their followers (and the expiry loop) again.
     origin: String,
@@ -99,10 +99,10 @@ impl PostgresStore {
     /// Connects a pool as `settings` say, brings the schema up to date and measures the
     /// database's clock.
     pub async fn connect(url: &str, settings: &PostgresSettings) -> StoreResult<Self> {
-        let config = session_config(url, settings)?;
+        let connection = connection(url, settings)?;
         let store = Self {
-            pool: pool(config.clone(), settings)?,
-            config,
+            pool: pool(connection.clone(), settings)?,
+            connection,
             origin: uuid::Uuid::now_v7().simple().to_string(),
             clock_offset_ms: AtomicI64::new(0),
             feed: Arc::default(),
@@ -712,7 +712,7 @@ fn parse_notice(payload: &str) -> Option<(CommitNotice, Option<&str>)> {
 /// Listens for commit notices on a dedicated connection, reconnecting when it drops. Notices sent
 /// while it was down are lost, so after every reconnect it reports [`CommitNotice::Missed`].
 async fn listen(
-    config: tokio_postgres::Config,
+    database: Connection,
     origin: String,
     notices: mpsc::Sender<CommitNotice>,
     feed: Arc<FeedState>,
@@ -720,7 +720,7 @@ async fn listen(
     let mut backoff = Duration::from_millis(100);
     let mut connected_before = false;
     loop {
-        match config.connect(NoTls).await {
+        match database.config.connect(database.tls.clone()).await {
             Ok((client, mut connection)) => {
                 backoff = Duration::from_millis(100);
                 let (messages_tx, mut messages) = mpsc::unbounded_channel();
@@ -1606,7 +1606,7 @@ impl RunStore for PostgresStore {
         let (notices, feed) = mpsc::channel(1024);
         self.feed.started.store(true, Ordering::Relaxed);
         tokio::spawn(listen(
-            self.config.clone(),
+            self.connection.clone(),
             self.origin.clone(),
             notices,
             Arc::clone(&self.feed),

@@ -9,10 +9,11 @@
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
-use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::StoreError;
+use super::postgres_tls::DatabaseTls;
 
 /// Settings of the PostgreSQL store.
 #[derive(Clone, Debug)]
@@ -48,14 +49,22 @@ impl Default for PostgresSettings {
     }
 }
 
-/// The connection settings of `url` with keepalives and the session settings added.
-pub(super) fn session_config(
-    url: &str,
-    settings: &PostgresSettings,
-) -> Result<tokio_postgres::Config, StoreError> {
-    let mut config: tokio_postgres::Config = url
+/// How to open a connection to the database: where, with which session, over which TLS.
+#[derive(Clone)]
+pub(super) struct Connection {
+    pub config: tokio_postgres::Config,
+    pub tls: MakeRustlsConnect,
+}
+
+/// The connection of `url`: its TLS as its `sslmode` and `sslrootcert` say, keepalives and the
+/// session settings added.
+pub(super) fn connection(url: &str, settings: &PostgresSettings) -> Result<Connection, StoreError> {
+    let tls = DatabaseTls::of(url);
+    let mut config: tokio_postgres::Config = tls
+        .url
         .parse()
         .map_err(|e: tokio_postgres::Error| StoreError::Postgres(format!("database url: {e}")))?;
+    tls.apply(&mut config);
     // TCP keepalive: a connection that died silently (a dropped NAT entry, a failed-over
     // database) is noticed in about a minute rather than the OS's two hours.
     config
@@ -79,17 +88,20 @@ pub(super) fn session_config(
         _ => session,
     };
     config.options(&options);
-    Ok(config)
+    Ok(Connection {
+        config,
+        tls: tls.connector()?,
+    })
 }
 
 /// The pool of connections, each bounded by the settings' timeouts.
 pub(super) fn pool(
-    config: tokio_postgres::Config,
+    connection: Connection,
     settings: &PostgresSettings,
 ) -> Result<Pool, StoreError> {
     let manager = Manager::from_config(
-        config,
-        NoTls,
+        connection.config,
+        connection.tls,
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },
@@ -128,9 +140,21 @@ impl From<tokio_postgres::Error> for StoreError {
             Some(code) if TRANSIENT.contains(code) => {
                 StoreError::Unavailable(format!("postgres: {error}"))
             }
-            None if lost_connection => StoreError::Unavailable(format!("postgres: {error}")),
+            None if lost_connection => {
+                StoreError::Unavailable(format!("postgres: {}", with_cause(&error)))
+            }
             _ => StoreError::Postgres(error.to_string()),
         }
+    }
+}
+
+/// A connection or TLS error with its cause, which tokio-postgres leaves out of its message
+/// ("error performing TLS handshake" alone does not say that the certificate names another host).
+/// Errors the database reported are not extended: their details may quote stored values.
+fn with_cause(error: &tokio_postgres::Error) -> String {
+    match std::error::Error::source(error) {
+        Some(cause) => format!("{error}: {cause}"),
+        None => error.to_string(),
     }
 }
 

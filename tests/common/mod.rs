@@ -2,6 +2,8 @@
 //! temporary directory, and talks to it with the generated tonic clients.
 #![allow(dead_code)]
 
+pub mod postgres_cluster;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -1,0 +1,343 @@
+//! TLS: the gRPC listener over TLS and mTLS with certificates made here, their reload without a
+//! restart, and PostgreSQL over TLS with `sslmode=verify-full`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use askuser::proto::v1 as pb;
+use askuser::proto::v1::agent_service_client::AgentServiceClient;
+use common::postgres_cluster::Postgres;
+use common::{RunStream, Server, postgres_client, report_figures, scripted_agent};
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType, IsCa, KeyPair,
+};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
+
+/// A certificate authority made for one test.
+struct Authority {
+    issuer: CertifiedIssuer<'static, KeyPair>,
+}
+
+/// A certificate and its key, PEM.
+struct Pair {
+    cert: String,
+    key: String,
+}
+
+impl Authority {
+    fn new(name: &str) -> Authority {
+        let mut params = CertificateParams::default();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name = DistinguishedName::new();
+        params.distinguished_name.push(DnType::CommonName, name);
+        let key = KeyPair::generate().expect("CA key");
+        Authority {
+            issuer: CertifiedIssuer::self_signed(params, key).expect("CA certificate"),
+        }
+    }
+
+    fn pem(&self) -> String {
+        self.issuer.pem()
+    }
+
+    /// A certificate for `names` (host names or IP addresses) with common name `subject`.
+    fn issue(&self, subject: &str, names: &[&str]) -> Pair {
+        let mut params =
+            CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .expect("names");
+        params.distinguished_name = DistinguishedName::new();
+        params.distinguished_name.push(DnType::CommonName, subject);
+        let key = KeyPair::generate().expect("key");
+        let cert = params.signed_by(&key, &self.issuer).expect("certificate");
+        Pair {
+            cert: cert.pem(),
+            key: key.serialize_pem(),
+        }
+    }
+}
+
+/// Writes `text` to `path` as a rotation does: whole, by renaming a finished file over it.
+fn replace_file(path: &Path, text: &str) {
+    let partial = path.with_extension("partial");
+    std::fs::write(&partial, text).expect("write");
+    std::fs::rename(&partial, path).expect("rename");
+}
+
+/// The server's TLS files in a directory of the test's.
+struct Files {
+    dir: tempfile::TempDir,
+}
+
+impl Files {
+    fn new(server: &Pair, client_ca: Option<&str>) -> Files {
+        let files = Files {
+            dir: tempfile::tempdir().expect("temp dir"),
+        };
+        files.write(server);
+        if let Some(ca) = client_ca {
+            replace_file(&files.path("client-ca.pem"), ca);
+        }
+        files
+    }
+
+    fn write(&self, server: &Pair) {
+        // The key first: the certificate's change is the one a reload may see alone.
+        replace_file(&self.path("server.key"), &server.key);
+        replace_file(&self.path("server.pem"), &server.cert);
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn flags(&self, client_ca: bool) -> Vec<String> {
+        let mut flags = vec![
+            "--tls-cert".into(),
+            self.path("server.pem").display().to_string(),
+            "--tls-key".into(),
+            self.path("server.key").display().to_string(),
+            "--tls-reload-interval".into(),
+            "100ms".into(),
+        ];
+        if client_ca {
+            flags.push("--tls-client-ca".into());
+            flags.push(self.path("client-ca.pem").display().to_string());
+        }
+        flags
+    }
+}
+
+fn start(files: &Files, client_ca: bool) -> Server {
+    let flags = files.flags(client_ca);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    Server::start_with(None, &flags)
+}
+
+/// Lists the agents over a new TLS connection that trusts `ca` (if any) and presents `identity`
+/// (if any); the error says why it failed.
+async fn list_agents(
+    server: &Server,
+    ca: Option<&str>,
+    identity: Option<&Pair>,
+) -> Result<usize, String> {
+    let mut tls = ClientTlsConfig::new().domain_name("localhost");
+    if let Some(ca) = ca {
+        tls = tls.ca_certificate(Certificate::from_pem(ca));
+    }
+    if let Some(pair) = identity {
+        tls = tls.identity(Identity::from_pem(&pair.cert, &pair.key));
+    }
+    let channel: Channel = Endpoint::from_shared(format!("https://{}", server.addr))
+        .map_err(|e| e.to_string())?
+        .tls_config(tls)
+        .map_err(|e| e.to_string())?
+        .connect_timeout(Duration::from_secs(10))
+        .connect()
+        .await
+        .map_err(|e| format!("connect: {e:?}"))?;
+    let listed = AgentServiceClient::new(channel)
+        .list_agents(pb::ListAgentsRequest::default())
+        .await
+        .map_err(|e| format!("call: {e:?}"))?;
+    Ok(listed.into_inner().agents.len())
+}
+
+#[tokio::test]
+async fn tls_serves_clients_that_trust_its_authority_only() {
+    let ca = Authority::new("test CA");
+    let files = Files::new(&ca.issue("askuser", &["localhost", "127.0.0.1"]), None);
+    let server = start(&files, false);
+
+    let agents = list_agents(&server, Some(&ca.pem()), None)
+        .await
+        .unwrap_or_else(|e| panic!("{e}; log:\n{}", server.log()));
+    assert!(agents > 0, "the demo agents are listed");
+    let untrusting = list_agents(&server, None, None).await;
+    assert!(untrusting.is_err(), "{untrusting:?}");
+    let other = Authority::new("another CA");
+    let wrong_ca = list_agents(&server, Some(&other.pem()), None).await;
+    assert!(wrong_ca.is_err(), "{wrong_ca:?}");
+    // Plaintext gRPC is not served at all.
+    let plaintext = Channel::from_shared(server.url())
+        .expect("url")
+        .connect()
+        .await
+        .map_err(|e| e.to_string());
+    let refused = match plaintext {
+        Err(_) => true,
+        Ok(channel) => AgentServiceClient::new(channel)
+            .list_agents(pb::ListAgentsRequest::default())
+            .await
+            .is_err(),
+    };
+    assert!(refused, "a plaintext call was served");
+}
+
+#[tokio::test]
+async fn mtls_requires_a_client_certificate_of_the_client_authority() {
+    let ca = Authority::new("server CA");
+    let clients = Authority::new("client CA");
+    let files = Files::new(
+        &ca.issue("askuser", &["localhost", "127.0.0.1"]),
+        Some(&clients.pem()),
+    );
+    let server = start(&files, true);
+
+    let without = list_agents(&server, Some(&ca.pem()), None).await;
+    assert!(without.is_err(), "{without:?}");
+    let stranger = Authority::new("unknown client CA").issue("mallory", &["mallory"]);
+    let foreign = list_agents(&server, Some(&ca.pem()), Some(&stranger)).await;
+    assert!(foreign.is_err(), "{foreign:?}");
+    let client = clients.issue("ci-bot", &["ci-bot"]);
+    list_agents(&server, Some(&ca.pem()), Some(&client))
+        .await
+        .unwrap_or_else(|e| panic!("{e}; log:\n{}", server.log()));
+}
+
+#[tokio::test]
+async fn replaced_certificate_files_serve_new_connections_without_a_restart() {
+    let old_ca = Authority::new("old CA");
+    let files = Files::new(&old_ca.issue("askuser", &["localhost", "127.0.0.1"]), None);
+    let server = start(&files, false);
+    list_agents(&server, Some(&old_ca.pem()), None)
+        .await
+        .unwrap_or_else(|e| panic!("{e}; log:\n{}", server.log()));
+
+    let new_ca = Authority::new("new CA");
+    files.write(&new_ca.issue("askuser", &["localhost", "127.0.0.1"]));
+    // A bound on waiting for the poll, not a measure of it.
+    let began = Instant::now();
+    let mut attempts = 0u64;
+    loop {
+        attempts += 1;
+        if list_agents(&server, Some(&new_ca.pem()), None)
+            .await
+            .is_ok()
+        {
+            break;
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "the new certificate was never served; log:\n{}",
+            server.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let old = list_agents(&server, Some(&old_ca.pem()), None).await;
+    assert!(old.is_err(), "the old certificate is still served");
+    assert!(server.log().contains("TLS certificates reloaded"));
+    report_figures("tls reload", &[("connection_attempts", attempts)]);
+}
+
+#[test]
+fn a_certificate_without_its_key_is_refused_at_start() {
+    let output = Command::new(env!("CARGO_BIN_EXE_askuser"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            "server.pem",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run askuser");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--tls-key"), "{stderr}");
+}
+
+/// A database URL of `postgres` that verifies its certificate fully against `ca_file`.
+fn verify_full_url(postgres: &Postgres, database: &str, ca_file: &Path) -> String {
+    format!(
+        "postgres://askuser@127.0.0.1:{}/{database}?sslmode=verify-full&sslrootcert={}",
+        postgres.port,
+        ca_file.display()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_over_tls_with_verify_full() {
+    let ca = Authority::new("database CA");
+    let identity = ca.issue("db", &["127.0.0.1", "localhost"]);
+    let postgres = Postgres::start_with_tls(Some((&identity.cert, &identity.key)));
+    let plain_url = postgres.database().await;
+    let database = plain_url
+        .rsplit('/')
+        .next()
+        .expect("database name")
+        .to_owned();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca.pem()).expect("write CA");
+
+    let agents = scripted_agent("hello", &["say = \"over TLS\""]);
+    let url = verify_full_url(&postgres, &database, &ca_file);
+    let server = Server::start_with(Some(&agents), &["--database-url", &url]);
+    let mut client = server.agents().await;
+    let mut run = RunStream::start(&mut client, "hello").await;
+    assert_eq!(run.completed_text().await, "over TLS");
+
+    // The store's connections are encrypted: PostgreSQL says so of every one of this database.
+    let rows = postgres_client(&plain_url)
+        .await
+        .query(
+            "SELECT ssl FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) \
+             WHERE datname = $1 AND pid <> pg_backend_pid()",
+            &[&database],
+        )
+        .await
+        .expect("pg_stat_ssl");
+    let encrypted = rows.iter().filter(|row| row.get::<_, bool>(0)).count();
+    assert!(encrypted > 0, "no encrypted connection");
+    assert_eq!(encrypted, rows.len(), "a store connection is not encrypted");
+    report_figures(
+        "postgres tls",
+        &[("encrypted_connections", encrypted as u64)],
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_verify_full_refuses_a_certificate_for_another_host() {
+    let ca = Authority::new("database CA");
+    let identity = ca.issue("db", &["db.example"]);
+    let postgres = Postgres::start_with_tls(Some((&identity.cert, &identity.key)));
+    let plain_url = postgres.database().await;
+    let database = plain_url
+        .rsplit('/')
+        .next()
+        .expect("database name")
+        .to_owned();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca.pem()).expect("write CA");
+
+    let output = Command::new(env!("CARGO_BIN_EXE_askuser"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--database-url"])
+        .arg(verify_full_url(&postgres, &database, &ca_file))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run askuser");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("not valid for name"), "{stderr}");
+
+    // verify-ca checks the chain only: the same certificate is accepted.
+    let verify_ca = format!(
+        "postgres://askuser@127.0.0.1:{}/{database}?sslmode=verify-ca&sslrootcert={}",
+        postgres.port,
+        ca_file.display()
+    );
+    let server = Server::start_with(None, &["--database-url", &verify_ca]);
+    assert!(
+        server
+            .agents()
+            .await
+            .list_agents(pb::ListAgentsRequest::default())
+            .await
+            .is_ok()
+    );
+}
