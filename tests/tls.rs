@@ -341,3 +341,61 @@ async fn postgres_verify_full_refuses_a_certificate_for_another_host() {
             .is_ok()
     );
 }
+
+#[tokio::test]
+async fn client_subject_names_the_verified_client_certificate() {
+    use askuser::api::client_subject;
+    use askuser::tls::{TlsFiles, tls_incoming, watch_files};
+    use tonic::service::interceptor::InterceptedService;
+    use tonic::transport::server::TcpIncoming;
+    use tonic_health::pb::health_client::HealthClient;
+
+    let ca = Authority::new("server CA");
+    let clients = Authority::new("client CA");
+    let files = Files::new(
+        &ca.issue("askuser", &["localhost", "127.0.0.1"]),
+        Some(&clients.pem()),
+    );
+    let configs = watch_files(
+        TlsFiles {
+            cert: files.path("server.pem"),
+            key: files.path("server.key"),
+            client_ca: Some(files.path("client-ca.pem")),
+        },
+        Duration::from_secs(60),
+    )
+    .expect("TLS files");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let (subjects, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    let (_reporter, health) = tonic_health::server::health_reporter();
+    let record = move |request: tonic::Request<()>| {
+        let _ = subjects.send(client_subject(&request));
+        Ok(request)
+    };
+    tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(InterceptedService::new(health, record))
+            .serve_with_incoming(tls_incoming(TcpIncoming::from(listener), configs)),
+    );
+
+    let client = clients.issue("ci-bot", &["ci-bot"]);
+    let tls = ClientTlsConfig::new()
+        .domain_name("localhost")
+        .ca_certificate(Certificate::from_pem(ca.pem()))
+        .identity(Identity::from_pem(&client.cert, &client.key));
+    let channel = Endpoint::from_shared(format!("https://{addr}"))
+        .expect("url")
+        .tls_config(tls)
+        .expect("tls")
+        .connect()
+        .await
+        .expect("connect");
+    HealthClient::new(channel)
+        .check(tonic_health::pb::HealthCheckRequest::default())
+        .await
+        .expect("health check");
+    assert_eq!(seen.recv().await, Some(Some("ci-bot".to_owned())));
+}
