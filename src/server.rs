@@ -10,12 +10,13 @@ use tonic::transport::server::TcpIncoming;
 use tracing::{info, warn};
 
 use crate::api::{AgentApi, StreamSettings, ToolApi};
+use crate::auth::AuthLayer;
 use crate::config::{ServeArgs, load_agents};
 use crate::health::Health;
 use crate::proto::v1::agent_service_server::AgentServiceServer;
 use crate::proto::v1::tool_service_server::ToolServiceServer;
 use crate::runtime::Runtime;
-use crate::store::{PostgresStore, RunStore, SqliteStore};
+use crate::store::{KeyStore, PostgresStore, RunStore, SqliteStore};
 
 /// Errors that stop the server from starting or serving.
 #[derive(Debug, thiserror::Error)]
@@ -37,11 +38,14 @@ pub enum ServeError {
     Transport(#[from] tonic::transport::Error),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Auth(#[from] crate::auth::AuthConfigError),
 }
 
 /// Runs the server until SIGINT or SIGTERM, then shuts down gracefully.
 pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     ignore_file_size_signal();
+    args.auth.check_listener(args.listen)?;
     let limits = args.limits();
     let agents = load_agents(args.config.as_deref(), &limits)?;
     let database_url = args.database_url()?;
@@ -54,6 +58,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             args.sqlite_synchronous,
         )?),
     };
+    let auth = AuthLayer::new(
+        args.auth
+            .authenticator(args.listen, Arc::clone(&store) as Arc<dyn KeyStore>)
+            .await?,
+    );
     let runtime = Runtime::new(Arc::clone(&store), agents, args.runtime_config());
     runtime.start().await?;
 
@@ -121,6 +130,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             .max_connection_age_grace(args.max_connection_age_grace);
     }
     let server = builder
+        .layer(auth)
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
