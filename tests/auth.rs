@@ -24,10 +24,15 @@ use tonic_types::StatusExt;
 
 /// Runs `askuser keys <args>` on the server's data directory; returns its stdout.
 fn keys(server: &Server, args: &[&str]) -> String {
+    let data_dir = server.data_dir.to_str().expect("utf-8 path");
+    keys_on(&["--data-dir", data_dir], args)
+}
+
+/// Runs `askuser keys <store flags> <args>`; returns its stdout.
+fn keys_on(store: &[&str], args: &[&str]) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_askuser"))
         .arg("keys")
-        .arg("--data-dir")
-        .arg(&server.data_dir)
+        .args(store)
         .args(args)
         .output()
         .expect("run askuser keys");
@@ -226,6 +231,67 @@ async fn a_revoked_key_is_refused_at_once() {
             .lines()
             .any(|line| { line.starts_with(&key_id) && !line.ends_with('\t') })
     );
+}
+
+#[tokio::test]
+async fn keys_live_in_postgresql_for_every_replica() {
+    let url = common::fresh_database().await;
+    let store = ["--database-url", url.as_str()];
+    // The first key is made offline, before any server ran on the database.
+    let key = keys_on(
+        &store,
+        &[
+            "create",
+            "--tenant",
+            "acme",
+            "--name",
+            "ci",
+            "--scopes",
+            "agents:read",
+        ],
+    )
+    .trim()
+    .to_owned();
+    let replicas = [
+        Server::start_with(None, &["--auth", "keys", "--database-url", &url]),
+        Server::start_with(None, &["--auth", "keys", "--database-url", &url]),
+    ];
+    for replica in &replicas {
+        let channel = replica.channel().await;
+        call(&channel, "ListAgents", Some(&key))
+            .await
+            .expect("the key works");
+    }
+    let key_id = keys_on(&store, &["list"])
+        .split('\t')
+        .next()
+        .expect("a key")
+        .to_owned();
+    keys_on(&store, &["revoke", &key_id]);
+    for replica in &replicas {
+        let channel = replica.channel().await;
+        let status = call(&channel, "ListAgents", Some(&key)).await.unwrap_err();
+        assert_eq!(status.code(), Code::Unauthenticated, "{status:?}");
+    }
+}
+
+#[tokio::test]
+async fn reflection_is_open_on_loopback_with_auth_on() {
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    let server = Server::start_with(None, &["--auth", "keys"]);
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut client = ServerReflectionClient::new(server.channel().await);
+    let mut replies = client
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .expect("reflection is open on loopback")
+        .into_inner();
+    assert!(replies.message().await.expect("a reply").is_some());
 }
 
 /// An EC P-256 signing key and its JWK.
