@@ -5,7 +5,7 @@ use std::io::Write;
 use crate::auth::api_key;
 use crate::config::ServeArgs;
 use crate::domain::{Scope, now_millis};
-use crate::store::{KeyStore, NewApiKey, PostgresStore, SqliteKeyFile, StoreError};
+use crate::store::{KeyStore, PostgresStore, SqliteKeyFile, StoreError};
 
 /// `askuser keys`.
 #[derive(Clone, Debug, clap::Args)]
@@ -74,17 +74,8 @@ pub async fn run(args: KeysArgs) -> Result<(), KeysError> {
             name,
             scopes,
         } => {
-            let generated = api_key::generate();
-            store
-                .create_key(NewApiKey {
-                    key_id: generated.key_id,
-                    tenant,
-                    name,
-                    scopes,
-                    secret_hash: api_key::hash(&generated.key),
-                    created_ms: now_millis(),
-                })
-                .await?;
+            let generated = api_key::generate(tenant, name, scopes);
+            store.create_key(generated.stored).await?;
             writeln!(stdout, "{}", generated.key)?;
             eprintln!("keep this key now: it is not stored and cannot be shown again");
         }

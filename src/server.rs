@@ -9,10 +9,11 @@ use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use tracing::{info, warn};
 
-use crate::api::{AgentApi, StreamSettings, ToolApi};
+use crate::api::{AdminApi, AgentApi, StreamSettings, ToolApi};
 use crate::auth::AuthLayer;
 use crate::config::{ServeArgs, load_agents};
 use crate::health::Health;
+use crate::proto::v1::admin_service_server::AdminServiceServer;
 use crate::proto::v1::agent_service_server::AgentServiceServer;
 use crate::proto::v1::tool_service_server::ToolServiceServer;
 use crate::runtime::Runtime;
@@ -148,6 +149,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             .max_decoding_message_size(max_request)
             .max_encoding_message_size(max_response),
         )
+        .add_service(AdminServiceServer::new(AdminApi::new(
+            Arc::clone(&store) as Arc<dyn KeyStore>
+        )))
         .add_service(
             ToolServiceServer::new(ToolApi::new(runtime.clone()))
                 .max_decoding_message_size(max_request)

@@ -234,6 +234,78 @@ async fn a_revoked_key_is_refused_at_once() {
 }
 
 #[tokio::test]
+async fn admins_create_and_revoke_keys_while_the_server_runs() {
+    use askuser::proto::v1::admin_service_client::AdminServiceClient;
+    let server = Server::start_with(None, &["--auth", "keys"]);
+    let channel = server.channel().await;
+    let admin_key = create_key(&server, "admin");
+    let reader_key = create_key(&server, "runs:read");
+    let mut admin = AdminServiceClient::new(channel.clone());
+    let status = admin
+        .list_keys(authorized(pb::ListKeysRequest {}, Some(&reader_key)))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::PermissionDenied);
+
+    let created = admin
+        .create_key(authorized(
+            pb::CreateKeyRequest {
+                tenant: "acme".into(),
+                name: "inbox".into(),
+                scopes: vec!["agents:read".into()],
+            },
+            Some(&admin_key),
+        ))
+        .await
+        .expect("create a key")
+        .into_inner();
+    let key_id = created.key.expect("the key").key_id;
+    call(&channel, "ListAgents", Some(&created.secret))
+        .await
+        .expect("the new key works");
+    let listed = admin
+        .list_keys(authorized(pb::ListKeysRequest {}, Some(&admin_key)))
+        .await
+        .expect("list keys")
+        .into_inner()
+        .keys;
+    assert_eq!(listed.len(), 3);
+    admin
+        .revoke_key(authorized(
+            pb::RevokeKeyRequest {
+                key_id: key_id.clone(),
+            },
+            Some(&admin_key),
+        ))
+        .await
+        .expect("revoke");
+    let status = call(&channel, "ListAgents", Some(&created.secret))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::Unauthenticated);
+    let again = admin
+        .revoke_key(authorized(
+            pb::RevokeKeyRequest { key_id },
+            Some(&admin_key),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(error_reason(&again).as_deref(), Some("KEY_NOT_FOUND"));
+    let bad_scope = admin
+        .create_key(authorized(
+            pb::CreateKeyRequest {
+                tenant: "acme".into(),
+                name: "typo".into(),
+                scopes: vec!["runs:everything".into()],
+            },
+            Some(&admin_key),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(bad_scope.code(), Code::InvalidArgument);
+}
+
+#[tokio::test]
 async fn keys_live_in_postgresql_for_every_replica() {
     let url = common::fresh_database().await;
     let store = ["--database-url", url.as_str()];

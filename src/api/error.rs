@@ -30,6 +30,8 @@ pub enum ApiError {
     TooManyStreams,
     #[error("no first frame (start or attach) within {}", humantime::format_duration(*.0))]
     NoFirstFrame(std::time::Duration),
+    #[error("no API key {0} (or it is revoked already)")]
+    KeyNotFound(String),
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
 }
@@ -82,6 +84,9 @@ impl From<ApiError> for Status {
             ),
             ApiError::NoFirstFrame(_) => {
                 with_reason(Code::DeadlineExceeded, "NO_FIRST_FRAME", error.to_string())
+            }
+            ApiError::KeyNotFound(_) => {
+                with_reason(Code::NotFound, "KEY_NOT_FOUND", error.to_string())
             }
             ApiError::Runtime(error) => runtime_status(error),
         }

@@ -1,5 +1,6 @@
 //! The gRPC surface: decodes and validates requests, calls the runtime, maps errors to statuses.
 
+mod admin_service;
 mod agent_service;
 mod convert;
 mod error;
@@ -8,6 +9,7 @@ mod frame_properties;
 mod limits;
 mod tool_service;
 
+pub use admin_service::AdminApi;
 pub use agent_service::{AgentApi, StreamSettings};
 pub use error::{ApiError, ERROR_DOMAIN};
 pub use limits::RequestLimits;

@@ -16,6 +16,20 @@ pub struct NewApiKey {
     pub created_ms: i64,
 }
 
+impl NewApiKey {
+    /// The key as it reads back once stored.
+    pub fn record(&self) -> ApiKeyRecord {
+        ApiKeyRecord {
+            key_id: self.key_id.clone(),
+            tenant: self.tenant.clone(),
+            name: self.name.clone(),
+            scopes: self.scopes.clone(),
+            created_ms: self.created_ms,
+            revoked_ms: None,
+        }
+    }
+}
+
 /// A stored key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApiKeyRecord {
