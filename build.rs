@@ -15,7 +15,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .file_descriptor_set_path(out_dir.join("askuser_descriptor.bin"))
         .compile_with_config(
             config,
-            &["ask_user.proto", "agent.proto", "tool.proto"]
+            &["ask_user.proto", "agent.proto", "tool.proto", "admin.proto"]
                 .map(|file| PathBuf::from("proto/askuser/v1").join(file)),
             &[PathBuf::from("proto"), well_known],
         )?;

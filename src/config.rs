@@ -13,6 +13,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 
 use crate::api::RequestLimits;
+use crate::auth::AuthArgs;
+use crate::keys_cli::KeysArgs;
 use crate::model::{
     DEFAULT_MAX_RETRIES, DEFAULT_REQUEST_TIMEOUT, Model, OpenAiModel, OpenAiSettings,
     ScriptedModel, ScriptedTurn,
@@ -41,6 +43,9 @@ pub struct Cli {
 pub enum Command {
     /// Serve the askuser gRPC API.
     Serve(Box<ServeArgs>),
+    /// Create, list and revoke API keys, offline against the store (the same store flags as
+    /// serve; a server on the same store sees the change at its next request).
+    Keys(Box<KeysArgs>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -301,6 +306,8 @@ pub struct ServeArgs {
     /// How long to wait for a keepalive ping's acknowledgement before closing the connection.
     #[arg(long, env = "ASKUSER_HTTP2_KEEPALIVE_TIMEOUT", default_value = "10s", value_parser = positive_duration)]
     pub http2_keepalive_timeout: Duration,
+    #[command(flatten)]
+    pub auth: AuthArgs,
 }
 
 impl ServeArgs {
@@ -846,8 +853,10 @@ mod tests {
     fn serve_args(flags: &[&str]) -> ServeArgs {
         let cli =
             Cli::try_parse_from(["askuser", "serve"].iter().chain(flags)).expect("valid flags");
-        let Command::Serve(args) = cli.command;
-        *args
+        match cli.command {
+            Command::Serve(args) => *args,
+            Command::Keys(_) => panic!("parsed as keys"),
+        }
     }
 
     #[test]

@@ -56,10 +56,12 @@ pub mod proto {
 }
 
 pub mod api;
+pub mod auth;
 pub mod config;
 pub mod domain;
 pub mod health;
 pub mod http;
+pub mod keys_cli;
 pub mod model;
 pub mod redact;
 pub mod runtime;

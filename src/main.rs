@@ -34,5 +34,12 @@ async fn main() -> ExitCode {
                 }
             }
         }
+        Command::Keys(args) => match askuser::keys_cli::run(*args).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("askuser keys: {error}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }

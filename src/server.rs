@@ -11,13 +11,15 @@ use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use tracing::{info, warn};
 
-use crate::api::{AgentApi, StreamSettings, ToolApi};
+use crate::api::{AdminApi, AgentApi, StreamSettings, ToolApi};
+use crate::auth::AuthLayer;
 use crate::config::{ServeArgs, load_agents};
 use crate::health::Health;
+use crate::proto::v1::admin_service_server::AdminServiceServer;
 use crate::proto::v1::agent_service_server::AgentServiceServer;
 use crate::proto::v1::tool_service_server::ToolServiceServer;
 use crate::runtime::Runtime;
-use crate::store::{PostgresStore, RunStore, SqliteStore};
+use crate::store::{KeyStore, PostgresStore, RunStore, SqliteStore};
 
 /// Errors that stop the server from starting or serving.
 #[derive(Debug, thiserror::Error)]
@@ -41,11 +43,14 @@ pub enum ServeError {
     Tls(#[from] crate::tls::TlsError),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Auth(#[from] crate::auth::AuthConfigError),
 }
 
 /// Runs the server until SIGINT or SIGTERM, then shuts down gracefully.
 pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     ignore_file_size_signal();
+    args.auth.check_listener(args.listen)?;
     let limits = args.limits();
     let agents = load_agents(args.config.as_deref(), &limits)?;
     let database_url = args.database_url()?;
@@ -58,6 +63,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             args.sqlite_synchronous,
         )?),
     };
+    let auth = AuthLayer::new(
+        args.auth
+            .authenticator(args.listen, Arc::clone(&store) as Arc<dyn KeyStore>)
+            .await?,
+    );
     let runtime = Runtime::new(Arc::clone(&store), agents, args.runtime_config());
     runtime.start().await?;
 
@@ -131,6 +141,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             .max_connection_age_grace(args.max_connection_age_grace);
     }
     let router = builder
+        .layer(auth)
         .add_service(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
@@ -148,6 +159,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             .max_decoding_message_size(max_request)
             .max_encoding_message_size(max_response),
         )
+        .add_service(AdminServiceServer::new(AdminApi::new(
+            Arc::clone(&store) as Arc<dyn KeyStore>
+        )))
         .add_service(
             ToolServiceServer::new(ToolApi::new(runtime.clone()))
                 .max_decoding_message_size(max_request)

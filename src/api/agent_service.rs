@@ -13,7 +13,8 @@ use super::caller::caller;
 use super::convert::{self, answer_from_proto};
 use super::error::ApiError;
 use super::limits::{self, Field, RequestLimits};
-use crate::domain::Principal;
+use crate::auth::AuthError;
+use crate::domain::{Principal, Scope};
 use crate::proto::v1 as pb;
 use crate::proto::v1::agent_service_server::AgentService;
 use crate::proto::v1::run_agent_request::Frame;
@@ -265,6 +266,10 @@ impl AgentService for AgentApi {
             .and_then(|m| m.frame);
         let (run_id, events) = match first {
             Some(Frame::Start(start)) => {
+                // The stream itself needs `runs:read` (an attach is a read); a start more.
+                if !principal.may(Scope::RunsStart) {
+                    return Err(AuthError::MissingScope(Scope::RunsStart).into());
+                }
                 let start = convert::start_from_proto(start, &self.limits)?;
                 self.runtime
                     .start_run(start)

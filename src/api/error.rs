@@ -6,6 +6,7 @@ use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 use tracing::error;
 
+use crate::auth::AuthError;
 use crate::runtime::ask_user::describe;
 use crate::runtime::{RejectReason, RuntimeError, Violation};
 use crate::store::StoreError;
@@ -29,6 +30,8 @@ pub enum ApiError {
     TooManyStreams,
     #[error("no first frame (start or attach) within {}", humantime::format_duration(*.0))]
     NoFirstFrame(std::time::Duration),
+    #[error("no API key {0} (or it is revoked already)")]
+    KeyNotFound(String),
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
 }
@@ -82,7 +85,48 @@ impl From<ApiError> for Status {
             ApiError::NoFirstFrame(_) => {
                 with_reason(Code::DeadlineExceeded, "NO_FIRST_FRAME", error.to_string())
             }
+            ApiError::KeyNotFound(_) => {
+                with_reason(Code::NotFound, "KEY_NOT_FOUND", error.to_string())
+            }
             ApiError::Runtime(error) => runtime_status(error),
+        }
+    }
+}
+
+/// Refused credentials say why (a client fixes its own key or token); a missing scope names the
+/// scope in `ErrorInfo.metadata["scope"]`.
+impl From<AuthError> for Status {
+    fn from(error: AuthError) -> Self {
+        let message = error.to_string();
+        match error {
+            AuthError::MissingCredentials => {
+                with_reason(Code::Unauthenticated, "MISSING_CREDENTIALS", message)
+            }
+            AuthError::InvalidCredentials(_) => {
+                with_reason(Code::Unauthenticated, "INVALID_CREDENTIALS", message)
+            }
+            AuthError::MissingScope(scope) => Status::with_error_details(
+                Code::PermissionDenied,
+                message,
+                ErrorDetails::with_error_info(
+                    "MISSING_SCOPE",
+                    ERROR_DOMAIN,
+                    HashMap::from([("scope".to_owned(), scope.as_str().to_owned())]),
+                ),
+            ),
+            AuthError::Jwks(_) | AuthError::Store(StoreError::Unavailable(_)) => {
+                let correlation_id = logged(&message);
+                Status::unavailable(format!(
+                    "cannot check credentials now; try again later (the server's log has it \
+                     under correlation id {correlation_id})"
+                ))
+            }
+            AuthError::Store(_) => {
+                let correlation_id = logged(&message);
+                Status::internal(format!(
+                    "internal error; the server's log has it under correlation id {correlation_id}"
+                ))
+            }
         }
     }
 }

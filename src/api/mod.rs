@@ -1,5 +1,6 @@
 //! The gRPC surface: decodes and validates requests, calls the runtime, maps errors to statuses.
 
+mod admin_service;
 mod agent_service;
 mod caller;
 mod client_subject;
@@ -10,6 +11,7 @@ mod frame_properties;
 mod limits;
 mod tool_service;
 
+pub use admin_service::AdminApi;
 pub use agent_service::{AgentApi, StreamSettings};
 pub use client_subject::client_subject;
 pub use error::{ApiError, ERROR_DOMAIN};

@@ -3,6 +3,7 @@
 //! Every state change is one transaction that also appends its events, so the event log and the
 //! state never disagree, and answers are settled with a compare-and-set on the pending tool call.
 
+mod keys;
 mod postgres;
 mod postgres_connect;
 mod postgres_tls;
@@ -18,9 +19,10 @@ use crate::domain::{
     SettledBy, Suspension, ToolDefinition, ToolResultKind, Usage, now_millis,
 };
 
+pub use keys::{ApiKeyRecord, KeyStore, NewApiKey};
 pub use postgres::PostgresStore;
 pub use postgres_connect::PostgresSettings;
-pub use sqlite::{SqliteStore, Synchronous};
+pub use sqlite::{SqliteKeyFile, SqliteStore, Synchronous};
 
 /// Errors of the store layer.
 #[derive(Debug, thiserror::Error)]
@@ -431,7 +433,7 @@ pub struct RunQuery {
 
 /// Durable storage of runs.
 #[async_trait]
-pub trait RunStore: Send + Sync + 'static {
+pub trait RunStore: KeyStore + Send + Sync + 'static {
     /// Creates a running run (leased to `lease.owner` when given) and its `run_started` event
     /// (sequence 1), unless a run was created with the same request id before.
     async fn create_run(&self, run: NewRun, lease: Option<Lease<'_>>)

@@ -43,10 +43,14 @@ use super::records::{
     executed_events, executing_call, first_step, from_json, kind_name, parse_status,
     run_tools_column, to_json, unsigned, usage_columns, usage_from_columns,
 };
+use super::records::{
+    INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, REVOKE_KEY, scopes_text,
+};
 use super::{
-    CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, Committed, CreateOutcome, Created,
-    Decide, EventPage, ExecutedResult, Lease, NewRun, RunEnd, RunPendingCall, RunQuery, RunStore,
-    SettleOutcome, StepState, StoreError, StoreResult, ToolCallRecord, TurnCommit, TurnOutcome,
+    ApiKeyRecord, CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, Committed, CreateOutcome,
+    Created, Decide, EventPage, ExecutedResult, KeyStore, Lease, NewApiKey, NewRun, RunEnd,
+    RunPendingCall, RunQuery, RunStore, SettleOutcome, StepState, StoreError, StoreResult,
+    ToolCallRecord, TurnCommit, TurnOutcome,
 };
 use crate::domain::{
     Event, EventKind, PendingCall, RunRecord, RunStatus, SettledBy, ToolResultKind, now_millis,
@@ -61,6 +65,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         4,
         include_str!("../../migrations/postgres/0004_step_starts.sql"),
     ),
+    (5, include_str!("../../migrations/postgres/0005_keys.sql")),
 ];
 
 /// The channel commit notices travel on.
@@ -1634,6 +1639,66 @@ impl RunStore for PostgresStore {
 
     fn now_ms(&self) -> i64 {
         now_millis().saturating_add(self.clock_offset_ms.load(Ordering::Relaxed))
+    }
+}
+
+fn key_row(row: &Row) -> KeyRow {
+    KeyRow {
+        key_id: row.get(0),
+        tenant: row.get(1),
+        name: row.get(2),
+        scopes: row.get(3),
+        created_ms: row.get(4),
+        revoked_ms: row.get(5),
+    }
+}
+
+#[async_trait]
+impl KeyStore for PostgresStore {
+    async fn create_key(&self, key: NewApiKey) -> StoreResult<()> {
+        let client = self.pool.get().await?;
+        let statement = client.prepare_cached(INSERT_KEY).await?;
+        client
+            .execute(
+                &statement,
+                &[
+                    &key.key_id,
+                    &key.tenant,
+                    &key.name,
+                    &scopes_text(&key.scopes),
+                    &key.secret_hash,
+                    &key.created_ms,
+                ],
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn list_keys(&self) -> StoreResult<Vec<ApiKeyRecord>> {
+        let client = self.pool.get().await?;
+        let statement = client.prepare_cached(&LIST_KEYS_QUERY).await?;
+        client
+            .query(&statement, &[])
+            .await?
+            .iter()
+            .map(|row| key_row(row).into_record())
+            .collect()
+    }
+
+    async fn revoke_key(&self, key_id: &str, now_ms: i64) -> StoreResult<bool> {
+        let client = self.pool.get().await?;
+        let statement = client.prepare_cached(REVOKE_KEY).await?;
+        Ok(client.execute(&statement, &[&now_ms, &key_id]).await? > 0)
+    }
+
+    async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
+        let client = self.pool.get().await?;
+        let statement = client.prepare_cached(&KEY_BY_HASH_QUERY).await?;
+        client
+            .query_opt(&statement, &[&secret_hash])
+            .await?
+            .map(|row| key_row(&row).into_record())
+            .transpose()
     }
 }
 

@@ -4,12 +4,13 @@
 use std::sync::LazyLock;
 
 use super::{
-    Approved, CallChange, CallStatus, Decision, Event, ExecutedResult, ExecutingCall, NewCallState,
-    NewRun, NewToolCall, RunPendingCall, StepState, StoreError, StoreResult, ToolCallRecord,
+    ApiKeyRecord, Approved, CallChange, CallStatus, Decision, Event, ExecutedResult, ExecutingCall,
+    NewCallState, NewRun, NewToolCall, RunPendingCall, StepState, StoreError, StoreResult,
+    ToolCallRecord,
 };
 use crate::domain::{
     AnswerInput, ApprovalDecision, EventKind, Message, ModelToolCall, PendingCall, RunRecord,
-    RunStatus, SettledBy, SuspendKind, Suspension, ToolResultKind, Usage,
+    RunStatus, Scope, SettledBy, SuspendKind, Suspension, ToolResultKind, Usage,
 };
 
 pub(super) fn to_json<T: serde::Serialize>(value: &T) -> StoreResult<String> {
@@ -670,5 +671,57 @@ impl RunHead {
         self.status == RunStatus::Running
             && self.turns == expected_turns
             && self.lease_owner.as_deref() == Some(owner)
+    }
+}
+
+/// The columns of `api_keys` that make an [`ApiKeyRecord`], in this order.
+const KEY_COLUMNS: &str = "key_id, tenant, name, scopes, created_ms, revoked_ms";
+
+pub(super) const INSERT_KEY: &str = "INSERT INTO api_keys \
+     (key_id, tenant, name, scopes, secret_hash, created_ms) VALUES ($1, $2, $3, $4, $5, $6)";
+pub(super) static LIST_KEYS_QUERY: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {KEY_COLUMNS} FROM api_keys ORDER BY created_ms, key_id"));
+pub(super) static KEY_BY_HASH_QUERY: LazyLock<String> =
+    LazyLock::new(|| format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE secret_hash = $1"));
+/// `$1` the time, `$2` the key (SQLite numbers parameters in the order they first appear).
+pub(super) const REVOKE_KEY: &str =
+    "UPDATE api_keys SET revoked_ms = $1 WHERE key_id = $2 AND revoked_ms IS NULL";
+
+/// Scopes as `api_keys.scopes` keeps them: their names, space-separated.
+pub(super) fn scopes_text(scopes: &[Scope]) -> String {
+    scopes
+        .iter()
+        .map(|scope| scope.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A row of [`KEY_COLUMNS`], as either store reads it.
+pub(super) struct KeyRow {
+    pub key_id: String,
+    pub tenant: String,
+    pub name: String,
+    pub scopes: String,
+    pub created_ms: i64,
+    pub revoked_ms: Option<i64>,
+}
+
+impl KeyRow {
+    pub fn into_record(self) -> StoreResult<ApiKeyRecord> {
+        let scopes = self
+            .scopes
+            .split_whitespace()
+            .map(|name| {
+                Scope::parse(name).ok_or_else(|| StoreError::Corrupt(format!("key scope {name}")))
+            })
+            .collect::<StoreResult<_>>()?;
+        Ok(ApiKeyRecord {
+            key_id: self.key_id,
+            tenant: self.tenant,
+            name: self.name,
+            scopes,
+            created_ms: self.created_ms,
+            revoked_ms: self.revoked_ms,
+        })
     }
 }

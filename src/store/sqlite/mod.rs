@@ -8,10 +8,12 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use checkpoint::Checkpointer;
 use group_commit::GroupCommit;
+pub use keys::SqliteKeyFile;
 use readers::Readers;
 
 mod checkpoint;
 mod group_commit;
+mod keys;
 mod readers;
 
 use super::records::{
@@ -51,6 +53,7 @@ const MIGRATIONS: &[&str] = &[
     USAGE_V2,
     include_str!("../../../migrations/postgres/0003_tools.sql"),
     include_str!("../../../migrations/postgres/0004_step_starts.sql"),
+    include_str!("../../../migrations/postgres/0005_keys.sql"),
 ];
 
 /// Version 2: the tokens each run has used so far. (Version 3 is PostgreSQL's own file: its SQL is

@@ -1,0 +1,199 @@
+//! Who is calling: a tower layer around every service that authenticates each request into a
+//! [`Principal`] (put in the request's extensions for the handlers) and checks the scope its RPC
+//! needs (see `docs/security.md`).
+
+pub mod api_key;
+mod jwt;
+mod scopes;
+mod settings;
+
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::future::BoxFuture;
+use tracing::{debug, warn};
+
+pub use jwt::{ClaimNames, JwksSource, JwtSettings, JwtVerifier};
+pub use scopes::{Access, access};
+pub use settings::{AuthArgs, AuthConfigError, AuthMethods};
+
+use crate::domain::{AuthMethod, Principal, Scope};
+use crate::store::{KeyStore, StoreError};
+
+/// Errors of authentication: each becomes a status in `api::error`.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error("no credentials: send `authorization: Bearer <API key or token>`")]
+    MissingCredentials,
+    #[error("invalid credentials: {0}")]
+    InvalidCredentials(String),
+    #[error("this call needs the scope {}", .0.as_str())]
+    MissingScope(Scope),
+    #[error("JWKS: {0}")]
+    Jwks(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl AuthError {
+    fn invalid(error: &impl std::fmt::Display) -> AuthError {
+        AuthError::InvalidCredentials(error.to_string())
+    }
+}
+
+/// How callers may prove who they are (`--auth`).
+#[derive(Default)]
+pub struct Authenticator {
+    /// API keys, looked up in the store on every request: a revoked key fails at once, on every
+    /// replica.
+    pub keys: Option<Arc<dyn KeyStore>>,
+    pub jwt: Option<JwtVerifier>,
+    /// Reflection needs no principal (`--public-reflection`, or a loopback listener).
+    pub public_reflection: bool,
+}
+
+impl Authenticator {
+    /// Whether any method is on; without one every caller is [`Principal::anonymous`].
+    fn enabled(&self) -> bool {
+        self.keys.is_some() || self.jwt.is_some()
+    }
+
+    async fn principal(&self, credential: &str) -> Result<Principal, AuthError> {
+        match (&self.keys, &self.jwt) {
+            (Some(keys), _) if api_key::looks_like_key(credential) => {
+                let record = keys
+                    .key_by_hash(&api_key::hash(credential))
+                    .await?
+                    .filter(|record| record.revoked_ms.is_none())
+                    .ok_or_else(|| {
+                        AuthError::InvalidCredentials("unknown or revoked API key".into())
+                    })?;
+                Ok(Principal {
+                    tenant: record.tenant,
+                    subject: format!("key:{}", record.name),
+                    scopes: record.scopes,
+                    groups: Vec::new(),
+                    method: AuthMethod::ApiKey,
+                })
+            }
+            (_, Some(jwt)) => jwt.verify(credential).await,
+            _ => Err(AuthError::InvalidCredentials(
+                "not a credential this server accepts".into(),
+            )),
+        }
+    }
+
+    /// The principal a request acts as, if its RPC lets it through: none for what is open to
+    /// anyone (health, public reflection), which reads no principal.
+    pub async fn authorize(
+        &self,
+        path: &str,
+        authorization: Option<&str>,
+    ) -> Result<Option<Principal>, AuthError> {
+        let access = access(path);
+        if !self.enabled() {
+            return Ok(Some(Principal::anonymous()));
+        }
+        if access == Access::Open || (access == Access::Reflection && self.public_reflection) {
+            return Ok(None);
+        }
+        let credential = authorization
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .map(str::trim)
+            .filter(|credential| !credential.is_empty())
+            .ok_or(AuthError::MissingCredentials)?;
+        let principal = self.principal(credential).await?;
+        let needed = match access {
+            Access::Scope(scope) => Some(scope),
+            Access::Unknown => Some(Scope::Admin),
+            Access::Open | Access::Reflection => None,
+        };
+        match needed {
+            Some(scope) if !principal.may(scope) => Err(AuthError::MissingScope(scope)),
+            _ => Ok(Some(principal)),
+        }
+    }
+}
+
+/// Wraps every service in [`AuthService`].
+#[derive(Clone)]
+pub struct AuthLayer {
+    authenticator: Arc<Authenticator>,
+}
+
+impl AuthLayer {
+    pub fn new(authenticator: Authenticator) -> AuthLayer {
+        AuthLayer {
+            authenticator: Arc::new(authenticator),
+        }
+    }
+}
+
+impl<S> tower::Layer<S> for AuthLayer {
+    type Service = AuthService<S>;
+
+    fn layer(&self, inner: S) -> AuthService<S> {
+        AuthService {
+            inner,
+            authenticator: Arc::clone(&self.authenticator),
+        }
+    }
+}
+
+/// Authenticates and authorizes each request before `S` sees it; a refused one is answered
+/// with its status here.
+#[derive(Clone)]
+pub struct AuthService<S> {
+    inner: S,
+    authenticator: Arc<Authenticator>,
+}
+
+impl<S, ReqBody, ResBody> tower::Service<http::Request<ReqBody>> for AuthService<S>
+where
+    S: tower::Service<http::Request<ReqBody>, Response = http::Response<ResBody>>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    ReqBody: Send + 'static,
+    ResBody: Default + Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = BoxFuture<'static, Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: http::Request<ReqBody>) -> Self::Future {
+        // The clone that was made ready serves this request; a fresh clone waits for the next.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let authenticator = Arc::clone(&self.authenticator);
+        Box::pin(async move {
+            let authorization = request
+                .headers()
+                .get(http::header::AUTHORIZATION)
+                .and_then(|value| value.to_str().ok());
+            let path = request.uri().path().to_owned();
+            match authenticator.authorize(&path, authorization).await {
+                Ok(principal) => {
+                    if let Some(principal) = principal {
+                        request.extensions_mut().insert(principal);
+                    }
+                    inner.call(request).await
+                }
+                Err(error) => {
+                    match &error {
+                        AuthError::Store(_) | AuthError::Jwks(_) => {
+                            warn!(%error, path, "cannot authenticate")
+                        }
+                        _ => debug!(%error, path, "refused"),
+                    }
+                    Ok(tonic::Status::from(error).into_http())
+                }
+            }
+        })
+    }
+}

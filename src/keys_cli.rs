@@ -1,0 +1,105 @@
+//! `askuser keys`: API keys made, listed and revoked offline against the store.
+
+use std::io::Write;
+
+use crate::auth::api_key;
+use crate::config::ServeArgs;
+use crate::domain::{Scope, now_millis};
+use crate::store::{KeyStore, PostgresStore, SqliteKeyFile, StoreError};
+
+/// `askuser keys`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct KeysArgs {
+    /// The store, as `serve` is given it.
+    #[command(flatten)]
+    pub store: ServeArgs,
+    #[command(subcommand)]
+    pub action: KeysAction,
+}
+
+#[derive(Clone, Debug, clap::Subcommand)]
+pub enum KeysAction {
+    /// Create a key and print it (once: only its hash is stored).
+    Create {
+        /// The tenant whose runs the key acts on.
+        #[arg(long)]
+        tenant: String,
+        /// A name to recognise the key by in listings and logs.
+        #[arg(long)]
+        name: String,
+        /// Comma-separated scopes: runs:start, runs:read, runs:answer, runs:cancel,
+        /// tools:execute, agents:read, admin.
+        #[arg(long, value_delimiter = ',', value_parser = scope)]
+        scopes: Vec<Scope>,
+    },
+    /// List every key: id, tenant, name, scopes, created and revoked times (ms since the epoch).
+    List,
+    /// Revoke a key by its id: it stops working at the next request.
+    Revoke { key_id: String },
+}
+
+fn scope(name: &str) -> Result<Scope, String> {
+    Scope::parse(name).ok_or_else(|| {
+        let known: Vec<&str> = Scope::ALL.iter().map(|scope| scope.as_str()).collect();
+        format!("unknown scope; expected one of {}", known.join(", "))
+    })
+}
+
+/// Errors of `askuser keys`.
+#[derive(Debug, thiserror::Error)]
+pub enum KeysError {
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+    #[error("no key {0} to revoke (or it is revoked already)")]
+    NoSuchKey(String),
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+pub async fn run(args: KeysArgs) -> Result<(), KeysError> {
+    let store: Box<dyn KeyStore> = match args.store.database_url()? {
+        Some(url) => {
+            Box::new(PostgresStore::connect(url.expose(), &args.store.postgres_settings()).await?)
+        }
+        None => Box::new(SqliteKeyFile::open(
+            &args.store.data_dir.join("askuser.sqlite3"),
+        )?),
+    };
+    let mut stdout = std::io::stdout();
+    match args.action {
+        KeysAction::Create {
+            tenant,
+            name,
+            scopes,
+        } => {
+            let generated = api_key::generate(tenant, name, scopes);
+            store.create_key(generated.stored).await?;
+            writeln!(stdout, "{}", generated.key)?;
+            eprintln!("keep this key now: it is not stored and cannot be shown again");
+        }
+        KeysAction::List => {
+            for key in store.list_keys().await? {
+                let scopes: Vec<&str> = key.scopes.iter().map(|scope| scope.as_str()).collect();
+                let revoked = key.revoked_ms.map(|ms| ms.to_string()).unwrap_or_default();
+                writeln!(
+                    stdout,
+                    "{}\t{}\t{}\t{}\t{}\t{}",
+                    key.key_id,
+                    key.tenant,
+                    key.name,
+                    scopes.join(","),
+                    key.created_ms,
+                    revoked
+                )?;
+            }
+        }
+        KeysAction::Revoke { key_id } => {
+            if !store.revoke_key(&key_id, now_millis()).await? {
+                return Err(KeysError::NoSuchKey(key_id));
+            }
+        }
+    }
+    Ok(())
+}

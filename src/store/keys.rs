@@ -1,0 +1,55 @@
+//! API keys as the stores keep them: who a key acts as, and the hash of its secret.
+
+use async_trait::async_trait;
+
+use super::StoreResult;
+use crate::domain::Scope;
+
+/// A key to store; its secret is known only by its hash.
+#[derive(Clone, Debug)]
+pub struct NewApiKey {
+    pub key_id: String,
+    pub tenant: String,
+    pub name: String,
+    pub scopes: Vec<Scope>,
+    pub secret_hash: String,
+    pub created_ms: i64,
+}
+
+impl NewApiKey {
+    /// The key as it reads back once stored.
+    pub fn record(&self) -> ApiKeyRecord {
+        ApiKeyRecord {
+            key_id: self.key_id.clone(),
+            tenant: self.tenant.clone(),
+            name: self.name.clone(),
+            scopes: self.scopes.clone(),
+            created_ms: self.created_ms,
+            revoked_ms: None,
+        }
+    }
+}
+
+/// A stored key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiKeyRecord {
+    pub key_id: String,
+    pub tenant: String,
+    pub name: String,
+    pub scopes: Vec<Scope>,
+    pub created_ms: i64,
+    pub revoked_ms: Option<i64>,
+}
+
+/// Where API keys live: in the run store itself, so that every replica sees a key (and its
+/// revocation) as soon as it is written.
+#[async_trait]
+pub trait KeyStore: Send + Sync + 'static {
+    async fn create_key(&self, key: NewApiKey) -> StoreResult<()>;
+    /// Every key, revoked ones included, oldest first.
+    async fn list_keys(&self) -> StoreResult<Vec<ApiKeyRecord>>;
+    /// Revokes a key at `now_ms`; false when there is no such key or it was revoked before.
+    async fn revoke_key(&self, key_id: &str, now_ms: i64) -> StoreResult<bool>;
+    /// The key whose secret hashes to `secret_hash`, revoked or not.
+    async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>>;
+}

@@ -1,0 +1,139 @@
+//! API keys in the SQLite file: the statements, shared by the server's store and by
+//! [`SqliteKeyFile`], which `askuser keys` uses while a server may hold the file.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::super::records::{
+    INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, REVOKE_KEY, scopes_text,
+};
+use super::super::{ApiKeyRecord, KeyStore, NewApiKey, StoreError, StoreResult};
+use super::{SqliteStore, connect, migrate};
+
+fn insert(conn: &Connection, key: &NewApiKey) -> StoreResult<()> {
+    conn.prepare_cached(INSERT_KEY)?.execute(params![
+        key.key_id,
+        key.tenant,
+        key.name,
+        scopes_text(&key.scopes),
+        key.secret_hash,
+        key.created_ms
+    ])?;
+    Ok(())
+}
+
+fn read_key_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<KeyRow> {
+    Ok(KeyRow {
+        key_id: row.get(0)?,
+        tenant: row.get(1)?,
+        name: row.get(2)?,
+        scopes: row.get(3)?,
+        created_ms: row.get(4)?,
+        revoked_ms: row.get(5)?,
+    })
+}
+
+fn list(conn: &Connection) -> StoreResult<Vec<ApiKeyRecord>> {
+    conn.prepare_cached(&LIST_KEYS_QUERY)?
+        .query_map([], read_key_row)?
+        .map(|row| row?.into_record())
+        .collect()
+}
+
+fn revoke(conn: &Connection, key_id: &str, now_ms: i64) -> StoreResult<bool> {
+    Ok(conn
+        .prepare_cached(REVOKE_KEY)?
+        .execute(params![now_ms, key_id])?
+        > 0)
+}
+
+fn by_hash(conn: &Connection, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
+    conn.prepare_cached(&KEY_BY_HASH_QUERY)?
+        .query_row([secret_hash], read_key_row)
+        .optional()?
+        .map(KeyRow::into_record)
+        .transpose()
+}
+
+#[async_trait]
+impl KeyStore for SqliteStore {
+    async fn create_key(&self, key: NewApiKey) -> StoreResult<()> {
+        self.db.run(move |conn| insert(conn, &key)).await
+    }
+
+    async fn list_keys(&self) -> StoreResult<Vec<ApiKeyRecord>> {
+        self.readers.run(list).await
+    }
+
+    async fn revoke_key(&self, key_id: &str, now_ms: i64) -> StoreResult<bool> {
+        let key_id = key_id.to_owned();
+        self.db.run(move |conn| revoke(conn, &key_id, now_ms)).await
+    }
+
+    async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
+        let secret_hash = secret_hash.to_owned();
+        self.readers
+            .run(move |conn| by_hash(conn, &secret_hash))
+            .await
+    }
+}
+
+/// The keys of a SQLite file, without taking the file as a server does: keys are created and
+/// revoked through it while a server runs on the same file, which sees them at its next lookup.
+pub struct SqliteKeyFile {
+    conn: Arc<Mutex<Connection>>,
+}
+
+impl SqliteKeyFile {
+    /// Opens (creating if needed) the database file and brings its schema up to date.
+    pub fn open(path: &Path) -> StoreResult<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut conn = connect(path)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        migrate(&mut conn)?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    async fn with<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+    ) -> StoreResult<T> {
+        let conn = Arc::clone(&self.conn);
+        tokio::task::spawn_blocking(move || {
+            let conn = conn
+                .lock()
+                .map_err(|_| StoreError::Task("the keys connection is poisoned".into()))?;
+            work(&conn)
+        })
+        .await
+        .map_err(|error| StoreError::Task(error.to_string()))?
+    }
+}
+
+#[async_trait]
+impl KeyStore for SqliteKeyFile {
+    async fn create_key(&self, key: NewApiKey) -> StoreResult<()> {
+        self.with(move |conn| insert(conn, &key)).await
+    }
+
+    async fn list_keys(&self) -> StoreResult<Vec<ApiKeyRecord>> {
+        self.with(list).await
+    }
+
+    async fn revoke_key(&self, key_id: &str, now_ms: i64) -> StoreResult<bool> {
+        let key_id = key_id.to_owned();
+        self.with(move |conn| revoke(conn, &key_id, now_ms)).await
+    }
+
+    async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
+        let secret_hash = secret_hash.to_owned();
+        self.with(move |conn| by_hash(conn, &secret_hash)).await
+    }
+}

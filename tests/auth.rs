@@ -1,0 +1,597 @@
+//! Authentication and scopes against the real server: API keys made and revoked with
+//! `askuser keys` on the server's own SQLite file, JWTs verified against a JWKS file, and the
+//! refusal to serve an open server on a public address.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use askuser::proto::v1 as pb;
+use askuser::proto::v1::agent_service_client::AgentServiceClient;
+use askuser::proto::v1::tool_service_client::ToolServiceClient;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use common::{Server, error_reason};
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use ring::rand::SystemRandom;
+use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+use tonic::Code;
+use tonic::transport::Channel;
+use tonic_types::StatusExt;
+
+/// Runs `askuser keys <args>` on the server's data directory; returns its stdout.
+fn keys(server: &Server, args: &[&str]) -> String {
+    let data_dir = server.data_dir.to_str().expect("utf-8 path");
+    keys_on(&["--data-dir", data_dir], args)
+}
+
+/// Runs `askuser keys <store flags> <args>`; returns its stdout.
+fn keys_on(store: &[&str], args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_askuser"))
+        .arg("keys")
+        .args(store)
+        .args(args)
+        .output()
+        .expect("run askuser keys");
+    assert!(
+        output.status.success(),
+        "askuser keys {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("utf-8")
+}
+
+fn create_key(server: &Server, scopes: &str) -> String {
+    keys(
+        server,
+        &[
+            "create", "--tenant", "acme", "--name", scopes, "--scopes", scopes,
+        ],
+    )
+    .trim()
+    .to_owned()
+}
+
+fn authorized<T>(message: T, credential: Option<&str>) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    if let Some(credential) = credential {
+        let value = format!("Bearer {credential}")
+            .parse()
+            .expect("header value");
+        request.metadata_mut().insert("authorization", value);
+    }
+    request
+}
+
+/// Calls `rpc` (by its method name) with `credential`; only the status matters.
+async fn call(channel: &Channel, rpc: &str, credential: Option<&str>) -> Result<(), tonic::Status> {
+    let mut agents = AgentServiceClient::new(channel.clone());
+    let run_id = "run-that-does-not-exist".to_owned();
+    match rpc {
+        "ListAgents" => agents
+            .list_agents(authorized(pb::ListAgentsRequest {}, credential))
+            .await
+            .map(drop),
+        "ListRuns" => agents
+            .list_runs(authorized(pb::ListRunsRequest::default(), credential))
+            .await
+            .map(drop),
+        "GetRun" => agents
+            .get_run(authorized(pb::GetRunRequest { run_id }, credential))
+            .await
+            .map(drop),
+        "CancelRun" => agents
+            .cancel_run(authorized(
+                pb::CancelRunRequest {
+                    run_id,
+                    reason: String::new(),
+                },
+                credential,
+            ))
+            .await
+            .map(drop),
+        "ClaimCall" => agents
+            .claim_call(authorized(
+                pb::ClaimCallRequest {
+                    run_id,
+                    tool_call_id: "call".into(),
+                    ttl: None,
+                    claimant: "worker".into(),
+                },
+                credential,
+            ))
+            .await
+            .map(drop),
+        "ResumeRun" => agents
+            .resume_run(authorized(
+                pb::ResumeRunRequest {
+                    answer: Some(common::text_answer(&run_id, "call", "yes")),
+                },
+                credential,
+            ))
+            .await
+            .map(drop),
+        "AskUser" => ToolServiceClient::new(channel.clone())
+            .ask_user(authorized(
+                pb::AskUserRequest {
+                    input: Some(pb::AskUserInput {
+                        question: "Proceed?".into(),
+                        ..Default::default()
+                    }),
+                },
+                credential,
+            ))
+            .await
+            .map(drop),
+        other => panic!("no call {other}"),
+    }
+}
+
+/// Whether the status is one authentication or authorization gave.
+fn refused(outcome: &Result<(), tonic::Status>) -> Option<Code> {
+    match outcome {
+        Err(status)
+            if matches!(
+                status.code(),
+                Code::Unauthenticated | Code::PermissionDenied
+            ) =>
+        {
+            Some(status.code())
+        }
+        _ => None,
+    }
+}
+
+/// Each scope and an RPC it lets through.
+const SCOPED_RPCS: [(&str, &str); 7] = [
+    ("agents:read", "ListAgents"),
+    ("runs:read", "ListRuns"),
+    ("runs:read", "GetRun"),
+    ("runs:cancel", "CancelRun"),
+    ("tools:execute", "ClaimCall"),
+    ("runs:answer", "ResumeRun"),
+    ("runs:start", "AskUser"),
+];
+
+async fn health(channel: &Channel) -> Result<(), tonic::Status> {
+    tonic_health::pb::health_client::HealthClient::new(channel.clone())
+        .check(tonic_health::pb::HealthCheckRequest::default())
+        .await
+        .map(drop)
+}
+
+#[tokio::test]
+async fn api_keys_authenticate_and_scopes_authorize() {
+    let server = Server::start_with(None, &["--auth", "keys"]);
+    let channel = server.channel().await;
+
+    health(&channel).await.expect("health is open");
+    let missing = call(&channel, "ListAgents", None).await.unwrap_err();
+    assert_eq!(missing.code(), Code::Unauthenticated, "{missing:?}");
+    let forged = call(&channel, "ListAgents", Some("ak_0000_forged"))
+        .await
+        .unwrap_err();
+    assert_eq!(forged.code(), Code::Unauthenticated, "{forged:?}");
+
+    let mut checked = 0;
+    for (scope, rpc) in SCOPED_RPCS {
+        let key = create_key(&server, scope);
+        let allowed = call(&channel, rpc, Some(&key)).await;
+        assert_eq!(refused(&allowed), None, "{scope} on {rpc}: {allowed:?}");
+        // Every other scope's RPC is refused, naming the scope it needs.
+        for (other_scope, other_rpc) in SCOPED_RPCS.iter().filter(|(s, _)| *s != scope) {
+            let status = call(&channel, other_rpc, Some(&key)).await.unwrap_err();
+            assert_eq!(
+                status.code(),
+                Code::PermissionDenied,
+                "{scope} on {other_rpc}"
+            );
+            assert_eq!(error_reason(&status).as_deref(), Some("MISSING_SCOPE"));
+            let info = status.get_details_error_info().expect("error info");
+            assert_eq!(
+                info.metadata.get("scope").map(String::as_str),
+                Some(*other_scope)
+            );
+            checked += 1;
+        }
+    }
+    let admin = create_key(&server, "admin");
+    for (_, rpc) in SCOPED_RPCS {
+        let outcome = call(&channel, rpc, Some(&admin)).await;
+        assert_eq!(refused(&outcome), None, "admin on {rpc}: {outcome:?}");
+    }
+    common::report_figures("auth: scope refusals checked", &[("refusals", checked)]);
+}
+
+/// Opens `RunAgent` with `first` as its first frame and `credential`; the first response.
+async fn run_agent(
+    channel: &Channel,
+    first: pb::run_agent_request::Frame,
+    credential: &str,
+) -> Result<pb::RunAgentResponse, tonic::Status> {
+    let (sender, receiver) = tokio::sync::mpsc::channel(1);
+    sender
+        .send(pb::RunAgentRequest { frame: Some(first) })
+        .await
+        .expect("queue the first frame");
+    let mut agents = AgentServiceClient::new(channel.clone());
+    let request = authorized(
+        tokio_stream::wrappers::ReceiverStream::new(receiver),
+        Some(credential),
+    );
+    let mut stream = agents.run_agent(request).await?.into_inner();
+    let first = stream.message().await?.expect("a first frame");
+    drop(sender);
+    Ok(first)
+}
+
+/// `RunAgent` needs `runs:read` (attaching reads a run); starting a run on it needs `runs:start`.
+#[tokio::test]
+async fn starting_a_run_on_run_agent_needs_runs_start() {
+    let server = Server::start_with(None, &["--auth", "keys"]);
+    let channel = server.channel().await;
+    let reader = create_key(&server, "runs:read");
+    let starter = create_key(&server, "runs:start,runs:read");
+    let start = || {
+        pb::run_agent_request::Frame::Start(pb::StartRun {
+            agent_id: "greeter".into(),
+            ..Default::default()
+        })
+    };
+    let refused = run_agent(&channel, start(), &reader).await.unwrap_err();
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
+    assert_eq!(error_reason(&refused).as_deref(), Some("MISSING_SCOPE"));
+    let info = refused.get_details_error_info().expect("error info");
+    assert_eq!(
+        info.metadata.get("scope").map(String::as_str),
+        Some("runs:start")
+    );
+
+    let started = run_agent(&channel, start(), &starter).await.expect("start");
+    let attach = pb::run_agent_request::Frame::Attach(pb::AttachRun {
+        run_id: started.run_id.clone(),
+        after_sequence: 0,
+    });
+    let attached = run_agent(&channel, attach, &reader).await.expect("attach");
+    assert_eq!(attached.run_id, started.run_id);
+}
+
+#[tokio::test]
+async fn a_revoked_key_is_refused_at_once() {
+    let server = Server::start_with(None, &["--auth", "keys"]);
+    let channel = server.channel().await;
+    let key = create_key(&server, "agents:read");
+    call(&channel, "ListAgents", Some(&key))
+        .await
+        .expect("the key works");
+    let listing = keys(&server, &["list"]);
+    let key_id = listing
+        .lines()
+        .find(|line| line.contains("agents:read"))
+        .and_then(|line| line.split('\t').next())
+        .expect("the key is listed")
+        .to_owned();
+    assert!(!listing.contains(&key), "the listing shows no secret");
+    keys(&server, &["revoke", &key_id]);
+    // Keys are looked up on every request: the next one is refused.
+    let status = call(&channel, "ListAgents", Some(&key)).await.unwrap_err();
+    assert_eq!(status.code(), Code::Unauthenticated, "{status:?}");
+    assert!(
+        keys(&server, &["list"])
+            .lines()
+            .any(|line| { line.starts_with(&key_id) && !line.ends_with('\t') })
+    );
+}
+
+#[tokio::test]
+async fn admins_create_and_revoke_keys_while_the_server_runs() {
+    use askuser::proto::v1::admin_service_client::AdminServiceClient;
+    let server = Server::start_with(None, &["--auth", "keys"]);
+    let channel = server.channel().await;
+    let admin_key = create_key(&server, "admin");
+    let reader_key = create_key(&server, "runs:read");
+    let mut admin = AdminServiceClient::new(channel.clone());
+    let status = admin
+        .list_keys(authorized(pb::ListKeysRequest {}, Some(&reader_key)))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::PermissionDenied);
+
+    let created = admin
+        .create_key(authorized(
+            pb::CreateKeyRequest {
+                tenant: "acme".into(),
+                name: "inbox".into(),
+                scopes: vec!["agents:read".into()],
+            },
+            Some(&admin_key),
+        ))
+        .await
+        .expect("create a key")
+        .into_inner();
+    let key_id = created.key.expect("the key").key_id;
+    call(&channel, "ListAgents", Some(&created.secret))
+        .await
+        .expect("the new key works");
+    let listed = admin
+        .list_keys(authorized(pb::ListKeysRequest {}, Some(&admin_key)))
+        .await
+        .expect("list keys")
+        .into_inner()
+        .keys;
+    assert_eq!(listed.len(), 3);
+    admin
+        .revoke_key(authorized(
+            pb::RevokeKeyRequest {
+                key_id: key_id.clone(),
+            },
+            Some(&admin_key),
+        ))
+        .await
+        .expect("revoke");
+    let status = call(&channel, "ListAgents", Some(&created.secret))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::Unauthenticated);
+    let again = admin
+        .revoke_key(authorized(
+            pb::RevokeKeyRequest { key_id },
+            Some(&admin_key),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(error_reason(&again).as_deref(), Some("KEY_NOT_FOUND"));
+    let bad_scope = admin
+        .create_key(authorized(
+            pb::CreateKeyRequest {
+                tenant: "acme".into(),
+                name: "typo".into(),
+                scopes: vec!["runs:everything".into()],
+            },
+            Some(&admin_key),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(bad_scope.code(), Code::InvalidArgument);
+}
+
+#[tokio::test]
+async fn keys_live_in_postgresql_for_every_replica() {
+    let url = common::fresh_database().await;
+    let store = ["--database-url", url.as_str()];
+    // The first key is made offline, before any server ran on the database.
+    let key = keys_on(
+        &store,
+        &[
+            "create",
+            "--tenant",
+            "acme",
+            "--name",
+            "ci",
+            "--scopes",
+            "agents:read",
+        ],
+    )
+    .trim()
+    .to_owned();
+    let replicas = [
+        Server::start_with(None, &["--auth", "keys", "--database-url", &url]),
+        Server::start_with(None, &["--auth", "keys", "--database-url", &url]),
+    ];
+    for replica in &replicas {
+        let channel = replica.channel().await;
+        call(&channel, "ListAgents", Some(&key))
+            .await
+            .expect("the key works");
+    }
+    let key_id = keys_on(&store, &["list"])
+        .split('\t')
+        .next()
+        .expect("a key")
+        .to_owned();
+    keys_on(&store, &["revoke", &key_id]);
+    for replica in &replicas {
+        let channel = replica.channel().await;
+        let status = call(&channel, "ListAgents", Some(&key)).await.unwrap_err();
+        assert_eq!(status.code(), Code::Unauthenticated, "{status:?}");
+    }
+}
+
+#[tokio::test]
+async fn reflection_is_open_on_loopback_with_auth_on() {
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    let server = Server::start_with(None, &["--auth", "keys"]);
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut client = ServerReflectionClient::new(server.channel().await);
+    let mut replies = client
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .expect("reflection is open on loopback")
+        .into_inner();
+    assert!(replies.message().await.expect("a reply").is_some());
+}
+
+/// An EC P-256 signing key and its JWK.
+struct SigningKey {
+    kid: String,
+    encoding: EncodingKey,
+    jwk: serde_json::Value,
+}
+
+fn signing_key(kid: &str) -> SigningKey {
+    let rng = SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).expect("key");
+    let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+        .expect("key pair");
+    // An uncompressed point: 0x04, then x and y.
+    let point = pair.public_key().as_ref();
+    let jwk = serde_json::json!({
+        "kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": kid,
+        "x": URL_SAFE_NO_PAD.encode(&point[1..33]),
+        "y": URL_SAFE_NO_PAD.encode(&point[33..65]),
+    });
+    SigningKey {
+        kid: kid.to_owned(),
+        encoding: EncodingKey::from_ec_der(pkcs8.as_ref()),
+        jwk,
+    }
+}
+
+fn write_jwks(path: &Path, keys: &[&SigningKey]) {
+    let jwks =
+        serde_json::json!({ "keys": keys.iter().map(|key| key.jwk.clone()).collect::<Vec<_>>() });
+    std::fs::write(path, jwks.to_string()).expect("write JWKS");
+}
+
+fn token(key: &SigningKey, claims: serde_json::Value) -> String {
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some(key.kid.clone());
+    jsonwebtoken::encode(&header, &claims, &key.encoding).expect("sign")
+}
+
+fn claims(changes: serde_json::Value) -> serde_json::Value {
+    let now = common::now_ms() / 1000;
+    let mut claims = serde_json::json!({
+        "iss": "https://id.example", "aud": "askuser", "sub": "ada", "tenant": "acme",
+        "scope": "agents:read runs:read", "exp": now + 600, "iat": now,
+    });
+    for (name, value) in changes.as_object().expect("object") {
+        claims[name] = value.clone();
+    }
+    claims
+}
+
+#[tokio::test]
+async fn jwts_are_verified_against_the_jwks_and_rotation_is_followed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let jwks = dir.path().join("jwks.json");
+    let first = signing_key("first");
+    write_jwks(&jwks, &[&first]);
+    let jwks_arg = jwks.to_str().expect("utf-8 path");
+    let server = Server::start_with(
+        None,
+        &[
+            "--auth",
+            "jwt",
+            "--jwt-jwks-file",
+            jwks_arg,
+            "--jwt-issuer",
+            "https://id.example",
+            "--jwt-audience",
+            "askuser",
+        ],
+    );
+    let channel = server.channel().await;
+
+    let valid = token(&first, claims(serde_json::json!({})));
+    call(&channel, "ListAgents", Some(&valid))
+        .await
+        .expect("a valid token");
+    let denied = call(&channel, "CancelRun", Some(&valid)).await.unwrap_err();
+    assert_eq!(denied.code(), Code::PermissionDenied);
+
+    let an_hour_ago = common::now_ms() / 1000 - 3600;
+    let stranger = signing_key("first");
+    let refused_tokens = [
+        (
+            "expired",
+            token(&first, claims(serde_json::json!({ "exp": an_hour_ago }))),
+        ),
+        (
+            "wrong issuer",
+            token(
+                &first,
+                claims(serde_json::json!({ "iss": "https://evil.example" })),
+            ),
+        ),
+        (
+            "wrong audience",
+            token(&first, claims(serde_json::json!({ "aud": "someone-else" }))),
+        ),
+        (
+            "bad signature",
+            token(&stranger, claims(serde_json::json!({}))),
+        ),
+        (
+            "no tenant",
+            token(&first, claims(serde_json::json!({ "tenant": null }))),
+        ),
+        ("not a token", "garbage".to_owned()),
+    ];
+    for (what, token) in &refused_tokens {
+        let status = call(&channel, "ListAgents", Some(token)).await.unwrap_err();
+        assert_eq!(status.code(), Code::Unauthenticated, "{what}: {status:?}");
+    }
+
+    // Rotation: a token signed by a key the server has not seen is refused until the JWKS file
+    // holds it; then the server reads the file again on the unknown key id.
+    let second = signing_key("second");
+    let rotated = token(&second, claims(serde_json::json!({})));
+    let status = call(&channel, "ListAgents", Some(&rotated))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::Unauthenticated);
+    write_jwks(&jwks, &[&first, &second]);
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match call(&channel, "ListAgents", Some(&rotated)).await {
+            Ok(()) => break,
+            // The JWKS is read again at most every few seconds.
+            Err(status) if attempts < 40 && status.code() == Code::Unauthenticated => {
+                tokio::time::sleep(Duration::from_millis(250)).await
+            }
+            Err(status) => panic!("the rotated key is not taken up: {status:?}"),
+        }
+    }
+    common::report_figures(
+        "auth: JWTs refused, rotation",
+        &[
+            ("refused_kinds", refused_tokens.len() as u64),
+            ("rotation_attempts", attempts),
+        ],
+    );
+}
+
+#[test]
+fn an_open_server_refuses_a_public_address() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let output = Command::new(env!("CARGO_BIN_EXE_askuser"))
+        .args(["serve", "--listen", "0.0.0.0:0", "--data-dir"])
+        .arg(dir.path())
+        .output()
+        .expect("run askuser serve");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--insecure-no-auth"), "{stderr}");
+    let mut insecure = Command::new(env!("CARGO_BIN_EXE_askuser"))
+        .args([
+            "serve",
+            "--listen",
+            "0.0.0.0:0",
+            "--insecure-no-auth",
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run askuser serve");
+    let mut line = String::new();
+    let read = BufReader::new(insecure.stdout.take().expect("stdout")).read_line(&mut line);
+    let _ = insecure.kill();
+    let _ = insecure.wait();
+    read.expect("read stdout");
+    assert!(
+        line.starts_with("askuser listening on 0.0.0.0:"),
+        "{line:?}"
+    );
+}
