@@ -278,7 +278,14 @@ test("sendToolOutput settles a client tool call with its output, or with an erro
   run.sendToolOutput(call.toolCallId, "healthy", { answerId: "out-1" });
   assert.equal((await readUntil(events, "answerAccepted")).duplicate, false);
   const result = await readUntil(events, "toolResult");
-  assert.deepEqual(result, { toolCallId: call.toolCallId, content: "healthy", isError: false, kind: v1.ToolResultKind.TOOL_RESULT_KIND_OUTPUT });
+  assert.deepEqual(result, {
+    toolCallId: call.toolCallId,
+    content: "healthy",
+    isError: false,
+    kind: v1.ToolResultKind.TOOL_RESULT_KIND_OUTPUT,
+    // Who responded: without authentication, the default tenant's anonymous principal.
+    settledBy: { tenant: "default", subject: "anonymous", method: v1.AuthMethod.AUTH_METHOD_NONE },
+  });
   assert.equal((await readUntil(events, "runCompleted")).outputText, "api is healthy");
 
   const failing = await startAndSuspend("status_check");
