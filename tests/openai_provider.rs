@@ -1020,17 +1020,6 @@ fn missing_api_key_variable_stops_startup() {
     assert!(output.stdout.is_empty());
 }
 
-/// Sets the file size limit of a running process (`fsize` as prlimit takes it, soft:hard).
-fn set_file_size_limit(pid: u32, fsize: &str) {
-    let status = std::process::Command::new("prlimit")
-        .arg("--pid")
-        .arg(pid.to_string())
-        .arg(format!("--fsize={fsize}"))
-        .status()
-        .expect("run prlimit");
-    assert!(status.success(), "prlimit --fsize={fsize} failed");
-}
-
 /// A turn whose commit fails (no room to write) is committed again with the same model output
 /// once there is room: the model is asked once, not once per failed write.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1044,10 +1033,10 @@ async fn a_turn_whose_commit_failed_is_committed_again_without_asking_the_model_
     llm.await_requests(1).await;
 
     // Every write of the server's files fails while the model's output arrives.
-    set_file_size_limit(pid, "0:unlimited");
+    common::set_file_size_limit(pid, "0:unlimited");
     gate.notify_one();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    set_file_size_limit(pid, "unlimited");
+    common::set_file_size_limit(pid, "unlimited");
 
     let events = events_until_end(&mut run).await;
     assert_eq!(

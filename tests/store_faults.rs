@@ -318,17 +318,6 @@ async fn the_postgres_stores_clock_is_the_databases() {
     );
 }
 
-/// Sets the file size limit of a running process: `fsize` as prlimit takes it (soft:hard).
-fn set_file_size_limit(pid: u32, fsize: &str) {
-    let status = Command::new("prlimit")
-        .arg("--pid")
-        .arg(pid.to_string())
-        .arg(format!("--fsize={fsize}"))
-        .status()
-        .expect("run prlimit");
-    assert!(status.success(), "prlimit --fsize={fsize} failed");
-}
-
 /// SQLite on a disk that fills up (every write of the server's files fails, EFBIG as under a file
 /// size limit): answers fail with UNAVAILABLE and a correlation id, nothing is half-written, and
 /// once there is room again the same answer goes through and the run completes.
@@ -346,7 +335,7 @@ async fn sqlite_answers_fail_unavailable_on_a_full_disk_and_go_through_once_ther
     let (run, call) = suspended_greeting(&server).await;
 
     // Soft limit 0: every write to a file fails; the hard limit stays, to raise it again.
-    set_file_size_limit(pid, "0:unlimited");
+    common::set_file_size_limit(pid, "0:unlimited");
     let mut agents = server.agents().await;
     let mut failures = 0;
     for _ in 0..3 {
@@ -362,7 +351,7 @@ async fn sqlite_answers_fail_unavailable_on_a_full_disk_and_go_through_once_ther
         pb::RunStatus::Suspended
     );
 
-    set_file_size_limit(pid, "unlimited");
+    common::set_file_size_limit(pid, "unlimited");
     let frames = resume(&mut agents, text_answer(&run.run_id, &call, "Bob"))
         .await
         .expect("the answer once there is room");

@@ -879,3 +879,14 @@ impl Drop for WriteLock {
         let _ = self.0.execute_batch("ROLLBACK");
     }
 }
+
+/// Sets the file size limit of a running process: `fsize` as prlimit takes it (soft:hard).
+pub fn set_file_size_limit(pid: u32, fsize: &str) {
+    let status = Command::new("prlimit")
+        .arg("--pid")
+        .arg(pid.to_string())
+        .arg(format!("--fsize={fsize}"))
+        .status()
+        .expect("run prlimit");
+    assert!(status.success(), "prlimit --fsize={fsize} failed");
+}
