@@ -467,6 +467,10 @@ struct ToolEntry {
     /// `never` (the default), `always`, or a CEL expression over `args` and `run.metadata`.
     #[serde(default)]
     approval: Option<String>,
+    /// Who may decide its approvals (subjects, and groups as `group:NAME`); absent: the agent's
+    /// `assignees`.
+    #[serde(default)]
+    assignees: Vec<String>,
     /// HTTP tools: where the arguments go.
     #[serde(default)]
     url: Option<String>,
@@ -554,9 +558,11 @@ fn tool_from_entry(entry: ToolEntry) -> Result<Tool, String> {
             })?))
         }
     };
+    check_assignees(&entry.assignees)?;
     Ok(Tool {
         name: entry.name,
         description: entry.description,
+        assignees: entry.assignees,
         schema,
         timeout: match kind {
             ToolKind::Client => timeout,
@@ -590,7 +596,25 @@ struct AgentEntry {
     /// Default time to live of the agent's questions, e.g. `10m` or `7d`.
     #[serde(default)]
     question_ttl: Option<String>,
+    /// The tenants that may see and run the agent; absent: every tenant.
+    #[serde(default)]
+    tenants: Vec<String>,
+    /// Who may answer its questions and decide its approvals (subjects, and groups as
+    /// `group:NAME`); absent: anyone with the scope to answer.
+    #[serde(default)]
+    assignees: Vec<String>,
     model: ModelEntry,
+}
+
+/// Checks a list of assignees: subjects, or groups written `group:NAME`, none empty.
+fn check_assignees(assignees: &[String]) -> Result<(), String> {
+    match assignees
+        .iter()
+        .find(|a| a.is_empty() || a.as_str() == "group:")
+    {
+        Some(_) => Err("assignees must not be empty (a subject, or group:NAME)".into()),
+        None => Ok(()),
+    }
 }
 
 fn default_tools() -> Vec<String> {
@@ -752,6 +776,10 @@ pub fn parse_agents(
             if entry.max_tokens_per_run == Some(0) {
                 return Err(invalid("max_tokens_per_run must be at least 1".into()));
             }
+            check_assignees(&entry.assignees).map_err(invalid)?;
+            if entry.tenants.iter().any(String::is_empty) {
+                return Err(invalid("tenants must not be empty".into()));
+            }
             let mut listed = HashSet::new();
             let agent_tools = entry
                 .tools
@@ -804,6 +832,8 @@ pub fn parse_agents(
                 max_tokens_per_run: entry.max_tokens_per_run,
                 question_ttl,
                 model,
+                tenants: entry.tenants,
+                assignees: entry.assignees,
             })
         })
         .collect()

@@ -14,6 +14,7 @@ use askuser::proto::v1::agent_service_client::AgentServiceClient;
 use askuser::proto::v1::tool_service_client::ToolServiceClient;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use common::credentials::{authorized, keys, keys_on};
 use common::{Server, error_reason};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use ring::rand::SystemRandom;
@@ -21,28 +22,6 @@ use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
 use tonic::Code;
 use tonic::transport::Channel;
 use tonic_types::StatusExt;
-
-/// Runs `askuser keys <args>` on the server's data directory; returns its stdout.
-fn keys(server: &Server, args: &[&str]) -> String {
-    let data_dir = server.data_dir.to_str().expect("utf-8 path");
-    keys_on(&["--data-dir", data_dir], args)
-}
-
-/// Runs `askuser keys <store flags> <args>`; returns its stdout.
-fn keys_on(store: &[&str], args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_askuser"))
-        .arg("keys")
-        .args(store)
-        .args(args)
-        .output()
-        .expect("run askuser keys");
-    assert!(
-        output.status.success(),
-        "askuser keys {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("utf-8")
-}
 
 fn create_key(server: &Server, scopes: &str) -> String {
     keys(
@@ -53,17 +32,6 @@ fn create_key(server: &Server, scopes: &str) -> String {
     )
     .trim()
     .to_owned()
-}
-
-fn authorized<T>(message: T, credential: Option<&str>) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    if let Some(credential) = credential {
-        let value = format!("Bearer {credential}")
-            .parse()
-            .expect("header value");
-        request.metadata_mut().insert("authorization", value);
-    }
-    request
 }
 
 /// Calls `rpc` (by its method name) with `credential`; only the status matters.

@@ -14,9 +14,10 @@ use askuser::domain::{
     SuspendPayload, Suspension, ToolResultKind, Usage, now_millis,
 };
 use askuser::store::{
-    CallChange, CallStatus, CancelOutcome, Committed, CreateOutcome, Decide, Lease, NewCallState,
-    NewRun, NewToolCall, PostgresSettings, PostgresStore, RunEnd, RunQuery, RunStore,
-    SettleOutcome, Settlement, SqliteStore, StepState, Synchronous, TurnCommit, TurnOutcome,
+    CallChange, CallStatus, CancelOutcome, ClaimOutcome, Committed, CreateOutcome, Decide, Lease,
+    NewCallState, NewRun, NewToolCall, PostgresSettings, PostgresStore, RunEnd, RunQuery, RunStore,
+    SettleOutcome, Settlement, SqliteStore, StepState, Synchronous, Tenancy, TurnCommit,
+    TurnOutcome,
 };
 use futures::future::join_all;
 
@@ -125,6 +126,7 @@ on_both_stores! {
         list_runs_filters_and_pages_newest_first,
         leases_exclude_other_owners_until_they_expire,
         a_start_repeating_a_request_id_returns_the_first_run,
+        another_tenants_run_is_not_found_and_left_unchanged,
     ],
     locations: [migrations_are_idempotent],
 }
@@ -136,6 +138,7 @@ const OTHER_OWNER: &str = "executor-b";
 fn new_run(run_id: &str, agent_id: &str) -> NewRun {
     NewRun {
         run_id: run_id.into(),
+        tenant: "default".into(),
         agent_id: agent_id.into(),
         prompt: format!("prompt of {run_id}"),
         metadata: BTreeMap::from([("team".to_owned(), "storage".to_owned())]),
@@ -341,7 +344,13 @@ async fn settle(
     settlement: Settlement,
 ) -> SettleOutcome {
     store
-        .settle_tool_call(run_id, tool_call_id, settle_with(settlement), None)
+        .settle_tool_call(
+            run_id,
+            Tenancy::Any,
+            tool_call_id,
+            settle_with(settlement),
+            None,
+        )
         .await
         .expect("settle tool call")
 }
@@ -362,7 +371,7 @@ async fn settle_pending(
 /// The run's whole event log, as kinds in sequence order; asserts the sequences are 1, 2, 3, ...
 async fn event_log(store: &Arc<dyn RunStore>, run_id: &str) -> Vec<EventKind> {
     let page = store
-        .read_events(run_id, 0, 10_000)
+        .read_events(run_id, Tenancy::Any, 0, 10_000)
         .await
         .expect("read events")
         .expect("run exists");
@@ -375,7 +384,7 @@ async fn event_log(store: &Arc<dyn RunStore>, run_id: &str) -> Vec<EventKind> {
 
 async fn run_status(store: &Arc<dyn RunStore>, run_id: &str) -> RunStatus {
     store
-        .get_run(run_id)
+        .get_run(run_id, Tenancy::Any)
         .await
         .expect("get run")
         .expect("run exists")
@@ -402,7 +411,7 @@ async fn create_run_starts_the_log_with_run_started(store: Arc<dyn RunStore>) {
     assert_eq!(created.events[0].kind, started);
 
     let page = store
-        .read_events("run-1", 0, 100)
+        .read_events("run-1", Tenancy::Any, 0, 100)
         .await
         .expect("read events")
         .expect("run exists");
@@ -410,14 +419,14 @@ async fn create_run_starts_the_log_with_run_started(store: Arc<dyn RunStore>) {
     assert_eq!(page.status, RunStatus::Running);
     assert_eq!(page.last_sequence, 1);
     let after = store
-        .read_events("run-1", 1, 100)
+        .read_events("run-1", Tenancy::Any, 1, 100)
         .await
         .expect("read events")
         .expect("run exists");
     assert!(after.events.is_empty(), "{:?}", after.events);
 
     let run = store
-        .get_run("run-1")
+        .get_run("run-1", Tenancy::Any)
         .await
         .expect("get run")
         .expect("run exists");
@@ -430,10 +439,16 @@ async fn create_run_starts_the_log_with_run_started(store: Arc<dyn RunStore>) {
     assert_eq!(run.question_ttl_ms, Some(60_000));
     assert!(run.pending.is_empty());
 
-    assert!(store.get_run("run-2").await.expect("get run").is_none());
     assert!(
         store
-            .read_events("run-2", 0, 100)
+            .get_run("run-2", Tenancy::Any)
+            .await
+            .expect("get run")
+            .is_none()
+    );
+    assert!(
+        store
+            .read_events("run-2", Tenancy::Any, 0, 100)
             .await
             .expect("read events")
             .is_none()
@@ -454,7 +469,7 @@ async fn suspending_turn_lists_pending_calls_in_the_order_asked(store: Arc<dyn R
     assert_eq!(sequences, (2..=8).collect::<Vec<u64>>());
 
     let run = store
-        .get_run("run-1")
+        .get_run("run-1", Tenancy::Any)
         .await
         .expect("get run")
         .expect("run exists");
@@ -478,7 +493,7 @@ async fn suspending_turn_lists_pending_calls_in_the_order_asked(store: Arc<dyn R
     assert_eq!(run.pending[0].tool_name, "ask_user");
 
     let call = store
-        .get_tool_call("run-1", "call-a")
+        .get_tool_call("run-1", Tenancy::Any, "call-a")
         .await
         .expect("get tool call")
         .expect("call exists");
@@ -554,7 +569,7 @@ async fn commits_are_refused_unless_the_run_is_where_the_executor_left_it(
     // Cancelled while the executor held the lease at the right turn.
     leased_run(&store, "run-3").await;
     store
-        .cancel_run("run-3", "stop", "Cancelled", &canceller())
+        .cancel_run("run-3", Tenancy::Any, "stop", "Cancelled", &canceller())
         .await
         .expect("cancel run");
     refused(&store, "run-3", OWNER, 0).await;
@@ -635,7 +650,7 @@ async fn step_events_are_appended_and_their_attempt_recorded(store: Arc<dyn RunS
     append(&store, OTHER_OWNER, 3, vec![delta("not mine")]).await;
     assert_eq!(step_attempt(&store).await, 2);
     let run = store
-        .get_run("run-1")
+        .get_run("run-1", Tenancy::Any)
         .await
         .expect("get run")
         .expect("run exists");
@@ -691,7 +706,7 @@ async fn settling_is_a_compare_and_set(store: Arc<dyn RunStore>) {
     assert_eq!(call.result_sequence, result_sequence);
     assert_eq!(event_log(&store, "run-1").await, log);
     let stored = store
-        .get_tool_call("run-1", "call-1")
+        .get_tool_call("run-1", Tenancy::Any, "call-1")
         .await
         .expect("get tool call")
         .expect("call exists");
@@ -720,7 +735,7 @@ async fn settling_is_a_compare_and_set(store: Arc<dyn RunStore>) {
     assert_eq!(last.status, RunStatus::Running);
     assert_eq!(last.events[0].sequence, result_sequence + 1);
     let run = store
-        .get_run("run-1")
+        .get_run("run-1", Tenancy::Any)
         .await
         .expect("get run")
         .expect("run exists");
@@ -741,7 +756,7 @@ async fn a_refused_settlement_leaves_the_call_pending(store: Arc<dyn RunStore>) 
         None
     });
     let outcome = store
-        .settle_tool_call("run-1", "call-1", refuse, Some(lease(OWNER)))
+        .settle_tool_call("run-1", Tenancy::Any, "call-1", refuse, Some(lease(OWNER)))
         .await
         .expect("settle tool call");
     let SettleOutcome::Refused(call) = outcome else {
@@ -766,7 +781,13 @@ async fn changes_that_end_unmade_leave_no_transaction_open(store: Arc<dyn RunSto
     }
     async fn refused(store: &Arc<dyn RunStore>) {
         let outcome = store
-            .settle_tool_call("run-1", "call-1", refuse(), Some(lease(OWNER)))
+            .settle_tool_call(
+                "run-1",
+                Tenancy::Any,
+                "call-1",
+                refuse(),
+                Some(lease(OWNER)),
+            )
             .await
             .expect("settle tool call");
         assert!(matches!(outcome, SettleOutcome::Refused(_)), "{outcome:?}");
@@ -800,7 +821,7 @@ async fn changes_that_end_unmade_leave_no_transaction_open(store: Arc<dyn RunSto
         }
         join_all((0..12).map(|_| refused(&store))).await;
         for polls in 0..200 {
-            let settle = store.settle_tool_call("run-1", "call-1", refuse(), None);
+            let settle = store.settle_tool_call("run-1", Tenancy::Any, "call-1", refuse(), None);
             abandoned_after(polls, settle).await;
         }
         assert_eq!(event_log(&store, "run-1").await, log);
@@ -823,6 +844,7 @@ async fn leases_taken_with_a_commit_hand_over_the_next_step(store: Arc<dyn RunSt
         store
             .settle_tool_call(
                 "run-1",
+                Tenancy::Any,
                 tool_call_id,
                 settle_with(answered(tool_call_id, "")),
                 Some(lease(OTHER_OWNER)),
@@ -920,7 +942,13 @@ async fn concurrent_settles_have_exactly_one_winner(store: Arc<dyn RunStore>) {
                 barrier.wait().await;
                 let text = format!("answer {settler}");
                 let outcome = store
-                    .settle_tool_call(&run_id, "call-1", settle_with(answered(&text, &text)), None)
+                    .settle_tool_call(
+                        &run_id,
+                        Tenancy::Any,
+                        "call-1",
+                        settle_with(answered(&text, &text)),
+                        None,
+                    )
                     .await
                     .expect("settle tool call");
                 (text, outcome)
@@ -1066,7 +1094,13 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
     suspended_run(&store, "run-1", &["call-1", "call-2"]).await;
     settle_pending(&store, "run-1", "call-1", answered("yes", "")).await;
     let CancelOutcome::Cancelled(cancelled) = store
-        .cancel_run("run-1", "user left", "The run was cancelled", &canceller())
+        .cancel_run(
+            "run-1",
+            Tenancy::Any,
+            "user left",
+            "The run was cancelled",
+            &canceller(),
+        )
         .await
         .expect("cancel run")
     else {
@@ -1091,7 +1125,7 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
         "only the call still pending is settled"
     );
     let run = store
-        .get_run("run-1")
+        .get_run("run-1", Tenancy::Any)
         .await
         .expect("get run")
         .expect("run exists");
@@ -1100,7 +1134,7 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
     assert!(run.pending.is_empty());
     assert_eq!(run.last_sequence, cancelled.events[1].sequence);
     let call = store
-        .get_tool_call("run-1", "call-2")
+        .get_tool_call("run-1", Tenancy::Any, "call-2")
         .await
         .expect("get tool call")
         .expect("call exists");
@@ -1118,7 +1152,7 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
     let log = event_log(&store, "run-1").await;
     assert!(matches!(
         store
-            .cancel_run("run-1", "again", "x", &canceller())
+            .cancel_run("run-1", Tenancy::Any, "again", "x", &canceller())
             .await
             .expect("cancel run"),
         CancelOutcome::AlreadyCancelled
@@ -1129,7 +1163,7 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
     // A working run has no calls to settle.
     leased_run(&store, "run-2").await;
     let CancelOutcome::Cancelled(cancelled) = store
-        .cancel_run("run-2", "stop", "x", &canceller())
+        .cancel_run("run-2", Tenancy::Any, "stop", "x", &canceller())
         .await
         .expect("cancel run")
     else {
@@ -1149,7 +1183,7 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
     ] {
         let log = event_log(&store, run_id).await;
         let outcome = store
-            .cancel_run(run_id, "too late", "x", &canceller())
+            .cancel_run(run_id, Tenancy::Any, "too late", "x", &canceller())
             .await
             .expect("cancel run");
         assert!(
@@ -1160,7 +1194,7 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
     }
     assert!(matches!(
         store
-            .cancel_run("run-9", "x", "x", &canceller())
+            .cancel_run("run-9", Tenancy::Any, "x", "x", &canceller())
             .await
             .expect("cancel run"),
         CancelOutcome::NotFound
@@ -1214,7 +1248,7 @@ async fn expiries_come_due_earliest_first(store: Arc<dyn RunStore>) {
 
     // Settled by cancellation: nothing left to expire.
     store
-        .cancel_run("run-1", "stop", "x", &canceller())
+        .cancel_run("run-1", Tenancy::Any, "stop", "x", &canceller())
         .await
         .expect("cancel run");
     assert_eq!(store.next_expiry().await.expect("next expiry"), None);
@@ -1228,7 +1262,7 @@ async fn prune_removes_only_finished_runs_older_than_the_cutoff(store: Arc<dyn R
     commit(&store, "failed", 0, failing_turn("broken")).await;
     suspended_run(&store, "cancelled", &["call-1"]).await;
     store
-        .cancel_run("cancelled", "stop", "x", &canceller())
+        .cancel_run("cancelled", Tenancy::Any, "stop", "x", &canceller())
         .await
         .expect("cancel run");
     suspended_run(&store, "suspended", &["call-1"]).await;
@@ -1236,7 +1270,13 @@ async fn prune_removes_only_finished_runs_older_than_the_cutoff(store: Arc<dyn R
 
     // Nothing is older than a cutoff in the past.
     assert_eq!(store.prune_finished(0, 100).await.expect("prune"), 0);
-    assert!(store.get_run("completed").await.expect("get run").is_some());
+    assert!(
+        store
+            .get_run("completed", Tenancy::Any)
+            .await
+            .expect("get run")
+            .is_some()
+    );
 
     // A batch at a time: at most the limit per call, until none is left.
     let later = now_millis() + 60_000;
@@ -1250,10 +1290,16 @@ async fn prune_removes_only_finished_runs_older_than_the_cutoff(store: Arc<dyn R
     }
     assert_eq!(batches, [2, 1]);
     for run_id in ["completed", "failed", "cancelled"] {
-        assert!(store.get_run(run_id).await.expect("get run").is_none());
         assert!(
             store
-                .read_events(run_id, 0, 10)
+                .get_run(run_id, Tenancy::Any)
+                .await
+                .expect("get run")
+                .is_none()
+        );
+        assert!(
+            store
+                .read_events(run_id, Tenancy::Any, 0, 10)
                 .await
                 .expect("read events")
                 .is_none()
@@ -1261,7 +1307,7 @@ async fn prune_removes_only_finished_runs_older_than_the_cutoff(store: Arc<dyn R
     }
     assert!(
         store
-            .get_tool_call("cancelled", "call-1")
+            .get_tool_call("cancelled", Tenancy::Any, "call-1")
             .await
             .expect("get tool call")
             .is_none()
@@ -1269,7 +1315,7 @@ async fn prune_removes_only_finished_runs_older_than_the_cutoff(store: Arc<dyn R
 
     // However old, unfinished runs stay whole and answerable.
     let suspended = store
-        .get_run("suspended")
+        .get_run("suspended", Tenancy::Any)
         .await
         .expect("get run")
         .expect("suspended run kept");
@@ -1514,7 +1560,7 @@ async fn leases_exclude_other_owners_until_they_expire(store: Arc<dyn RunStore>)
     assert!(acquire(&store, "run-old", OTHER_OWNER, minute()).await);
     assert!(!acquire(&store, "run-old", OWNER, minute()).await);
     store
-        .cancel_run("run-new", "stop", "x", &canceller())
+        .cancel_run("run-new", Tenancy::Any, "stop", "x", &canceller())
         .await
         .expect("cancel run");
     assert!(!acquire(&store, "run-new", OWNER, minute()).await);
@@ -1531,7 +1577,7 @@ async fn migrations_are_idempotent(location: StoreLocation) {
     // Opening again migrates nothing twice and keeps every row.
     let store = location.open().await;
     let run = store
-        .get_run("run-1")
+        .get_run("run-1", Tenancy::Any)
         .await
         .expect("get run")
         .expect("the run survives reopening");
@@ -1567,7 +1613,23 @@ async fn a_start_repeating_a_request_id_returns_the_first_run(store: Arc<dyn Run
         matches!(&again, CreateOutcome::Existing { run_id } if run_id == "run-1"),
         "{again:?}"
     );
-    assert!(store.get_run("run-2").await.expect("get run").is_none());
+    assert!(
+        store
+            .get_run("run-2", Tenancy::Any)
+            .await
+            .expect("get run")
+            .is_none()
+    );
+    // The key is one tenant's: the same key in another tenant starts a run of its own.
+    let elsewhere = NewRun {
+        tenant: "acme".into(),
+        ..with_key("run-3", "start-A")
+    };
+    let elsewhere = store.create_run(elsewhere, None).await.expect("create");
+    assert!(
+        matches!(elsewhere, CreateOutcome::Created(_)),
+        "{elsewhere:?}"
+    );
 
     let outcomes = join_all((0..8).map(|i| {
         let store = Arc::clone(&store);
@@ -1600,5 +1662,99 @@ async fn a_start_repeating_a_request_id_returns_the_first_run(store: Arc<dyn Run
         })
         .await
         .expect("list runs");
-    assert_eq!(listed.len(), 2, "run-1 and one run of start-B");
+    assert_eq!(listed.len(), 3, "run-1, run-3 and one run of start-B");
+}
+
+/// Every read and change by run id, and every listing, is scoped to the caller's tenant in the
+/// store: another tenant's run is not found by any of them and is left as it was.
+async fn another_tenants_run_is_not_found_and_left_unchanged(store: Arc<dyn RunStore>) {
+    suspended_run(&store, "run-1", &["call-1"]).await;
+    let (own, other) = (Tenancy::Only("default"), Tenancy::Only("acme"));
+    let log = event_log(&store, "run-1").await;
+
+    assert!(store.get_run("run-1", other).await.expect("get").is_none());
+    assert!(
+        store
+            .read_events("run-1", other, 0, 100)
+            .await
+            .expect("read")
+            .is_none()
+    );
+    let call = store
+        .get_tool_call("run-1", other, "call-1")
+        .await
+        .expect("get call");
+    assert!(call.is_none());
+    let settle_as = |tenancy: Tenancy<'static>| {
+        let store = Arc::clone(&store);
+        async move {
+            let decide = settle_with(answered("x", "a"));
+            let settled = store.settle_tool_call("run-1", tenancy, "call-1", decide, None);
+            settled.await.expect("settle")
+        }
+    };
+    let claim_as = |tenancy: Tenancy<'static>| {
+        let store = Arc::clone(&store);
+        let until_ms = now_millis() + 60_000;
+        async move {
+            let claimed = store.claim_call("run-1", tenancy, "call-1", "worker", until_ms);
+            claimed.await.expect("claim")
+        }
+    };
+    let settled = settle_as(other).await;
+    assert!(matches!(settled, SettleOutcome::NotFound), "{settled:?}");
+    let claimed = claim_as(other).await;
+    assert!(matches!(claimed, ClaimOutcome::NotFound), "{claimed:?}");
+    let cancelled = store
+        .cancel_run("run-1", other, "no", "cancelled", &canceller())
+        .await
+        .expect("cancel");
+    assert!(
+        matches!(cancelled, CancelOutcome::NotFound),
+        "{cancelled:?}"
+    );
+    assert!(
+        store
+            .pending_calls(other, None, 100)
+            .await
+            .expect("feed")
+            .is_empty()
+    );
+    let listed = |tenant: &str| RunQuery {
+        tenant: Some(tenant.into()),
+        limit: 100,
+        ..RunQuery::default()
+    };
+    assert!(
+        store
+            .list_runs(listed("acme"))
+            .await
+            .expect("list")
+            .is_empty()
+    );
+
+    // Untouched, and all there for its own tenant.
+    assert_eq!(event_log(&store, "run-1").await, log);
+    let run = store
+        .get_run("run-1", own)
+        .await
+        .expect("get")
+        .expect("own run");
+    assert_eq!(run.pending.len(), 1);
+    let page = store.read_events("run-1", own, 0, 100).await.expect("read");
+    assert_eq!(page.map(|page| page.events.len()), Some(log.len()));
+    let feed = store.pending_calls(own, None, 100).await.expect("feed");
+    assert_eq!(feed.len(), 1);
+    let listed_own = store.list_runs(listed("default")).await.expect("list");
+    assert_eq!(listed_own.len(), 1);
+    let claimed = claim_as(own).await;
+    assert!(
+        matches!(claimed, ClaimOutcome::Claimed { .. }),
+        "{claimed:?}"
+    );
+    let settled = settle_as(own).await;
+    assert!(
+        matches!(settled, SettleOutcome::Settled { .. }),
+        "{settled:?}"
+    );
 }

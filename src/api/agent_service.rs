@@ -85,8 +85,10 @@ impl AgentApi {
         run_id: String,
         first: Option<pb::RunAgentResponse>,
         mut events: EventStream,
-        // The client's half of a `RunAgent` stream, and who answers on it.
-        mut inbound: Option<(Streaming<pb::RunAgentRequest>, Principal)>,
+        // Who follows the run (and answers on it).
+        principal: Principal,
+        // The client's half of a `RunAgent` stream.
+        mut inbound: Option<Streaming<pb::RunAgentRequest>>,
     ) -> FrameStream {
         let heartbeat = self.heartbeat_interval;
         let runtime = self.runtime.clone();
@@ -101,7 +103,7 @@ impl AgentApi {
             loop {
                 let client_frame = async {
                     match inbound.as_mut() {
-                        Some((inbound, _)) => inbound.message().await,
+                        Some(inbound) => inbound.message().await,
                         None => std::future::pending().await,
                     }
                 };
@@ -119,10 +121,8 @@ impl AgentApi {
                     },
                     message = client_frame => match message {
                         Ok(Some(pb::RunAgentRequest { frame: Some(Frame::Answer(answer)) })) => {
-                            let caller = inbound
-                                .as_ref()
-                                .map_or_else(Principal::anonymous, |(_, caller)| caller.clone());
-                            let frame = answer_frame(&runtime, &run_id, answer, &limits, caller).await;
+                            let frame =
+                                answer_frame(&runtime, &run_id, answer, &limits, principal.clone()).await;
                             let ends = frame.is_err();
                             yield frame;
                             if ends {
@@ -140,7 +140,8 @@ impl AgentApi {
                         // one-shot clients (grpcurl -d '{"start": ...}') work.
                         Ok(None) => {
                             inbound = None;
-                            events = runtime.follow(&run_id, delivered, FollowUntil::Idle);
+                            events =
+                                runtime.follow(&run_id, &principal, delivered, FollowUntil::Idle);
                         }
                         // The client went away.
                         Err(_) => break,
@@ -270,7 +271,7 @@ impl AgentService for AgentApi {
                 if !principal.may(Scope::RunsStart) {
                     return Err(AuthError::MissingScope(Scope::RunsStart).into());
                 }
-                let start = convert::start_from_proto(start, &self.limits)?;
+                let start = convert::start_from_proto(start, &self.limits, principal.clone())?;
                 self.runtime
                     .start_run(start)
                     .await
@@ -285,12 +286,15 @@ impl AgentService for AgentApi {
                 require(&attach.run_id, "attach.run_id")?;
                 limits::check([("attach.run_id", Field::Id(&attach.run_id))], &self.limits)?;
                 self.runtime
-                    .get_run(&attach.run_id)
+                    .get_run(&attach.run_id, &principal)
                     .await
                     .map_err(ApiError::from)?;
-                let events =
-                    self.runtime
-                        .follow(&attach.run_id, attach.after_sequence, FollowUntil::End);
+                let events = self.runtime.follow(
+                    &attach.run_id,
+                    &principal,
+                    attach.after_sequence,
+                    FollowUntil::End,
+                );
                 (attach.run_id, events)
             }
             Some(Frame::Answer(_)) | None => {
@@ -304,7 +308,8 @@ impl AgentService for AgentApi {
             run_id,
             None,
             events,
-            Some((inbound, principal)),
+            principal,
+            Some(inbound),
         )))
     }
 
@@ -318,11 +323,12 @@ impl AgentService for AgentApi {
             .into_inner()
             .answer
             .ok_or_else(|| ApiError::field("answer", "answer is required"))?;
-        let request = answer_from_proto(answer, None, &self.limits, principal)?;
+        let request = answer_from_proto(answer, None, &self.limits, principal.clone())?;
         let run_id = request.run_id.clone();
         let ack = self.runtime.answer(request).await.map_err(ApiError::from)?;
         let events = self.runtime.follow(
             &run_id,
+            &principal,
             ack.result_sequence.saturating_sub(1),
             FollowUntil::Idle,
         );
@@ -332,6 +338,7 @@ impl AgentService for AgentApi {
             run_id,
             Some(first),
             events,
+            principal,
             None,
         )))
     }
@@ -341,21 +348,26 @@ impl AgentService for AgentApi {
         request: Request<pb::WatchRunRequest>,
     ) -> Result<Response<Self::WatchRunStream>, Status> {
         let permit = self.stream_permit()?;
+        let principal = caller(&request);
         let request = request.into_inner();
         require(&request.run_id, "run_id")?;
         limits::check([("run_id", Field::Id(&request.run_id))], &self.limits)?;
         self.runtime
-            .get_run(&request.run_id)
+            .get_run(&request.run_id, &principal)
             .await
             .map_err(ApiError::from)?;
-        let events = self
-            .runtime
-            .follow(&request.run_id, request.after_sequence, FollowUntil::End);
+        let events = self.runtime.follow(
+            &request.run_id,
+            &principal,
+            request.after_sequence,
+            FollowUntil::End,
+        );
         Ok(Response::new(self.frames(
             permit,
             request.run_id,
             None,
             events,
+            principal,
             None,
         )))
     }
@@ -364,12 +376,13 @@ impl AgentService for AgentApi {
         &self,
         request: Request<pb::GetRunRequest>,
     ) -> Result<Response<pb::GetRunResponse>, Status> {
+        let principal = caller(&request);
         let request = request.into_inner();
         require(&request.run_id, "run_id")?;
         limits::check([("run_id", Field::Id(&request.run_id))], &self.limits)?;
         let run = self
             .runtime
-            .get_run(&request.run_id)
+            .get_run(&request.run_id, &principal)
             .await
             .map_err(ApiError::from)?;
         Ok(Response::new(pb::GetRunResponse {
@@ -381,6 +394,7 @@ impl AgentService for AgentApi {
         &self,
         request: Request<pb::ListRunsRequest>,
     ) -> Result<Response<pb::ListRunsResponse>, Status> {
+        let principal = caller(&request);
         let request = request.into_inner();
         limits::check(
             [
@@ -394,6 +408,7 @@ impl AgentService for AgentApi {
         let page = self
             .runtime
             .list_runs(
+                &principal,
                 status,
                 agent_id.clone(),
                 request.page_size,
@@ -454,6 +469,7 @@ impl AgentService for AgentApi {
         request: Request<pb::WatchPendingCallsRequest>,
     ) -> Result<Response<Self::WatchPendingCallsStream>, Status> {
         let permit = self.stream_permit()?;
+        let principal = caller(&request);
         let request = request.into_inner();
         limits::check(
             [
@@ -463,7 +479,7 @@ impl AgentService for AgentApi {
             &self.limits,
         )?;
         let filter = convert::pending_filter(request)?;
-        let events = self.runtime.watch_pending(filter);
+        let events = self.runtime.watch_pending(filter, principal);
         Ok(Response::new(pending_frames(
             permit,
             events,
@@ -475,6 +491,7 @@ impl AgentService for AgentApi {
         &self,
         request: Request<pb::ClaimCallRequest>,
     ) -> Result<Response<pb::ClaimCallResponse>, Status> {
+        let principal = caller(&request);
         let request = request.into_inner();
         limits::check(
             [
@@ -493,6 +510,7 @@ impl AgentService for AgentApi {
             .runtime
             .claim_call(
                 &request.run_id,
+                &principal,
                 &request.tool_call_id,
                 &request.claimant,
                 ttl,
@@ -506,12 +524,13 @@ impl AgentService for AgentApi {
 
     async fn list_agents(
         &self,
-        _request: Request<pb::ListAgentsRequest>,
+        request: Request<pb::ListAgentsRequest>,
     ) -> Result<Response<pb::ListAgentsResponse>, Status> {
+        let principal = caller(&request);
         Ok(Response::new(pb::ListAgentsResponse {
             agents: self
                 .runtime
-                .agents()
+                .agents(&principal)
                 .into_iter()
                 .map(convert::agent_to_proto)
                 .collect(),

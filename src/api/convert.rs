@@ -222,10 +222,11 @@ pub fn pending_filter(request: pb::WatchPendingCallsRequest) -> Result<PendingFi
     })
 }
 
-/// Decodes a run's start: its text, its question TTL and its client tools.
+/// Decodes `principal`'s start of a run: its text, its question TTL and its client tools.
 pub fn start_from_proto(
     start: pb::StartRun,
     limits: &RequestLimits,
+    principal: Principal,
 ) -> Result<StartRunRequest, ApiError> {
     super::limits::check_start(&start, limits)?;
     let question_ttl = start
@@ -240,6 +241,7 @@ pub fn start_from_proto(
         metadata: start.metadata.into_iter().collect(),
         question_ttl,
         request_id: start.request_id,
+        principal,
     })
 }
 

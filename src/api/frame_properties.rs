@@ -188,16 +188,18 @@ fn take_frame(frame: pb::RunAgentRequest) -> Result<(), TestCaseError> {
         }
     };
     match frame.frame {
-        Some(Frame::Start(start)) => match start_from_proto(start, &RequestLimits::default()) {
-            Ok(start) => {
-                for tool in &start.tools {
-                    // The runtime's check of a client tool: compiles the client's schema.
-                    let _ = Tool::for_run(tool);
+        Some(Frame::Start(start)) => {
+            match start_from_proto(start, &RequestLimits::default(), Principal::anonymous()) {
+                Ok(start) => {
+                    for tool in &start.tools {
+                        // The runtime's check of a client tool: compiles the client's schema.
+                        let _ = Tool::for_run(tool);
+                    }
+                    Ok(())
                 }
-                Ok(())
+                Err(error) => refused(error),
             }
-            Err(error) => refused(error),
-        },
+        }
         Some(Frame::Attach(attach)) => limits::check(
             [("attach.run_id", Field::Id(&attach.run_id))],
             &RequestLimits::default(),
@@ -359,7 +361,7 @@ proptest! {
         let valid = !holds_nul(&texts)
             && start.question_ttl.as_ref().is_none_or(|d| d.seconds >= 0 && (0..1_000_000_000).contains(&d.nanos))
             && start.tools.iter().all(|t| (0..=2).contains(&t.approval));
-        match start_from_proto(start.clone(), &RequestLimits::default()) {
+        match start_from_proto(start.clone(), &RequestLimits::default(), Principal::anonymous()) {
             Ok(decoded) => {
                 prop_assert!(valid);
                 prop_assert_eq!(decoded.agent_id, start.agent_id);

@@ -19,4 +19,16 @@ pub struct AgentDefinition {
     /// Default time to live of its questions; `None`: they never expire.
     pub question_ttl: Option<Duration>,
     pub model: Arc<dyn Model>,
+    /// The tenants whose principals may see and run the agent; empty: every tenant.
+    pub tenants: Vec<String>,
+    /// Who may answer its questions and decide its approvals (users, and groups as `group:NAME`),
+    /// unless a tool names its own approvers; empty: anyone allowed to answer.
+    pub assignees: Vec<String>,
+}
+
+impl AgentDefinition {
+    /// Whether principals of `tenant` may see and run the agent.
+    pub fn serves(&self, tenant: &str) -> bool {
+        self.tenants.is_empty() || self.tenants.iter().any(|t| t == tenant)
+    }
 }

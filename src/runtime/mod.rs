@@ -35,7 +35,7 @@ use crate::domain::{
 };
 use crate::store::{
     Approved, CallChange, CancelOutcome, ClaimOutcome, CommitNotice, Decide, NewRun, RunQuery,
-    RunStore, StoreError,
+    RunStore, StoreError, Tenancy,
 };
 
 pub use agents::AgentDefinition;
@@ -76,7 +76,7 @@ pub struct RuntimeConfig {
 }
 
 /// A request to start a run.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct StartRunRequest {
     pub agent_id: String,
     pub prompt: String,
@@ -86,6 +86,8 @@ pub struct StartRunRequest {
     pub tools: Vec<ToolDefinition>,
     /// The start's idempotency key; empty for none.
     pub request_id: String,
+    /// Who starts the run: it belongs to their tenant.
+    pub principal: Principal,
 }
 
 /// An answer to a pending question.
@@ -282,9 +284,14 @@ impl Runtime {
         }
     }
 
-    /// The agents, ordered by id.
-    pub fn agents(&self) -> Vec<&AgentDefinition> {
-        let mut agents: Vec<&AgentDefinition> = self.inner.agents.values().collect();
+    /// The agents `principal`'s tenant may see, ordered by id.
+    pub fn agents(&self, principal: &Principal) -> Vec<&AgentDefinition> {
+        let mut agents: Vec<&AgentDefinition> = self
+            .inner
+            .agents
+            .values()
+            .filter(|agent| agent.serves(&principal.tenant))
+            .collect();
         agents.sort_by(|a, b| a.id.cmp(&b.id));
         agents
     }
@@ -312,10 +319,12 @@ impl Runtime {
                 description: "agent_id must not be empty".into(),
             }]));
         }
+        // An agent kept from the caller's tenant is, to it, no agent at all.
         let agent = self
             .inner
             .agents
             .get(&request.agent_id)
+            .filter(|agent| agent.serves(&request.principal.tenant))
             .ok_or_else(|| RuntimeError::AgentNotFound(request.agent_id.clone()))?;
         check_run_tools(agent, &request.tools)?;
         let ttl = request
@@ -328,6 +337,7 @@ impl Runtime {
             &self.inner,
             NewRun {
                 run_id: run_id.clone(),
+                tenant: request.principal.tenant.clone(),
                 agent_id: request.agent_id,
                 prompt: request.prompt,
                 metadata: request.metadata,
@@ -339,25 +349,38 @@ impl Runtime {
         .await?;
         if let Some(run_id) = existing {
             // A retried start: follow the run the first one made, from its beginning.
-            let events = self.follow(&run_id, 0, FollowUntil::End);
+            let events = self.follow(&run_id, &request.principal, 0, FollowUntil::End);
             return Ok((run_id, events));
         }
-        let events = self.follow_subscribed(live, &run_id, 0, FollowUntil::End, false);
+        let events = self.follow_subscribed(
+            live,
+            &run_id,
+            Some(request.principal.tenant),
+            0,
+            FollowUntil::End,
+            false,
+        );
         Ok((run_id, events))
     }
 
-    pub async fn get_run(&self, run_id: &str) -> Result<RunRecord, RuntimeError> {
+    /// A run of `principal`'s tenant (another tenant's is not found).
+    pub async fn get_run(
+        &self,
+        run_id: &str,
+        principal: &Principal,
+    ) -> Result<RunRecord, RuntimeError> {
         self.inner
             .store
-            .get_run(run_id)
+            .get_run(run_id, Tenancy::Only(&principal.tenant))
             .await?
             .ok_or_else(|| RuntimeError::RunNotFound(run_id.to_owned()))
     }
 
-    /// Lists runs newest first; the page token (see [`page_token`]) says where the previous page
-    /// of the same listing ended.
+    /// Lists `principal`'s tenant's runs newest first; the page token (see [`page_token`]) says
+    /// where the previous page of the same listing ended.
     pub async fn list_runs(
         &self,
+        principal: &Principal,
         status: Option<RunStatus>,
         agent_id: Option<String>,
         page_size: i32,
@@ -381,6 +404,7 @@ impl Runtime {
             .inner
             .store
             .list_runs(RunQuery {
+                tenant: Some(principal.tenant.clone()),
                 status,
                 agent_id: agent_id.clone(),
                 before_run_id,
@@ -444,6 +468,7 @@ impl Runtime {
         let outcome = writes::settle(
             &self.inner,
             request.run_id.clone(),
+            Some(request.principal.tenant.clone()),
             request.tool_call_id.clone(),
             decide,
             // A draining server starts no executor: it leaves the run's lease to others.
@@ -491,7 +516,7 @@ impl Runtime {
                 .unwrap_or_else(|| settle::not_pending(&call)))
             }
             Settled::NotFound => Err(self
-                .unknown_call(&request.run_id, &request.tool_call_id)
+                .unknown_call(&request.run_id, &request.principal, &request.tool_call_id)
                 .await),
         }
     }
@@ -503,7 +528,7 @@ impl Runtime {
         &self,
         request: &AnswerRequest,
     ) -> Result<Option<Approved>, RuntimeError> {
-        let run = self.get_run(&request.run_id).await?;
+        let run = self.get_run(&request.run_id, &request.principal).await?;
         let Some(call) = run.pending.iter().find(|c| {
             c.tool_call_id == request.tool_call_id && c.suspension.kind == SuspendKind::Approval
         }) else {
@@ -561,6 +586,7 @@ impl Runtime {
     pub async fn claim_call(
         &self,
         run_id: &str,
+        principal: &Principal,
         tool_call_id: &str,
         claimant: &str,
         ttl: Option<Duration>,
@@ -596,7 +622,13 @@ impl Runtime {
         match self
             .inner
             .store
-            .claim_call(run_id, tool_call_id, claimant, until_ms)
+            .claim_call(
+                run_id,
+                Tenancy::Only(&principal.tenant),
+                tool_call_id,
+                claimant,
+                until_ms,
+            )
             .await?
         {
             ClaimOutcome::Claimed { until_ms } => Ok(until_ms),
@@ -617,12 +649,22 @@ impl Runtime {
                 }
                 other => other,
             }),
-            ClaimOutcome::NotFound => Err(self.unknown_call(run_id, tool_call_id).await),
+            ClaimOutcome::NotFound => Err(self.unknown_call(run_id, principal, tool_call_id).await),
         }
     }
 
-    async fn unknown_call(&self, run_id: &str, tool_call_id: &str) -> RuntimeError {
-        match self.inner.store.get_run(run_id).await {
+    async fn unknown_call(
+        &self,
+        run_id: &str,
+        principal: &Principal,
+        tool_call_id: &str,
+    ) -> RuntimeError {
+        match self
+            .inner
+            .store
+            .get_run(run_id, Tenancy::Only(&principal.tenant))
+            .await
+        {
             Ok(Some(_)) => RuntimeError::rejected(
                 RejectReason::ToolCallNotPending,
                 format!(
@@ -636,9 +678,10 @@ impl Runtime {
         }
     }
 
-    /// The calls that wait for someone across runs: a snapshot, then changes live.
-    pub fn watch_pending(&self, filter: PendingFilter) -> PendingStream {
-        pending_feed::watch(Arc::clone(&self.inner), filter)
+    /// The calls that wait for someone across `principal`'s tenant's runs: a snapshot, then
+    /// changes live.
+    pub fn watch_pending(&self, filter: PendingFilter, principal: Principal) -> PendingStream {
+        pending_feed::watch(Arc::clone(&self.inner), filter, principal)
     }
 
     /// The `ListRuns` page token of the page after `last_run_id` (for a page cut short).
@@ -661,6 +704,7 @@ impl Runtime {
         match writes::cancel(
             &self.inner,
             run_id.to_owned(),
+            Some(principal.tenant.clone()),
             reason.to_owned(),
             CANCELLED_RESULT,
             SettledBy::from(principal),
@@ -676,15 +720,23 @@ impl Runtime {
             }
             CancelOutcome::NotFound => return Err(RuntimeError::RunNotFound(run_id.to_owned())),
         }
-        self.get_run(run_id).await
+        self.get_run(run_id, principal).await
     }
 
-    /// Replays the run's stored events after `after_sequence`, then follows it live, in order and
-    /// without gaps or doubles, until it ends (or, with [`FollowUntil::Idle`], stops working).
-    pub fn follow(&self, run_id: &str, after_sequence: u64, until: FollowUntil) -> EventStream {
+    /// Replays the stored events of a run of `principal`'s tenant after `after_sequence`, then
+    /// follows it live, in order and without gaps or doubles, until it ends (or, with
+    /// [`FollowUntil::Idle`], stops working).
+    pub fn follow(
+        &self,
+        run_id: &str,
+        principal: &Principal,
+        after_sequence: u64,
+        until: FollowUntil,
+    ) -> EventStream {
         // Subscribe before reading the store, so nothing committed in between is missed.
         let live = self.inner.hub.subscribe(run_id);
-        self.follow_subscribed(live, run_id, after_sequence, until, true)
+        let tenant = Some(principal.tenant.clone());
+        self.follow_subscribed(live, run_id, tenant, after_sequence, until, true)
     }
 
     /// [`Runtime::follow`] on a subscription taken by the caller; `read_store` false skips the
@@ -693,6 +745,7 @@ impl Runtime {
         &self,
         mut live: Subscription,
         run_id: &str,
+        tenant: Option<String>,
         after_sequence: u64,
         until: FollowUntil,
         mut read_store: bool,
@@ -707,7 +760,7 @@ impl Runtime {
                 if read_store {
                     let page = inner
                         .store
-                        .read_events(&run_id, delivered, REPLAY_PAGE)
+                        .read_events(&run_id, tenant.as_deref().into(), delivered, REPLAY_PAGE)
                         .await?
                         .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
                     read_store = page.events.len() == REPLAY_PAGE;
@@ -803,8 +856,15 @@ async fn expiry_loop(inner: Arc<Inner>) {
         };
         for (run_id, tool_call_id) in due {
             let expired: Decide = Box::new(|call| Some(CallChange::Settle(settle::expired(call))));
-            match writes::settle(&inner, run_id.clone(), tool_call_id.clone(), expired, true).await
-            {
+            let settled = writes::settle(
+                &inner,
+                run_id.clone(),
+                None,
+                tool_call_id.clone(),
+                expired,
+                true,
+            );
+            match settled.await {
                 // Expired, or answered or cancelled in the meantime.
                 Ok(_) => {}
                 Err(error) => warn!(%error, run_id, tool_call_id, "expiring a question failed"),

@@ -12,8 +12,8 @@ use tokio::sync::broadcast::error::RecvError;
 
 use super::hub::RunChange;
 use super::{Inner, RuntimeError};
-use crate::domain::{EventKind, PendingCall, SuspendKind, ToolResultKind};
-use crate::store::{CallStatus, RunPendingCall};
+use crate::domain::{EventKind, PendingCall, Principal, SuspendKind, ToolResultKind};
+use crate::store::{CallStatus, RunPendingCall, Tenancy};
 
 /// Which calls a feed sends; an empty list matches everything.
 #[derive(Clone, Debug, Default)]
@@ -56,12 +56,17 @@ const SNAPSHOT_PAGE: usize = 512;
 /// What a feed has sent: per run, each waiting call with what it waits for.
 type Sent = HashMap<String, HashMap<String, SuspendKind>>;
 
-pub(super) fn watch(inner: Arc<Inner>, filter: PendingFilter) -> PendingStream {
+pub(super) fn watch(
+    inner: Arc<Inner>,
+    filter: PendingFilter,
+    principal: Principal,
+) -> PendingStream {
     // Subscribe before the snapshot, so nothing committed in between is missed.
     let mut changes = inner.hub.subscribe_all();
     Box::pin(async_stream::try_stream! {
+        let tenancy = Tenancy::Only(&principal.tenant);
         let mut sent = Sent::new();
-        for event in resync(&inner, &filter, &mut sent).await? {
+        for event in resync(&inner, tenancy, &filter, &mut sent).await? {
             yield event;
         }
         yield PendingEvent::SnapshotDone;
@@ -82,10 +87,10 @@ pub(super) fn watch(inner: Arc<Inner>, filter: PendingFilter) -> PendingStream {
                     if !relevant {
                         continue;
                     }
-                    refresh_run(&inner, &filter, &mut sent, &run_id).await?
+                    refresh_run(&inner, tenancy, &filter, &mut sent, &run_id).await?
                 }
                 Ok(RunChange::Missed) | Err(RecvError::Lagged(_)) => {
-                    resync(&inner, &filter, &mut sent).await?
+                    resync(&inner, tenancy, &filter, &mut sent).await?
                 }
                 Err(RecvError::Closed) => Err(RuntimeError::ShuttingDown)?,
             };
@@ -96,9 +101,10 @@ pub(super) fn watch(inner: Arc<Inner>, filter: PendingFilter) -> PendingStream {
     })
 }
 
-/// Reads every pending call and sends what changed since `sent`.
+/// Reads every pending call of the tenant's runs and sends what changed since `sent`.
 async fn resync(
     inner: &Inner,
+    tenancy: Tenancy<'_>,
     filter: &PendingFilter,
     sent: &mut Sent,
 ) -> Result<Vec<PendingEvent>, RuntimeError> {
@@ -107,7 +113,7 @@ async fn resync(
     loop {
         let page = inner
             .store
-            .pending_calls(after.take(), SNAPSHOT_PAGE)
+            .pending_calls(tenancy, after.take(), SNAPSHOT_PAGE)
             .await?;
         let full = page.len() == SNAPSHOT_PAGE;
         if let Some(last) = page.last() {
@@ -126,19 +132,21 @@ async fn resync(
     let mut events = Vec::new();
     for run_id in runs {
         let calls = now.remove(&run_id).unwrap_or_default();
-        events.extend(diff(inner, sent, &run_id, calls).await?);
+        events.extend(diff(inner, tenancy, sent, &run_id, calls).await?);
     }
     Ok(events)
 }
 
-/// Reads one run's pending calls and sends what changed since `sent`.
+/// Reads one run's pending calls (none when it is another tenant's) and sends what changed since
+/// `sent`.
 async fn refresh_run(
     inner: &Inner,
+    tenancy: Tenancy<'_>,
     filter: &PendingFilter,
     sent: &mut Sent,
     run_id: &str,
 ) -> Result<Vec<PendingEvent>, RuntimeError> {
-    let calls = match inner.store.get_run(run_id).await? {
+    let calls = match inner.store.get_run(run_id, tenancy).await? {
         Some(run) => run
             .pending
             .into_iter()
@@ -151,12 +159,13 @@ async fn refresh_run(
             .collect(),
         None => Vec::new(),
     };
-    diff(inner, sent, run_id, calls).await
+    diff(inner, tenancy, sent, run_id, calls).await
 }
 
 /// The events that bring what was sent for a run to `calls`, and records them as sent.
 async fn diff(
     inner: &Inner,
+    tenancy: Tenancy<'_>,
     sent: &mut Sent,
     run_id: &str,
     calls: Vec<RunPendingCall>,
@@ -168,7 +177,11 @@ async fn diff(
         .collect();
     let mut events = Vec::new();
     for (tool_call_id, _) in before.iter().filter(|(id, _)| !now.contains_key(*id)) {
-        let kind = match inner.store.get_tool_call(run_id, tool_call_id).await? {
+        let kind = match inner
+            .store
+            .get_tool_call(run_id, tenancy, tool_call_id)
+            .await?
+        {
             Some(call) => result_kind(call.status),
             None => None,
         };

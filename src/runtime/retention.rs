@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use tracing::{info, warn};
 
-use super::{Inner, Runtime, RuntimeError, millis};
-use crate::domain::Principal;
+use super::ask_user::CANCELLED_RESULT;
+use super::{Inner, millis, writes};
+use crate::domain::{Principal, SettledBy};
+use crate::store::CancelOutcome;
 
 /// Runs deleted per transaction: each holds the store's writer (SQLite) or the rows' locks
 /// (PostgreSQL) only briefly, so the commits of live runs go on between the batches of a long
@@ -40,9 +42,6 @@ pub(super) async fn retention_loop(inner: Arc<Inner>) {
 /// followers see `run_cancelled`.
 async fn cancel_older_than(inner: &Arc<Inner>, max_age: Duration) {
     let before_ms = inner.store.now_ms().saturating_sub(millis(max_age));
-    let runtime = Runtime {
-        inner: Arc::clone(inner),
-    };
     let mut cancelled = 0_u64;
     loop {
         let runs = match inner.store.unfinished_before(before_ms, CANCEL_BATCH).await {
@@ -57,13 +56,19 @@ async fn cancel_older_than(inner: &Arc<Inner>, max_age: Duration) {
             if inner.shutdown.is_cancelled() {
                 return;
             }
-            match runtime
-                .cancel_run(&run_id, MAX_RUN_AGE_REASON, &Principal::server())
-                .await
-            {
-                Ok(_) => cancelled += 1,
+            // The server's own work: whichever tenant the run belongs to.
+            let outcome = writes::cancel(
+                inner,
+                run_id.clone(),
+                None,
+                MAX_RUN_AGE_REASON.to_owned(),
+                CANCELLED_RESULT,
+                SettledBy::from(&Principal::server()),
+            );
+            match outcome.await {
+                Ok(CancelOutcome::Cancelled(_)) => cancelled += 1,
                 // Ended or deleted meanwhile.
-                Err(RuntimeError::RunFinished { .. } | RuntimeError::RunNotFound(_)) => {}
+                Ok(_) => {}
                 Err(error) => {
                     warn!(%error, run_id, "cancelling a run past the max run age failed");
                     // Read again next interval rather than meet the same run at once.

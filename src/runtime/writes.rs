@@ -71,11 +71,13 @@ pub(super) enum Settled {
     NotFound,
 }
 
-/// Settles a pending call with `decide`, publishes the change and, when the run works again,
-/// makes sure it is executed (taking its lease along with the commit when `take_lease`).
+/// Settles a pending call of a run of `tenant` (of any tenant when `None`) with `decide`,
+/// publishes the change and, when the run works again, makes sure it is executed (taking its
+/// lease along with the commit when `take_lease`).
 pub(super) async fn settle(
     inner: &Arc<Inner>,
     run_id: String,
+    tenant: Option<String>,
     tool_call_id: String,
     decide: Decide,
     take_lease: bool,
@@ -88,6 +90,7 @@ pub(super) async fn settle(
             .store
             .settle_tool_call(
                 &run_id,
+                tenant.as_deref().into(),
                 &tool_call_id,
                 decide,
                 take_lease.then(|| lease(&inner)),
@@ -111,10 +114,11 @@ pub(super) async fn settle(
     .await
 }
 
-/// Cancels a run and publishes the cancellation.
+/// Cancels a run of `tenant` (of any tenant when `None`) and publishes the cancellation.
 pub(super) async fn cancel(
     inner: &Arc<Inner>,
     run_id: String,
+    tenant: Option<String>,
     reason: String,
     call_content: &'static str,
     cancelled_by: SettledBy,
@@ -125,7 +129,13 @@ pub(super) async fn cancel(
         let inner = task_inner;
         let outcome = inner
             .store
-            .cancel_run(&run_id, &reason, call_content, &cancelled_by)
+            .cancel_run(
+                &run_id,
+                tenant.as_deref().into(),
+                &reason,
+                call_content,
+                &cancelled_by,
+            )
             .await?;
         if let CancelOutcome::Cancelled(committed) = &outcome {
             inner.hub.publish(&run_id, Batch::from(committed.clone()));

@@ -63,10 +63,38 @@ impl StoreError {
 
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// Whose runs a read or a change may see: one tenant's (a caller's), or every tenant's (the
+/// server's own work: executors, expiry, retention). The condition is part of each store query,
+/// so another tenant's run is never read: to its caller it does not exist.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tenancy<'a> {
+    Any,
+    Only(&'a str),
+}
+
+impl<'a> From<Option<&'a str>> for Tenancy<'a> {
+    /// One tenant's, or every tenant's for `None`.
+    fn from(tenant: Option<&'a str>) -> Self {
+        tenant.map_or(Tenancy::Any, Tenancy::Only)
+    }
+}
+
+impl Tenancy<'_> {
+    /// The tenant as a query parameter: NULL for any.
+    pub(crate) fn param(self) -> Option<String> {
+        match self {
+            Tenancy::Any => None,
+            Tenancy::Only(tenant) => Some(tenant.to_owned()),
+        }
+    }
+}
+
 /// A run to create.
 #[derive(Clone, Debug)]
 pub struct NewRun {
     pub run_id: String,
+    /// The tenant the run belongs to: its creator's.
+    pub tenant: String,
     pub agent_id: String,
     pub prompt: String,
     pub metadata: BTreeMap<String, String>,
@@ -424,6 +452,8 @@ pub struct EventPage {
 /// Filter and position of a run listing.
 #[derive(Clone, Debug, Default)]
 pub struct RunQuery {
+    /// Only runs of this tenant; `None`: every tenant's.
+    pub tenant: Option<String>,
     pub status: Option<RunStatus>,
     pub agent_id: Option<String>,
     /// Only runs with an id below this one (the previous page's last id).
@@ -438,7 +468,7 @@ pub trait RunStore: KeyStore + Send + Sync + 'static {
     /// (sequence 1), unless a run was created with the same request id before.
     async fn create_run(&self, run: NewRun, lease: Option<Lease<'_>>)
     -> StoreResult<CreateOutcome>;
-    async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunRecord>>;
+    async fn get_run(&self, run_id: &str, tenancy: Tenancy<'_>) -> StoreResult<Option<RunRecord>>;
     async fn list_runs(&self, query: RunQuery) -> StoreResult<Vec<RunRecord>>;
     /// The state the run's next step starts from; `None` when there is no such run. With `lease`,
     /// first takes (or renews) the run's lease as [`RunStore::acquire_lease`] does, in the same
@@ -470,6 +500,7 @@ pub trait RunStore: KeyStore + Send + Sync + 'static {
     async fn get_tool_call(
         &self,
         run_id: &str,
+        tenancy: Tenancy<'_>,
         tool_call_id: &str,
     ) -> StoreResult<Option<ToolCallRecord>>;
     /// Settles a tool call if, and only if, it is still pending (compare-and-set), as `decide` says
@@ -478,6 +509,7 @@ pub trait RunStore: KeyStore + Send + Sync + 'static {
     async fn settle_tool_call(
         &self,
         run_id: &str,
+        tenancy: Tenancy<'_>,
         tool_call_id: &str,
         decide: Decide,
         lease: Option<Lease<'_>>,
@@ -497,6 +529,7 @@ pub trait RunStore: KeyStore + Send + Sync + 'static {
     async fn claim_call(
         &self,
         run_id: &str,
+        tenancy: Tenancy<'_>,
         tool_call_id: &str,
         claimant: &str,
         until_ms: i64,
@@ -505,6 +538,7 @@ pub trait RunStore: KeyStore + Send + Sync + 'static {
     /// at most `limit`.
     async fn pending_calls(
         &self,
+        tenancy: Tenancy<'_>,
         after: Option<(String, String)>,
         limit: usize,
     ) -> StoreResult<Vec<RunPendingCall>>;
@@ -513,6 +547,7 @@ pub trait RunStore: KeyStore + Send + Sync + 'static {
     async fn cancel_run(
         &self,
         run_id: &str,
+        tenancy: Tenancy<'_>,
         reason: &str,
         call_content: &str,
         cancelled_by: &SettledBy,
@@ -522,6 +557,7 @@ pub trait RunStore: KeyStore + Send + Sync + 'static {
     async fn read_events(
         &self,
         run_id: &str,
+        tenancy: Tenancy<'_>,
         after_sequence: u64,
         limit: usize,
     ) -> StoreResult<Option<EventPage>>;

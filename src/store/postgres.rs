@@ -36,12 +36,13 @@ use super::postgres_connect::{Connection, PostgresSettings, connection, pool};
 use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
     EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, PENDING_COLUMNS, PENDING_FEED_QUERY,
-    PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_COLUMNS,
-    RUN_OF_REQUEST_QUERY, RunHead, RunRow, STEP_RUN_QUERY, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY,
-    TURNS_QUERY, ToolCallRow, TranscriptCall, UNFINISHED_BEFORE_QUERY, UNSETTLED_QUERY,
-    UPDATE_CALL, assemble_transcript, between_turns, cancel_events, counting_step_start,
-    executed_events, executing_call, first_step, from_json, kind_name, parse_status,
-    run_tools_column, to_json, unsigned, usage_columns, usage_from_columns,
+    PENDING_IN_TENANT_QUERY, PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow,
+    RUN_COLUMNS, RUN_IN_TENANT, RUN_OF_REQUEST_QUERY, RUN_QUERY, RunHead, RunRow, STEP_RUN_QUERY,
+    TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall,
+    UNFINISHED_BEFORE_QUERY, UNSETTLED_QUERY, UPDATE_CALL, assemble_transcript, between_turns,
+    cancel_events, counting_step_start, executed_events, executing_call, first_step, from_json,
+    kind_name, parse_status, run_tools_column, to_json, unsigned, usage_columns,
+    usage_from_columns,
 };
 use super::records::{
     INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, REVOKE_KEY, scopes_text,
@@ -49,7 +50,7 @@ use super::records::{
 use super::{
     ApiKeyRecord, CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, Committed, CreateOutcome,
     Created, Decide, EventPage, ExecutedResult, KeyStore, Lease, NewApiKey, NewRun, RunEnd,
-    RunPendingCall, RunQuery, RunStore, SettleOutcome, StepState, StoreError, StoreResult,
+    RunPendingCall, RunQuery, RunStore, SettleOutcome, StepState, StoreError, StoreResult, Tenancy,
     ToolCallRecord, TurnCommit, TurnOutcome,
 };
 use crate::domain::{
@@ -66,6 +67,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         include_str!("../../migrations/postgres/0004_step_starts.sql"),
     ),
     (5, include_str!("../../migrations/postgres/0005_keys.sql")),
+    (
+        6,
+        include_str!("../../migrations/postgres/0006_tenants.sql"),
+    ),
 ];
 
 /// The channel commit notices travel on.
@@ -354,9 +359,10 @@ async fn rows_of_run(
     Ok(client.query(statement, &[&run_id]).await?)
 }
 
-/// Locks a run's row; what decides whether a change may happen.
-const LOCK_RUN: &str =
-    "SELECT status, last_sequence, turns, lease_owner FROM runs WHERE run_id = $1 FOR UPDATE";
+/// Locks run `$1`'s row if it belongs to tenant `$2` (any tenant's when NULL); what decides
+/// whether a change may happen.
+const LOCK_RUN: &str = "SELECT status, last_sequence, turns, lease_owner FROM runs \
+     WHERE run_id = $1 AND (CAST($2 AS TEXT) IS NULL OR tenant = $2) FOR UPDATE";
 
 /// Inserts a run's events of one time, their sequences and JSON bodies as two arrays.
 const INSERT_EVENTS: &str = "INSERT INTO events (run_id, sequence, time_ms, body) \
@@ -442,14 +448,16 @@ async fn fetch_tool_call(
         .await?)
 }
 
-/// Locks a run's row ([`LOCK_RUN`]) and reads its head; `None` when there is no such run.
+/// Locks a run's row ([`LOCK_RUN`]) and reads its head; `None` when there is no such run (of
+/// `tenant`, when given).
 async fn lock_run(
     client: &impl GenericClient,
     statement: &Statement,
     run_id: &str,
+    tenant: Option<&str>,
 ) -> StoreResult<Option<RunHead>> {
     client
-        .query_opt(statement, &[&run_id])
+        .query_opt(statement, &[&run_id, &tenant])
         .await?
         .map(|row| {
             Ok(RunHead {
@@ -460,6 +468,22 @@ async fn lock_run(
             })
         })
         .transpose()
+}
+
+/// Whether the run belongs to the tenant ([`RUN_IN_TENANT`]); any run does for [`Tenancy::Any`].
+async fn run_in_tenant(
+    client: &impl GenericClient,
+    run_id: &str,
+    tenancy: Tenancy<'_>,
+) -> StoreResult<bool> {
+    if tenancy == Tenancy::Any {
+        return Ok(true);
+    }
+    let [query] = prepare(client, [RUN_IN_TENANT]).await?;
+    Ok(client
+        .query_opt(&query, &[&run_id, &tenancy.param()])
+        .await?
+        .is_some())
 }
 
 /// How many of the run's calls wait for someone, and how many the server runs.
@@ -826,6 +850,7 @@ impl RunStore for PostgresStore {
                     &lease.map(|lease| lease.owner),
                     &lease.map(|lease| lease.until_ms),
                     &run.request_id,
+                    &run.tenant,
                 ],
             )
             .await
@@ -834,7 +859,13 @@ impl RunStore for PostgresStore {
             // A start that may repeat an earlier one: look for the earlier run first. Two starts
             // of one key at once both find none; the unique index makes the second insert wait
             // for the first and fail once it commits, and the second then returns its run.
-            let ((), found) = try_join!(tx.begin(), row_of_run(client, &existing, request_id))?;
+            let ((), found) = try_join!(tx.begin(), async {
+                Ok::<_, StoreError>(
+                    client
+                        .query_opt(&existing, &[&run.tenant, request_id])
+                        .await?,
+                )
+            })?;
             if let Some(row) = found {
                 let run_id = row.get(0);
                 return Ok(tx.rollback(CreateOutcome::Existing { run_id }).await);
@@ -846,7 +877,8 @@ impl RunStore for PostgresStore {
                     drop(tx);
                     let client = self.pool.get().await?;
                     let [existing] = prepare(&client, [RUN_OF_REQUEST_QUERY]).await?;
-                    let row = row_of_run(&client, &existing, request_id)
+                    let row = client
+                        .query_opt(&existing, &[&run.tenant, request_id])
                         .await?
                         .ok_or_else(|| {
                             StoreError::Corrupt("a request id without its run".into())
@@ -878,14 +910,18 @@ impl RunStore for PostgresStore {
         })))
     }
 
-    async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunRecord>> {
+    async fn get_run(&self, run_id: &str, tenancy: Tenancy<'_>) -> StoreResult<Option<RunRecord>> {
         // No transaction: its two reads were never one snapshot (read committed) anyway.
         let client = self.pool.get().await?;
-        let [run, pending] =
-            prepare(&client, [STEP_RUN_QUERY.as_str(), PENDING_QUERY.as_str()]).await?;
+        let [run, pending] = prepare(
+            &client,
+            [RUN_QUERY.as_str(), PENDING_IN_TENANT_QUERY.as_str()],
+        )
+        .await?;
+        let tenant = tenancy.param();
         let (row, pending) = try_join!(
-            row_of_run(&client, &run, run_id),
-            rows_of_run(&client, &pending, run_id),
+            async { Ok::<_, StoreError>(client.query_opt(&run, &[&run_id, &tenant]).await?) },
+            async { Ok::<_, StoreError>(client.query(&pending, &[&run_id, &tenant]).await?) },
         )?;
         row.map(|row| run_row(&row).into_record(pending_calls(&pending)?))
             .transpose()
@@ -899,13 +935,14 @@ impl RunStore for PostgresStore {
             &format!(
                 "SELECT {RUN_COLUMNS} FROM runs WHERE ($1::TEXT IS NULL OR status = $1) \
                      AND ($2::TEXT IS NULL OR agent_id = $2) AND ($3::TEXT IS NULL OR run_id < $3) \
-                     ORDER BY run_id DESC LIMIT $4"
+                     AND ($5::TEXT IS NULL OR tenant = $5) ORDER BY run_id DESC LIMIT $4"
             ),
             &[
                 &status,
                 &query.agent_id,
                 &query.before_run_id,
                 &(query.limit as i64),
+                &query.tenant,
             ],
         )
         .await?;
@@ -998,7 +1035,7 @@ impl RunStore for PostgresStore {
             ],
         )
         .await?;
-        let ((), head) = try_join!(tx.begin(), lock_run(client, &lock, run_id))?;
+        let ((), head) = try_join!(tx.begin(), lock_run(client, &lock, run_id, None))?;
         let Some(head) = head.filter(|head| head.admits_step(owner, expected_turns)) else {
             return Ok(tx.rollback(TurnOutcome::Stale).await);
         };
@@ -1081,7 +1118,7 @@ impl RunStore for PostgresStore {
             ],
         )
         .await?;
-        let ((), head) = try_join!(tx.begin(), lock_run(client, &lock, run_id))?;
+        let ((), head) = try_join!(tx.begin(), lock_run(client, &lock, run_id, None))?;
         let Some(head) = head.filter(|head| head.admits_step(owner, expected_turns)) else {
             return Ok(tx.rollback(TurnOutcome::Stale).await);
         };
@@ -1109,9 +1146,13 @@ impl RunStore for PostgresStore {
     async fn get_tool_call(
         &self,
         run_id: &str,
+        tenancy: Tenancy<'_>,
         tool_call_id: &str,
     ) -> StoreResult<Option<ToolCallRecord>> {
         let client = self.pool.get().await?;
+        if !run_in_tenant(&client, run_id, tenancy).await? {
+            return Ok(None);
+        }
         let [query] = prepare(&client, [TOOL_CALL_QUERY]).await?;
         fetch_tool_call(&client, &query, run_id, tool_call_id)
             .await?
@@ -1122,6 +1163,7 @@ impl RunStore for PostgresStore {
     async fn settle_tool_call(
         &self,
         run_id: &str,
+        tenancy: Tenancy<'_>,
         tool_call_id: &str,
         decide: Decide,
         lease: Option<Lease<'_>>,
@@ -1143,10 +1185,12 @@ impl RunStore for PostgresStore {
         )
         .await?;
         // Lock the run first: settles of one run are serialized across replicas, and the reads
-        // after the lock in this flight see the run as locked.
+        // after the lock in this flight see the run as locked. The lock is what checks the
+        // tenant: the call read in the same flight is not returned unless it passed.
+        let tenant = tenancy.param();
         let ((), head, call, (pending, executing)) = try_join!(
             tx.begin(),
-            lock_run(client, &lock, run_id),
+            lock_run(client, &lock, run_id, tenant.as_deref()),
             fetch_tool_call(client, &call_query, run_id, tool_call_id),
             call_counts(client, &count, run_id),
         )?;
@@ -1263,7 +1307,7 @@ impl RunStore for PostgresStore {
         .await?;
         let ((), head, (pending, executing)) = try_join!(
             tx.begin(),
-            lock_run(client, &lock, run_id),
+            lock_run(client, &lock, run_id, None),
             call_counts(client, &count, run_id),
         )?;
         let Some(head) = head.filter(|head| head.admits_step(owner, expected_turns)) else {
@@ -1319,11 +1363,15 @@ impl RunStore for PostgresStore {
     async fn claim_call(
         &self,
         run_id: &str,
+        tenancy: Tenancy<'_>,
         tool_call_id: &str,
         claimant: &str,
         until_ms: i64,
     ) -> StoreResult<ClaimOutcome> {
         let client = self.pool.get().await?;
+        if !run_in_tenant(&client, run_id, tenancy).await? {
+            return Ok(ClaimOutcome::NotFound);
+        }
         let [claim, call_query, claim_query] =
             prepare(&client, [CLAIM_UPDATE, TOOL_CALL_QUERY, CLAIM_QUERY]).await?;
         let claimed = exec(
@@ -1354,6 +1402,7 @@ impl RunStore for PostgresStore {
 
     async fn pending_calls(
         &self,
+        tenancy: Tenancy<'_>,
         after: Option<(String, String)>,
         limit: usize,
     ) -> StoreResult<Vec<RunPendingCall>> {
@@ -1362,7 +1411,7 @@ impl RunStore for PostgresStore {
         select(
             &client,
             &PENDING_FEED_QUERY,
-            &[&run_id, &call_id, &(limit as i64)],
+            &[&run_id, &call_id, &tenancy.param(), &(limit as i64)],
         )
         .await?
         .iter()
@@ -1373,6 +1422,7 @@ impl RunStore for PostgresStore {
     async fn cancel_run(
         &self,
         run_id: &str,
+        tenancy: Tenancy<'_>,
         reason: &str,
         call_content: &str,
         cancelled_by: &SettledBy,
@@ -1404,9 +1454,10 @@ impl RunStore for PostgresStore {
             ],
         )
         .await?;
+        let tenant = tenancy.param();
         let ((), head, pending) = try_join!(
             tx.begin(),
-            lock_run(client, &lock, run_id),
+            lock_run(client, &lock, run_id, tenant.as_deref()),
             rows_of_run(client, &pending_query, run_id),
         )?;
         let Some(head) = head else {
@@ -1461,6 +1512,7 @@ impl RunStore for PostgresStore {
     async fn read_events(
         &self,
         run_id: &str,
+        tenancy: Tenancy<'_>,
         after_sequence: u64,
         limit: usize,
     ) -> StoreResult<Option<EventPage>> {
@@ -1472,11 +1524,13 @@ impl RunStore for PostgresStore {
             "SELECT run.status, run.last_sequence, event.sequence, event.time_ms, event.body \
              FROM runs AS run LEFT JOIN LATERAL (SELECT sequence, time_ms, body FROM events \
              WHERE events.run_id = run.run_id AND sequence > $2 ORDER BY sequence LIMIT $3) \
-             AS event ON TRUE WHERE run.run_id = $1 ORDER BY event.sequence",
+             AS event ON TRUE WHERE run.run_id = $1 \
+             AND (CAST($4 AS TEXT) IS NULL OR run.tenant = $4) ORDER BY event.sequence",
             &[
                 &run_id,
                 &(after_sequence as i64),
                 &i64::try_from(limit).unwrap_or(i64::MAX),
+                &tenancy.param(),
             ],
         )
         .await?;

@@ -53,6 +53,43 @@ pub(super) static STEP_RUN_QUERY: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// Whether run `$1` belongs to tenant `$2` (to any tenant when `$2` is NULL): see [`Tenancy`].
+macro_rules! in_tenant {
+    ($column:literal) => {
+        concat!("(CAST($2 AS TEXT) IS NULL OR ", $column, " = $2)")
+    };
+}
+
+/// Selects run `$1` if it belongs to tenant `$2` ([`in_tenant!`]): the first statement of every
+/// change a caller asks for by run id, so that nothing of another tenant's run is read or changed.
+pub(super) const RUN_IN_TENANT: &str = concat!(
+    "SELECT 1 FROM runs WHERE run_id = $1 AND ",
+    in_tenant!("tenant")
+);
+
+/// The status and last sequence of run `$1` if it belongs to tenant `$2`.
+pub(super) const RUN_STATE_QUERY: &str = concat!(
+    "SELECT status, last_sequence FROM runs WHERE run_id = $1 AND ",
+    in_tenant!("tenant")
+);
+
+/// Pending calls ([`PendingRow`]) of run `$1` if it belongs to tenant `$2`, in the order made.
+pub(super) static PENDING_IN_TENANT_QUERY: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {PENDING_COLUMNS} FROM tool_calls WHERE run_id = $1 AND status = 'pending' \
+         AND EXISTS (SELECT 1 FROM runs WHERE runs.run_id = $1 AND {}) ORDER BY turn, position",
+        in_tenant!("runs.tenant")
+    )
+});
+
+/// Run `$1` ([`RUN_COLUMNS`]) if it belongs to tenant `$2`.
+pub(super) static RUN_QUERY: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {RUN_COLUMNS} FROM runs WHERE run_id = $1 AND {}",
+        in_tenant!("tenant")
+    )
+});
+
 /// A `runs` row as read, before its pending calls are attached.
 pub(super) struct RunRow {
     pub run_id: String,
@@ -97,12 +134,12 @@ impl RunRow {
 }
 
 /// Inserts a new, running run: its id, agent, prompt, metadata, question TTL, time (created and
-/// updated), run tools, lease owner, lease expiry and request id, in that order.
+/// updated), run tools, lease owner, lease expiry, request id and tenant, in that order.
 pub(super) static INSERT_RUN: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "INSERT INTO runs ({RUN_COLUMNS}, lease_owner, lease_expires_ms, request_id, step_starts) \
-         VALUES ($1, $2, 'running', $3, $4, '', '', 1, 0, $5, $6, $6, $7, $8, $9, $10, \
-         CASE WHEN CAST($8 AS TEXT) IS NULL THEN 0 ELSE 1 END)"
+        "INSERT INTO runs ({RUN_COLUMNS}, lease_owner, lease_expires_ms, request_id, tenant, \
+         step_starts) VALUES ($1, $2, 'running', $3, $4, '', '', 1, 0, $5, $6, $6, $7, $8, $9, \
+         $10, $11, CASE WHEN CAST($8 AS TEXT) IS NULL THEN 0 ELSE 1 END)"
     )
 });
 
@@ -123,8 +160,9 @@ pub(super) fn counting_step_start(take_lease: &str) -> String {
     take_lease.replacen(set, counted, 1)
 }
 
-/// The run a start with request id `$1` created.
-pub(super) const RUN_OF_REQUEST_QUERY: &str = "SELECT run_id FROM runs WHERE request_id = $1";
+/// The run a start of tenant `$1` with request id `$2` created.
+pub(super) const RUN_OF_REQUEST_QUERY: &str =
+    "SELECT run_id FROM runs WHERE tenant = $1 AND request_id = $2";
 
 /// The `runs.run_tools` value of a new run: NULL when it has none.
 pub(super) fn run_tools_column(run: &NewRun) -> StoreResult<Option<String>> {
@@ -145,8 +183,9 @@ pub(super) static PENDING_QUERY: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// Pending calls of every run after (`$1`, `$2`) in (run id, call id) order, at most `$3`: the
-/// run's id and agent, then [`PENDING_COLUMNS`].
+/// Pending calls of every run of tenant `$3` (of any tenant when NULL) after (`$1`, `$2`) in (run
+/// id, call id) order, at most `$4`: the run's id and agent, then [`PENDING_COLUMNS`]. (SQLite
+/// numbers `$n` parameters in the order they first appear: keep them in order.)
 pub(super) static PENDING_FEED_QUERY: LazyLock<String> = LazyLock::new(|| {
     let columns = PENDING_COLUMNS
         .split(", ")
@@ -156,7 +195,7 @@ pub(super) static PENDING_FEED_QUERY: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT c.run_id, r.agent_id, {columns} FROM tool_calls c JOIN runs r ON r.run_id = c.run_id \
          WHERE c.status = 'pending' AND (c.run_id > $1 OR (c.run_id = $1 AND c.tool_call_id > $2)) \
-         ORDER BY c.run_id, c.tool_call_id LIMIT $3"
+         AND (CAST($3 AS TEXT) IS NULL OR r.tenant = $3) ORDER BY c.run_id, c.tool_call_id LIMIT $4"
     )
 });
 

@@ -2,6 +2,7 @@
 //! temporary directory, and talks to it with the generated tonic clients.
 #![allow(dead_code)]
 
+pub mod credentials;
 pub mod postgres_cluster;
 
 use std::io::{BufRead, BufReader};

@@ -42,6 +42,8 @@ pub struct Tool {
     pub approval: ApprovalPolicy,
     /// How long a client tool call waits for its output; `None`: as long as a question waits.
     pub timeout: Option<Duration>,
+    /// Who may decide its approvals; empty: the agent's assignees.
+    pub assignees: Vec<String>,
 }
 
 /// The longest tool name, as the chat completions API allows.
@@ -73,6 +75,7 @@ impl Tool {
             kind: ToolKind::AskUser,
             approval: ApprovalPolicy::Never,
             timeout: None,
+            assignees: Vec::new(),
         })
     }
 
@@ -99,6 +102,7 @@ impl Tool {
                 ApprovalPolicy::Never
             },
             timeout: None,
+            assignees: Vec::new(),
         })
     }
 

@@ -19,17 +19,18 @@ mod readers;
 use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
     EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, PENDING_FEED_QUERY, PENDING_QUERY,
-    PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_COLUMNS, RUN_OF_REQUEST_QUERY, RunHead,
-    RunRow, STEP_RUN_QUERY, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow,
-    TranscriptCall, UNFINISHED_BEFORE_QUERY, UNSETTLED_QUERY, UPDATE_CALL, assemble_transcript,
-    between_turns, cancel_events, counting_step_start, executed_events, executing_call, first_step,
-    from_json, kind_name, parse_status, run_tools_column, to_json, usage_columns,
-    usage_from_columns,
+    PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_COLUMNS, RUN_IN_TENANT,
+    RUN_OF_REQUEST_QUERY, RUN_QUERY, RUN_STATE_QUERY, RunHead, RunRow, STEP_RUN_QUERY,
+    TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall,
+    UNFINISHED_BEFORE_QUERY, UNSETTLED_QUERY, UPDATE_CALL, assemble_transcript, between_turns,
+    cancel_events, counting_step_start, executed_events, executing_call, first_step, from_json,
+    kind_name, parse_status, run_tools_column, to_json, usage_columns, usage_from_columns,
 };
 use super::{
     CallStatus, CancelOutcome, ClaimOutcome, Committed, CreateOutcome, Created, Decide, EventPage,
     ExecutedResult, ExecutingCall, Lease, NewRun, RunEnd, RunPendingCall, RunQuery, RunStore,
-    SettleOutcome, StepState, StoreError, StoreResult, ToolCallRecord, TurnCommit, TurnOutcome,
+    SettleOutcome, StepState, StoreError, StoreResult, Tenancy, ToolCallRecord, TurnCommit,
+    TurnOutcome,
 };
 use crate::domain::{
     Event, EventKind, Message, PendingCall, RunRecord, RunStatus, SettledBy, ToolResultKind,
@@ -54,6 +55,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0003_tools.sql"),
     include_str!("../../../migrations/postgres/0004_step_starts.sql"),
     include_str!("../../../migrations/postgres/0005_keys.sql"),
+    include_str!("../../../migrations/postgres/0006_tenants.sql"),
 ];
 
 /// Version 2: the tokens each run has used so far. (Version 3 is PostgreSQL's own file: its SQL is
@@ -225,10 +227,15 @@ fn read_run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
     })
 }
 
-fn load_run(conn: &Connection, run_id: &str) -> StoreResult<Option<RunRecord>> {
+/// Run `run_id` if it belongs to `tenant` (to any tenant when `None`).
+fn load_run(
+    conn: &Connection,
+    run_id: &str,
+    tenant: Option<&str>,
+) -> StoreResult<Option<RunRecord>> {
     let raw = conn
-        .prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?1"))?
-        .query_row([run_id], read_run_row)
+        .prepare_cached(&RUN_QUERY)?
+        .query_row(params![run_id, tenant], read_run_row)
         .optional()?;
     match raw {
         None => Ok(None),
@@ -252,6 +259,18 @@ fn read_pending_row(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<P
         claimant: row.get(first + 7)?,
         claim_expires_ms: row.get(first + 8)?,
     })
+}
+
+/// Whether the run belongs to `tenant` ([`RUN_IN_TENANT`]); any run does when `None`.
+fn run_in_tenant(conn: &Connection, run_id: &str, tenant: Option<&str>) -> StoreResult<bool> {
+    if tenant.is_none() {
+        return Ok(true);
+    }
+    Ok(conn
+        .prepare_cached(RUN_IN_TENANT)?
+        .query_row(params![run_id, tenant], |_| Ok(()))
+        .optional()?
+        .is_some())
 }
 
 fn load_pending(conn: &Connection, run_id: &str) -> StoreResult<Vec<PendingCall>> {
@@ -456,7 +475,7 @@ impl RunStore for SqliteStore {
                 if let Some(request_id) = &run.request_id {
                     let existing: Option<String> = conn
                         .prepare_cached(RUN_OF_REQUEST_QUERY)?
-                        .query_row([request_id], |row| row.get(0))
+                        .query_row([&run.tenant, request_id], |row| row.get(0))
                         .optional()?;
                     if let Some(run_id) = existing {
                         return Ok(CreateOutcome::Existing { run_id });
@@ -473,7 +492,8 @@ impl RunStore for SqliteStore {
                     run_tools_column(&run)?,
                     owner,
                     lease_until_ms,
-                    run.request_id
+                    run.request_id,
+                    run.tenant
                 ])?;
                 let started = EventKind::RunStarted {
                     agent_id: run.agent_id.clone(),
@@ -492,9 +512,11 @@ impl RunStore for SqliteStore {
             .await
     }
 
-    async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunRecord>> {
-        let run_id = run_id.to_owned();
-        self.readers.run(move |conn| load_run(conn, &run_id)).await
+    async fn get_run(&self, run_id: &str, tenancy: Tenancy<'_>) -> StoreResult<Option<RunRecord>> {
+        let (run_id, tenant) = (run_id.to_owned(), tenancy.param());
+        self.readers
+            .run(move |conn| load_run(conn, &run_id, tenant.as_deref()))
+            .await
     }
 
     async fn list_runs(&self, query: RunQuery) -> StoreResult<Vec<RunRecord>> {
@@ -502,6 +524,10 @@ impl RunStore for SqliteStore {
             .run(move |conn| {
                 let mut sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE 1 = 1");
                 let mut args: Vec<String> = Vec::new();
+                if let Some(tenant) = query.tenant {
+                    args.push(tenant);
+                    sql.push_str(&format!(" AND tenant = ?{}", args.len()));
+                }
                 if let Some(status) = query.status {
                     args.push(status.as_str().to_owned());
                     sql.push_str(&format!(" AND status = ?{}", args.len()));
@@ -669,25 +695,37 @@ impl RunStore for SqliteStore {
     async fn get_tool_call(
         &self,
         run_id: &str,
+        tenancy: Tenancy<'_>,
         tool_call_id: &str,
     ) -> StoreResult<Option<ToolCallRecord>> {
-        let (run_id, tool_call_id) = (run_id.to_owned(), tool_call_id.to_owned());
+        let (run_id, tenant, tool_call_id) =
+            (run_id.to_owned(), tenancy.param(), tool_call_id.to_owned());
         self.db
-            .run(move |conn| load_tool_call(conn, &run_id, &tool_call_id))
+            .run(move |conn| {
+                if !run_in_tenant(conn, &run_id, tenant.as_deref())? {
+                    return Ok(None);
+                }
+                load_tool_call(conn, &run_id, &tool_call_id)
+            })
             .await
     }
 
     async fn settle_tool_call(
         &self,
         run_id: &str,
+        tenancy: Tenancy<'_>,
         tool_call_id: &str,
         decide: Decide,
         lease: Option<Lease<'_>>,
     ) -> StoreResult<SettleOutcome> {
-        let (run_id, tool_call_id) = (run_id.to_owned(), tool_call_id.to_owned());
+        let (run_id, tenant, tool_call_id) =
+            (run_id.to_owned(), tenancy.param(), tool_call_id.to_owned());
         let lease = lease.map(|lease| (lease.owner.to_owned(), lease.until_ms));
         self.db.run(move |conn| {
             let now = now_millis();
+            if !run_in_tenant(conn, &run_id, tenant.as_deref())? {
+                return Ok(SettleOutcome::NotFound);
+            }
             let Some(call) = load_tool_call(conn, &run_id, &tool_call_id)? else {
                 return Ok(SettleOutcome::NotFound);
             };
@@ -817,17 +855,22 @@ impl RunStore for SqliteStore {
     async fn claim_call(
         &self,
         run_id: &str,
+        tenancy: Tenancy<'_>,
         tool_call_id: &str,
         claimant: &str,
         until_ms: i64,
     ) -> StoreResult<ClaimOutcome> {
-        let (run_id, tool_call_id, claimant) = (
+        let (run_id, tenant, tool_call_id, claimant) = (
             run_id.to_owned(),
+            tenancy.param(),
             tool_call_id.to_owned(),
             claimant.to_owned(),
         );
         self.db
             .run(move |conn| {
+                if !run_in_tenant(conn, &run_id, tenant.as_deref())? {
+                    return Ok(ClaimOutcome::NotFound);
+                }
                 let claimed = conn.prepare_cached(CLAIM_UPDATE)?.execute(params![
                     claimant,
                     until_ms,
@@ -859,15 +902,17 @@ impl RunStore for SqliteStore {
 
     async fn pending_calls(
         &self,
+        tenancy: Tenancy<'_>,
         after: Option<(String, String)>,
         limit: usize,
     ) -> StoreResult<Vec<RunPendingCall>> {
+        let tenant = tenancy.param();
         self.readers
             .run(move |conn| {
                 let (run_id, call_id) = after.unwrap_or_default();
                 let rows: Vec<(String, String, PendingRow)> = conn
                     .prepare_cached(&PENDING_FEED_QUERY)?
-                    .query_map(params![run_id, call_id, limit as i64], |row| {
+                    .query_map(params![run_id, call_id, tenant, limit as i64], |row| {
                         Ok((row.get(0)?, row.get(1)?, read_pending_row(row, 2)?))
                     })?
                     .collect::<Result<_, _>>()?;
@@ -881,18 +926,23 @@ impl RunStore for SqliteStore {
     async fn cancel_run(
         &self,
         run_id: &str,
+        tenancy: Tenancy<'_>,
         reason: &str,
         call_content: &str,
         cancelled_by: &SettledBy,
     ) -> StoreResult<CancelOutcome> {
         let cancelled_by = cancelled_by.clone();
-        let (run_id, reason, call_content) = (
+        let (run_id, tenant, reason, call_content) = (
             run_id.to_owned(),
+            tenancy.param(),
             reason.to_owned(),
             call_content.to_owned(),
         );
         self.db.run(move |conn| {
             let now = now_millis();
+            if !run_in_tenant(conn, &run_id, tenant.as_deref())? {
+                return Ok(CancelOutcome::NotFound);
+            }
             let Some(head) = run_head(conn, &run_id)? else {
                 return Ok(CancelOutcome::NotFound);
             };
@@ -941,14 +991,15 @@ impl RunStore for SqliteStore {
     async fn read_events(
         &self,
         run_id: &str,
+        tenancy: Tenancy<'_>,
         after_sequence: u64,
         limit: usize,
     ) -> StoreResult<Option<EventPage>> {
-        let run_id = run_id.to_owned();
+        let (run_id, tenant) = (run_id.to_owned(), tenancy.param());
         self.readers.run(move |conn| {
             let Some((status, last_sequence)) = conn
-                .prepare_cached("SELECT status, last_sequence FROM runs WHERE run_id = ?1")?
-                .query_row([&run_id], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))
+                .prepare_cached(RUN_STATE_QUERY)?
+                .query_row(params![&run_id, tenant], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))
                 .optional()?
             else {
                 return Ok(None);

@@ -1,0 +1,53 @@
+//! API keys for tests with auth on: made with `askuser keys` on a server's store, and sent as
+//! `authorization: Bearer` on each request.
+
+use std::process::Command;
+
+use super::Server;
+
+/// Runs `askuser keys <args>` on the server's data directory; returns its stdout.
+pub fn keys(server: &Server, args: &[&str]) -> String {
+    let data_dir = server.data_dir.to_str().expect("utf-8 path");
+    keys_on(&["--data-dir", data_dir], args)
+}
+
+/// Runs `askuser keys <store flags> <args>`; returns its stdout.
+pub fn keys_on(store: &[&str], args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_askuser"))
+        .arg("keys")
+        .args(store)
+        .args(args)
+        .output()
+        .expect("run askuser keys");
+    assert!(
+        output.status.success(),
+        "askuser keys {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("utf-8")
+}
+
+/// Creates a key of `tenant` with these comma-separated scopes on `store` (`serve`'s store flags);
+/// returns the key.
+pub fn tenant_key(store: &[&str], tenant: &str, scopes: &str) -> String {
+    keys_on(
+        store,
+        &[
+            "create", "--tenant", tenant, "--name", tenant, "--scopes", scopes,
+        ],
+    )
+    .trim()
+    .to_owned()
+}
+
+/// A request carrying `credential` as a bearer token, if any.
+pub fn authorized<T>(message: T, credential: Option<&str>) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    if let Some(credential) = credential {
+        let value = format!("Bearer {credential}")
+            .parse()
+            .expect("header value");
+        request.metadata_mut().insert("authorization", value);
+    }
+    request
+}

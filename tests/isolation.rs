@@ -1,0 +1,339 @@
+//! Tenant isolation against the real server with API keys, on SQLite and on PostgreSQL: every RPC
+//! that names a run of another tenant is NOT_FOUND (exactly as for a run that does not exist) and
+//! changes nothing; listings, the pending-calls feed and the agents a tenant may not use show
+//! nothing of the other tenant; the run's own tenant then finishes it as if nothing happened.
+
+mod common;
+
+use askuser::proto::v1 as pb;
+use askuser::proto::v1::agent_service_client::AgentServiceClient;
+use askuser::proto::v1::run_agent_request::Frame;
+use askuser::proto::v1::run_agent_response::Event;
+use askuser::proto::v1::watch_pending_calls_response::Event as PendingEvent;
+use common::credentials::{authorized, tenant_key};
+use common::{FRAME_TIMEOUT, Server, collect_frames, error_reason, fresh_database, text_answer};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::Channel;
+use tonic::{Code, Streaming};
+
+const SCOPES: &str = "runs:start,runs:read,runs:answer,runs:cancel,tools:execute,agents:read";
+
+fn agents() -> String {
+    [
+        common::scripted_agent(
+            "asks",
+            &[
+                r#"ask = [{ question = "Which region?" }]"#,
+                r#"say = "done""#,
+            ],
+        ),
+        common::scripted_agent_with("acme_only", "tenants = [\"acme\"]", &[r#"say = "hi""#]),
+    ]
+    .join("\n")
+}
+
+/// A `RunAgent` stream opened with a credential.
+struct Stream {
+    sender: mpsc::Sender<pb::RunAgentRequest>,
+    inbound: Streaming<pb::RunAgentResponse>,
+}
+
+async fn open(
+    client: &mut AgentServiceClient<Channel>,
+    key: &str,
+    first: Frame,
+) -> Result<Stream, tonic::Status> {
+    let (sender, receiver) = mpsc::channel(4);
+    sender
+        .send(pb::RunAgentRequest { frame: Some(first) })
+        .await
+        .expect("send first frame");
+    let inbound = client
+        .run_agent(authorized(ReceiverStream::new(receiver), Some(key)))
+        .await?
+        .into_inner();
+    Ok(Stream { sender, inbound })
+}
+
+impl Stream {
+    /// The next frame that is not a heartbeat; the stream's error, if it fails.
+    async fn next(&mut self) -> Result<Option<pb::RunAgentResponse>, tonic::Status> {
+        loop {
+            let frame = tokio::time::timeout(FRAME_TIMEOUT, self.inbound.message())
+                .await
+                .expect("timed out waiting for a frame")?;
+            if !matches!(
+                frame.as_ref().and_then(|f| f.event.as_ref()),
+                Some(Event::Heartbeat(_))
+            ) {
+                return Ok(frame);
+            }
+        }
+    }
+}
+
+fn start(agent_id: &str) -> Frame {
+    Frame::Start(pb::StartRun {
+        agent_id: agent_id.into(),
+        prompt: "go".into(),
+        ..Default::default()
+    })
+}
+
+/// Starts a run of `asks` as `key` and reads it to its question: (stream, run id, call id).
+async fn suspended_run(
+    client: &mut AgentServiceClient<Channel>,
+    key: &str,
+) -> (Stream, String, String) {
+    let mut stream = open(client, key, start("asks")).await.expect("start");
+    loop {
+        let frame = stream.next().await.expect("frame").expect("open stream");
+        if let Some(Event::ToolCallSuspended(suspended)) = frame.event {
+            return (stream, frame.run_id, suspended.tool_call_id);
+        }
+    }
+}
+
+/// The code and `ErrorInfo` reason a call failed with; panics if it succeeded.
+fn refusal<T: std::fmt::Debug>(outcome: Result<T, tonic::Status>) -> (Code, Option<String>) {
+    match outcome {
+        Ok(value) => panic!("expected a refusal, got {value:?}"),
+        Err(status) => (status.code(), error_reason(&status)),
+    }
+}
+
+/// What every run-addressed RPC answers `key` about `run_id`: one (code, reason) per RPC.
+async fn run_rpcs(
+    client: &mut AgentServiceClient<Channel>,
+    key: &str,
+    run_id: &str,
+    call_id: &str,
+) -> Vec<(&'static str, (Code, Option<String>))> {
+    let credential = Some(key);
+    let get = client
+        .get_run(authorized(
+            pb::GetRunRequest {
+                run_id: run_id.into(),
+            },
+            credential,
+        ))
+        .await;
+    let watch = match client
+        .watch_run(authorized(
+            pb::WatchRunRequest {
+                run_id: run_id.into(),
+                after_sequence: 0,
+            },
+            credential,
+        ))
+        .await
+    {
+        Ok(mut stream) => stream.get_mut().message().await.map(|_| ()),
+        Err(status) => Err(status),
+    };
+    let attach = open(
+        client,
+        key,
+        Frame::Attach(pb::AttachRun {
+            run_id: run_id.into(),
+            after_sequence: 0,
+        }),
+    )
+    .await;
+    let attach = match attach {
+        Ok(mut stream) => stream.next().await.map(|_| ()),
+        Err(status) => Err(status),
+    };
+    let resume = match client
+        .resume_run(authorized(
+            pb::ResumeRunRequest {
+                answer: Some(text_answer(run_id, call_id, "eu-west")),
+            },
+            credential,
+        ))
+        .await
+    {
+        Ok(mut stream) => stream.get_mut().message().await.map(|_| ()),
+        Err(status) => Err(status),
+    };
+    let claim = client
+        .claim_call(authorized(
+            pb::ClaimCallRequest {
+                run_id: run_id.into(),
+                tool_call_id: call_id.into(),
+                ttl: None,
+                claimant: "worker".into(),
+            },
+            credential,
+        ))
+        .await;
+    let cancel = client
+        .cancel_run(authorized(
+            pb::CancelRunRequest {
+                run_id: run_id.into(),
+                reason: "mine now".into(),
+            },
+            credential,
+        ))
+        .await;
+    vec![
+        ("GetRun", refusal(get)),
+        ("WatchRun", refusal(watch)),
+        ("RunAgent attach", refusal(attach)),
+        ("ResumeRun", refusal(resume)),
+        ("ClaimCall", refusal(claim)),
+        ("CancelRun", refusal(cancel)),
+    ]
+}
+
+/// The runs `ListRuns` shows `key`.
+async fn listed(client: &mut AgentServiceClient<Channel>, key: &str) -> Vec<String> {
+    client
+        .list_runs(authorized(pb::ListRunsRequest::default(), Some(key)))
+        .await
+        .expect("list runs")
+        .into_inner()
+        .runs
+        .into_iter()
+        .map(|run| run.run_id)
+        .collect()
+}
+
+/// The runs whose calls the pending-calls feed's snapshot shows `key`.
+async fn pending_runs(client: &mut AgentServiceClient<Channel>, key: &str) -> Vec<String> {
+    let mut feed = client
+        .watch_pending_calls(authorized(
+            pb::WatchPendingCallsRequest::default(),
+            Some(key),
+        ))
+        .await
+        .expect("watch pending calls")
+        .into_inner();
+    let mut runs = Vec::new();
+    loop {
+        let event = tokio::time::timeout(FRAME_TIMEOUT, feed.message())
+            .await
+            .expect("timed out waiting for the feed")
+            .expect("feed")
+            .expect("feed open");
+        match event.event {
+            Some(PendingEvent::CallPending(call)) => runs.push(call.run_id),
+            Some(PendingEvent::SnapshotDone(_)) => return runs,
+            _ => {}
+        }
+    }
+}
+
+async fn agent_ids(client: &mut AgentServiceClient<Channel>, key: &str) -> Vec<String> {
+    client
+        .list_agents(authorized(pb::ListAgentsRequest {}, Some(key)))
+        .await
+        .expect("list agents")
+        .into_inner()
+        .agents
+        .into_iter()
+        .map(|agent| agent.agent_id)
+        .collect()
+}
+
+/// The isolation scenario on a server with a PostgreSQL store (`database_url`), or its own SQLite
+/// file.
+async fn tenants_are_isolated(database_url: Option<&str>) {
+    let mut args = vec!["--auth", "keys"];
+    args.extend(database_url.iter().flat_map(|url| ["--database-url", url]));
+    let server = Server::start_with(Some(&agents()), &args);
+    let data_dir = server.data_dir.to_str().expect("utf-8 path");
+    let store = match database_url {
+        Some(url) => ["--database-url", url],
+        None => ["--data-dir", data_dir],
+    };
+    let acme = tenant_key(&store, "acme", SCOPES);
+    let globex = tenant_key(&store, "globex", SCOPES);
+    let mut client = server.agents().await;
+
+    let (mut stream, run_id, call_id) = suspended_run(&mut client, &acme).await;
+
+    // Every RPC on acme's run answers globex exactly as on a run that does not exist.
+    let foreign = run_rpcs(&mut client, &globex, &run_id, &call_id).await;
+    let missing = run_rpcs(&mut client, &globex, "no-such-run", &call_id).await;
+    for ((rpc, refused), (_, absent)) in foreign.iter().zip(&missing) {
+        assert_eq!(refused.0, Code::NotFound, "{rpc}: {refused:?}");
+        assert_eq!(
+            refused.1, absent.1,
+            "{rpc}: the reason tells the runs apart"
+        );
+    }
+    assert_eq!(listed(&mut client, &globex).await, Vec::<String>::new());
+    assert_eq!(
+        pending_runs(&mut client, &globex).await,
+        Vec::<String>::new()
+    );
+
+    // An agent kept for acme is, to globex, no agent at all.
+    assert_eq!(agent_ids(&mut client, &globex).await, ["asks"]);
+    assert_eq!(agent_ids(&mut client, &acme).await, ["acme_only", "asks"]);
+    let mut refused = open(&mut client, &globex, start("acme_only")).await;
+    let code = match refused.as_mut() {
+        Ok(stream) => stream.next().await.map(|_| ()).err().map(|s| s.code()),
+        Err(status) => Some(status.code()),
+    };
+    assert_eq!(code, Some(Code::NotFound));
+
+    // Nothing changed: acme sees its run, still waiting, and answers it.
+    assert_eq!(listed(&mut client, &acme).await, [run_id.as_str()]);
+    assert_eq!(pending_runs(&mut client, &acme).await, [run_id.as_str()]);
+    let run = client
+        .get_run(authorized(
+            pb::GetRunRequest {
+                run_id: run_id.clone(),
+            },
+            Some(&acme),
+        ))
+        .await
+        .expect("get own run")
+        .into_inner()
+        .run
+        .expect("run");
+    assert_eq!(run.status, pb::RunStatus::Suspended as i32);
+    let pending: Vec<&str> = run
+        .pending_tool_calls
+        .iter()
+        .map(|c| c.tool_call_id.as_str())
+        .collect();
+    assert_eq!(pending, [call_id.as_str()]);
+    stream
+        .sender
+        .send(pb::RunAgentRequest {
+            frame: Some(Frame::Answer(text_answer(&run_id, &call_id, "eu-west"))),
+        })
+        .await
+        .expect("answer");
+    drop(stream.sender);
+    let frames = collect_frames(&mut stream.inbound).await;
+    let settled_by = frames.iter().find_map(|frame| match &frame.event {
+        Some(Event::ToolResult(result)) => result.settled_by.clone(),
+        _ => None,
+    });
+    assert_eq!(
+        settled_by.map(|by| (by.tenant, by.method)),
+        Some(("acme".to_owned(), pb::AuthMethod::ApiKey as i32))
+    );
+    assert!(
+        frames.iter().any(
+            |f| matches!(&f.event, Some(Event::RunCompleted(done)) if done.output_text == "done")
+        ),
+        "{frames:?}"
+    );
+}
+
+#[tokio::test]
+async fn tenants_are_isolated_on_sqlite() {
+    tenants_are_isolated(None).await;
+}
+
+#[tokio::test]
+async fn tenants_are_isolated_on_postgresql() {
+    let url = fresh_database().await;
+    tenants_are_isolated(Some(&url)).await;
+}
