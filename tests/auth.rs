@@ -14,7 +14,7 @@ use askuser::proto::v1::agent_service_client::AgentServiceClient;
 use askuser::proto::v1::tool_service_client::ToolServiceClient;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use common::credentials::{authorized, keys, keys_on};
+use common::credentials::{self, authorized, keys, keys_on, sqlite_store};
 use common::{Server, error_reason};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use ring::rand::SystemRandom;
@@ -24,14 +24,7 @@ use tonic::transport::Channel;
 use tonic_types::StatusExt;
 
 fn create_key(server: &Server, scopes: &str) -> String {
-    keys(
-        server,
-        &[
-            "create", "--tenant", "acme", "--name", scopes, "--scopes", scopes,
-        ],
-    )
-    .trim()
-    .to_owned()
+    credentials::create_key(&sqlite_store(server), "acme", scopes, scopes)
 }
 
 /// Calls `rpc` (by its method name) with `credential`; only the status matters.

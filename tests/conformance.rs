@@ -941,6 +941,7 @@ impl ScenarioRun {
             agent_ids: list("agent_ids")?,
             tool_names: list("tool_names")?,
             kinds,
+            ..Default::default()
         };
         let feed = tokio::time::timeout(FRAME_TIMEOUT, self.agents.watch_pending_calls(request))
             .await

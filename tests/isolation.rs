@@ -9,13 +9,12 @@ use askuser::proto::v1 as pb;
 use askuser::proto::v1::agent_service_client::AgentServiceClient;
 use askuser::proto::v1::run_agent_request::Frame;
 use askuser::proto::v1::run_agent_response::Event;
-use askuser::proto::v1::watch_pending_calls_response::Event as PendingEvent;
-use common::credentials::{authorized, tenant_key};
-use common::{FRAME_TIMEOUT, Server, collect_frames, error_reason, fresh_database, text_answer};
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
+use common::credentials::{authorized, create_key, sqlite_store};
+use common::{
+    RunStream, Server, collect_frames, error_reason, fresh_database, pending_snapshot, text_answer,
+};
+use tonic::Code;
 use tonic::transport::Channel;
-use tonic::{Code, Streaming};
 
 const SCOPES: &str = "runs:start,runs:read,runs:answer,runs:cancel,tools:execute,agents:read";
 
@@ -33,44 +32,13 @@ fn agents() -> String {
     .join("\n")
 }
 
-/// A `RunAgent` stream opened with a credential.
-struct Stream {
-    sender: mpsc::Sender<pb::RunAgentRequest>,
-    inbound: Streaming<pb::RunAgentResponse>,
-}
-
+/// Opens a `RunAgent` stream as `key`.
 async fn open(
     client: &mut AgentServiceClient<Channel>,
     key: &str,
     first: Frame,
-) -> Result<Stream, tonic::Status> {
-    let (sender, receiver) = mpsc::channel(4);
-    sender
-        .send(pb::RunAgentRequest { frame: Some(first) })
-        .await
-        .expect("send first frame");
-    let inbound = client
-        .run_agent(authorized(ReceiverStream::new(receiver), Some(key)))
-        .await?
-        .into_inner();
-    Ok(Stream { sender, inbound })
-}
-
-impl Stream {
-    /// The next frame that is not a heartbeat; the stream's error, if it fails.
-    async fn next(&mut self) -> Result<Option<pb::RunAgentResponse>, tonic::Status> {
-        loop {
-            let frame = tokio::time::timeout(FRAME_TIMEOUT, self.inbound.message())
-                .await
-                .expect("timed out waiting for a frame")?;
-            if !matches!(
-                frame.as_ref().and_then(|f| f.event.as_ref()),
-                Some(Event::Heartbeat(_))
-            ) {
-                return Ok(frame);
-            }
-        }
-    }
+) -> Result<RunStream, tonic::Status> {
+    RunStream::open_as(client, Some(key), first).await
 }
 
 fn start(agent_id: &str) -> Frame {
@@ -85,10 +53,14 @@ fn start(agent_id: &str) -> Frame {
 async fn suspended_run(
     client: &mut AgentServiceClient<Channel>,
     key: &str,
-) -> (Stream, String, String) {
+) -> (RunStream, String, String) {
     let mut stream = open(client, key, start("asks")).await.expect("start");
     loop {
-        let frame = stream.next().await.expect("frame").expect("open stream");
+        let frame = stream
+            .try_next()
+            .await
+            .expect("frame")
+            .expect("open stream");
         if let Some(Event::ToolCallSuspended(suspended)) = frame.event {
             return (stream, frame.run_id, suspended.tool_call_id);
         }
@@ -142,7 +114,7 @@ async fn run_rpcs(
     )
     .await;
     let attach = match attach {
-        Ok(mut stream) => stream.next().await.map(|_| ()),
+        Ok(mut stream) => stream.try_next().await.map(|_| ()),
         Err(status) => Err(status),
     };
     let resume = match client
@@ -202,27 +174,9 @@ async fn listed(client: &mut AgentServiceClient<Channel>, key: &str) -> Vec<Stri
 
 /// The runs whose calls the pending-calls feed's snapshot shows `key`.
 async fn pending_runs(client: &mut AgentServiceClient<Channel>, key: &str) -> Vec<String> {
-    let mut feed = client
-        .watch_pending_calls(authorized(
-            pb::WatchPendingCallsRequest::default(),
-            Some(key),
-        ))
-        .await
-        .expect("watch pending calls")
-        .into_inner();
-    let mut runs = Vec::new();
-    loop {
-        let event = tokio::time::timeout(FRAME_TIMEOUT, feed.message())
-            .await
-            .expect("timed out waiting for the feed")
-            .expect("feed")
-            .expect("feed open");
-        match event.event {
-            Some(PendingEvent::CallPending(call)) => runs.push(call.run_id),
-            Some(PendingEvent::SnapshotDone(_)) => return runs,
-            _ => {}
-        }
-    }
+    let request = pb::WatchPendingCallsRequest::default();
+    let calls = pending_snapshot(client, Some(key), request).await;
+    calls.into_iter().map(|pending| pending.run_id).collect()
 }
 
 async fn agent_ids(client: &mut AgentServiceClient<Channel>, key: &str) -> Vec<String> {
@@ -243,13 +197,12 @@ async fn tenants_are_isolated(database_url: Option<&str>) {
     let mut args = vec!["--auth", "keys"];
     args.extend(database_url.iter().flat_map(|url| ["--database-url", url]));
     let server = Server::start_with(Some(&agents()), &args);
-    let data_dir = server.data_dir.to_str().expect("utf-8 path");
     let store = match database_url {
         Some(url) => ["--database-url", url],
-        None => ["--data-dir", data_dir],
+        None => sqlite_store(&server),
     };
-    let acme = tenant_key(&store, "acme", SCOPES);
-    let globex = tenant_key(&store, "globex", SCOPES);
+    let acme = create_key(&store, "acme", "acme", SCOPES);
+    let globex = create_key(&store, "globex", "globex", SCOPES);
     let mut client = server.agents().await;
 
     let (mut stream, run_id, call_id) = suspended_run(&mut client, &acme).await;
@@ -275,7 +228,7 @@ async fn tenants_are_isolated(database_url: Option<&str>) {
     assert_eq!(agent_ids(&mut client, &acme).await, ["acme_only", "asks"]);
     let mut refused = open(&mut client, &globex, start("acme_only")).await;
     let code = match refused.as_mut() {
-        Ok(stream) => stream.next().await.map(|_| ()).err().map(|s| s.code()),
+        Ok(stream) => stream.try_next().await.map(|_| ()).err().map(|s| s.code()),
         Err(status) => Some(status.code()),
     };
     assert_eq!(code, Some(Code::NotFound));

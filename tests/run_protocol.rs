@@ -444,6 +444,7 @@ async fn a_suspension_is_stored_before_it_is_announced() {
                 kind: suspended.kind,
                 arguments_json: suspended.arguments_json,
                 approval_reason: suspended.approval_reason,
+                assignees: suspended.assignees,
                 claimant: String::new(),
                 claim_expire_time: None,
             }]

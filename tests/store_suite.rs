@@ -127,6 +127,7 @@ on_both_stores! {
         leases_exclude_other_owners_until_they_expire,
         a_start_repeating_a_request_id_returns_the_first_run,
         another_tenants_run_is_not_found_and_left_unchanged,
+        a_calls_assignees_are_kept_with_it,
     ],
     locations: [migrations_are_idempotent],
 }
@@ -234,6 +235,7 @@ fn turn(text: &str, calls: Vec<NewToolCall>) -> TurnCommit {
                 kind: suspension.kind,
                 arguments_json: suspension.arguments_json.clone(),
                 approval_reason: suspension.approval_reason.clone(),
+                assignees: suspension.assignees.clone(),
             },
             NewCallState::Executing { .. } => continue,
             NewCallState::Settled {
@@ -1756,5 +1758,54 @@ async fn another_tenants_run_is_not_found_and_left_unchanged(store: Arc<dyn RunS
     assert!(
         matches!(settled, SettleOutcome::Settled { .. }),
         "{settled:?}"
+    );
+}
+
+/// The assignees decided when a call is asked are stored with it and read back by every read of
+/// the call: the run, the call itself and the pending-calls feed.
+async fn a_calls_assignees_are_kept_with_it(store: Arc<dyn RunStore>) {
+    leased_run(&store, "run-1").await;
+    let assignees = vec!["alice".to_owned(), "group:oncall".to_owned()];
+    let mut call = pending_call("call-1", None);
+    if let NewCallState::Pending { suspension, .. } = &mut call.state {
+        suspension.assignees = assignees.clone();
+    }
+    commit(
+        &store,
+        "run-1",
+        0,
+        turn("Let me ask", vec![call, pending_call("call-2", None)]),
+    )
+    .await;
+
+    let run = store
+        .get_run("run-1", Tenancy::Any)
+        .await
+        .expect("get")
+        .expect("run");
+    let kept: Vec<&[String]> = run
+        .pending
+        .iter()
+        .map(|c| &c.suspension.assignees[..])
+        .collect();
+    assert_eq!(kept, [&assignees[..], &[]]);
+    let call = store
+        .get_tool_call("run-1", Tenancy::Any, "call-1")
+        .await
+        .expect("get call")
+        .expect("call");
+    assert_eq!(call.suspension.assignees, assignees);
+    let feed = store
+        .pending_calls(Tenancy::Any, None, 10)
+        .await
+        .expect("feed");
+    assert_eq!(feed[0].call.suspension.assignees, assignees);
+    let log = event_log(&store, "run-1").await;
+    assert!(
+        log.iter().any(|event| matches!(
+            event,
+            EventKind::ToolCallSuspended { assignees: named, .. } if *named == assignees
+        )),
+        "{log:?}"
     );
 }

@@ -428,6 +428,7 @@ async fn two_workers_on_the_feed_run_each_call_once() {
                     agent_ids: vec!["fleet".into()],
                     tool_names: vec!["probe".into()],
                     kinds: vec![pb::SuspendKind::ClientTool as i32],
+                    ..Default::default()
                 })
                 .await
                 .expect("feed")
@@ -526,6 +527,7 @@ async fn the_feed_filters_by_kind_and_a_reconnect_gets_the_snapshot() {
                     agent_ids: vec!["both".into()],
                     tool_names: Vec::new(),
                     kinds: kinds.into_iter().map(|k| k as i32).collect(),
+                    ..Default::default()
                 })
                 .await
                 .expect("feed")

@@ -6,3 +6,6 @@ ALTER TABLE runs ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
 DROP INDEX runs_by_request;
 CREATE UNIQUE INDEX runs_by_request ON runs (tenant, request_id) WHERE request_id IS NOT NULL;
 CREATE INDEX runs_by_tenant ON runs (tenant, run_id);
+-- Who may settle a waiting question or approval (a JSON array of subjects and `group:NAME`s),
+-- decided when it is asked; NULL: anyone allowed to answer.
+ALTER TABLE tool_calls ADD COLUMN assignees TEXT;

@@ -219,6 +219,7 @@ pub fn pending_filter(request: pb::WatchPendingCallsRequest) -> Result<PendingFi
         agent_ids: request.agent_ids,
         tool_names: request.tool_names,
         kinds,
+        assigned_to_me: request.assigned_to_me,
     })
 }
 
@@ -330,6 +331,7 @@ pub fn event_to_proto(event: Event) -> pb::RunAgentResponse {
             kind,
             arguments_json,
             approval_reason,
+            assignees,
         } => E::ToolCallSuspended(pb::ToolCallSuspended {
             tool_call_id,
             tool_name,
@@ -338,6 +340,7 @@ pub fn event_to_proto(event: Event) -> pb::RunAgentResponse {
             kind: suspend_kind_to_proto(kind) as i32,
             arguments_json,
             approval_reason,
+            assignees,
         }),
         EventKind::ToolResult {
             tool_call_id,
@@ -457,6 +460,7 @@ fn pending_to_proto(call: PendingCall) -> pb::PendingToolCall {
         kind: suspend_kind_to_proto(call.suspension.kind) as i32,
         arguments_json: call.suspension.arguments_json,
         approval_reason: call.suspension.approval_reason,
+        assignees: call.suspension.assignees,
         claim_expire_time: claim.as_ref().map(|(_, until_ms)| timestamp(*until_ms)),
         claimant: claim.map(|(claimant, _)| claimant).unwrap_or_default(),
     }

@@ -149,6 +149,15 @@ fn runtime_status(error: RuntimeError) -> Status {
             Some(RejectReason::InvalidAnswer.code()),
         ),
         RuntimeError::AnswerRejected {
+            reason: RejectReason::NotAssignee,
+            message,
+            ..
+        } => with_reason(
+            Code::PermissionDenied,
+            RejectReason::NotAssignee.code(),
+            message,
+        ),
+        RuntimeError::AnswerRejected {
             reason, message, ..
         } => with_reason(Code::FailedPrecondition, reason.code(), message),
         RuntimeError::RunFinished { .. } => {

@@ -290,6 +290,7 @@ fn event_kind() -> impl Strategy<Value = EventKind> {
                 kind: SuspendKind::Question,
                 arguments_json: String::new(),
                 approval_reason: String::new(),
+                assignees: Vec::new(),
             }
         ),
         (text(), text(), any::<bool>(), text()).prop_map(

@@ -121,6 +121,10 @@ pub struct Suspension {
     /// Why approval is needed (approval only).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub approval_reason: String,
+    /// Who may settle it (subjects, and groups as `group:NAME`), decided when it is asked; empty:
+    /// anyone allowed to answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub assignees: Vec<String>,
 }
 
 /// Token counts reported by a model provider.
@@ -173,6 +177,9 @@ pub enum EventKind {
         arguments_json: String,
         #[serde(default, skip_serializing_if = "String::is_empty")]
         approval_reason: String,
+        /// Who may settle the call; empty: anyone allowed to answer.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        assignees: Vec<String>,
     },
     ToolResult {
         tool_call_id: String,

@@ -23,6 +23,8 @@ pub enum RejectReason {
     AlreadyClaimed,
     /// The `answer_id` was accepted before with different content.
     AnswerIdReused,
+    /// The call names assignees, and the caller is none of them.
+    NotAssignee,
 }
 
 impl RejectReason {
@@ -37,6 +39,7 @@ impl RejectReason {
             RejectReason::RunNotSuspended => "RUN_NOT_SUSPENDED",
             RejectReason::AlreadyClaimed => "ALREADY_CLAIMED",
             RejectReason::AnswerIdReused => "ANSWER_ID_REUSED",
+            RejectReason::NotAssignee => "NOT_ASSIGNEE",
         }
     }
 }

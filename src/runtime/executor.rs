@@ -606,9 +606,14 @@ fn turn_commit(
                 state
             }
             CallPlan::Suspend {
-                suspension,
+                mut suspension,
                 timeout,
             } => {
+                suspension.assignees = super::assignees::of(
+                    inner.agents.get(&state.run.agent_id),
+                    tools.get(&call.name),
+                    suspension.kind,
+                );
                 let timeout = (suspension.kind == SuspendKind::ClientTool)
                     .then_some(timeout)
                     .flatten();
@@ -622,6 +627,7 @@ fn turn_commit(
                     kind: suspension.kind,
                     arguments_json: suspension.arguments_json.clone(),
                     approval_reason: suspension.approval_reason.clone(),
+                    assignees: suspension.assignees.clone(),
                 });
                 NewCallState::Pending {
                     suspension,

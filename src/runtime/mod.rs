@@ -7,6 +7,7 @@
 mod admission;
 mod agents;
 pub mod ask_user;
+mod assignees;
 mod error;
 mod executor;
 mod hub;
@@ -451,7 +452,7 @@ impl Runtime {
         let (answer, answer_id) = (request.answer.clone(), request.answer_id.clone());
         let approved_next = approved.clone();
         let store = Arc::clone(&self.inner.store);
-        let settled_by = SettledBy::from(&request.principal);
+        let principal = request.principal.clone();
         let decide: Decide = Box::new(move |call| {
             let now_ms = store.now_ms();
             settle::decide(
@@ -461,7 +462,7 @@ impl Runtime {
                 approved_next.as_ref(),
                 &limits,
                 now_ms,
-                &settled_by,
+                &principal,
             )
             .ok()
         });
@@ -510,7 +511,7 @@ impl Runtime {
                     approved.as_ref(),
                     &limits,
                     self.inner.store.now_ms(),
-                    &SettledBy::from(&request.principal),
+                    &request.principal,
                 )
                 .err()
                 .unwrap_or_else(|| settle::not_pending(&call)))
@@ -534,6 +535,10 @@ impl Runtime {
         }) else {
             return Ok(None);
         };
+        if !assignees::may_settle(&call.suspension, &request.principal) {
+            // The settle refuses it, before the edit is looked at.
+            return Ok(None);
+        }
         let not_runnable =
             |why: String| RuntimeError::rejected(RejectReason::ToolCallNotPending, why);
         let agent = self.inner.agents.get(&run.agent_id).ok_or_else(|| {

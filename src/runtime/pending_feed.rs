@@ -10,6 +10,7 @@ use std::sync::Arc;
 use futures::Stream;
 use tokio::sync::broadcast::error::RecvError;
 
+use super::assignees;
 use super::hub::RunChange;
 use super::{Inner, RuntimeError};
 use crate::domain::{EventKind, PendingCall, Principal, SuspendKind, ToolResultKind};
@@ -21,15 +22,18 @@ pub struct PendingFilter {
     pub agent_ids: Vec<String>,
     pub tool_names: Vec<String>,
     pub kinds: Vec<SuspendKind>,
+    /// Only calls whose assignees name the feed's principal.
+    pub assigned_to_me: bool,
 }
 
 impl PendingFilter {
-    fn matches(&self, agent_id: &str, call: &PendingCall) -> bool {
+    fn matches(&self, agent_id: &str, call: &PendingCall, viewer: &Principal) -> bool {
         let admits =
             |list: &[String], value: &str| list.is_empty() || list.iter().any(|v| v == value);
         admits(&self.agent_ids, agent_id)
             && admits(&self.tool_names, &call.tool_name)
             && (self.kinds.is_empty() || self.kinds.contains(&call.suspension.kind))
+            && (!self.assigned_to_me || assignees::name(&call.suspension.assignees, viewer))
     }
 }
 
@@ -64,9 +68,8 @@ pub(super) fn watch(
     // Subscribe before the snapshot, so nothing committed in between is missed.
     let mut changes = inner.hub.subscribe_all();
     Box::pin(async_stream::try_stream! {
-        let tenancy = Tenancy::Only(&principal.tenant);
         let mut sent = Sent::new();
-        for event in resync(&inner, tenancy, &filter, &mut sent).await? {
+        for event in resync(&inner, &principal, &filter, &mut sent).await? {
             yield event;
         }
         yield PendingEvent::SnapshotDone;
@@ -87,10 +90,10 @@ pub(super) fn watch(
                     if !relevant {
                         continue;
                     }
-                    refresh_run(&inner, tenancy, &filter, &mut sent, &run_id).await?
+                    refresh_run(&inner, &principal, &filter, &mut sent, &run_id).await?
                 }
                 Ok(RunChange::Missed) | Err(RecvError::Lagged(_)) => {
-                    resync(&inner, tenancy, &filter, &mut sent).await?
+                    resync(&inner, &principal, &filter, &mut sent).await?
                 }
                 Err(RecvError::Closed) => Err(RuntimeError::ShuttingDown)?,
             };
@@ -101,13 +104,14 @@ pub(super) fn watch(
     })
 }
 
-/// Reads every pending call of the tenant's runs and sends what changed since `sent`.
+/// Reads every pending call of the viewer's tenant's runs and sends what changed since `sent`.
 async fn resync(
     inner: &Inner,
-    tenancy: Tenancy<'_>,
+    viewer: &Principal,
     filter: &PendingFilter,
     sent: &mut Sent,
 ) -> Result<Vec<PendingEvent>, RuntimeError> {
+    let tenancy = Tenancy::Only(&viewer.tenant);
     let mut now: HashMap<String, Vec<RunPendingCall>> = HashMap::new();
     let mut after = None;
     loop {
@@ -120,7 +124,7 @@ async fn resync(
             after = Some((last.run_id.clone(), last.call.tool_call_id.clone()));
         }
         for call in page {
-            if filter.matches(&call.agent_id, &call.call) {
+            if filter.matches(&call.agent_id, &call.call, viewer) {
                 now.entry(call.run_id.clone()).or_default().push(call);
             }
         }
@@ -141,16 +145,17 @@ async fn resync(
 /// `sent`.
 async fn refresh_run(
     inner: &Inner,
-    tenancy: Tenancy<'_>,
+    viewer: &Principal,
     filter: &PendingFilter,
     sent: &mut Sent,
     run_id: &str,
 ) -> Result<Vec<PendingEvent>, RuntimeError> {
+    let tenancy = Tenancy::Only(&viewer.tenant);
     let calls = match inner.store.get_run(run_id, tenancy).await? {
         Some(run) => run
             .pending
             .into_iter()
-            .filter(|call| filter.matches(&run.agent_id, call))
+            .filter(|call| filter.matches(&run.agent_id, call, viewer))
             .map(|call| RunPendingCall {
                 run_id: run.run_id.clone(),
                 agent_id: run.agent_id.clone(),

@@ -4,6 +4,7 @@
 //! was.
 
 use super::ask_user::{self, AskUserLimits, Violation, check_answer};
+use super::assignees;
 use super::error::{RejectReason, RuntimeError, short_id};
 use crate::domain::{
     AnswerInput, ApprovalDecision, Principal, SettledBy, SuspendKind, ToolResultKind,
@@ -50,8 +51,20 @@ pub fn decide(
     approved: Option<&Approved>,
     limits: &AskUserLimits,
     now_ms: i64,
-    settled_by: &SettledBy,
+    principal: &Principal,
 ) -> Result<CallChange, RuntimeError> {
+    // Who may settle comes first: a non-assignee learns nothing of whether its answer would fit.
+    if !assignees::may_settle(&call.suspension, principal) {
+        return Err(RuntimeError::rejected(
+            RejectReason::NotAssignee,
+            format!(
+                "tool call \"{}\" is assigned to {}",
+                short_id(&call.tool_call_id),
+                call.suspension.assignees.join(", ")
+            ),
+        ));
+    }
+    let settled_by = &SettledBy::from(principal);
     let settle = |status, content: String, is_error, kind| {
         Ok(CallChange::Settle(Settlement {
             settled_by: Some(settled_by.clone()),
@@ -267,8 +280,8 @@ mod tests {
     use super::*;
     use crate::domain::{SuspendPayload, Suspension, now_millis};
 
-    fn anyone() -> SettledBy {
-        SettledBy::from(&Principal::anonymous())
+    fn anyone() -> Principal {
+        Principal::anonymous()
     }
 
     fn question(expire_ms: Option<i64>) -> ToolCallRecord {

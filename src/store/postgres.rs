@@ -410,6 +410,7 @@ fn pending_row(row: &Row, first: usize) -> PendingRow {
         approval_reason: row.get(first + 6),
         claimant: row.get(first + 7),
         claim_expires_ms: row.get(first + 8),
+        assignees: row.get(first + 9),
     }
 }
 
@@ -433,6 +434,7 @@ fn tool_call_record(row: &Row, run_id: &str, tool_call_id: &str) -> StoreResult<
         run_arguments: row.get(8),
         approval_reason: row.get(9),
         decision: row.get(10),
+        assignees: row.get(11),
     }
     .into_record(run_id, tool_call_id)
 }
@@ -678,10 +680,11 @@ async fn read_step(
 /// Inserts a turn's calls, each column but the run's and the turn's as an array.
 const INSERT_CALLS: &str = "INSERT INTO tool_calls (run_id, turn, tool_call_id, position, \
      tool_name, arguments_json, status, payload, expire_ms, result_content, result_is_error, \
-     result_kind, result_sequence, suspend_kind, run_arguments, approval_reason) \
+     result_kind, result_sequence, suspend_kind, run_arguments, approval_reason, assignees) \
      SELECT $1::TEXT, $2::BIGINT, * FROM UNNEST($3::TEXT[], \
      $4::BIGINT[], $5::TEXT[], $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::BIGINT[], $10::TEXT[], \
-     $11::BOOLEAN[], $12::TEXT[], $13::BIGINT[], $14::TEXT[], $15::TEXT[], $16::TEXT[])";
+     $11::BOOLEAN[], $12::TEXT[], $13::BIGINT[], $14::TEXT[], $15::TEXT[], $16::TEXT[], \
+     $17::TEXT[])";
 
 /// Inserts a turn's calls ([`CallRow`]) with one statement ([`INSERT_CALLS`]).
 async fn insert_calls(
@@ -718,6 +721,7 @@ async fn insert_calls(
             &column(calls, |c| c.suspend_kind),
             &column(calls, |c| c.run_arguments),
             &column(calls, |c| c.approval_reason),
+            &column(calls, |c| c.assignees.as_deref()),
         ],
     )
     .await?;
@@ -963,7 +967,7 @@ impl RunStore for PostgresStore {
         .await?
         {
             pending
-                .entry(row.get(9))
+                .entry(row.get(10))
                 .or_default()
                 .push(pending_row(&row, 0).into_pending()?);
         }
@@ -1241,6 +1245,7 @@ impl RunStore for PostgresStore {
                         &update.result_is_error,
                         &update.result_kind,
                         &update.result_sequence,
+                        &update.assignees,
                         &run_id,
                         &tool_call_id,
                     ],

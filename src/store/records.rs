@@ -173,7 +173,7 @@ pub(super) fn run_tools_column(run: &NewRun) -> StoreResult<Option<String>> {
 
 /// The columns of a waiting call ([`PendingRow`]), in this order.
 pub(super) const PENDING_COLUMNS: &str = "tool_call_id, tool_name, payload, expire_ms, suspend_kind, \
-     run_arguments, approval_reason, claimant, claim_expires_ms";
+     run_arguments, approval_reason, claimant, claim_expires_ms, assignees";
 
 /// The query that reads pending calls ([`PendingRow`]) of run `$1`/`?1`, in the order made.
 pub(super) static PENDING_QUERY: LazyLock<String> = LazyLock::new(|| {
@@ -210,6 +210,18 @@ pub(super) struct PendingRow {
     pub approval_reason: String,
     pub claimant: Option<String>,
     pub claim_expires_ms: Option<i64>,
+    pub assignees: Option<String>,
+}
+
+/// The `tool_calls.assignees` value of a suspension: NULL when it names nobody.
+pub(super) fn assignees_column(assignees: &[String]) -> StoreResult<Option<String>> {
+    (!assignees.is_empty())
+        .then(|| to_json(&assignees))
+        .transpose()
+}
+
+fn assignees_from(column: Option<&str>) -> StoreResult<Vec<String>> {
+    Ok(column.map(from_json).transpose()?.unwrap_or_default())
 }
 
 fn parse_suspend_kind(name: &str) -> StoreResult<SuspendKind> {
@@ -224,6 +236,7 @@ impl PendingRow {
                 payload: self.payload.as_deref().map(from_json).transpose()?,
                 arguments_json: self.run_arguments,
                 approval_reason: self.approval_reason,
+                assignees: assignees_from(self.assignees.as_deref())?,
             },
             tool_call_id: self.tool_call_id,
             tool_name: self.tool_name,
@@ -243,8 +256,8 @@ impl PendingRow {
 
 /// The query that reads one call ([`ToolCallRow`]) by run `$1` and id `$2`.
 pub(super) const TOOL_CALL_QUERY: &str = "SELECT tool_name, status, payload, expire_ms, answer, \
-     answer_id, result_sequence, suspend_kind, run_arguments, approval_reason, decision \
-     FROM tool_calls WHERE run_id = $1 AND tool_call_id = $2";
+     answer_id, result_sequence, suspend_kind, run_arguments, approval_reason, decision, \
+     assignees FROM tool_calls WHERE run_id = $1 AND tool_call_id = $2";
 
 /// A `tool_calls` row as [`TOOL_CALL_QUERY`] reads it.
 pub(super) struct ToolCallRow {
@@ -259,6 +272,7 @@ pub(super) struct ToolCallRow {
     pub run_arguments: String,
     pub approval_reason: String,
     pub decision: Option<String>,
+    pub assignees: Option<String>,
 }
 
 impl ToolCallRow {
@@ -274,6 +288,7 @@ impl ToolCallRow {
                 payload: self.payload.as_deref().map(from_json).transpose()?,
                 arguments_json: self.run_arguments,
                 approval_reason: self.approval_reason,
+                assignees: assignees_from(self.assignees.as_deref())?,
             },
             expire_ms: self.expire_ms,
             answer: self
@@ -347,6 +362,7 @@ pub(super) struct CallRow<'a> {
     pub suspend_kind: &'static str,
     pub run_arguments: &'a str,
     pub approval_reason: &'a str,
+    pub assignees: Option<String>,
     pub content: Option<&'a str>,
     pub is_error: bool,
     pub kind: Option<String>,
@@ -366,6 +382,7 @@ impl<'a> CallRow<'a> {
             suspend_kind: SuspendKind::Question.as_str(),
             run_arguments: "",
             approval_reason: "",
+            assignees: None,
             content: None,
             is_error: false,
             kind: None,
@@ -381,6 +398,7 @@ impl<'a> CallRow<'a> {
                 row.suspend_kind = suspension.kind.as_str();
                 row.run_arguments = &suspension.arguments_json;
                 row.approval_reason = &suspension.approval_reason;
+                row.assignees = assignees_column(&suspension.assignees)?;
             }
             NewCallState::Executing { arguments_json } => {
                 row.status = CallStatus::Executing;
@@ -414,8 +432,8 @@ impl<'a> CallRow<'a> {
 pub(super) const UPDATE_CALL: &str = "UPDATE tool_calls SET status = $1, suspend_kind = $2, \
      run_arguments = $3, expire_ms = $4, answer = $5, answer_id = $6, decision = $7, \
      result_content = $8, result_is_error = $9, result_kind = $10, result_sequence = $11, \
-     claimant = NULL, claim_expires_ms = NULL \
-     WHERE run_id = $12 AND tool_call_id = $13 AND status = 'pending'";
+     assignees = $12, claimant = NULL, claim_expires_ms = NULL \
+     WHERE run_id = $13 AND tool_call_id = $14 AND status = 'pending'";
 
 /// What a [`CallChange`] writes, decided once for both stores: the call's new row values, the
 /// event it appends, and how the run's counts of waiting and executing calls move.
@@ -431,6 +449,7 @@ pub(super) struct CallUpdate {
     pub result_is_error: bool,
     pub result_kind: Option<String>,
     pub result_sequence: i64,
+    pub assignees: Option<String>,
     pub event: Option<EventKind>,
     /// Change of the run's waiting calls (this one stops waiting: -1) and executing calls.
     pub pending_delta: i64,
@@ -452,6 +471,7 @@ impl CallUpdate {
             result_is_error: false,
             result_kind: None,
             result_sequence: 0,
+            assignees: assignees_column(&call.suspension.assignees)?,
             event: None,
             pending_delta: 0,
             executing_delta: 0,
@@ -497,6 +517,7 @@ impl CallUpdate {
                         run_arguments: suspension.arguments_json.clone(),
                         expire_ms,
                         decision,
+                        assignees: assignees_column(&suspension.assignees)?,
                         event: Some(EventKind::ToolCallSuspended {
                             tool_call_id: call.tool_call_id.clone(),
                             tool_name: call.tool_name.clone(),
@@ -505,6 +526,7 @@ impl CallUpdate {
                             kind: suspension.kind,
                             arguments_json: suspension.arguments_json,
                             approval_reason: suspension.approval_reason,
+                            assignees: suspension.assignees,
                         }),
                         ..keep
                     },

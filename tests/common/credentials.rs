@@ -27,17 +27,22 @@ pub fn keys_on(store: &[&str], args: &[&str]) -> String {
     String::from_utf8(output.stdout).expect("utf-8")
 }
 
-/// Creates a key of `tenant` with these comma-separated scopes on `store` (`serve`'s store flags);
-/// returns the key.
-pub fn tenant_key(store: &[&str], tenant: &str, scopes: &str) -> String {
+/// Creates a key of `tenant` named `name` (its principal's subject is `key:<name>`) with these
+/// comma-separated scopes on `store` (`serve`'s store flags); returns the key.
+pub fn create_key(store: &[&str], tenant: &str, name: &str, scopes: &str) -> String {
     keys_on(
         store,
         &[
-            "create", "--tenant", tenant, "--name", tenant, "--scopes", scopes,
+            "create", "--tenant", tenant, "--name", name, "--scopes", scopes,
         ],
     )
     .trim()
     .to_owned()
+}
+
+/// The store flags of a server on its own SQLite file.
+pub fn sqlite_store(server: &Server) -> [&str; 2] {
+    ["--data-dir", server.data_dir.to_str().expect("utf-8 path")]
 }
 
 /// A request carrying `credential` as a bearer token, if any.

@@ -207,15 +207,22 @@ impl RunStream {
         client: &mut AgentServiceClient<Channel>,
         first: Frame,
     ) -> Result<RunStream, tonic::Status> {
+        RunStream::open_as(client, None, first).await
+    }
+
+    /// [`RunStream::open`] with an API key or token, when given.
+    pub async fn open_as(
+        client: &mut AgentServiceClient<Channel>,
+        credential: Option<&str>,
+        first: Frame,
+    ) -> Result<RunStream, tonic::Status> {
         let (sender, receiver) = mpsc::channel(16);
         sender
             .send(pb::RunAgentRequest { frame: Some(first) })
             .await
             .expect("send first frame");
-        let inbound = client
-            .run_agent(ReceiverStream::new(receiver))
-            .await?
-            .into_inner();
+        let request = credentials::authorized(ReceiverStream::new(receiver), credential);
+        let inbound = client.run_agent(request).await?.into_inner();
         Ok(RunStream {
             sender,
             inbound,
@@ -262,6 +269,21 @@ impl RunStream {
         .expect("attach");
         stream.run_id = run_id.to_owned();
         stream
+    }
+
+    /// The next frame other than a heartbeat, `None` at the end, or the stream's error.
+    pub async fn try_next(&mut self) -> Result<Option<pb::RunAgentResponse>, tonic::Status> {
+        loop {
+            let frame = tokio::time::timeout(FRAME_TIMEOUT, self.inbound.message())
+                .await
+                .expect("timed out waiting for a frame")?;
+            if !matches!(
+                frame.as_ref().and_then(|f| f.event.as_ref()),
+                Some(Event::Heartbeat(_))
+            ) {
+                return Ok(frame);
+            }
+        }
     }
 
     /// The next frame other than a heartbeat.
@@ -394,6 +416,33 @@ pub fn scripted_agent_with(id: &str, settings: &str, turns: &[&str]) -> String {
 /// [`scripted_agent_with`] with the agent's default settings.
 pub fn scripted_agent(id: &str, turns: &[&str]) -> String {
     scripted_agent_with(id, "", turns)
+}
+
+/// The calls of a `WatchPendingCalls` snapshot (up to `snapshot_done`), as `credential`.
+pub async fn pending_snapshot(
+    client: &mut AgentServiceClient<Channel>,
+    credential: Option<&str>,
+    request: pb::WatchPendingCallsRequest,
+) -> Vec<pb::CallPending> {
+    use pb::watch_pending_calls_response::Event as Pending;
+    let mut feed = client
+        .watch_pending_calls(credentials::authorized(request, credential))
+        .await
+        .expect("watch pending calls")
+        .into_inner();
+    let mut calls = Vec::new();
+    loop {
+        let event = tokio::time::timeout(FRAME_TIMEOUT, feed.message())
+            .await
+            .expect("timed out waiting for the feed")
+            .expect("feed")
+            .expect("feed open");
+        match event.event {
+            Some(Pending::CallPending(pending)) => calls.push(pending),
+            Some(Pending::SnapshotDone(_)) => return calls,
+            _ => {}
+        }
+    }
 }
 
 /// The run as `GetRun` returns it.

@@ -1533,8 +1533,12 @@ type ToolCallSuspended struct {
 	ArgumentsJson string `protobuf:"bytes,6,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
 	// For an approval: why it is needed (`always`, or the condition that held).
 	ApprovalReason string `protobuf:"bytes,7,opt,name=approval_reason,json=approvalReason,proto3" json:"approval_reason,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Who may settle a question or an approval: subjects, and groups written `group:NAME`, decided
+	// when it was asked (from the tool's or the agent's `assignees`). Empty: anyone whose key or
+	// token may answer. Another principal's answer is refused with `NOT_ASSIGNEE`.
+	Assignees     []string `protobuf:"bytes,8,rep,name=assignees,proto3" json:"assignees,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ToolCallSuspended) Reset() {
@@ -1614,6 +1618,13 @@ func (x *ToolCallSuspended) GetApprovalReason() string {
 		return x.ApprovalReason
 	}
 	return ""
+}
+
+func (x *ToolCallSuspended) GetAssignees() []string {
+	if x != nil {
+		return x.Assignees
+	}
+	return nil
 }
 
 // A tool call's result, as the model receives it.
@@ -1771,7 +1782,8 @@ type AnswerRejected struct {
 	// The tool call the rejected answer named.
 	ToolCallId string `protobuf:"bytes,1,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
 	// Machine-readable reason: `INVALID_ANSWER`, `TOOL_CALL_NOT_PENDING`, `ALREADY_ANSWERED`,
-	// `QUESTION_EXPIRED`, `RUN_MISMATCH`, `RUN_NOT_SUSPENDED`, `ANSWER_ID_REUSED`.
+	// `QUESTION_EXPIRED`, `RUN_MISMATCH`, `RUN_NOT_SUSPENDED`, `ANSWER_ID_REUSED`, `NOT_ASSIGNEE`
+	// (the call names assignees, and the caller is none of them).
 	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	// Human-readable explanation.
 	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
@@ -2330,8 +2342,10 @@ type PendingToolCall struct {
 	Claimant string `protobuf:"bytes,8,opt,name=claimant,proto3" json:"claimant,omitempty"`
 	// When the claim lapses; absent when nobody holds one.
 	ClaimExpireTime *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=claim_expire_time,json=claimExpireTime,proto3" json:"claim_expire_time,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Who may settle it (see `ToolCallSuspended.assignees`); empty: anyone allowed to answer.
+	Assignees     []string `protobuf:"bytes,10,rep,name=assignees,proto3" json:"assignees,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PendingToolCall) Reset() {
@@ -2423,6 +2437,13 @@ func (x *PendingToolCall) GetClaimant() string {
 func (x *PendingToolCall) GetClaimExpireTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.ClaimExpireTime
+	}
+	return nil
+}
+
+func (x *PendingToolCall) GetAssignees() []string {
+	if x != nil {
+		return x.Assignees
 	}
 	return nil
 }
@@ -3130,7 +3151,10 @@ type WatchPendingCallsRequest struct {
 	// Only calls of these tools; empty: every tool.
 	ToolNames []string `protobuf:"bytes,2,rep,name=tool_names,json=toolNames,proto3" json:"tool_names,omitempty"`
 	// Only calls waiting for these kinds of settlement; empty: every kind.
-	Kinds         []SuspendKind `protobuf:"varint,3,rep,packed,name=kinds,proto3,enum=askuser.v1.SuspendKind" json:"kinds,omitempty"`
+	Kinds []SuspendKind `protobuf:"varint,3,rep,packed,name=kinds,proto3,enum=askuser.v1.SuspendKind" json:"kinds,omitempty"`
+	// Only calls assigned to the caller: whose `assignees` name its subject or one of its groups.
+	// False: every call the caller's tenant may see.
+	AssignedToMe  bool `protobuf:"varint,4,opt,name=assigned_to_me,json=assignedToMe,proto3" json:"assigned_to_me,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3184,6 +3208,13 @@ func (x *WatchPendingCallsRequest) GetKinds() []SuspendKind {
 		return x.Kinds
 	}
 	return nil
+}
+
+func (x *WatchPendingCallsRequest) GetAssignedToMe() bool {
+	if x != nil {
+		return x.AssignedToMe
+	}
+	return false
 }
 
 // One event of the pending-calls feed.
@@ -3863,7 +3894,7 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
 	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12%\n" +
-	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\"\xd1\x02\n" +
+	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\"\xef\x02\n" +
 	"\x11ToolCallSuspended\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
@@ -3873,7 +3904,8 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"expireTime\x12+\n" +
 	"\x04kind\x18\x05 \x01(\x0e2\x17.askuser.v1.SuspendKindR\x04kind\x12%\n" +
 	"\x0earguments_json\x18\x06 \x01(\tR\rargumentsJson\x12'\n" +
-	"\x0fapproval_reason\x18\a \x01(\tR\x0eapprovalReason\"\xc9\x01\n" +
+	"\x0fapproval_reason\x18\a \x01(\tR\x0eapprovalReason\x12\x1c\n" +
+	"\tassignees\x18\b \x03(\tR\tassignees\"\xc9\x01\n" +
 	"\n" +
 	"ToolResult\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
@@ -3918,7 +3950,7 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x06answer\x18\x01 \x01(\v2\x12.askuser.v1.AnswerR\x06answer\"O\n" +
 	"\x0fWatchRunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12%\n" +
-	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\xb3\x03\n" +
+	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\xd1\x03\n" +
 	"\x0fPendingToolCall\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
@@ -3930,7 +3962,9 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x0earguments_json\x18\x06 \x01(\tR\rargumentsJson\x12'\n" +
 	"\x0fapproval_reason\x18\a \x01(\tR\x0eapprovalReason\x12\x1a\n" +
 	"\bclaimant\x18\b \x01(\tR\bclaimant\x12F\n" +
-	"\x11claim_expire_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x0fclaimExpireTime\"\xa6\x04\n" +
+	"\x11claim_expire_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x0fclaimExpireTime\x12\x1c\n" +
+	"\tassignees\x18\n" +
+	" \x03(\tR\tassignees\"\xa6\x04\n" +
 	"\x03Run\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12-\n" +
@@ -3985,12 +4019,13 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x04kind\x18\x03 \x01(\x0e2\x14.askuser.v1.ToolKindR\x04kind\x124\n" +
 	"\x16parameters_json_schema\x18\x04 \x01(\tR\x14parametersJsonSchema\x126\n" +
 	"\bapproval\x18\x05 \x01(\x0e2\x1a.askuser.v1.ApprovalPolicyR\bapproval\x12-\n" +
-	"\x12approval_condition\x18\x06 \x01(\tR\x11approvalCondition\"\x85\x01\n" +
+	"\x12approval_condition\x18\x06 \x01(\tR\x11approvalCondition\"\xab\x01\n" +
 	"\x18WatchPendingCallsRequest\x12\x1b\n" +
 	"\tagent_ids\x18\x01 \x03(\tR\bagentIds\x12\x1d\n" +
 	"\n" +
 	"tool_names\x18\x02 \x03(\tR\ttoolNames\x12-\n" +
-	"\x05kinds\x18\x03 \x03(\x0e2\x17.askuser.v1.SuspendKindR\x05kinds\"\x98\x02\n" +
+	"\x05kinds\x18\x03 \x03(\x0e2\x17.askuser.v1.SuspendKindR\x05kinds\x12$\n" +
+	"\x0eassigned_to_me\x18\x04 \x01(\bR\fassignedToMe\"\x98\x02\n" +
 	"\x19WatchPendingCallsResponse\x12<\n" +
 	"\fcall_pending\x18\x01 \x01(\v2\x17.askuser.v1.CallPendingH\x00R\vcallPending\x12<\n" +
 	"\fcall_settled\x18\x02 \x01(\v2\x17.askuser.v1.CallSettledH\x00R\vcallSettled\x12?\n" +

@@ -219,6 +219,7 @@ pub fn plan_call(
                 payload: None,
                 arguments_json,
                 approval_reason,
+                assignees: Vec::new(),
             },
             timeout: None,
         };
@@ -237,6 +238,7 @@ pub fn run_plan(tool: &Tool, arguments_json: String) -> CallPlan {
                 payload: None,
                 arguments_json,
                 approval_reason: String::new(),
+                assignees: Vec::new(),
             },
             timeout: tool.timeout,
         },

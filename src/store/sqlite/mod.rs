@@ -258,6 +258,7 @@ fn read_pending_row(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<P
         approval_reason: row.get(first + 6)?,
         claimant: row.get(first + 7)?,
         claim_expires_ms: row.get(first + 8)?,
+        assignees: row.get(first + 9)?,
     })
 }
 
@@ -369,6 +370,7 @@ fn load_tool_call(
                 run_arguments: row.get(8)?,
                 approval_reason: row.get(9)?,
                 decision: row.get(10)?,
+                assignees: row.get(11)?,
             })
         })
         .optional()?
@@ -607,8 +609,8 @@ impl RunStore for SqliteStore {
                 let mut insert = conn.prepare_cached(
                     "INSERT INTO tool_calls (run_id, tool_call_id, turn, position, tool_name, arguments_json, \
                      status, payload, expire_ms, result_content, result_is_error, result_kind, result_sequence, \
-                     suspend_kind, run_arguments, approval_reason) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                     suspend_kind, run_arguments, approval_reason, assignees) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
                 )?;
                 let turn = i64::from(turns) - 1;
                 for row in &rows {
@@ -628,7 +630,8 @@ impl RunStore for SqliteStore {
                         row.result_sequence,
                         row.suspend_kind,
                         row.run_arguments,
-                        row.approval_reason
+                        row.approval_reason,
+                        row.assignees
                     ])?;
                 }
             }
@@ -760,6 +763,7 @@ impl RunStore for SqliteStore {
                 update.result_is_error,
                 update.result_kind,
                 update.result_sequence,
+                update.assignees,
                 run_id,
                 tool_call_id
             ])?;

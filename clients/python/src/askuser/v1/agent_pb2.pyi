@@ -268,7 +268,7 @@ class ToolCall(_message.Message):
     def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., arguments_json: _Optional[str] = ...) -> None: ...
 
 class ToolCallSuspended(_message.Message):
-    __slots__ = ("tool_call_id", "tool_name", "suspend_payload", "expire_time", "kind", "arguments_json", "approval_reason")
+    __slots__ = ("tool_call_id", "tool_name", "suspend_payload", "expire_time", "kind", "arguments_json", "approval_reason", "assignees")
     TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
     SUSPEND_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
@@ -276,6 +276,7 @@ class ToolCallSuspended(_message.Message):
     KIND_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     APPROVAL_REASON_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNEES_FIELD_NUMBER: _ClassVar[int]
     tool_call_id: str
     tool_name: str
     suspend_payload: _ask_user_pb2.SuspendPayload
@@ -283,7 +284,8 @@ class ToolCallSuspended(_message.Message):
     kind: SuspendKind
     arguments_json: str
     approval_reason: str
-    def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., suspend_payload: _Optional[_Union[_ask_user_pb2.SuspendPayload, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[SuspendKind, str]] = ..., arguments_json: _Optional[str] = ..., approval_reason: _Optional[str] = ...) -> None: ...
+    assignees: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., suspend_payload: _Optional[_Union[_ask_user_pb2.SuspendPayload, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[SuspendKind, str]] = ..., arguments_json: _Optional[str] = ..., approval_reason: _Optional[str] = ..., assignees: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ToolResult(_message.Message):
     __slots__ = ("tool_call_id", "content", "is_error", "kind", "settled_by")
@@ -388,7 +390,7 @@ class WatchRunRequest(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., after_sequence: _Optional[int] = ...) -> None: ...
 
 class PendingToolCall(_message.Message):
-    __slots__ = ("tool_call_id", "tool_name", "suspend_payload", "expire_time", "kind", "arguments_json", "approval_reason", "claimant", "claim_expire_time")
+    __slots__ = ("tool_call_id", "tool_name", "suspend_payload", "expire_time", "kind", "arguments_json", "approval_reason", "claimant", "claim_expire_time", "assignees")
     TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
     SUSPEND_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
@@ -398,6 +400,7 @@ class PendingToolCall(_message.Message):
     APPROVAL_REASON_FIELD_NUMBER: _ClassVar[int]
     CLAIMANT_FIELD_NUMBER: _ClassVar[int]
     CLAIM_EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNEES_FIELD_NUMBER: _ClassVar[int]
     tool_call_id: str
     tool_name: str
     suspend_payload: _ask_user_pb2.SuspendPayload
@@ -407,7 +410,8 @@ class PendingToolCall(_message.Message):
     approval_reason: str
     claimant: str
     claim_expire_time: _timestamp_pb2.Timestamp
-    def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., suspend_payload: _Optional[_Union[_ask_user_pb2.SuspendPayload, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[SuspendKind, str]] = ..., arguments_json: _Optional[str] = ..., approval_reason: _Optional[str] = ..., claimant: _Optional[str] = ..., claim_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    assignees: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., suspend_payload: _Optional[_Union[_ask_user_pb2.SuspendPayload, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[SuspendKind, str]] = ..., arguments_json: _Optional[str] = ..., approval_reason: _Optional[str] = ..., claimant: _Optional[str] = ..., claim_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., assignees: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Run(_message.Message):
     __slots__ = ("run_id", "agent_id", "status", "pending_tool_calls", "output_text", "last_sequence", "create_time", "update_time", "metadata", "prompt", "error_message")
@@ -529,14 +533,16 @@ class AgentTool(_message.Message):
     def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., kind: _Optional[_Union[ToolKind, str]] = ..., parameters_json_schema: _Optional[str] = ..., approval: _Optional[_Union[ApprovalPolicy, str]] = ..., approval_condition: _Optional[str] = ...) -> None: ...
 
 class WatchPendingCallsRequest(_message.Message):
-    __slots__ = ("agent_ids", "tool_names", "kinds")
+    __slots__ = ("agent_ids", "tool_names", "kinds", "assigned_to_me")
     AGENT_IDS_FIELD_NUMBER: _ClassVar[int]
     TOOL_NAMES_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNED_TO_ME_FIELD_NUMBER: _ClassVar[int]
     agent_ids: _containers.RepeatedScalarFieldContainer[str]
     tool_names: _containers.RepeatedScalarFieldContainer[str]
     kinds: _containers.RepeatedScalarFieldContainer[SuspendKind]
-    def __init__(self, agent_ids: _Optional[_Iterable[str]] = ..., tool_names: _Optional[_Iterable[str]] = ..., kinds: _Optional[_Iterable[_Union[SuspendKind, str]]] = ...) -> None: ...
+    assigned_to_me: bool
+    def __init__(self, agent_ids: _Optional[_Iterable[str]] = ..., tool_names: _Optional[_Iterable[str]] = ..., kinds: _Optional[_Iterable[_Union[SuspendKind, str]]] = ..., assigned_to_me: _Optional[bool] = ...) -> None: ...
 
 class WatchPendingCallsResponse(_message.Message):
     __slots__ = ("call_pending", "call_settled", "snapshot_done", "heartbeat")

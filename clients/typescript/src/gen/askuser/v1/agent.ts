@@ -644,6 +644,12 @@ export interface ToolCallSuspended {
   argumentsJson: string;
   /** For an approval: why it is needed (`always`, or the condition that held). */
   approvalReason: string;
+  /**
+   * Who may settle a question or an approval: subjects, and groups written `group:NAME`, decided
+   * when it was asked (from the tool's or the agent's `assignees`). Empty: anyone whose key or
+   * token may answer. Another principal's answer is refused with `NOT_ASSIGNEE`.
+   */
+  assignees: string[];
 }
 
 /** A tool call's result, as the model receives it. */
@@ -683,7 +689,8 @@ export interface AnswerRejected {
   toolCallId: string;
   /**
    * Machine-readable reason: `INVALID_ANSWER`, `TOOL_CALL_NOT_PENDING`, `ALREADY_ANSWERED`,
-   * `QUESTION_EXPIRED`, `RUN_MISMATCH`, `RUN_NOT_SUSPENDED`, `ANSWER_ID_REUSED`.
+   * `QUESTION_EXPIRED`, `RUN_MISMATCH`, `RUN_NOT_SUSPENDED`, `ANSWER_ID_REUSED`, `NOT_ASSIGNEE`
+   * (the call names assignees, and the caller is none of them).
    */
   reason: string;
   /** Human-readable explanation. */
@@ -787,7 +794,11 @@ export interface PendingToolCall {
   /** Who claimed the call with `ClaimCall`; empty when nobody holds a claim now. */
   claimant: string;
   /** When the claim lapses; absent when nobody holds one. */
-  claimExpireTime: Date | undefined;
+  claimExpireTime:
+    | Date
+    | undefined;
+  /** Who may settle it (see `ToolCallSuspended.assignees`); empty: anyone allowed to answer. */
+  assignees: string[];
 }
 
 /** A run of an agent. */
@@ -924,6 +935,11 @@ export interface WatchPendingCallsRequest {
   toolNames: string[];
   /** Only calls waiting for these kinds of settlement; empty: every kind. */
   kinds: SuspendKind[];
+  /**
+   * Only calls assigned to the caller: whose `assignees` name its subject or one of its groups.
+   * False: every call the caller's tenant may see.
+   */
+  assignedToMe: boolean;
 }
 
 /** One event of the pending-calls feed. */
@@ -2525,6 +2541,7 @@ function createBaseToolCallSuspended(): ToolCallSuspended {
     kind: SuspendKind.SUSPEND_KIND_UNSPECIFIED,
     argumentsJson: "",
     approvalReason: "",
+    assignees: [],
   };
 }
 
@@ -2550,6 +2567,9 @@ export const ToolCallSuspended: MessageFns<ToolCallSuspended> = {
     }
     if (message.approvalReason !== "") {
       writer.uint32(58).string(message.approvalReason);
+    }
+    for (const v of message.assignees) {
+      writer.uint32(66).string(v!);
     }
     return writer;
   },
@@ -2623,6 +2643,14 @@ export const ToolCallSuspended: MessageFns<ToolCallSuspended> = {
             message.approvalReason = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.assignees.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2649,6 +2677,7 @@ export const ToolCallSuspended: MessageFns<ToolCallSuspended> = {
     message.kind = object.kind ?? SuspendKind.SUSPEND_KIND_UNSPECIFIED;
     message.argumentsJson = object.argumentsJson ?? "";
     message.approvalReason = object.approvalReason ?? "";
+    message.assignees = object.assignees?.map((e) => e) || [];
     return message;
   },
 };
@@ -3514,6 +3543,7 @@ function createBasePendingToolCall(): PendingToolCall {
     approvalReason: "",
     claimant: "",
     claimExpireTime: undefined,
+    assignees: [],
   };
 }
 
@@ -3545,6 +3575,9 @@ export const PendingToolCall: MessageFns<PendingToolCall> = {
     }
     if (message.claimExpireTime !== undefined) {
       Timestamp.encode(toTimestamp(message.claimExpireTime), writer.uint32(74).fork()).join();
+    }
+    for (const v of message.assignees) {
+      writer.uint32(82).string(v!);
     }
     return writer;
   },
@@ -3634,6 +3667,14 @@ export const PendingToolCall: MessageFns<PendingToolCall> = {
             message.claimExpireTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.assignees.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3662,6 +3703,7 @@ export const PendingToolCall: MessageFns<PendingToolCall> = {
     message.approvalReason = object.approvalReason ?? "";
     message.claimant = object.claimant ?? "";
     message.claimExpireTime = object.claimExpireTime ?? undefined;
+    message.assignees = object.assignees?.map((e) => e) || [];
     return message;
   },
 };
@@ -4637,7 +4679,7 @@ export const AgentTool: MessageFns<AgentTool> = {
 };
 
 function createBaseWatchPendingCallsRequest(): WatchPendingCallsRequest {
-  return { agentIds: [], toolNames: [], kinds: [] };
+  return { agentIds: [], toolNames: [], kinds: [], assignedToMe: false };
 }
 
 export const WatchPendingCallsRequest: MessageFns<WatchPendingCallsRequest> = {
@@ -4654,6 +4696,9 @@ export const WatchPendingCallsRequest: MessageFns<WatchPendingCallsRequest> = {
         writer.int32(suspendKindToNumber(v));
       }
       writer.join();
+    }
+    if (message.assignedToMe !== false) {
+      writer.uint32(32).bool(message.assignedToMe);
     }
     return writer;
   },
@@ -4705,6 +4750,14 @@ export const WatchPendingCallsRequest: MessageFns<WatchPendingCallsRequest> = {
 
             break;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.assignedToMe = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4725,6 +4778,7 @@ export const WatchPendingCallsRequest: MessageFns<WatchPendingCallsRequest> = {
     message.agentIds = object.agentIds?.map((e) => e) || [];
     message.toolNames = object.toolNames?.map((e) => e) || [];
     message.kinds = object.kinds?.map((e) => e) || [];
+    message.assignedToMe = object.assignedToMe ?? false;
     return message;
   },
 };

@@ -1,0 +1,238 @@
+//! Assignees against the real server with API keys (a key's subject is `key:<name>`): a question
+//! or an approval that names assignees is settled only by them; anyone else gets PERMISSION_DENIED
+//! `NOT_ASSIGNEE` (or an `answer_rejected` frame on a stream) and the call stays pending; the
+//! pending-calls feed can show only the calls assigned to the caller.
+
+mod common;
+
+use askuser::proto::v1 as pb;
+use askuser::proto::v1::agent_service_client::AgentServiceClient;
+use askuser::proto::v1::run_agent_request::Frame;
+use askuser::proto::v1::run_agent_response::Event;
+use common::credentials::{authorized, create_key, sqlite_store};
+use common::{FRAME_TIMEOUT, RunStream, Server, error_reason, pending_snapshot, text_answer};
+use tonic::Code;
+use tonic::transport::Channel;
+
+const AGENTS: &str = r#"
+[[tool]]
+name = "deploy"
+kind = "client"
+approval = "always"
+assignees = ["key:bob"]
+
+[[agent]]
+id = "reviewed"
+assignees = ["key:alice"]
+[agent.model]
+provider = "scripted"
+[[agent.model.turns]]
+ask = [{ question = "Ship it?" }]
+[[agent.model.turns]]
+say = "shipped: {{answer.1}}"
+
+[[agent]]
+id = "deployer"
+assignees = ["key:alice"]
+tools = ["deploy"]
+[agent.model]
+provider = "scripted"
+[[agent.model.turns]]
+call = [{ tool = "deploy", arguments = { service = "api" } }]
+[[agent.model.turns]]
+say = "deployed: {{result.1}}"
+"#;
+
+const SCOPES: &str = "runs:start,runs:read,runs:answer,tools:execute";
+
+/// A key of tenant `acme` named `name` (its subject is `key:<name>`).
+fn key(server: &Server, name: &str) -> String {
+    create_key(&sqlite_store(server), "acme", name, SCOPES)
+}
+
+fn answer(run_id: &str, tool_call_id: &str, answer: pb::answer::Answer) -> pb::Answer {
+    pb::Answer {
+        run_id: run_id.into(),
+        tool_call_id: tool_call_id.into(),
+        answer: Some(answer),
+        ..Default::default()
+    }
+}
+
+fn approve(run_id: &str, tool_call_id: &str) -> pb::Answer {
+    answer(
+        run_id,
+        tool_call_id,
+        pb::answer::Answer::Approval(pb::ApprovalDecision {
+            decision: Some(pb::approval_decision::Decision::Approve(
+                pb::approval_decision::Approve {},
+            )),
+        }),
+    )
+}
+
+/// `ResumeRun` as `key`: the first frame's event, or the refusal's code and reason.
+async fn resume(
+    client: &mut AgentServiceClient<Channel>,
+    key: &str,
+    answer: pb::Answer,
+) -> Result<Event, (Code, Option<String>)> {
+    let request = pb::ResumeRunRequest {
+        answer: Some(answer),
+    };
+    let refused = |status: tonic::Status| (status.code(), error_reason(&status));
+    let mut stream = client
+        .resume_run(authorized(request, Some(key)))
+        .await
+        .map_err(refused)?
+        .into_inner();
+    let frame = tokio::time::timeout(FRAME_TIMEOUT, stream.message())
+        .await
+        .expect("timed out waiting for a frame")
+        .map_err(refused)?
+        .expect("a frame");
+    Ok(frame.event.expect("an event"))
+}
+
+/// The ids of the calls of the pending-calls snapshot `key` sees, with `assigned_to_me` as given.
+async fn snapshot(
+    client: &mut AgentServiceClient<Channel>,
+    key: &str,
+    assigned_to_me: bool,
+) -> Vec<String> {
+    let request = pb::WatchPendingCallsRequest {
+        assigned_to_me,
+        ..Default::default()
+    };
+    pending_snapshot(client, Some(key), request)
+        .await
+        .into_iter()
+        .filter_map(|pending| pending.call.map(|call| call.tool_call_id))
+        .collect()
+}
+
+/// Starts `agent_id` as `key`; returns the stream and its first suspension.
+async fn suspended(
+    client: &mut AgentServiceClient<Channel>,
+    key: &str,
+    agent_id: &str,
+) -> (RunStream, pb::ToolCallSuspended) {
+    let start = Frame::Start(pb::StartRun {
+        agent_id: agent_id.into(),
+        prompt: "go".into(),
+        ..Default::default()
+    });
+    let mut stream = RunStream::open_as(client, Some(key), start)
+        .await
+        .expect("start");
+    stream.run_id = stream.next().await.run_id;
+    let suspended = stream.next_suspended().await;
+    (stream, suspended)
+}
+
+#[tokio::test]
+async fn only_assignees_answer_and_the_feed_shows_each_principal_its_own() {
+    let server = Server::start_with(Some(AGENTS), &["--auth", "keys"]);
+    let (alice, carol) = (key(&server, "alice"), key(&server, "carol"));
+    let mut client = server.agents().await;
+
+    let (mut stream, question) = suspended(&mut client, &alice, "reviewed").await;
+    assert_eq!(question.assignees, ["key:alice"]);
+    let call_id = question.tool_call_id.clone();
+    let run_id = stream.run_id.clone();
+
+    // Carol may answer questions in general, but not this one: refused, and it stays pending.
+    let refused = resume(&mut client, &carol, text_answer(&run_id, &call_id, "yes")).await;
+    assert_eq!(
+        refused,
+        Err((Code::PermissionDenied, Some("NOT_ASSIGNEE".to_owned())))
+    );
+    let mut attached = RunStream::open_as(
+        &mut client,
+        Some(&carol),
+        Frame::Attach(pb::AttachRun {
+            run_id: run_id.clone(),
+            after_sequence: 0,
+        }),
+    )
+    .await
+    .expect("attach");
+    attached
+        .send(text_answer(&run_id, &call_id, "yes on a stream"))
+        .await;
+    // The attach replays the run's events first; the rejection follows.
+    let rejected = loop {
+        if let Some(Event::AnswerRejected(rejected)) = attached.next().await.event {
+            break rejected;
+        }
+    };
+    assert_eq!(rejected.reason, "NOT_ASSIGNEE");
+    assert_eq!(snapshot(&mut client, &carol, false).await, [call_id.as_str()]);
+    assert_eq!(
+        snapshot(&mut client, &carol, true).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(snapshot(&mut client, &alice, true).await, [call_id.as_str()]);
+
+    stream.send_text(&call_id, "ship").await;
+    let mut by = None;
+    let output = loop {
+        match stream.next().await.event {
+            Some(Event::ToolResult(result)) => by = result.settled_by,
+            Some(Event::RunCompleted(done)) => break done.output_text,
+            _ => {}
+        }
+    };
+    assert_eq!(output, "shipped: ship");
+    assert_eq!(by.map(|by| by.subject), Some("key:alice".to_owned()));
+}
+
+#[tokio::test]
+async fn a_tools_approvers_decide_and_any_worker_responds_after() {
+    let server = Server::start_with(Some(AGENTS), &["--auth", "keys"]);
+    let (alice, bob, carol) = (
+        key(&server, "alice"),
+        key(&server, "bob"),
+        key(&server, "carol"),
+    );
+    let mut client = server.agents().await;
+
+    let (mut stream, approval) = suspended(&mut client, &alice, "deployer").await;
+    assert_eq!(approval.kind, pb::SuspendKind::Approval as i32);
+    // The tool's approvers, not the agent's.
+    assert_eq!(approval.assignees, ["key:bob"]);
+    let (run_id, call_id) = (stream.run_id.clone(), approval.tool_call_id.clone());
+    let refused = resume(&mut client, &alice, approve(&run_id, &call_id)).await;
+    assert_eq!(
+        refused,
+        Err((Code::PermissionDenied, Some("NOT_ASSIGNEE".to_owned())))
+    );
+    let accepted = resume(&mut client, &bob, approve(&run_id, &call_id)).await;
+    assert!(
+        matches!(accepted, Ok(Event::AnswerAccepted(_))),
+        "{accepted:?}"
+    );
+
+    // Approved: the call now waits for a worker's output, which names no assignees.
+    let output = stream.next_suspended().await;
+    assert_eq!(output.kind, pb::SuspendKind::ClientTool as i32);
+    assert!(output.assignees.is_empty(), "{output:?}");
+    let responded = resume(
+        &mut client,
+        &carol,
+        answer(
+            &run_id,
+            &call_id,
+            pb::answer::Answer::ToolOutput(pb::ToolOutput {
+                content: "ok".into(),
+                is_error: false,
+            }),
+        ),
+    )
+    .await;
+    assert!(
+        matches!(responded, Ok(Event::AnswerAccepted(_))),
+        "{responded:?}"
+    );
+    assert_eq!(stream.completed_text().await, "deployed: ok");
+}
