@@ -14,7 +14,7 @@ use askuser::proto::v1::agent_service_client::AgentServiceClient;
 use askuser::proto::v1::tool_service_client::ToolServiceClient;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use common::{Server, error_reason};
+use common::{Server, error_reason, keys_on};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
@@ -22,37 +22,13 @@ use tonic::Code;
 use tonic::transport::Channel;
 use tonic_types::StatusExt;
 
-/// Runs `askuser keys <args>` on the server's data directory; returns its stdout.
-fn keys(server: &Server, args: &[&str]) -> String {
-    let data_dir = server.data_dir.to_str().expect("utf-8 path");
-    keys_on(&["--data-dir", data_dir], args)
-}
-
-/// Runs `askuser keys <store flags> <args>`; returns its stdout.
-fn keys_on(store: &[&str], args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_askuser"))
-        .arg("keys")
-        .args(store)
-        .args(args)
-        .output()
-        .expect("run askuser keys");
-    assert!(
-        output.status.success(),
-        "askuser keys {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("utf-8")
-}
-
 fn create_key(server: &Server, scopes: &str) -> String {
-    keys(
-        server,
-        &[
+    server
+        .keys(&[
             "create", "--tenant", "acme", "--name", scopes, "--scopes", scopes,
-        ],
-    )
-    .trim()
-    .to_owned()
+        ])
+        .trim()
+        .to_owned()
 }
 
 fn authorized<T>(message: T, credential: Option<&str>) -> tonic::Request<T> {
@@ -267,7 +243,7 @@ async fn a_revoked_key_is_refused_at_once() {
     call(&channel, "ListAgents", Some(&key))
         .await
         .expect("the key works");
-    let listing = keys(&server, &["list"]);
+    let listing = server.keys(&["list"]);
     let key_id = listing
         .lines()
         .find(|line| line.contains("agents:read"))
@@ -275,12 +251,13 @@ async fn a_revoked_key_is_refused_at_once() {
         .expect("the key is listed")
         .to_owned();
     assert!(!listing.contains(&key), "the listing shows no secret");
-    keys(&server, &["revoke", &key_id]);
+    server.keys(&["revoke", &key_id]);
     // Keys are looked up on every request: the next one is refused.
     let status = call(&channel, "ListAgents", Some(&key)).await.unwrap_err();
     assert_eq!(status.code(), Code::Unauthenticated, "{status:?}");
     assert!(
-        keys(&server, &["list"])
+        server
+            .keys(&["list"])
             .lines()
             .any(|line| { line.starts_with(&key_id) && !line.ends_with('\t') })
     );

@@ -185,6 +185,28 @@ impl Server {
     pub fn data_path(&self) -> &Path {
         &self.data_dir
     }
+
+    /// Runs `askuser keys <args>` on the server's data directory; returns its stdout.
+    pub fn keys(&self, args: &[&str]) -> String {
+        let data_dir = self.data_dir.to_str().expect("utf-8 path");
+        keys_on(&["--data-dir", data_dir], args)
+    }
+}
+
+/// Runs `askuser keys <store flags> <args>`; returns its stdout.
+pub fn keys_on(store: &[&str], args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_askuser"))
+        .arg("keys")
+        .args(store)
+        .args(args)
+        .output()
+        .expect("run askuser keys");
+    assert!(
+        output.status.success(),
+        "askuser keys {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("utf-8")
 }
 
 impl Drop for Server {
