@@ -4,6 +4,7 @@ server of scripts/conformance-servers.sh."""
 import grpc
 import pytest
 from conftest import required_env
+from google.rpc import error_details_pb2, status_pb2
 
 from askuser_client import TLS, AskUserClient, AskUserError
 
@@ -102,3 +103,46 @@ def test_a_wrong_key_is_unauthenticated(address):
 def test_api_key_and_token_provider_exclude_each_other(address):
     with pytest.raises(ValueError):
         AskUserClient(address, api_key="a", token_provider=lambda: "b")
+
+
+class _RefusedCall(grpc.RpcError, grpc.Call):
+    """A failed call as grpcio raises it, carrying a google.rpc.Status in its trailers."""
+
+    def __init__(self, code: grpc.StatusCode, message: str, status: bytes) -> None:
+        self._code, self._message, self._status = code, message, status
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return self._message
+
+    def trailing_metadata(self):
+        return (("grpc-status-details-bin", self._status),)
+
+    def initial_metadata(self):
+        return ()
+
+    def is_active(self):
+        return False
+
+    def time_remaining(self):
+        return None
+
+    def cancel(self):
+        return False
+
+    def add_callback(self, callback):
+        return False
+
+
+def test_a_missing_scope_names_the_scope():
+    # No conformance key lacks a scope the client's calls need: the refusal is built as the
+    # server sends it.
+    info = error_details_pb2.ErrorInfo(reason="MISSING_SCOPE", domain="askuser.dev", metadata={"scope": "runs:cancel"})
+    status = status_pb2.Status(code=grpc.StatusCode.PERMISSION_DENIED.value[0], message="needs runs:cancel")
+    status.details.add().Pack(info)
+    refused = _RefusedCall(grpc.StatusCode.PERMISSION_DENIED, status.message, status.SerializeToString())
+    error = AskUserError.from_rpc_error(refused)
+    assert error.code == grpc.StatusCode.PERMISSION_DENIED
+    assert (error.reason, error.metadata) == ("MISSING_SCOPE", {"scope": "runs:cancel"})
