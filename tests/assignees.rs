@@ -167,12 +167,18 @@ async fn only_assignees_answer_and_the_feed_shows_each_principal_its_own() {
         }
     };
     assert_eq!(rejected.reason, "NOT_ASSIGNEE");
-    assert_eq!(snapshot(&mut client, &carol, false).await, [call_id.as_str()]);
+    assert_eq!(
+        snapshot(&mut client, &carol, false).await,
+        [call_id.as_str()]
+    );
     assert_eq!(
         snapshot(&mut client, &carol, true).await,
         Vec::<String>::new()
     );
-    assert_eq!(snapshot(&mut client, &alice, true).await, [call_id.as_str()]);
+    assert_eq!(
+        snapshot(&mut client, &alice, true).await,
+        [call_id.as_str()]
+    );
 
     stream.send_text(&call_id, "ship").await;
     let mut by = None;

@@ -1,8 +1,9 @@
 //! The Rust conformance runner: runs every scenario in `tests/conformance` (the format is in its
 //! README) against one server and prints `N passed, N failed` last.
 //!
-//! It starts its own server with `tests/conformance/agents.toml`, unless ASKUSER_CONFORMANCE_ADDR
-//! (`host:port`) names a running one.
+//! It starts its own server with `tests/conformance/agents.toml` and `--auth keys`, and makes the
+//! keys of the tenants `conformance` and `other` for it, unless ASKUSER_CONFORMANCE_ADDR
+//! (`host:port`) names a running one: then the keys are ASKUSER_API_KEY and ASKUSER_OTHER_API_KEY.
 
 mod common;
 
@@ -20,10 +21,14 @@ use askuser::proto::v1::watch_pending_calls_response::Event as PendingEvent;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::service::Interceptor;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
-use tonic::{Status, Streaming};
+use tonic::{Request, Status, Streaming};
 use tonic_types::StatusExt;
 
+use common::credentials::{create_key, sqlite_store};
 use common::{FRAME_TIMEOUT, Server};
 
 /// A scenario fails with a message saying which step went wrong and how.
@@ -59,6 +64,45 @@ fn code_name(status: &Status) -> &'static str {
         .and_then(|index| CODE_NAMES.get(index))
         .copied()
         .unwrap_or("UNKNOWN")
+}
+
+/// The scopes of both conformance keys (tests/conformance/README.md).
+const SCOPES: &str = "runs:start,runs:read,runs:answer,runs:cancel,tools:execute,agents:read";
+
+/// The credential every call of a client carries as `authorization: Bearer <key>`; none when the
+/// server runs without auth.
+#[derive(Clone)]
+struct Bearer(Option<MetadataValue<Ascii>>);
+
+impl Bearer {
+    fn new(key: Option<String>) -> Bearer {
+        Bearer(key.map(|key| {
+            format!("Bearer {key}")
+                .parse()
+                .unwrap_or_else(|error| panic!("an API key is not a header value: {error}"))
+        }))
+    }
+}
+
+impl Interceptor for Bearer {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        if let Some(value) = &self.0 {
+            request
+                .metadata_mut()
+                .insert("authorization", value.clone());
+        }
+        Ok(request)
+    }
+}
+
+type Agents = AgentServiceClient<InterceptedService<Channel, Bearer>>;
+type Tools = ToolServiceClient<InterceptedService<Channel, Bearer>>;
+
+/// The keys the scenarios call with: the conformance tenant's, and the other tenant's for steps
+/// with `"as": "other"`.
+struct Keys {
+    own: Option<String>,
+    other: Option<String>,
 }
 
 /// What reading a stream gave: a frame other than a heartbeat, the end with OK, or a failure.
@@ -301,8 +345,10 @@ fn event_field(event: &Event, field: &str) -> Option<Value> {
 
 /// One scenario being run: its connections, saved values and open streams.
 struct ScenarioRun {
-    agents: AgentServiceClient<Channel>,
-    tools: ToolServiceClient<Channel>,
+    agents: Agents,
+    /// The other tenant's client; `None` when ASKUSER_OTHER_API_KEY is unset.
+    other_agents: Option<Agents>,
+    tools: Tools,
     saved: HashMap<String, String>,
     streams: HashMap<String, FrameStream>,
     feeds: HashMap<String, Streaming<pb::WatchPendingCallsResponse>>,
@@ -325,6 +371,18 @@ fn with_answer_kinds<'a>(own: &[&'a str]) -> Vec<&'a str> {
 }
 
 impl ScenarioRun {
+    /// The client a step calls with: the other tenant's for `"as": "other"`, else the own one.
+    fn agents_for(&self, step: &Map<String, Value>) -> Outcome<Agents> {
+        match step.get("as") {
+            None => Ok(self.agents.clone()),
+            Some(Value::String(name)) if name == "other" => self
+                .other_agents
+                .clone()
+                .ok_or_else(|| "\"as\": \"other\" needs ASKUSER_OTHER_API_KEY".into()),
+            Some(other) => Err(format!("as must be \"other\", got {other}")),
+        }
+    }
+
     /// Substitutes every `"$name"` string in `value` with the saved string.
     fn resolve(&self, value: &Value) -> Outcome<Value> {
         Ok(match value {
@@ -451,6 +509,7 @@ impl ScenarioRun {
                     .ok_or_else(|| format!("no open feed {name:?}"))
             }
             "claim" => self.claim(body).await,
+            "cancel" => self.cancel(body).await,
             "close" => {
                 let name = stream_name(fields(body, &["stream"])?)?;
                 // Dropping the sender half-closes; dropping the response stream disconnects.
@@ -468,7 +527,13 @@ impl ScenarioRun {
     }
 
     /// Opens a `RunAgent` stream with its first frame; a refusal is kept for `expect_stream_error`.
-    async fn open(&mut self, name: String, run_id: String, first: Frame) -> Outcome {
+    async fn open(
+        &mut self,
+        mut agents: Agents,
+        name: String,
+        run_id: String,
+        first: Frame,
+    ) -> Outcome {
         if self.streams.contains_key(&name) {
             return Err(format!("stream {name:?} is already open"));
         }
@@ -479,7 +544,7 @@ impl ScenarioRun {
             .map_err(|_| "cannot send the first frame")?;
         let opened = tokio::time::timeout(
             FRAME_TIMEOUT,
-            self.agents.run_agent(ReceiverStream::new(receiver)),
+            agents.run_agent(ReceiverStream::new(receiver)),
         )
         .await
         .map_err(|_| "the server did not answer the stream")?;
@@ -498,7 +563,11 @@ impl ScenarioRun {
     }
 
     async fn start(&mut self, body: &Value) -> Outcome {
-        let body = fields(body, &["stream", "agent_id", "prompt", "metadata", "tools"])?;
+        let body = fields(
+            body,
+            &["stream", "agent_id", "prompt", "metadata", "tools", "as"],
+        )?;
+        let agents = self.agents_for(body)?;
         let name = stream_name(body)?;
         let metadata = match self.resolve(body.get("metadata").unwrap_or(&Value::Null))? {
             Value::Null => HashMap::new(),
@@ -519,7 +588,7 @@ impl ScenarioRun {
             tools: self.run_tools(body.get("tools"))?,
             request_id: String::new(),
         };
-        self.open(name.clone(), String::new(), Frame::Start(start))
+        self.open(agents, name.clone(), String::new(), Frame::Start(start))
             .await?;
         let stream = self.stream(&name)?;
         let first = stream.next().await?;
@@ -542,7 +611,8 @@ impl ScenarioRun {
     }
 
     async fn attach(&mut self, body: &Value) -> Outcome {
-        let body = fields(body, &["stream", "run_id", "after_sequence"])?;
+        let body = fields(body, &["stream", "run_id", "after_sequence", "as"])?;
+        let agents = self.agents_for(body)?;
         let run_id = self.string(body, "run_id")?;
         let after_sequence = match body.get("after_sequence") {
             Some(value) => self.number(value, "after_sequence")?,
@@ -552,7 +622,7 @@ impl ScenarioRun {
             run_id: run_id.clone(),
             after_sequence,
         });
-        self.open(stream_name(body)?, run_id, attach).await
+        self.open(agents, stream_name(body)?, run_id, attach).await
     }
 
     /// The answer an `answer` or `resume` step describes.
@@ -762,13 +832,15 @@ impl ScenarioRun {
                 "answer_id",
                 "expect",
                 "expect_error",
+                "as",
             ]),
         )?;
+        let mut agents = self.agents_for(body)?;
         let answer = self.answer_of(body)?;
         let run_id = answer.run_id.clone();
         let called = tokio::time::timeout(
             FRAME_TIMEOUT,
-            self.agents.resume_run(pb::ResumeRunRequest {
+            agents.resume_run(pb::ResumeRunRequest {
                 answer: Some(answer),
             }),
         )
@@ -779,7 +851,11 @@ impl ScenarioRun {
     }
 
     async fn watch(&mut self, body: &Value) -> Outcome {
-        let body = fields(body, &["run_id", "after_sequence", "expect"])?;
+        let body = fields(
+            body,
+            &["run_id", "after_sequence", "expect", "expect_error", "as"],
+        )?;
+        let mut agents = self.agents_for(body)?;
         let run_id = self.string(body, "run_id")?;
         let after_sequence = match body.get("after_sequence") {
             Some(value) => self.number(value, "after_sequence")?,
@@ -787,14 +863,14 @@ impl ScenarioRun {
         };
         let called = tokio::time::timeout(
             FRAME_TIMEOUT,
-            self.agents.watch_run(pb::WatchRunRequest {
+            agents.watch_run(pb::WatchRunRequest {
                 run_id: run_id.clone(),
                 after_sequence,
             }),
         )
         .await
         .map_err(|_| "WatchRun did not answer")?;
-        self.expect_call(called, body, run_id, &[]).await
+        self.expect_call(called, body, run_id, &["code"]).await
     }
 
     /// Checks a server-streaming call against the step's `expect` frames or `expect_error`.
@@ -834,12 +910,14 @@ impl ScenarioRun {
                 "output_text",
                 "last_sequence",
                 "expect_error",
+                "as",
             ],
         )?;
+        let mut agents = self.agents_for(body)?;
         let request = pb::GetRunRequest {
             run_id: self.string(body, "run_id")?,
         };
-        let called = tokio::time::timeout(FRAME_TIMEOUT, self.agents.get_run(request))
+        let called = tokio::time::timeout(FRAME_TIMEOUT, agents.get_run(request))
             .await
             .map_err(|_| "GetRun did not answer")?;
         let run = match (called, body.get("expect_error")) {
@@ -920,7 +998,8 @@ impl ScenarioRun {
     }
 
     async fn watch_pending(&mut self, body: &Value) -> Outcome {
-        let body = fields(body, &["feed", "agent_ids", "tool_names", "kinds"])?;
+        let body = fields(body, &["feed", "agent_ids", "tool_names", "kinds", "as"])?;
+        let mut agents = self.agents_for(body)?;
         let name = feed_name(body)?;
         if self.feeds.contains_key(&name) {
             return Err(format!("feed {name:?} is already open"));
@@ -943,7 +1022,7 @@ impl ScenarioRun {
             kinds,
             ..Default::default()
         };
-        let feed = tokio::time::timeout(FRAME_TIMEOUT, self.agents.watch_pending_calls(request))
+        let feed = tokio::time::timeout(FRAME_TIMEOUT, agents.watch_pending_calls(request))
             .await
             .map_err(|_| "WatchPendingCalls did not answer")?
             .map_err(|status| format!("WatchPendingCalls failed: {status:?}"))?
@@ -962,6 +1041,14 @@ impl ScenarioRun {
             .contains_key("run_id")
             .then(|| self.string(&check, "run_id"))
             .transpose()?;
+        // Calls the snapshot must not hold; checked on every event read up to the snapshot's end.
+        let absent = match check.remove("absent") {
+            None => Vec::new(),
+            Some(_) if kind != "snapshot_done" => {
+                return Err("absent goes with a snapshot_done check".into());
+            }
+            Some(ids) => self.strings(&ids, "absent")?,
+        };
         let mut feed = self
             .feeds
             .remove(&name)
@@ -974,6 +1061,12 @@ impl ScenarioRun {
                     .map_err(|status| format!("the feed failed: {status:?}"))?
                     .ok_or("the feed ended")?;
                 let event = response.event.ok_or("a feed event without an event")?;
+                if let PendingEvent::CallPending(pending) = &event
+                    && let Some(call) = &pending.call
+                    && absent.contains(&call.tool_call_id)
+                {
+                    return Err(format!("the snapshot holds an absent call: {event:?}"));
+                }
                 let this_run = match (&run_id, pending_field(&event, "run_id")) {
                     (Some(want), Some(Value::String(actual))) => *want == actual,
                     (Some(_), _) => false,
@@ -1028,8 +1121,10 @@ impl ScenarioRun {
                 "claimant",
                 "ttl_ms",
                 "expect_error",
+                "as",
             ],
         )?;
+        let mut agents = self.agents_for(body)?;
         let ttl = body
             .get("ttl_ms")
             .map(|value| self.number(value, "ttl_ms"))
@@ -1044,7 +1139,7 @@ impl ScenarioRun {
             ttl,
             claimant: self.string(body, "claimant")?,
         };
-        let called = tokio::time::timeout(FRAME_TIMEOUT, self.agents.claim_call(request))
+        let called = tokio::time::timeout(FRAME_TIMEOUT, agents.claim_call(request))
             .await
             .map_err(|_| "ClaimCall did not answer")?;
         match (called, body.get("expect_error")) {
@@ -1059,6 +1154,34 @@ impl ScenarioRun {
                 response.into_inner()
             )),
             (Err(status), None) => Err(format!("ClaimCall failed: {status:?}")),
+        }
+    }
+
+    async fn cancel(&mut self, body: &Value) -> Outcome {
+        let body = fields(body, &["run_id", "reason", "expect_error", "as"])?;
+        let mut agents = self.agents_for(body)?;
+        let request = pb::CancelRunRequest {
+            run_id: self.string(body, "run_id")?,
+            reason: self.string(body, "reason")?,
+        };
+        let called = tokio::time::timeout(FRAME_TIMEOUT, agents.cancel_run(request))
+            .await
+            .map_err(|_| "CancelRun did not answer")?;
+        match (called, body.get("expect_error")) {
+            (Ok(response), None) => {
+                let run = response.into_inner().run.ok_or("a response without run")?;
+                if run.status == pb::RunStatus::Cancelled as i32 {
+                    Ok(())
+                } else {
+                    Err(format!("expected a cancelled run, got {run:?}"))
+                }
+            }
+            (Err(status), Some(want)) => self.expect_status(&status, want, &["code", "reason"]),
+            (Ok(response), Some(_)) => Err(format!(
+                "expected an error, got {:?}",
+                response.into_inner()
+            )),
+            (Err(status), None) => Err(format!("CancelRun failed: {status:?}")),
         }
     }
 
@@ -1137,7 +1260,11 @@ fn scenario_files() -> Vec<PathBuf> {
 }
 
 /// Runs one scenario file; the error says what failed.
-async fn run_scenario(channel: &Channel, path: &Path) -> Result<String, (String, String)> {
+async fn run_scenario(
+    channel: &Channel,
+    keys: &Keys,
+    path: &Path,
+) -> Result<String, (String, String)> {
     let file_name = path
         .file_name()
         .map_or_else(String::new, |name| name.to_string_lossy().into_owned());
@@ -1154,9 +1281,13 @@ async fn run_scenario(channel: &Channel, path: &Path) -> Result<String, (String,
         .get("steps")
         .and_then(Value::as_array)
         .ok_or_else(|| (name.clone(), "steps must be an array".to_owned()))?;
+    let own = Bearer::new(keys.own.clone());
     let mut run = ScenarioRun {
-        agents: AgentServiceClient::new(channel.clone()),
-        tools: ToolServiceClient::new(channel.clone()),
+        agents: AgentServiceClient::with_interceptor(channel.clone(), own.clone()),
+        other_agents: keys.other.clone().map(|key| {
+            AgentServiceClient::with_interceptor(channel.clone(), Bearer::new(Some(key)))
+        }),
+        tools: ToolServiceClient::with_interceptor(channel.clone(), own),
         saved: HashMap::new(),
         streams: HashMap::new(),
         feeds: HashMap::new(),
@@ -1170,12 +1301,28 @@ async fn run_scenario(channel: &Channel, path: &Path) -> Result<String, (String,
 
 #[tokio::test]
 async fn conformance_scenarios() {
-    let (server, addr) = match std::env::var("ASKUSER_CONFORMANCE_ADDR") {
-        Ok(addr) if !addr.is_empty() => (None, addr),
-        _ => {
-            let server = Server::start_with(Some(include_str!("conformance/agents.toml")), &[]);
+    let env = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
+    let (server, addr, keys) = match env("ASKUSER_CONFORMANCE_ADDR") {
+        Some(addr) => {
+            let keys = Keys {
+                own: env("ASKUSER_API_KEY"),
+                other: env("ASKUSER_OTHER_API_KEY"),
+            };
+            (None, addr, keys)
+        }
+        None => {
+            let server = Server::start_with(
+                Some(include_str!("conformance/agents.toml")),
+                &["--auth", "keys"],
+            );
+            let key =
+                |tenant: &str| Some(create_key(&sqlite_store(&server), tenant, tenant, SCOPES));
+            let keys = Keys {
+                own: key("conformance"),
+                other: key("other"),
+            };
             let addr = server.addr.clone();
-            (Some(server), addr)
+            (Some(server), addr, keys)
         }
     };
     let channel = Channel::from_shared(format!("http://{addr}"))
@@ -1189,7 +1336,7 @@ async fn conformance_scenarios() {
     let mut out = std::io::stdout();
     let (mut passed, mut failed) = (0, 0);
     for path in &files {
-        match run_scenario(&channel, path).await {
+        match run_scenario(&channel, &keys, path).await {
             Ok(name) => {
                 passed += 1;
                 writeln!(out, "PASS {name}").expect("stdout");

@@ -3,12 +3,17 @@
 README) with askuser_client against the server at HOST:PORT and prints `N passed, N failed` last.
 
 Usage: conformance.py HOST:PORT
+
+Calls carry ASKUSER_API_KEY when it is set; steps with "as": "other" carry ASKUSER_OTHER_API_KEY
+and fail without it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+from contextlib import nullcontext
 from datetime import timedelta
 from pathlib import Path
 from typing import cast
@@ -220,18 +225,29 @@ PENDING_CHECK_FIELDS = {
         "feed", "kind", "run_id", "agent_id", "tool_call_id", "tool_name", "suspend_kind", "arguments", "save"
     ],
     "call_settled": ["feed", "kind", "run_id", "tool_call_id", "result_kind", "save"],
-    "snapshot_done": ["feed", "kind"],
+    "snapshot_done": ["feed", "kind", "absent"],
 }
 
 
 class ScenarioRun:
-    """One scenario being run: its client, saved values and open streams."""
+    """One scenario being run: its clients, saved values and open streams."""
 
-    def __init__(self, client: AskUserClient):
+    def __init__(self, client: AskUserClient, other: AskUserClient | None):
         self.client = client
+        self.other = other
         self.saved: dict[str, str] = {}
         self.streams: dict[str, FrameSource] = {}
         self.feeds: dict[str, PendingCalls] = {}
+
+    def caller(self, body: dict) -> AskUserClient:
+        """The client a step calls with: the other tenant's for "as": "other"."""
+        if "as" not in body:
+            return self.client
+        if body["as"] != "other":
+            raise StepFailed(f"as must be \"other\", got {body['as']!r}")
+        if self.other is None:
+            raise StepFailed('"as": "other" needs ASKUSER_OTHER_API_KEY')
+        return self.other
 
     def resolve(self, value):
         """Substitutes every "$name" string in value with the saved string."""
@@ -301,12 +317,13 @@ class ScenarioRun:
         return definitions
 
     def step_start(self, body) -> None:
-        body = fields(body, ["stream", "agent_id", "prompt", "metadata", "tools"])
+        body = fields(body, ["stream", "agent_id", "prompt", "metadata", "tools", "as"])
         body = self.resolve(body)
         name = body.get("stream", "main")
         tools = self.tools_of(body.get("tools", []))
+        client = self.caller(body)
         try:
-            run = self.client.start_run(
+            run = client.start_run(
                 body.get("agent_id", ""),
                 body.get("prompt", ""),
                 body.get("metadata") or {},
@@ -320,10 +337,10 @@ class ScenarioRun:
         self.open(name, FrameSource(run, run.run_id, run=run))
 
     def step_attach(self, body) -> None:
-        body = fields(body, ["stream", "run_id", "after_sequence"])
+        body = fields(body, ["stream", "run_id", "after_sequence", "as"])
         run_id = self.resolve(body.get("run_id", ""))
         after_sequence = self.number(body.get("after_sequence", 0), "after_sequence")
-        run = self.client.attach(run_id, after_sequence, timeout=STREAM_TIMEOUT)
+        run = self.caller(body).attach(run_id, after_sequence, timeout=STREAM_TIMEOUT)
         self.open(body.get("stream", "main"), FrameSource(run, run_id, run=run))
 
     def answer_of(self, body: dict) -> dict:
@@ -466,25 +483,25 @@ class ScenarioRun:
     def step_resume(self, body) -> None:
         body = fields(
             body,
-            ["run_id", "tool_call_id", "answer_id", "expect", "expect_error", *ANSWER_KINDS],
+            ["run_id", "tool_call_id", "answer_id", "expect", "expect_error", "as", *ANSWER_KINDS],
         )
         run_id = self.resolve(body.get("run_id", ""))
-        frames = self.client.resume_run(
+        frames = self.caller(body).resume_run(
             run_id, self.resolve(body.get("tool_call_id", "")), timeout=STREAM_TIMEOUT, **self.answer_of(body)
         )
         self.expect_stream(frames, body, run_id, ["code", "reason", "field"])
 
     def step_watch(self, body) -> None:
-        body = fields(body, ["run_id", "after_sequence", "expect"])
+        body = fields(body, ["run_id", "after_sequence", "expect", "expect_error", "as"])
         run_id = self.resolve(body.get("run_id", ""))
         after_sequence = self.number(body.get("after_sequence", 0), "after_sequence")
-        frames = self.client.watch_run(run_id, after_sequence, timeout=STREAM_TIMEOUT)
-        self.expect_stream(frames, body, run_id, [])
+        frames = self.caller(body).watch_run(run_id, after_sequence, timeout=STREAM_TIMEOUT)
+        self.expect_stream(frames, body, run_id, ["code"])
 
     def step_get_run(self, body) -> None:
-        body = fields(body, ["run_id", "status", "pending", "output_text", "last_sequence", "expect_error"])
+        body = fields(body, ["run_id", "status", "pending", "output_text", "last_sequence", "expect_error", "as"])
         try:
-            run = self.client.get_run(self.resolve(body.get("run_id", "")), timeout=CALL_TIMEOUT)
+            run = self.caller(body).get_run(self.resolve(body.get("run_id", "")), timeout=CALL_TIMEOUT)
         except AskUserError as error:
             if "expect_error" not in body:
                 raise StepFailed(f"GetRun failed: {error}") from None
@@ -541,7 +558,7 @@ class ScenarioRun:
         return name, self.feeds[name]
 
     def step_watch_pending(self, body) -> None:
-        body = self.resolve(fields(body, ["feed", "agent_ids", "tool_names", "kinds"]))
+        body = self.resolve(fields(body, ["feed", "agent_ids", "tool_names", "kinds", "as"]))
         name = body.get("feed", "main")
         if name in self.feeds:
             raise StepFailed(f"feed {name!r} is already open")
@@ -549,7 +566,7 @@ class ScenarioRun:
             kinds = [agent_pb2.SuspendKind.Value(kind) for kind in body.get("kinds", [])]
         except ValueError as error:
             raise StepFailed(f"kinds: {error}") from None
-        self.feeds[name] = self.client.watch_pending_calls(
+        self.feeds[name] = self.caller(body).watch_pending_calls(
             agent_ids=body.get("agent_ids", []),
             tool_names=body.get("tool_names", []),
             kinds=cast(list[agent_pb2.SuspendKind], kinds),
@@ -563,6 +580,8 @@ class ScenarioRun:
         check = self.resolve(fields(body, PENDING_CHECK_FIELDS[kind]))
         _, feed = self.feed(check)
         run_id = check.get("run_id")
+        # Calls the snapshot must not hold; checked on every event read up to its end.
+        absent = check.get("absent", [])
         while True:
             try:
                 event = next(feed)
@@ -571,6 +590,8 @@ class ScenarioRun:
             except AskUserError as error:
                 raise StepFailed(f"the feed failed: {error}") from None
             got = event.WhichOneof("event")
+            if got == "call_pending" and event.call_pending.call.tool_call_id in absent:
+                raise StepFailed(f"the snapshot holds an absent call: {event}")
             if run_id is not None:
                 # Only events of this run count; one of another kind is a failure.
                 if event_run_id(event) != run_id:
@@ -581,7 +602,7 @@ class ScenarioRun:
                 continue
             break
         for field, want in check.items():
-            if field in ("feed", "kind"):
+            if field in ("feed", "kind", "absent"):
                 continue
             if field == "save":
                 self.saved[want] = pending_field(event, "tool_call_id")
@@ -596,12 +617,12 @@ class ScenarioRun:
         del self.feeds[name]
 
     def step_claim(self, body) -> None:
-        body = fields(body, ["run_id", "tool_call_id", "claimant", "ttl_ms", "expect_error"])
+        body = fields(body, ["run_id", "tool_call_id", "claimant", "ttl_ms", "expect_error", "as"])
         ttl = None
         if "ttl_ms" in body:
             ttl = timedelta(milliseconds=self.number(body["ttl_ms"], "ttl_ms"))
         try:
-            expire_time = self.client.claim_call(
+            expire_time = self.caller(body).claim_call(
                 self.resolve(body.get("run_id", "")),
                 self.resolve(body.get("tool_call_id", "")),
                 self.resolve(body.get("claimant", "")),
@@ -616,6 +637,22 @@ class ScenarioRun:
         if "expect_error" in body:
             raise StepFailed(f"expected an error, got a claim until {expire_time}")
 
+    def step_cancel(self, body) -> None:
+        body = fields(body, ["run_id", "reason", "expect_error", "as"])
+        try:
+            run = self.caller(body).cancel_run(
+                self.resolve(body.get("run_id", "")), self.resolve(body.get("reason", "")), timeout=CALL_TIMEOUT
+            )
+        except AskUserError as error:
+            if "expect_error" not in body:
+                raise StepFailed(f"CancelRun failed: {error}") from None
+            self.expect_error(error, body["expect_error"], ["code", "reason"])
+            return
+        if "expect_error" in body:
+            raise StepFailed(f"expected an error, got {run}")
+        if run.status != agent_pb2.RUN_STATUS_CANCELLED:
+            raise StepFailed(f"expected a cancelled run, got {run}")
+
     def close(self) -> None:
         for source in self.streams.values():
             if source.run is not None:
@@ -624,10 +661,10 @@ class ScenarioRun:
             feed.close()
 
 
-def run_scenario(client: AskUserClient, path: Path) -> tuple[str, str | None]:
+def run_scenario(client: AskUserClient, other: AskUserClient | None, path: Path) -> tuple[str, str | None]:
     """Runs one scenario file: its name, and what failed (None when it passed)."""
     name = path.name
-    run = ScenarioRun(client)
+    run = ScenarioRun(client, other)
     try:
         scenario = fields(json.loads(path.read_text()), ["name", "description", "steps"])
         name = scenario.get("name", name)
@@ -648,9 +685,14 @@ def main() -> int:
         return 2
     files = sorted(SCENARIOS.glob("*.json"))
     passed = failed = 0
-    with AskUserClient(sys.argv[1]) as client:
+    address = sys.argv[1]
+    own_key, other_key = os.environ.get("ASKUSER_API_KEY"), os.environ.get("ASKUSER_OTHER_API_KEY")
+    with (
+        AskUserClient(address, api_key=own_key or None) as client,
+        AskUserClient(address, api_key=other_key) if other_key else nullcontext() as other,
+    ):
         for path in files:
-            name, failure = run_scenario(client, path)
+            name, failure = run_scenario(client, other, path)
             if failure is None:
                 passed += 1
                 print(f"PASS {name}", flush=True)

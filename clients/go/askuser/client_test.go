@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -17,14 +18,14 @@ import (
 )
 
 // These tests run against a server with the agents of tests/conformance/agents.toml, whose address
-// clients/go/conformance.sh puts in ASKUSER_ADDR.
+// clients/go/conformance.sh puts in ASKUSER_ADDR; calls carry ASKUSER_API_KEY when it is set.
 func connect(t *testing.T) (context.Context, *askuser.Client) {
 	t.Helper()
 	addr := os.Getenv("ASKUSER_ADDR")
 	if addr == "" {
 		t.Fatal("ASKUSER_ADDR is not set: run clients/go/conformance.sh HOST:PORT")
 	}
-	client, err := askuser.Dial(addr)
+	client, err := askuser.Dial(addr, credentials()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,6 +33,14 @@ func connect(t *testing.T) (context.Context, *askuser.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx, client
+}
+
+// credentials sends ASKUSER_API_KEY with every call when it is set.
+func credentials() []grpc.DialOption {
+	if key := os.Getenv("ASKUSER_API_KEY"); key != "" {
+		return []grpc.DialOption{askuser.WithAPIKey(key)}
+	}
+	return nil
 }
 
 type eventReader interface {

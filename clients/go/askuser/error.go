@@ -18,8 +18,13 @@ type Error struct {
 	Code codes.Code
 	// Message is the status message.
 	Message string
-	// Reason is the google.rpc.ErrorInfo reason, e.g. "ALREADY_ANSWERED"; empty without ErrorInfo.
+	// Reason is the google.rpc.ErrorInfo reason, e.g. "ALREADY_ANSWERED" (codes.FailedPrecondition),
+	// "MISSING_CREDENTIALS" or "INVALID_CREDENTIALS" (codes.Unauthenticated), "MISSING_SCOPE"
+	// (codes.PermissionDenied); empty without ErrorInfo.
 	Reason string
+	// Metadata is the google.rpc.ErrorInfo metadata, e.g. Metadata["scope"], the scope a
+	// MISSING_SCOPE call needs; nil without ErrorInfo.
+	Metadata map[string]string
 	// FieldViolations are the google.rpc.BadRequest violations, in the server's order.
 	FieldViolations []FieldViolation
 
@@ -75,7 +80,7 @@ func errorFromStatus(st *status.Status) *Error {
 	for _, detail := range st.Details() {
 		switch d := detail.(type) {
 		case *errdetails.ErrorInfo:
-			e.Reason = d.GetReason()
+			e.Reason, e.Metadata = d.GetReason(), d.GetMetadata()
 		case *errdetails.BadRequest:
 			for _, v := range d.GetFieldViolations() {
 				e.FieldViolations = append(e.FieldViolations, FieldViolation{Field: v.GetField(), Description: v.GetDescription()})

@@ -54,3 +54,21 @@ func TestWrapErrorKeepsErrorsWithoutStatus(t *testing.T) {
 		t.Errorf("wrapError(nil) = %v", got)
 	}
 }
+
+// No conformance key lacks a scope the client's calls need, so a refusal for a missing scope is
+// decoded here, as the server sends it.
+func TestWrapErrorDecodesAMissingScope(t *testing.T) {
+	st, err := status.New(codes.PermissionDenied, "this call needs the scope runs:cancel").WithDetails(
+		&errdetails.ErrorInfo{Reason: "MISSING_SCOPE", Domain: ErrorDomain, Metadata: map[string]string{"scope": "runs:cancel"}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e *Error
+	if !errors.As(wrapError(st.Err()), &e) {
+		t.Fatalf("no *Error in %v", st.Err())
+	}
+	if e.Code != codes.PermissionDenied || e.Reason != "MISSING_SCOPE" || e.Metadata["scope"] != "runs:cancel" {
+		t.Errorf("got code %s, reason %q, metadata %v", e.Code, e.Reason, e.Metadata)
+	}
+}

@@ -5,9 +5,12 @@ output back and prints the agent's reply. A part whose agent the server lacks is
     askuser serve                                            # the demo agents (`deploy`)
     askuser serve --config tests/conformance/agents.toml     # agents with client tools (`status_check`)
     python examples/quickstart.py [HOST:PORT]                # default 127.0.0.1:50051
+
+For a server with --auth keys, put a key in ASKUSER_API_KEY.
 """
 
 import json
+import os
 import sys
 from collections.abc import Callable
 
@@ -98,7 +101,8 @@ def part(name: str, run: Callable[[], int]) -> int:
 
 def main() -> int:
     address = sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1:50051"
-    with AskUserClient(address) as client:
+    # A server with --auth keys wants a key on every call.
+    with AskUserClient(address, api_key=os.environ.get("ASKUSER_API_KEY") or None) as client:
         status = part("deploy", lambda: deploy(client))
         if status != 0:
             return status

@@ -1,5 +1,7 @@
 """The tests talk to a running server whose address ASKUSER_ADDR gives (`host:port`), started with
-tests/conformance/agents.toml; clients/python/conformance.sh runs them that way."""
+tests/conformance/agents.toml; clients/python/conformance.sh runs them that way. Calls carry
+ASKUSER_API_KEY when it is set; the TLS tests need the mTLS server of scripts/conformance-servers.sh
+(ASKUSER_TLS_ADDR and the files it names)."""
 
 import os
 
@@ -8,10 +10,20 @@ import pytest
 from askuser_client import AskUserClient
 
 
+def required_env(name: str) -> str:
+    """An environment variable the test cannot do without: a missing one fails the test."""
+    value = os.environ.get(name)
+    if not value:
+        pytest.fail(f"set {name} (scripts/conformance-servers.sh exports it)")
+    return value
+
+
 @pytest.fixture
-def client():
-    address = os.environ.get("ASKUSER_ADDR")
-    if not address:
-        pytest.fail("set ASKUSER_ADDR to the host:port of a server run with tests/conformance/agents.toml")
-    with AskUserClient(address) as client:
+def address() -> str:
+    return required_env("ASKUSER_ADDR")
+
+
+@pytest.fixture
+def client(address):
+    with AskUserClient(address, api_key=os.environ.get("ASKUSER_API_KEY") or None) as client:
         yield client

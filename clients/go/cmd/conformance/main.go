@@ -1,6 +1,7 @@
 // Command conformance runs the shared conformance scenarios (tests/conformance/*.json, described in
 // tests/conformance/README.md) against an askuser server through the Go client, and prints
-// "N passed, N failed" as its last line. It exits 1 when any scenario failed.
+// "N passed, N failed" as its last line. It exits 1 when any scenario failed. Calls carry
+// ASKUSER_API_KEY when it is set; steps with "as": "other" carry ASKUSER_OTHER_API_KEY.
 //
 //	conformance [-scenarios DIR] [-timeout D] HOST:PORT
 package main
@@ -41,16 +42,23 @@ func runAll(addr, dir string, timeout time.Duration) bool {
 		fmt.Fprintf(os.Stderr, "conformance: no scenarios in %s\n", dir)
 		return false
 	}
-	client, err := askuser.Dial(addr)
-	if err != nil {
+	var c clients
+	if c.own, err = dialWithKey(addr, os.Getenv("ASKUSER_API_KEY")); err != nil {
 		fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
 		return false
 	}
-	defer client.Close()
+	defer c.own.Close()
+	if key := os.Getenv("ASKUSER_OTHER_API_KEY"); key != "" {
+		if c.other, err = dialWithKey(addr, key); err != nil {
+			fmt.Fprintf(os.Stderr, "conformance: %v\n", err)
+			return false
+		}
+		defer c.other.Close()
+	}
 
 	passed, failed := 0, 0
 	for _, path := range paths {
-		name, err := runFile(client, path, timeout)
+		name, err := runFile(c, path, timeout)
 		if err != nil {
 			failed++
 			fmt.Printf("FAIL %s: %v\n", name, err)
@@ -63,8 +71,16 @@ func runAll(addr, dir string, timeout time.Duration) bool {
 	return failed == 0
 }
 
+// dialWithKey connects to addr; every call carries key, unless it is empty.
+func dialWithKey(addr, key string) (*askuser.Client, error) {
+	if key == "" {
+		return askuser.Dial(addr)
+	}
+	return askuser.Dial(addr, askuser.WithAPIKey(key))
+}
+
 // runFile runs the scenario of one file and returns its name (the file's, when it has none).
-func runFile(client *askuser.Client, path string, timeout time.Duration) (string, error) {
+func runFile(c clients, path string, timeout time.Duration) (string, error) {
 	name := filepath.Base(path)
 	sc, err := loadScenario(path)
 	if err != nil {
@@ -75,5 +91,5 @@ func runFile(client *askuser.Client, path string, timeout time.Duration) (string
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return name, sc.run(ctx, client)
+	return name, sc.run(ctx, c)
 }

@@ -21,6 +21,7 @@ type watchPendingArgs struct {
 	AgentIDs  []ref    `json:"agent_ids"`
 	ToolNames []ref    `json:"tool_names"`
 	Kinds     []string `json:"kinds"`
+	As        string   `json:"as"`
 }
 
 func (st *state) watchPending(a watchPendingArgs) error {
@@ -44,7 +45,11 @@ func (st *state) watchPending(a watchPendingArgs) error {
 		}
 		filter.Kinds = append(filter.Kinds, pb.SuspendKind(value))
 	}
-	feed, err := st.client.WatchPendingCalls(st.ctx, filter)
+	client, err := st.caller(a.As)
+	if err != nil {
+		return err
+	}
+	feed, err := client.WatchPendingCalls(st.ctx, filter)
 	if err != nil {
 		return err
 	}
@@ -100,6 +105,15 @@ func (st *state) expectPending(check frameCheck) error {
 			return err
 		}
 	}
+	// Calls the snapshot must not hold; checked on every event read up to its end.
+	var absentRefs []ref
+	if m.take("absent", &absentRefs) && kind != "snapshot_done" {
+		m.fail("absent goes with a snapshot_done check")
+	}
+	absent, err := st.resolveAll(absentRefs)
+	if err != nil {
+		return err
+	}
 	if len(m.problems) > 0 {
 		return fmt.Errorf("bad check%s", m.problemText())
 	}
@@ -116,6 +130,9 @@ func (st *state) expectPending(check frameCheck) error {
 			return fmt.Errorf("the feed failed, want a %s event: %w", kind, err)
 		}
 		gotKind, gotRun := pendingEventKind(event), pendingEventRun(event)
+		if gotKind == "call_pending" && slices.Contains(absent, event.GetCallPending().GetCall().GetToolCallId()) {
+			return fmt.Errorf("the snapshot holds an absent call: %s", describePending(event))
+		}
 		if hasRun && gotRun == runID && gotKind != kind {
 			return fmt.Errorf("got %s, want a %s event of run %s first", describePending(event), kind, runID)
 		}
@@ -180,6 +197,7 @@ type claimArgs struct {
 	Claimant    ref         `json:"claimant"`
 	TTLMillis   *count      `json:"ttl_ms"`
 	ExpectError *errorCheck `json:"expect_error"`
+	As          string      `json:"as"`
 }
 
 func (st *state) claim(a claimArgs) error {
@@ -203,7 +221,11 @@ func (st *state) claim(a claimArgs) error {
 		}
 		ttl = time.Duration(millis) * time.Millisecond
 	}
-	expires, err := st.client.ClaimCall(st.ctx, runID, toolCallID, claimant, ttl)
+	client, err := st.caller(a.As)
+	if err != nil {
+		return err
+	}
+	expires, err := client.ClaimCall(st.ctx, runID, toolCallID, claimant, ttl)
 	if a.ExpectError != nil {
 		if err == nil {
 			return fmt.Errorf("want the claim to fail, it succeeded until %s", expires.Format(time.RFC3339Nano))

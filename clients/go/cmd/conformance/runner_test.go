@@ -6,22 +6,22 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/askuser-dev/askuser/clients/go/askuser"
 )
 
 // The runner must fail a scenario whose expectation is wrong or that it cannot fully check:
-// otherwise a passing conformance run would prove nothing. Needs the server conformance.sh starts.
+// otherwise a passing conformance run would prove nothing. Needs the server conformance.sh starts
+// and ASKUSER_API_KEY. The other tenant's client is left out: "as": "other" must then fail.
 func TestRunnerFailsWhatItCannotConfirm(t *testing.T) {
 	addr := os.Getenv("ASKUSER_ADDR")
 	if addr == "" {
 		t.Fatal("ASKUSER_ADDR is not set: run clients/go/conformance.sh HOST:PORT")
 	}
-	client, err := askuser.Dial(addr)
+	client, err := dialWithKey(addr, os.Getenv("ASKUSER_API_KEY"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer client.Close()
+	own := clients{own: client}
 
 	const started = `{"start": {"agent_id": "pick", "prompt": "deploy"}}, {"expect": {"kind": "run_started"}},`
 	const tool = `{"start": {"agent_id": "status_check", "prompt": "check"}}, {"expect": {"kind": "run_started"}},
@@ -66,6 +66,18 @@ func TestRunnerFailsWhatItCannotConfirm(t *testing.T) {
 		{"an unknown pending-feed kind fails", `{"watch_pending": {}}, {"expect_pending": {"kind": "call_done"}}`, `unknown kind "call_done"`},
 		{"a wrong error reason fails", `{"get_run": {"run_id": "nope", "expect_error": {"code": "NOT_FOUND", "reason": "AGENT_NOT_FOUND"}}}`,
 			`reason "RUN_NOT_FOUND", want "AGENT_NOT_FOUND"`},
+		{"a call in the snapshot that should be absent fails", started + `{"expect": {"kind": "tool_call", "save": "q"}},
+			{"expect": {"kind": "tool_call_suspended"}}, {"watch_pending": {"agent_ids": ["pick"]}},
+			{"expect_pending": {"kind": "snapshot_done", "absent": ["$q"]}}`, "the snapshot holds an absent call"},
+		{"absent on another kind of check fails", `{"watch_pending": {}}, {"expect_pending": {"kind": "call_pending", "absent": []}}`,
+			"absent goes with a snapshot_done check"},
+		{"as other without the other key fails", `{"get_run": {"run_id": "nope", "as": "other", "expect_error": {"code": "NOT_FOUND"}}}`,
+			"needs ASKUSER_OTHER_API_KEY"},
+		{"an unknown caller fails", `{"watch": {"run_id": "nope", "as": "admin", "expect_error": {"code": "NOT_FOUND"}}}`,
+			`"as" must be "other"`},
+		{"a cancel that should fail but succeeds fails", started + `{"cancel": {"run_id": "$run_id", "expect_error": {"code": "NOT_FOUND"}}}`,
+			"want the call to fail"},
+		{"a cancel returns the cancelled run", started + `{"cancel": {"run_id": "$run_id", "reason": "done"}}`, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -74,7 +86,7 @@ func TestRunnerFailsWhatItCannotConfirm(t *testing.T) {
 			if err := os.WriteFile(path, []byte(scenario), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := runFile(client, path, 10*time.Second)
+			_, err := runFile(own, path, 10*time.Second)
 			switch {
 			case c.wantErr == "" && err != nil:
 				t.Fatalf("want a pass, got %v", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -45,10 +46,18 @@ func decodeStrict(data []byte, target any) error {
 	return decoder.Decode(target)
 }
 
+// clients are the connections a scenario calls with.
+type clients struct {
+	// own carries ASKUSER_API_KEY, the key of the tenant "conformance".
+	own *askuser.Client
+	// other carries ASKUSER_OTHER_API_KEY, for the steps with "as": "other"; nil when it is unset.
+	other *askuser.Client
+}
+
 // state is a scenario in progress: its saved values and open streams.
 type state struct {
 	ctx     context.Context
-	client  *askuser.Client
+	clients clients
 	saved   map[string]string
 	streams map[string]*stream
 	feeds   map[string]*askuser.PendingCalls
@@ -76,8 +85,8 @@ func (s *stream) runID() string {
 	return s.run.ID()
 }
 
-func (sc *scenario) run(ctx context.Context, client *askuser.Client) error {
-	st := &state{ctx: ctx, client: client, saved: map[string]string{}, streams: map[string]*stream{},
+func (sc *scenario) run(ctx context.Context, c clients) error {
+	st := &state{ctx: ctx, clients: c, saved: map[string]string{}, streams: map[string]*stream{},
 		feeds: map[string]*askuser.PendingCalls{}}
 	defer st.closeStreams()
 	for i, raw := range sc.Steps {
@@ -117,6 +126,20 @@ func (st *state) closeStreams() {
 	}
 	for _, feed := range st.feeds {
 		feed.Close()
+	}
+}
+
+// caller is the client a step calls with: as is the step's "as", "" for the own tenant.
+func (st *state) caller(as string) (*askuser.Client, error) {
+	switch {
+	case as == "":
+		return st.clients.own, nil
+	case as != "other":
+		return nil, fmt.Errorf(`"as" must be "other", got %q`, as)
+	case st.clients.other == nil:
+		return nil, errors.New(`"as": "other" needs ASKUSER_OTHER_API_KEY`)
+	default:
+		return st.clients.other, nil
 	}
 }
 

@@ -31,6 +31,7 @@ var stepKinds = map[string]func(*state, json.RawMessage) error{
 	"expect_pending":      step((*state).expectPending),
 	"close_pending":       step((*state).closePending),
 	"claim":               step((*state).claim),
+	"cancel":              step((*state).cancel),
 }
 
 // step decodes a step's arguments, strictly, before running it.
@@ -50,6 +51,7 @@ type startArgs struct {
 	Prompt   string            `json:"prompt"`
 	Metadata map[string]string `json:"metadata"`
 	Tools    []toolArgs        `json:"tools"`
+	As       string            `json:"as"`
 }
 
 // toolArgs is a client tool declared for one run (StartRun.tools).
@@ -80,7 +82,11 @@ func (st *state) start(a startArgs) error {
 		}
 		opts = append(opts, askuser.WithTools(tools...))
 	}
-	run, err := st.client.StartRun(st.ctx, a.AgentID, a.Prompt, a.Metadata, opts...)
+	client, err := st.caller(a.As)
+	if err != nil {
+		return err
+	}
+	run, err := client.StartRun(st.ctx, a.AgentID, a.Prompt, a.Metadata, opts...)
 	if err != nil {
 		st.streams[name] = &stream{openErr: err}
 		return nil
@@ -94,6 +100,7 @@ type attachArgs struct {
 	Stream        string `json:"stream"`
 	RunID         ref    `json:"run_id"`
 	AfterSequence count  `json:"after_sequence"`
+	As            string `json:"as"`
 }
 
 func (st *state) attach(a attachArgs) error {
@@ -109,7 +116,11 @@ func (st *state) attach(a attachArgs) error {
 	if err != nil {
 		return err
 	}
-	run, err := st.client.Attach(st.ctx, runID, after)
+	client, err := st.caller(a.As)
+	if err != nil {
+		return err
+	}
+	run, err := client.Attach(st.ctx, runID, after)
 	st.streams[name] = &stream{run: run, openErr: err}
 	return nil
 }
@@ -314,9 +325,10 @@ func (st *state) checkEvents(events *askuser.Events, runID string, o outcome) er
 }
 
 type resumeArgs struct {
-	RunID      ref `json:"run_id"`
-	ToolCallID ref `json:"tool_call_id"`
-	AnswerID   ref `json:"answer_id"`
+	RunID      ref    `json:"run_id"`
+	ToolCallID ref    `json:"tool_call_id"`
+	AnswerID   ref    `json:"answer_id"`
+	As         string `json:"as"`
 	replyArgs
 	outcome
 }
@@ -338,7 +350,11 @@ func (st *state) resume(a resumeArgs) error {
 	if err != nil {
 		return err
 	}
-	events, err := st.client.ResumeRun(st.ctx, runID, toolCallID, reply, askuser.WithAnswerID(answerID))
+	client, err := st.caller(a.As)
+	if err != nil {
+		return err
+	}
+	events, err := client.ResumeRun(st.ctx, runID, toolCallID, reply, askuser.WithAnswerID(answerID))
 	if err != nil {
 		return err
 	}
@@ -346,8 +362,9 @@ func (st *state) resume(a resumeArgs) error {
 }
 
 type watchArgs struct {
-	RunID         ref   `json:"run_id"`
-	AfterSequence count `json:"after_sequence"`
+	RunID         ref    `json:"run_id"`
+	AfterSequence count  `json:"after_sequence"`
+	As            string `json:"as"`
 	outcome
 }
 
@@ -360,7 +377,11 @@ func (st *state) watch(a watchArgs) error {
 	if err != nil {
 		return err
 	}
-	events, err := st.client.WatchRun(st.ctx, runID, after)
+	client, err := st.caller(a.As)
+	if err != nil {
+		return err
+	}
+	events, err := client.WatchRun(st.ctx, runID, after)
 	if err != nil {
 		return err
 	}
@@ -374,6 +395,7 @@ type getRunArgs struct {
 	OutputText   *ref        `json:"output_text"`
 	LastSequence *count      `json:"last_sequence"`
 	ExpectError  *errorCheck `json:"expect_error"`
+	As           string      `json:"as"`
 }
 
 func (st *state) getRun(a getRunArgs) error {
@@ -381,7 +403,11 @@ func (st *state) getRun(a getRunArgs) error {
 	if err != nil {
 		return err
 	}
-	run, err := st.client.GetRun(st.ctx, runID)
+	client, err := st.caller(a.As)
+	if err != nil {
+		return err
+	}
+	run, err := client.GetRun(st.ctx, runID)
 	if a.ExpectError != nil {
 		if a.Status != nil || a.Pending != nil || a.OutputText != nil || a.LastSequence != nil {
 			return errors.New("expect_error leaves no run to check fields of")
@@ -463,7 +489,7 @@ func (st *state) askUser(a askUserArgs) error {
 		}
 		input.SelectionMode = pb.SelectionMode(mode).Enum()
 	}
-	content, err := st.client.AskUser(st.ctx, input)
+	content, err := st.clients.own.AskUser(st.ctx, input)
 	if a.ExpectError != nil {
 		if err == nil {
 			return fmt.Errorf("want the call to fail, got content %q", content)
@@ -479,6 +505,43 @@ func (st *state) askUser(a askUserArgs) error {
 	}
 	if content != want {
 		return fmt.Errorf("content %q, want %q", content, want)
+	}
+	return nil
+}
+
+type cancelArgs struct {
+	RunID       ref         `json:"run_id"`
+	Reason      ref         `json:"reason"`
+	ExpectError *errorCheck `json:"expect_error"`
+	As          string      `json:"as"`
+}
+
+// cancel cancels a run: the run comes back cancelled, or the call fails as expected.
+func (st *state) cancel(a cancelArgs) error {
+	runID, err := st.resolve(a.RunID)
+	if err != nil {
+		return err
+	}
+	reason, err := st.resolve(a.Reason)
+	if err != nil {
+		return err
+	}
+	client, err := st.caller(a.As)
+	if err != nil {
+		return err
+	}
+	run, err := client.CancelRun(st.ctx, runID, reason)
+	if a.ExpectError != nil {
+		if err == nil {
+			return fmt.Errorf("want the call to fail, got run %s in %s", run.GetRunId(), run.GetStatus())
+		}
+		return a.ExpectError.match(err)
+	}
+	if err != nil {
+		return err
+	}
+	if run.GetStatus() != pb.RunStatus_RUN_STATUS_CANCELLED {
+		return fmt.Errorf("run %s is %s, want RUN_STATUS_CANCELLED", runID, run.GetStatus())
 	}
 	return nil
 }

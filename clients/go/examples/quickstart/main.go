@@ -5,6 +5,8 @@
 //
 //	go run ./examples/quickstart -addr 127.0.0.1:50051
 //
+// A server with --auth keys wants an API key: -api-key, or ASKUSER_API_KEY.
+//
 // Options can be picked by number or by label; a multi-select answer lists them separated by commas.
 // A call that waits for approval is approved with "y"; any other line rejects it, with that line as
 // the reason. The client tool agent, status_check, is one of tests/conformance/agents.toml; a server
@@ -24,6 +26,8 @@ import (
 	"strconv"
 	"strings"
 
+	"google.golang.org/grpc"
+
 	"github.com/askuser-dev/askuser/clients/go/askuser"
 	pb "github.com/askuser-dev/askuser/clients/go/askuserv1"
 )
@@ -33,11 +37,16 @@ func main() {
 	agent := flag.String("agent", "deploy", "the agent to run")
 	prompt := flag.String("prompt", "Deploy the new release", "what to ask the agent")
 	toolAgent := flag.String("tool-agent", "status_check", "an agent that calls the client tool service_status")
+	apiKey := flag.String("api-key", os.Getenv("ASKUSER_API_KEY"), "API key for a server with --auth keys")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	client, err := askuser.Dial(*addr)
+	var opts []grpc.DialOption
+	if *apiKey != "" {
+		opts = append(opts, askuser.WithAPIKey(*apiKey))
+	}
+	client, err := askuser.Dial(*addr, opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)

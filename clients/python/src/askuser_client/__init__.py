@@ -6,6 +6,7 @@ The messages are the generated askuser.v1 modules, re-exported here as `agent_pb
 
 from askuser.v1 import agent_pb2, ask_user_pb2, tool_pb2
 
+from .auth import TLS, TokenProvider
 from .client import (
     AskUserClient,
     Frame,
@@ -25,6 +26,8 @@ __all__ = [
     "PendingCallEvent",
     "PendingCalls",
     "Run",
+    "TLS",
+    "TokenProvider",
     "agent_pb2",
     "ask_user_pb2",
     "build_answer",

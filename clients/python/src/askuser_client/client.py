@@ -17,6 +17,7 @@ from google.protobuf import duration_pb2
 
 from askuser.v1 import agent_pb2, agent_pb2_grpc, ask_user_pb2, tool_pb2, tool_pb2_grpc
 
+from .auth import TLS, BearerToken, TokenProvider, static_token
 from .errors import AskUserError, raising_ask_user_errors
 
 Frame = agent_pb2.RunAgentResponse
@@ -301,6 +302,15 @@ class PendingCalls:
 class AskUserClient:
     """A connection to an askuser server (`host:port`).
 
+    Credentials: `api_key` (sent as `authorization: Bearer <key>` on every call), or
+    `token_provider`, a function called for every call that returns the token to send (for
+    rotating JWTs). Either works on a plaintext connection too.
+
+    Transport: plaintext by default; `tls=True` verifies the server against the system's root
+    certificates, `tls=TLS(...)` or `TLS.from_files(ca, cert, key)` against a given CA, with a
+    client certificate for mTLS. `credentials` (grpc.ChannelCredentials) is the raw alternative to
+    `tls`.
+
     Every call takes an optional `timeout` in seconds: the gRPC deadline of the call (for a stream,
     of the whole stream). Failures raise AskUserError.
     """
@@ -309,15 +319,32 @@ class AskUserClient:
         self,
         address: str,
         *,
+        api_key: str | None = None,
+        token_provider: TokenProvider | None = None,
+        tls: TLS | bool = False,
         credentials: grpc.ChannelCredentials | None = None,
         options: Sequence[tuple[str, object]] | None = None,
     ) -> None:
+        if api_key is not None and token_provider is not None:
+            raise ValueError("give api_key or token_provider, not both")
+        if tls is not False and credentials is not None:
+            raise ValueError("give tls or credentials, not both")
+        channel_options = list(options or ())
+        if tls is not False:
+            settings = TLS() if tls is True else tls
+            credentials = settings.channel_credentials()
+            channel_options += settings.channel_options()
         if credentials is None:
-            self._channel = grpc.insecure_channel(address, options=options)
+            channel = grpc.insecure_channel(address, options=channel_options)
         else:
-            self._channel = grpc.secure_channel(address, credentials, options=options)
-        self._agents = agent_pb2_grpc.AgentServiceStub(self._channel)
-        self._tools = tool_pb2_grpc.ToolServiceStub(self._channel)
+            channel = grpc.secure_channel(address, credentials, options=channel_options)
+        self._channel = channel
+        if api_key is not None:
+            token_provider = static_token(api_key)
+        if token_provider is not None:
+            channel = grpc.intercept_channel(channel, BearerToken(token_provider))
+        self._agents = agent_pb2_grpc.AgentServiceStub(channel)
+        self._tools = tool_pb2_grpc.ToolServiceStub(channel)
 
     def close(self) -> None:
         self._channel.close()

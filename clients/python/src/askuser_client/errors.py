@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -26,9 +26,11 @@ class FieldViolation:
 class AskUserError(Exception):
     """A call to the askuser server failed.
 
-    `code` is the gRPC status code. For FAILED_PRECONDITION and NOT_FOUND, `reason` is the
-    `google.rpc.ErrorInfo` reason (e.g. `ALREADY_ANSWERED`, `RUN_NOT_FOUND`); for INVALID_ARGUMENT,
-    `field_violations` lists the `google.rpc.BadRequest` violations.
+    `code` is the gRPC status code. `reason` is the `google.rpc.ErrorInfo` reason, e.g.
+    `ALREADY_ANSWERED` (FAILED_PRECONDITION), `RUN_NOT_FOUND` (NOT_FOUND), `MISSING_CREDENTIALS` or
+    `INVALID_CREDENTIALS` (UNAUTHENTICATED), `MISSING_SCOPE` (PERMISSION_DENIED), and `metadata`
+    its metadata (for MISSING_SCOPE, `metadata["scope"]` names the scope the call needs); for
+    INVALID_ARGUMENT, `field_violations` lists the `google.rpc.BadRequest` violations.
     """
 
     def __init__(
@@ -38,6 +40,7 @@ class AskUserError(Exception):
         *,
         reason: str | None = None,
         domain: str | None = None,
+        metadata: Mapping[str, str] | None = None,
         field_violations: tuple[FieldViolation, ...] = (),
     ) -> None:
         super().__init__(f"{code.name}: {message}")
@@ -45,6 +48,7 @@ class AskUserError(Exception):
         self.message = message
         self.reason = reason
         self.domain = domain
+        self.metadata = dict(metadata or {})
         self.field_violations = field_violations
 
     @classmethod
@@ -55,6 +59,7 @@ class AskUserError(Exception):
             return cls(grpc.StatusCode.UNKNOWN, str(error))
         code, message, trailers = error.code(), error.details(), error.trailing_metadata()
         reason = domain = None
+        metadata: dict[str, str] = {}
         violations: list[FieldViolation] = []
         for key, value in trailers or ():
             if key != _STATUS_DETAILS_KEY:
@@ -63,7 +68,7 @@ class AskUserError(Exception):
                 if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
                     info = error_details_pb2.ErrorInfo()
                     detail.Unpack(info)
-                    reason, domain = info.reason, info.domain
+                    reason, domain, metadata = info.reason, info.domain, dict(info.metadata)
                 elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
                     bad_request = error_details_pb2.BadRequest()
                     detail.Unpack(bad_request)
@@ -75,6 +80,7 @@ class AskUserError(Exception):
             message or "",
             reason=reason,
             domain=domain,
+            metadata=metadata,
             field_violations=tuple(violations),
         )
 
