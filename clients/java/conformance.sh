@@ -3,6 +3,9 @@
 # conformance scenario against that server. The server must serve tests/conformance/agents.toml.
 #
 # Usage: clients/java/conformance.sh HOST:PORT
+#
+# Credentials and the TLS server come from the environment (ASKUSER_API_KEY, ASKUSER_OTHER_API_KEY,
+# ASKUSER_TLS_*), as ./scripts/test sets them; see README.md, "Build and tests".
 set -euo pipefail
 
 if [[ $# -ne 1 ]]; then

@@ -3,6 +3,9 @@
 # builds the package, runs its tests (node --test), then the conformance scenarios.
 #
 #   clients/typescript/conformance.sh HOST:PORT
+#
+# Credentials and the TLS server come from the environment (ASKUSER_API_KEY, ASKUSER_OTHER_API_KEY,
+# ASKUSER_TLS_*), as ./scripts/test sets them; see README.md, "Tests".
 set -euo pipefail
 ADDR="${1:?usage: clients/typescript/conformance.sh HOST:PORT}"
 cd "$(dirname "$0")"

@@ -333,22 +333,29 @@ class FeedReader {
 /**
  * Reads feed events until one of the check's kind (and, when given, `run_id`) comes, and checks it.
  * Events of other runs are skipped, and so is an event of another kind before it, except that an
- * event of the checked run that does not match fails the check.
+ * event of the checked run that does not match fails the check. A `snapshot_done` check's `absent`
+ * fails it when a `call_pending` read on the way has one of those tool call ids.
  */
 async function expectPending(reader: FeedReader, check: Args, saved: Map<string, string>): Promise<void> {
   const kind = stringArg(check, "kind");
   if (!["call_pending", "call_settled", "snapshot_done"].includes(kind)) fail(`unknown feed event kind ${show(kind)}`);
   for (const field of Object.keys(check)) {
-    if (field === "kind" || field === "save") continue;
+    if (field === "kind" || field === "save" || field === "absent") continue;
     const spec = FEED_FIELDS[field] ?? fail(`unknown check field ${show(field)}`);
     if (!spec.kinds.includes(kind)) fail(`check field ${show(field)} does not apply to ${kind}`);
   }
   if ("save" in check && kind === "snapshot_done") fail(`check field "save" does not apply to ${kind}`);
+  if ("absent" in check && kind !== "snapshot_done") fail(`check field "absent" does not apply to ${kind}`);
+  const absent = stringListArg(check.absent ?? [], "absent");
   const runId = "run_id" in check ? stringArg(check, "run_id") : undefined;
   for (;;) {
     const event = await reader.event(kind);
     const eventKind = feedKindOf(event);
     if (eventKind === "heartbeat") continue;
+    const toolCallId = eventKind === "call_pending" ? String(FEED_FIELDS.tool_call_id.read(event.event!.value)) : undefined;
+    if (toolCallId !== undefined && absent.includes(toolCallId)) {
+      fail(`the snapshot has ${show(toolCallId)}, which must be absent: ${show(event.event?.value)}`);
+    }
     if (runId !== undefined && feedRunId(event) !== runId) continue; // another run's call, or the snapshot marker
     if (eventKind !== kind) {
       if (runId !== undefined) fail(`expected ${kind} of run ${show(runId)}, got ${eventKind}: ${show(event.event?.value)}`);
@@ -356,7 +363,7 @@ async function expectPending(reader: FeedReader, check: Args, saved: Map<string,
     }
     const value = event.event!.value;
     for (const [field, expected] of Object.entries(check)) {
-      if (field === "kind") continue;
+      if (field === "kind" || field === "absent") continue;
       if (field === "save") {
         saved.set(stringArg(check, field), String(FEED_FIELDS.tool_call_id.read(value)));
         continue;
@@ -421,14 +428,47 @@ async function nextOrEnd(reader: FrameReader): Promise<unknown> {
 
 // ---- scenarios ----
 
+/** The steps that may name their caller with `"as"`; the others act on what such a step opened. */
+const STEPS_WITH_CALLER = ["start", "attach", "resume", "watch", "get_run", "watch_pending", "claim", "cancel"];
+
+/**
+ * The clients a scenario's steps call through: the conformance tenant's key (`ASKUSER_API_KEY`; no
+ * credentials when unset) by default, and `ASKUSER_OTHER_API_KEY` for a step with `"as": "other"`.
+ */
+class Callers {
+  readonly #address: string;
+  readonly main: AskUserClient;
+  #other: AskUserClient | undefined;
+
+  constructor(address: string) {
+    this.#address = address;
+    this.main = new AskUserClient(address, { apiKey: process.env.ASKUSER_API_KEY || undefined });
+  }
+
+  /** The client of the step's `as`; a scenario that asks for another tenant without its key fails. */
+  of(args: Args): AskUserClient {
+    if (!("as" in args)) return this.main;
+    const caller = stringArg(args, "as");
+    if (caller !== "other") fail(`unknown caller ${show(caller)} (only "other" is defined)`);
+    const key = process.env.ASKUSER_OTHER_API_KEY || fail(`"as": "other" needs ASKUSER_OTHER_API_KEY`);
+    this.#other ??= new AskUserClient(this.#address, { apiKey: key });
+    return this.#other;
+  }
+
+  close(): void {
+    this.main.close();
+    this.#other?.close();
+  }
+}
+
 class Scenario {
-  readonly #client: AskUserClient;
+  readonly #callers: Callers;
   readonly #saved = new Map<string, string>();
   readonly #streams = new Map<string, { run: Run; reader: FrameReader }>();
   readonly #feeds = new Map<string, FeedReader>();
 
-  constructor(client: AskUserClient) {
-    this.#client = client;
+  constructor(callers: Callers) {
+    this.#callers = callers;
   }
 
   async run(steps: Json): Promise<void> {
@@ -473,10 +513,11 @@ class Scenario {
   }
 
   async #step(kind: string, args: Args): Promise<void> {
-    const client = this.#client;
+    if ("as" in args && !STEPS_WITH_CALLER.includes(kind)) fail(`a ${kind} step takes no "as"`);
+    const client = this.#callers.of(args);
     switch (kind) {
       case "start": {
-        allowOnly(args, ["stream", "agent_id", "prompt", "metadata", "tools"]);
+        allowOnly(args, ["stream", "agent_id", "prompt", "metadata", "tools", "as"]);
         const metadata = (args.metadata ?? {}) as Record<string, string>;
         const tools = toolsArg(args.tools ?? []);
         const run = client.startRun(stringArg(args, "agent_id"), stringArg(args, "prompt"), metadata, { tools });
@@ -491,7 +532,7 @@ class Scenario {
         return;
       }
       case "attach": {
-        allowOnly(args, ["stream", "run_id", "after_sequence"]);
+        allowOnly(args, ["stream", "run_id", "after_sequence", "as"]);
         const runId = stringArg(args, "run_id");
         this.#open(args, client.attach(runId, sequenceArg(args, "after_sequence")), runId);
         return;
@@ -521,7 +562,7 @@ class Scenario {
         this.#streams.delete(stringArg(args, "stream", "main"));
         return;
       case "resume": {
-        allowOnly(args, ["run_id", "tool_call_id", "answer_id", "expect", "expect_error", ...ANSWER_KINDS]);
+        allowOnly(args, ["run_id", "tool_call_id", "answer_id", "expect", "expect_error", "as", ...ANSWER_KINDS]);
         const runId = stringArg(args, "run_id");
         const frames = client.resumeRun(runId, stringArg(args, "tool_call_id"), answerArg(args), {
           answerId: stringArg(args, "answer_id", ""),
@@ -533,13 +574,16 @@ class Scenario {
         return expectFrames(reader, args.expect ?? fail("resume needs expect or expect_error"), this.#saved);
       }
       case "watch": {
-        allowOnly(args, ["run_id", "after_sequence", "expect"]);
+        allowOnly(args, ["run_id", "after_sequence", "expect", "expect_error", "as"]);
         const runId = stringArg(args, "run_id");
         const reader = new FrameReader(client.watchRun(runId, sequenceArg(args, "after_sequence")), runId);
-        return expectFrames(reader, args.expect ?? fail("watch needs expect"), this.#saved);
+        if ("expect_error" in args) {
+          return expectError(() => nextOrEnd(reader), args.expect_error);
+        }
+        return expectFrames(reader, args.expect ?? fail("watch needs expect or expect_error"), this.#saved);
       }
       case "watch_pending": {
-        allowOnly(args, ["feed", "agent_ids", "tool_names", "kinds"]);
+        allowOnly(args, ["feed", "agent_ids", "tool_names", "kinds", "as"]);
         const name = stringArg(args, "feed", "main");
         const feed = client.watchPendingCalls({
           agentIds: stringListArg(args.agent_ids ?? [], "agent_ids"),
@@ -560,18 +604,20 @@ class Scenario {
         this.#feeds.delete(stringArg(args, "feed", "main"));
         return;
       case "claim":
-        return this.#claim(args);
+        return this.#claim(client, args);
+      case "cancel":
+        return this.#cancel(client, args);
       case "get_run":
-        return this.#getRun(args);
+        return this.#getRun(client, args);
       case "ask_user":
-        return this.#askUser(args);
+        return this.#askUser(client, args);
       default:
         fail(`unknown step kind ${show(kind)}`);
     }
   }
 
-  async #claim(args: Args): Promise<void> {
-    allowOnly(args, ["run_id", "tool_call_id", "claimant", "ttl_ms", "expect_error"]);
+  async #claim(client: AskUserClient, args: Args): Promise<void> {
+    allowOnly(args, ["run_id", "tool_call_id", "claimant", "ttl_ms", "expect_error", "as"]);
     let ttlMs: number | undefined;
     if ("ttl_ms" in args) {
       const value = args.ttl_ms;
@@ -580,7 +626,7 @@ class Scenario {
     }
     const call = () =>
       withTimeout(
-        this.#client.claimCall(stringArg(args, "run_id"), stringArg(args, "tool_call_id"), stringArg(args, "claimant"), { ttlMs }),
+        client.claimCall(stringArg(args, "run_id"), stringArg(args, "tool_call_id"), stringArg(args, "claimant"), { ttlMs }),
         "ClaimCall response",
       );
     if ("expect_error" in args) return expectError(call, args.expect_error);
@@ -588,9 +634,17 @@ class Scenario {
     if (!(expires instanceof Date)) fail(`ClaimCall returned no expire_time`);
   }
 
-  async #getRun(args: Args): Promise<void> {
-    allowOnly(args, ["run_id", "status", "pending", "output_text", "last_sequence", "expect_error"]);
-    const call = () => withTimeout(this.#client.getRun(stringArg(args, "run_id")), "GetRun response");
+  async #cancel(client: AskUserClient, args: Args): Promise<void> {
+    allowOnly(args, ["run_id", "reason", "expect_error", "as"]);
+    const call = () => withTimeout(client.cancelRun(stringArg(args, "run_id"), stringArg(args, "reason", "")), "CancelRun response");
+    if ("expect_error" in args) return expectError(call, args.expect_error);
+    const run = await call();
+    if (run.status !== v1.RunStatus.RUN_STATUS_CANCELLED) fail(`run.status: expected "RUN_STATUS_CANCELLED", got ${show(run.status)}`);
+  }
+
+  async #getRun(client: AskUserClient, args: Args): Promise<void> {
+    allowOnly(args, ["run_id", "status", "pending", "output_text", "last_sequence", "expect_error", "as"]);
+    const call = () => withTimeout(client.getRun(stringArg(args, "run_id")), "GetRun response");
     if ("expect_error" in args) return expectError(call, args.expect_error);
     const run = await call();
     const actual: Record<string, unknown> = {
@@ -604,7 +658,7 @@ class Scenario {
     }
   }
 
-  async #askUser(args: Args): Promise<void> {
+  async #askUser(client: AskUserClient, args: Args): Promise<void> {
     allowOnly(args, ["input", "content", "expect_error"]);
     const input = args.input;
     if (input === null || typeof input !== "object" || Array.isArray(input)) fail("input must be an object");
@@ -621,7 +675,7 @@ class Scenario {
       selectionMode = name as v1.SelectionMode;
     }
     const call = () =>
-      withTimeout(this.#client.askUser({ question: stringArg(input, "question"), options, selectionMode }), "AskUser response");
+      withTimeout(client.askUser({ question: stringArg(input, "question"), options, selectionMode }), "AskUser response");
     if ("expect_error" in args) return expectError(call, args.expect_error);
     const content = await call();
     const expected = stringArg(args, "content");
@@ -637,7 +691,6 @@ async function main(): Promise<number> {
   }
   const files = readdirSync(SCENARIO_DIR).filter((file) => file.endsWith(".json")).sort();
   if (files.length === 0) console.log(`no scenarios in ${SCENARIO_DIR}`);
-  const client = new AskUserClient(address);
   let passed = 0;
   let failed = 0;
   for (const file of files) {
@@ -645,7 +698,13 @@ async function main(): Promise<number> {
     try {
       const scenario = JSON.parse(readFileSync(path.join(SCENARIO_DIR, file), "utf8")) as Args;
       name = typeof scenario.name === "string" ? scenario.name : file;
-      await new Scenario(client).run(scenario.steps);
+      // Clients of its own, whose closing cancels any call a failed scenario left open.
+      const callers = new Callers(address);
+      try {
+        await new Scenario(callers).run(scenario.steps);
+      } finally {
+        callers.close();
+      }
       console.log(`PASS ${name}`);
       passed += 1;
     } catch (error) {
@@ -653,7 +712,6 @@ async function main(): Promise<number> {
       failed += 1;
     }
   }
-  client.close();
   console.log(`${passed} passed, ${failed} failed`);
   return failed > 0 || passed === 0 ? 1 : 0;
 }

@@ -6,6 +6,8 @@
 //   askuser serve                       # the demo agents (`deploy`), on 127.0.0.1:50051
 //   askuser serve --config tests/conformance/agents.toml   # agents with client tools (`status_check`)
 //   npm run build && node dist/examples/quickstart.js [HOST:PORT]
+//
+// Against a server that checks API keys, put the key in ASKUSER_API_KEY.
 import { createInterface } from "node:readline";
 import { AskUserClient, AskUserError, type Run, v1 } from "@askuser/client";
 
@@ -97,7 +99,7 @@ async function part(name: string, run: () => Promise<void>): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const client = new AskUserClient(process.argv[2] ?? "127.0.0.1:50051");
+  const client = new AskUserClient(process.argv[2] ?? "127.0.0.1:50051", { apiKey: process.env.ASKUSER_API_KEY || undefined });
   try {
     await part("deploy", () => deploy(client));
     await part("status_check", () => statusCheck(client));

@@ -1,4 +1,4 @@
-import { credentials as grpcCredentials, type ChannelCredentials, type ChannelOptions, type ServiceError } from "@grpc/grpc-js";
+import type { ChannelCredentials, ChannelOptions, ServiceError } from "@grpc/grpc-js";
 import {
   AgentServiceClient,
   ApprovalPolicy,
@@ -17,13 +17,20 @@ import {
 import type { AskUserOption, SelectionMode } from "./gen/askuser/v1/ask_user";
 import type { Duration } from "./gen/google/protobuf/duration";
 import { ToolServiceClient, type AskUserResponse } from "./gen/askuser/v1/tool";
+import { connection, type TlsOptions, type TokenProvider } from "./credentials";
 import { toAskUserError } from "./error";
 import { PendingCalls } from "./pending";
 import { buildAnswer, Run, runEvents, type AnswerOptions, type AnswerValue } from "./run";
 
-/** How to connect. */
+/** How to connect, and who calls. */
 export interface ClientOptions {
-  /** Channel credentials; plaintext (`credentials.createInsecure()`) when not given. */
+  /** TLS, verified against the system's roots or `tls.ca`, with a client certificate for mTLS; plaintext when absent. */
+  tls?: TlsOptions;
+  /** An API key (`ak_...`), sent as `authorization: Bearer <key>` on every call. */
+  apiKey?: string;
+  /** Called at the start of every call for the bearer token to send (e.g. a JWT that rotates); instead of `apiKey`. */
+  tokenProvider?: TokenProvider;
+  /** grpc-js channel credentials built by the caller, instead of `tls`. */
   credentials?: ChannelCredentials;
   /** grpc-js channel options, e.g. keepalive settings. */
   channelOptions?: ChannelOptions;
@@ -89,11 +96,10 @@ export interface AskUserInputInit {
   selectionMode?: SelectionMode;
 }
 
-/** Runs one unary call, given a function that starts it with a callback, as a promise. */
-function callUnary<Response>(start: (callback: (error: ServiceError | null, response: Response) => void) => unknown): Promise<Response> {
-  return new Promise((resolve, reject) => {
-    start((error, response) => (error ? reject(toAskUserError(error)) : resolve(response)));
-  });
+/** A grpc-js call of any kind: each can be cancelled, and each emits `status` when it ends. */
+interface OpenCall {
+  cancel(): void;
+  on(event: "status", listener: () => void): unknown;
 }
 
 function toolDefinition(tool: ToolDefinitionInit): ToolDefinition {
@@ -115,12 +121,18 @@ function millisToDuration(ms: number): Duration {
 export class AskUserClient {
   readonly #agents: AgentServiceClient;
   readonly #tools: ToolServiceClient;
+  /** Calls not ended yet, which `close()` cancels: grpc-js lets calls outlive a closed channel. */
+  readonly #open = new Set<OpenCall>();
 
-  /** @param address `host:port` of the server. */
+  /**
+   * @param address `host:port` of the server.
+   * @throws TypeError when options conflict (`apiKey` and `tokenProvider`, `tls` and `credentials`,
+   * `tls.cert` without `tls.key`).
+   */
   constructor(address: string, options: ClientOptions = {}) {
-    const credentials = options.credentials ?? grpcCredentials.createInsecure();
-    this.#agents = new AgentServiceClient(address, credentials, options.channelOptions);
-    this.#tools = new ToolServiceClient(address, credentials, options.channelOptions);
+    const { channelCredentials, clientOptions } = connection(options);
+    this.#agents = new AgentServiceClient(address, channelCredentials, clientOptions);
+    this.#tools = new ToolServiceClient(address, channelCredentials, clientOptions);
   }
 
   /**
@@ -132,7 +144,7 @@ export class AskUserClient {
     const questionTtl = options.questionTtlMs === undefined ? undefined : millisToDuration(options.questionTtlMs);
     const tools = (options.tools ?? []).map(toolDefinition);
     return new Run(
-      this.#agents.runAgent(),
+      this.#track(this.#agents.runAgent()),
       {
         frame: {
           $case: "start",
@@ -145,7 +157,7 @@ export class AskUserClient {
 
   /** Follows an existing run, e.g. after a dropped connection: replays its events after `afterSequence`, then live. */
   attach(runId: string, afterSequence = 0): Run {
-    return new Run(this.#agents.runAgent(), { frame: { $case: "attach", value: { runId, afterSequence } } }, runId);
+    return new Run(this.#track(this.#agents.runAgent()), { frame: { $case: "attach", value: { runId, afterSequence } } }, runId);
   }
 
   /**
@@ -154,12 +166,12 @@ export class AskUserClient {
    * waits again or ends. A bad answer throws an AskUserError.
    */
   resumeRun(runId: string, toolCallId: string, answer: AnswerValue, options: Omit<AnswerOptions, "runId"> = {}): AsyncIterable<RunAgentResponse> {
-    return runEvents(this.#agents.resumeRun({ answer: buildAnswer(toolCallId, answer, { ...options, runId }) }));
+    return runEvents(this.#track(this.#agents.resumeRun({ answer: buildAnswer(toolCallId, answer, { ...options, runId }) })));
   }
 
   /** Replays a run's events after `afterSequence`, then follows it live until it ends, without answering. */
   watchRun(runId: string, afterSequence = 0): AsyncIterable<RunAgentResponse> {
-    return runEvents(this.#agents.watchRun({ runId, afterSequence }));
+    return runEvents(this.#track(this.#agents.watchRun({ runId, afterSequence })));
   }
 
   /**
@@ -168,7 +180,7 @@ export class AskUserClient {
    */
   watchPendingCalls(filters: WatchPendingCallsOptions = {}): PendingCalls {
     const request = { agentIds: filters.agentIds ?? [], toolNames: filters.toolNames ?? [], kinds: filters.kinds ?? [] };
-    return new PendingCalls(this.#agents.watchPendingCalls(request));
+    return new PendingCalls(this.#track(this.#agents.watchPendingCalls(request)));
   }
 
   /**
@@ -179,7 +191,7 @@ export class AskUserClient {
    */
   async claimCall(runId: string, toolCallId: string, claimant: string, options: ClaimCallOptions = {}): Promise<Date> {
     const ttl = options.ttlMs === undefined ? undefined : millisToDuration(options.ttlMs);
-    const { expireTime } = await callUnary<ClaimCallResponse>((done) =>
+    const { expireTime } = await this.#unary<ClaimCallResponse>((done) =>
       this.#agents.claimCall({ runId, toolCallId, claimant, ttl }, done),
     );
     return expireTime!;
@@ -187,7 +199,7 @@ export class AskUserClient {
 
   /** One run with its pending calls. */
   async getRun(runId: string): Promise<RunRecord> {
-    const { run } = await callUnary<GetRunResponse>((done) => this.#agents.getRun({ runId }, done));
+    const { run } = await this.#unary<GetRunResponse>((done) => this.#agents.getRun({ runId }, done));
     return run!;
   }
 
@@ -199,18 +211,18 @@ export class AskUserClient {
       pageSize: options.pageSize ?? 0,
       pageToken: options.pageToken ?? "",
     };
-    return callUnary<ListRunsResponse>((done) => this.#agents.listRuns(request, done));
+    return this.#unary<ListRunsResponse>((done) => this.#agents.listRuns(request, done));
   }
 
   /** Cancels a run and returns it; a no-op for a run already cancelled. */
   async cancelRun(runId: string, reason = ""): Promise<RunRecord> {
-    const { run } = await callUnary<CancelRunResponse>((done) => this.#agents.cancelRun({ runId, reason }, done));
+    const { run } = await this.#unary<CancelRunResponse>((done) => this.#agents.cancelRun({ runId, reason }, done));
     return run!;
   }
 
   /** The agents the server runs, ordered by id. */
   async listAgents(): Promise<Agent[]> {
-    const { agents } = await callUnary<ListAgentsResponse>((done) => this.#agents.listAgents({}, done));
+    const { agents } = await this.#unary<ListAgentsResponse>((done) => this.#agents.listAgents({}, done));
     return agents;
   }
 
@@ -218,13 +230,28 @@ export class AskUserClient {
   async askUser(input: AskUserInputInit): Promise<string> {
     const options: AskUserOption[] = (input.options ?? []).map(({ label, description = "" }) => ({ label, description }));
     const request = { input: { question: input.question, options, selectionMode: input.selectionMode } };
-    const { content } = await callUnary<AskUserResponse>((done) => this.#tools.askUser(request, done));
+    const { content } = await this.#unary<AskUserResponse>((done) => this.#tools.askUser(request, done));
     return content;
   }
 
   /** Closes the connection; calls in flight fail with CANCELLED. */
   close(): void {
+    for (const call of this.#open) call.cancel();
     this.#agents.close();
     this.#tools.close();
+  }
+
+  /** Keeps `call` among the open calls until it ends. */
+  #track<Call extends OpenCall>(call: Call): Call {
+    this.#open.add(call);
+    call.on("status", () => this.#open.delete(call));
+    return call;
+  }
+
+  /** Runs one unary call, given a function that starts it with a callback, as a promise. */
+  #unary<Response>(start: (callback: (error: ServiceError | null, response: Response) => void) => OpenCall): Promise<Response> {
+    return new Promise((resolve, reject) => {
+      this.#track(start((error, response) => (error ? reject(toAskUserError(error)) : resolve(response))));
+    });
   }
 }

@@ -10,6 +10,7 @@ export {
   type ToolDefinitionInit,
   type WatchPendingCallsOptions,
 } from "./client";
+export { type TlsOptions, type TokenProvider } from "./credentials";
 export { AskUserError } from "./error";
 export { PendingCalls } from "./pending";
 export { Run, type AnswerOptions, type AnswerValue, type ToolOutputOptions } from "./run";

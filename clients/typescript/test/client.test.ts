@@ -1,5 +1,5 @@
 // Tests of the wrapper against a real server started with tests/conformance/agents.toml, whose
-// address is in ASKUSER_ADDR (see conformance.sh).
+// address is in ASKUSER_ADDR, with a key of it in ASKUSER_API_KEY when it checks keys (see conformance.sh).
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import path from "node:path";
@@ -10,7 +10,7 @@ import { AskUserClient, AskUserError, type Run, v1 } from "@askuser/client";
 
 const address = process.env.ASKUSER_ADDR;
 if (!address) throw new Error("ASKUSER_ADDR must name the server (host:port)");
-const client = new AskUserClient(address);
+const client = new AskUserClient(address, { apiKey: process.env.ASKUSER_API_KEY || undefined });
 after(() => client.close());
 
 type Frame = v1.RunAgentResponse;
@@ -123,7 +123,7 @@ test("leaving a loop early cancels the call, so a closed client lets the process
   // A call left open keeps the process alive; a child process shows it by not exiting in time.
   const script = `
     const { AskUserClient } = require("@askuser/client");
-    const client = new AskUserClient(process.argv[1]);
+    const client = new AskUserClient(process.argv[1], { apiKey: process.env.ASKUSER_API_KEY || undefined });
     (async () => {
       const run = client.startRun("pick", "test");
       for await (const frame of run) if (frame.event.$case === "toolCallSuspended") break;
@@ -136,6 +136,18 @@ test("leaving a loop early cancels the call, so a closed client lets the process
     timeout: 5_000,
   });
   await assert.doesNotReject(child);
+});
+
+test("close() cancels the calls still open, even one waiting for a frame", async () => {
+  const { run } = await startAndSuspend("free_text");
+  const other = new AskUserClient(address!, { apiKey: process.env.ASKUSER_API_KEY || undefined });
+  const frames = other.watchRun(run.runId)[Symbol.asyncIterator]();
+  await readUntil(frames, "toolCallSuspended");
+  const waiting = frames.next(); // the run waits for an answer: no frame is coming
+  other.close();
+  const error = await rejection(waiting);
+  assert.equal(error.code, status.CANCELLED);
+  run.close();
 });
 
 test("resumeRun answers without a stream and watchRun replays the whole run", async () => {
@@ -277,15 +289,17 @@ test("sendToolOutput settles a client tool call with its output, or with an erro
   assert.deepEqual(rejected.fieldViolations.map((violation) => violation.field), ["answer.text"]);
   run.sendToolOutput(call.toolCallId, "healthy", { answerId: "out-1" });
   assert.equal((await readUntil(events, "answerAccepted")).duplicate, false);
-  const result = await readUntil(events, "toolResult");
+  const { settledBy, ...result } = await readUntil(events, "toolResult");
   assert.deepEqual(result, {
     toolCallId: call.toolCallId,
     content: "healthy",
     isError: false,
     kind: v1.ToolResultKind.TOOL_RESULT_KIND_OUTPUT,
-    // Who responded: without authentication, the default tenant's anonymous principal.
-    settledBy: { tenant: "default", subject: "anonymous", method: v1.AuthMethod.AUTH_METHOD_NONE },
   });
+  // Who responded: the principal of ASKUSER_API_KEY, a key of the tenant `conformance` (key:<its name>).
+  assert.equal(settledBy?.tenant, "conformance");
+  assert.equal(settledBy?.method, v1.AuthMethod.AUTH_METHOD_API_KEY);
+  assert.match(settledBy?.subject ?? "", /^key:./);
   assert.equal((await readUntil(events, "runCompleted")).outputText, "api is healthy");
 
   const failing = await startAndSuspend("status_check");

@@ -21,9 +21,17 @@ import dev.askuser.v1.ToolDefinition;
 import dev.askuser.v1.ToolServiceGrpc;
 import dev.askuser.v1.WatchPendingCallsRequest;
 import dev.askuser.v1.WatchRunRequest;
+import io.grpc.CallCredentials;
+import io.grpc.ChannelCredentials;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.StatusRuntimeException;
+import io.grpc.TlsChannelCredentials;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -41,6 +49,15 @@ import java.util.function.Supplier;
  *   for (RunAgentResponse frame : run) { ... run.answerText(toolCallId, "staging"); ... }
  * }
  * }</pre>
+ *
+ * <p>With credentials or TLS, build it with {@link #builder(String)}:
+ *
+ * <pre>{@code
+ * AskUserClient client = AskUserClient.builder("askuser.example.com:443")
+ *     .tls() // verified against the system's roots
+ *     .apiKey(System.getenv("ASKUSER_API_KEY"))
+ *     .build();
+ * }</pre>
  */
 public final class AskUserClient implements AutoCloseable {
   private final ManagedChannel channel;
@@ -48,17 +65,129 @@ public final class AskUserClient implements AutoCloseable {
   private final AgentServiceGrpc.AgentServiceBlockingStub agentsBlocking;
   private final ToolServiceGrpc.ToolServiceBlockingStub tools;
 
-  /** Connects in plaintext to {@code target}, e.g. {@code "127.0.0.1:50051"}. */
+  /** Connects in plaintext to {@code target}, e.g. {@code "127.0.0.1:50051"}, without credentials. */
   public AskUserClient(String target) {
     this(ManagedChannelBuilder.forTarget(target).usePlaintext().build());
   }
 
   /** Uses a channel built by the caller (TLS, interceptors, ...); {@link #close()} shuts it down. */
   public AskUserClient(ManagedChannel channel) {
+    this(channel, null);
+  }
+
+  /** Calls through {@code channel}, with {@code credentials} on every call unless null. */
+  private AskUserClient(ManagedChannel channel, CallCredentials credentials) {
     this.channel = channel;
-    this.agents = AgentServiceGrpc.newStub(channel);
-    this.agentsBlocking = AgentServiceGrpc.newBlockingStub(channel);
-    this.tools = ToolServiceGrpc.newBlockingStub(channel);
+    this.agents = AgentServiceGrpc.newStub(channel).withCallCredentials(credentials);
+    this.agentsBlocking = AgentServiceGrpc.newBlockingStub(channel).withCallCredentials(credentials);
+    this.tools = ToolServiceGrpc.newBlockingStub(channel).withCallCredentials(credentials);
+  }
+
+  /** A builder of a client of {@code target} ({@code host:port}) with credentials and TLS options. */
+  public static Builder builder(String target) {
+    return new Builder(target);
+  }
+
+  /**
+   * How to connect and who calls. Plaintext unless {@link #tls()}, {@link #trustedCertificates} or
+   * {@link #clientCertificate} asks for TLS; no credentials unless {@link #apiKey} or {@link
+   * #tokenProvider} gives them.
+   */
+  public static final class Builder {
+    private final String target;
+    private Supplier<String> tokenProvider;
+    private boolean tls;
+    private Path trustedCertificates;
+    private Path clientCertificateChain;
+    private Path clientPrivateKey;
+    private String authority;
+
+    private Builder(String target) {
+      this.target = target;
+    }
+
+    /** Sends this API key ({@code ak_...}) as {@code authorization: Bearer <key>} on every call. */
+    public Builder apiKey(String apiKey) {
+      if (apiKey == null) {
+        throw new IllegalArgumentException("apiKey is null");
+      }
+      return tokenProvider(() -> apiKey);
+    }
+
+    /**
+     * Asks {@code provider} for the bearer token at the start of every call (e.g. a JWT it refreshes
+     * before it expires), on the channel's executor; it may block. A provider that throws or returns
+     * null fails the call with UNAUTHENTICATED. Replaces an {@link #apiKey}.
+     */
+    public Builder tokenProvider(Supplier<String> provider) {
+      if (provider == null) {
+        throw new IllegalArgumentException("tokenProvider is null");
+      }
+      this.tokenProvider = provider;
+      return this;
+    }
+
+    /** Connects with TLS, verifying the server against the system's roots unless {@link #trustedCertificates}. */
+    public Builder tls() {
+      this.tls = true;
+      return this;
+    }
+
+    /** Connects with TLS, trusting only the authorities in this PEM file. */
+    public Builder trustedCertificates(Path caPem) {
+      this.trustedCertificates = caPem;
+      return tls();
+    }
+
+    /**
+     * Connects with TLS and presents this client certificate (mTLS): the chain as PEM, leaf first,
+     * and its private key as PEM in PKCS#8 ({@code BEGIN PRIVATE KEY}).
+     */
+    public Builder clientCertificate(Path certificateChainPem, Path privateKeyPem) {
+      this.clientCertificateChain = certificateChainPem;
+      this.clientPrivateKey = privateKeyPem;
+      return tls();
+    }
+
+    /**
+     * The server's name when it is not the host of the target: sent as {@code :authority} (and SNI),
+     * and, with TLS, the name the server's certificate must carry.
+     */
+    public Builder overrideAuthority(String serverName) {
+      this.authority = serverName;
+      return this;
+    }
+
+    /**
+     * Builds the client; the connection is made at the first call.
+     *
+     * @throws UncheckedIOException when a PEM file cannot be read
+     */
+    public AskUserClient build() {
+      ManagedChannelBuilder<?> channel = Grpc.newChannelBuilder(target, channelCredentials());
+      if (authority != null) {
+        channel.overrideAuthority(authority);
+      }
+      return new AskUserClient(channel.build(), tokenProvider == null ? null : new BearerToken(tokenProvider));
+    }
+
+    private ChannelCredentials channelCredentials() {
+      if (!tls) {
+        return InsecureChannelCredentials.create();
+      }
+      TlsChannelCredentials.Builder credentials = TlsChannelCredentials.newBuilder();
+      try {
+        if (trustedCertificates != null) {
+          credentials.trustManager(trustedCertificates.toFile());
+        }
+        if (clientCertificateChain != null) {
+          credentials.keyManager(clientCertificateChain.toFile(), clientPrivateKey.toFile());
+        }
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot read the TLS files", e);
+      }
+      return credentials.build();
+    }
   }
 
   /** Starts a run of an agent on a new {@code RunAgent} stream. */

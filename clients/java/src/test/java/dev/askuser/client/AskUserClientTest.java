@@ -34,7 +34,8 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * The wrapper against a real server serving tests/conformance/agents.toml, whose address is in
- * ASKUSER_ADDR (clients/java/conformance.sh sets it).
+ * ASKUSER_ADDR (clients/java/conformance.sh sets it), with a key of it in ASKUSER_API_KEY when it
+ * checks keys.
  */
 @Timeout(30)
 class AskUserClientTest {
@@ -44,7 +45,12 @@ class AskUserClientTest {
   static void connect() {
     String address = System.getenv("ASKUSER_ADDR");
     assertNotNull(address, "set ASKUSER_ADDR to the HOST:PORT of askuser serving tests/conformance/agents.toml");
-    client = new AskUserClient(address);
+    AskUserClient.Builder builder = AskUserClient.builder(address);
+    String apiKey = System.getenv("ASKUSER_API_KEY");
+    if (apiKey != null && !apiKey.isEmpty()) {
+      builder.apiKey(apiKey);
+    }
+    client = builder.build();
   }
 
   @AfterAll

@@ -2,7 +2,6 @@ package dev.askuser.client.conformance;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.askuser.client.AskUserClient;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -53,17 +52,17 @@ public final class ConformanceRunner {
     int failed = 0;
     for (Path file : files) {
       String label = file.getFileName().toString();
-      try (AskUserClient client = new AskUserClient(target)) {
+      try (Callers callers = new Callers(target)) {
         JsonNode scenario = json.readTree(file.toFile());
         label += " (" + scenario.path("name").asText("?") + ")";
         Future<?> run = worker.submit(() -> {
-          new Scenario(client, scenario).run();
+          new Scenario(callers, scenario).run();
           return null;
         });
         try {
           run.get(SCENARIO_TIMEOUT_SECONDS, TimeUnit.SECONDS);
         } finally {
-          // Closing the client (end of this try) cancels a call the scenario may still wait on.
+          // Closing the clients (end of this try) cancels a call the scenario may still wait on.
           run.cancel(true);
         }
         System.out.println("PASS " + label);

@@ -63,14 +63,14 @@ final class Scenario {
   /** An open RunAgent stream and the run its frames must name. */
   private record OpenStream(Run run, String runId) {}
 
-  private final AskUserClient client;
+  private final Callers callers;
   private final JsonNode scenario;
   private final Map<String, String> saved = new HashMap<>();
   private final Map<String, OpenStream> streams = new HashMap<>();
   private final Map<String, PendingCallStream> feeds = new HashMap<>();
 
-  Scenario(AskUserClient client, JsonNode scenario) {
-    this.client = client;
+  Scenario(Callers callers, JsonNode scenario) {
+    this.callers = callers;
     this.scenario = scenario;
   }
 
@@ -101,24 +101,26 @@ final class Scenario {
 
   private void runStep(String kind, JsonNode node) {
     switch (kind) {
-      case "start" -> start(new Args(kind, node, "stream", "agent_id", "prompt", "metadata", "tools"));
-      case "attach" -> attach(new Args(kind, node, "stream", "run_id", "after_sequence"));
+      case "start" -> start(new Args(kind, node, "stream", "agent_id", "prompt", "metadata", "tools", "as"));
+      case "attach" -> attach(new Args(kind, node, "stream", "run_id", "after_sequence", "as"));
       case "answer" -> answer(new Args(kind, node, answerFields("stream")));
       case "expect" -> expect(node);
       case "expect_end" -> expectEnd(stream(new Args(kind, node, "stream")).run());
       case "expect_stream_error" -> expectStreamError(new Args(kind, node, "stream", "code", "field"));
       case "close" -> close(new Args(kind, node, "stream"));
-      case "resume" -> resume(new Args(kind, node, answerFields("expect", "expect_error")));
-      case "watch" -> watch(new Args(kind, node, "run_id", "after_sequence", "expect", "expect_error"));
+      case "resume" -> resume(new Args(kind, node, answerFields("expect", "expect_error", "as")));
+      case "watch" -> watch(new Args(kind, node, "run_id", "after_sequence", "expect", "expect_error", "as"));
       case "get_run" -> getRun(
-          new Args(kind, node, "run_id", "status", "pending", "output_text", "last_sequence", "expect_error"));
+          new Args(kind, node, "run_id", "status", "pending", "output_text", "last_sequence", "expect_error", "as"));
+      case "cancel" -> cancel(new Args(kind, node, "run_id", "reason", "expect_error", "as"));
       case "ask_user" -> askUser(new Args(kind, node, "input", "content", "expect_error"));
-      case "watch_pending" -> watchPending(new Args(kind, node, "feed", "agent_ids", "tool_names", "kinds"));
+      case "watch_pending" -> watchPending(new Args(kind, node, "feed", "agent_ids", "tool_names", "kinds", "as"));
       case "expect_pending" -> expectPending(
           new Args(kind, node, "feed", "kind", "run_id", "agent_id", "tool_call_id", "tool_name", "suspend_kind",
-              "arguments", "result_kind", "save"));
+              "arguments", "result_kind", "save", "absent"));
       case "close_pending" -> closePending(new Args(kind, node, "feed"));
-      case "claim" -> claim(new Args(kind, node, "run_id", "tool_call_id", "claimant", "ttl_ms", "expect_error"));
+      case "claim" -> claim(
+          new Args(kind, node, "run_id", "tool_call_id", "claimant", "ttl_ms", "expect_error", "as"));
       default -> throw new ScenarioFailure("unknown step kind '" + kind + "'");
     }
   }
@@ -143,7 +145,7 @@ final class Scenario {
                 : ApprovalPolicy.APPROVAL_POLICY_UNSPECIFIED));
       }
     }
-    Run run = client.startRun(args.text("agent_id"), args.text("prompt", ""), metadata, tools);
+    Run run = caller(args).startRun(args.text("agent_id"), args.text("prompt", ""), metadata, tools);
     String runId = null;
     try {
       Optional<RunAgentResponse> first = run.peekWithin(FRAME_TIMEOUT);
@@ -162,7 +164,7 @@ final class Scenario {
 
   private void attach(Args args) {
     String runId = args.text("run_id");
-    open(args, client.attach(runId, args.number("after_sequence", 0)), runId);
+    open(args, caller(args).attach(runId, args.number("after_sequence", 0)), runId);
   }
 
   private void open(Args args, Run run, String runId) {
@@ -201,20 +203,21 @@ final class Scenario {
 
   private void resume(Args args) {
     Answer answer = answerOf(args);
-    try (FrameStream frames = client.resumeRun(answer)) {
+    try (FrameStream frames = caller(args).resumeRun(answer)) {
       expectFrames(frames, answer.getRunId(), args);
     }
   }
 
   private void watch(Args args) {
     String runId = args.text("run_id");
-    try (FrameStream frames = client.watchRun(runId, args.number("after_sequence", 0))) {
+    try (FrameStream frames = caller(args).watchRun(runId, args.number("after_sequence", 0))) {
       expectFrames(frames, runId, args);
     }
   }
 
   private void getRun(Args args) {
     String runId = args.text("run_id");
+    AskUserClient client = caller(args);
     if (args.has("expect_error")) {
       expectError(() -> client.getRun(runId), args.node("expect_error"));
       return;
@@ -239,10 +242,27 @@ final class Scenario {
   private void askUser(Args args) {
     AskUserInput input = inputOf(new Args("input", args.node("input"), "question", "options", "selection_mode"));
     if (args.has("expect_error")) {
-      expectError(() -> client.askUser(input), args.node("expect_error"));
+      expectError(() -> callers.main().askUser(input), args.node("expect_error"));
     } else {
-      same("AskUser", "content", client.askUser(input), args.text("content"));
+      same("AskUser", "content", callers.main().askUser(input), args.text("content"));
     }
+  }
+
+  private void cancel(Args args) {
+    String runId = args.text("run_id");
+    String reason = args.text("reason", "");
+    AskUserClient client = caller(args);
+    if (args.has("expect_error")) {
+      expectError(() -> client.cancelRun(runId, reason), args.node("expect_error"));
+      return;
+    }
+    dev.askuser.v1.Run run = client.cancelRun(runId, reason);
+    same("CancelRun " + TextFormat.shortDebugString(run), "status", run.getStatus().name(), "RUN_STATUS_CANCELLED");
+  }
+
+  /** The client the step calls through: its {@code "as"}, or the conformance tenant's. */
+  private AskUserClient caller(Args args) {
+    return args.has("as") ? callers.as(args.text("as")) : callers.main();
   }
 
   // ---- building requests ----
@@ -469,7 +489,7 @@ final class Scenario {
     if (args.has("kinds")) {
       args.texts("kinds").forEach(kind -> kinds.add(SuspendKind.valueOf(kind)));
     }
-    PendingCallStream feed = client.watchPendingCalls(
+    PendingCallStream feed = caller(args).watchPendingCalls(
         args.has("agent_ids") ? args.texts("agent_ids") : List.of(),
         args.has("tool_names") ? args.texts("tool_names") : List.of(),
         kinds);
@@ -487,7 +507,9 @@ final class Scenario {
 
   /**
    * Reads the feed until an event of the check's kind (and run, when the check names one) comes,
-   * skipping the others, and checks it. An event of the named run that is not the one checked fails.
+   * skipping the others, and checks it. An event of the named run that is not the one checked fails,
+   * and so does, for a {@code snapshot_done} check, a {@code call_pending} on the way whose tool call
+   * id its {@code absent} lists.
    */
   private void expectPending(Args args) {
     PendingCallStream feed = feed(args.text("feed", DEFAULT_FEED));
@@ -495,11 +517,19 @@ final class Scenario {
     if (!List.of("call_pending", "call_settled", "snapshot_done").contains(kind)) {
       throw new ScenarioFailure("unknown pending-calls event kind '" + kind + "'");
     }
+    if (args.has("absent") && !kind.equals("snapshot_done")) {
+      throw notApplicable("absent", kind);
+    }
+    List<String> absent = args.has("absent") ? args.texts("absent") : List.of();
     String runId = args.text("run_id", null);
     long deadline = System.nanoTime() + FRAME_TIMEOUT.toNanos();
     List<String> skipped = new ArrayList<>();
     while (true) {
       WatchPendingCallsResponse event = readEvent(feed, deadline, kind, skipped);
+      if (event.hasCallPending() && absent.contains(event.getCallPending().getCall().getToolCallId())) {
+        throw new ScenarioFailure(
+            "the snapshot has " + TextFormat.shortDebugString(event) + ", whose tool call id must be absent");
+      }
       String eventKind = eventKind(event);
       String eventRun = switch (event.getEventCase()) {
         case CALL_PENDING -> event.getCallPending().getRunId();
@@ -546,7 +576,7 @@ final class Scenario {
       String field = it.next();
       JsonNode want = args.node(field);
       switch (field) {
-        case "feed", "kind" -> {}
+        case "feed", "kind", "absent" -> {}
         case "run_id" -> same(where, field, isPending ? pending.getRunId() : settled.getRunId(), textOf(want));
         case "tool_call_id" -> same(where, field, callOnly(toolCallId, kind, field), textOf(want));
         case "save" -> saved.put(textOf(want), callOnly(toolCallId, kind, field));
@@ -587,6 +617,7 @@ final class Scenario {
     String toolCallId = args.text("tool_call_id");
     String claimant = args.text("claimant", "");
     Duration ttl = args.has("ttl_ms") ? Duration.ofMillis(args.number("ttl_ms", 0)) : null;
+    AskUserClient client = caller(args);
     Supplier<?> call = () -> client.claimCall(runId, toolCallId, claimant, ttl);
     if (args.has("expect_error")) {
       expectError(call, args.node("expect_error"));

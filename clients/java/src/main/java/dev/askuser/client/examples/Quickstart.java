@@ -29,7 +29,8 @@ import java.util.stream.Collectors;
  * <p>Usage: {@code Quickstart [HOST:PORT]} (default {@code 127.0.0.1:50051}, where {@code askuser
  * serve} listens). A part whose agent the server does not run is skipped with a note: {@code
  * deploy} is a built-in demo agent (served without {@code --config}), {@code status_check} is in
- * {@code tests/conformance/agents.toml}.
+ * {@code tests/conformance/agents.toml}. Against a server that checks API keys, put the key in
+ * {@code ASKUSER_API_KEY}.
  */
 public final class Quickstart {
   private static final String SKIP = "/skip";
@@ -38,7 +39,12 @@ public final class Quickstart {
 
   public static void main(String[] args) {
     String target = args.length > 0 ? args[0] : "127.0.0.1:50051";
-    try (AskUserClient client = new AskUserClient(target)) {
+    AskUserClient.Builder builder = AskUserClient.builder(target);
+    String apiKey = System.getenv("ASKUSER_API_KEY");
+    if (apiKey != null && !apiKey.isEmpty()) {
+      builder.apiKey(apiKey);
+    }
+    try (AskUserClient client = builder.build()) {
       Set<String> served = client.listAgents().stream().map(Agent::getAgentId).collect(Collectors.toSet());
       if (served.contains("deploy")) {
         deploy(client);
