@@ -19,6 +19,9 @@ type PendingCallsFilter struct {
 	// Kinds keeps only calls waiting for these kinds of settlement, e.g.
 	// SUSPEND_KIND_CLIENT_TOOL for a worker that runs client tools.
 	Kinds []pb.SuspendKind
+	// AssignedToMe keeps only calls whose assignees name the caller (its subject,
+	// or one of its groups).
+	AssignedToMe bool
 }
 
 // WatchPendingCalls streams the calls that wait to be settled, across runs: first every call
@@ -28,9 +31,10 @@ type PendingCallsFilter struct {
 func (c *Client) WatchPendingCalls(ctx context.Context, filter PendingCallsFilter) (*PendingCalls, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	stream, err := c.agents.WatchPendingCalls(ctx, &pb.WatchPendingCallsRequest{
-		AgentIds:  filter.AgentIDs,
-		ToolNames: filter.ToolNames,
-		Kinds:     filter.Kinds,
+		AgentIds:     filter.AgentIDs,
+		ToolNames:    filter.ToolNames,
+		Kinds:        filter.Kinds,
+		AssignedToMe: filter.AssignedToMe,
 	})
 	if err != nil {
 		cancel()

@@ -69,6 +69,8 @@ export interface WatchPendingCallsOptions {
   toolNames?: string[];
   /** Only calls waiting for these kinds of settlement, e.g. `SuspendKind.SUSPEND_KIND_CLIENT_TOOL`. */
   kinds?: SuspendKind[];
+  /** Only calls whose assignees name the caller (its subject, or one of its groups). */
+  assignedToMe?: boolean;
 }
 
 /** Options of `claimCall`. */
@@ -179,7 +181,12 @@ export class AskUserClient {
    * then new pending calls and settlements live, until `close()`. Reconnecting replays the snapshot.
    */
   watchPendingCalls(filters: WatchPendingCallsOptions = {}): PendingCalls {
-    const request = { agentIds: filters.agentIds ?? [], toolNames: filters.toolNames ?? [], kinds: filters.kinds ?? [] };
+    const request = {
+      agentIds: filters.agentIds ?? [],
+      toolNames: filters.toolNames ?? [],
+      kinds: filters.kinds ?? [],
+      assignedToMe: filters.assignedToMe ?? false,
+    };
     return new PendingCalls(this.#track(this.#agents.watchPendingCalls(request)));
   }
 

@@ -473,11 +473,13 @@ class AskUserClient:
         agent_ids: Iterable[str] = (),
         tool_names: Iterable[str] = (),
         kinds: Iterable[agent_pb2.SuspendKind] = (),
+        assigned_to_me: bool = False,
         timeout: float | None = None,
     ) -> PendingCalls:
         """Opens the pending-calls feed across runs (WatchPendingCalls): the calls that wait for
         someone now, `snapshot_done`, then new ones and settlements live. Filters combine with AND;
-        an empty filter matches everything. Close the feed (or use it as a context manager) to stop.
+        an empty filter matches everything; `assigned_to_me` keeps only the calls whose assignees
+        name the caller. Close the feed (or use it as a context manager) to stop.
 
         ```python
         with client.watch_pending_calls(kinds=[agent_pb2.SUSPEND_KIND_CLIENT_TOOL]) as feed:
@@ -487,7 +489,10 @@ class AskUserClient:
         ```
         """
         request = agent_pb2.WatchPendingCallsRequest(
-            agent_ids=list(agent_ids), tool_names=list(tool_names), kinds=list(kinds)
+            agent_ids=list(agent_ids),
+            tool_names=list(tool_names),
+            kinds=list(kinds),
+            assigned_to_me=assigned_to_me,
         )
         return PendingCalls(self._agents.WatchPendingCalls(request, timeout=timeout))
 
