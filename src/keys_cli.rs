@@ -3,6 +3,7 @@
 use std::io::Write;
 
 use crate::auth::api_key;
+use crate::auth::parse_scope;
 use crate::config::ServeArgs;
 use crate::domain::{Scope, now_millis};
 use crate::store::{KeyStore, PostgresStore, SqliteKeyFile, StoreError};
@@ -29,20 +30,13 @@ pub enum KeysAction {
         name: String,
         /// Comma-separated scopes: runs:start, runs:read, runs:answer, runs:cancel,
         /// tools:execute, agents:read, admin.
-        #[arg(long, value_delimiter = ',', value_parser = scope)]
+        #[arg(long, value_delimiter = ',', value_parser = parse_scope)]
         scopes: Vec<Scope>,
     },
     /// List every key: id, tenant, name, scopes, created and revoked times (ms since the epoch).
     List,
     /// Revoke a key by its id: it stops working at the next request.
     Revoke { key_id: String },
-}
-
-fn scope(name: &str) -> Result<Scope, String> {
-    Scope::parse(name).ok_or_else(|| {
-        let known: Vec<&str> = Scope::ALL.iter().map(|scope| scope.as_str()).collect();
-        format!("unknown scope; expected one of {}", known.join(", "))
-    })
 }
 
 /// Errors of `askuser keys`.

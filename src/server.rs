@@ -50,7 +50,8 @@ pub enum ServeError {
 /// Runs the server until SIGINT or SIGTERM, then shuts down gracefully.
 pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     ignore_file_size_signal();
-    args.auth.check_listener(args.listen)?;
+    args.auth
+        .check_listener(args.listen, args.tls_client_ca.is_some())?;
     let limits = args.limits();
     let agents = load_agents(args.config.as_deref(), &limits)?;
     let database_url = args.database_url()?;

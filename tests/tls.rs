@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use askuser::proto::v1 as pb;
 use askuser::proto::v1::agent_service_client::AgentServiceClient;
+use askuser::proto::v1::run_agent_response::Event;
 use common::postgres_cluster::Postgres;
 use common::{RunStream, Server, postgres_client, report_figures, scripted_agent};
 use rcgen::{
@@ -116,13 +117,13 @@ fn start(files: &Files, client_ca: bool) -> Server {
     Server::start_with(None, &flags)
 }
 
-/// Lists the agents over a new TLS connection that trusts `ca` (if any) and presents `identity`
-/// (if any); the error says why it failed.
-async fn list_agents(
+/// A new TLS connection that trusts `ca` (if any) and presents `identity` (if any); the error says
+/// why it failed.
+async fn tls_channel(
     server: &Server,
     ca: Option<&str>,
     identity: Option<&Pair>,
-) -> Result<usize, String> {
+) -> Result<Channel, String> {
     let mut tls = ClientTlsConfig::new().domain_name("localhost");
     if let Some(ca) = ca {
         tls = tls.ca_certificate(Certificate::from_pem(ca));
@@ -130,14 +131,23 @@ async fn list_agents(
     if let Some(pair) = identity {
         tls = tls.identity(Identity::from_pem(&pair.cert, &pair.key));
     }
-    let channel: Channel = Endpoint::from_shared(format!("https://{}", server.addr))
+    Endpoint::from_shared(format!("https://{}", server.addr))
         .map_err(|e| e.to_string())?
         .tls_config(tls)
         .map_err(|e| e.to_string())?
         .connect_timeout(Duration::from_secs(10))
         .connect()
         .await
-        .map_err(|e| format!("connect: {e:?}"))?;
+        .map_err(|e| format!("connect: {e:?}"))
+}
+
+/// Lists the agents over a new TLS connection (see [`tls_channel`]).
+async fn list_agents(
+    server: &Server,
+    ca: Option<&str>,
+    identity: Option<&Pair>,
+) -> Result<usize, String> {
+    let channel = tls_channel(server, ca, identity).await?;
     let listed = AgentServiceClient::new(channel)
         .list_agents(pb::ListAgentsRequest::default())
         .await
@@ -195,6 +205,66 @@ async fn mtls_requires_a_client_certificate_of_the_client_authority() {
     list_agents(&server, Some(&ca.pem()), Some(&client))
         .await
         .unwrap_or_else(|e| panic!("{e}; log:\n{}", server.log()));
+}
+
+#[tokio::test]
+async fn with_auth_cert_a_client_certificate_names_the_caller() {
+    let ca = Authority::new("server CA");
+    let clients = Authority::new("client CA");
+    let files = Files::new(
+        &ca.issue("askuser", &["localhost", "127.0.0.1"]),
+        Some(&clients.pem()),
+    );
+    let mut flags = files.flags(true);
+    flags.extend(
+        [
+            "--auth",
+            "cert",
+            "--cert-tenant",
+            "acme",
+            "--cert-scopes",
+            "runs:start,runs:read,runs:answer",
+        ]
+        .map(String::from),
+    );
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let agents = scripted_agent(
+        "asks",
+        &[
+            r#"ask = [{ question = "Name?" }]"#,
+            r#"say = "hi {{answer.1}}""#,
+        ],
+    );
+    let server = Server::start_with(Some(&agents), &flags);
+    let client = clients.issue("ci-bot", &["ci-bot"]);
+    let channel = tls_channel(&server, Some(&ca.pem()), Some(&client))
+        .await
+        .unwrap_or_else(|e| panic!("{e}; log:\n{}", server.log()));
+    let mut agents = AgentServiceClient::new(channel);
+
+    let mut run = RunStream::start(&mut agents, "asks").await;
+    let question = run.next_suspended().await;
+    run.send_text(&question.tool_call_id, "Ada").await;
+    let settled_by = loop {
+        if let Some(Event::ToolResult(result)) = run.next().await.event {
+            break result.settled_by;
+        }
+    };
+    assert_eq!(
+        settled_by,
+        Some(pb::SettledBy {
+            tenant: "acme".into(),
+            subject: "cert:ci-bot".into(),
+            method: pb::AuthMethod::Certificate as i32,
+        })
+    );
+    assert_eq!(run.completed_text().await, "hi Ada");
+    // The certificate's principal has the scopes --cert-scopes gives, no more.
+    let refused = agents
+        .list_agents(pb::ListAgentsRequest::default())
+        .await
+        .expect_err("agents:read was not given");
+    assert_eq!(refused.code(), tonic::Code::PermissionDenied);
 }
 
 #[tokio::test]

@@ -15,8 +15,11 @@ use tracing::{debug, warn};
 
 pub use jwt::{ClaimNames, JwksSource, JwtSettings, JwtVerifier};
 pub use scopes::{Access, access};
-pub use settings::{AuthArgs, AuthConfigError, AuthMethods};
+pub use settings::{AuthArgs, AuthConfigError, AuthMethods, parse_scope};
 
+use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
+
+use crate::api::common_name;
 use crate::domain::{AuthMethod, Principal, Scope};
 use crate::store::{KeyStore, StoreError};
 
@@ -48,6 +51,9 @@ pub struct Authenticator {
     /// replica.
     pub keys: Option<Arc<dyn KeyStore>>,
     pub jwt: Option<JwtVerifier>,
+    /// Callers named by a verified client certificate (`--auth cert`), when they send no bearer
+    /// credential.
+    pub certificates: Option<CertificatePrincipals>,
     /// Reflection needs no principal (`--public-reflection`, or a loopback listener).
     pub public_reflection: bool,
 }
@@ -55,7 +61,7 @@ pub struct Authenticator {
 impl Authenticator {
     /// Whether any method is on; without one every caller is [`Principal::anonymous`].
     fn enabled(&self) -> bool {
-        self.keys.is_some() || self.jwt.is_some()
+        self.keys.is_some() || self.jwt.is_some() || self.certificates.is_some()
     }
 
     async fn principal(&self, credential: &str) -> Result<Principal, AuthError> {
@@ -89,6 +95,7 @@ impl Authenticator {
         &self,
         path: &str,
         authorization: Option<&str>,
+        client_name: Option<String>,
     ) -> Result<Option<Principal>, AuthError> {
         let access = access(path);
         if !self.enabled() {
@@ -100,9 +107,12 @@ impl Authenticator {
         let credential = authorization
             .and_then(|value| value.strip_prefix("Bearer "))
             .map(str::trim)
-            .filter(|credential| !credential.is_empty())
-            .ok_or(AuthError::MissingCredentials)?;
-        let principal = self.principal(credential).await?;
+            .filter(|credential| !credential.is_empty());
+        let principal = match (credential, &self.certificates, client_name) {
+            (Some(credential), _, _) => self.principal(credential).await?,
+            (None, Some(certificates), Some(name)) => certificates.principal(name),
+            (None, _, _) => return Err(AuthError::MissingCredentials),
+        };
         let needed = match access {
             Access::Scope(scope) => Some(scope),
             Access::Unknown => Some(Scope::Admin),
@@ -111,6 +121,26 @@ impl Authenticator {
         match needed {
             Some(scope) if !principal.may(scope) => Err(AuthError::MissingScope(scope)),
             _ => Ok(Some(principal)),
+        }
+    }
+}
+
+/// Who a verified client certificate names (`--auth cert`): its common name is the subject
+/// (`cert:<CN>`); the tenant and scopes are the server's settings for every certificate.
+#[derive(Clone, Debug)]
+pub struct CertificatePrincipals {
+    pub tenant: String,
+    pub scopes: Vec<Scope>,
+}
+
+impl CertificatePrincipals {
+    fn principal(&self, common_name: String) -> Principal {
+        Principal {
+            tenant: self.tenant.clone(),
+            subject: format!("cert:{common_name}"),
+            scopes: self.scopes.clone(),
+            groups: Vec::new(),
+            method: AuthMethod::Certificate,
         }
     }
 }
@@ -177,7 +207,11 @@ where
                 .get(http::header::AUTHORIZATION)
                 .and_then(|value| value.to_str().ok());
             let path = request.uri().path().to_owned();
-            match authenticator.authorize(&path, authorization).await {
+            let client_name = client_common_name(&request);
+            match authenticator
+                .authorize(&path, authorization, client_name)
+                .await
+            {
                 Ok(principal) => {
                     if let Some(principal) = principal {
                         request.extensions_mut().insert(principal);
@@ -196,4 +230,14 @@ where
             }
         })
     }
+}
+
+/// The common name of the client certificate the listener verified on this request's connection
+/// (mTLS), if any.
+fn client_common_name<B>(request: &http::Request<B>) -> Option<String> {
+    let info = request
+        .extensions()
+        .get::<TlsConnectInfo<TcpConnectInfo>>()?;
+    let certificates = info.peer_certs()?;
+    common_name(certificates.first()?.as_ref())
 }

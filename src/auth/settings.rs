@@ -4,14 +4,20 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{AuthError, Authenticator, ClaimNames, JwksSource, JwtSettings, JwtVerifier};
+use super::{
+    AuthError, Authenticator, CertificatePrincipals, ClaimNames, JwksSource, JwtSettings,
+    JwtVerifier,
+};
+use crate::domain::Scope;
 use crate::store::KeyStore;
 
-/// The ways a caller may authenticate (`--auth`): `none`, or some of `keys` and `jwt`.
+/// The ways a caller may authenticate (`--auth`): `none`, or some of `keys`, `jwt` and `cert`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AuthMethods {
     pub keys: bool,
     pub jwt: bool,
+    /// A verified client certificate (mTLS) names the caller when it sends no bearer credential.
+    pub cert: bool,
 }
 
 impl std::str::FromStr for AuthMethods {
@@ -24,7 +30,12 @@ impl std::str::FromStr for AuthMethods {
                 "none" if text.trim() == "none" => {}
                 "keys" => methods.keys = true,
                 "jwt" => methods.jwt = true,
-                _ => return Err("expected none, keys, jwt or keys,jwt".into()),
+                "cert" => methods.cert = true,
+                _ => {
+                    return Err(
+                        "expected none, or some of keys, jwt and cert joined by commas".into(),
+                    );
+                }
             }
         }
         Ok(methods)
@@ -42,6 +53,8 @@ pub enum AuthConfigError {
     OpenListener(SocketAddr),
     #[error("--auth jwt needs --jwt-jwks-url or --jwt-jwks-file")]
     NoJwks,
+    #[error("--auth cert needs --tls-client-ca: only a verified client certificate names a caller")]
+    CertWithoutClientCa,
     #[error(transparent)]
     Jwks(#[from] AuthError),
 }
@@ -50,8 +63,8 @@ pub enum AuthConfigError {
 #[derive(Clone, Debug, clap::Args)]
 pub struct AuthArgs {
     /// How callers authenticate: `none` (every caller may do everything; loopback only unless
-    /// --insecure-no-auth), `keys` (API keys), `jwt` (tokens of an identity provider) or
-    /// `keys,jwt`.
+    /// --insecure-no-auth), or some of `keys` (API keys), `jwt` (tokens of an identity provider)
+    /// and `cert` (mTLS client certificates, see --cert-tenant), joined by commas.
     #[arg(long, env = "ASKUSER_AUTH", default_value = "none")]
     pub auth: AuthMethods,
     /// Allow --auth none on an address other than loopback (something in front authenticates).
@@ -84,11 +97,38 @@ pub struct AuthArgs {
     /// The claim holding the caller's groups (an array, or space-separated).
     #[arg(long, env = "ASKUSER_JWT_GROUPS_CLAIM", default_value = "groups")]
     pub jwt_groups_claim: String,
+    /// With `--auth cert`: the tenant of callers named by their client certificate.
+    #[arg(long, env = "ASKUSER_CERT_TENANT", default_value = crate::domain::DEFAULT_TENANT)]
+    pub cert_tenant: String,
+    /// With `--auth cert`: the scopes of callers named by their client certificate.
+    #[arg(
+        long,
+        env = "ASKUSER_CERT_SCOPES",
+        value_delimiter = ',',
+        value_parser = parse_scope,
+        default_value = "runs:start,runs:read,runs:answer,runs:cancel,tools:execute,agents:read"
+    )]
+    pub cert_scopes: Vec<Scope>,
+}
+
+/// A scope by its name, for flags.
+pub fn parse_scope(name: &str) -> Result<Scope, String> {
+    Scope::parse(name).ok_or_else(|| {
+        let known: Vec<&str> = Scope::ALL.iter().map(|scope| scope.as_str()).collect();
+        format!("unknown scope; expected one of {}", known.join(", "))
+    })
 }
 
 impl AuthArgs {
     /// Whether serving on `listen` with these flags is allowed at all (checked before binding).
-    pub fn check_listener(&self, listen: SocketAddr) -> Result<(), AuthConfigError> {
+    pub fn check_listener(
+        &self,
+        listen: SocketAddr,
+        client_ca: bool,
+    ) -> Result<(), AuthConfigError> {
+        if self.auth.cert && !client_ca {
+            return Err(AuthConfigError::CertWithoutClientCa);
+        }
         let open = self.auth == AuthMethods::default();
         if open && !listen.ip().is_loopback() && !self.insecure_no_auth {
             return Err(AuthConfigError::OpenListener(listen));
@@ -109,6 +149,10 @@ impl AuthArgs {
         Ok(Authenticator {
             keys: self.auth.keys.then_some(keys),
             jwt,
+            certificates: self.auth.cert.then(|| CertificatePrincipals {
+                tenant: self.cert_tenant.clone(),
+                scopes: self.cert_scopes.clone(),
+            }),
             public_reflection: self.public_reflection || listen.ip().is_loopback(),
         })
     }
@@ -144,7 +188,15 @@ mod internal_tests {
             "keys,jwt".parse(),
             Ok(AuthMethods {
                 keys: true,
-                jwt: true
+                jwt: true,
+                cert: false,
+            })
+        );
+        assert_eq!(
+            "cert".parse(),
+            Ok(AuthMethods {
+                cert: true,
+                ..AuthMethods::default()
             })
         );
         assert!("none,keys".parse::<AuthMethods>().is_err());
