@@ -5,7 +5,9 @@ mod common;
 
 use askuser::proto::v1 as pb;
 use askuser::proto::v1::run_agent_response::Event;
-use common::{RunStream, Server, scripted_agent, scripted_agent_with, watch_until_end};
+use common::{
+    RunStream, Server, get_run, scripted_agent, scripted_agent_with, timestamp_ms, watch_until_end,
+};
 
 fn settlers(log: &[pb::RunAgentResponse]) -> Vec<(i32, Option<pb::SettledBy>)> {
     log.iter()
@@ -68,4 +70,20 @@ async fn an_expiry_is_settled_by_the_server_and_a_cancel_by_its_caller() {
         settlers(&cancel),
         [(pb::ToolResultKind::Cancelled as i32, Some(anonymous()))]
     );
+
+    // GetRun says the same, with the time of each settle.
+    for (run_id, log) in [(&expiring.run_id, &expired), (&cancelled.run_id, &cancel)] {
+        let run = get_run(&mut client, run_id).await;
+        let settled: Vec<(i32, Option<pb::SettledBy>)> = run
+            .settled_tool_calls
+            .iter()
+            .map(|call| (call.kind, call.settled_by.clone()))
+            .collect();
+        assert_eq!(settled, settlers(log));
+        for call in &run.settled_tool_calls {
+            let settled_ms = timestamp_ms(call.settle_time.as_ref().expect("settle time"));
+            assert!(settled_ms >= timestamp_ms(run.create_time.as_ref().expect("created")));
+            assert!(call.result_sequence > 0 && call.result_sequence <= run.last_sequence);
+        }
+    }
 }

@@ -1133,6 +1133,21 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
         .expect("run exists");
     assert_eq!(run.status, RunStatus::Cancelled);
     assert_eq!(run.error_message, "user left");
+    // Each settled call, in the order of its result, with who settled it (the answer here was
+    // nobody's: `answered` names no settler) and when.
+    let settled: Vec<(&str, ToolResultKind, Option<&SettledBy>)> = run
+        .settled
+        .iter()
+        .map(|c| (c.tool_call_id.as_str(), c.kind, c.settled_by.as_ref()))
+        .collect();
+    assert_eq!(
+        settled,
+        [
+            ("call-1", ToolResultKind::Answered, None),
+            ("call-2", ToolResultKind::Cancelled, Some(&canceller())),
+        ]
+    );
+    assert!(run.settled.iter().all(|c| c.settled_ms.is_some()));
     assert!(run.pending.is_empty());
     assert_eq!(run.last_sequence, cancelled.events[1].sequence);
     let call = store

@@ -9,3 +9,7 @@ CREATE INDEX runs_by_tenant ON runs (tenant, run_id);
 -- Who may settle a waiting question or approval (a JSON array of subjects and `group:NAME`s),
 -- decided when it is asked; NULL: anyone allowed to answer.
 ALTER TABLE tool_calls ADD COLUMN assignees TEXT;
+-- Who settled a call (JSON: tenant, subject, how it authenticated; NULL when nobody did: an invalid
+-- call) and when, for GetRun.
+ALTER TABLE tool_calls ADD COLUMN settled_by TEXT;
+ALTER TABLE tool_calls ADD COLUMN settled_ms BIGINT;

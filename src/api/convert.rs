@@ -8,7 +8,8 @@ use super::error::ApiError;
 use super::limits::RequestLimits;
 use crate::domain::{
     self, AnswerInput, ApprovalDecision, AuthMethod, Event, EventKind, PendingCall, Principal,
-    RunRecord, RunStatus, SelectionMode, SettledBy, SuspendKind, ToolDefinition, ToolResultKind,
+    RunRecord, RunStatus, SelectionMode, SettledBy, SettledCall, SuspendKind, ToolDefinition,
+    ToolResultKind,
 };
 use crate::proto::v1 as pb;
 use crate::runtime::tools::{ApprovalPolicy, ToolKind, schema_text};
@@ -479,6 +480,18 @@ pub fn run_to_proto(run: RunRecord) -> pb::Run {
         metadata: run.metadata.into_iter().collect(),
         prompt: run.prompt,
         error_message: run.error_message,
+        settled_tool_calls: run.settled.into_iter().map(settled_to_proto).collect(),
+    }
+}
+
+fn settled_to_proto(call: SettledCall) -> pb::SettledToolCall {
+    pb::SettledToolCall {
+        tool_call_id: call.tool_call_id,
+        tool_name: call.tool_name,
+        kind: kind_to_proto(call.kind) as i32,
+        settled_by: call.settled_by.map(settled_by_to_proto),
+        settle_time: call.settled_ms.map(timestamp),
+        result_sequence: call.result_sequence,
     }
 }
 

@@ -11,6 +11,6 @@ pub use ask_user::{
 };
 pub use principal::{AuthMethod, DEFAULT_TENANT, Principal, Scope, SettledBy};
 pub use run::{
-    Event, EventKind, Message, ModelToolCall, PendingCall, RunRecord, RunStatus, SuspendKind,
-    Suspension, ToolDefinition, ToolResultKind, Usage, now_millis,
+    Event, EventKind, Message, ModelToolCall, PendingCall, RunRecord, RunStatus, SettledCall,
+    SuspendKind, Suspension, ToolDefinition, ToolResultKind, Usage, now_millis,
 };

@@ -257,8 +257,25 @@ pub struct RunRecord {
     pub updated_ms: i64,
     /// Pending calls in the order they were made.
     pub pending: Vec<PendingCall>,
+    /// Calls settled so far, in the order of their results; read by a run's own read only (a
+    /// listing leaves it empty).
+    pub settled: Vec<SettledCall>,
     /// The client tools given for this run only.
     pub run_tools: Vec<ToolDefinition>,
+}
+
+/// A settled call of a run: how, by whom and when.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SettledCall {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub kind: ToolResultKind,
+    /// Who settled it; `None` when nobody did (an invalid call), or when it was settled before
+    /// settlers were recorded.
+    pub settled_by: Option<SettledBy>,
+    pub settled_ms: Option<i64>,
+    /// The sequence of its `tool_result` event.
+    pub result_sequence: u64,
 }
 
 /// A client tool declared for one run (`StartRun.tools`), stored with the run.

@@ -37,12 +37,12 @@ use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
     EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, PENDING_COLUMNS, PENDING_FEED_QUERY,
     PENDING_IN_TENANT_QUERY, PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow,
-    RUN_COLUMNS, RUN_IN_TENANT, RUN_OF_REQUEST_QUERY, RUN_QUERY, RunHead, RunRow, STEP_RUN_QUERY,
-    TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall,
-    UNFINISHED_BEFORE_QUERY, UNSETTLED_QUERY, UPDATE_CALL, assemble_transcript, between_turns,
-    cancel_events, counting_step_start, executed_events, executing_call, first_step, from_json,
-    kind_name, parse_status, run_tools_column, to_json, unsigned, usage_columns,
-    usage_from_columns,
+    RUN_COLUMNS, RUN_IN_TENANT, RUN_OF_REQUEST_QUERY, RUN_QUERY, RunHead, RunRow, SETTLED_QUERY,
+    STEP_RUN_QUERY, SettledRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow,
+    TranscriptCall, UNFINISHED_BEFORE_QUERY, UNSETTLED_QUERY, UPDATE_CALL, assemble_transcript,
+    between_turns, cancel_events, counting_step_start, executed_events, executing_call, first_step,
+    from_json, kind_name, parse_status, run_tools_column, settled_by_column, to_json, unsigned,
+    usage_columns, usage_from_columns,
 };
 use super::records::{
     INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, REVOKE_KEY, scopes_text,
@@ -915,20 +915,44 @@ impl RunStore for PostgresStore {
     }
 
     async fn get_run(&self, run_id: &str, tenancy: Tenancy<'_>) -> StoreResult<Option<RunRecord>> {
-        // No transaction: its two reads were never one snapshot (read committed) anyway.
+        // No transaction: its reads were never one snapshot (read committed) anyway. Each is
+        // scoped to the tenant by itself.
         let client = self.pool.get().await?;
-        let [run, pending] = prepare(
+        let [run, pending, settled] = prepare(
             &client,
-            [RUN_QUERY.as_str(), PENDING_IN_TENANT_QUERY.as_str()],
+            [
+                RUN_QUERY.as_str(),
+                PENDING_IN_TENANT_QUERY.as_str(),
+                SETTLED_QUERY,
+            ],
         )
         .await?;
         let tenant = tenancy.param();
-        let (row, pending) = try_join!(
-            async { Ok::<_, StoreError>(client.query_opt(&run, &[&run_id, &tenant]).await?) },
-            async { Ok::<_, StoreError>(client.query(&pending, &[&run_id, &tenant]).await?) },
-        )?;
-        row.map(|row| run_row(&row).into_record(pending_calls(&pending)?))
-            .transpose()
+        let read = |statement| {
+            let tenant = &tenant;
+            let client = &client;
+            async move { Ok::<_, StoreError>(client.query(statement, &[&run_id, tenant]).await?) }
+        };
+        let (rows, pending, settled) = try_join!(read(&run), read(&pending), read(&settled))?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let mut run = run_row(row).into_record(pending_calls(&pending)?)?;
+        run.settled = settled
+            .iter()
+            .map(|row| {
+                SettledRow {
+                    tool_call_id: row.get(0),
+                    tool_name: row.get(1),
+                    result_kind: row.get(2),
+                    settled_by: row.get(3),
+                    settled_ms: row.get(4),
+                    result_sequence: row.get(5),
+                }
+                .into_settled()
+            })
+            .collect::<StoreResult<_>>()?;
+        Ok(Some(run))
     }
 
     async fn list_runs(&self, query: RunQuery) -> StoreResult<Vec<RunRecord>> {
@@ -1209,7 +1233,7 @@ impl RunStore for PostgresStore {
             return Ok(tx.rollback(SettleOutcome::Refused(Box::new(call))).await);
         };
         let first_sequence = head.last_sequence + 1;
-        let update = CallUpdate::new(&call, change, first_sequence)?;
+        let update = CallUpdate::new(&call, change, first_sequence, now)?;
         let events = new_events(
             run_id,
             head.last_sequence,
@@ -1246,6 +1270,8 @@ impl RunStore for PostgresStore {
                         &update.result_kind,
                         &update.result_sequence,
                         &update.assignees,
+                        &update.settled_by,
+                        &update.settled_ms,
                         &run_id,
                         &tool_call_id,
                     ],
@@ -1326,6 +1352,7 @@ impl RunStore for PostgresStore {
             let sequence = event.sequence as i64;
             let call_update = &call_update;
             async move {
+                let settled_by = settled_by_column(result.settled_by.as_ref())?;
                 let changed = exec(
                     client,
                     call_update,
@@ -1333,6 +1360,8 @@ impl RunStore for PostgresStore {
                         &result.content,
                         &result.is_error,
                         &sequence,
+                        &settled_by,
+                        &event.time_ms,
                         &run_id,
                         &result.tool_call_id,
                     ],
@@ -1450,7 +1479,8 @@ impl RunStore for PostgresStore {
                 INSERT_EVENTS,
                 // Each pending call with the sequence of its result, as two arrays.
                 "UPDATE tool_calls SET status = 'cancelled', result_content = $2, \
-                 result_kind = $3, result_sequence = settled.sequence \
+                 result_kind = $3, result_sequence = settled.sequence, settled_by = $6, \
+                 settled_ms = $7 \
                  FROM UNNEST($4::TEXT[], $5::BIGINT[]) AS settled (tool_call_id, sequence) \
                  WHERE run_id = $1 AND tool_calls.tool_call_id = settled.tool_call_id",
                 "UPDATE runs SET status = 'cancelled', error_message = $2, last_sequence = $3, \
@@ -1493,7 +1523,15 @@ impl RunStore for PostgresStore {
                 exec(
                     client,
                     &calls_update,
-                    &[&run_id, &call_content, &cancelled, &call_ids, &sequences],
+                    &[
+                        &run_id,
+                        &call_content,
+                        &cancelled,
+                        &call_ids,
+                        &sequences,
+                        &settled_by_column(Some(cancelled_by))?,
+                        &now,
+                    ],
                 )
                 .await
             },

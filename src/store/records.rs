@@ -10,7 +10,7 @@ use super::{
 };
 use crate::domain::{
     AnswerInput, ApprovalDecision, EventKind, Message, ModelToolCall, PendingCall, RunRecord,
-    RunStatus, Scope, SettledBy, SuspendKind, Suspension, ToolResultKind, Usage,
+    RunStatus, Scope, SettledBy, SettledCall, SuspendKind, Suspension, ToolResultKind, Usage,
 };
 
 pub(super) fn to_json<T: serde::Serialize>(value: &T) -> StoreResult<String> {
@@ -82,6 +82,39 @@ pub(super) static PENDING_IN_TENANT_QUERY: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
+/// The settled calls ([`SettledRow`]) of run `$1` if it belongs to tenant `$2`, in the order of
+/// their results.
+pub(super) const SETTLED_QUERY: &str = concat!(
+    "SELECT tool_call_id, tool_name, result_kind, settled_by, settled_ms, result_sequence ",
+    "FROM tool_calls WHERE run_id = $1 AND result_kind IS NOT NULL AND EXISTS ",
+    "(SELECT 1 FROM runs WHERE runs.run_id = $1 AND ",
+    in_tenant!("runs.tenant"),
+    ") ORDER BY result_sequence"
+);
+
+/// A settled `tool_calls` row as [`SETTLED_QUERY`] reads it.
+pub(super) struct SettledRow {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub result_kind: String,
+    pub settled_by: Option<String>,
+    pub settled_ms: Option<i64>,
+    pub result_sequence: i64,
+}
+
+impl SettledRow {
+    pub fn into_settled(self) -> StoreResult<SettledCall> {
+        Ok(SettledCall {
+            tool_call_id: self.tool_call_id,
+            tool_name: self.tool_name,
+            kind: parse_kind(&self.result_kind)?,
+            settled_by: self.settled_by.as_deref().map(from_json).transpose()?,
+            settled_ms: self.settled_ms,
+            result_sequence: unsigned(self.result_sequence),
+        })
+    }
+}
+
 /// Run `$1` ([`RUN_COLUMNS`]) if it belongs to tenant `$2`.
 pub(super) static RUN_QUERY: LazyLock<String> = LazyLock::new(|| {
     format!(
@@ -123,6 +156,7 @@ impl RunRow {
             created_ms: self.created_ms,
             updated_ms: self.updated_ms,
             pending,
+            settled: Vec::new(),
             run_tools: self
                 .run_tools
                 .as_deref()
@@ -432,8 +466,8 @@ impl<'a> CallRow<'a> {
 pub(super) const UPDATE_CALL: &str = "UPDATE tool_calls SET status = $1, suspend_kind = $2, \
      run_arguments = $3, expire_ms = $4, answer = $5, answer_id = $6, decision = $7, \
      result_content = $8, result_is_error = $9, result_kind = $10, result_sequence = $11, \
-     assignees = $12, claimant = NULL, claim_expires_ms = NULL \
-     WHERE run_id = $13 AND tool_call_id = $14 AND status = 'pending'";
+     assignees = $12, settled_by = $13, settled_ms = $14, claimant = NULL, claim_expires_ms = NULL \
+     WHERE run_id = $15 AND tool_call_id = $16 AND status = 'pending'";
 
 /// What a [`CallChange`] writes, decided once for both stores: the call's new row values, the
 /// event it appends, and how the run's counts of waiting and executing calls move.
@@ -450,6 +484,9 @@ pub(super) struct CallUpdate {
     pub result_kind: Option<String>,
     pub result_sequence: i64,
     pub assignees: Option<String>,
+    /// Who settled the call (JSON) and when, once it is settled.
+    pub settled_by: Option<String>,
+    pub settled_ms: Option<i64>,
     pub event: Option<EventKind>,
     /// Change of the run's waiting calls (this one stops waiting: -1) and executing calls.
     pub pending_delta: i64,
@@ -457,8 +494,13 @@ pub(super) struct CallUpdate {
 }
 
 impl CallUpdate {
-    /// The update of `call` by `change`, whose event (if any) gets `sequence`.
-    pub fn new(call: &ToolCallRecord, change: CallChange, sequence: u64) -> StoreResult<Self> {
+    /// The update of `call` by `change` at `time_ms`, whose event (if any) gets `sequence`.
+    pub fn new(
+        call: &ToolCallRecord,
+        change: CallChange,
+        sequence: u64,
+        time_ms: i64,
+    ) -> StoreResult<Self> {
         let keep = CallUpdate {
             status: call.status,
             suspend_kind: call.suspension.kind.as_str(),
@@ -472,6 +514,8 @@ impl CallUpdate {
             result_kind: None,
             result_sequence: 0,
             assignees: assignees_column(&call.suspension.assignees)?,
+            settled_by: None,
+            settled_ms: None,
             event: None,
             pending_delta: 0,
             executing_delta: 0,
@@ -484,6 +528,8 @@ impl CallUpdate {
                 result_kind: Some(kind_name(settlement.kind)?),
                 result_is_error: settlement.is_error,
                 result_sequence: sequence as i64,
+                settled_by: settlement.settled_by.as_ref().map(to_json).transpose()?,
+                settled_ms: Some(time_ms),
                 event: Some(EventKind::ToolResult {
                     tool_call_id: call.tool_call_id.clone(),
                     content: settlement.content.clone(),
@@ -584,8 +630,14 @@ pub(super) fn cancel_events(
 
 /// Settles an executing call with its result; parameters in order of appearance.
 pub(super) const EXECUTED_UPDATE: &str = "UPDATE tool_calls SET status = 'executed', \
-     result_content = $1, result_is_error = $2, result_kind = 'executed', result_sequence = $3 \
-     WHERE run_id = $4 AND tool_call_id = $5 AND status = 'executing'";
+     result_content = $1, result_is_error = $2, result_kind = 'executed', result_sequence = $3, \
+     settled_by = $4, settled_ms = $5 WHERE run_id = $6 AND tool_call_id = $7 \
+     AND status = 'executing'";
+
+/// The `tool_calls.settled_by` value of a settle: who, as JSON; NULL for nobody.
+pub(super) fn settled_by_column(settled_by: Option<&SettledBy>) -> StoreResult<Option<String>> {
+    settled_by.map(to_json).transpose()
+}
 
 /// Claims a pending call unless another claimant holds an unexpired claim; parameters in order of
 /// appearance: claimant, until, run, call, now.
@@ -682,6 +734,7 @@ pub(super) fn first_step(run: NewRun, now_ms: i64) -> StoreResult<StepState> {
             created_ms: now_ms,
             updated_ms: now_ms,
             pending: Vec::new(),
+            settled: Vec::new(),
             run_tools: run.run_tools,
         },
         step_attempt: 0,

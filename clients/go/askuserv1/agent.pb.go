@@ -2472,9 +2472,12 @@ type Run struct {
 	// The prompt the run started with.
 	Prompt string `protobuf:"bytes,10,opt,name=prompt,proto3" json:"prompt,omitempty"`
 	// Why the run failed or was cancelled.
-	ErrorMessage  string `protobuf:"bytes,11,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ErrorMessage string `protobuf:"bytes,11,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	// The calls settled so far, in the order of their results: how, by whom and when. Filled by
+	// `GetRun` and `CancelRun`; empty in `ListRuns`.
+	SettledToolCalls []*SettledToolCall `protobuf:"bytes,12,rep,name=settled_tool_calls,json=settledToolCalls,proto3" json:"settled_tool_calls,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Run) Reset() {
@@ -2584,6 +2587,104 @@ func (x *Run) GetErrorMessage() string {
 	return ""
 }
 
+func (x *Run) GetSettledToolCalls() []*SettledToolCall {
+	if x != nil {
+		return x.SettledToolCalls
+	}
+	return nil
+}
+
+// A settled tool call of a run.
+type SettledToolCall struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call.
+	ToolCallId string `protobuf:"bytes,1,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// The tool's name.
+	ToolName string `protobuf:"bytes,2,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
+	// How it was settled.
+	Kind ToolResultKind `protobuf:"varint,3,opt,name=kind,proto3,enum=askuser.v1.ToolResultKind" json:"kind,omitempty"`
+	// Who settled it (the server for an expiry); absent when nobody did (an invalid call).
+	SettledBy *SettledBy `protobuf:"bytes,4,opt,name=settled_by,json=settledBy,proto3" json:"settled_by,omitempty"`
+	// When it was settled.
+	SettleTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=settle_time,json=settleTime,proto3" json:"settle_time,omitempty"`
+	// The sequence of its `tool_result` event.
+	ResultSequence uint64 `protobuf:"varint,6,opt,name=result_sequence,json=resultSequence,proto3" json:"result_sequence,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SettledToolCall) Reset() {
+	*x = SettledToolCall{}
+	mi := &file_askuser_v1_agent_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SettledToolCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SettledToolCall) ProtoMessage() {}
+
+func (x *SettledToolCall) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_agent_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SettledToolCall.ProtoReflect.Descriptor instead.
+func (*SettledToolCall) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *SettledToolCall) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *SettledToolCall) GetToolName() string {
+	if x != nil {
+		return x.ToolName
+	}
+	return ""
+}
+
+func (x *SettledToolCall) GetKind() ToolResultKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ToolResultKind_TOOL_RESULT_KIND_UNSPECIFIED
+}
+
+func (x *SettledToolCall) GetSettledBy() *SettledBy {
+	if x != nil {
+		return x.SettledBy
+	}
+	return nil
+}
+
+func (x *SettledToolCall) GetSettleTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SettleTime
+	}
+	return nil
+}
+
+func (x *SettledToolCall) GetResultSequence() uint64 {
+	if x != nil {
+		return x.ResultSequence
+	}
+	return 0
+}
+
 // Request of `GetRun`.
 type GetRunRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2595,7 +2696,7 @@ type GetRunRequest struct {
 
 func (x *GetRunRequest) Reset() {
 	*x = GetRunRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[26]
+	mi := &file_askuser_v1_agent_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2607,7 +2708,7 @@ func (x *GetRunRequest) String() string {
 func (*GetRunRequest) ProtoMessage() {}
 
 func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[26]
+	mi := &file_askuser_v1_agent_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2620,7 +2721,7 @@ func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunRequest.ProtoReflect.Descriptor instead.
 func (*GetRunRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{26}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetRunRequest) GetRunId() string {
@@ -2641,7 +2742,7 @@ type GetRunResponse struct {
 
 func (x *GetRunResponse) Reset() {
 	*x = GetRunResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[27]
+	mi := &file_askuser_v1_agent_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2653,7 +2754,7 @@ func (x *GetRunResponse) String() string {
 func (*GetRunResponse) ProtoMessage() {}
 
 func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[27]
+	mi := &file_askuser_v1_agent_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2666,7 +2767,7 @@ func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunResponse.ProtoReflect.Descriptor instead.
 func (*GetRunResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{27}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetRunResponse) GetRun() *Run {
@@ -2693,7 +2794,7 @@ type ListRunsRequest struct {
 
 func (x *ListRunsRequest) Reset() {
 	*x = ListRunsRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[28]
+	mi := &file_askuser_v1_agent_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2705,7 +2806,7 @@ func (x *ListRunsRequest) String() string {
 func (*ListRunsRequest) ProtoMessage() {}
 
 func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[28]
+	mi := &file_askuser_v1_agent_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2718,7 +2819,7 @@ func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsRequest.ProtoReflect.Descriptor instead.
 func (*ListRunsRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{28}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListRunsRequest) GetStatus() RunStatus {
@@ -2762,7 +2863,7 @@ type ListRunsResponse struct {
 
 func (x *ListRunsResponse) Reset() {
 	*x = ListRunsResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[29]
+	mi := &file_askuser_v1_agent_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2774,7 +2875,7 @@ func (x *ListRunsResponse) String() string {
 func (*ListRunsResponse) ProtoMessage() {}
 
 func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[29]
+	mi := &file_askuser_v1_agent_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2787,7 +2888,7 @@ func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsResponse.ProtoReflect.Descriptor instead.
 func (*ListRunsResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{29}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListRunsResponse) GetRuns() []*Run {
@@ -2817,7 +2918,7 @@ type CancelRunRequest struct {
 
 func (x *CancelRunRequest) Reset() {
 	*x = CancelRunRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[30]
+	mi := &file_askuser_v1_agent_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2829,7 +2930,7 @@ func (x *CancelRunRequest) String() string {
 func (*CancelRunRequest) ProtoMessage() {}
 
 func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[30]
+	mi := &file_askuser_v1_agent_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2842,7 +2943,7 @@ func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunRequest.ProtoReflect.Descriptor instead.
 func (*CancelRunRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{30}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CancelRunRequest) GetRunId() string {
@@ -2870,7 +2971,7 @@ type CancelRunResponse struct {
 
 func (x *CancelRunResponse) Reset() {
 	*x = CancelRunResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[31]
+	mi := &file_askuser_v1_agent_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2882,7 +2983,7 @@ func (x *CancelRunResponse) String() string {
 func (*CancelRunResponse) ProtoMessage() {}
 
 func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[31]
+	mi := &file_askuser_v1_agent_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2895,7 +2996,7 @@ func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunResponse.ProtoReflect.Descriptor instead.
 func (*CancelRunResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{31}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CancelRunResponse) GetRun() *Run {
@@ -2914,7 +3015,7 @@ type ListAgentsRequest struct {
 
 func (x *ListAgentsRequest) Reset() {
 	*x = ListAgentsRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[32]
+	mi := &file_askuser_v1_agent_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2926,7 +3027,7 @@ func (x *ListAgentsRequest) String() string {
 func (*ListAgentsRequest) ProtoMessage() {}
 
 func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[32]
+	mi := &file_askuser_v1_agent_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2939,7 +3040,7 @@ func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsRequest.ProtoReflect.Descriptor instead.
 func (*ListAgentsRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{32}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{33}
 }
 
 // An agent this server runs.
@@ -2967,7 +3068,7 @@ type Agent struct {
 
 func (x *Agent) Reset() {
 	*x = Agent{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[33]
+	mi := &file_askuser_v1_agent_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2979,7 +3080,7 @@ func (x *Agent) String() string {
 func (*Agent) ProtoMessage() {}
 
 func (x *Agent) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[33]
+	mi := &file_askuser_v1_agent_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2992,7 +3093,7 @@ func (x *Agent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Agent.ProtoReflect.Descriptor instead.
 func (*Agent) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{33}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Agent) GetAgentId() string {
@@ -3073,7 +3174,7 @@ type AgentTool struct {
 
 func (x *AgentTool) Reset() {
 	*x = AgentTool{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[34]
+	mi := &file_askuser_v1_agent_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3085,7 +3186,7 @@ func (x *AgentTool) String() string {
 func (*AgentTool) ProtoMessage() {}
 
 func (x *AgentTool) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[34]
+	mi := &file_askuser_v1_agent_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3098,7 +3199,7 @@ func (x *AgentTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentTool.ProtoReflect.Descriptor instead.
 func (*AgentTool) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{34}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AgentTool) GetName() string {
@@ -3161,7 +3262,7 @@ type WatchPendingCallsRequest struct {
 
 func (x *WatchPendingCallsRequest) Reset() {
 	*x = WatchPendingCallsRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[35]
+	mi := &file_askuser_v1_agent_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3173,7 +3274,7 @@ func (x *WatchPendingCallsRequest) String() string {
 func (*WatchPendingCallsRequest) ProtoMessage() {}
 
 func (x *WatchPendingCallsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[35]
+	mi := &file_askuser_v1_agent_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3186,7 +3287,7 @@ func (x *WatchPendingCallsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchPendingCallsRequest.ProtoReflect.Descriptor instead.
 func (*WatchPendingCallsRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{35}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WatchPendingCallsRequest) GetAgentIds() []string {
@@ -3235,7 +3336,7 @@ type WatchPendingCallsResponse struct {
 
 func (x *WatchPendingCallsResponse) Reset() {
 	*x = WatchPendingCallsResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[36]
+	mi := &file_askuser_v1_agent_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3247,7 +3348,7 @@ func (x *WatchPendingCallsResponse) String() string {
 func (*WatchPendingCallsResponse) ProtoMessage() {}
 
 func (x *WatchPendingCallsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[36]
+	mi := &file_askuser_v1_agent_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3260,7 +3361,7 @@ func (x *WatchPendingCallsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchPendingCallsResponse.ProtoReflect.Descriptor instead.
 func (*WatchPendingCallsResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{36}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WatchPendingCallsResponse) GetEvent() isWatchPendingCallsResponse_Event {
@@ -3355,7 +3456,7 @@ type CallPending struct {
 
 func (x *CallPending) Reset() {
 	*x = CallPending{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[37]
+	mi := &file_askuser_v1_agent_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3367,7 +3468,7 @@ func (x *CallPending) String() string {
 func (*CallPending) ProtoMessage() {}
 
 func (x *CallPending) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[37]
+	mi := &file_askuser_v1_agent_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3380,7 +3481,7 @@ func (x *CallPending) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallPending.ProtoReflect.Descriptor instead.
 func (*CallPending) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{37}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CallPending) GetRunId() string {
@@ -3419,7 +3520,7 @@ type CallSettled struct {
 
 func (x *CallSettled) Reset() {
 	*x = CallSettled{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[38]
+	mi := &file_askuser_v1_agent_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3431,7 +3532,7 @@ func (x *CallSettled) String() string {
 func (*CallSettled) ProtoMessage() {}
 
 func (x *CallSettled) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[38]
+	mi := &file_askuser_v1_agent_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3444,7 +3545,7 @@ func (x *CallSettled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallSettled.ProtoReflect.Descriptor instead.
 func (*CallSettled) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{38}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CallSettled) GetRunId() string {
@@ -3477,7 +3578,7 @@ type SnapshotDone struct {
 
 func (x *SnapshotDone) Reset() {
 	*x = SnapshotDone{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[39]
+	mi := &file_askuser_v1_agent_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3489,7 +3590,7 @@ func (x *SnapshotDone) String() string {
 func (*SnapshotDone) ProtoMessage() {}
 
 func (x *SnapshotDone) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[39]
+	mi := &file_askuser_v1_agent_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3502,7 +3603,7 @@ func (x *SnapshotDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotDone.ProtoReflect.Descriptor instead.
 func (*SnapshotDone) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{39}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{40}
 }
 
 // Request of `ClaimCall`.
@@ -3522,7 +3623,7 @@ type ClaimCallRequest struct {
 
 func (x *ClaimCallRequest) Reset() {
 	*x = ClaimCallRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[40]
+	mi := &file_askuser_v1_agent_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3534,7 +3635,7 @@ func (x *ClaimCallRequest) String() string {
 func (*ClaimCallRequest) ProtoMessage() {}
 
 func (x *ClaimCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[40]
+	mi := &file_askuser_v1_agent_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3547,7 +3648,7 @@ func (x *ClaimCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimCallRequest.ProtoReflect.Descriptor instead.
 func (*ClaimCallRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{40}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ClaimCallRequest) GetRunId() string {
@@ -3589,7 +3690,7 @@ type ClaimCallResponse struct {
 
 func (x *ClaimCallResponse) Reset() {
 	*x = ClaimCallResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[41]
+	mi := &file_askuser_v1_agent_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3601,7 +3702,7 @@ func (x *ClaimCallResponse) String() string {
 func (*ClaimCallResponse) ProtoMessage() {}
 
 func (x *ClaimCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[41]
+	mi := &file_askuser_v1_agent_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3614,7 +3715,7 @@ func (x *ClaimCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimCallResponse.ProtoReflect.Descriptor instead.
 func (*ClaimCallResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{41}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ClaimCallResponse) GetExpireTime() *timestamppb.Timestamp {
@@ -3635,7 +3736,7 @@ type ListAgentsResponse struct {
 
 func (x *ListAgentsResponse) Reset() {
 	*x = ListAgentsResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[42]
+	mi := &file_askuser_v1_agent_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3647,7 +3748,7 @@ func (x *ListAgentsResponse) String() string {
 func (*ListAgentsResponse) ProtoMessage() {}
 
 func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[42]
+	mi := &file_askuser_v1_agent_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3660,7 +3761,7 @@ func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsResponse.ProtoReflect.Descriptor instead.
 func (*ListAgentsResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{42}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListAgentsResponse) GetAgents() []*Agent {
@@ -3679,7 +3780,7 @@ type ApprovalDecision_Approve struct {
 
 func (x *ApprovalDecision_Approve) Reset() {
 	*x = ApprovalDecision_Approve{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[44]
+	mi := &file_askuser_v1_agent_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3691,7 +3792,7 @@ func (x *ApprovalDecision_Approve) String() string {
 func (*ApprovalDecision_Approve) ProtoMessage() {}
 
 func (x *ApprovalDecision_Approve) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[44]
+	mi := &file_askuser_v1_agent_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3718,7 +3819,7 @@ type ApprovalDecision_Reject struct {
 
 func (x *ApprovalDecision_Reject) Reset() {
 	*x = ApprovalDecision_Reject{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[45]
+	mi := &file_askuser_v1_agent_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3730,7 +3831,7 @@ func (x *ApprovalDecision_Reject) String() string {
 func (*ApprovalDecision_Reject) ProtoMessage() {}
 
 func (x *ApprovalDecision_Reject) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[45]
+	mi := &file_askuser_v1_agent_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3764,7 +3865,7 @@ type ApprovalDecision_Edit struct {
 
 func (x *ApprovalDecision_Edit) Reset() {
 	*x = ApprovalDecision_Edit{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[46]
+	mi := &file_askuser_v1_agent_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3776,7 +3877,7 @@ func (x *ApprovalDecision_Edit) String() string {
 func (*ApprovalDecision_Edit) ProtoMessage() {}
 
 func (x *ApprovalDecision_Edit) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[46]
+	mi := &file_askuser_v1_agent_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3964,7 +4065,7 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\bclaimant\x18\b \x01(\tR\bclaimant\x12F\n" +
 	"\x11claim_expire_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x0fclaimExpireTime\x12\x1c\n" +
 	"\tassignees\x18\n" +
-	" \x03(\tR\tassignees\"\xa6\x04\n" +
+	" \x03(\tR\tassignees\"\xf1\x04\n" +
 	"\x03Run\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12-\n" +
@@ -3980,10 +4081,21 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\bmetadata\x18\t \x03(\v2\x1d.askuser.v1.Run.MetadataEntryR\bmetadata\x12\x16\n" +
 	"\x06prompt\x18\n" +
 	" \x01(\tR\x06prompt\x12#\n" +
-	"\rerror_message\x18\v \x01(\tR\ferrorMessage\x1a;\n" +
+	"\rerror_message\x18\v \x01(\tR\ferrorMessage\x12I\n" +
+	"\x12settled_tool_calls\x18\f \x03(\v2\x1b.askuser.v1.SettledToolCallR\x10settledToolCalls\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"&\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9c\x02\n" +
+	"\x0fSettledToolCall\x12 \n" +
+	"\ftool_call_id\x18\x01 \x01(\tR\n" +
+	"toolCallId\x12\x1b\n" +
+	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12.\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x1a.askuser.v1.ToolResultKindR\x04kind\x124\n" +
+	"\n" +
+	"settled_by\x18\x04 \x01(\v2\x15.askuser.v1.SettledByR\tsettledBy\x12;\n" +
+	"\vsettle_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"settleTime\x12'\n" +
+	"\x0fresult_sequence\x18\x06 \x01(\x04R\x0eresultSequence\"&\n" +
 	"\rGetRunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\"3\n" +
 	"\x0eGetRunResponse\x12!\n" +
@@ -4122,7 +4234,7 @@ func file_askuser_v1_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_askuser_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_askuser_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_askuser_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_askuser_v1_agent_proto_goTypes = []any{
 	(ApprovalPolicy)(0),               // 0: askuser.v1.ApprovalPolicy
 	(SuspendKind)(0),                  // 1: askuser.v1.SuspendKind
@@ -4156,52 +4268,53 @@ var file_askuser_v1_agent_proto_goTypes = []any{
 	(*WatchRunRequest)(nil),           // 29: askuser.v1.WatchRunRequest
 	(*PendingToolCall)(nil),           // 30: askuser.v1.PendingToolCall
 	(*Run)(nil),                       // 31: askuser.v1.Run
-	(*GetRunRequest)(nil),             // 32: askuser.v1.GetRunRequest
-	(*GetRunResponse)(nil),            // 33: askuser.v1.GetRunResponse
-	(*ListRunsRequest)(nil),           // 34: askuser.v1.ListRunsRequest
-	(*ListRunsResponse)(nil),          // 35: askuser.v1.ListRunsResponse
-	(*CancelRunRequest)(nil),          // 36: askuser.v1.CancelRunRequest
-	(*CancelRunResponse)(nil),         // 37: askuser.v1.CancelRunResponse
-	(*ListAgentsRequest)(nil),         // 38: askuser.v1.ListAgentsRequest
-	(*Agent)(nil),                     // 39: askuser.v1.Agent
-	(*AgentTool)(nil),                 // 40: askuser.v1.AgentTool
-	(*WatchPendingCallsRequest)(nil),  // 41: askuser.v1.WatchPendingCallsRequest
-	(*WatchPendingCallsResponse)(nil), // 42: askuser.v1.WatchPendingCallsResponse
-	(*CallPending)(nil),               // 43: askuser.v1.CallPending
-	(*CallSettled)(nil),               // 44: askuser.v1.CallSettled
-	(*SnapshotDone)(nil),              // 45: askuser.v1.SnapshotDone
-	(*ClaimCallRequest)(nil),          // 46: askuser.v1.ClaimCallRequest
-	(*ClaimCallResponse)(nil),         // 47: askuser.v1.ClaimCallResponse
-	(*ListAgentsResponse)(nil),        // 48: askuser.v1.ListAgentsResponse
-	nil,                               // 49: askuser.v1.StartRun.MetadataEntry
-	(*ApprovalDecision_Approve)(nil),  // 50: askuser.v1.ApprovalDecision.Approve
-	(*ApprovalDecision_Reject)(nil),   // 51: askuser.v1.ApprovalDecision.Reject
-	(*ApprovalDecision_Edit)(nil),     // 52: askuser.v1.ApprovalDecision.Edit
-	nil,                               // 53: askuser.v1.RunStarted.MetadataEntry
-	nil,                               // 54: askuser.v1.Run.MetadataEntry
-	(*durationpb.Duration)(nil),       // 55: google.protobuf.Duration
-	(*Selections)(nil),                // 56: askuser.v1.Selections
-	(*Decline)(nil),                   // 57: askuser.v1.Decline
-	(*timestamppb.Timestamp)(nil),     // 58: google.protobuf.Timestamp
-	(*SuspendPayload)(nil),            // 59: askuser.v1.SuspendPayload
-	(*FieldViolation)(nil),            // 60: askuser.v1.FieldViolation
+	(*SettledToolCall)(nil),           // 32: askuser.v1.SettledToolCall
+	(*GetRunRequest)(nil),             // 33: askuser.v1.GetRunRequest
+	(*GetRunResponse)(nil),            // 34: askuser.v1.GetRunResponse
+	(*ListRunsRequest)(nil),           // 35: askuser.v1.ListRunsRequest
+	(*ListRunsResponse)(nil),          // 36: askuser.v1.ListRunsResponse
+	(*CancelRunRequest)(nil),          // 37: askuser.v1.CancelRunRequest
+	(*CancelRunResponse)(nil),         // 38: askuser.v1.CancelRunResponse
+	(*ListAgentsRequest)(nil),         // 39: askuser.v1.ListAgentsRequest
+	(*Agent)(nil),                     // 40: askuser.v1.Agent
+	(*AgentTool)(nil),                 // 41: askuser.v1.AgentTool
+	(*WatchPendingCallsRequest)(nil),  // 42: askuser.v1.WatchPendingCallsRequest
+	(*WatchPendingCallsResponse)(nil), // 43: askuser.v1.WatchPendingCallsResponse
+	(*CallPending)(nil),               // 44: askuser.v1.CallPending
+	(*CallSettled)(nil),               // 45: askuser.v1.CallSettled
+	(*SnapshotDone)(nil),              // 46: askuser.v1.SnapshotDone
+	(*ClaimCallRequest)(nil),          // 47: askuser.v1.ClaimCallRequest
+	(*ClaimCallResponse)(nil),         // 48: askuser.v1.ClaimCallResponse
+	(*ListAgentsResponse)(nil),        // 49: askuser.v1.ListAgentsResponse
+	nil,                               // 50: askuser.v1.StartRun.MetadataEntry
+	(*ApprovalDecision_Approve)(nil),  // 51: askuser.v1.ApprovalDecision.Approve
+	(*ApprovalDecision_Reject)(nil),   // 52: askuser.v1.ApprovalDecision.Reject
+	(*ApprovalDecision_Edit)(nil),     // 53: askuser.v1.ApprovalDecision.Edit
+	nil,                               // 54: askuser.v1.RunStarted.MetadataEntry
+	nil,                               // 55: askuser.v1.Run.MetadataEntry
+	(*durationpb.Duration)(nil),       // 56: google.protobuf.Duration
+	(*Selections)(nil),                // 57: askuser.v1.Selections
+	(*Decline)(nil),                   // 58: askuser.v1.Decline
+	(*timestamppb.Timestamp)(nil),     // 59: google.protobuf.Timestamp
+	(*SuspendPayload)(nil),            // 60: askuser.v1.SuspendPayload
+	(*FieldViolation)(nil),            // 61: askuser.v1.FieldViolation
 }
 var file_askuser_v1_agent_proto_depIdxs = []int32{
 	7,  // 0: askuser.v1.RunAgentRequest.start:type_name -> askuser.v1.StartRun
 	10, // 1: askuser.v1.RunAgentRequest.answer:type_name -> askuser.v1.Answer
 	9,  // 2: askuser.v1.RunAgentRequest.attach:type_name -> askuser.v1.AttachRun
-	49, // 3: askuser.v1.StartRun.metadata:type_name -> askuser.v1.StartRun.MetadataEntry
-	55, // 4: askuser.v1.StartRun.question_ttl:type_name -> google.protobuf.Duration
+	50, // 3: askuser.v1.StartRun.metadata:type_name -> askuser.v1.StartRun.MetadataEntry
+	56, // 4: askuser.v1.StartRun.question_ttl:type_name -> google.protobuf.Duration
 	8,  // 5: askuser.v1.StartRun.tools:type_name -> askuser.v1.ToolDefinition
 	0,  // 6: askuser.v1.ToolDefinition.approval:type_name -> askuser.v1.ApprovalPolicy
-	56, // 7: askuser.v1.Answer.selections:type_name -> askuser.v1.Selections
-	57, // 8: askuser.v1.Answer.decline:type_name -> askuser.v1.Decline
+	57, // 7: askuser.v1.Answer.selections:type_name -> askuser.v1.Selections
+	58, // 8: askuser.v1.Answer.decline:type_name -> askuser.v1.Decline
 	11, // 9: askuser.v1.Answer.tool_output:type_name -> askuser.v1.ToolOutput
 	12, // 10: askuser.v1.Answer.approval:type_name -> askuser.v1.ApprovalDecision
-	50, // 11: askuser.v1.ApprovalDecision.approve:type_name -> askuser.v1.ApprovalDecision.Approve
-	51, // 12: askuser.v1.ApprovalDecision.reject:type_name -> askuser.v1.ApprovalDecision.Reject
-	52, // 13: askuser.v1.ApprovalDecision.edit:type_name -> askuser.v1.ApprovalDecision.Edit
-	58, // 14: askuser.v1.RunAgentResponse.time:type_name -> google.protobuf.Timestamp
+	51, // 11: askuser.v1.ApprovalDecision.approve:type_name -> askuser.v1.ApprovalDecision.Approve
+	52, // 12: askuser.v1.ApprovalDecision.reject:type_name -> askuser.v1.ApprovalDecision.Reject
+	53, // 13: askuser.v1.ApprovalDecision.edit:type_name -> askuser.v1.ApprovalDecision.Edit
+	59, // 14: askuser.v1.RunAgentResponse.time:type_name -> google.protobuf.Timestamp
 	14, // 15: askuser.v1.RunAgentResponse.run_started:type_name -> askuser.v1.RunStarted
 	15, // 16: askuser.v1.RunAgentResponse.text_delta:type_name -> askuser.v1.TextDelta
 	16, // 17: askuser.v1.RunAgentResponse.tool_call:type_name -> askuser.v1.ToolCall
@@ -4214,66 +4327,70 @@ var file_askuser_v1_agent_proto_depIdxs = []int32{
 	26, // 24: askuser.v1.RunAgentResponse.heartbeat:type_name -> askuser.v1.Heartbeat
 	21, // 25: askuser.v1.RunAgentResponse.answer_accepted:type_name -> askuser.v1.AnswerAccepted
 	27, // 26: askuser.v1.RunAgentResponse.step_restarted:type_name -> askuser.v1.StepRestarted
-	53, // 27: askuser.v1.RunStarted.metadata:type_name -> askuser.v1.RunStarted.MetadataEntry
-	59, // 28: askuser.v1.ToolCallSuspended.suspend_payload:type_name -> askuser.v1.SuspendPayload
-	58, // 29: askuser.v1.ToolCallSuspended.expire_time:type_name -> google.protobuf.Timestamp
+	54, // 27: askuser.v1.RunStarted.metadata:type_name -> askuser.v1.RunStarted.MetadataEntry
+	60, // 28: askuser.v1.ToolCallSuspended.suspend_payload:type_name -> askuser.v1.SuspendPayload
+	59, // 29: askuser.v1.ToolCallSuspended.expire_time:type_name -> google.protobuf.Timestamp
 	1,  // 30: askuser.v1.ToolCallSuspended.kind:type_name -> askuser.v1.SuspendKind
 	2,  // 31: askuser.v1.ToolResult.kind:type_name -> askuser.v1.ToolResultKind
 	19, // 32: askuser.v1.ToolResult.settled_by:type_name -> askuser.v1.SettledBy
 	3,  // 33: askuser.v1.SettledBy.method:type_name -> askuser.v1.AuthMethod
-	60, // 34: askuser.v1.AnswerRejected.field_violations:type_name -> askuser.v1.FieldViolation
+	61, // 34: askuser.v1.AnswerRejected.field_violations:type_name -> askuser.v1.FieldViolation
 	22, // 35: askuser.v1.RunCompleted.usage:type_name -> askuser.v1.Usage
 	10, // 36: askuser.v1.ResumeRunRequest.answer:type_name -> askuser.v1.Answer
-	59, // 37: askuser.v1.PendingToolCall.suspend_payload:type_name -> askuser.v1.SuspendPayload
-	58, // 38: askuser.v1.PendingToolCall.expire_time:type_name -> google.protobuf.Timestamp
+	60, // 37: askuser.v1.PendingToolCall.suspend_payload:type_name -> askuser.v1.SuspendPayload
+	59, // 38: askuser.v1.PendingToolCall.expire_time:type_name -> google.protobuf.Timestamp
 	1,  // 39: askuser.v1.PendingToolCall.kind:type_name -> askuser.v1.SuspendKind
-	58, // 40: askuser.v1.PendingToolCall.claim_expire_time:type_name -> google.protobuf.Timestamp
+	59, // 40: askuser.v1.PendingToolCall.claim_expire_time:type_name -> google.protobuf.Timestamp
 	4,  // 41: askuser.v1.Run.status:type_name -> askuser.v1.RunStatus
 	30, // 42: askuser.v1.Run.pending_tool_calls:type_name -> askuser.v1.PendingToolCall
-	58, // 43: askuser.v1.Run.create_time:type_name -> google.protobuf.Timestamp
-	58, // 44: askuser.v1.Run.update_time:type_name -> google.protobuf.Timestamp
-	54, // 45: askuser.v1.Run.metadata:type_name -> askuser.v1.Run.MetadataEntry
-	31, // 46: askuser.v1.GetRunResponse.run:type_name -> askuser.v1.Run
-	4,  // 47: askuser.v1.ListRunsRequest.status:type_name -> askuser.v1.RunStatus
-	31, // 48: askuser.v1.ListRunsResponse.runs:type_name -> askuser.v1.Run
-	31, // 49: askuser.v1.CancelRunResponse.run:type_name -> askuser.v1.Run
-	55, // 50: askuser.v1.Agent.question_ttl:type_name -> google.protobuf.Duration
-	40, // 51: askuser.v1.Agent.agent_tools:type_name -> askuser.v1.AgentTool
-	5,  // 52: askuser.v1.AgentTool.kind:type_name -> askuser.v1.ToolKind
-	0,  // 53: askuser.v1.AgentTool.approval:type_name -> askuser.v1.ApprovalPolicy
-	1,  // 54: askuser.v1.WatchPendingCallsRequest.kinds:type_name -> askuser.v1.SuspendKind
-	43, // 55: askuser.v1.WatchPendingCallsResponse.call_pending:type_name -> askuser.v1.CallPending
-	44, // 56: askuser.v1.WatchPendingCallsResponse.call_settled:type_name -> askuser.v1.CallSettled
-	45, // 57: askuser.v1.WatchPendingCallsResponse.snapshot_done:type_name -> askuser.v1.SnapshotDone
-	26, // 58: askuser.v1.WatchPendingCallsResponse.heartbeat:type_name -> askuser.v1.Heartbeat
-	30, // 59: askuser.v1.CallPending.call:type_name -> askuser.v1.PendingToolCall
-	2,  // 60: askuser.v1.CallSettled.kind:type_name -> askuser.v1.ToolResultKind
-	55, // 61: askuser.v1.ClaimCallRequest.ttl:type_name -> google.protobuf.Duration
-	58, // 62: askuser.v1.ClaimCallResponse.expire_time:type_name -> google.protobuf.Timestamp
-	39, // 63: askuser.v1.ListAgentsResponse.agents:type_name -> askuser.v1.Agent
-	6,  // 64: askuser.v1.AgentService.RunAgent:input_type -> askuser.v1.RunAgentRequest
-	28, // 65: askuser.v1.AgentService.ResumeRun:input_type -> askuser.v1.ResumeRunRequest
-	29, // 66: askuser.v1.AgentService.WatchRun:input_type -> askuser.v1.WatchRunRequest
-	32, // 67: askuser.v1.AgentService.GetRun:input_type -> askuser.v1.GetRunRequest
-	34, // 68: askuser.v1.AgentService.ListRuns:input_type -> askuser.v1.ListRunsRequest
-	36, // 69: askuser.v1.AgentService.CancelRun:input_type -> askuser.v1.CancelRunRequest
-	38, // 70: askuser.v1.AgentService.ListAgents:input_type -> askuser.v1.ListAgentsRequest
-	41, // 71: askuser.v1.AgentService.WatchPendingCalls:input_type -> askuser.v1.WatchPendingCallsRequest
-	46, // 72: askuser.v1.AgentService.ClaimCall:input_type -> askuser.v1.ClaimCallRequest
-	13, // 73: askuser.v1.AgentService.RunAgent:output_type -> askuser.v1.RunAgentResponse
-	13, // 74: askuser.v1.AgentService.ResumeRun:output_type -> askuser.v1.RunAgentResponse
-	13, // 75: askuser.v1.AgentService.WatchRun:output_type -> askuser.v1.RunAgentResponse
-	33, // 76: askuser.v1.AgentService.GetRun:output_type -> askuser.v1.GetRunResponse
-	35, // 77: askuser.v1.AgentService.ListRuns:output_type -> askuser.v1.ListRunsResponse
-	37, // 78: askuser.v1.AgentService.CancelRun:output_type -> askuser.v1.CancelRunResponse
-	48, // 79: askuser.v1.AgentService.ListAgents:output_type -> askuser.v1.ListAgentsResponse
-	42, // 80: askuser.v1.AgentService.WatchPendingCalls:output_type -> askuser.v1.WatchPendingCallsResponse
-	47, // 81: askuser.v1.AgentService.ClaimCall:output_type -> askuser.v1.ClaimCallResponse
-	73, // [73:82] is the sub-list for method output_type
-	64, // [64:73] is the sub-list for method input_type
-	64, // [64:64] is the sub-list for extension type_name
-	64, // [64:64] is the sub-list for extension extendee
-	0,  // [0:64] is the sub-list for field type_name
+	59, // 43: askuser.v1.Run.create_time:type_name -> google.protobuf.Timestamp
+	59, // 44: askuser.v1.Run.update_time:type_name -> google.protobuf.Timestamp
+	55, // 45: askuser.v1.Run.metadata:type_name -> askuser.v1.Run.MetadataEntry
+	32, // 46: askuser.v1.Run.settled_tool_calls:type_name -> askuser.v1.SettledToolCall
+	2,  // 47: askuser.v1.SettledToolCall.kind:type_name -> askuser.v1.ToolResultKind
+	19, // 48: askuser.v1.SettledToolCall.settled_by:type_name -> askuser.v1.SettledBy
+	59, // 49: askuser.v1.SettledToolCall.settle_time:type_name -> google.protobuf.Timestamp
+	31, // 50: askuser.v1.GetRunResponse.run:type_name -> askuser.v1.Run
+	4,  // 51: askuser.v1.ListRunsRequest.status:type_name -> askuser.v1.RunStatus
+	31, // 52: askuser.v1.ListRunsResponse.runs:type_name -> askuser.v1.Run
+	31, // 53: askuser.v1.CancelRunResponse.run:type_name -> askuser.v1.Run
+	56, // 54: askuser.v1.Agent.question_ttl:type_name -> google.protobuf.Duration
+	41, // 55: askuser.v1.Agent.agent_tools:type_name -> askuser.v1.AgentTool
+	5,  // 56: askuser.v1.AgentTool.kind:type_name -> askuser.v1.ToolKind
+	0,  // 57: askuser.v1.AgentTool.approval:type_name -> askuser.v1.ApprovalPolicy
+	1,  // 58: askuser.v1.WatchPendingCallsRequest.kinds:type_name -> askuser.v1.SuspendKind
+	44, // 59: askuser.v1.WatchPendingCallsResponse.call_pending:type_name -> askuser.v1.CallPending
+	45, // 60: askuser.v1.WatchPendingCallsResponse.call_settled:type_name -> askuser.v1.CallSettled
+	46, // 61: askuser.v1.WatchPendingCallsResponse.snapshot_done:type_name -> askuser.v1.SnapshotDone
+	26, // 62: askuser.v1.WatchPendingCallsResponse.heartbeat:type_name -> askuser.v1.Heartbeat
+	30, // 63: askuser.v1.CallPending.call:type_name -> askuser.v1.PendingToolCall
+	2,  // 64: askuser.v1.CallSettled.kind:type_name -> askuser.v1.ToolResultKind
+	56, // 65: askuser.v1.ClaimCallRequest.ttl:type_name -> google.protobuf.Duration
+	59, // 66: askuser.v1.ClaimCallResponse.expire_time:type_name -> google.protobuf.Timestamp
+	40, // 67: askuser.v1.ListAgentsResponse.agents:type_name -> askuser.v1.Agent
+	6,  // 68: askuser.v1.AgentService.RunAgent:input_type -> askuser.v1.RunAgentRequest
+	28, // 69: askuser.v1.AgentService.ResumeRun:input_type -> askuser.v1.ResumeRunRequest
+	29, // 70: askuser.v1.AgentService.WatchRun:input_type -> askuser.v1.WatchRunRequest
+	33, // 71: askuser.v1.AgentService.GetRun:input_type -> askuser.v1.GetRunRequest
+	35, // 72: askuser.v1.AgentService.ListRuns:input_type -> askuser.v1.ListRunsRequest
+	37, // 73: askuser.v1.AgentService.CancelRun:input_type -> askuser.v1.CancelRunRequest
+	39, // 74: askuser.v1.AgentService.ListAgents:input_type -> askuser.v1.ListAgentsRequest
+	42, // 75: askuser.v1.AgentService.WatchPendingCalls:input_type -> askuser.v1.WatchPendingCallsRequest
+	47, // 76: askuser.v1.AgentService.ClaimCall:input_type -> askuser.v1.ClaimCallRequest
+	13, // 77: askuser.v1.AgentService.RunAgent:output_type -> askuser.v1.RunAgentResponse
+	13, // 78: askuser.v1.AgentService.ResumeRun:output_type -> askuser.v1.RunAgentResponse
+	13, // 79: askuser.v1.AgentService.WatchRun:output_type -> askuser.v1.RunAgentResponse
+	34, // 80: askuser.v1.AgentService.GetRun:output_type -> askuser.v1.GetRunResponse
+	36, // 81: askuser.v1.AgentService.ListRuns:output_type -> askuser.v1.ListRunsResponse
+	38, // 82: askuser.v1.AgentService.CancelRun:output_type -> askuser.v1.CancelRunResponse
+	49, // 83: askuser.v1.AgentService.ListAgents:output_type -> askuser.v1.ListAgentsResponse
+	43, // 84: askuser.v1.AgentService.WatchPendingCalls:output_type -> askuser.v1.WatchPendingCallsResponse
+	48, // 85: askuser.v1.AgentService.ClaimCall:output_type -> askuser.v1.ClaimCallResponse
+	77, // [77:86] is the sub-list for method output_type
+	68, // [68:77] is the sub-list for method input_type
+	68, // [68:68] is the sub-list for extension type_name
+	68, // [68:68] is the sub-list for extension extendee
+	0,  // [0:68] is the sub-list for field type_name
 }
 
 func init() { file_askuser_v1_agent_proto_init() }
@@ -4313,7 +4430,7 @@ func file_askuser_v1_agent_proto_init() {
 		(*RunAgentResponse_AnswerAccepted)(nil),
 		(*RunAgentResponse_StepRestarted)(nil),
 	}
-	file_askuser_v1_agent_proto_msgTypes[36].OneofWrappers = []any{
+	file_askuser_v1_agent_proto_msgTypes[37].OneofWrappers = []any{
 		(*WatchPendingCallsResponse_CallPending)(nil),
 		(*WatchPendingCallsResponse_CallSettled)(nil),
 		(*WatchPendingCallsResponse_SnapshotDone)(nil),
@@ -4325,7 +4442,7 @@ func file_askuser_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_askuser_v1_agent_proto_rawDesc), len(file_askuser_v1_agent_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   49,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

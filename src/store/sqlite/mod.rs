@@ -20,11 +20,12 @@ use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
     EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, PENDING_FEED_QUERY, PENDING_QUERY,
     PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_COLUMNS, RUN_IN_TENANT,
-    RUN_OF_REQUEST_QUERY, RUN_QUERY, RUN_STATE_QUERY, RunHead, RunRow, STEP_RUN_QUERY,
-    TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall,
-    UNFINISHED_BEFORE_QUERY, UNSETTLED_QUERY, UPDATE_CALL, assemble_transcript, between_turns,
-    cancel_events, counting_step_start, executed_events, executing_call, first_step, from_json,
-    kind_name, parse_status, run_tools_column, to_json, usage_columns, usage_from_columns,
+    RUN_OF_REQUEST_QUERY, RUN_QUERY, RUN_STATE_QUERY, RunHead, RunRow, SETTLED_QUERY,
+    STEP_RUN_QUERY, SettledRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow,
+    TranscriptCall, UNFINISHED_BEFORE_QUERY, UNSETTLED_QUERY, UPDATE_CALL, assemble_transcript,
+    between_turns, cancel_events, counting_step_start, executed_events, executing_call, first_step,
+    from_json, kind_name, parse_status, run_tools_column, settled_by_column, to_json,
+    usage_columns, usage_from_columns,
 };
 use super::{
     CallStatus, CancelOutcome, ClaimOutcome, Committed, CreateOutcome, Created, Decide, EventPage,
@@ -237,13 +238,29 @@ fn load_run(
         .prepare_cached(&RUN_QUERY)?
         .query_row(params![run_id, tenant], read_run_row)
         .optional()?;
-    match raw {
-        None => Ok(None),
-        Some(raw) => {
-            let pending = load_pending(conn, run_id)?;
-            raw.into_record(pending).map(Some)
-        }
-    }
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    let pending = load_pending(conn, run_id)?;
+    let settled: Vec<SettledRow> = conn
+        .prepare_cached(SETTLED_QUERY)?
+        .query_map(params![run_id, tenant], |row| {
+            Ok(SettledRow {
+                tool_call_id: row.get(0)?,
+                tool_name: row.get(1)?,
+                result_kind: row.get(2)?,
+                settled_by: row.get(3)?,
+                settled_ms: row.get(4)?,
+                result_sequence: row.get(5)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?;
+    let mut run = raw.into_record(pending)?;
+    run.settled = settled
+        .into_iter()
+        .map(SettledRow::into_settled)
+        .collect::<StoreResult<_>>()?;
+    Ok(Some(run))
 }
 
 /// A [`PendingRow`] from its columns, starting at `first`.
@@ -743,7 +760,7 @@ impl RunStore for SqliteStore {
             };
             let (pending, executing) = call_counts(conn, &run_id)?;
             let first_sequence = head.last_sequence + 1;
-            let update = CallUpdate::new(&call, change, first_sequence)?;
+            let update = CallUpdate::new(&call, change, first_sequence, now)?;
             let events = append_events(
                 conn,
                 &run_id,
@@ -764,6 +781,8 @@ impl RunStore for SqliteStore {
                 update.result_kind,
                 update.result_sequence,
                 update.assignees,
+                update.settled_by,
+                update.settled_ms,
                 run_id,
                 tool_call_id
             ])?;
@@ -825,6 +844,8 @@ impl RunStore for SqliteStore {
                             result.content,
                             result.is_error,
                             event.sequence as i64,
+                            settled_by_column(result.settled_by.as_ref())?,
+                            event.time_ms,
                             run_id,
                             result.tool_call_id
                         ])?;
@@ -966,7 +987,8 @@ impl RunStore for SqliteStore {
             {
                 let mut settle = conn.prepare_cached(
                     "UPDATE tool_calls SET status = 'cancelled', result_content = ?3, result_kind = ?4, \
-                     result_sequence = ?5 WHERE run_id = ?1 AND tool_call_id = ?2",
+                     result_sequence = ?5, settled_by = ?6, settled_ms = ?7 \
+                     WHERE run_id = ?1 AND tool_call_id = ?2",
                 )?;
                 for (tool_call_id, event) in pending.iter().zip(&events) {
                     settle.execute(params![
@@ -974,7 +996,9 @@ impl RunStore for SqliteStore {
                         tool_call_id,
                         call_content,
                         kind_name(ToolResultKind::Cancelled)?,
-                        event.sequence as i64
+                        event.sequence as i64,
+                        settled_by_column(Some(&cancelled_by))?,
+                        event.time_ms
                     ])?;
                 }
             }

@@ -414,7 +414,7 @@ class PendingToolCall(_message.Message):
     def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., suspend_payload: _Optional[_Union[_ask_user_pb2.SuspendPayload, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[SuspendKind, str]] = ..., arguments_json: _Optional[str] = ..., approval_reason: _Optional[str] = ..., claimant: _Optional[str] = ..., claim_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., assignees: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Run(_message.Message):
-    __slots__ = ("run_id", "agent_id", "status", "pending_tool_calls", "output_text", "last_sequence", "create_time", "update_time", "metadata", "prompt", "error_message")
+    __slots__ = ("run_id", "agent_id", "status", "pending_tool_calls", "output_text", "last_sequence", "create_time", "update_time", "metadata", "prompt", "error_message", "settled_tool_calls")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -433,6 +433,7 @@ class Run(_message.Message):
     METADATA_FIELD_NUMBER: _ClassVar[int]
     PROMPT_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SETTLED_TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     agent_id: str
     status: RunStatus
@@ -444,7 +445,24 @@ class Run(_message.Message):
     metadata: _containers.ScalarMap[str, str]
     prompt: str
     error_message: str
-    def __init__(self, run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., pending_tool_calls: _Optional[_Iterable[_Union[PendingToolCall, _Mapping]]] = ..., output_text: _Optional[str] = ..., last_sequence: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., prompt: _Optional[str] = ..., error_message: _Optional[str] = ...) -> None: ...
+    settled_tool_calls: _containers.RepeatedCompositeFieldContainer[SettledToolCall]
+    def __init__(self, run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., pending_tool_calls: _Optional[_Iterable[_Union[PendingToolCall, _Mapping]]] = ..., output_text: _Optional[str] = ..., last_sequence: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., prompt: _Optional[str] = ..., error_message: _Optional[str] = ..., settled_tool_calls: _Optional[_Iterable[_Union[SettledToolCall, _Mapping]]] = ...) -> None: ...
+
+class SettledToolCall(_message.Message):
+    __slots__ = ("tool_call_id", "tool_name", "kind", "settled_by", "settle_time", "result_sequence")
+    TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SETTLED_BY_FIELD_NUMBER: _ClassVar[int]
+    SETTLE_TIME_FIELD_NUMBER: _ClassVar[int]
+    RESULT_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    tool_call_id: str
+    tool_name: str
+    kind: ToolResultKind
+    settled_by: SettledBy
+    settle_time: _timestamp_pb2.Timestamp
+    result_sequence: int
+    def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., kind: _Optional[_Union[ToolResultKind, str]] = ..., settled_by: _Optional[_Union[SettledBy, _Mapping]] = ..., settle_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., result_sequence: _Optional[int] = ...) -> None: ...
 
 class GetRunRequest(_message.Message):
     __slots__ = ("run_id",)

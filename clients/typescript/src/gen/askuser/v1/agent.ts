@@ -829,11 +829,36 @@ export interface Run {
   prompt: string;
   /** Why the run failed or was cancelled. */
   errorMessage: string;
+  /**
+   * The calls settled so far, in the order of their results: how, by whom and when. Filled by
+   * `GetRun` and `CancelRun`; empty in `ListRuns`.
+   */
+  settledToolCalls: SettledToolCall[];
 }
 
 export interface Run_MetadataEntry {
   key: string;
   value: string;
+}
+
+/** A settled tool call of a run. */
+export interface SettledToolCall {
+  /** The call. */
+  toolCallId: string;
+  /** The tool's name. */
+  toolName: string;
+  /** How it was settled. */
+  kind: ToolResultKind;
+  /** Who settled it (the server for an expiry); absent when nobody did (an invalid call). */
+  settledBy:
+    | SettledBy
+    | undefined;
+  /** When it was settled. */
+  settleTime:
+    | Date
+    | undefined;
+  /** The sequence of its `tool_result` event. */
+  resultSequence: number;
 }
 
 /** Request of `GetRun`. */
@@ -3721,6 +3746,7 @@ function createBaseRun(): Run {
     metadata: {},
     prompt: "",
     errorMessage: "",
+    settledToolCalls: [],
   };
 }
 
@@ -3758,6 +3784,9 @@ export const Run: MessageFns<Run> = {
     }
     if (message.errorMessage !== "") {
       writer.uint32(90).string(message.errorMessage);
+    }
+    for (const v of message.settledToolCalls) {
+      SettledToolCall.encode(v!, writer.uint32(98).fork()).join();
     }
     return writer;
   },
@@ -3866,6 +3895,14 @@ export const Run: MessageFns<Run> = {
             message.errorMessage = reader.string();
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.settledToolCalls.push(SettledToolCall.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3902,6 +3939,7 @@ export const Run: MessageFns<Run> = {
     );
     message.prompt = object.prompt ?? "";
     message.errorMessage = object.errorMessage ?? "";
+    message.settledToolCalls = object.settledToolCalls?.map((e) => SettledToolCall.fromPartial(e)) || [];
     return message;
   },
 };
@@ -3969,6 +4007,130 @@ export const Run_MetadataEntry: MessageFns<Run_MetadataEntry> = {
     const message = createBaseRun_MetadataEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseSettledToolCall(): SettledToolCall {
+  return {
+    toolCallId: "",
+    toolName: "",
+    kind: ToolResultKind.TOOL_RESULT_KIND_UNSPECIFIED,
+    settledBy: undefined,
+    settleTime: undefined,
+    resultSequence: 0,
+  };
+}
+
+export const SettledToolCall: MessageFns<SettledToolCall> = {
+  encode(message: SettledToolCall, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.toolCallId !== "") {
+      writer.uint32(10).string(message.toolCallId);
+    }
+    if (message.toolName !== "") {
+      writer.uint32(18).string(message.toolName);
+    }
+    if (message.kind !== ToolResultKind.TOOL_RESULT_KIND_UNSPECIFIED) {
+      writer.uint32(24).int32(toolResultKindToNumber(message.kind));
+    }
+    if (message.settledBy !== undefined) {
+      SettledBy.encode(message.settledBy, writer.uint32(34).fork()).join();
+    }
+    if (message.settleTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.settleTime), writer.uint32(42).fork()).join();
+    }
+    if (message.resultSequence !== 0) {
+      writer.uint32(48).uint64(message.resultSequence);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SettledToolCall {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSettledToolCall();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.toolCallId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.toolName = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.kind = toolResultKindFromJSON(reader.int32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.settledBy = SettledBy.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.settleTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.resultSequence = longToNumber(reader.uint64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SettledToolCall>, I>>(base?: I): SettledToolCall {
+    return SettledToolCall.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SettledToolCall>, I>>(object: I): SettledToolCall {
+    const message = createBaseSettledToolCall();
+    message.toolCallId = object.toolCallId ?? "";
+    message.toolName = object.toolName ?? "";
+    message.kind = object.kind ?? ToolResultKind.TOOL_RESULT_KIND_UNSPECIFIED;
+    message.settledBy = (object.settledBy !== undefined && object.settledBy !== null)
+      ? SettledBy.fromPartial(object.settledBy)
+      : undefined;
+    message.settleTime = object.settleTime ?? undefined;
+    message.resultSequence = object.resultSequence ?? 0;
     return message;
   },
 };
