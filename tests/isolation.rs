@@ -27,7 +27,11 @@ fn agents() -> String {
                 r#"say = "done""#,
             ],
         ),
-        common::scripted_agent_with("acme_only", "tenants = [\"acme\"]", &[r#"say = "hi""#]),
+        common::scripted_agent_with(
+            "acme_only",
+            "tenants = [\"acme\"]\ninstructions = \"Be brief.\"",
+            &[r#"say = "hi""#],
+        ),
     ]
     .join("\n")
 }
@@ -179,16 +183,24 @@ async fn pending_runs(client: &mut AgentServiceClient<Channel>, key: &str) -> Ve
     calls.into_iter().map(|pending| pending.run_id).collect()
 }
 
-async fn agent_ids(client: &mut AgentServiceClient<Channel>, key: &str) -> Vec<String> {
+async fn agents_listed(client: &mut AgentServiceClient<Channel>, key: &str) -> Vec<pb::Agent> {
     client
         .list_agents(authorized(pb::ListAgentsRequest {}, Some(key)))
         .await
         .expect("list agents")
         .into_inner()
         .agents
-        .into_iter()
-        .map(|agent| agent.agent_id)
-        .collect()
+}
+
+async fn agent_ids(client: &mut AgentServiceClient<Channel>, key: &str) -> Vec<String> {
+    let agents = agents_listed(client, key).await;
+    agents.into_iter().map(|agent| agent.agent_id).collect()
+}
+
+/// The instructions of the agents `ListAgents` shows `key`, in order.
+async fn instructions(client: &mut AgentServiceClient<Channel>, key: &str) -> Vec<String> {
+    let agents = agents_listed(client, key).await;
+    agents.into_iter().map(|agent| agent.instructions).collect()
 }
 
 /// The isolation scenario on a server with a PostgreSQL store (`database_url`), or its own SQLite
@@ -226,6 +238,10 @@ async fn tenants_are_isolated(database_url: Option<&str>) {
     // An agent kept for acme is, to globex, no agent at all.
     assert_eq!(agent_ids(&mut client, &globex).await, ["asks"]);
     assert_eq!(agent_ids(&mut client, &acme).await, ["acme_only", "asks"]);
+    // Agents' instructions are for `admin` only.
+    assert_eq!(instructions(&mut client, &acme).await, ["", ""]);
+    let admin = create_key(&store, "acme", "admin", &format!("{SCOPES},admin"));
+    assert_eq!(instructions(&mut client, &admin).await, ["Be brief.", ""]);
     let mut refused = open(&mut client, &globex, start("acme_only")).await;
     let code = match refused.as_mut() {
         Ok(stream) => stream.try_next().await.map(|_| ()).err().map(|s| s.code()),

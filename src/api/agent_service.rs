@@ -533,6 +533,14 @@ impl AgentService for AgentApi {
                 .agents(&principal)
                 .into_iter()
                 .map(convert::agent_to_proto)
+                // An agent's instructions are its operator's business: `admin` only.
+                .map(|agent| match principal.may(Scope::Admin) {
+                    true => agent,
+                    false => pb::Agent {
+                        instructions: String::new(),
+                        ..agent
+                    },
+                })
                 .collect(),
         }))
     }
