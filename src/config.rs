@@ -54,6 +54,20 @@ pub enum LogFormat {
     Json,
 }
 
+/// A web origin: scheme, host and optional port, nothing else.
+fn web_origin(text: &str) -> Result<http::HeaderValue, String> {
+    let uri: http::Uri = text.parse().map_err(|e| format!("{e}"))?;
+    let whole = uri.scheme().is_some()
+        && uri.host().is_some()
+        && uri
+            .path_and_query()
+            .is_none_or(|p| p.as_str() == "/" && !text.ends_with('/'));
+    match whole && !text.ends_with('/') {
+        true => http::HeaderValue::from_str(text).map_err(|e| e.to_string()),
+        false => Err("expected an origin such as https://inbox.example.com (no path)".into()),
+    }
+}
+
 fn duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text).map_err(|e| e.to_string())
 }
@@ -300,6 +314,11 @@ pub struct ServeArgs {
     /// load balancers and `grpc_health_probe` see it go before its listener closes.
     #[arg(long, env = "ASKUSER_DRAIN_DELAY", default_value = "0s", value_parser = duration)]
     pub drain_delay: Duration,
+    /// A web origin (e.g. `https://inbox.example.com`) whose pages may call the API with
+    /// gRPC-Web; repeat it, or comma-separate in the variable. Pages served by askuser itself
+    /// need none.
+    #[arg(long = "cors-origin", env = "ASKUSER_CORS_ORIGINS", value_delimiter = ',', value_parser = web_origin)]
+    pub cors_origins: Vec<http::HeaderValue>,
     /// HTTP/2 keepalive ping interval.
     #[arg(long, env = "ASKUSER_HTTP2_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = positive_duration)]
     pub http2_keepalive_interval: Duration,
@@ -842,6 +861,21 @@ pub fn parse_agents(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cors_origins_are_whole_origins() {
+        for origin in ["https://inbox.example.com", "http://127.0.0.1:8080"] {
+            assert!(web_origin(origin).is_ok(), "{origin}");
+        }
+        for not_origin in [
+            "inbox.example.com",
+            "https://inbox.example.com/",
+            "https://a.b/path",
+            "*",
+        ] {
+            assert!(web_origin(not_origin).is_err(), "{not_origin}");
+        }
+    }
 
     #[test]
     fn demo_agents_parse() {

@@ -68,3 +68,4 @@ pub mod runtime;
 pub mod server;
 pub mod store;
 pub mod tls;
+pub mod web;

@@ -131,6 +131,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     let max_request = args.max_message_bytes();
     let max_response = max_request.saturating_mul(4);
     let mut builder = Server::builder()
+        // gRPC-Web from browsers comes over HTTP/1.1 too.
+        .accept_http1(true)
         .http2_keepalive_interval(Some(args.http2_keepalive_interval))
         .http2_keepalive_timeout(Some(args.http2_keepalive_timeout))
         .max_concurrent_streams(args.max_concurrent_streams)
@@ -141,7 +143,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             .max_connection_age(age)
             .max_connection_age_grace(args.max_connection_age_grace);
     }
+    // Outermost first: CORS answers preflights, gRPC-Web becomes gRPC, then each call is
+    // authenticated as any other.
     let router = builder
+        .layer(crate::web::cors(&args.cors_origins))
+        .layer(tonic_web::GrpcWebLayer::new())
         .layer(auth)
         .add_service(health_service)
         .add_service(reflection_v1)
