@@ -71,7 +71,17 @@ impl fmt::Display for Choice {
         match self {
             Choice::Offered { label, description } if description.is_empty() => f.write_str(label),
             Choice::Offered { label, description } => write!(f, "{label} — {description}"),
-            Choice::NoneOfThese => f.write_str("(none of these)"),
+            Choice::NoneOfThese => f.write_str(self.label()),
+        }
+    }
+}
+
+impl Choice {
+    /// What the answer line shows once chosen.
+    fn label(&self) -> &str {
+        match self {
+            Choice::Offered { label, .. } => label,
+            Choice::NoneOfThese => "(none of these)",
         }
     }
 }
@@ -93,6 +103,7 @@ fn ask_question(call: &WaitingCall) -> Result<Answer, InquireError> {
         pb::SelectionMode::SingleSelect => {
             let choice = Select::new(question, offered(call))
                 .with_help_message(SINGLE_HELP)
+                .with_formatter(&|chosen| chosen.value.label().to_owned())
                 .prompt()?;
             Ok(selections(std::iter::once(choice)))
         }
