@@ -9,6 +9,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut config = tonic_prost_build::Config::new();
     config.protoc_executable(protoc);
+    // `prost::Name` on every message: the terminal client's `--json` finds each message's
+    // descriptor by its full name.
+    config.enable_type_names();
 
     tonic_prost_build::configure()
         .codec_path("crate::proto::ProtoCodec")

@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 use crate::api::RequestLimits;
 use crate::auth::AuthArgs;
+use crate::cli::{AnswerArgs, CancelArgs, PendingArgs, RunsArgs, StartArgs, WatchArgs};
 use crate::keys_cli::KeysArgs;
 use crate::model::{
     DEFAULT_MAX_RETRIES, DEFAULT_REQUEST_TIMEOUT, Model, OpenAiModel, OpenAiSettings,
@@ -46,6 +47,18 @@ pub enum Command {
     /// Create, list and revoke API keys, offline against the store (the same store flags as
     /// serve; a server on the same store sees the change at its next request).
     Keys(Box<KeysArgs>),
+    /// Start a run of an agent and follow it, answering its questions here.
+    Start(Box<StartArgs>),
+    /// List the calls that wait for someone, across runs (live with --watch).
+    Pending(Box<PendingArgs>),
+    /// Answer a pending call: with a flag (--text, --select, ...), or interactively without one.
+    Answer(Box<AnswerArgs>),
+    /// List runs, newest first.
+    Runs(Box<RunsArgs>),
+    /// Follow a run's events from its start, without answering.
+    Watch(Box<WatchArgs>),
+    /// Cancel a run.
+    Cancel(Box<CancelArgs>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -73,7 +86,7 @@ fn duration(text: &str) -> Result<Duration, String> {
 }
 
 /// A duration that must be more than zero (a zero interval would spin, a zero TTL expire at once).
-fn positive_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn positive_duration(text: &str) -> Result<Duration, String> {
     match duration(text)? {
         value if value.is_zero() => Err("must be more than 0".into()),
         value => Ok(value),
@@ -919,7 +932,7 @@ mod tests {
             Cli::try_parse_from(["askuser", "serve"].iter().chain(flags)).expect("valid flags");
         match cli.command {
             Command::Serve(args) => *args,
-            Command::Keys(_) => panic!("parsed as keys"),
+            other => panic!("parsed as another command: {other:?}"),
         }
     }
 

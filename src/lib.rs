@@ -2,6 +2,7 @@
 //!
 //! Layers, outermost first: [`api`] (gRPC handlers) → [`runtime`] (agent loop, tools, suspension) →
 //! [`model`] (model providers) and [`store`] (SQLite). [`domain`] holds the plain data every layer shares.
+//! [`cli`] is the terminal client, a gRPC client of a running server beside those layers.
 
 pub mod proto {
     //! Code generated from `proto/askuser/v1`.
@@ -57,6 +58,7 @@ pub mod proto {
 
 pub mod api;
 pub mod auth;
+pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod health;

@@ -41,5 +41,11 @@ async fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Start(args) => askuser::cli::exit(askuser::cli::start::run(*args).await),
+        Command::Pending(args) => askuser::cli::exit(askuser::cli::pending::run(*args).await),
+        Command::Answer(args) => askuser::cli::exit(askuser::cli::answer::run(*args).await),
+        Command::Runs(args) => askuser::cli::exit(askuser::cli::runs::run(*args).await),
+        Command::Watch(args) => askuser::cli::exit(askuser::cli::watch::run(*args).await),
+        Command::Cancel(args) => askuser::cli::exit(askuser::cli::cancel::run(*args).await),
     }
 }

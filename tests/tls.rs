@@ -469,3 +469,97 @@ async fn client_subject_names_the_verified_client_certificate() {
         .expect("health check");
     assert_eq!(seen.recv().await, Some(Some("ci-bot".to_owned())));
 }
+
+/// The terminal client over mTLS: `--tls-ca`, `--tls-cert` + `--tls-key` and `--tls-server-name`,
+/// its certificate naming the caller (`--auth cert`).
+#[test]
+fn the_terminal_client_trusts_tls_ca_and_presents_its_certificate() {
+    let ca = Authority::new("server CA");
+    let clients = Authority::new("client CA");
+    let files = Files::new(&ca.issue("askuser", &["localhost"]), Some(&clients.pem()));
+    let mut flags = files.flags(true);
+    flags.extend(
+        [
+            "--auth",
+            "cert",
+            "--cert-tenant",
+            "acme",
+            "--cert-scopes",
+            "runs:start,runs:read,runs:answer",
+        ]
+        .map(String::from),
+    );
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let agents = scripted_agent(
+        "asks",
+        &[
+            r#"ask = [{ question = "Name?" }]"#,
+            r#"say = "hi {{answer.1}}""#,
+        ],
+    );
+    let server = Server::start_with(Some(&agents), &flags);
+    let client = clients.issue("ci-bot", &["ci-bot"]);
+    replace_file(&files.path("ca.pem"), &ca.pem());
+    replace_file(&files.path("client.pem"), &client.cert);
+    replace_file(&files.path("client.key"), &client.key);
+    let path = |name: &str| files.path(name).display().to_string();
+    // The certificate names localhost, not the 127.0.0.1 of the address.
+    let tls = [
+        "--tls-ca".to_owned(),
+        path("ca.pem"),
+        "--tls-server-name".to_owned(),
+        "localhost".to_owned(),
+    ];
+    let mtls = [
+        "--tls-cert".to_owned(),
+        path("client.pem"),
+        "--tls-key".to_owned(),
+        path("client.key"),
+    ];
+    let askuser = |args: &[&str], extra: &[String]| {
+        Command::new(env!("CARGO_BIN_EXE_askuser"))
+            .args(args)
+            .args(["--addr", &server.addr])
+            .args(extra)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run askuser")
+    };
+
+    let started = askuser(
+        &["start", "asks", "go", "--json"],
+        &[&tls[..], &mtls[..]].concat(),
+    );
+    assert!(
+        started.status.success(),
+        "{}; log:\n{}",
+        String::from_utf8_lossy(&started.stderr),
+        server.log()
+    );
+    let frames: Vec<serde_json::Value> = String::from_utf8_lossy(&started.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect();
+    let run_id = frames[0]["runId"].as_str().expect("run id").to_owned();
+    let call_id = frames
+        .iter()
+        .find_map(|frame| frame["toolCallSuspended"]["toolCallId"].as_str())
+        .expect("a question")
+        .to_owned();
+
+    // Without a client certificate the server does not let the client in.
+    let refused = askuser(&["answer", &run_id, &call_id, "--text", "Ada"], &tls);
+    assert_eq!(refused.status.code(), Some(1));
+    let answered = askuser(
+        &["answer", &run_id, &call_id, "--text", "Ada"],
+        &[&tls[..], &mtls[..]].concat(),
+    );
+    let stdout = String::from_utf8_lossy(&answered.stdout);
+    assert!(
+        answered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&answered.stderr)
+    );
+    assert!(stdout.contains("(by cert:ci-bot)"), "{stdout}");
+    assert!(stdout.contains("hi Ada"), "{stdout}");
+}
