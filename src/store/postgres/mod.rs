@@ -21,16 +21,18 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, LazyLock};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::{Client, GenericClient, Pool};
 use futures::future::try_join_all;
-use futures::{StreamExt, try_join};
+use futures::try_join;
 use tokio::sync::mpsc;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{AsyncMessage, Row, Statement};
+use tokio_postgres::{Row, Statement};
 use tracing::warn;
+
+mod commit_feed;
+mod keys;
 
 use super::postgres_connect::{Connection, PostgresSettings, connection, pool};
 use super::records::{
@@ -44,14 +46,11 @@ use super::records::{
     from_json, kind_name, parse_status, run_tools_column, settled_by_column, to_json, unsigned,
     usage_columns, usage_from_columns,
 };
-use super::records::{
-    INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, REVOKE_KEY, scopes_text,
-};
 use super::{
-    ApiKeyRecord, CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, Committed, CreateOutcome,
-    Created, Decide, EventPage, ExecutedResult, KeyStore, Lease, NewApiKey, NewRun, RunEnd,
-    RunPendingCall, RunQuery, RunStore, SettleOutcome, StepState, StoreError, StoreResult, Tenancy,
-    ToolCallRecord, TurnCommit, TurnOutcome,
+    CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, Committed, CreateOutcome, Created,
+    Decide, EventPage, ExecutedResult, Lease, NewRun, RunEnd, RunPendingCall, RunQuery, RunStore,
+    SettleOutcome, StepState, StoreError, StoreResult, Tenancy, ToolCallRecord, TurnCommit,
+    TurnOutcome,
 };
 use crate::domain::{
     Event, EventKind, PendingCall, RunRecord, RunStatus, SettledBy, ToolResultKind, now_millis,
@@ -59,17 +58,29 @@ use crate::domain::{
 
 /// The schema migrations, applied in order; never edit a released one, add the next.
 const MIGRATIONS: &[(i64, &str)] = &[
-    (1, include_str!("../../migrations/postgres/0001_init.sql")),
-    (2, include_str!("../../migrations/postgres/0002_usage.sql")),
-    (3, include_str!("../../migrations/postgres/0003_tools.sql")),
+    (
+        1,
+        include_str!("../../../migrations/postgres/0001_init.sql"),
+    ),
+    (
+        2,
+        include_str!("../../../migrations/postgres/0002_usage.sql"),
+    ),
+    (
+        3,
+        include_str!("../../../migrations/postgres/0003_tools.sql"),
+    ),
     (
         4,
-        include_str!("../../migrations/postgres/0004_step_starts.sql"),
+        include_str!("../../../migrations/postgres/0004_step_starts.sql"),
     ),
-    (5, include_str!("../../migrations/postgres/0005_keys.sql")),
+    (
+        5,
+        include_str!("../../../migrations/postgres/0005_keys.sql"),
+    ),
     (
         6,
-        include_str!("../../migrations/postgres/0006_tenants.sql"),
+        include_str!("../../../migrations/postgres/0006_tenants.sql"),
     ),
 ];
 
@@ -726,89 +737,6 @@ async fn insert_calls(
     )
     .await?;
     Ok(())
-}
-
-/// A notice's payload: the commit, and the store that made it when the payload names one.
-fn parse_notice(payload: &str) -> Option<(CommitNotice, Option<&str>)> {
-    let mut parts = payload.split(' ');
-    let run_id = parts.next()?.to_owned();
-    let last_sequence = parts.next()?.parse().ok()?;
-    let status = RunStatus::parse(parts.next()?)?;
-    let notice = CommitNotice::Committed {
-        run_id,
-        last_sequence,
-        status,
-    };
-    Some((notice, parts.next()))
-}
-
-/// Listens for commit notices on a dedicated connection, reconnecting when it drops. Notices sent
-/// while it was down are lost, so after every reconnect it reports [`CommitNotice::Missed`].
-async fn listen(
-    database: Connection,
-    origin: String,
-    notices: mpsc::Sender<CommitNotice>,
-    feed: Arc<FeedState>,
-) {
-    let mut backoff = Duration::from_millis(100);
-    let mut connected_before = false;
-    loop {
-        match database.config.connect(database.tls.clone()).await {
-            Ok((client, mut connection)) => {
-                backoff = Duration::from_millis(100);
-                let (messages_tx, mut messages) = mpsc::unbounded_channel();
-                let driver = tokio::spawn(async move {
-                    let mut stream =
-                        futures::stream::poll_fn(move |cx| connection.poll_message(cx));
-                    while let Some(message) = stream.next().await {
-                        match message {
-                            Ok(message) => {
-                                if messages_tx.send(message).is_err() {
-                                    return;
-                                }
-                            }
-                            Err(error) => {
-                                warn!(%error, "commit notice connection failed");
-                                return;
-                            }
-                        }
-                    }
-                });
-                match client
-                    .batch_execute(&format!("LISTEN {NOTIFY_CHANNEL}"))
-                    .await
-                {
-                    Err(error) => warn!(%error, "LISTEN for commit notices failed"),
-                    Ok(()) => {
-                        if connected_before && notices.send(CommitNotice::Missed).await.is_err() {
-                            driver.abort();
-                            return;
-                        }
-                        connected_before = true;
-                        feed.listening.store(true, Ordering::Relaxed);
-                        while let Some(message) = messages.recv().await {
-                            if let AsyncMessage::Notification(notification) = message
-                                && let Some((notice, from)) = parse_notice(notification.payload())
-                                && from != Some(origin.as_str())
-                                && notices.send(notice).await.is_err()
-                            {
-                                driver.abort();
-                                return;
-                            }
-                        }
-                    }
-                }
-                feed.listening.store(false, Ordering::Relaxed);
-                driver.abort();
-            }
-            Err(error) => warn!(%error, "connecting for commit notices failed"),
-        }
-        if notices.is_closed() {
-            return;
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(5));
-    }
 }
 
 #[async_trait]
@@ -1707,7 +1635,7 @@ impl RunStore for PostgresStore {
     async fn commit_feed(&self) -> StoreResult<Option<mpsc::Receiver<CommitNotice>>> {
         let (notices, feed) = mpsc::channel(1024);
         self.feed.started.store(true, Ordering::Relaxed);
-        tokio::spawn(listen(
+        tokio::spawn(commit_feed::listen(
             self.connection.clone(),
             self.origin.clone(),
             notices,
@@ -1736,86 +1664,5 @@ impl RunStore for PostgresStore {
 
     fn now_ms(&self) -> i64 {
         now_millis().saturating_add(self.clock_offset_ms.load(Ordering::Relaxed))
-    }
-}
-
-fn key_row(row: &Row) -> KeyRow {
-    KeyRow {
-        key_id: row.get(0),
-        tenant: row.get(1),
-        name: row.get(2),
-        scopes: row.get(3),
-        created_ms: row.get(4),
-        revoked_ms: row.get(5),
-    }
-}
-
-#[async_trait]
-impl KeyStore for PostgresStore {
-    async fn create_key(&self, key: NewApiKey) -> StoreResult<()> {
-        let client = self.pool.get().await?;
-        let statement = client.prepare_cached(INSERT_KEY).await?;
-        client
-            .execute(
-                &statement,
-                &[
-                    &key.key_id,
-                    &key.tenant,
-                    &key.name,
-                    &scopes_text(&key.scopes),
-                    &key.secret_hash,
-                    &key.created_ms,
-                ],
-            )
-            .await?;
-        Ok(())
-    }
-
-    async fn list_keys(&self) -> StoreResult<Vec<ApiKeyRecord>> {
-        let client = self.pool.get().await?;
-        let statement = client.prepare_cached(&LIST_KEYS_QUERY).await?;
-        client
-            .query(&statement, &[])
-            .await?
-            .iter()
-            .map(|row| key_row(row).into_record())
-            .collect()
-    }
-
-    async fn revoke_key(&self, key_id: &str, now_ms: i64) -> StoreResult<bool> {
-        let client = self.pool.get().await?;
-        let statement = client.prepare_cached(REVOKE_KEY).await?;
-        Ok(client.execute(&statement, &[&now_ms, &key_id]).await? > 0)
-    }
-
-    async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
-        let client = self.pool.get().await?;
-        let statement = client.prepare_cached(&KEY_BY_HASH_QUERY).await?;
-        client
-            .query_opt(&statement, &[&secret_hash])
-            .await?
-            .map(|row| key_row(&row).into_record())
-            .transpose()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn notices_round_trip_their_payload() {
-        let committed = CommitNotice::Committed {
-            run_id: "run-1".into(),
-            last_sequence: 42,
-            status: RunStatus::Suspended,
-        };
-        assert_eq!(
-            parse_notice("run-1 42 suspended 0190abc"),
-            Some((committed.clone(), Some("0190abc")))
-        );
-        assert_eq!(parse_notice("run-1 42 suspended"), Some((committed, None)));
-        assert!(parse_notice("run-1 x running").is_none());
-        assert!(parse_notice("run-1 3 asleep").is_none());
     }
 }

@@ -1,0 +1,70 @@
+//! API keys in PostgreSQL: the same `api_keys` table and SQL as SQLite's (`records`).
+
+use async_trait::async_trait;
+use tokio_postgres::Row;
+
+use super::PostgresStore;
+use crate::store::records::{
+    INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, REVOKE_KEY, scopes_text,
+};
+use crate::store::{ApiKeyRecord, KeyStore, NewApiKey, StoreResult};
+
+fn key_row(row: &Row) -> KeyRow {
+    KeyRow {
+        key_id: row.get(0),
+        tenant: row.get(1),
+        name: row.get(2),
+        scopes: row.get(3),
+        created_ms: row.get(4),
+        revoked_ms: row.get(5),
+    }
+}
+
+#[async_trait]
+impl KeyStore for PostgresStore {
+    async fn create_key(&self, key: NewApiKey) -> StoreResult<()> {
+        let client = self.pool.get().await?;
+        let statement = client.prepare_cached(INSERT_KEY).await?;
+        client
+            .execute(
+                &statement,
+                &[
+                    &key.key_id,
+                    &key.tenant,
+                    &key.name,
+                    &scopes_text(&key.scopes),
+                    &key.secret_hash,
+                    &key.created_ms,
+                ],
+            )
+            .await?;
+        Ok(())
+    }
+
+    async fn list_keys(&self) -> StoreResult<Vec<ApiKeyRecord>> {
+        let client = self.pool.get().await?;
+        let statement = client.prepare_cached(&LIST_KEYS_QUERY).await?;
+        client
+            .query(&statement, &[])
+            .await?
+            .iter()
+            .map(|row| key_row(row).into_record())
+            .collect()
+    }
+
+    async fn revoke_key(&self, key_id: &str, now_ms: i64) -> StoreResult<bool> {
+        let client = self.pool.get().await?;
+        let statement = client.prepare_cached(REVOKE_KEY).await?;
+        Ok(client.execute(&statement, &[&now_ms, &key_id]).await? > 0)
+    }
+
+    async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
+        let client = self.pool.get().await?;
+        let statement = client.prepare_cached(&KEY_BY_HASH_QUERY).await?;
+        client
+            .query_opt(&statement, &[&secret_hash])
+            .await?
+            .map(|row| key_row(&row).into_record())
+            .transpose()
+    }
+}
