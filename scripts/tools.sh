@@ -22,3 +22,13 @@ ensure_grpcurl() {
     go install "github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION"
   fi
 }
+
+# Debian's Chromium, the real browser the inbox's tests drive (through playwright-core).
+ensure_chromium() {
+  if ! command -v chromium >/dev/null; then
+    echo "installing chromium (Debian package)"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+  fi
+}

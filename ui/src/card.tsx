@@ -1,0 +1,348 @@
+// One card per waiting call, by kind: a question (free text, single or multi select, decline), an
+// approval (approve, reject with a reason, edit the arguments), or a client tool waiting for a worker.
+import { useState } from "preact/hooks";
+import { SelectionMode, SuspendKind } from "../../clients/web/src/index";
+import type { PendingItem, SettledItem } from "./feed";
+import { callKey } from "./feed";
+import { ago, countdown, ms, prettyJson, settledVerb, settlerName, KIND_NAMES } from "./format";
+import { Link, runPath, useNow } from "./router";
+import { settledHere, useSubmission, type Submission } from "./submit";
+import type { Violation } from "../../clients/web/src/index";
+
+export function CallCard({ item, showRun = true }: { item: PendingItem; showRun?: boolean }) {
+  const submission = useSubmission(item);
+  const { call } = item;
+  return (
+    <article class={`card kind-${KIND_NAMES[call.kind].replace(" ", "-")}`} data-call={call.toolCallId} aria-label={title(item)}>
+      <CardHeader item={item} showRun={showRun} />
+      {call.kind === SuspendKind.QUESTION && <QuestionForm item={item} submission={submission} />}
+      {call.kind === SuspendKind.APPROVAL && <ApprovalForm item={item} submission={submission} />}
+      {call.kind === SuspendKind.CLIENT_TOOL && <WaitingForWorker item={item} />}
+      {submission.sent && <p class="status">Sent; waiting for the server to settle it…</p>}
+      {submission.error && (
+        <p class="error" role="alert">
+          {submission.error}
+        </p>
+      )}
+    </article>
+  );
+}
+
+/** A card whose call was settled while shown: who settled it, and when. */
+export function SettledCard({ item }: { item: SettledItem }) {
+  const now = useNow(5000);
+  const who = settledHere.has(callKey(item.runId, item.call.toolCallId))
+    ? `you${item.settledBy?.subject ? ` (${item.settledBy.subject})` : ""}`
+    : settlerName(item.settledBy);
+  return (
+    <article class="card settled" data-call={item.call.toolCallId} data-settled="true" aria-label={title(item)}>
+      <p>
+        <strong>{title(item)}</strong>: {settledVerb(item.kind)}
+        {who ? ` by ${who}` : ""} {ago(item.at, now)}.
+      </p>
+    </article>
+  );
+}
+
+function title({ call }: PendingItem): string {
+  if (call.kind === SuspendKind.QUESTION) return call.suspendPayload?.question || call.toolName;
+  if (call.kind === SuspendKind.APPROVAL) return `Approve ${call.toolName}?`;
+  return `${call.toolName} (client tool)`;
+}
+
+function CardHeader({ item, showRun }: { item: PendingItem; showRun: boolean }) {
+  const now = useNow();
+  const { call } = item;
+  const expires = ms(call.expireTime);
+  return (
+    <header>
+      <p class="meta">
+        <span class="badge">{KIND_NAMES[call.kind]}</span> {item.agentId} · {call.toolName}
+        {showRun && (
+          <>
+            {" · "}
+            <Link href={runPath(item.runId, call.toolCallId)}>run {item.runId.slice(-8)}</Link>
+          </>
+        )}
+        {expires !== undefined && (
+          <span class="expiry" title={new Date(expires).toLocaleString()}>
+            {" · "}expires {countdown(expires, now)}
+          </span>
+        )}
+      </p>
+      {call.assignees.length > 0 && <p class="meta">For: {call.assignees.join(", ")}</p>}
+      <h3>{title(item)}</h3>
+    </header>
+  );
+}
+
+function Violations({ list, id }: { list: Violation[]; id: string }) {
+  if (list.length === 0) return null;
+  return (
+    <ul class="violations" id={id} role="alert">
+      {list.map((v) => (
+        <li key={v.field} data-field={v.field}>
+          <code>{v.field}</code>: {v.description}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function QuestionForm({ item, submission }: { item: PendingItem; submission: Submission }) {
+  const payload = item.call.suspendPayload;
+  const options = payload?.options ?? [];
+  const mode =
+    options.length === 0
+      ? "text"
+      : payload?.selectionMode === SelectionMode.MULTI_SELECT
+        ? "multi"
+        : "single";
+  const [text, setText] = useState("");
+  const [chosen, setChosen] = useState<string[]>([]);
+  const [none, setNone] = useState(false);
+  const id = item.call.toolCallId;
+  const errorsId = `errors-${id}`;
+  const answerViolations = submission.violations.filter((v) => !v.field.startsWith("answer.decline"));
+  const ready = mode === "text" ? text !== "" : mode === "single" ? chosen.length === 1 : chosen.length > 0 || none;
+  const send = () => {
+    if (!ready || submission.busy) return;
+    void submission.submit(
+      mode === "text"
+        ? { case: "text", value: text }
+        : { case: "selections", value: { labels: mode === "multi" && none ? [] : chosen } },
+    );
+  };
+  return (
+    <>
+      <form
+        onSubmit={(event) => {
+          event.preventDefault();
+          send();
+        }}
+      >
+        {mode === "text" && (
+          <>
+            <label for={`text-${id}`}>Your answer</label>
+            <textarea
+              id={`text-${id}`}
+              rows={3}
+              value={text}
+              aria-invalid={answerViolations.length > 0}
+              aria-describedby={errorsId}
+              onInput={(event) => setText(event.currentTarget.value)}
+              onKeyDown={(event) => {
+                if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+                  event.preventDefault();
+                  send();
+                }
+              }}
+            />
+          </>
+        )}
+        {mode !== "text" && (
+          <fieldset aria-invalid={answerViolations.length > 0} aria-describedby={errorsId}>
+            <legend>{mode === "multi" ? "Choose any" : "Choose one"}</legend>
+            {options.map((option) => (
+              <label class="option" key={option.label}>
+                <input
+                  type={mode === "multi" ? "checkbox" : "radio"}
+                  name={`choice-${id}`}
+                  value={option.label}
+                  checked={chosen.includes(option.label)}
+                  onChange={(event) => {
+                    const on = event.currentTarget.checked;
+                    setNone(false);
+                    setChosen(
+                      mode === "single"
+                        ? [option.label]
+                        : on
+                          ? [...chosen, option.label]
+                          : chosen.filter((label) => label !== option.label),
+                    );
+                  }}
+                />
+                <span>
+                  <span class="label">{option.label}</span>
+                  {option.description && <span class="description">{option.description}</span>}
+                </span>
+              </label>
+            ))}
+            {mode === "multi" && (
+              <label class="option none">
+                <input
+                  type="checkbox"
+                  name={`none-${id}`}
+                  checked={none}
+                  onChange={(event) => {
+                    setNone(event.currentTarget.checked);
+                    if (event.currentTarget.checked) setChosen([]);
+                  }}
+                />
+                <span class="label">None of these</span>
+              </label>
+            )}
+          </fieldset>
+        )}
+        <Violations list={answerViolations} id={errorsId} />
+        <div class="actions">
+          <button type="submit" class="primary" disabled={!ready || submission.busy}>
+            Send answer
+          </button>
+        </div>
+      </form>
+      <DeclineForm item={item} submission={submission} />
+    </>
+  );
+}
+
+/** Decline with a reason: the model learns the person would not answer, and why. */
+function DeclineForm({ item, submission }: { item: PendingItem; submission: Submission }) {
+  const [open, setOpen] = useState(false);
+  const [reason, setReason] = useState("");
+  const id = `decline-${item.call.toolCallId}`;
+  if (!open) {
+    return (
+      <div class="actions secondary">
+        <button type="button" onClick={() => setOpen(true)} disabled={submission.busy}>
+          Decline…
+        </button>
+      </div>
+    );
+  }
+  return (
+    <form
+      class="inline"
+      onSubmit={(event) => {
+        event.preventDefault();
+        void submission.submit({ case: "decline", value: { reason } });
+      }}
+    >
+      <label for={id}>Why decline? (optional)</label>
+      <input id={id} value={reason} onInput={(event) => setReason(event.currentTarget.value)} autoFocus />
+      <Violations list={submission.violations.filter((v) => v.field.startsWith("answer.decline"))} id={`${id}-errors`} />
+      <div class="actions">
+        <button type="submit" class="danger" disabled={submission.busy}>
+          Decline
+        </button>
+        <button type="button" onClick={() => setOpen(false)}>
+          Back
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function ApprovalForm({ item, submission }: { item: PendingItem; submission: Submission }) {
+  const { call } = item;
+  const [mode, setMode] = useState<"view" | "reject" | "edit">("view");
+  const [reason, setReason] = useState("");
+  const [edited, setEdited] = useState(prettyJson(call.argumentsJson));
+  const id = call.toolCallId;
+  return (
+    <>
+      {call.approvalReason && (
+        <p class="meta">
+          Needs approval: <code>{call.approvalReason}</code>
+        </p>
+      )}
+      {mode !== "edit" && (
+        <pre class="arguments" aria-label="Arguments">
+          {prettyJson(call.argumentsJson)}
+        </pre>
+      )}
+      {mode === "view" && (
+        <div class="actions">
+          <button
+            type="button"
+            class="primary"
+            disabled={submission.busy}
+            onClick={() => void submission.submit({ case: "approval", value: { decision: { case: "approve", value: {} } } })}
+          >
+            Approve
+          </button>
+          <button type="button" onClick={() => setMode("reject")} disabled={submission.busy}>
+            Reject…
+          </button>
+          <button type="button" onClick={() => setMode("edit")} disabled={submission.busy}>
+            Edit arguments…
+          </button>
+        </div>
+      )}
+      {mode === "reject" && (
+        <form
+          class="inline"
+          onSubmit={(event) => {
+            event.preventDefault();
+            void submission.submit({ case: "approval", value: { decision: { case: "reject", value: { reason } } } });
+          }}
+        >
+          <label for={`reject-${id}`}>Why reject? (the model reads it)</label>
+          <input id={`reject-${id}`} value={reason} onInput={(event) => setReason(event.currentTarget.value)} autoFocus />
+          <Violations list={submission.violations} id={`reject-errors-${id}`} />
+          <div class="actions">
+            <button type="submit" class="danger" disabled={submission.busy}>
+              Reject
+            </button>
+            <button type="button" onClick={() => setMode("view")}>
+              Back
+            </button>
+          </div>
+        </form>
+      )}
+      {mode === "edit" && (
+        <form
+          class="inline"
+          onSubmit={(event) => {
+            event.preventDefault();
+            void submission.submit({
+              case: "approval",
+              value: { decision: { case: "edit", value: { argumentsJson: edited } } },
+            });
+          }}
+        >
+          <label for={`edit-${id}`}>Arguments (JSON), run as edited</label>
+          <textarea
+            id={`edit-${id}`}
+            class="code"
+            rows={Math.min(16, edited.split("\n").length + 1)}
+            value={edited}
+            aria-invalid={submission.violations.length > 0}
+            aria-describedby={`edit-errors-${id}`}
+            onInput={(event) => setEdited(event.currentTarget.value)}
+          />
+          <Violations list={submission.violations} id={`edit-errors-${id}`} />
+          <div class="actions">
+            <button type="submit" class="primary" disabled={submission.busy}>
+              Approve as edited
+            </button>
+            <button type="button" onClick={() => setMode("view")}>
+              Back
+            </button>
+          </div>
+        </form>
+      )}
+    </>
+  );
+}
+
+/** A client tool call: run by the caller's worker, not a person; shown so the queue is complete. */
+function WaitingForWorker({ item }: { item: PendingItem }) {
+  const now = useNow();
+  const { call } = item;
+  const claimEnds = ms(call.claimExpireTime);
+  return (
+    <>
+      <p class="status">
+        Waiting for a worker
+        {call.claimant && claimEnds !== undefined && claimEnds > now
+          ? `: claimed by ${call.claimant}, ${countdown(claimEnds, now).replace("in ", "")} left`
+          : " to run it"}
+        .
+      </p>
+      <pre class="arguments" aria-label="Arguments">
+        {prettyJson(call.argumentsJson)}
+      </pre>
+    </>
+  );
+}

@@ -1,0 +1,66 @@
+// Sending one answer or decision with ResumeRun: the call stays on its card until the server takes
+// it; a refusal keeps the card as it was, with the server's reasons on the fields.
+import { useState } from "preact/hooks";
+import {
+  errorReason,
+  fieldViolations,
+  type AnswerSchema,
+  type MessageInitShape,
+  type Violation,
+} from "../../clients/web/src/index";
+import { client, describe, isUnauthenticated, newAnswerId } from "./api";
+import { useAuth } from "./auth";
+import { callKey, type PendingItem } from "./feed";
+
+/** The `answer` oneof of an Answer, as the page builds it. */
+export type AnswerValue = MessageInitShape<typeof AnswerSchema>["answer"];
+
+/** Calls this tab settled, so their cards say "by you". */
+export const settledHere = new Set<string>();
+
+/** How long the server has to take an answer before the page says it could not. */
+const SUBMIT_TIMEOUT_MS = 30_000;
+
+export interface Submission {
+  busy: boolean;
+  /** The server took the answer; the card waits for the feed to say the call is settled. */
+  sent: boolean;
+  error?: string;
+  violations: Violation[];
+  submit: (answer: AnswerValue) => Promise<void>;
+}
+
+export function useSubmission(item: PendingItem): Submission {
+  const auth = useAuth();
+  const [state, setState] = useState<Omit<Submission, "submit">>({ busy: false, sent: false, violations: [] });
+  const submit = async (answer: AnswerValue) => {
+    setState({ busy: true, sent: false, violations: [] });
+    const abort = new AbortController();
+    const key = callKey(item.runId, item.call.toolCallId);
+    settledHere.add(key);
+    try {
+      const frames = client.resumeRun(
+        { answer: { runId: item.runId, toolCallId: item.call.toolCallId, answerId: newAnswerId(), answer } },
+        { signal: abort.signal, timeoutMs: SUBMIT_TIMEOUT_MS },
+      );
+      // The first frame acknowledges the answer; the run's events after it are the run page's.
+      for await (const frame of frames) {
+        if (frame.event.case === "answerAccepted") break;
+      }
+      setState({ busy: false, sent: true, violations: [] });
+    } catch (error) {
+      settledHere.delete(key);
+      if (isUnauthenticated(error)) auth.unauthenticated();
+      const reason = errorReason(error);
+      setState({
+        busy: false,
+        sent: false,
+        violations: fieldViolations(error),
+        error: reason ? `${describe(error)} (${reason})` : describe(error),
+      });
+    } finally {
+      abort.abort();
+    }
+  };
+  return { ...state, submit };
+}

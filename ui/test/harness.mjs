@@ -1,0 +1,98 @@
+// What the inbox's browser tests run against: the real askuser binary on a real socket (SQLite in a
+// temporary directory, --auth keys), Debian's Chromium driven by playwright-core, and the Node
+// client (clients/typescript) as the backend that starts runs and answers from elsewhere.
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, mkdirSync, openSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+import { AskUserClient } from "../../clients/typescript/dist/src/index.js";
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+const BINARY = process.env.ASKUSER_BIN ?? join(ROOT, "target/debug/askuser");
+const AGENTS = new URL("./agents.toml", import.meta.url).pathname;
+const SCOPES = "runs:start,runs:read,runs:answer,runs:cancel,tools:execute,agents:read";
+
+/** Where screenshots go: $ASKUSER_SCREENSHOTS or ui/test-results/. */
+export const SCREENSHOTS = process.env.ASKUSER_SCREENSHOTS ?? join(ROOT, "ui/test-results");
+mkdirSync(SCREENSHOTS, { recursive: true });
+
+/** An askuser server with its own data directory, restartable on the same port. */
+export class Server {
+  dir = mkdtempSync(join(tmpdir(), "askuser-ui-"));
+  port = 0;
+  #process;
+
+  /** Makes a key offline, the way an operator makes the first one; returns its secret. */
+  key(name, tenant = "default") {
+    return execFileSync(BINARY, ["keys", "--data-dir", join(this.dir, "data"), "create", "--tenant", tenant, "--name", name, "--scopes", SCOPES], {
+      encoding: "utf8",
+    }).trim();
+  }
+
+  async start() {
+    const log = join(this.dir, "server.log");
+    const logFile = openSync(log, "a");
+    this.#process = spawn(
+      BINARY,
+      ["serve", "--listen", `127.0.0.1:${this.port}`, "--data-dir", join(this.dir, "data"), "--auth", "keys", "--config", AGENTS],
+      { stdio: ["ignore", "pipe", logFile] },
+    );
+    const line = await new Promise((resolve, reject) => {
+      let out = "";
+      this.#process.stdout.on("data", (chunk) => {
+        out += chunk;
+        const match = /askuser listening on (\S+)/.exec(out);
+        if (match) resolve(match[1]);
+      });
+      this.#process.on("exit", (code) => reject(new Error(`askuser exited (${code}) before listening; see ${log}`)));
+    });
+    this.port = Number(line.split(":").pop());
+    this.addr = line;
+    this.url = `http://${line}`;
+  }
+
+  async stop() {
+    if (!this.#process || this.#process.exitCode !== null) return;
+    const exited = new Promise((resolve) => this.#process.once("exit", resolve));
+    this.#process.kill("SIGTERM");
+    await exited;
+  }
+}
+
+/** Headless Chromium: the system's (Debian's package), or $CHROMIUM. */
+export function launchBrowser() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu"],
+  });
+}
+
+/** A Node client acting as `key`'s holder. */
+export function backend(server, key) {
+  return new AskUserClient(server.addr, { apiKey: key });
+}
+
+/** Starts a run of `agentId` and returns its id and the calls it waits for, once it waits for `count`. */
+export async function startRun(client, agentId, count) {
+  const run = client.startRun(agentId, `prompt for ${agentId}`);
+  const calls = [];
+  for await (const frame of run) {
+    if (frame.event?.$case === "toolCallSuspended") calls.push(frame.event.value);
+    if (calls.length === count) break;
+  }
+  run.close();
+  return { runId: run.runId, calls };
+}
+
+/** Waits until `check()` returns a truthy value (polling), or fails with `what`. */
+export async function eventually(what, check, timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
