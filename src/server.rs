@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
+use tonic::service::Routes;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use tracing::{info, warn};
@@ -66,7 +67,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     };
     let auth = AuthLayer::new(
         args.auth
-            .authenticator(args.listen, Arc::clone(&store) as Arc<dyn KeyStore>)
+            .authenticator(
+                args.listen,
+                Arc::clone(&store) as Arc<dyn KeyStore>,
+                args.ui(),
+            )
             .await?,
     );
     let runtime = Runtime::new(Arc::clone(&store), agents, args.runtime_config());
@@ -143,13 +148,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             .max_connection_age(age)
             .max_connection_age_grace(args.max_connection_age_grace);
     }
-    // Outermost first: CORS answers preflights, gRPC-Web becomes gRPC, then each call is
-    // authenticated as any other.
-    let router = builder
-        .layer(crate::web::cors(&args.cors_origins))
-        .layer(tonic_web::GrpcWebLayer::new())
-        .layer(auth)
-        .add_service(health_service)
+    let routes = Routes::new(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(
@@ -174,6 +173,18 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
                 .max_decoding_message_size(max_request)
                 .max_encoding_message_size(max_response),
         );
+    // The web inbox answers what no service takes; without it tonic's UNIMPLEMENTED does.
+    let routes = match args.ui() {
+        true => Routes::from(routes.into_axum_router().fallback(crate::web::respond)),
+        false => routes,
+    };
+    // Outermost first: CORS answers preflights, gRPC-Web becomes gRPC (pages pass as they are),
+    // then each request is authenticated as any other.
+    let router = builder
+        .layer(crate::web::cors(&args.cors_origins))
+        .layer(crate::web::BrowserLayer::new(args.ui()))
+        .layer(auth)
+        .add_routes(routes);
     // Without TCP_NODELAY a small frame written while the previous one is unacknowledged
     // waits for the peer's delayed ACK (~40 ms): every round trip would stall on it.
     let tcp = TcpIncoming::from(listener).with_nodelay(Some(true));

@@ -1,7 +1,7 @@
 //! Assignees against the real server with API keys (a key's subject is `key:<name>`): a question
 //! or an approval that names assignees is settled only by them; anyone else gets PERMISSION_DENIED
 //! `NOT_ASSIGNEE` (or an `answer_rejected` frame on a stream) and the call stays pending; the
-//! pending-calls feed can show only the calls assigned to the caller.
+//! pending-calls feed can show only the calls assigned to the caller, and says who settled a call.
 
 mod common;
 
@@ -9,6 +9,7 @@ use askuser::proto::v1 as pb;
 use askuser::proto::v1::agent_service_client::AgentServiceClient;
 use askuser::proto::v1::run_agent_request::Frame;
 use askuser::proto::v1::run_agent_response::Event;
+use askuser::proto::v1::watch_pending_calls_response::Event as Pending;
 use common::credentials::{authorized, create_key, sqlite_store};
 use common::{FRAME_TIMEOUT, RunStream, Server, error_reason, pending_snapshot, text_answer};
 use tonic::Code;
@@ -180,7 +181,43 @@ async fn only_assignees_answer_and_the_feed_shows_each_principal_its_own() {
         [call_id.as_str()]
     );
 
+    // Carol watches the feed live; Alice's answer reaches it with who settled the call.
+    let mut feed = client
+        .watch_pending_calls(authorized(
+            pb::WatchPendingCallsRequest::default(),
+            Some(&carol),
+        ))
+        .await
+        .expect("watch pending calls")
+        .into_inner();
+    let mut next_event = async || {
+        tokio::time::timeout(FRAME_TIMEOUT, feed.message())
+            .await
+            .expect("timed out waiting for the feed")
+            .expect("feed")
+            .expect("feed open")
+            .event
+    };
+    while !matches!(next_event().await, Some(Pending::SnapshotDone(_))) {}
+
     stream.send_text(&call_id, "ship").await;
+    let settled = loop {
+        if let Some(Pending::CallSettled(settled)) = next_event().await {
+            break settled;
+        }
+    };
+    assert_eq!(
+        (settled.run_id.as_str(), settled.tool_call_id.as_str()),
+        (run_id.as_str(), call_id.as_str())
+    );
+    assert_eq!(settled.kind, pb::ToolResultKind::Answered as i32);
+    let settled_by = settled.settled_by.expect("who settled the call");
+    assert_eq!(
+        (settled_by.tenant.as_str(), settled_by.subject.as_str()),
+        ("acme", "key:alice")
+    );
+    assert_eq!(settled_by.method, pb::AuthMethod::ApiKey as i32);
+
     let mut by = None;
     let output = loop {
         match stream.next().await.event {

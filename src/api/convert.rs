@@ -287,10 +287,12 @@ fn pending_event_frame(event: PendingEvent) -> pb::watch_pending_calls_response:
             run_id,
             tool_call_id,
             kind,
+            settled_by,
         } => E::CallSettled(pb::CallSettled {
             run_id,
             tool_call_id,
             kind: kind.map_or(pb::ToolResultKind::Unspecified, kind_to_proto) as i32,
+            settled_by: settled_by.map(settled_by_to_proto),
         }),
         PendingEvent::SnapshotDone => E::SnapshotDone(pb::SnapshotDone {}),
     }

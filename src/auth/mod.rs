@@ -56,6 +56,8 @@ pub struct Authenticator {
     pub certificates: Option<CertificatePrincipals>,
     /// Reflection needs no principal (`--public-reflection`, or a loopback listener).
     pub public_reflection: bool,
+    /// The web inbox's page and assets need no principal (served unless `--no-ui`).
+    pub public_pages: bool,
 }
 
 impl Authenticator {
@@ -90,18 +92,25 @@ impl Authenticator {
     }
 
     /// The principal a request acts as, if its RPC lets it through: none for what is open to
-    /// anyone (health, public reflection), which reads no principal.
+    /// anyone (health, public reflection, the inbox's pages), which reads no principal.
     pub async fn authorize(
         &self,
+        method: &http::Method,
         path: &str,
         authorization: Option<&str>,
         client_name: Option<String>,
     ) -> Result<Option<Principal>, AuthError> {
-        let access = access(path);
+        let access = access(method, path);
         if !self.enabled() {
             return Ok(Some(Principal::anonymous()));
         }
-        if access == Access::Open || (access == Access::Reflection && self.public_reflection) {
+        let open = match access {
+            Access::Open => true,
+            Access::Reflection => self.public_reflection,
+            Access::Page => self.public_pages,
+            Access::Scope(_) | Access::Unknown => false,
+        };
+        if open {
             return Ok(None);
         }
         let credential = authorization
@@ -115,7 +124,8 @@ impl Authenticator {
         };
         let needed = match access {
             Access::Scope(scope) => Some(scope),
-            Access::Unknown => Some(Scope::Admin),
+            // Pages without the inbox are paths of no service.
+            Access::Unknown | Access::Page => Some(Scope::Admin),
             Access::Open | Access::Reflection => None,
         };
         match needed {
@@ -209,7 +219,7 @@ where
             let path = request.uri().path().to_owned();
             let client_name = client_common_name(&request);
             match authenticator
-                .authorize(&path, authorization, client_name)
+                .authorize(request.method(), &path, authorization, client_name)
                 .await
             {
                 Ok(principal) => {

@@ -1,4 +1,7 @@
-//! The scope each RPC needs, by its gRPC path: the one table of who may call what.
+//! The access each request needs: by its gRPC path, or for the web inbox's pages by method and path;
+//! the one table of who may call what.
+
+use http::Method;
 
 use crate::domain::Scope;
 
@@ -7,6 +10,9 @@ use crate::domain::Scope;
 pub enum Access {
     /// Anyone, authenticated or not (health).
     Open,
+    /// A GET or HEAD of the web inbox's page or assets: open while the inbox is served (the page
+    /// asks for a credential and sends it on each call it makes), otherwise as [`Access::Unknown`].
+    Page,
     /// Reflection: open on a loopback listener or with `--public-reflection`, otherwise any
     /// authenticated principal.
     Reflection,
@@ -17,11 +23,20 @@ pub enum Access {
     Unknown,
 }
 
-/// The access `path` (`/package.Service/Method`) needs.
+/// The access a `method` request to `path` needs: a page's, or its RPC's
+/// (`/package.Service/Method`), whatever its method (every gRPC and gRPC-Web call is a POST).
 ///
 /// `RunAgent` needs `runs:read` here: whether a stream starts a run (`runs:start`) or attaches to
 /// one is in its first frame, which the handler checks.
-pub fn access(path: &str) -> Access {
+pub fn access(method: &Method, path: &str) -> Access {
+    if (method == Method::GET || method == Method::HEAD) && crate::web::is_page_path(path) {
+        return Access::Page;
+    }
+    rpc_access(path)
+}
+
+/// The access the RPC at `path` needs.
+fn rpc_access(path: &str) -> Access {
     let Some((service, method)) = path.trim_start_matches('/').split_once('/') else {
         return Access::Unknown;
     };
@@ -53,16 +68,37 @@ mod internal_tests {
 
     #[test]
     fn each_rpc_has_its_scope() {
+        let post = |path| access(&Method::POST, path);
         assert_eq!(
-            access("/askuser.v1.AgentService/ResumeRun"),
+            post("/askuser.v1.AgentService/ResumeRun"),
             Access::Scope(Scope::RunsAnswer)
         );
         assert_eq!(
-            access("/askuser.v1.AgentService/ClaimCall"),
+            post("/askuser.v1.AgentService/ClaimCall"),
             Access::Scope(Scope::ToolsExecute)
         );
-        assert_eq!(access("/grpc.health.v1.Health/Check"), Access::Open);
-        assert_eq!(access("/askuser.v1.AgentService/Nope"), Access::Unknown);
-        assert_eq!(access("garbage"), Access::Unknown);
+        assert_eq!(post("/grpc.health.v1.Health/Check"), Access::Open);
+        assert_eq!(post("/askuser.v1.AgentService/Nope"), Access::Unknown);
+        assert_eq!(post("garbage"), Access::Unknown);
+    }
+
+    #[test]
+    fn only_reading_a_page_is_a_page() {
+        for path in ["/", "/runs/01J9", "/assets/app.js"] {
+            assert_eq!(access(&Method::GET, path), Access::Page, "{path}");
+            assert_eq!(access(&Method::HEAD, path), Access::Page, "{path}");
+            assert_eq!(access(&Method::POST, path), Access::Unknown, "{path}");
+        }
+        // A GET of an RPC needs what the RPC needs; of anything else, what an unknown path does.
+        assert_eq!(
+            access(&Method::GET, "/askuser.v1.AgentService/ListRuns"),
+            Access::Scope(Scope::RunsRead)
+        );
+        assert_eq!(
+            access(&Method::GET, "/askuser.v1.AdminService/ListApiKeys"),
+            Access::Scope(Scope::Admin)
+        );
+        assert_eq!(access(&Method::GET, "/runs/a/b"), Access::Unknown);
+        assert_eq!(access(&Method::GET, "/nope"), Access::Unknown);
     }
 }

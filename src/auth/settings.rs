@@ -136,11 +136,13 @@ impl AuthArgs {
         Ok(())
     }
 
-    /// The authenticator of a server on `listen` whose keys are in `keys`.
+    /// The authenticator of a server on `listen` whose keys are in `keys`, serving the web inbox's
+    /// pages if `pages`.
     pub async fn authenticator(
         &self,
         listen: SocketAddr,
         keys: Arc<dyn KeyStore>,
+        pages: bool,
     ) -> Result<Authenticator, AuthConfigError> {
         let jwt = match self.auth.jwt {
             true => Some(JwtVerifier::new(self.jwt_settings()?).await?),
@@ -154,6 +156,7 @@ impl AuthArgs {
                 scopes: self.cert_scopes.clone(),
             }),
             public_reflection: self.public_reflection || listen.ip().is_loopback(),
+            public_pages: pages,
         })
     }
 

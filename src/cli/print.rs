@@ -173,12 +173,19 @@ impl Printer {
                     pending.run_id, call.tool_call_id, pending.agent_id
                 ))
             }
-            Some(FeedEvent::CallSettled(settled)) => self.line(&format!(
-                "{}\t{}\tsettled: {}",
-                settled.run_id,
-                settled.tool_call_id,
-                short_name(settled.kind().as_str_name(), "TOOL_RESULT_KIND_")
-            )),
+            Some(FeedEvent::CallSettled(settled)) => {
+                let by = settled
+                    .settled_by
+                    .as_ref()
+                    .map(|by| format!(" by {}", by.subject))
+                    .unwrap_or_default();
+                self.line(&format!(
+                    "{}\t{}\tsettled: {}{by}",
+                    settled.run_id,
+                    settled.tool_call_id,
+                    short_name(settled.kind().as_str_name(), "TOOL_RESULT_KIND_")
+                ))
+            }
             Some(FeedEvent::SnapshotDone(_)) => Ok(()),
         }
     }

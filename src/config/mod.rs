@@ -326,6 +326,9 @@ pub struct ServeArgs {
     /// need none.
     #[arg(long = "cors-origin", env = "ASKUSER_CORS_ORIGINS", value_delimiter = ',', value_parser = web_origin)]
     pub cors_origins: Vec<http::HeaderValue>,
+    /// Do not serve the web inbox (by default served at `/` on the same port).
+    #[arg(long = "no-ui", env = "ASKUSER_NO_UI")]
+    pub no_ui: bool,
     /// HTTP/2 keepalive ping interval.
     #[arg(long, env = "ASKUSER_HTTP2_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = positive_duration)]
     pub http2_keepalive_interval: Duration,
@@ -337,6 +340,11 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// Whether the web inbox is served.
+    pub fn ui(&self) -> bool {
+        !self.no_ui
+    }
+
     pub fn limits(&self) -> AskUserLimits {
         AskUserLimits {
             max_options: self.max_options,
@@ -515,6 +523,12 @@ mod tests {
         );
         let set = serve_args(&["--max-message-bytes", "1000"]);
         assert_eq!(set.max_message_bytes(), 1000);
+    }
+
+    #[test]
+    fn the_inbox_is_served_unless_no_ui() {
+        assert!(serve_args(&[]).ui());
+        assert!(!serve_args(&["--no-ui"]).ui());
     }
 
     #[test]

@@ -13,7 +13,9 @@ use tokio::sync::broadcast::error::RecvError;
 use super::assignees;
 use super::hub::RunChange;
 use super::{Inner, RuntimeError};
-use crate::domain::{EventKind, PendingCall, Principal, SuspendKind, ToolResultKind};
+use crate::domain::{
+    EventKind, PendingCall, Principal, SettledBy, SettledCall, SuspendKind, ToolResultKind,
+};
 use crate::store::{CallStatus, RunPendingCall, Tenancy};
 
 /// Which calls a feed sends; an empty list matches everything.
@@ -42,11 +44,13 @@ impl PendingFilter {
 pub enum PendingEvent {
     /// A call that waits (sent again when what it waits for changes).
     Pending(Box<RunPendingCall>),
-    /// A call sent before no longer waits; `kind` is its result's, if it has one yet.
+    /// A call sent before no longer waits; `kind` is its result's, if it has one yet, and
+    /// `settled_by` who settled it, if anybody did.
     Settled {
         run_id: String,
         tool_call_id: String,
         kind: Option<ToolResultKind>,
+        settled_by: Option<SettledBy>,
     },
     /// Every call waiting at connect has been sent.
     SnapshotDone,
@@ -136,7 +140,7 @@ async fn resync(
     let mut events = Vec::new();
     for run_id in runs {
         let calls = now.remove(&run_id).unwrap_or_default();
-        events.extend(diff(inner, tenancy, sent, &run_id, calls).await?);
+        events.extend(diff(inner, tenancy, sent, &run_id, calls, None).await?);
     }
     Ok(events)
 }
@@ -151,49 +155,67 @@ async fn refresh_run(
     run_id: &str,
 ) -> Result<Vec<PendingEvent>, RuntimeError> {
     let tenancy = Tenancy::Only(&viewer.tenant);
-    let calls = match inner.store.get_run(run_id, tenancy).await? {
-        Some(run) => run
-            .pending
-            .into_iter()
-            .filter(|call| filter.matches(&run.agent_id, call, viewer))
-            .map(|call| RunPendingCall {
-                run_id: run.run_id.clone(),
-                agent_id: run.agent_id.clone(),
-                call,
-            })
-            .collect(),
-        None => Vec::new(),
+    let (calls, settled) = match inner.store.get_run(run_id, tenancy).await? {
+        Some(run) => {
+            let calls = run
+                .pending
+                .into_iter()
+                .filter(|call| filter.matches(&run.agent_id, call, viewer))
+                .map(|call| RunPendingCall {
+                    run_id: run.run_id.clone(),
+                    agent_id: run.agent_id.clone(),
+                    call,
+                })
+                .collect();
+            (calls, run.settled)
+        }
+        None => (Vec::new(), Vec::new()),
     };
-    diff(inner, tenancy, sent, run_id, calls).await
+    diff(inner, tenancy, sent, run_id, calls, Some(settled)).await
 }
 
 /// The events that bring what was sent for a run to `calls`, and records them as sent.
+/// `settled` is the run's settled calls when the caller has read the run; without them the run is
+/// read only if a sent call stopped waiting.
 async fn diff(
     inner: &Inner,
     tenancy: Tenancy<'_>,
     sent: &mut Sent,
     run_id: &str,
     calls: Vec<RunPendingCall>,
+    settled: Option<Vec<SettledCall>>,
 ) -> Result<Vec<PendingEvent>, RuntimeError> {
     let before = sent.remove(run_id).unwrap_or_default();
     let now: HashMap<String, SuspendKind> = calls
         .iter()
         .map(|c| (c.call.tool_call_id.clone(), c.call.suspension.kind))
         .collect();
-    let mut events = Vec::new();
-    for (tool_call_id, _) in before.iter().filter(|(id, _)| !now.contains_key(*id)) {
-        let kind = match inner
+    let gone: Vec<&String> = before.keys().filter(|id| !now.contains_key(*id)).collect();
+    let settled = match settled {
+        Some(settled) => settled,
+        None if gone.is_empty() => Vec::new(),
+        None => inner
             .store
-            .get_tool_call(run_id, tenancy, tool_call_id)
+            .get_run(run_id, tenancy)
             .await?
-        {
-            Some(call) => result_kind(call.status),
-            None => None,
+            .map(|run| run.settled)
+            .unwrap_or_default(),
+    };
+    let mut events = Vec::new();
+    for tool_call_id in gone {
+        let (kind, settled_by) = match settled.iter().find(|c| &c.tool_call_id == tool_call_id) {
+            Some(call) => (Some(call.kind), call.settled_by.clone()),
+            // No result yet (an approved tool runs), or the run is gone.
+            None => (
+                unsettled_kind(inner, tenancy, run_id, tool_call_id).await?,
+                None,
+            ),
         };
         events.push(PendingEvent::Settled {
             run_id: run_id.to_owned(),
             tool_call_id: tool_call_id.clone(),
             kind,
+            settled_by,
         });
     }
     for call in calls {
@@ -205,6 +227,21 @@ async fn diff(
         sent.insert(run_id.to_owned(), now);
     }
     Ok(events)
+}
+
+/// The result kind of a call that stopped waiting but is not among its run's settled calls, from
+/// the call itself.
+async fn unsettled_kind(
+    inner: &Inner,
+    tenancy: Tenancy<'_>,
+    run_id: &str,
+    tool_call_id: &str,
+) -> Result<Option<ToolResultKind>, RuntimeError> {
+    let call = inner
+        .store
+        .get_tool_call(run_id, tenancy, tool_call_id)
+        .await?;
+    Ok(call.and_then(|call| result_kind(call.status)))
 }
 
 /// The result kind of a call that stopped waiting; `None` while the server runs it.

@@ -3513,7 +3513,11 @@ type CallSettled struct {
 	// The call.
 	ToolCallId string `protobuf:"bytes,2,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
 	// How it was settled; unspecified when an approval was decided and the tool now runs.
-	Kind          ToolResultKind `protobuf:"varint,3,opt,name=kind,proto3,enum=askuser.v1.ToolResultKind" json:"kind,omitempty"`
+	Kind ToolResultKind `protobuf:"varint,3,opt,name=kind,proto3,enum=askuser.v1.ToolResultKind" json:"kind,omitempty"`
+	// Who settled it, as `SettledToolCall.settled_by` says (the server for an expiry, the caller of
+	// `CancelRun` for a cancellation); absent when nobody did (an invalid call, a tool the server
+	// ran) and while the server runs an approved tool.
+	SettledBy     *SettledBy `protobuf:"bytes,4,opt,name=settled_by,json=settledBy,proto3" json:"settled_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3567,6 +3571,13 @@ func (x *CallSettled) GetKind() ToolResultKind {
 		return x.Kind
 	}
 	return ToolResultKind_TOOL_RESULT_KIND_UNSPECIFIED
+}
+
+func (x *CallSettled) GetSettledBy() *SettledBy {
+	if x != nil {
+		return x.SettledBy
+	}
+	return nil
 }
 
 // The end of the pending-calls snapshot.
@@ -4147,12 +4158,14 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\vCallPending\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12/\n" +
-	"\x04call\x18\x03 \x01(\v2\x1b.askuser.v1.PendingToolCallR\x04call\"v\n" +
+	"\x04call\x18\x03 \x01(\v2\x1b.askuser.v1.PendingToolCallR\x04call\"\xac\x01\n" +
 	"\vCallSettled\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12 \n" +
 	"\ftool_call_id\x18\x02 \x01(\tR\n" +
 	"toolCallId\x12.\n" +
-	"\x04kind\x18\x03 \x01(\x0e2\x1a.askuser.v1.ToolResultKindR\x04kind\"\x0e\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x1a.askuser.v1.ToolResultKindR\x04kind\x124\n" +
+	"\n" +
+	"settled_by\x18\x04 \x01(\v2\x15.askuser.v1.SettledByR\tsettledBy\"\x0e\n" +
 	"\fSnapshotDone\"\x94\x01\n" +
 	"\x10ClaimCallRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12 \n" +
@@ -4365,32 +4378,33 @@ var file_askuser_v1_agent_proto_depIdxs = []int32{
 	26, // 62: askuser.v1.WatchPendingCallsResponse.heartbeat:type_name -> askuser.v1.Heartbeat
 	30, // 63: askuser.v1.CallPending.call:type_name -> askuser.v1.PendingToolCall
 	2,  // 64: askuser.v1.CallSettled.kind:type_name -> askuser.v1.ToolResultKind
-	56, // 65: askuser.v1.ClaimCallRequest.ttl:type_name -> google.protobuf.Duration
-	59, // 66: askuser.v1.ClaimCallResponse.expire_time:type_name -> google.protobuf.Timestamp
-	40, // 67: askuser.v1.ListAgentsResponse.agents:type_name -> askuser.v1.Agent
-	6,  // 68: askuser.v1.AgentService.RunAgent:input_type -> askuser.v1.RunAgentRequest
-	28, // 69: askuser.v1.AgentService.ResumeRun:input_type -> askuser.v1.ResumeRunRequest
-	29, // 70: askuser.v1.AgentService.WatchRun:input_type -> askuser.v1.WatchRunRequest
-	33, // 71: askuser.v1.AgentService.GetRun:input_type -> askuser.v1.GetRunRequest
-	35, // 72: askuser.v1.AgentService.ListRuns:input_type -> askuser.v1.ListRunsRequest
-	37, // 73: askuser.v1.AgentService.CancelRun:input_type -> askuser.v1.CancelRunRequest
-	39, // 74: askuser.v1.AgentService.ListAgents:input_type -> askuser.v1.ListAgentsRequest
-	42, // 75: askuser.v1.AgentService.WatchPendingCalls:input_type -> askuser.v1.WatchPendingCallsRequest
-	47, // 76: askuser.v1.AgentService.ClaimCall:input_type -> askuser.v1.ClaimCallRequest
-	13, // 77: askuser.v1.AgentService.RunAgent:output_type -> askuser.v1.RunAgentResponse
-	13, // 78: askuser.v1.AgentService.ResumeRun:output_type -> askuser.v1.RunAgentResponse
-	13, // 79: askuser.v1.AgentService.WatchRun:output_type -> askuser.v1.RunAgentResponse
-	34, // 80: askuser.v1.AgentService.GetRun:output_type -> askuser.v1.GetRunResponse
-	36, // 81: askuser.v1.AgentService.ListRuns:output_type -> askuser.v1.ListRunsResponse
-	38, // 82: askuser.v1.AgentService.CancelRun:output_type -> askuser.v1.CancelRunResponse
-	49, // 83: askuser.v1.AgentService.ListAgents:output_type -> askuser.v1.ListAgentsResponse
-	43, // 84: askuser.v1.AgentService.WatchPendingCalls:output_type -> askuser.v1.WatchPendingCallsResponse
-	48, // 85: askuser.v1.AgentService.ClaimCall:output_type -> askuser.v1.ClaimCallResponse
-	77, // [77:86] is the sub-list for method output_type
-	68, // [68:77] is the sub-list for method input_type
-	68, // [68:68] is the sub-list for extension type_name
-	68, // [68:68] is the sub-list for extension extendee
-	0,  // [0:68] is the sub-list for field type_name
+	19, // 65: askuser.v1.CallSettled.settled_by:type_name -> askuser.v1.SettledBy
+	56, // 66: askuser.v1.ClaimCallRequest.ttl:type_name -> google.protobuf.Duration
+	59, // 67: askuser.v1.ClaimCallResponse.expire_time:type_name -> google.protobuf.Timestamp
+	40, // 68: askuser.v1.ListAgentsResponse.agents:type_name -> askuser.v1.Agent
+	6,  // 69: askuser.v1.AgentService.RunAgent:input_type -> askuser.v1.RunAgentRequest
+	28, // 70: askuser.v1.AgentService.ResumeRun:input_type -> askuser.v1.ResumeRunRequest
+	29, // 71: askuser.v1.AgentService.WatchRun:input_type -> askuser.v1.WatchRunRequest
+	33, // 72: askuser.v1.AgentService.GetRun:input_type -> askuser.v1.GetRunRequest
+	35, // 73: askuser.v1.AgentService.ListRuns:input_type -> askuser.v1.ListRunsRequest
+	37, // 74: askuser.v1.AgentService.CancelRun:input_type -> askuser.v1.CancelRunRequest
+	39, // 75: askuser.v1.AgentService.ListAgents:input_type -> askuser.v1.ListAgentsRequest
+	42, // 76: askuser.v1.AgentService.WatchPendingCalls:input_type -> askuser.v1.WatchPendingCallsRequest
+	47, // 77: askuser.v1.AgentService.ClaimCall:input_type -> askuser.v1.ClaimCallRequest
+	13, // 78: askuser.v1.AgentService.RunAgent:output_type -> askuser.v1.RunAgentResponse
+	13, // 79: askuser.v1.AgentService.ResumeRun:output_type -> askuser.v1.RunAgentResponse
+	13, // 80: askuser.v1.AgentService.WatchRun:output_type -> askuser.v1.RunAgentResponse
+	34, // 81: askuser.v1.AgentService.GetRun:output_type -> askuser.v1.GetRunResponse
+	36, // 82: askuser.v1.AgentService.ListRuns:output_type -> askuser.v1.ListRunsResponse
+	38, // 83: askuser.v1.AgentService.CancelRun:output_type -> askuser.v1.CancelRunResponse
+	49, // 84: askuser.v1.AgentService.ListAgents:output_type -> askuser.v1.ListAgentsResponse
+	43, // 85: askuser.v1.AgentService.WatchPendingCalls:output_type -> askuser.v1.WatchPendingCallsResponse
+	48, // 86: askuser.v1.AgentService.ClaimCall:output_type -> askuser.v1.ClaimCallResponse
+	78, // [78:87] is the sub-list for method output_type
+	69, // [69:78] is the sub-list for method input_type
+	69, // [69:69] is the sub-list for extension type_name
+	69, // [69:69] is the sub-list for extension extendee
+	0,  // [0:69] is the sub-list for field type_name
 }
 
 func init() { file_askuser_v1_agent_proto_init() }

@@ -585,14 +585,16 @@ class CallPending(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., call: _Optional[_Union[PendingToolCall, _Mapping]] = ...) -> None: ...
 
 class CallSettled(_message.Message):
-    __slots__ = ("run_id", "tool_call_id", "kind")
+    __slots__ = ("run_id", "tool_call_id", "kind", "settled_by")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
+    SETTLED_BY_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     tool_call_id: str
     kind: ToolResultKind
-    def __init__(self, run_id: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., kind: _Optional[_Union[ToolResultKind, str]] = ...) -> None: ...
+    settled_by: SettledBy
+    def __init__(self, run_id: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., kind: _Optional[_Union[ToolResultKind, str]] = ..., settled_by: _Optional[_Union[SettledBy, _Mapping]] = ...) -> None: ...
 
 class SnapshotDone(_message.Message):
     __slots__ = ()

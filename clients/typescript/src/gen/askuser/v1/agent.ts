@@ -1010,6 +1010,12 @@ export interface CallSettled {
   toolCallId: string;
   /** How it was settled; unspecified when an approval was decided and the tool now runs. */
   kind: ToolResultKind;
+  /**
+   * Who settled it, as `SettledToolCall.settled_by` says (the server for an expiry, the caller of
+   * `CancelRun` for a cancellation); absent when nobody did (an invalid call, a tool the server
+   * ran) and while the server runs an approved tool.
+   */
+  settledBy: SettledBy | undefined;
 }
 
 /** The end of the pending-calls snapshot. */
@@ -5142,7 +5148,7 @@ export const CallPending: MessageFns<CallPending> = {
 };
 
 function createBaseCallSettled(): CallSettled {
-  return { runId: "", toolCallId: "", kind: ToolResultKind.TOOL_RESULT_KIND_UNSPECIFIED };
+  return { runId: "", toolCallId: "", kind: ToolResultKind.TOOL_RESULT_KIND_UNSPECIFIED, settledBy: undefined };
 }
 
 export const CallSettled: MessageFns<CallSettled> = {
@@ -5155,6 +5161,9 @@ export const CallSettled: MessageFns<CallSettled> = {
     }
     if (message.kind !== ToolResultKind.TOOL_RESULT_KIND_UNSPECIFIED) {
       writer.uint32(24).int32(toolResultKindToNumber(message.kind));
+    }
+    if (message.settledBy !== undefined) {
+      SettledBy.encode(message.settledBy, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -5196,6 +5205,14 @@ export const CallSettled: MessageFns<CallSettled> = {
             message.kind = toolResultKindFromJSON(reader.int32());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.settledBy = SettledBy.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5216,6 +5233,9 @@ export const CallSettled: MessageFns<CallSettled> = {
     message.runId = object.runId ?? "";
     message.toolCallId = object.toolCallId ?? "";
     message.kind = object.kind ?? ToolResultKind.TOOL_RESULT_KIND_UNSPECIFIED;
+    message.settledBy = (object.settledBy !== undefined && object.settledBy !== null)
+      ? SettledBy.fromPartial(object.settledBy)
+      : undefined;
     return message;
   },
 };

@@ -1,5 +1,4 @@
-//! Browsers reach the API with gRPC-Web on the same port as gRPC (HTTP/1.1 accepted), and pages of
-//! other origins only when `--cors-origin` names them.
+//! Pages of other origins reach the API only when `--cors-origin` names them.
 
 use std::time::Duration;
 
