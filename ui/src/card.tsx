@@ -31,7 +31,7 @@ export function CallCard({ item, showRun = true }: { item: PendingItem; showRun?
 /** A card whose call was settled while shown: who settled it, and when. */
 export function SettledCard({ item }: { item: SettledItem }) {
   const now = useNow(5000);
-  const who = settledHere.has(callKey(item.runId, item.call.toolCallId))
+  const who = settledHere.get(callKey(item.runId, item.call.toolCallId)) === item.call.kind
     ? `you${item.settledBy?.subject ? ` (${item.settledBy.subject})` : ""}`
     : settlerName(item.settledBy);
   return (
@@ -101,6 +101,7 @@ function QuestionForm({ item, submission }: { item: PendingItem; submission: Sub
   const [text, setText] = useState("");
   const [chosen, setChosen] = useState<string[]>([]);
   const [none, setNone] = useState(false);
+  const [declining, setDeclining] = useState(false);
   const id = item.call.toolCallId;
   const errorsId = `errors-${id}`;
   const answerViolations = submission.violations.filter((v) => !v.field.startsWith("answer.decline"));
@@ -189,27 +190,22 @@ function QuestionForm({ item, submission }: { item: PendingItem; submission: Sub
           <button type="submit" class="primary" disabled={!ready || submission.busy}>
             Send answer
           </button>
+          {!declining && (
+            <button type="button" onClick={() => setDeclining(true)} disabled={submission.busy}>
+              Decline…
+            </button>
+          )}
         </div>
       </form>
-      <DeclineForm item={item} submission={submission} />
+      {declining && <DeclineForm item={item} submission={submission} onBack={() => setDeclining(false)} />}
     </>
   );
 }
 
 /** Decline with a reason: the model learns the person would not answer, and why. */
-function DeclineForm({ item, submission }: { item: PendingItem; submission: Submission }) {
-  const [open, setOpen] = useState(false);
+function DeclineForm({ item, submission, onBack }: { item: PendingItem; submission: Submission; onBack: () => void }) {
   const [reason, setReason] = useState("");
   const id = `decline-${item.call.toolCallId}`;
-  if (!open) {
-    return (
-      <div class="actions secondary">
-        <button type="button" onClick={() => setOpen(true)} disabled={submission.busy}>
-          Decline…
-        </button>
-      </div>
-    );
-  }
   return (
     <form
       class="inline"
@@ -225,7 +221,7 @@ function DeclineForm({ item, submission }: { item: PendingItem; submission: Subm
         <button type="submit" class="danger" disabled={submission.busy}>
           Decline
         </button>
-        <button type="button" onClick={() => setOpen(false)}>
+        <button type="button" onClick={onBack}>
           Back
         </button>
       </div>

@@ -13,7 +13,7 @@ import {
 import { client, describe, isAbort, isUnauthenticated, sleep } from "./api";
 import { useAuth } from "./auth";
 import { CallCard } from "./card";
-import { ago, ms, prettyJson, settledVerb, settlerName } from "./format";
+import { ago, KIND_NAMES, ms, prettyJson, settledVerb, settlerName } from "./format";
 import { Link, useNow } from "./router";
 
 type Entry =
@@ -129,9 +129,9 @@ function TimelineEntry({ entry, runId, agentId }: { entry: Entry; runId: string;
       const who = settlerName(result.settledBy);
       return (
         <li class="entry settled-call" id={event.toolCallId}>
-          <span class="who">{event.suspendPayload?.question || `Approval of ${event.toolName}`}</span>
+          <span class="who">{KIND_NAMES[event.kind]}</span>
           <p>
-            {settledVerb(result.kind)}
+            <strong>{event.suspendPayload?.question || event.toolName}</strong>: {settledVerb(result.kind)}
             {who ? ` by ${who}` : ""}
             {entry.at !== undefined ? ` · ${ago(entry.at, now)}` : ""}
           </p>
@@ -243,7 +243,12 @@ function apply(timeline: Timeline, frame: RunAgentResponse): boolean {
       return true;
     case "runCompleted":
       timeline.status = RunStatus.COMPLETED;
-      entries.push({ type: "end", status: RunStatus.COMPLETED, text: event.value.outputText });
+      // The output is the text already streamed, unless the model sent none as it went.
+      entries.push({
+        type: "end",
+        status: RunStatus.COMPLETED,
+        text: entries.some((e) => e.type === "text") ? "" : event.value.outputText,
+      });
       return true;
     case "runFailed":
       timeline.status = RunStatus.FAILED;

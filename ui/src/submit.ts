@@ -6,6 +6,7 @@ import {
   fieldViolations,
   type AnswerSchema,
   type MessageInitShape,
+  type SuspendKind,
   type Violation,
 } from "../../clients/web/src/index";
 import { client, describe, isUnauthenticated, newAnswerId } from "./api";
@@ -15,8 +16,11 @@ import { callKey, type PendingItem } from "./feed";
 /** The `answer` oneof of an Answer, as the page builds it. */
 export type AnswerValue = MessageInitShape<typeof AnswerSchema>["answer"];
 
-/** Calls this tab settled, so their cards say "by you". */
-export const settledHere = new Set<string>();
+/**
+ * Calls this tab settled, with the kind of wait it settled, so their cards say "by you" (an approval
+ * given here is not the worker's output that settles the call later).
+ */
+export const settledHere = new Map<string, SuspendKind>();
 
 /** How long the server has to take an answer before the page says it could not. */
 const SUBMIT_TIMEOUT_MS = 30_000;
@@ -37,7 +41,7 @@ export function useSubmission(item: PendingItem): Submission {
     setState({ busy: true, sent: false, violations: [] });
     const abort = new AbortController();
     const key = callKey(item.runId, item.call.toolCallId);
-    settledHere.add(key);
+    settledHere.set(key, item.call.kind);
     try {
       const frames = client.resumeRun(
         { answer: { runId: item.runId, toolCallId: item.call.toolCallId, answerId: newAnswerId(), answer } },

@@ -75,8 +75,8 @@ export function backend(server, key) {
 }
 
 /** Starts a run of `agentId` and returns its id and the calls it waits for, once it waits for `count`. */
-export async function startRun(client, agentId, count) {
-  const run = client.startRun(agentId, `prompt for ${agentId}`);
+export async function startRun(client, agentId, count, options = {}) {
+  const run = client.startRun(agentId, `prompt for ${agentId}`, {}, options);
   const calls = [];
   for await (const frame of run) {
     if (frame.event?.$case === "toolCallSuspended") calls.push(frame.event.value);

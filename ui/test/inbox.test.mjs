@@ -112,6 +112,14 @@ test("approves, rejects with a reason, and edits the arguments (a bad edit shows
   for (const { calls } of [approved, rejected, edited, survey]) await card(calls[0]).waitFor();
   await page.screenshot({ path: join(SCREENSHOTS, "inbox.png"), fullPage: true });
 
+  // The kind filter: approvals only, then every kind again.
+  const kind = page.getByLabel("Kind");
+  await kind.selectOption({ label: "approval" });
+  await eventually("questions to be filtered out", async () => (await card(survey.calls[0]).count()) === 0);
+  assert.equal(await card(approved.calls[0]).count(), 1);
+  await kind.selectOption({ label: "All kinds" });
+  await card(survey.calls[0]).waitFor();
+
   const approval = card(approved.calls[0]);
   assert.match(await approval.locator("pre.arguments").textContent(), /"environment": "production"/);
   await approval.getByRole("button", { name: "Approve" }).click();
@@ -157,8 +165,9 @@ test("approves, rejects with a reason, and edits the arguments (a bad edit shows
 });
 
 test("a card settled by another client goes away live, saying who answered", async () => {
-  const { runId, calls } = await startRun(bob, "greeter", 1);
+  const { runId, calls } = await startRun(bob, "greeter", 1, { questionTtlMs: 10 * 60_000 });
   await card(calls[0]).locator("textarea").waitFor();
+  assert.match(await card(calls[0]).locator(".expiry").textContent(), /expires in (9m|10m 00s)/);
   for await (const frame of bob.resumeRun(runId, calls[0].toolCallId, { text: "Grace" })) {
     if (frame.event?.$case === "answerAccepted") break;
   }
@@ -174,7 +183,6 @@ test("the run page follows a run to completion, with a deep link per question", 
   await target.waitFor();
   assert.match((await target.getAttribute("class")) ?? "", /targeted/, "the linked question is marked");
   assert.match(await page.locator(".entry.prompt").textContent(), /prompt for survey/);
-  await page.screenshot({ path: join(SCREENSHOTS, "run.png"), fullPage: true });
 
   await card(calls[0]).locator("textarea").fill("Lin");
   await card(calls[0]).getByRole("button", { name: "Send answer" }).click();
@@ -182,11 +190,11 @@ test("the run page follows a run to completion, with a deep link per question", 
   await card(calls[1]).getByRole("button", { name: "Send answer" }).click();
   await card(calls[2]).getByRole("checkbox", { name: "unit" }).check();
   await card(calls[2]).getByRole("button", { name: "Send answer" }).click();
-  const end = page.locator('[data-end="completed"]');
-  await end.waitFor();
-  assert.match(await end.textContent(), /Thanks Lin: staging with unit/);
+  await page.locator('[data-end="completed"]').waitFor();
+  assert.equal(await page.locator(".entry.text").last().textContent(), "AgentThanks Lin: staging with unit");
   assert.match(await page.locator(`[id="${calls[0].toolCallId}"]`).textContent(), /answered by key:alice/);
   assert.equal(await page.locator(".run-status").getAttribute("data-status"), "completed");
+  await page.screenshot({ path: join(SCREENSHOTS, "run.png"), fullPage: true });
 });
 
 test("the inbox survives a server restart: it reconnects and shows the same pending set", async () => {
