@@ -326,8 +326,12 @@ pub struct ServeArgs {
     /// need none.
     #[arg(long = "cors-origin", env = "ASKUSER_CORS_ORIGINS", value_delimiter = ',', value_parser = web_origin)]
     pub cors_origins: Vec<http::HeaderValue>,
-    /// Do not serve the web inbox (by default served at `/` on the same port).
-    #[arg(long = "no-ui", env = "ASKUSER_NO_UI")]
+    /// Serve the web inbox at `/` on the same port: the default; it undoes an earlier `--no-ui`
+    /// (e.g. one from the environment).
+    #[arg(long = "ui", overrides_with = "no_ui")]
+    pub serve_ui: bool,
+    /// Do not serve the web inbox.
+    #[arg(long = "no-ui", env = "ASKUSER_NO_UI", overrides_with = "serve_ui")]
     pub no_ui: bool,
     /// HTTP/2 keepalive ping interval.
     #[arg(long, env = "ASKUSER_HTTP2_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = positive_duration)]
@@ -529,6 +533,8 @@ mod tests {
     fn the_inbox_is_served_unless_no_ui() {
         assert!(serve_args(&[]).ui());
         assert!(!serve_args(&["--no-ui"]).ui());
+        assert!(serve_args(&["--no-ui", "--ui"]).ui());
+        assert!(!serve_args(&["--ui", "--no-ui"]).ui());
     }
 
     #[test]

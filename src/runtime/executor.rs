@@ -189,9 +189,7 @@ pub(crate) async fn takeover_loop(inner: Arc<Inner>) {
                         "taking over working runs without an executor"
                     );
                 }
-                // Spread over the period: after a restart with many working runs, their steps (and
-                // model requests) do not all start at once.
-                let gap = period / u32::try_from(runs.len()).unwrap_or(u32::MAX).max(1);
+                let gap = takeover_gap(period, runs.len());
                 for run_id in runs {
                     kick(&inner, &run_id, None);
                     tokio::select! {
@@ -207,6 +205,12 @@ pub(crate) async fn takeover_loop(inner: Arc<Inner>) {
             () = inner.shutdown.cancelled() => return,
         }
     }
+}
+
+/// The pause between two takeovers of one batch of `runs`: spread over the period, so that after a
+/// restart with many working runs their steps (and model requests) do not all start at once.
+fn takeover_gap(period: Duration, runs: usize) -> Duration {
+    period / u32::try_from(runs).unwrap_or(u32::MAX).max(1)
 }
 
 /// Why a step stopped short.
@@ -730,5 +734,20 @@ fn settled_invalid(content: String) -> NewCallState {
         content,
         is_error: true,
         kind: crate::domain::ToolResultKind::InvalidCall,
+    }
+}
+
+#[cfg(test)]
+mod internal_tests {
+    use super::*;
+
+    #[test]
+    fn takeovers_of_a_batch_are_spread_over_the_period() {
+        let period = Duration::from_secs(1);
+        assert_eq!(takeover_gap(period, 4), Duration::from_millis(250));
+        assert_eq!(takeover_gap(period, 1), period);
+        // An empty batch takes nothing over; the gap must still be defined (no division by zero).
+        assert_eq!(takeover_gap(period, 0), period);
+        assert_eq!(takeover_gap(period, 1000), Duration::from_millis(1));
     }
 }
