@@ -20,7 +20,7 @@ use crate::proto::v1::admin_service_server::AdminServiceServer;
 use crate::proto::v1::agent_service_server::AgentServiceServer;
 use crate::proto::v1::tool_service_server::ToolServiceServer;
 use crate::runtime::Runtime;
-use crate::store::{KeyStore, PostgresStore, RunStore, SqliteStore};
+use crate::store::{DeliveryStore, KeyStore, PostgresStore, RunStore, SqliteStore};
 
 /// Errors that stop the server from starting or serving.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +46,8 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
     #[error(transparent)]
     Auth(#[from] crate::auth::AuthConfigError),
+    #[error("webhooks: {0}")]
+    Webhooks(String),
 }
 
 /// Runs the server until SIGINT or SIGTERM, then shuts down gracefully.
@@ -74,8 +76,19 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             )
             .await?,
     );
+    if let Some(name) = &args.webhook_secret_env {
+        crate::webhooks::secret_from_env(name)
+            .map_err(|error| crate::config::ConfigError::WebhookSecret(error.to_string()))?;
+    }
     let runtime = Runtime::new(Arc::clone(&store), agents, args.runtime_config());
     runtime.start().await?;
+    let stop_deliveries = tokio_util::sync::CancellationToken::new();
+    let deliverer = crate::webhooks::start(
+        Arc::clone(&store),
+        args.deliverer_settings(),
+        stop_deliveries.clone(),
+    )
+    .map_err(|error| ServeError::Webhooks(error.to_string()))?;
 
     let (reporter, health_service) = tonic_health::server::health_reporter();
     let health = Health::serving(reporter).await;
@@ -166,7 +179,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             .max_encoding_message_size(max_response),
         )
         .add_service(AdminServiceServer::new(AdminApi::new(
-            Arc::clone(&store) as Arc<dyn KeyStore>
+            Arc::clone(&store) as Arc<dyn KeyStore>,
+            Arc::clone(&store) as Arc<dyn DeliveryStore>,
         )))
         .add_service(
             ToolServiceServer::new(ToolApi::new(runtime.clone()))
@@ -206,6 +220,10 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         () = deadline => warn!("connections still open after the shutdown timeout; closing them"),
     }
     store_watch.abort();
+    stop_deliveries.cancel();
+    if let Err(error) = deliverer.await {
+        warn!(%error, "the webhook deliverer failed");
+    }
     runtime.shutdown(args.shutdown_timeout).await;
     info!("stopped");
     Ok(())

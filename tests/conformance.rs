@@ -587,6 +587,7 @@ impl ScenarioRun {
             question_ttl: None,
             tools: self.run_tools(body.get("tools"))?,
             request_id: String::new(),
+            webhooks: Vec::new(),
         };
         self.open(agents, name.clone(), String::new(), Frame::Start(start))
             .await?;

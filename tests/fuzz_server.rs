@@ -120,6 +120,7 @@ fn frame(rng: &mut StdRng, known: &Known) -> pb::RunAgentRequest {
                 nanos: rng.random_range(-5..1_000_000_005),
             }),
             tools: Vec::new(),
+            webhooks: Vec::new(),
             request_id: if rng.random_bool(0.7) {
                 String::new()
             } else {

@@ -452,6 +452,7 @@ async fn metadata_and_prompt_round_trip() {
             question_ttl: None,
             tools: Vec::new(),
             request_id: String::new(),
+            webhooks: Vec::new(),
         }),
     )
     .await

@@ -146,6 +146,7 @@ fn new_run(run_id: &str, agent_id: &str) -> NewRun {
         question_ttl_ms: Some(60_000),
         run_tools: Vec::new(),
         request_id: None,
+        webhooks: None,
     }
 }
 

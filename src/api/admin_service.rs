@@ -1,10 +1,11 @@
-//! `askuser.v1.AdminService`: API keys managed while servers run (the `admin` scope, checked by
-//! the authentication layer).
+//! `askuser.v1.AdminService`: API keys and webhook deliveries managed while servers run (the
+//! `admin` scope, checked by the authentication layer).
 
 use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 
+use super::caller::caller;
 use super::convert::timestamp;
 use super::error::ApiError;
 use crate::auth::api_key;
@@ -12,17 +13,78 @@ use crate::domain::{Scope, now_millis};
 use crate::proto::v1 as pb;
 use crate::proto::v1::admin_service_server::AdminService;
 use crate::runtime::RuntimeError;
-use crate::store::{ApiKeyRecord, KeyStore, StoreError};
+use crate::store::{
+    ApiKeyRecord, DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryStore, KeyStore,
+    RedeliverOutcome, StoreError, Tenancy,
+};
 
 /// Handlers of `AdminService`.
 pub struct AdminApi {
     keys: Arc<dyn KeyStore>,
+    deliveries: Arc<dyn DeliveryStore>,
 }
 
 impl AdminApi {
-    pub fn new(keys: Arc<dyn KeyStore>) -> Self {
-        Self { keys }
+    pub fn new(keys: Arc<dyn KeyStore>, deliveries: Arc<dyn DeliveryStore>) -> Self {
+        Self { keys, deliveries }
     }
+}
+
+/// Deliveries a listing returns unless asked for fewer, and at most.
+const DEFAULT_DELIVERY_PAGE: usize = 100;
+const MAX_DELIVERY_PAGE: usize = 1000;
+
+fn delivery_status_to_proto(status: DeliveryStatus) -> pb::WebhookDeliveryStatus {
+    match status {
+        DeliveryStatus::Pending => pb::WebhookDeliveryStatus::Pending,
+        DeliveryStatus::Delivered => pb::WebhookDeliveryStatus::Delivered,
+        DeliveryStatus::Dead => pb::WebhookDeliveryStatus::Dead,
+        DeliveryStatus::Obsolete => pb::WebhookDeliveryStatus::Obsolete,
+    }
+}
+
+fn delivery_status_filter(value: i32) -> Result<Option<DeliveryStatus>, ApiError> {
+    match pb::WebhookDeliveryStatus::try_from(value) {
+        Ok(pb::WebhookDeliveryStatus::Unspecified) => Ok(None),
+        Ok(pb::WebhookDeliveryStatus::Pending) => Ok(Some(DeliveryStatus::Pending)),
+        Ok(pb::WebhookDeliveryStatus::Delivered) => Ok(Some(DeliveryStatus::Delivered)),
+        Ok(pb::WebhookDeliveryStatus::Dead) => Ok(Some(DeliveryStatus::Dead)),
+        Ok(pb::WebhookDeliveryStatus::Obsolete) => Ok(Some(DeliveryStatus::Obsolete)),
+        Err(_) => Err(ApiError::field("status", "unknown delivery status")),
+    }
+}
+
+fn delivery_to_proto(delivery: DeliveryRecord) -> pb::WebhookDelivery {
+    let pending = delivery.status == DeliveryStatus::Pending;
+    pb::WebhookDelivery {
+        status: delivery_status_to_proto(delivery.status).into(),
+        webhook_id: delivery.webhook_id,
+        run_id: delivery.run_id,
+        sequence: delivery.sequence,
+        event_type: delivery.event.as_str().to_owned(),
+        url: delivery.url,
+        attempts: delivery.attempts,
+        last_error: delivery.last_error,
+        create_time: Some(timestamp(delivery.created_ms)),
+        last_attempt_time: delivery.last_attempt_ms.map(timestamp),
+        next_attempt_time: pending.then(|| timestamp(delivery.next_attempt_ms)),
+    }
+}
+
+/// A listing's page token: the last delivery's creation time and id.
+fn delivery_page_token(delivery: &DeliveryRecord) -> String {
+    format!("{}:{}", delivery.created_ms, delivery.webhook_id)
+}
+
+fn parse_delivery_page_token(token: &str) -> Result<Option<(i64, String)>, ApiError> {
+    if token.is_empty() {
+        return Ok(None);
+    }
+    token
+        .split_once(':')
+        .and_then(|(ms, id)| Some((ms.parse().ok()?, id.to_owned())))
+        .map(Some)
+        .ok_or_else(|| ApiError::field("page_token", "not a token this listing gave"))
 }
 
 fn store_error(error: StoreError) -> ApiError {
@@ -99,5 +161,67 @@ impl AdminService for AdminApi {
             return Err(ApiError::KeyNotFound(key_id).into());
         }
         Ok(Response::new(pb::RevokeKeyResponse {}))
+    }
+
+    async fn list_webhook_deliveries(
+        &self,
+        request: Request<pb::ListWebhookDeliveriesRequest>,
+    ) -> Result<Response<pb::ListWebhookDeliveriesResponse>, Status> {
+        let tenant = caller(&request).tenant;
+        let request = request.into_inner();
+        let limit = match request.page_size {
+            0 => DEFAULT_DELIVERY_PAGE,
+            size => usize::try_from(size).map_or(MAX_DELIVERY_PAGE, |s| s.min(MAX_DELIVERY_PAGE)),
+        };
+        let mut deliveries = self
+            .deliveries
+            .list_deliveries(DeliveryQuery {
+                tenant: Some(tenant),
+                run_id: (!request.run_id.is_empty()).then_some(request.run_id),
+                status: delivery_status_filter(request.status)?,
+                after: parse_delivery_page_token(&request.page_token)?,
+                // One more than the page: whether another page follows.
+                limit: limit + 1,
+            })
+            .await
+            .map_err(store_error)?;
+        let next_page_token = match deliveries.len() > limit {
+            true => {
+                deliveries.truncate(limit);
+                deliveries
+                    .last()
+                    .map(delivery_page_token)
+                    .unwrap_or_default()
+            }
+            false => String::new(),
+        };
+        Ok(Response::new(pb::ListWebhookDeliveriesResponse {
+            deliveries: deliveries.into_iter().map(delivery_to_proto).collect(),
+            next_page_token,
+        }))
+    }
+
+    async fn redeliver_webhook(
+        &self,
+        request: Request<pb::RedeliverWebhookRequest>,
+    ) -> Result<Response<pb::RedeliverWebhookResponse>, Status> {
+        let tenant = caller(&request).tenant;
+        let webhook_id = request.into_inner().webhook_id;
+        let outcome = self
+            .deliveries
+            .redeliver(&webhook_id, Tenancy::Only(&tenant), now_millis())
+            .await
+            .map_err(store_error)?;
+        match outcome {
+            RedeliverOutcome::Redelivered(delivery) => {
+                Ok(Response::new(pb::RedeliverWebhookResponse {
+                    delivery: Some(delivery_to_proto(delivery)),
+                }))
+            }
+            RedeliverOutcome::Unchanged(delivery) => {
+                Err(ApiError::NotRedeliverable(webhook_id, delivery.status.as_str()).into())
+            }
+            RedeliverOutcome::NotFound => Err(ApiError::DeliveryNotFound(webhook_id).into()),
+        }
     }
 }

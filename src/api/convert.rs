@@ -9,13 +9,13 @@ use super::limits::RequestLimits;
 use crate::domain::{
     self, AnswerInput, ApprovalDecision, AuthMethod, Event, EventKind, PendingCall, Principal,
     RunRecord, RunStatus, SelectionMode, SettledBy, SettledCall, SuspendKind, ToolDefinition,
-    ToolResultKind,
+    ToolResultKind, WebhookEvent,
 };
 use crate::proto::v1 as pb;
 use crate::runtime::tools::{ApprovalPolicy, ToolKind, schema_text};
 use crate::runtime::{
     AgentDefinition, AnswerAck, AnswerRequest, PendingEvent, PendingFilter, RejectReason,
-    StartRunRequest, Violation,
+    RunWebhook, StartRunRequest, Violation,
 };
 
 pub fn timestamp(ms: i64) -> Timestamp {
@@ -237,6 +237,7 @@ pub fn start_from_proto(
         .map(|ttl| duration_from_proto(ttl, "start.question_ttl"))
         .transpose()?;
     Ok(StartRunRequest {
+        webhooks: run_webhooks_from_proto(start.webhooks)?,
         tools: run_tools_from_proto(start.tools)?,
         agent_id: start.agent_id,
         prompt: start.prompt,
@@ -245,6 +246,44 @@ pub fn start_from_proto(
         request_id: start.request_id,
         principal,
     })
+}
+
+/// The most webhooks one start may ask for.
+const MAX_RUN_WEBHOOKS: usize = 16;
+
+/// Decodes the webhooks of `StartRun` (whether their URLs are allowed is the runtime's to say).
+fn run_webhooks_from_proto(
+    webhooks: Vec<pb::WebhookSubscription>,
+) -> Result<Vec<RunWebhook>, ApiError> {
+    if webhooks.len() > MAX_RUN_WEBHOOKS {
+        return Err(ApiError::field(
+            "start.webhooks",
+            format!("at most {MAX_RUN_WEBHOOKS} webhooks"),
+        ));
+    }
+    webhooks
+        .into_iter()
+        .enumerate()
+        .map(|(index, webhook)| {
+            let events = webhook
+                .events
+                .iter()
+                .enumerate()
+                .map(|(position, name)| {
+                    WebhookEvent::parse(name).ok_or_else(|| {
+                        ApiError::field(
+                            format!("start.webhooks[{index}].events[{position}]"),
+                            "unknown event type",
+                        )
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(RunWebhook {
+                url: webhook.url,
+                events,
+            })
+        })
+        .collect()
 }
 
 /// Decodes the client tools of `StartRun`.

@@ -32,6 +32,10 @@ pub enum ApiError {
     NoFirstFrame(std::time::Duration),
     #[error("no API key {0} (or it is revoked already)")]
     KeyNotFound(String),
+    #[error("no webhook delivery {0}")]
+    DeliveryNotFound(String),
+    #[error("webhook delivery {0} is {1}: only a delivered or dead one is redelivered")]
+    NotRedeliverable(String, &'static str),
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
 }
@@ -88,6 +92,14 @@ impl From<ApiError> for Status {
             ApiError::KeyNotFound(_) => {
                 with_reason(Code::NotFound, "KEY_NOT_FOUND", error.to_string())
             }
+            ApiError::DeliveryNotFound(_) => {
+                with_reason(Code::NotFound, "DELIVERY_NOT_FOUND", error.to_string())
+            }
+            ApiError::NotRedeliverable(..) => with_reason(
+                Code::FailedPrecondition,
+                "NOT_REDELIVERABLE",
+                error.to_string(),
+            ),
             ApiError::Runtime(error) => runtime_status(error),
         }
     }

@@ -103,6 +103,7 @@ fn start() -> impl Strategy<Value = pb::StartRun> {
                 question_ttl,
                 tools,
                 request_id,
+                webhooks: Vec::new(),
             },
         )
 }

@@ -2,9 +2,6 @@
 //! one object per line.
 
 use std::io::{Stdout, Write};
-use std::sync::LazyLock;
-
-use prost_reflect::{DescriptorPool, DynamicMessage};
 
 use super::CliError;
 use super::call::WaitingCall;
@@ -13,22 +10,11 @@ use crate::proto::v1 as pb;
 use crate::proto::v1::run_agent_response::Event;
 use crate::proto::v1::watch_pending_calls_response::Event as FeedEvent;
 
-/// The askuser.v1 descriptors (the well-known types included), which give the JSON mapping its
-/// field names and enum names.
-static DESCRIPTORS: LazyLock<Result<DescriptorPool, prost_reflect::DescriptorError>> =
-    LazyLock::new(|| DescriptorPool::decode(crate::proto::FILE_DESCRIPTOR_SET));
-
 /// The proto3 JSON mapping of a message, on one line.
 pub fn to_json<M: prost::Message + prost::Name>(message: &M) -> Result<String, CliError> {
-    let pool = DESCRIPTORS
-        .as_ref()
-        .map_err(|error| CliError::Usage(format!("the embedded descriptors: {error}")))?;
-    let descriptor = pool.get_message_by_name(&M::full_name()).ok_or_else(|| {
-        CliError::Usage(format!("no descriptor of {} is embedded", M::full_name()))
-    })?;
-    let dynamic = DynamicMessage::decode(descriptor, message.encode_to_vec().as_slice())
-        .map_err(|error| CliError::Usage(format!("re-reading {}: {error}", M::full_name())))?;
-    Ok(serde_json::to_string(&dynamic)?)
+    let value = crate::proto_json::to_json_value(message)
+        .map_err(|error| CliError::Usage(error.to_string()))?;
+    Ok(serde_json::to_string(&value)?)
 }
 
 /// Writes frames and items to stdout.

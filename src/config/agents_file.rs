@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::ConfigError;
+use crate::domain::{WebhookEvent, WebhookTarget};
 use crate::model::{
     DEFAULT_MAX_RETRIES, DEFAULT_REQUEST_TIMEOUT, Model, OpenAiModel, OpenAiSettings,
     ScriptedModel, ScriptedTurn,
@@ -17,6 +18,7 @@ use crate::runtime::tools::{
     ApprovalPolicy, ArgumentsSchema, HttpTool, HttpToolSettings, Tool, ToolKind, check_name,
 };
 use crate::runtime::{AgentDefinition, AskUserLimits};
+use crate::webhooks::secret_from_env;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -25,6 +27,56 @@ struct AgentsFile {
     tool: Vec<ToolEntry>,
     #[serde(default)]
     agent: Vec<AgentEntry>,
+    #[serde(default)]
+    webhook: Vec<WebhookEntry>,
+}
+
+/// A `[[webhook]]`: where the runs of some agents (every agent when none is listed) are told of
+/// their events.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WebhookEntry {
+    url: String,
+    /// Event types (`call.suspended`, ...); empty: every one.
+    #[serde(default)]
+    events: Vec<String>,
+    /// The environment variable holding the signing secret (never the secret).
+    secret_env: String,
+    #[serde(default)]
+    agents: Vec<String>,
+}
+
+impl WebhookEntry {
+    /// Checks the entry against the agents `known` and the environment; its target.
+    fn target(&self, known: &HashSet<String>) -> Result<WebhookTarget, String> {
+        let url: http::Uri = self.url.parse().map_err(|e| format!("url: {e}"))?;
+        if !matches!(url.scheme_str(), Some("http" | "https")) || url.host().is_none() {
+            return Err("url must be an http or https URL".into());
+        }
+        let events = self
+            .events
+            .iter()
+            .map(|name| {
+                WebhookEvent::parse(name).ok_or_else(|| {
+                    let known: Vec<&str> = WebhookEvent::ALL.iter().map(|e| e.as_str()).collect();
+                    format!("unknown event \"{name}\" (known: {})", known.join(", "))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        if let Some(unknown) = self.agents.iter().find(|agent| !known.contains(*agent)) {
+            return Err(format!("unknown agent \"{unknown}\""));
+        }
+        secret_from_env(&self.secret_env).map_err(|e| format!("secret_env: {e}"))?;
+        Ok(WebhookTarget {
+            url: self.url.clone(),
+            events,
+            secret_env: self.secret_env.clone(),
+        })
+    }
+
+    fn covers(&self, agent_id: &str) -> bool {
+        self.agents.is_empty() || self.agents.iter().any(|agent| agent == agent_id)
+    }
 }
 
 /// A `[[tool]]`: declared once, listed by name in each agent that may call it.
@@ -326,6 +378,23 @@ pub fn parse_agents(
         }
         tools.insert(name, Arc::new(tool));
     }
+    let known: HashSet<String> = file.agent.iter().map(|entry| entry.id.clone()).collect();
+    let webhooks = file
+        .webhook
+        .iter()
+        .enumerate()
+        .map(|(index, entry)| {
+            let target = entry
+                .target(&known)
+                .map_err(|message| ConfigError::Webhook {
+                    origin: origin.to_owned(),
+                    index: index + 1,
+                    url: entry.url.clone(),
+                    message,
+                })?;
+            Ok((entry, target))
+        })
+        .collect::<Result<Vec<_>, ConfigError>>()?;
     let mut seen = HashSet::new();
     file.agent
         .into_iter()
@@ -396,6 +465,11 @@ pub fn parse_agents(
                 }
                 ModelEntry::Openai(openai) => Arc::new(openai_model(openai).map_err(invalid)?),
             };
+            let agent_webhooks = webhooks
+                .iter()
+                .filter(|(webhook, _)| webhook.covers(&entry.id))
+                .map(|(_, target)| target.clone())
+                .collect();
             Ok(AgentDefinition {
                 name: entry.name.unwrap_or_else(|| entry.id.clone()),
                 id: entry.id,
@@ -406,6 +480,7 @@ pub fn parse_agents(
                 max_tokens_per_run: entry.max_tokens_per_run,
                 question_ttl,
                 model,
+                webhooks: agent_webhooks,
                 tenants: entry.tenants,
                 assignees: entry.assignees,
             })

@@ -14,9 +14,10 @@ use crate::auth::AuthArgs;
 use crate::cli::{AnswerArgs, CancelArgs, PendingArgs, RunsArgs, StartArgs, WatchArgs};
 use crate::keys_cli::KeysArgs;
 use crate::redact::redact_url;
-use crate::runtime::{AskUserLimits, RuntimeConfig};
+use crate::runtime::{AskUserLimits, RuntimeConfig, WebhookSettings};
 use crate::store::{PostgresSettings, Synchronous};
 use crate::tls::TlsFiles;
+use crate::webhooks::DelivererSettings;
 
 mod agents_file;
 
@@ -84,6 +85,14 @@ pub(crate) fn positive_duration(text: &str) -> Result<Duration, String> {
     match duration(text)? {
         value if value.is_zero() => Err("must be more than 0".into()),
         value => Ok(value),
+    }
+}
+
+/// A fraction of a time to live: more than 0, less than 1.
+fn ttl_fraction(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>().map_err(|e| e.to_string())? {
+        value if value > 0.0 && value < 1.0 => Ok(value),
+        _ => Err("must be more than 0 and less than 1".into()),
     }
 }
 
@@ -339,6 +348,37 @@ pub struct ServeArgs {
     /// How long to wait for a keepalive ping's acknowledgement before closing the connection.
     #[arg(long, env = "ASKUSER_HTTP2_KEEPALIVE_TIMEOUT", default_value = "10s", value_parser = positive_duration)]
     pub http2_keepalive_timeout: Duration,
+    /// The address people reach this server's web inbox at (e.g. https://askuser.example.com):
+    /// webhooks of waiting calls link to `<it>/runs/<run>#<call>`.
+    #[arg(long, env = "ASKUSER_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// URL patterns a run's own webhooks (`StartRun.webhooks`) must match, comma-separated: a
+    /// prefix, or a glob whose `*` matches anything. None: runs may not ask for webhooks.
+    #[arg(
+        long = "webhook-allow",
+        env = "ASKUSER_WEBHOOK_ALLOW",
+        value_delimiter = ',',
+        requires = "webhook_secret_env"
+    )]
+    pub webhook_allow: Vec<String>,
+    /// The environment variable holding the secret (`whsec_` and base64) that signs runs' own
+    /// webhooks.
+    #[arg(long, env = "ASKUSER_WEBHOOK_SECRET_ENV")]
+    pub webhook_secret_env: Option<String>,
+    /// Fractions of a call's time to live at which a `call.reminder` webhook tells of a call still
+    /// waiting, comma-separated.
+    #[arg(long, env = "ASKUSER_WEBHOOK_REMINDERS", value_delimiter = ',', default_value = "0.5,0.9", value_parser = ttl_fraction)]
+    pub webhook_reminders: Vec<f64>,
+    /// How long a webhook delivery is retried before it is given up (dead).
+    #[arg(long, env = "ASKUSER_WEBHOOK_MAX_AGE", default_value = "24h", value_parser = positive_duration)]
+    pub webhook_max_age: Duration,
+    /// The wait before a failed webhook delivery's first retry; each next one doubles (with
+    /// jitter), up to an hour.
+    #[arg(long, env = "ASKUSER_WEBHOOK_INITIAL_BACKOFF", default_value = "5s", value_parser = positive_duration)]
+    pub webhook_initial_backoff: Duration,
+    /// How long a webhook receiver may take to answer.
+    #[arg(long, env = "ASKUSER_WEBHOOK_TIMEOUT", default_value = "15s", value_parser = positive_duration)]
+    pub webhook_timeout: Duration,
     #[command(flatten)]
     pub auth: AuthArgs,
 }
@@ -451,6 +491,21 @@ impl ServeArgs {
             max_step_attempts: u32::try_from(self.max_step_attempts).unwrap_or(u32::MAX),
             max_running_steps: self.max_running_steps,
             max_model_requests: self.max_model_requests,
+            webhooks: WebhookSettings {
+                allow: self.webhook_allow.clone(),
+                secret_env: self.webhook_secret_env.clone(),
+                reminders: self.webhook_reminders.clone(),
+            },
+        }
+    }
+
+    /// Settings of the webhook deliverer.
+    pub fn deliverer_settings(&self) -> DelivererSettings {
+        DelivererSettings {
+            public_url: self.public_url.clone(),
+            max_age: self.webhook_max_age,
+            initial_backoff: self.webhook_initial_backoff,
+            timeout: self.webhook_timeout,
         }
     }
 }
@@ -480,6 +535,16 @@ pub enum ConfigError {
         agent: String,
         message: String,
     },
+    #[error("{origin}: webhook {index} ({url}): {message}")]
+    Webhook {
+        origin: String,
+        index: usize,
+        url: String,
+        message: String,
+    },
+    /// The flags' webhook secret is unusable.
+    #[error("--webhook-secret-env: {0}")]
+    WebhookSecret(String),
 }
 
 #[cfg(test)]

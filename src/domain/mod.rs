@@ -5,6 +5,7 @@
 mod ask_user;
 mod principal;
 mod run;
+mod webhook;
 
 pub use ask_user::{
     AnswerInput, ApprovalDecision, AskUserInput, AskUserOption, SelectionMode, SuspendPayload,
@@ -14,3 +15,4 @@ pub use run::{
     Event, EventKind, Message, ModelToolCall, PendingCall, RunRecord, RunStatus, SettledCall,
     SuspendKind, Suspension, ToolDefinition, ToolResultKind, Usage, now_millis,
 };
+pub use webhook::{NewDelivery, WebhookEvent, WebhookPlan, WebhookTarget};

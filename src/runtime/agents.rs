@@ -2,6 +2,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::tools::Tool;
+use crate::domain::WebhookTarget;
 use crate::model::Model;
 
 /// An agent this server runs.
@@ -24,6 +25,8 @@ pub struct AgentDefinition {
     /// Who may answer its questions and decide its approvals (users, and groups as `group:NAME`),
     /// unless a tool names its own approvers; empty: anyone allowed to answer.
     pub assignees: Vec<String>,
+    /// The agents file's webhook subscriptions that cover its runs.
+    pub webhooks: Vec<WebhookTarget>,
 }
 
 impl AgentDefinition {

@@ -16,6 +16,7 @@ mod pending_feed;
 mod retention;
 mod settle;
 pub mod tools;
+mod webhooks;
 mod writes;
 
 use std::collections::{BTreeMap, HashMap};
@@ -44,6 +45,7 @@ pub use ask_user::{AskUserLimits, Violation};
 pub use error::{RejectReason, RuntimeError, short_id};
 pub use hub::Batch;
 pub use pending_feed::{PendingEvent, PendingFilter, PendingStream};
+pub use webhooks::{RunWebhook, WebhookSettings};
 
 use ask_user::CANCELLED_RESULT;
 use executor::Executing;
@@ -74,6 +76,8 @@ pub struct RuntimeConfig {
     pub max_running_steps: usize,
     /// Requests in flight at once to one model endpoint.
     pub max_model_requests: usize,
+    /// Which webhooks runs may get.
+    pub webhooks: WebhookSettings,
 }
 
 /// A request to start a run.
@@ -89,6 +93,8 @@ pub struct StartRunRequest {
     pub request_id: String,
     /// Who starts the run: it belongs to their tenant.
     pub principal: Principal,
+    /// Webhook subscriptions for this run only.
+    pub webhooks: Vec<RunWebhook>,
 }
 
 /// An answer to a pending question.
@@ -328,6 +334,11 @@ impl Runtime {
             .filter(|agent| agent.serves(&request.principal.tenant))
             .ok_or_else(|| RuntimeError::AgentNotFound(request.agent_id.clone()))?;
         check_run_tools(agent, &request.tools)?;
+        let webhooks = self
+            .inner
+            .config
+            .webhooks
+            .plan(&agent.webhooks, request.webhooks)?;
         let ttl = request
             .question_ttl
             .or(agent.question_ttl)
@@ -345,6 +356,7 @@ impl Runtime {
                 question_ttl_ms: ttl.map(millis),
                 run_tools: request.tools,
                 request_id: (!request.request_id.is_empty()).then_some(request.request_id),
+                webhooks,
             },
         )
         .await?;

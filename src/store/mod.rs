@@ -3,12 +3,14 @@
 //! Every state change is one transaction that also appends its events, so the event log and the
 //! state never disagree, and answers are settled with a compare-and-set on the pending tool call.
 
+mod deliveries;
 mod keys;
 mod postgres;
 mod postgres_connect;
 mod postgres_tls;
 mod records;
 mod sqlite;
+mod webhook_records;
 
 use std::collections::BTreeMap;
 
@@ -16,9 +18,13 @@ use async_trait::async_trait;
 
 use crate::domain::{
     AnswerInput, ApprovalDecision, Event, EventKind, Message, PendingCall, RunRecord, RunStatus,
-    SettledBy, Suspension, ToolDefinition, ToolResultKind, Usage, now_millis,
+    SettledBy, Suspension, ToolDefinition, ToolResultKind, Usage, WebhookPlan, now_millis,
 };
 
+pub use deliveries::{
+    AttemptOutcome, DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryStore, DueDelivery,
+    RedeliverOutcome, RunSummary,
+};
 pub use keys::{ApiKeyRecord, KeyStore, NewApiKey};
 pub use postgres::PostgresStore;
 pub use postgres_connect::PostgresSettings;
@@ -103,6 +109,8 @@ pub struct NewRun {
     pub run_tools: Vec<ToolDefinition>,
     /// The start's idempotency key: a run created with it before is returned instead.
     pub request_id: Option<String>,
+    /// Its webhook subscriptions; `None`: none.
+    pub webhooks: Option<WebhookPlan>,
 }
 
 /// Outcome of [`RunStore::create_run`].
@@ -463,7 +471,7 @@ pub struct RunQuery {
 
 /// Durable storage of runs.
 #[async_trait]
-pub trait RunStore: KeyStore + Send + Sync + 'static {
+pub trait RunStore: KeyStore + DeliveryStore + Send + Sync + 'static {
     /// Creates a running run (leased to `lease.owner` when given) and its `run_started` event
     /// (sequence 1), unless a run was created with the same request id before.
     async fn create_run(&self, run: NewRun, lease: Option<Lease<'_>>)

@@ -168,12 +168,12 @@ impl RunRow {
 }
 
 /// Inserts a new, running run: its id, agent, prompt, metadata, question TTL, time (created and
-/// updated), run tools, lease owner, lease expiry, request id and tenant, in that order.
+/// updated), run tools, lease owner, lease expiry, request id, tenant and webhooks, in that order.
 pub(super) static INSERT_RUN: LazyLock<String> = LazyLock::new(|| {
     format!(
         "INSERT INTO runs ({RUN_COLUMNS}, lease_owner, lease_expires_ms, request_id, tenant, \
-         step_starts) VALUES ($1, $2, 'running', $3, $4, '', '', 1, 0, $5, $6, $6, $7, $8, $9, \
-         $10, $11, CASE WHEN CAST($8 AS TEXT) IS NULL THEN 0 ELSE 1 END)"
+         step_starts, webhooks) VALUES ($1, $2, 'running', $3, $4, '', '', 1, 0, $5, $6, $6, $7, \
+         $8, $9, $10, $11, CASE WHEN CAST($8 AS TEXT) IS NULL THEN 0 ELSE 1 END, $12)"
     )
 });
 
@@ -654,7 +654,13 @@ pub(super) const PRUNABLE_RUNS_QUERY: &str = "SELECT run_id FROM runs \
      WHERE status IN ('completed', 'failed', 'cancelled') AND updated_ms < $1 LIMIT $2";
 
 /// The tables a pruned run is deleted from, the runs last, after what refers to them.
-pub(super) const PRUNED_TABLES: [&str; 4] = ["events", "tool_calls", "turns", "runs"];
+pub(super) const PRUNED_TABLES: [&str; 5] = [
+    "webhook_deliveries",
+    "events",
+    "tool_calls",
+    "turns",
+    "runs",
+];
 
 /// Runs still running or suspended that were created before `$1`, oldest first, at most `$2`.
 pub(super) const UNFINISHED_BEFORE_QUERY: &str = "SELECT run_id FROM runs \
@@ -776,6 +782,8 @@ pub(super) struct RunHead {
     pub last_sequence: u64,
     pub turns: u32,
     pub lease_owner: Option<String>,
+    /// Its webhook plan (`runs.webhooks`), which decides the deliveries its events make.
+    pub webhooks: Option<String>,
 }
 
 impl RunHead {

@@ -32,6 +32,7 @@ use tokio_postgres::{Row, Statement};
 use tracing::warn;
 
 mod commit_feed;
+mod deliveries;
 mod keys;
 
 use super::postgres_connect::{Connection, PostgresSettings, connection, pool};
@@ -46,6 +47,7 @@ use super::records::{
     from_json, kind_name, parse_status, run_tools_column, settled_by_column, to_json, unsigned,
     usage_columns, usage_from_columns,
 };
+use super::webhook_records::{DeliveryInsert, deliveries_of, webhooks_column};
 use super::{
     CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, Committed, CreateOutcome, Created,
     Decide, EventPage, ExecutedResult, Lease, NewRun, RunEnd, RunPendingCall, RunQuery, RunStore,
@@ -81,6 +83,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (
         6,
         include_str!("../../../migrations/postgres/0006_tenants.sql"),
+    ),
+    (
+        7,
+        include_str!("../../../migrations/postgres/0007_webhooks.sql"),
     ),
 ];
 
@@ -372,13 +378,22 @@ async fn rows_of_run(
 
 /// Locks run `$1`'s row if it belongs to tenant `$2` (any tenant's when NULL); what decides
 /// whether a change may happen.
-const LOCK_RUN: &str = "SELECT status, last_sequence, turns, lease_owner FROM runs \
+const LOCK_RUN: &str = "SELECT status, last_sequence, turns, lease_owner, webhooks FROM runs \
      WHERE run_id = $1 AND (CAST($2 AS TEXT) IS NULL OR tenant = $2) FOR UPDATE";
 
 /// Inserts a run's events of one time, their sequences and JSON bodies as two arrays.
 const INSERT_EVENTS: &str = "INSERT INTO events (run_id, sequence, time_ms, body) \
      SELECT $1::TEXT, sequence, $2::BIGINT, body FROM UNNEST($3::BIGINT[], $4::TEXT[]) \
      AS event (sequence, body)";
+
+/// Inserts webhook deliveries ([`DeliveryInsert`]) of one time (`$1`) as arrays, one per column.
+const INSERT_DELIVERIES: &str = "INSERT INTO webhook_deliveries (webhook_id, run_id, sequence, \
+     event_type, url, secret_env, tool_call_id, reminder_permille, status, created_ms, \
+     pending_since_ms, next_attempt_ms) SELECT webhook_id, run_id, sequence, event_type, url, \
+     secret_env, tool_call_id, reminder_permille, 'pending', $1::BIGINT, $1::BIGINT, due_ms \
+     FROM UNNEST($2::TEXT[], $3::TEXT[], $4::BIGINT[], $5::TEXT[], $6::TEXT[], $7::TEXT[], \
+     $8::TEXT[], $9::BIGINT[], $10::BIGINT[]) AS delivery (webhook_id, run_id, sequence, \
+     event_type, url, secret_env, tool_call_id, reminder_permille, due_ms)";
 
 /// Takes or renews the lease of a running run unless another owner holds an unexpired one.
 /// Expiry is judged by the database's clock.
@@ -478,6 +493,7 @@ async fn lock_run(
                 last_sequence: unsigned(row.get(1)),
                 turns: u32::try_from(row.get::<_, i64>(2)).unwrap_or(u32::MAX),
                 lease_owner: row.get(3),
+                webhooks: row.get(4),
             })
         })
         .transpose()
@@ -523,10 +539,13 @@ fn new_events(run_id: &str, last_sequence: u64, kinds: Vec<EventKind>, time_ms: 
         .collect()
 }
 
-/// Inserts events of one run and time ([`new_events`]) with one statement ([`INSERT_EVENTS`]).
+/// Inserts events of one run and time ([`new_events`]) with one statement ([`INSERT_EVENTS`]),
+/// and the webhook deliveries they make for a run whose plan is `webhooks` (`runs.webhooks`) with
+/// another ([`INSERT_DELIVERIES`]): both are sent at once, in the flight of the transaction.
 async fn insert_events(
     client: &impl GenericClient,
-    statement: &Statement,
+    [events_insert, deliveries_insert]: [&Statement; 2],
+    webhooks: Option<&str>,
     events: &[Event],
 ) -> StoreResult<()> {
     let Some(first) = events.first() else {
@@ -537,12 +556,45 @@ async fn insert_events(
         .iter()
         .map(|e| to_json(&e.kind))
         .collect::<StoreResult<Vec<_>>>()?;
-    exec(
-        client,
-        statement,
-        &[&first.run_id, &first.time_ms, &sequences, &bodies],
-    )
-    .await?;
+    let deliveries = deliveries_of(webhooks, events)?;
+    let rows: Vec<DeliveryInsert<'_>> = deliveries.iter().map(DeliveryInsert::new).collect();
+    let column = |value: fn(&DeliveryInsert<'_>) -> Option<String>| -> Vec<Option<String>> {
+        rows.iter().map(value).collect()
+    };
+    let number = |value: fn(&DeliveryInsert<'_>) -> Option<i64>| -> Vec<Option<i64>> {
+        rows.iter().map(value).collect()
+    };
+    let event_params: [&(dyn ToSql + Sync); 4] =
+        [&first.run_id, &first.time_ms, &sequences, &bodies];
+    let columns = (
+        column(|d| Some(d.webhook_id.to_owned())),
+        column(|d| Some(d.run_id.to_owned())),
+        number(|d| Some(d.sequence)),
+        column(|d| Some(d.event_type.to_owned())),
+        column(|d| Some(d.url.to_owned())),
+        column(|d| Some(d.secret_env.to_owned())),
+        column(|d| d.tool_call_id.map(str::to_owned)),
+        number(|d| d.reminder_permille),
+        number(|d| Some(d.due_ms)),
+    );
+    let delivery_params: [&(dyn ToSql + Sync); 10] = [
+        &first.time_ms,
+        &columns.0,
+        &columns.1,
+        &columns.2,
+        &columns.3,
+        &columns.4,
+        &columns.5,
+        &columns.6,
+        &columns.7,
+        &columns.8,
+    ];
+    try_join!(exec(client, events_insert, &event_params), async {
+        match rows.is_empty() {
+            true => Ok(0),
+            false => exec(client, deliveries_insert, &delivery_params).await,
+        }
+    },)?;
     Ok(())
 }
 
@@ -749,11 +801,18 @@ impl RunStore for PostgresStore {
         let tx = TxClient::get(&self.pool, BEGIN).await?;
         let client = tx.client()?;
         let now = self.now_ms();
-        let [insert_run, events_insert, notice, existing] = prepare(
+        let [
+            insert_run,
+            events_insert,
+            deliveries_insert,
+            notice,
+            existing,
+        ] = prepare(
             client,
             [
                 INSERT_RUN.as_str(),
                 INSERT_EVENTS,
+                INSERT_DELIVERIES,
                 NOTIFY,
                 RUN_OF_REQUEST_QUERY,
             ],
@@ -761,6 +820,7 @@ impl RunStore for PostgresStore {
         .await?;
         let metadata = to_json(&run.metadata)?;
         let run_tools = run_tools_column(&run)?;
+        let webhooks = webhooks_column(run.webhooks.as_ref())?;
         let started = EventKind::RunStarted {
             agent_id: run.agent_id.clone(),
             prompt: run.prompt.clone(),
@@ -783,6 +843,7 @@ impl RunStore for PostgresStore {
                     &lease.map(|lease| lease.until_ms),
                     &run.request_id,
                     &run.tenant,
+                    &webhooks,
                 ],
             )
             .await
@@ -820,7 +881,12 @@ impl RunStore for PostgresStore {
                 Err(error) => return Err(error),
             }
             try_join!(
-                insert_events(client, &events_insert, &events),
+                insert_events(
+                    client,
+                    [&events_insert, &deliveries_insert],
+                    webhooks.as_deref(),
+                    &events,
+                ),
                 self.notify(client, &notice, &run.run_id, 1, RunStatus::Running),
                 tx.commit(),
             )?;
@@ -828,7 +894,12 @@ impl RunStore for PostgresStore {
             try_join!(
                 tx.begin(),
                 insert,
-                insert_events(client, &events_insert, &events),
+                insert_events(
+                    client,
+                    [&events_insert, &deliveries_insert],
+                    webhooks.as_deref(),
+                    &events,
+                ),
                 self.notify(client, &notice, &run.run_id, 1, RunStatus::Running),
                 tx.commit(),
             )?;
@@ -970,6 +1041,7 @@ impl RunStore for PostgresStore {
             lock,
             turn_insert,
             events_insert,
+            deliveries_insert,
             call_insert,
             run_update,
             notice,
@@ -979,6 +1051,7 @@ impl RunStore for PostgresStore {
                 LOCK_RUN,
                 "INSERT INTO turns (run_id, turn, text) VALUES ($1, $2, $3)",
                 INSERT_EVENTS,
+                INSERT_DELIVERIES,
                 INSERT_CALLS,
                 "UPDATE runs SET status = $2, turns = $3, last_sequence = $4, output_text = $5, \
                  error_message = $6, updated_ms = $7, step_attempt = 0, step_starts = 0, \
@@ -1026,7 +1099,12 @@ impl RunStore for PostgresStore {
                     None => Ok(0),
                 }
             },
-            insert_events(client, &events_insert, &events),
+            insert_events(
+                client,
+                [&events_insert, &deliveries_insert],
+                head.webhooks.as_deref(),
+                &events,
+            ),
             insert_calls(client, &call_insert, run_id, turn, &calls),
             async {
                 exec(
@@ -1063,11 +1141,12 @@ impl RunStore for PostgresStore {
         let tx = TxClient::get(&self.pool, BEGIN).await?;
         let client = tx.client()?;
         let now = self.now_ms();
-        let [lock, events_insert, run_update, notice] = prepare(
+        let [lock, events_insert, deliveries_insert, run_update, notice] = prepare(
             client,
             [
                 LOCK_RUN,
                 INSERT_EVENTS,
+                INSERT_DELIVERIES,
                 "UPDATE runs SET last_sequence = $2, step_attempt = $3, updated_ms = $4 \
                  WHERE run_id = $1",
                 NOTIFY,
@@ -1081,7 +1160,12 @@ impl RunStore for PostgresStore {
         let events = new_events(run_id, head.last_sequence, events, now);
         let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
         try_join!(
-            insert_events(client, &events_insert, &events),
+            insert_events(
+                client,
+                [&events_insert, &deliveries_insert],
+                head.webhooks.as_deref(),
+                &events,
+            ),
             async {
                 exec(
                     client,
@@ -1127,13 +1211,23 @@ impl RunStore for PostgresStore {
         let tx = TxClient::get(&self.pool, BEGIN).await?;
         let client = tx.client()?;
         let now = self.now_ms();
-        let [lock, call_query, count, events_insert, call_update, run_update, notice] = prepare(
+        let [
+            lock,
+            call_query,
+            count,
+            events_insert,
+            deliveries_insert,
+            call_update,
+            run_update,
+            notice,
+        ] = prepare(
             client,
             [
                 LOCK_RUN,
                 TOOL_CALL_QUERY,
                 CALL_COUNTS_QUERY,
                 INSERT_EVENTS,
+                INSERT_DELIVERIES,
                 UPDATE_CALL,
                 "UPDATE runs SET status = $2, last_sequence = $3, updated_ms = $4 WHERE run_id = $1",
                 NOTIFY,
@@ -1180,7 +1274,12 @@ impl RunStore for PostgresStore {
             _ => None,
         };
         let (_, changed, _, step, _, ()) = try_join!(
-            insert_events(client, &events_insert, &events),
+            insert_events(
+                client,
+                [&events_insert, &deliveries_insert],
+                head.webhooks.as_deref(),
+                &events,
+            ),
             async {
                 exec(
                     client,
@@ -1249,11 +1348,20 @@ impl RunStore for PostgresStore {
         let tx = TxClient::get(&self.pool, BEGIN).await?;
         let client = tx.client()?;
         let now = self.now_ms();
-        let [lock, events_insert, call_update, count, run_update, notice] = prepare(
+        let [
+            lock,
+            events_insert,
+            deliveries_insert,
+            call_update,
+            count,
+            run_update,
+            notice,
+        ] = prepare(
             client,
             [
                 LOCK_RUN,
                 INSERT_EVENTS,
+                INSERT_DELIVERIES,
                 EXECUTED_UPDATE,
                 CALL_COUNTS_QUERY,
                 "UPDATE runs SET status = $2, last_sequence = $3, updated_ms = $4, step_starts = 0, \
@@ -1306,7 +1414,12 @@ impl RunStore for PostgresStore {
             }
         });
         try_join!(
-            insert_events(client, &events_insert, &events),
+            insert_events(
+                client,
+                [&events_insert, &deliveries_insert],
+                head.webhooks.as_deref(),
+                &events,
+            ),
             futures::future::try_join_all(updates),
             async {
                 exec(
@@ -1396,6 +1509,7 @@ impl RunStore for PostgresStore {
             lock,
             pending_query,
             events_insert,
+            deliveries_insert,
             calls_update,
             run_update,
             notice,
@@ -1405,6 +1519,7 @@ impl RunStore for PostgresStore {
                 LOCK_RUN,
                 UNSETTLED_QUERY,
                 INSERT_EVENTS,
+                INSERT_DELIVERIES,
                 // Each pending call with the sequence of its result, as two arrays.
                 "UPDATE tool_calls SET status = 'cancelled', result_content = $2, \
                  result_kind = $3, result_sequence = settled.sequence, settled_by = $6, \
@@ -1446,7 +1561,12 @@ impl RunStore for PostgresStore {
             .map(|e| e.sequence as i64)
             .collect();
         try_join!(
-            insert_events(client, &events_insert, &events),
+            insert_events(
+                client,
+                [&events_insert, &deliveries_insert],
+                head.webhooks.as_deref(),
+                &events,
+            ),
             async {
                 exec(
                     client,

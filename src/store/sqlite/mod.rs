@@ -12,6 +12,7 @@ pub use keys::SqliteKeyFile;
 use readers::Readers;
 
 mod checkpoint;
+mod deliveries;
 mod group_commit;
 mod keys;
 mod readers;
@@ -27,6 +28,7 @@ use super::records::{
     from_json, kind_name, parse_status, run_tools_column, settled_by_column, to_json,
     usage_columns, usage_from_columns,
 };
+use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of, webhooks_column};
 use super::{
     CallStatus, CancelOutcome, ClaimOutcome, Committed, CreateOutcome, Created, Decide, EventPage,
     ExecutedResult, ExecutingCall, Lease, NewRun, RunEnd, RunPendingCall, RunQuery, RunStore,
@@ -57,6 +59,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0004_step_starts.sql"),
     include_str!("../../../migrations/postgres/0005_keys.sql"),
     include_str!("../../../migrations/postgres/0006_tenants.sql"),
+    include_str!("../../../migrations/postgres/0007_webhooks.sql"),
 ];
 
 /// Version 2: the tokens each run has used so far. (Version 3 is PostgreSQL's own file: its SQL is
@@ -167,6 +170,11 @@ impl SqliteStore {
         // Leases of a previous process are void: nobody else can use this file.
         conn.execute(
             "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL WHERE lease_owner IS NOT NULL",
+            [],
+        )?;
+        conn.execute(
+            "UPDATE webhook_deliveries SET lease_owner = NULL, lease_expires_ms = NULL \
+             WHERE lease_owner IS NOT NULL",
             [],
         )?;
         let checkpointer = Checkpointer::start(connect(path)?)?;
@@ -314,7 +322,7 @@ fn load_executing(conn: &Connection, run_id: &str) -> StoreResult<Vec<ExecutingC
 fn run_head(conn: &Connection, run_id: &str) -> StoreResult<Option<RunHead>> {
     let row = conn
         .prepare_cached(
-            "SELECT status, last_sequence, turns, lease_owner FROM runs WHERE run_id = ?1",
+            "SELECT status, last_sequence, turns, lease_owner, webhooks FROM runs WHERE run_id = ?1",
         )?
         .query_row([run_id], |row| {
             Ok((
@@ -322,23 +330,27 @@ fn run_head(conn: &Connection, run_id: &str) -> StoreResult<Option<RunHead>> {
                 row.get::<_, i64>(1)?,
                 row.get::<_, i64>(2)?,
                 row.get::<_, Option<String>>(3)?,
+                row.get::<_, Option<String>>(4)?,
             ))
         })
         .optional()?;
-    row.map(|(status, last, turns, lease_owner)| {
+    row.map(|(status, last, turns, lease_owner, webhooks)| {
         Ok(RunHead {
             status: parse_status(&status)?,
             last_sequence: u64::try_from(last).unwrap_or(0),
             turns: u32::try_from(turns).unwrap_or(u32::MAX),
             lease_owner,
+            webhooks,
         })
     })
     .transpose()
 }
 
-/// Appends events after `last_sequence`; returns them with their sequences.
+/// Appends events after `last_sequence`, with the webhook deliveries they make for a run whose
+/// plan is `webhooks` (`runs.webhooks`); returns them with their sequences.
 fn append_events(
     conn: &Connection,
+    webhooks: Option<&str>,
     run_id: &str,
     last_sequence: u64,
     kinds: Vec<EventKind>,
@@ -357,6 +369,22 @@ fn append_events(
             time_ms,
             kind,
         });
+    }
+    let mut insert = conn.prepare_cached(INSERT_DELIVERY)?;
+    for delivery in deliveries_of(webhooks, &events)? {
+        let d = DeliveryInsert::new(&delivery);
+        insert.execute(params![
+            d.webhook_id,
+            d.run_id,
+            d.sequence,
+            d.event_type,
+            d.url,
+            d.secret_env,
+            d.tool_call_id,
+            d.reminder_permille,
+            time_ms,
+            d.due_ms
+        ])?;
     }
     Ok(events)
 }
@@ -501,6 +529,7 @@ impl RunStore for SqliteStore {
                     }
                 }
                 let now = now_millis();
+                let webhooks = webhooks_column(run.webhooks.as_ref())?;
                 conn.prepare_cached(&INSERT_RUN)?.execute(params![
                     run.run_id,
                     run.agent_id,
@@ -512,14 +541,22 @@ impl RunStore for SqliteStore {
                     owner,
                     lease_until_ms,
                     run.request_id,
-                    run.tenant
+                    run.tenant,
+                    webhooks
                 ])?;
                 let started = EventKind::RunStarted {
                     agent_id: run.agent_id.clone(),
                     prompt: run.prompt.clone(),
                     metadata: run.metadata.clone(),
                 };
-                let events = append_events(conn, &run.run_id, 0, vec![started], now)?;
+                let events = append_events(
+                    conn,
+                    webhooks.as_deref(),
+                    &run.run_id,
+                    0,
+                    vec![started],
+                    now,
+                )?;
                 Ok(CreateOutcome::Created(Box::new(Created {
                     committed: Committed {
                         events,
@@ -613,7 +650,7 @@ impl RunStore for SqliteStore {
                     .execute(params![run_id, i64::from(turns), text])?;
                 turns += 1;
             }
-            let events = append_events(conn, &run_id, head.last_sequence, commit.events, now)?;
+            let events = append_events(conn, head.webhooks.as_deref(), &run_id, head.last_sequence, commit.events, now)?;
             let rows = commit
                 .tool_calls
                 .iter()
@@ -698,7 +735,7 @@ impl RunStore for SqliteStore {
             if !head.admits_step(owner.as_str(), expected_turns) {
                 return Ok(TurnOutcome::Stale);
             }
-            let events = append_events(conn, &run_id, head.last_sequence, events, now)?;
+            let events = append_events(conn, head.webhooks.as_deref(), &run_id, head.last_sequence, events, now)?;
             let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
             conn.prepare_cached(
                 "UPDATE runs SET last_sequence = ?2, step_attempt = ?3, updated_ms = ?4 WHERE run_id = ?1",
@@ -763,6 +800,7 @@ impl RunStore for SqliteStore {
             let update = CallUpdate::new(&call, change, first_sequence, now)?;
             let events = append_events(
                 conn,
+                head.webhooks.as_deref(),
                 &run_id,
                 head.last_sequence,
                 update.event.clone().into_iter().collect(),
@@ -836,7 +874,7 @@ impl RunStore for SqliteStore {
                     return Ok(TurnOutcome::Stale);
                 }
                 let kinds = executed_events(&results);
-                let events = append_events(conn, &run_id, head.last_sequence, kinds, now)?;
+                let events = append_events(conn, head.webhooks.as_deref(), &run_id, head.last_sequence, kinds, now)?;
                 {
                     let mut update = conn.prepare_cached(EXECUTED_UPDATE)?;
                     for (result, event) in results.iter().zip(&events) {
@@ -983,7 +1021,7 @@ impl RunStore for SqliteStore {
                 .query_map([&run_id], |row| row.get(0))?
                 .collect::<Result<_, _>>()?;
             let kinds = cancel_events(&pending, &call_content, &reason, &cancelled_by);
-            let events = append_events(conn, &run_id, head.last_sequence, kinds, now)?;
+            let events = append_events(conn, head.webhooks.as_deref(), &run_id, head.last_sequence, kinds, now)?;
             {
                 let mut settle = conn.prepare_cached(
                     "UPDATE tool_calls SET status = 'cancelled', result_content = ?3, result_kind = ?4, \

@@ -1,0 +1,155 @@
+//! The webhook outbox on PostgreSQL: the same table and SQL as SQLite's (`webhook_records`), with
+//! claims that skip rows another replica is claiming (`FOR UPDATE SKIP LOCKED`).
+
+use std::sync::LazyLock;
+
+use async_trait::async_trait;
+use futures::future::try_join_all;
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use super::PostgresStore;
+use crate::store::deliveries::{
+    AttemptOutcome, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery, RedeliverOutcome,
+};
+use crate::store::webhook_records::{
+    DELIVERY_COLUMN_COUNT, DELIVERY_IN_TENANT_QUERY, DUE_DELIVERY_QUERY, DeliveryRow, DueRow,
+    FINISH_DELIVERY, LIST_DELIVERIES_QUERY, REDELIVER, claim_deliveries_sql, finish_values,
+};
+use crate::store::{StoreResult, Tenancy};
+
+/// Two replicas claiming at once choose different rows: each skips the rows the other locked.
+static CLAIM_DELIVERIES: LazyLock<String> =
+    LazyLock::new(|| claim_deliveries_sql("FOR UPDATE SKIP LOCKED"));
+
+fn delivery_row(row: &Row) -> DeliveryRow {
+    DeliveryRow {
+        webhook_id: row.get(0),
+        run_id: row.get(1),
+        sequence: row.get(2),
+        event_type: row.get(3),
+        url: row.get(4),
+        secret_env: row.get(5),
+        tool_call_id: row.get(6),
+        reminder_permille: row.get(7),
+        status: row.get(8),
+        attempts: row.get(9),
+        created_ms: row.get(10),
+        pending_since_ms: row.get(11),
+        next_attempt_ms: row.get(12),
+        last_attempt_ms: row.get(13),
+        last_error: row.get(14),
+    }
+}
+
+fn due_row(row: &Row) -> DueRow {
+    let first = DELIVERY_COLUMN_COUNT;
+    DueRow {
+        delivery: delivery_row(row),
+        event_time_ms: row.get(first),
+        event_body: row.get(first + 1),
+        agent_id: row.get(first + 2),
+        run_status: row.get(first + 3),
+        tenant: row.get(first + 4),
+        metadata: row.get(first + 5),
+        call_status: row.get(first + 6),
+    }
+}
+
+#[async_trait]
+impl DeliveryStore for PostgresStore {
+    async fn claim_deliveries(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<DueDelivery>> {
+        let client = self.pool.get().await?;
+        let claim = client.prepare_cached(&CLAIM_DELIVERIES).await?;
+        let read = client.prepare_cached(&DUE_DELIVERY_QUERY).await?;
+        let claimed = client
+            .query(&claim, &[&owner, &lease_until_ms, &now_ms, &(limit as i64)])
+            .await?;
+        let ids: Vec<String> = claimed.iter().map(|row| row.get(0)).collect();
+        let params: Vec<[&(dyn ToSql + Sync); 1]> = ids.iter().map(|id| [id as _]).collect();
+        let rows =
+            try_join_all(params.iter().map(|params| client.query_one(&read, params))).await?;
+        rows.iter().map(|row| due_row(row).into_due()).collect()
+    }
+
+    async fn finish_delivery(
+        &self,
+        webhook_id: &str,
+        owner: &str,
+        now_ms: i64,
+        outcome: AttemptOutcome,
+    ) -> StoreResult<bool> {
+        let client = self.pool.get().await?;
+        let statement = client.prepare_cached(FINISH_DELIVERY).await?;
+        let (status, attempts, next_ms, attempt_ms, error) = finish_values(outcome, now_ms);
+        let changed = client
+            .execute(
+                &statement,
+                &[
+                    &status,
+                    &attempts,
+                    &next_ms,
+                    &attempt_ms,
+                    &error,
+                    &webhook_id,
+                    &owner,
+                ],
+            )
+            .await?;
+        Ok(changed == 1)
+    }
+
+    async fn list_deliveries(&self, query: DeliveryQuery) -> StoreResult<Vec<DeliveryRecord>> {
+        let client = self.pool.get().await?;
+        let statement = client.prepare_cached(&LIST_DELIVERIES_QUERY).await?;
+        let (after_ms, after_id) = query.after.unwrap_or((i64::MIN, String::new()));
+        let rows = client
+            .query(
+                &statement,
+                &[
+                    &query.tenant,
+                    &query.run_id,
+                    &query.status.map(|status| status.as_str()),
+                    &after_ms,
+                    &after_id,
+                    &(query.limit as i64),
+                ],
+            )
+            .await?;
+        rows.iter()
+            .map(|row| delivery_row(row).into_record())
+            .collect()
+    }
+
+    async fn redeliver(
+        &self,
+        webhook_id: &str,
+        tenancy: Tenancy<'_>,
+        now_ms: i64,
+    ) -> StoreResult<RedeliverOutcome> {
+        let client = self.pool.get().await?;
+        let redeliver = client.prepare_cached(REDELIVER).await?;
+        let read = client.prepare_cached(&DELIVERY_IN_TENANT_QUERY).await?;
+        let tenant = tenancy.param();
+        let changed = client
+            .execute(&redeliver, &[&now_ms, &webhook_id, &tenant])
+            .await?;
+        let row = client.query_opt(&read, &[&webhook_id, &tenant]).await?;
+        Ok(match row {
+            None => RedeliverOutcome::NotFound,
+            Some(row) => {
+                let delivery = delivery_row(&row).into_record()?;
+                match changed {
+                    1 => RedeliverOutcome::Redelivered(delivery),
+                    _ => RedeliverOutcome::Unchanged(delivery),
+                }
+            }
+        })
+    }
+}

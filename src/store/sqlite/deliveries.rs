@@ -1,0 +1,155 @@
+//! The webhook outbox on SQLite: one process uses the file, so a claim needs no row locks.
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::SqliteStore;
+use crate::store::deliveries::{
+    AttemptOutcome, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery, RedeliverOutcome,
+};
+use crate::store::webhook_records::{
+    DELIVERY_COLUMN_COUNT, DELIVERY_IN_TENANT_QUERY, DUE_DELIVERY_QUERY, DeliveryRow, DueRow,
+    FINISH_DELIVERY, LIST_DELIVERIES_QUERY, REDELIVER, claim_deliveries_sql, finish_values,
+};
+use crate::store::{StoreResult, Tenancy};
+
+fn delivery_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryRow> {
+    Ok(DeliveryRow {
+        webhook_id: row.get(0)?,
+        run_id: row.get(1)?,
+        sequence: row.get(2)?,
+        event_type: row.get(3)?,
+        url: row.get(4)?,
+        secret_env: row.get(5)?,
+        tool_call_id: row.get(6)?,
+        reminder_permille: row.get(7)?,
+        status: row.get(8)?,
+        attempts: row.get(9)?,
+        created_ms: row.get(10)?,
+        pending_since_ms: row.get(11)?,
+        next_attempt_ms: row.get(12)?,
+        last_attempt_ms: row.get(13)?,
+        last_error: row.get(14)?,
+    })
+}
+
+fn delivery_in_tenant(
+    conn: &Connection,
+    webhook_id: &str,
+    tenant: Option<&str>,
+) -> StoreResult<Option<DeliveryRecord>> {
+    conn.prepare_cached(&DELIVERY_IN_TENANT_QUERY)?
+        .query_row(params![webhook_id, tenant], delivery_row)
+        .optional()?
+        .map(DeliveryRow::into_record)
+        .transpose()
+}
+
+#[async_trait]
+impl DeliveryStore for SqliteStore {
+    async fn claim_deliveries(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: usize,
+    ) -> StoreResult<Vec<DueDelivery>> {
+        let owner = owner.to_owned();
+        self.db
+            .run(move |conn| {
+                let claimed: Vec<String> = conn
+                    .prepare_cached(&claim_deliveries_sql(""))?
+                    .query_map(
+                        params![owner, lease_until_ms, now_ms, limit as i64],
+                        |row| row.get(0),
+                    )?
+                    .collect::<Result<_, _>>()?;
+                let mut read = conn.prepare_cached(&DUE_DELIVERY_QUERY)?;
+                claimed
+                    .iter()
+                    .map(|webhook_id| {
+                        let first = DELIVERY_COLUMN_COUNT;
+                        read.query_row([webhook_id], |row| {
+                            Ok(DueRow {
+                                delivery: delivery_row(row)?,
+                                event_time_ms: row.get(first)?,
+                                event_body: row.get(first + 1)?,
+                                agent_id: row.get(first + 2)?,
+                                run_status: row.get(first + 3)?,
+                                tenant: row.get(first + 4)?,
+                                metadata: row.get(first + 5)?,
+                                call_status: row.get(first + 6)?,
+                            })
+                        })?
+                        .into_due()
+                    })
+                    .collect()
+            })
+            .await
+    }
+
+    async fn finish_delivery(
+        &self,
+        webhook_id: &str,
+        owner: &str,
+        now_ms: i64,
+        outcome: AttemptOutcome,
+    ) -> StoreResult<bool> {
+        let (webhook_id, owner) = (webhook_id.to_owned(), owner.to_owned());
+        self.db
+            .run(move |conn| {
+                let (status, attempts, next_ms, attempt_ms, error) = finish_values(outcome, now_ms);
+                let changed = conn.prepare_cached(FINISH_DELIVERY)?.execute(params![
+                    status, attempts, next_ms, attempt_ms, error, webhook_id, owner
+                ])?;
+                Ok(changed == 1)
+            })
+            .await
+    }
+
+    async fn list_deliveries(&self, query: DeliveryQuery) -> StoreResult<Vec<DeliveryRecord>> {
+        self.readers
+            .run(move |conn| {
+                let (after_ms, after_id) = query.after.unwrap_or((i64::MIN, String::new()));
+                let rows: Vec<DeliveryRow> = conn
+                    .prepare_cached(&LIST_DELIVERIES_QUERY)?
+                    .query_map(
+                        params![
+                            query.tenant,
+                            query.run_id,
+                            query.status.map(|status| status.as_str()),
+                            after_ms,
+                            after_id,
+                            query.limit as i64
+                        ],
+                        delivery_row,
+                    )?
+                    .collect::<Result<_, _>>()?;
+                rows.into_iter().map(DeliveryRow::into_record).collect()
+            })
+            .await
+    }
+
+    async fn redeliver(
+        &self,
+        webhook_id: &str,
+        tenancy: Tenancy<'_>,
+        now_ms: i64,
+    ) -> StoreResult<RedeliverOutcome> {
+        let (webhook_id, tenant) = (webhook_id.to_owned(), tenancy.param());
+        self.db
+            .run(move |conn| {
+                let changed = conn
+                    .prepare_cached(REDELIVER)?
+                    .execute(params![now_ms, webhook_id, tenant])?;
+                Ok(
+                    match delivery_in_tenant(conn, &webhook_id, tenant.as_deref())? {
+                        None => RedeliverOutcome::NotFound,
+                        Some(delivery) if changed == 1 => RedeliverOutcome::Redelivered(delivery),
+                        Some(delivery) => RedeliverOutcome::Unchanged(delivery),
+                    },
+                )
+            })
+            .await
+    }
+}

@@ -1,0 +1,10 @@
+//! Webhook delivery: a background task per replica sends the outbox's due deliveries (written by
+//! the store with the events that make them), signed per the Standard Webhooks spec, retrying with
+//! exponential backoff until they are delivered or too old.
+
+mod body;
+mod deliverer;
+mod signing;
+
+pub use deliverer::{DelivererSettings, start};
+pub use signing::{SigningError, secret_from_env, sign};

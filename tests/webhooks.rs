@@ -1,0 +1,508 @@
+//! Webhooks against a local receiver: retries with one `webhook-id`, signatures, deliveries that
+//! survive a SIGKILL, reminders, per-run URLs refused unless allowed, listing and redelivery, and
+//! three replicas on PostgreSQL that never attempt one delivery at once.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use askuser::proto::v1 as pb;
+use askuser::proto::v1::admin_service_client::AdminServiceClient;
+use askuser::proto::v1::run_agent_request::Frame;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use base64::Engine;
+use common::{RunStream, Server, fresh_database, report_figures, scripted_agent_with};
+
+/// A Standard Webhooks secret: `whsec_` and the base64 of its key.
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+const SECRET_ENV: &str = "ASKUSER_TEST_WEBHOOK_SECRET";
+
+/// One request the receiver got.
+#[derive(Clone, Debug)]
+struct Received {
+    id: String,
+    timestamp: String,
+    signature: String,
+    body: String,
+    /// When it came, on this process's clock.
+    at_ms: i64,
+}
+
+#[derive(Default)]
+struct ReceiverState {
+    received: Vec<Received>,
+    /// Requests still to answer 500.
+    failures_left: usize,
+    /// Ids being handled now, and how often an id came while it was.
+    in_flight: HashSet<String>,
+    overlaps: usize,
+}
+
+/// A local webhook receiver.
+#[derive(Clone)]
+struct Receiver {
+    state: Arc<Mutex<ReceiverState>>,
+    url: String,
+}
+
+async fn receive(
+    State(state): State<Arc<Mutex<ReceiverState>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> StatusCode {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let id = header("webhook-id");
+    {
+        let mut state = state.lock().expect("receiver state");
+        if !state.in_flight.insert(id.clone()) {
+            state.overlaps += 1;
+        }
+    }
+    // Long enough that a second attempt of the same id by another replica would overlap.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut state = state.lock().expect("receiver state");
+    state.in_flight.remove(&id);
+    state.received.push(Received {
+        id,
+        timestamp: header("webhook-timestamp"),
+        signature: header("webhook-signature"),
+        body: String::from_utf8_lossy(&body).into_owned(),
+        at_ms: common::now_ms(),
+    });
+    match state.failures_left {
+        0 => StatusCode::NO_CONTENT,
+        _ => {
+            state.failures_left -= 1;
+            StatusCode::INTERNAL_SERVER_ERROR
+        }
+    }
+}
+
+impl Receiver {
+    /// Serves on `listener`, answering the first `failures` requests with 500.
+    fn serve(listener: std::net::TcpListener, failures: usize) -> Receiver {
+        let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
+        let state = Arc::new(Mutex::new(ReceiverState {
+            failures_left: failures,
+            ..Default::default()
+        }));
+        let app = axum::Router::new()
+            .route("/hook", axum::routing::post(receive))
+            .with_state(Arc::clone(&state));
+        listener.set_nonblocking(true).expect("nonblocking");
+        let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Receiver { state, url }
+    }
+
+    fn start(failures: usize) -> Receiver {
+        Receiver::serve(
+            std::net::TcpListener::bind("127.0.0.1:0").expect("bind"),
+            failures,
+        )
+    }
+
+    fn received(&self) -> Vec<Received> {
+        self.state.lock().expect("state").received.clone()
+    }
+
+    fn overlaps(&self) -> usize {
+        self.state.lock().expect("state").overlaps
+    }
+
+    /// Waits (up to a minute) until `done` holds of what came.
+    async fn wait_for(&self, what: &str, done: impl Fn(&[Received]) -> bool) -> Vec<Received> {
+        for _ in 0..600 {
+            let received = self.received();
+            if done(&received) {
+                return received;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("receiver never got {what}: {:#?}", self.received());
+    }
+}
+
+/// Whether `received` is signed with [`SECRET`], checked by hand (HMAC-SHA256 of
+/// `id.timestamp.body`), not by the library that signed it.
+fn signature_verifies(received: &Received) -> bool {
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(SECRET.trim_start_matches("whsec_"))
+        .expect("secret");
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key);
+    let signed = format!("{}.{}.{}", received.id, received.timestamp, received.body);
+    let expected = base64::engine::general_purpose::STANDARD
+        .encode(ring::hmac::sign(&key, signed.as_bytes()).as_ref());
+    received
+        .signature
+        .split(' ')
+        .any(|signature| signature == format!("v1,{expected}"))
+}
+
+fn json(received: &Received) -> serde_json::Value {
+    serde_json::from_str(&received.body).expect("JSON body")
+}
+
+/// An agent that asks once (its question expiring after `ttl`), then completes.
+fn asking_agent(ttl: &str) -> String {
+    scripted_agent_with(
+        "asker",
+        &format!("question_ttl = \"{ttl}\""),
+        &[r#"ask = [{ question = "Deploy?" }]"#, r#"say = "done""#],
+    )
+}
+
+fn webhook_table(url: &str, events: &[&str]) -> String {
+    let events: Vec<String> = events.iter().map(|e| format!("\"{e}\"")).collect();
+    format!(
+        "[[webhook]]\nurl = \"{url}\"\nevents = [{}]\nsecret_env = \"{SECRET_ENV}\"\n",
+        events.join(", ")
+    )
+}
+
+fn start_server(agents: &str, args: &[&str]) -> Server {
+    Server::start_with_env(Some(agents), args, &[(SECRET_ENV, SECRET)])
+}
+
+async fn admin(server: &Server) -> AdminServiceClient<tonic::transport::Channel> {
+    AdminServiceClient::new(server.channel().await)
+}
+
+async fn deliveries(server: &Server, run_id: &str) -> Vec<pb::WebhookDelivery> {
+    admin(server)
+        .await
+        .list_webhook_deliveries(pb::ListWebhookDeliveriesRequest {
+            run_id: run_id.into(),
+            ..Default::default()
+        })
+        .await
+        .expect("list deliveries")
+        .into_inner()
+        .deliveries
+}
+
+/// Opens a run with `start`; its status when refused.
+async fn open_run(
+    client: &mut askuser::proto::v1::agent_service_client::AgentServiceClient<
+        tonic::transport::Channel,
+    >,
+    start: Frame,
+) -> Result<RunStream, tonic::Status> {
+    let mut run = RunStream::open(client, start).await?;
+    let first = run.inbound.message().await?.expect("a first frame");
+    run.run_id = first.run_id;
+    Ok(run)
+}
+
+fn of_type<'a>(received: &'a [Received], event_type: &str) -> Vec<&'a Received> {
+    received
+        .iter()
+        .filter(|r| json(r)["type"] == event_type)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_failing_receiver_gets_one_signed_delivery_until_it_accepts_and_can_have_it_again() {
+    let receiver = Receiver::start(3);
+    let agents = format!(
+        "{}\n{}",
+        asking_agent("1h"),
+        webhook_table(&receiver.url, &["call.suspended"])
+    );
+    let server = start_server(
+        &agents,
+        &[
+            "--webhook-initial-backoff",
+            "100ms",
+            "--public-url",
+            "https://askuser.example.com",
+        ],
+    );
+    let mut client = server.agents().await;
+    let mut run = RunStream::start(&mut client, "asker").await;
+    let suspended = run.next_suspended().await;
+
+    let received = receiver
+        .wait_for("a delivery accepted after three failures", |r| r.len() >= 4)
+        .await;
+    let ids: HashSet<&str> = received.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids.len(), 1, "one webhook-id on every attempt: {ids:?}");
+    assert!(received.iter().all(signature_verifies), "{received:#?}");
+    let body = json(&received[3]);
+    assert_eq!(body["type"], "call.suspended");
+    assert_eq!(body["data"]["run"]["run_id"], run.run_id);
+    assert_eq!(body["data"]["run"]["agent_id"], "asker");
+    assert_eq!(
+        body["data"]["event"]["toolCallSuspended"]["toolCallId"],
+        suspended.tool_call_id
+    );
+    assert_eq!(
+        body["data"]["link"],
+        format!(
+            "https://askuser.example.com/runs/{}#{}",
+            run.run_id, suspended.tool_call_id
+        )
+    );
+
+    let listed = deliveries(&server, &run.run_id).await;
+    assert_eq!(listed.len(), 1, "{listed:#?}");
+    assert_eq!(listed[0].webhook_id, received[0].id);
+    assert_eq!(listed[0].attempts, 4);
+    assert_eq!(
+        listed[0].status,
+        i32::from(pb::WebhookDeliveryStatus::Delivered)
+    );
+
+    // Redelivered: pending again, and sent again with the same id.
+    let redelivered = admin(&server)
+        .await
+        .redeliver_webhook(pb::RedeliverWebhookRequest {
+            webhook_id: listed[0].webhook_id.clone(),
+        })
+        .await
+        .expect("redeliver")
+        .into_inner()
+        .delivery
+        .expect("delivery");
+    assert_eq!(
+        redelivered.status,
+        i32::from(pb::WebhookDeliveryStatus::Pending)
+    );
+    let received = receiver.wait_for("the redelivery", |r| r.len() >= 5).await;
+    assert_eq!(received[4].id, listed[0].webhook_id);
+    let missing = admin(&server)
+        .await
+        .redeliver_webhook(pb::RedeliverWebhookRequest {
+            webhook_id: "no-such-delivery".into(),
+        })
+        .await
+        .expect_err("no such delivery");
+    assert_eq!(missing.code(), tonic::Code::NotFound);
+    report_figures(
+        "webhook retries",
+        &[
+            ("attempts_until_accepted", u64::from(listed[0].attempts)),
+            ("requests_received", received.len() as u64),
+        ],
+    );
+}
+
+#[tokio::test]
+async fn per_run_webhooks_need_an_allowed_url() {
+    let receiver = Receiver::start(0);
+    let agents = asking_agent("1h");
+    let start = |url: &str| {
+        Frame::Start(pb::StartRun {
+            agent_id: "asker".into(),
+            prompt: "go".into(),
+            webhooks: vec![pb::WebhookSubscription {
+                url: url.into(),
+                events: vec!["call.suspended".into()],
+            }],
+            ..Default::default()
+        })
+    };
+
+    // A server without --webhook-allow takes none.
+    let closed = start_server(&agents, &[]);
+    let Err(refused) = open_run(&mut closed.agents().await, start(&receiver.url)).await else {
+        panic!("per-run webhooks taken without --webhook-allow");
+    };
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    let fields: Vec<String> = common::field_violations(&refused)
+        .into_iter()
+        .map(|(field, _)| field)
+        .collect();
+    assert_eq!(fields, ["start.webhooks[0].url"]);
+
+    let allow = format!("{}*", receiver.url.trim_end_matches("/hook"));
+    let open = start_server(
+        &agents,
+        &[
+            "--webhook-allow",
+            &allow,
+            "--webhook-secret-env",
+            SECRET_ENV,
+        ],
+    );
+    let mut client = open.agents().await;
+    let Err(refused) = open_run(&mut client, start("http://169.254.169.254/latest")).await else {
+        panic!("a URL no pattern allows was taken");
+    };
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    let fields: Vec<String> = common::field_violations(&refused)
+        .into_iter()
+        .map(|(field, _)| field)
+        .collect();
+    assert_eq!(fields, ["start.webhooks[0].url"]);
+
+    // An allowed one is delivered, signed with the server's secret.
+    let Ok(_run) = open_run(&mut client, start(&receiver.url)).await else {
+        panic!("an allowed URL was refused");
+    };
+    let received = receiver
+        .wait_for("the per-run delivery", |r| !r.is_empty())
+        .await;
+    assert!(signature_verifies(&received[0]));
+    assert_eq!(json(&received[0])["type"], "call.suspended");
+}
+
+#[tokio::test]
+async fn a_reminder_fires_before_the_question_expires() {
+    let receiver = Receiver::start(0);
+    let agents = format!(
+        "{}\n{}",
+        asking_agent("6s"),
+        webhook_table(&receiver.url, &["call.reminder", "call.settled"])
+    );
+    let server = start_server(&agents, &["--webhook-reminders", "0.25"]);
+    let mut client = server.agents().await;
+    let mut run = RunStream::start(&mut client, "asker").await;
+    let suspended = run.next_suspended().await;
+    let expire_ms = common::timestamp_ms(suspended.expire_time.as_ref().expect("expires"));
+
+    let received = receiver
+        .wait_for("the reminder and the expiry", |r| {
+            !of_type(r, "call.reminder").is_empty() && !of_type(r, "call.settled").is_empty()
+        })
+        .await;
+    let reminder = of_type(&received, "call.reminder")[0].clone();
+    let settled = of_type(&received, "call.settled")[0].clone();
+    assert!(
+        reminder.at_ms < expire_ms,
+        "the reminder came at {} after the expiry at {expire_ms}",
+        reminder.at_ms
+    );
+    assert!(reminder.id.ends_with(":r250"), "{}", reminder.id);
+    assert_eq!(json(&reminder)["data"]["reminder"]["fraction"], 0.25);
+    assert_eq!(
+        json(&settled)["data"]["event"]["toolResult"]["kind"],
+        "TOOL_RESULT_KIND_EXPIRED"
+    );
+    report_figures(
+        "webhook reminder",
+        &[(
+            "ms_before_expiry",
+            u64::try_from(expire_ms - reminder.at_ms).unwrap_or(0),
+        )],
+    );
+}
+
+#[tokio::test]
+async fn a_delivery_committed_before_a_sigkill_is_delivered_after_the_restart() {
+    // The receiver's port, closed for now: every attempt fails until it opens.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = port.local_addr().expect("addr");
+    drop(port);
+    let url = format!("http://{addr}/hook");
+    let agents = format!(
+        "{}\n{}",
+        asking_agent("1h"),
+        webhook_table(&url, &["call.suspended"])
+    );
+    let mut server = start_server(&agents, &["--webhook-initial-backoff", "100ms"]);
+    let mut client = server.agents().await;
+    let mut run = RunStream::start(&mut client, "asker").await;
+    run.next_suspended().await;
+    let run_id = run.run_id.clone();
+    drop(run);
+    let mut before = Vec::new();
+    for _ in 0..300 {
+        before = deliveries(&server, &run_id).await;
+        if before.first().is_some_and(|d| d.attempts >= 1) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(before.len(), 1, "{before:#?}");
+    assert!(!before[0].last_error.is_empty(), "{before:#?}");
+
+    server.kill();
+    let receiver = Receiver::serve(std::net::TcpListener::bind(addr).expect("rebind"), 0);
+    server.restart();
+    let received = receiver
+        .wait_for("the delivery after the restart", |r| !r.is_empty())
+        .await;
+    assert_eq!(received[0].id, before[0].webhook_id);
+    assert!(signature_verifies(&received[0]));
+    let after = deliveries(&server, &run_id).await;
+    assert_eq!(
+        after[0].status,
+        i32::from(pb::WebhookDeliveryStatus::Delivered)
+    );
+    report_figures(
+        "webhook after sigkill",
+        &[("attempts", u64::from(after[0].attempts))],
+    );
+}
+
+#[tokio::test]
+async fn three_replicas_deliver_each_event_and_never_one_at_once() {
+    const RUNS: usize = 12;
+    let database_url = fresh_database().await;
+    let receiver = Receiver::start(0);
+    let agents = format!(
+        "{}\n{}",
+        scripted_agent_with(
+            "asker",
+            "",
+            &[r#"ask = [{ question = "Deploy?" }]"#, r#"say = "done""#]
+        ),
+        webhook_table(&receiver.url, &[])
+    );
+    let replicas: Vec<Server> = (0..3)
+        .map(|_| start_server(&agents, &["--database-url", &database_url]))
+        .collect();
+    let mut run_ids = Vec::new();
+    for index in 0..RUNS {
+        let replica = &replicas[index % replicas.len()];
+        let mut client = replica.agents().await;
+        let mut run = RunStream::start(&mut client, "asker").await;
+        let suspended = run.next_suspended().await;
+        run.send_text(&suspended.tool_call_id, "yes").await;
+        run.completed_text().await;
+        run_ids.push(run.run_id.clone());
+    }
+    let mut expected: HashSet<String> = HashSet::new();
+    for run_id in &run_ids {
+        for delivery in deliveries(&replicas[0], run_id).await {
+            expected.insert(delivery.webhook_id);
+        }
+    }
+    // A suspension, its settling and the completion, per run.
+    assert_eq!(expected.len(), RUNS * 3, "{expected:?}");
+    let received = receiver
+        .wait_for("every delivery", |r| {
+            let ids: HashSet<&str> = r.iter().map(|r| r.id.as_str()).collect();
+            expected.iter().all(|id| ids.contains(id.as_str()))
+        })
+        .await;
+    let mut per_id: HashMap<&str, u64> = HashMap::new();
+    for r in &received {
+        *per_id.entry(r.id.as_str()).or_default() += 1;
+    }
+    assert_eq!(receiver.overlaps(), 0, "an id attempted by two at once");
+    assert!(received.iter().all(signature_verifies));
+    report_figures(
+        "webhooks on three replicas",
+        &[
+            ("deliveries", expected.len() as u64),
+            ("requests", received.len() as u64),
+            ("overlapping", receiver.overlaps() as u64),
+            (
+                "sent_twice",
+                per_id.values().filter(|count| **count > 1).count() as u64,
+            ),
+        ],
+    );
+}
