@@ -5,12 +5,11 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use askuser::proto::v1 as pb;
-use common::{RunStream, Server, report_figures, scripted_agent, scripted_agent_with};
+use common::{RunStream, Server, free_port, report_figures, scripted_agent, scripted_agent_with};
 
 /// How long a query may take to show what the workload did: scrapes every second, gauges read
 /// from the store every 10 s, and a slow machine.
@@ -45,14 +44,6 @@ fn agents() -> String {
         scripted_agent("failing", &[r#"fail = "the model is down""#]),
     ]
     .concat()
-}
-
-/// A port free right now, for a listener a child process opens.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port()
 }
 
 /// A Prometheus server scraping one target every second, killed on drop.
