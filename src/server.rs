@@ -73,9 +73,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             args.sqlite_synchronous,
         )?),
     };
-    let store: Arc<dyn RunStore> = match metrics {
-        Some(_) => Arc::new(MeteredStore::new(store)),
-        None => store,
+    let store: Arc<dyn RunStore> = match metrics.is_some() {
+        true => Arc::new(MeteredStore::new(store)),
+        false => store,
     };
     let auth = AuthLayer::new(
         args.auth

@@ -12,7 +12,6 @@ use axum::http::header::CONTENT_TYPE;
 use axum::routing::get;
 use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
-use tracing::info;
 
 /// How often histograms' recent samples are folded into what a scrape renders.
 const UPKEEP_INTERVAL: Duration = Duration::from_secs(5);
@@ -59,8 +58,6 @@ impl MetricsEndpoint {
 
     /// Serves scrapes until `shutdown` completes.
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) {
-        let local = self.listener.local_addr().ok();
-        info!(?local, "serving Prometheus metrics at /metrics");
         let upkeep = self.handle.clone();
         let upkeep = tokio::spawn(async move {
             let mut ticks = tokio::time::interval(UPKEEP_INTERVAL);

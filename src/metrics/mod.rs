@@ -3,30 +3,8 @@
 //! The layers record through these functions (the `metrics` facade underneath); without
 //! `--metrics-listen` no recorder is installed and every call is a no-op. Labels take bounded
 //! values only: configured agents, tools, providers and models, and fixed sets of kinds, statuses,
-//! reasons and operations; never run ids, tenants or free text.
-//!
-//! | name | type | labels |
-//! |---|---|---|
-//! | `askuser_runs_started_total` | counter | agent |
-//! | `askuser_runs_finished_total` | counter | agent, status (completed, failed, cancelled) |
-//! | `askuser_runs_unfinished` | gauge (from the store) | status (running, suspended) |
-//! | `askuser_calls_pending` | gauge (from the store) | kind (question, approval, client_tool) |
-//! | `askuser_runs_suspended_oldest_seconds` | gauge (from the store) | |
-//! | `askuser_time_to_answer_seconds` | histogram | kind |
-//! | `askuser_calls_expired_total` | counter | kind |
-//! | `askuser_answers_rejected_total` | counter | reason |
-//! | `askuser_model_request_duration_seconds` | histogram | provider, model |
-//! | `askuser_model_request_errors_total` | counter | provider, model |
-//! | `askuser_model_request_retries_total` | counter | provider, model |
-//! | `askuser_model_tokens_total` | counter | provider, model, type (input, output) |
-//! | `askuser_http_tool_call_duration_seconds` | histogram | tool |
-//! | `askuser_http_tool_call_errors_total` | counter | tool |
-//! | `askuser_store_commit_duration_seconds` | histogram | operation |
-//! | `askuser_open_streams` | gauge | |
-//! | `askuser_lease_takeovers_total` | counter | |
-//! | `askuser_webhook_deliveries_total` | counter | event |
-//! | `askuser_webhook_delivery_failures_total` | counter | event |
-//! | `askuser_webhook_backlog` | gauge | |
+//! reasons and operations; never run ids, tenants or free text. docs/monitoring.md says what each
+//! one means.
 
 mod endpoint;
 mod store_gauges;
@@ -40,27 +18,47 @@ use ::metrics::{
 use crate::domain::{RunStatus, SuspendKind, Usage};
 
 pub use endpoint::{MetricsEndpoint, MetricsError};
-pub use store_gauges::{REFRESH_INTERVAL, refresh_loop};
+pub use store_gauges::refresh_loop;
 
+/// Counter: agent.
 pub const RUNS_STARTED: &str = "askuser_runs_started_total";
+/// Counter: agent, status.
 pub const RUNS_FINISHED: &str = "askuser_runs_finished_total";
+/// Gauge from the store: status.
 pub const RUNS_UNFINISHED: &str = "askuser_runs_unfinished";
+/// Gauge from the store: kind.
 pub const CALLS_PENDING: &str = "askuser_calls_pending";
+/// Gauge from the store.
 pub const RUNS_SUSPENDED_OLDEST: &str = "askuser_runs_suspended_oldest_seconds";
+/// Histogram: kind.
 pub const TIME_TO_ANSWER: &str = "askuser_time_to_answer_seconds";
+/// Counter: kind.
 pub const CALLS_EXPIRED: &str = "askuser_calls_expired_total";
+/// Counter: reason.
 pub const ANSWERS_REJECTED: &str = "askuser_answers_rejected_total";
+/// Histogram: provider, model.
 pub const MODEL_REQUEST_DURATION: &str = "askuser_model_request_duration_seconds";
+/// Counter: provider, model.
 pub const MODEL_REQUEST_ERRORS: &str = "askuser_model_request_errors_total";
+/// Counter: provider, model.
 pub const MODEL_REQUEST_RETRIES: &str = "askuser_model_request_retries_total";
+/// Counter: provider, model, type.
 pub const MODEL_TOKENS: &str = "askuser_model_tokens_total";
+/// Histogram: tool.
 pub const HTTP_TOOL_CALL_DURATION: &str = "askuser_http_tool_call_duration_seconds";
+/// Counter: tool.
 pub const HTTP_TOOL_CALL_ERRORS: &str = "askuser_http_tool_call_errors_total";
+/// Histogram: operation.
 pub const STORE_COMMIT_DURATION: &str = "askuser_store_commit_duration_seconds";
+/// Gauge.
 pub const OPEN_STREAMS: &str = "askuser_open_streams";
+/// Counter.
 pub const LEASE_TAKEOVERS: &str = "askuser_lease_takeovers_total";
+/// Counter: event.
 pub const WEBHOOK_DELIVERIES: &str = "askuser_webhook_deliveries_total";
+/// Counter: event.
 pub const WEBHOOK_DELIVERY_FAILURES: &str = "askuser_webhook_delivery_failures_total";
+/// Gauge.
 pub const WEBHOOK_BACKLOG: &str = "askuser_webhook_backlog";
 
 /// Buckets of the time a person (or a client tool) takes: seconds to days.
