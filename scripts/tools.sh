@@ -32,3 +32,14 @@ ensure_chromium() {
     $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
   fi
 }
+
+# Debian's Prometheus, the real server tests/metrics.rs scrapes the metrics endpoint with and
+# queries through its HTTP API.
+ensure_prometheus() {
+  if ! command -v prometheus >/dev/null; then
+    echo "installing prometheus (Debian package)"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  fi
+}

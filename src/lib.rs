@@ -64,6 +64,7 @@ pub mod domain;
 pub mod health;
 pub mod http;
 pub mod keys_cli;
+pub mod metrics;
 pub mod model;
 pub mod proto_json;
 pub mod redact;

@@ -16,11 +16,12 @@ use crate::api::{AdminApi, AgentApi, StreamSettings, ToolApi};
 use crate::auth::AuthLayer;
 use crate::config::{ServeArgs, load_agents};
 use crate::health::Health;
+use crate::metrics::MetricsEndpoint;
 use crate::proto::v1::admin_service_server::AdminServiceServer;
 use crate::proto::v1::agent_service_server::AgentServiceServer;
 use crate::proto::v1::tool_service_server::ToolServiceServer;
 use crate::runtime::Runtime;
-use crate::store::{DeliveryStore, KeyStore, PostgresStore, RunStore, SqliteStore};
+use crate::store::{DeliveryStore, KeyStore, MeteredStore, PostgresStore, RunStore, SqliteStore};
 
 /// Errors that stop the server from starting or serving.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +49,8 @@ pub enum ServeError {
     Auth(#[from] crate::auth::AuthConfigError),
     #[error("webhooks: {0}")]
     Webhooks(String),
+    #[error(transparent)]
+    Metrics(#[from] crate::metrics::MetricsError),
 }
 
 /// Runs the server until SIGINT or SIGTERM, then shuts down gracefully.
@@ -58,6 +61,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     let limits = args.limits();
     let agents = load_agents(args.config.as_deref(), &limits)?;
     let database_url = args.database_url()?;
+    // Bound first: the recorder is in place before anything is counted.
+    let metrics = match args.metrics_listen {
+        Some(addr) => Some(MetricsEndpoint::bind(addr).await?),
+        None => None,
+    };
     let store: Arc<dyn RunStore> = match &database_url {
         Some(url) => {
             Arc::new(PostgresStore::connect(url.expose(), &args.postgres_settings()).await?)
@@ -66,6 +74,10 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             &args.data_dir.join("askuser.sqlite3"),
             args.sqlite_synchronous,
         )?),
+    };
+    let store: Arc<dyn RunStore> = match metrics.is_some() {
+        true => Arc::new(MeteredStore::new(store)),
+        false => store,
     };
     let auth = AuthLayer::new(
         args.auth
@@ -126,6 +138,19 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         tls = tls_configs.is_some(),
         "serving askuser.v1"
     );
+
+    let metrics_stop = tokio_util::sync::CancellationToken::new();
+    let metrics_tasks = match metrics {
+        Some(endpoint) => {
+            let local = endpoint.local_addr()?;
+            info!(%local, "serving metrics at http://{local}/metrics");
+            Some((
+                tokio::spawn(endpoint.serve(metrics_stop.clone().cancelled_owned())),
+                tokio::spawn(crate::metrics::refresh_loop(Arc::clone(&store))),
+            ))
+        }
+        None => None,
+    };
 
     let shutdown_runtime = runtime.clone();
     let signalled = Arc::new(tokio::sync::Notify::new());
@@ -225,6 +250,12 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         warn!(%error, "the webhook deliverer failed");
     }
     runtime.shutdown(args.shutdown_timeout).await;
+    // Served until the runtime has stopped: a scrape during the drain still sees the figures.
+    if let Some((endpoint, gauges)) = metrics_tasks {
+        gauges.abort();
+        metrics_stop.cancel();
+        let _ = endpoint.await;
+    }
     info!("stopped");
     Ok(())
 }

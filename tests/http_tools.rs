@@ -273,6 +273,32 @@ async fn a_5xx_is_retried_until_a_2xx() {
 }
 
 #[tokio::test]
+async fn http_tool_calls_are_measured_with_their_errors() {
+    let tools = ToolServer::start(vec![
+        Reply::ok("deployed"),
+        Reply::status(422, "environment frozen"),
+    ])
+    .await;
+    let metrics_addr = format!("127.0.0.1:{}", common::free_port());
+    let server = askuser(&tools.url, "", &["--metrics-listen", &metrics_addr]);
+    assert!(!run_shipper(&server).await.1.is_error);
+    assert!(run_shipper(&server).await.1.is_error);
+    // Recorded before the result is committed: the runs' ends come after.
+    let scrape = common::scrape_metrics(&metrics_addr).await;
+    let sample = |name| common::metric_sample(&scrape, name);
+    assert_eq!(
+        sample(r#"askuser_http_tool_call_duration_seconds_count{tool="deploy"}"#),
+        Some(2.0),
+        "{scrape}"
+    );
+    assert_eq!(
+        sample(r#"askuser_http_tool_call_errors_total{tool="deploy"}"#),
+        Some(1.0),
+        "{scrape}"
+    );
+}
+
+#[tokio::test]
 async fn a_request_past_its_timeout_fails_the_call_not_the_run() {
     let slow = Reply {
         status: 200,

@@ -703,6 +703,60 @@ async fn retry_after_beyond_the_longest_wait_fails_at_once() {
     assert_eq!(llm.requests().len(), 1);
 }
 
+#[tokio::test]
+async fn model_requests_are_measured_with_retries_and_tokens() {
+    let llm = Llm::start(vec![
+        Reply::Error(500, &[], "busy"),
+        Reply::Stream("plain_text.sse"),
+    ])
+    .await;
+    let metrics_addr = format!("127.0.0.1:{}", common::free_port());
+    let server = Server::start_with_env(
+        Some(&agents_toml(&llm.base_url, "")),
+        &["--metrics-listen", &metrics_addr],
+        &[(KEY_ENV, KEY)],
+    );
+    let mut client = server.agents().await;
+    let mut run = RunStream::start(&mut client, "assistant").await;
+    completed(&events_until_end(&mut run).await);
+    let scrape = common::scrape_metrics(&metrics_addr).await;
+    let sample = |labels: &str| common::metric_sample(&scrape, labels);
+    let model = r#"provider="openai",model="gpt-4o-mini""#;
+    assert_eq!(
+        sample(&format!("askuser_model_request_retries_total{{{model}}}")),
+        Some(1.0),
+        "{scrape}"
+    );
+    // One turn, its retry included.
+    assert_eq!(
+        sample(&format!(
+            "askuser_model_request_duration_seconds_count{{{model}}}"
+        )),
+        Some(1.0),
+        "{scrape}"
+    );
+    assert_eq!(
+        sample(&format!("askuser_model_request_errors_total{{{model}}}")),
+        None
+    );
+    assert_eq!(
+        sample(&format!(
+            r#"askuser_model_tokens_total{{{model},type="input"}}"#
+        )),
+        Some(57.0)
+    );
+    assert_eq!(
+        sample(&format!(
+            r#"askuser_model_tokens_total{{{model},type="output"}}"#
+        )),
+        Some(12.0)
+    );
+    assert!(
+        scrape.contains("# TYPE askuser_model_tokens_total counter"),
+        "{scrape}"
+    );
+}
+
 /// The provider's error body goes to the log only: the run's message says which provider failed and
 /// how, with a correlation id that finds the log line holding the body. The base URL's userinfo
 /// and query string are in neither.

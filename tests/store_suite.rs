@@ -4,13 +4,13 @@
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use askuser::domain::{
-    AnswerInput, AuthMethod, EventKind, Message, ModelToolCall, RunStatus, SettledBy,
+    AnswerInput, AuthMethod, EventKind, Message, ModelToolCall, RunStatus, SettledBy, SuspendKind,
     SuspendPayload, Suspension, ToolResultKind, Usage, now_millis,
 };
 use askuser::store::{
@@ -128,6 +128,7 @@ on_both_stores! {
         a_start_repeating_a_request_id_returns_the_first_run,
         another_tenants_run_is_not_found_and_left_unchanged,
         a_calls_assignees_are_kept_with_it,
+        the_metrics_read_what_waits_and_since_when,
     ],
     locations: [migrations_are_idempotent],
 }
@@ -1824,4 +1825,79 @@ async fn a_calls_assignees_are_kept_with_it(store: Arc<dyn RunStore>) {
         )),
         "{log:?}"
     );
+}
+
+/// What the metrics' gauges and time to answer read: runs and calls waiting, and when a call
+/// started waiting (its `tool_call_suspended` event, found by the call's exact id).
+async fn the_metrics_read_what_waits_and_since_when(store: Arc<dyn RunStore>) {
+    let empty = store
+        .pending_counts(now_millis())
+        .await
+        .expect("pending counts");
+    assert!(empty.runs.is_empty() && empty.calls.is_empty(), "{empty:?}");
+    assert_eq!(empty.oldest_suspended_ms, None);
+    assert_eq!(empty.webhooks_due, 0);
+
+    suspended_run(&store, "waiting", &["call_1", "call_10"]).await;
+    leased_run(&store, "working").await;
+    leased_run(&store, "done").await;
+    commit(&store, "done", 0, completing_turn("done")).await;
+    let counts = store
+        .pending_counts(now_millis())
+        .await
+        .expect("pending counts");
+    assert_eq!(
+        counts.runs,
+        HashMap::from([(RunStatus::Running, 1), (RunStatus::Suspended, 1)])
+    );
+    assert_eq!(counts.calls, HashMap::from([(SuspendKind::Question, 2)]));
+    let waiting = store
+        .get_run("waiting", Tenancy::Any)
+        .await
+        .expect("get run")
+        .expect("run");
+    assert_eq!(counts.oldest_suspended_ms, Some(waiting.updated_ms));
+
+    let suspension = |tool_call_id: &'static str, before: u64| {
+        let store = Arc::clone(&store);
+        async move {
+            store
+                .suspension_event("waiting", tool_call_id, before)
+                .await
+                .expect("suspension event")
+        }
+    };
+    let event = suspension("call_1", u64::MAX)
+        .await
+        .expect("call_1 suspended");
+    match &event.kind {
+        EventKind::ToolCallSuspended {
+            tool_call_id, kind, ..
+        } => {
+            assert_eq!(
+                (tool_call_id.as_str(), *kind),
+                ("call_1", SuspendKind::Question)
+            );
+        }
+        other => panic!("not a suspension: {other:?}"),
+    }
+    assert!(event.time_ms > 0);
+    // An id that another call's id starts with is not confused with it.
+    let tenth = suspension("call_10", u64::MAX)
+        .await
+        .expect("call_10 suspended");
+    assert_ne!(tenth.sequence, event.sequence);
+    assert!(suspension("call_", u64::MAX).await.is_none());
+    // Only events before the given sequence count.
+    assert!(suspension("call_1", event.sequence).await.is_none());
+
+    settle_pending(&store, "waiting", "call_1", answered("a", "a-1")).await;
+    settle_pending(&store, "waiting", "call_10", answered("b", "b-1")).await;
+    let counts = store
+        .pending_counts(now_millis())
+        .await
+        .expect("pending counts");
+    assert_eq!(counts.runs, HashMap::from([(RunStatus::Running, 2)]));
+    assert!(counts.calls.is_empty(), "{counts:?}");
+    assert_eq!(counts.oldest_suspended_ms, None);
 }

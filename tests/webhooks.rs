@@ -219,6 +219,7 @@ async fn a_failing_receiver_gets_one_signed_delivery_until_it_accepts_and_can_ha
         asking_agent("1h"),
         webhook_table(&receiver.url, &["call.suspended"])
     );
+    let metrics_addr = format!("127.0.0.1:{}", common::free_port());
     let server = start_server(
         &agents,
         &[
@@ -226,6 +227,8 @@ async fn a_failing_receiver_gets_one_signed_delivery_until_it_accepts_and_can_ha
             "100ms",
             "--public-url",
             "https://askuser.example.com",
+            "--metrics-listen",
+            &metrics_addr,
         ],
     );
     let mut client = server.agents().await;
@@ -262,6 +265,12 @@ async fn a_failing_receiver_gets_one_signed_delivery_until_it_accepts_and_can_ha
         listed[0].status,
         i32::from(pb::WebhookDeliveryStatus::Delivered)
     );
+    // Each attempt is counted, as it went.
+    let scrape = common::scrape_metrics(&metrics_addr).await;
+    let sample =
+        |name: &str| common::metric_sample(&scrape, &format!("{name}{{event=\"call.suspended\"}}"));
+    assert_eq!(sample("askuser_webhook_delivery_failures_total"), Some(3.0));
+    assert_eq!(sample("askuser_webhook_deliveries_total"), Some(1.0));
 
     // Redelivered: pending again, and sent again with the same id.
     let redelivered = admin(&server)

@@ -56,6 +56,13 @@ pub struct AgentApi {
     open_streams: Arc<Semaphore>,
 }
 
+/// An open streaming call's place among `--max-open-streams`, counted in the open-streams metric
+/// while it lives.
+struct StreamPermit {
+    _permit: OwnedSemaphorePermit,
+    _counted: crate::metrics::OpenStream,
+}
+
 impl AgentApi {
     pub fn new(runtime: Runtime, settings: StreamSettings) -> Self {
         Self {
@@ -70,10 +77,14 @@ impl AgentApi {
 
     /// A permit for one more open stream, or RESOURCE_EXHAUSTED when the server has as many open
     /// as it allows.
-    fn stream_permit(&self) -> Result<OwnedSemaphorePermit, Status> {
-        Arc::clone(&self.open_streams)
+    fn stream_permit(&self) -> Result<StreamPermit, Status> {
+        let permit = Arc::clone(&self.open_streams)
             .try_acquire_owned()
-            .map_err(|_| ApiError::TooManyStreams.into())
+            .map_err(|_| Status::from(ApiError::TooManyStreams))?;
+        Ok(StreamPermit {
+            _permit: permit,
+            _counted: crate::metrics::stream_opened(),
+        })
     }
 
     /// Turns a run's events into frames. On `RunAgent`, the client's answers are handled in the
@@ -81,7 +92,7 @@ impl AgentApi {
     /// events it causes. A heartbeat goes out whenever nothing else did for a whole interval.
     fn frames(
         &self,
-        permit: OwnedSemaphorePermit,
+        permit: StreamPermit,
         run_id: String,
         first: Option<pb::RunAgentResponse>,
         mut events: EventStream,
@@ -161,7 +172,7 @@ impl AgentApi {
 /// The pending-calls feed as frames, with a heartbeat whenever nothing else went out for a whole
 /// interval.
 fn pending_frames(
-    permit: OwnedSemaphorePermit,
+    permit: StreamPermit,
     mut events: PendingStream,
     heartbeat: Duration,
 ) -> PendingFrameStream {

@@ -448,6 +448,7 @@ pub fn rejected_frame(
     message: String,
     violations: Vec<Violation>,
 ) -> pb::RunAgentResponse {
+    crate::metrics::answer_rejected(reason.code());
     unstored_frame(
         run_id,
         pb::run_agent_response::Event::AnswerRejected(pb::AnswerRejected {

@@ -75,11 +75,14 @@ impl From<ApiError> for Status {
             ApiError::InvalidRequest(violations) => {
                 bad_request(describe(&violations), &violations, None)
             }
-            ApiError::InvalidAnswer(violations) => bad_request(
-                describe(&violations),
-                &violations,
-                Some(RejectReason::InvalidAnswer.code()),
-            ),
+            ApiError::InvalidAnswer(violations) => {
+                crate::metrics::answer_rejected(RejectReason::InvalidAnswer.code());
+                bad_request(
+                    describe(&violations),
+                    &violations,
+                    Some(RejectReason::InvalidAnswer.code()),
+                )
+            }
             ApiError::Protocol(message) => Status::invalid_argument(message),
             ApiError::TooManyStreams => with_reason(
                 Code::ResourceExhausted,
@@ -144,6 +147,9 @@ impl From<AuthError> for Status {
 }
 
 fn runtime_status(error: RuntimeError) -> Status {
+    if let RuntimeError::AnswerRejected { reason, .. } = &error {
+        crate::metrics::answer_rejected(reason.code());
+    }
     let message = error.to_string();
     match error {
         RuntimeError::InvalidArgument(violations) => {

@@ -342,6 +342,10 @@ pub struct ServeArgs {
     /// Do not serve the web inbox.
     #[arg(long = "no-ui", env = "ASKUSER_NO_UI", overrides_with = "serve_ui")]
     pub no_ui: bool,
+    /// Address to serve Prometheus metrics on, at `GET /metrics` (e.g. `127.0.0.1:9464`); absent:
+    /// no metrics are kept. A listener of its own, never the gRPC port, which faces clients.
+    #[arg(long, env = "ASKUSER_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
     /// HTTP/2 keepalive ping interval.
     #[arg(long, env = "ASKUSER_HTTP2_KEEPALIVE_INTERVAL", default_value = "30s", value_parser = positive_duration)]
     pub http2_keepalive_interval: Duration,
@@ -491,6 +495,7 @@ impl ServeArgs {
             max_step_attempts: u32::try_from(self.max_step_attempts).unwrap_or(u32::MAX),
             max_running_steps: self.max_running_steps,
             max_model_requests: self.max_model_requests,
+            metrics: self.metrics_listen.is_some(),
             webhooks: WebhookSettings {
                 allow: self.webhook_allow.clone(),
                 secret_env: self.webhook_secret_env.clone(),

@@ -116,6 +116,8 @@ pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>>
 pub trait Model: Send + Sync {
     /// The provider's name, e.g. `scripted`.
     fn provider(&self) -> &str;
+    /// The model's name at its provider (e.g. `gpt-4o-mini`), as configured.
+    fn model(&self) -> &str;
     /// Where its requests go (a base URL), which requests in flight are limited by.
     fn endpoint(&self) -> &str;
     /// Starts one model turn over the transcript.

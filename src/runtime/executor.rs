@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::{FutureExt, StreamExt};
 use tracing::{debug, error, info, warn};
@@ -184,6 +184,7 @@ pub(crate) async fn takeover_loop(inner: Arc<Inner>) {
         match inner.store.unleased_runs(inner.store.now_ms(), BATCH).await {
             Ok(runs) => {
                 if !runs.is_empty() {
+                    crate::metrics::lease_takeovers(runs.len());
                     info!(
                         runs = runs.len(),
                         "taking over working runs without an executor"
@@ -243,7 +244,7 @@ async fn step(
             expected_turns + 1
         ));
         commit.usage = state.usage;
-        return commit_retrying(inner, run_id, expected_turns, commit).await;
+        return commit_retrying(inner, &state.run.agent_id, run_id, expected_turns, commit).await;
     }
     if !state.executing.is_empty() {
         return execute_calls(inner, run_id, &state).await;
@@ -298,7 +299,18 @@ async fn step(
                 );
             }
             let _request_room = inner.admission.model_request(agent.model.endpoint()).await;
-            match turn.run(agent, request).await {
+            let started = Instant::now();
+            let outcome = turn.run(agent, request).await;
+            if let Ok(result) = &outcome {
+                crate::metrics::model_request(
+                    agent.model.provider(),
+                    agent.model.model(),
+                    started.elapsed(),
+                    result.is_err(),
+                    result.as_ref().ok().and_then(|output| output.usage),
+                );
+            }
+            match outcome {
                 Ok(Ok(output)) => {
                     usage = Usage::sum(usage, output.usage);
                     turn_commit(inner, &tools, &state, turn.unflushed, output, usage)
@@ -318,7 +330,7 @@ async fn step(
         }
     };
     commit.usage = usage;
-    commit_retrying(inner, run_id, expected_turns, commit).await
+    commit_retrying(inner, &state.run.agent_id, run_id, expected_turns, commit).await
 }
 
 /// Whether the run's tokens so far are past its agent's budget.
@@ -358,12 +370,13 @@ where
 /// (with its reason in the log only), rather than being computed again and again.
 async fn commit_retrying(
     inner: &Arc<Inner>,
+    agent_id: &str,
     run_id: &str,
     expected_turns: u32,
     commit: TurnCommit,
 ) -> Result<StepOutcome, StoreError> {
     let committed = retrying(inner, run_id, || {
-        commit_turn(inner, run_id, expected_turns, commit.clone())
+        commit_turn(inner, agent_id, run_id, expected_turns, commit.clone())
     })
     .await;
     match committed {
@@ -376,7 +389,7 @@ async fn commit_retrying(
             ));
             failed.usage = commit.usage;
             retrying(inner, run_id, || {
-                commit_turn(inner, run_id, expected_turns, failed.clone())
+                commit_turn(inner, agent_id, run_id, expected_turns, failed.clone())
             })
             .await
         }
@@ -384,9 +397,11 @@ async fn commit_retrying(
     }
 }
 
-/// Commits a turn and publishes it; the run goes on when it is still running.
+/// Commits a turn of a run of agent `agent_id` and publishes it; the run goes on when it is still
+/// running.
 async fn commit_turn(
     inner: &Arc<Inner>,
+    agent_id: &str,
     run_id: &str,
     expected_turns: u32,
     commit: TurnCommit,
@@ -411,6 +426,7 @@ async fn commit_turn(
             }
             let status = committed.status;
             inner.hub.publish(run_id, Batch::from(committed));
+            crate::metrics::run_finished(agent_id, status);
             debug!(run_id, status = status.as_str(), "turn committed");
             Ok(if status == RunStatus::Running {
                 StepOutcome::Continue

@@ -11,6 +11,7 @@ mod assignees;
 mod error;
 mod executor;
 mod hub;
+mod observed;
 mod page_token;
 mod pending_feed;
 mod retention;
@@ -21,7 +22,7 @@ mod writes;
 
 use std::collections::{BTreeMap, HashMap};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::Stream;
@@ -78,6 +79,8 @@ pub struct RuntimeConfig {
     pub max_model_requests: usize,
     /// Which webhooks runs may get.
     pub webhooks: WebhookSettings,
+    /// Metrics are kept (`--metrics-listen`): the figures that take a read of the store are read.
+    pub metrics: bool,
 }
 
 /// A request to start a run.
@@ -496,6 +499,12 @@ impl Runtime {
         };
         match outcome {
             Settled::Applied { first_sequence } => {
+                observed::settled_by_someone(
+                    &self.inner,
+                    &request.run_id,
+                    &request.tool_call_id,
+                    first_sequence,
+                );
                 Ok(ack(false, first_sequence, &request.answer_id))
             }
             Settled::Unchanged(call) => {
@@ -872,7 +881,13 @@ async fn expiry_loop(inner: Arc<Inner>) {
             }
         };
         for (run_id, tool_call_id) in due {
-            let expired: Decide = Box::new(|call| Some(CallChange::Settle(settle::expired(call))));
+            // What the call waited for, seen in the settling transaction, for the metrics.
+            let kind = Arc::new(OnceLock::new());
+            let seen = Arc::clone(&kind);
+            let expired: Decide = Box::new(move |call| {
+                let _ = seen.set(call.suspension.kind);
+                Some(CallChange::Settle(settle::expired(call)))
+            });
             let settled = writes::settle(
                 &inner,
                 run_id.clone(),
@@ -882,7 +897,12 @@ async fn expiry_loop(inner: Arc<Inner>) {
                 true,
             );
             match settled.await {
-                // Expired, or answered or cancelled in the meantime.
+                Ok(Settled::Applied { .. }) => {
+                    if let Some(kind) = kind.get() {
+                        crate::metrics::call_expired(*kind);
+                    }
+                }
+                // Answered or cancelled in the meantime.
                 Ok(_) => {}
                 Err(error) => warn!(%error, run_id, tool_call_id, "expiring a question failed"),
             }

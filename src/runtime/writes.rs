@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use super::executor::{kick, lease};
 use super::hub::Batch;
+use super::observed;
 use super::{Inner, RuntimeError};
 use crate::domain::{RunStatus, SettledBy};
 use crate::store::{
@@ -47,9 +48,10 @@ pub(super) async fn create(
     let run_id = run.run_id.clone();
     detached(inner, &run_id, async move {
         let inner = task_inner;
-        let run_id = run.run_id.clone();
+        let (run_id, agent_id) = (run.run_id.clone(), run.agent_id.clone());
         match inner.store.create_run(run, Some(lease(&inner))).await? {
             CreateOutcome::Created(created) => {
+                crate::metrics::run_started(&agent_id);
                 inner.hub.publish(&run_id, Batch::from(created.committed));
                 kick(&inner, &run_id, Some(created.step));
                 Ok(None)
@@ -139,6 +141,7 @@ pub(super) async fn cancel(
             .await?;
         if let CancelOutcome::Cancelled(committed) = &outcome {
             inner.hub.publish(&run_id, Batch::from(committed.clone()));
+            observed::cancelled(&inner, &run_id);
         }
         Ok(outcome)
     })

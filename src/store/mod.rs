@@ -5,6 +5,7 @@
 
 mod deliveries;
 mod keys;
+mod metered;
 mod postgres;
 mod postgres_connect;
 mod postgres_tls;
@@ -12,13 +13,14 @@ mod records;
 mod sqlite;
 mod webhook_records;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 
 use crate::domain::{
     AnswerInput, ApprovalDecision, Event, EventKind, Message, PendingCall, RunRecord, RunStatus,
-    SettledBy, Suspension, ToolDefinition, ToolResultKind, Usage, WebhookPlan, now_millis,
+    SettledBy, SuspendKind, Suspension, ToolDefinition, ToolResultKind, Usage, WebhookPlan,
+    now_millis,
 };
 
 pub use deliveries::{
@@ -26,6 +28,7 @@ pub use deliveries::{
     RedeliverOutcome, RunSummary,
 };
 pub use keys::{ApiKeyRecord, KeyStore, NewApiKey};
+pub use metered::MeteredStore;
 pub use postgres::PostgresStore;
 pub use postgres_connect::PostgresSettings;
 pub use sqlite::{SqliteKeyFile, SqliteStore, Synchronous};
@@ -469,6 +472,19 @@ pub struct RunQuery {
     pub limit: usize,
 }
 
+/// What waits, over every tenant's runs: the figures the metrics' gauges show.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PendingCounts {
+    /// Runs not finished, by status (running, suspended).
+    pub runs: HashMap<RunStatus, u64>,
+    /// Calls waiting for someone, by kind.
+    pub calls: HashMap<SuspendKind, u64>,
+    /// The last change of the suspended run unchanged longest.
+    pub oldest_suspended_ms: Option<i64>,
+    /// Webhook deliveries due and not yet delivered (retries included, reminders not yet due not).
+    pub webhooks_due: u64,
+}
+
 /// Durable storage of runs.
 #[async_trait]
 pub trait RunStore: KeyStore + DeliveryStore + Send + Sync + 'static {
@@ -569,6 +585,17 @@ pub trait RunStore: KeyStore + DeliveryStore + Send + Sync + 'static {
         after_sequence: u64,
         limit: usize,
     ) -> StoreResult<Option<EventPage>>;
+    /// The latest `tool_call_suspended` event of a call before sequence `before_sequence`: when
+    /// (and as what) the call last started waiting; `None` when there is none.
+    async fn suspension_event(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+        before_sequence: u64,
+    ) -> StoreResult<Option<Event>>;
+    /// Runs not finished and calls waiting, over every tenant's runs.
+    /// What waits now (`now_ms`: for the webhook deliveries due).
+    async fn pending_counts(&self, now_ms: i64) -> StoreResult<PendingCounts>;
     /// Pending calls whose expiry is at or before `now_ms`, as (run id, tool call id).
     async fn due_expiries(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<(String, String)>>;
     /// The earliest expiry of any pending call.

@@ -5,8 +5,8 @@ use std::sync::LazyLock;
 
 use super::{
     ApiKeyRecord, Approved, CallChange, CallStatus, Decision, Event, ExecutedResult, ExecutingCall,
-    NewCallState, NewRun, NewToolCall, RunPendingCall, StepState, StoreError, StoreResult,
-    ToolCallRecord,
+    NewCallState, NewRun, NewToolCall, PendingCounts, RunPendingCall, StepState, StoreError,
+    StoreResult, ToolCallRecord,
 };
 use crate::domain::{
     AnswerInput, ApprovalDecision, EventKind, Message, ModelToolCall, PendingCall, RunRecord,
@@ -66,6 +66,78 @@ pub(super) const RUN_IN_TENANT: &str = concat!(
     "SELECT 1 FROM runs WHERE run_id = $1 AND ",
     in_tenant!("tenant")
 );
+
+/// The latest event of run `$1` before sequence `$2` whose stored body starts with `$3` (a
+/// [`suspension_prefix`]): sequence, time and body. Read backwards from `$2`, so it stops at the
+/// suspension, usually among the run's last events.
+pub(super) const SUSPENSION_EVENT_QUERY: &str = "SELECT sequence, time_ms, body FROM events \
+     WHERE run_id = $1 AND sequence < $2 AND substr(body, 1, length(CAST($3 AS TEXT))) = $3 \
+     ORDER BY sequence DESC LIMIT 1";
+
+/// How the stored body of a call's `tool_call_suspended` event starts: serde writes an internally
+/// tagged enum's tag first, then its fields in the order declared, the call's id first.
+pub(super) fn suspension_prefix(tool_call_id: &str) -> StoreResult<String> {
+    Ok(format!(
+        "{{\"type\":\"tool_call_suspended\",\"tool_call_id\":{},",
+        to_json(&tool_call_id)?
+    ))
+}
+
+/// A stored event of run `run_id`.
+pub(super) fn stored_event(
+    run_id: &str,
+    sequence: i64,
+    time_ms: i64,
+    body: &str,
+) -> StoreResult<Event> {
+    Ok(Event {
+        run_id: run_id.to_owned(),
+        sequence: unsigned(sequence),
+        time_ms,
+        kind: from_json(body)?,
+    })
+}
+
+/// Runs not finished, by status.
+pub(super) const UNFINISHED_RUNS_COUNT_QUERY: &str = "SELECT status, COUNT(*) FROM runs \
+     WHERE status IN ('running', 'suspended') GROUP BY status";
+/// Calls waiting for someone, by kind: found through the unfinished runs (indexed by status), so
+/// the settled calls of finished runs are not scanned.
+pub(super) const PENDING_CALLS_COUNT_QUERY: &str = "SELECT c.suspend_kind, COUNT(*) FROM runs r \
+     JOIN tool_calls c ON c.run_id = r.run_id \
+     WHERE r.status IN ('running', 'suspended') AND c.status = 'pending' GROUP BY c.suspend_kind";
+/// The last change of the suspended run unchanged longest.
+pub(super) const OLDEST_SUSPENDED_QUERY: &str =
+    "SELECT MIN(updated_ms) FROM runs WHERE status = 'suspended'";
+
+/// Webhook deliveries due at `$1` and not delivered yet.
+pub(super) const WEBHOOKS_DUE_QUERY: &str = "SELECT COUNT(*) FROM webhook_deliveries \
+     WHERE status = 'pending' AND next_attempt_ms <= $1";
+
+/// [`PendingCounts`] from the rows of the four queries above.
+pub(super) fn pending_counts(
+    runs: Vec<(String, i64)>,
+    calls: Vec<(String, i64)>,
+    oldest_suspended_ms: Option<i64>,
+    webhooks_due: i64,
+) -> StoreResult<PendingCounts> {
+    Ok(PendingCounts {
+        runs: runs
+            .into_iter()
+            .map(|(status, count)| Ok((parse_status(&status)?, unsigned(count))))
+            .collect::<StoreResult<_>>()?,
+        calls: calls
+            .into_iter()
+            .map(|(kind, count)| {
+                let kind = SuspendKind::parse(&kind)
+                    .ok_or_else(|| StoreError::Corrupt(format!("suspend kind {kind}")))?;
+                Ok((kind, unsigned(count)))
+            })
+            .collect::<StoreResult<_>>()?,
+        oldest_suspended_ms,
+        webhooks_due: unsigned(webhooks_due),
+    })
+}
 
 /// The status and last sequence of run `$1` if it belongs to tenant `$2`.
 pub(super) const RUN_STATE_QUERY: &str = concat!(
@@ -845,5 +917,28 @@ impl KeyRow {
             created_ms: self.created_ms,
             revoked_ms: self.revoked_ms,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_suspension_is_stored_starting_with_its_prefix() {
+        let suspended = EventKind::ToolCallSuspended {
+            tool_call_id: "call_\"1\"%_".into(),
+            tool_name: "deploy".into(),
+            payload: None,
+            expire_ms: Some(5),
+            kind: SuspendKind::Approval,
+            arguments_json: "{}".into(),
+            approval_reason: String::new(),
+            assignees: Vec::new(),
+        };
+        let body = to_json(&suspended).expect("json");
+        let prefix = suspension_prefix("call_\"1\"%_").expect("prefix");
+        assert!(body.starts_with(&prefix), "{body} / {prefix}");
+        assert!(!body.starts_with(&suspension_prefix("call_").expect("prefix")));
     }
 }

@@ -115,7 +115,15 @@ impl Deliverer {
     /// Attempts one claimed delivery and records how it went.
     async fn attempt(&self, due: DueDelivery) {
         let webhook_id = due.delivery.webhook_id.clone();
+        let event = due.delivery.event;
         let outcome = self.send(due).await;
+        match &outcome {
+            AttemptOutcome::Delivered => crate::metrics::webhook_attempt(event.as_str(), true),
+            AttemptOutcome::Retry { .. } | AttemptOutcome::Dead { .. } => {
+                crate::metrics::webhook_attempt(event.as_str(), false)
+            }
+            AttemptOutcome::Obsolete { .. } => {}
+        }
         debug!(webhook_id, ?outcome, "webhook attempt");
         let now = self.store.now_ms();
         if let Err(error) = self

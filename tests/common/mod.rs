@@ -940,3 +940,28 @@ pub fn set_file_size_limit(pid: u32, fsize: &str) {
         .expect("run prlimit");
     assert!(status.success(), "prlimit --fsize={fsize} failed");
 }
+
+/// A port free right now, for a listener a child process opens (e.g. `--metrics-listen`).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// The text of the server's `GET /metrics` at `addr` (its `--metrics-listen`).
+pub async fn scrape_metrics(addr: &str) -> String {
+    let response = reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .expect("scrape /metrics");
+    assert!(response.status().is_success(), "{response:?}");
+    response.text().await.expect("metrics text")
+}
+
+/// The value of one sample (`name{labels}` exactly as rendered) in a scrape; `None` when absent.
+pub fn metric_sample(scrape: &str, sample: &str) -> Option<f64> {
+    scrape.lines().find_map(|line| {
+        let (name, value) = line.rsplit_once(' ')?;
+        (name == sample).then(|| value.parse().expect("a number"))
+    })
+}

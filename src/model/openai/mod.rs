@@ -108,6 +108,10 @@ impl Model for OpenAiModel {
         "openai"
     }
 
+    fn model(&self) -> &str {
+        &self.settings.model
+    }
+
     fn endpoint(&self) -> &str {
         self.endpoint.as_str()
     }
@@ -117,6 +121,7 @@ impl Model for OpenAiModel {
         let client = self.client.clone();
         let endpoint = self.endpoint.clone();
         let max_retries = self.settings.max_retries;
+        let model = self.settings.model.clone();
         Ok(Box::pin(async_stream::stream! {
             let mut attempts = 0;
             loop {
@@ -170,6 +175,7 @@ impl Model for OpenAiModel {
                     failure = %failure.describe(),
                     "model request failed; retrying"
                 );
+                crate::metrics::model_retry("openai", &model);
                 // What the provider sent is in the log line above, not in the event clients see.
                 if let AttemptFailure::Broken { how, .. } = failure {
                     yield Ok(ModelEvent::Restarted {

@@ -2,7 +2,7 @@
 //! response becomes the call's result. At least once: a request cut short by a crash is sent again
 //! with the same `Idempotency-Key`, which the receiver can dedupe on.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
@@ -107,6 +107,21 @@ impl HttpTool {
     /// `max_body_bytes`, with a note) is the content; a failure is an error result naming the status
     /// and an excerpt of the body. Neither names the URL or a header: those may hold credentials.
     pub async fn execute(
+        &self,
+        tool_name: &str,
+        idempotency_key: &str,
+        arguments_json: &str,
+        max_body_bytes: usize,
+    ) -> HttpOutcome {
+        let started = Instant::now();
+        let outcome = self
+            .send_retrying(tool_name, idempotency_key, arguments_json, max_body_bytes)
+            .await;
+        crate::metrics::http_tool_call(tool_name, started.elapsed(), outcome.is_error);
+        outcome
+    }
+
+    async fn send_retrying(
         &self,
         tool_name: &str,
         idempotency_key: &str,

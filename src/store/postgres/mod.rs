@@ -38,21 +38,23 @@ mod keys;
 use super::postgres_connect::{Connection, PostgresSettings, connection, pool};
 use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
-    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, PENDING_COLUMNS, PENDING_FEED_QUERY,
-    PENDING_IN_TENANT_QUERY, PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow,
-    RUN_COLUMNS, RUN_IN_TENANT, RUN_OF_REQUEST_QUERY, RUN_QUERY, RunHead, RunRow, SETTLED_QUERY,
-    STEP_RUN_QUERY, SettledRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow,
-    TranscriptCall, UNFINISHED_BEFORE_QUERY, UNSETTLED_QUERY, UPDATE_CALL, assemble_transcript,
-    between_turns, cancel_events, counting_step_start, executed_events, executing_call, first_step,
-    from_json, kind_name, parse_status, run_tools_column, settled_by_column, to_json, unsigned,
-    usage_columns, usage_from_columns,
+    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, OLDEST_SUSPENDED_QUERY,
+    PENDING_CALLS_COUNT_QUERY, PENDING_COLUMNS, PENDING_FEED_QUERY, PENDING_IN_TENANT_QUERY,
+    PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_COLUMNS, RUN_IN_TENANT,
+    RUN_OF_REQUEST_QUERY, RUN_QUERY, RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY,
+    SUSPENSION_EVENT_QUERY, SettledRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY,
+    ToolCallRow, TranscriptCall, UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY,
+    UNSETTLED_QUERY, UPDATE_CALL, WEBHOOKS_DUE_QUERY, assemble_transcript, between_turns,
+    cancel_events, counting_step_start, executed_events, executing_call, first_step, from_json,
+    kind_name, parse_status, pending_counts, run_tools_column, settled_by_column, stored_event,
+    suspension_prefix, to_json, unsigned, usage_columns, usage_from_columns,
 };
 use super::webhook_records::{DeliveryInsert, deliveries_of, webhooks_column};
 use super::{
     CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, Committed, CreateOutcome, Created,
-    Decide, EventPage, ExecutedResult, Lease, NewRun, RunEnd, RunPendingCall, RunQuery, RunStore,
-    SettleOutcome, StepState, StoreError, StoreResult, Tenancy, ToolCallRecord, TurnCommit,
-    TurnOutcome,
+    Decide, EventPage, ExecutedResult, Lease, NewRun, PendingCounts, RunEnd, RunPendingCall,
+    RunQuery, RunStore, SettleOutcome, StepState, StoreError, StoreResult, Tenancy, ToolCallRecord,
+    TurnCommit, TurnOutcome,
 };
 use crate::domain::{
     Event, EventKind, PendingCall, RunRecord, RunStatus, SettledBy, ToolResultKind, now_millis,
@@ -1647,6 +1649,46 @@ impl RunStore for PostgresStore {
             status: parse_status(head.get(0))?,
             last_sequence: unsigned(head.get(1)),
         }))
+    }
+
+    async fn suspension_event(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+        before_sequence: u64,
+    ) -> StoreResult<Option<Event>> {
+        let prefix = suspension_prefix(tool_call_id)?;
+        let before = i64::try_from(before_sequence).unwrap_or(i64::MAX);
+        let client = self.pool.get().await?;
+        select(
+            &client,
+            SUSPENSION_EVENT_QUERY,
+            &[&run_id, &before, &prefix],
+        )
+        .await?
+        .first()
+        .map(|row| stored_event(run_id, row.get(0), row.get(1), row.get(2)))
+        .transpose()
+    }
+
+    async fn pending_counts(&self, now_ms: i64) -> StoreResult<PendingCounts> {
+        let client = self.pool.get().await?;
+        let counts = |rows: Vec<Row>| -> Vec<(String, i64)> {
+            rows.iter().map(|row| (row.get(0), row.get(1))).collect()
+        };
+        let now_ms = [&now_ms as &(dyn ToSql + Sync)];
+        let (runs, calls, oldest, webhooks_due) = try_join!(
+            select(&client, UNFINISHED_RUNS_COUNT_QUERY, &[]),
+            select(&client, PENDING_CALLS_COUNT_QUERY, &[]),
+            select_one(&client, OLDEST_SUSPENDED_QUERY, &[]),
+            select_one(&client, WEBHOOKS_DUE_QUERY, &now_ms),
+        )?;
+        pending_counts(
+            counts(runs),
+            counts(calls),
+            oldest.get(0),
+            webhooks_due.get(0),
+        )
     }
 
     async fn due_expiries(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<(String, String)>> {

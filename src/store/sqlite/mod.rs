@@ -19,21 +19,23 @@ mod readers;
 
 use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
-    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, PENDING_FEED_QUERY, PENDING_QUERY,
-    PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_COLUMNS, RUN_IN_TENANT,
-    RUN_OF_REQUEST_QUERY, RUN_QUERY, RUN_STATE_QUERY, RunHead, RunRow, SETTLED_QUERY,
-    STEP_RUN_QUERY, SettledRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow,
-    TranscriptCall, UNFINISHED_BEFORE_QUERY, UNSETTLED_QUERY, UPDATE_CALL, assemble_transcript,
-    between_turns, cancel_events, counting_step_start, executed_events, executing_call, first_step,
-    from_json, kind_name, parse_status, run_tools_column, settled_by_column, to_json,
+    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, OLDEST_SUSPENDED_QUERY,
+    PENDING_CALLS_COUNT_QUERY, PENDING_FEED_QUERY, PENDING_QUERY, PRUNABLE_RUNS_QUERY,
+    PRUNED_TABLES, PendingRow, RUN_COLUMNS, RUN_IN_TENANT, RUN_OF_REQUEST_QUERY, RUN_QUERY,
+    RUN_STATE_QUERY, RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY, SUSPENSION_EVENT_QUERY,
+    SettledRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall,
+    UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY, UPDATE_CALL,
+    WEBHOOKS_DUE_QUERY, assemble_transcript, between_turns, cancel_events, counting_step_start,
+    executed_events, executing_call, first_step, from_json, kind_name, parse_status,
+    pending_counts, run_tools_column, settled_by_column, stored_event, suspension_prefix, to_json,
     usage_columns, usage_from_columns,
 };
 use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of, webhooks_column};
 use super::{
     CallStatus, CancelOutcome, ClaimOutcome, Committed, CreateOutcome, Created, Decide, EventPage,
-    ExecutedResult, ExecutingCall, Lease, NewRun, RunEnd, RunPendingCall, RunQuery, RunStore,
-    SettleOutcome, StepState, StoreError, StoreResult, Tenancy, ToolCallRecord, TurnCommit,
-    TurnOutcome,
+    ExecutedResult, ExecutingCall, Lease, NewRun, PendingCounts, RunEnd, RunPendingCall, RunQuery,
+    RunStore, SettleOutcome, StepState, StoreError, StoreResult, Tenancy, ToolCallRecord,
+    TurnCommit, TurnOutcome,
 };
 use crate::domain::{
     Event, EventKind, Message, PendingCall, RunRecord, RunStatus, SettledBy, ToolResultKind,
@@ -1098,6 +1100,50 @@ impl RunStore for SqliteStore {
             }))
         })
         .await
+    }
+
+    async fn suspension_event(
+        &self,
+        run_id: &str,
+        tool_call_id: &str,
+        before_sequence: u64,
+    ) -> StoreResult<Option<Event>> {
+        let (run_id, prefix) = (run_id.to_owned(), suspension_prefix(tool_call_id)?);
+        let before = i64::try_from(before_sequence).unwrap_or(i64::MAX);
+        self.readers
+            .run(move |conn| {
+                let row: Option<(i64, i64, String)> = conn
+                    .prepare_cached(SUSPENSION_EVENT_QUERY)?
+                    .query_row(params![run_id, before, prefix], |row| {
+                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                    })
+                    .optional()?;
+                row.map(|(sequence, time_ms, body)| stored_event(&run_id, sequence, time_ms, &body))
+                    .transpose()
+            })
+            .await
+    }
+
+    async fn pending_counts(&self, now_ms: i64) -> StoreResult<PendingCounts> {
+        self.readers
+            .run(move |conn| {
+                let counts = |sql| -> StoreResult<Vec<(String, i64)>> {
+                    Ok(conn
+                        .prepare_cached(sql)?
+                        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+                        .collect::<Result<_, _>>()?)
+                };
+                let runs = counts(UNFINISHED_RUNS_COUNT_QUERY)?;
+                let calls = counts(PENDING_CALLS_COUNT_QUERY)?;
+                let oldest = conn
+                    .prepare_cached(OLDEST_SUSPENDED_QUERY)?
+                    .query_row([], |row| row.get(0))?;
+                let webhooks_due = conn
+                    .prepare_cached(WEBHOOKS_DUE_QUERY)?
+                    .query_row([now_ms], |row| row.get(0))?;
+                pending_counts(runs, calls, oldest, webhooks_due)
+            })
+            .await
     }
 
     async fn due_expiries(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<(String, String)>> {
