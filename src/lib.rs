@@ -69,5 +69,6 @@ pub mod redact;
 pub mod runtime;
 pub mod server;
 pub mod store;
+pub mod telemetry;
 pub mod tls;
 pub mod web;

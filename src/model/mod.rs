@@ -116,6 +116,8 @@ pub type ModelStream = Pin<Box<dyn Stream<Item = Result<ModelEvent, ModelError>>
 pub trait Model: Send + Sync {
     /// The provider's name, e.g. `scripted`.
     fn provider(&self) -> &str;
+    /// The model its requests name (the provider's name for a script).
+    fn name(&self) -> &str;
     /// Where its requests go (a base URL), which requests in flight are limited by.
     fn endpoint(&self) -> &str;
     /// Starts one model turn over the transcript.

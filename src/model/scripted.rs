@@ -170,6 +170,10 @@ impl Model for ScriptedModel {
         "scripted"
     }
 
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
     fn endpoint(&self) -> &str {
         "scripted"
     }

@@ -108,6 +108,10 @@ impl Model for OpenAiModel {
         "openai"
     }
 
+    fn name(&self) -> &str {
+        &self.settings.model
+    }
+
     fn endpoint(&self) -> &str {
         self.endpoint.as_str()
     }
