@@ -71,6 +71,7 @@ pub mod redact;
 pub mod runtime;
 pub mod server;
 pub mod store;
+pub mod telemetry;
 pub mod tls;
 pub mod web;
 pub mod webhooks;

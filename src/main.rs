@@ -1,37 +1,30 @@
 use std::process::ExitCode;
 
+use askuser::config::{Cli, Command};
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
-
-use askuser::config::{Cli, Command, LogFormat};
-
-fn init_logging(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        // A log line that cannot be written (stderr on a full disk) is dropped: reporting that
-        // with `eprintln!`, which panics when stderr fails, would panic whichever task logged.
-        .log_internal_errors(false);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
-}
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => {
-            init_logging(args.log_format);
-            match askuser::server::serve(*args).await {
+            let telemetry =
+                match askuser::telemetry::init(args.log_format, args.otlp_endpoint().as_deref()) {
+                    Ok(telemetry) => telemetry,
+                    Err(error) => {
+                        eprintln!("askuser: {error}");
+                        return ExitCode::FAILURE;
+                    }
+                };
+            let served = askuser::server::serve(*args).await;
+            if let Err(error) = &served {
+                tracing::error!(%error, "askuser failed");
+                eprintln!("askuser: {error}");
+            }
+            telemetry.shutdown().await;
+            match served {
                 Ok(()) => ExitCode::SUCCESS,
-                Err(error) => {
-                    tracing::error!(%error, "askuser failed");
-                    eprintln!("askuser: {error}");
-                    ExitCode::FAILURE
-                }
+                Err(_) => ExitCode::FAILURE,
             }
         }
         Command::Keys(args) => match askuser::keys_cli::run(*args).await {

@@ -174,6 +174,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     let max_request = args.max_message_bytes();
     let max_response = max_request.saturating_mul(4);
     let mut builder = Server::builder()
+        // A span per request, a child of the caller's `traceparent` (exported with --otlp-endpoint).
+        .trace_fn(crate::telemetry::rpc_span)
         // gRPC-Web from browsers comes over HTTP/1.1 too.
         .accept_http1(true)
         .http2_keepalive_interval(Some(args.http2_keepalive_interval))

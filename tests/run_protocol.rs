@@ -434,6 +434,8 @@ async fn a_suspension_is_stored_before_it_is_announced() {
         let stored = get_run(&mut observer, &run.run_id).await;
         assert_eq!(stored.status, pb::RunStatus::Suspended as i32);
         assert!(stored.last_sequence >= sequence);
+        let suspend_time = stored.pending_tool_calls[0].suspend_time;
+        assert!(suspend_time.is_some(), "a waiting call says since when");
         assert_eq!(
             stored.pending_tool_calls,
             [pb::PendingToolCall {
@@ -447,6 +449,7 @@ async fn a_suspension_is_stored_before_it_is_announced() {
                 assignees: suspended.assignees,
                 claimant: String::new(),
                 claim_expire_time: None,
+                suspend_time,
             }]
         );
     }

@@ -303,6 +303,7 @@ async fn listed_ids(
             agent_id: agent_id.into(),
             page_size: 1000,
             page_token: String::new(),
+            ..Default::default()
         },
     )
     .await

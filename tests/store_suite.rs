@@ -15,9 +15,9 @@ use askuser::domain::{
 };
 use askuser::store::{
     CallChange, CallStatus, CancelOutcome, ClaimOutcome, Committed, CreateOutcome, Decide, Lease,
-    NewCallState, NewRun, NewToolCall, PostgresSettings, PostgresStore, RunEnd, RunQuery, RunStore,
-    SettleOutcome, Settlement, SqliteStore, StepState, Synchronous, Tenancy, TurnCommit,
-    TurnOutcome,
+    NewCallState, NewRun, NewToolCall, PostgresSettings, PostgresStore, RunEnd, RunFilter,
+    RunQuery, RunStore, SettleOutcome, Settlement, SqliteStore, StepState, Synchronous, Tenancy,
+    TurnCommit, TurnOutcome,
 };
 use futures::future::join_all;
 
@@ -129,6 +129,9 @@ on_both_stores! {
         another_tenants_run_is_not_found_and_left_unchanged,
         a_calls_assignees_are_kept_with_it,
         the_metrics_read_what_waits_and_since_when,
+        list_runs_filters_by_metadata_creation_time_and_pending_kind,
+        a_run_read_shows_its_usage_and_when_calls_waited_and_settled,
+        a_runs_trace_context_is_handed_to_its_steps,
     ],
     locations: [migrations_are_idempotent],
 }
@@ -148,6 +151,7 @@ fn new_run(run_id: &str, agent_id: &str) -> NewRun {
         run_tools: Vec::new(),
         request_id: None,
         webhooks: None,
+        trace_context: None,
     }
 }
 
@@ -597,7 +601,7 @@ async fn commits_are_refused_unless_the_run_is_where_the_executor_left_it(
 
 async fn the_runs_token_usage_is_kept_with_each_turn(store: Arc<dyn RunStore>) {
     async fn usage(store: &Arc<dyn RunStore>) -> Option<Usage> {
-        stored_step(store, "run-1").await.usage
+        stored_step(store, "run-1").await.run.usage
     }
     let tokens = |input_tokens, output_tokens| {
         Some(Usage {
@@ -1421,7 +1425,10 @@ async fn list_runs_filters_and_pages_newest_first(store: Arc<dyn RunStore>) {
     );
     let suspended = store
         .list_runs(RunQuery {
-            status: Some(RunStatus::Suspended),
+            filter: RunFilter {
+                status: Some(RunStatus::Suspended),
+                ..RunFilter::default()
+            },
             ..query(100)
         })
         .await
@@ -1436,7 +1443,10 @@ async fn list_runs_filters_and_pages_newest_first(store: Arc<dyn RunStore>) {
         ids(
             &store,
             RunQuery {
-                agent_id: Some("alpha".into()),
+                filter: RunFilter {
+                    agent_id: Some("alpha".into()),
+                    ..RunFilter::default()
+                },
                 ..query(100)
             }
         )
@@ -1447,8 +1457,11 @@ async fn list_runs_filters_and_pages_newest_first(store: Arc<dyn RunStore>) {
         ids(
             &store,
             RunQuery {
-                status: Some(RunStatus::Running),
-                agent_id: Some("beta".into()),
+                filter: RunFilter {
+                    status: Some(RunStatus::Running),
+                    agent_id: Some("beta".into()),
+                    ..RunFilter::default()
+                },
                 ..query(100)
             }
         )
@@ -1459,7 +1472,10 @@ async fn list_runs_filters_and_pages_newest_first(store: Arc<dyn RunStore>) {
         ids(
             &store,
             RunQuery {
-                status: Some(RunStatus::Cancelled),
+                filter: RunFilter {
+                    status: Some(RunStatus::Cancelled),
+                    ..RunFilter::default()
+                },
                 ..query(100)
             }
         )
@@ -1494,7 +1510,10 @@ async fn list_runs_filters_and_pages_newest_first(store: Arc<dyn RunStore>) {
         ids(
             &store,
             RunQuery {
-                agent_id: Some("alpha".into()),
+                filter: RunFilter {
+                    agent_id: Some("alpha".into()),
+                    ..RunFilter::default()
+                },
                 before_run_id: Some("run-4".into()),
                 ..query(1)
             }
@@ -1900,4 +1919,293 @@ async fn the_metrics_read_what_waits_and_since_when(store: Arc<dyn RunStore>) {
     assert_eq!(counts.runs, HashMap::from([(RunStatus::Running, 2)]));
     assert!(counts.calls.is_empty(), "{counts:?}");
     assert_eq!(counts.oldest_suspended_ms, None);
+}
+
+/// Ids of the runs a listing returns, in order.
+async fn listed(
+    store: &Arc<dyn RunStore>,
+    filter: RunFilter,
+    before: Option<&str>,
+    limit: usize,
+) -> Vec<String> {
+    store
+        .list_runs(RunQuery {
+            tenant: Some("default".into()),
+            filter,
+            before_run_id: before.map(str::to_owned),
+            limit,
+        })
+        .await
+        .expect("list runs")
+        .into_iter()
+        .map(|run| run.run_id)
+        .collect()
+}
+
+/// Every page of a listing, `limit` runs each, each after the previous page's last id.
+async fn pages(store: &Arc<dyn RunStore>, filter: RunFilter, limit: usize) -> Vec<Vec<String>> {
+    let mut pages = Vec::new();
+    let mut before: Option<String> = None;
+    loop {
+        let page = listed(store, filter.clone(), before.as_deref(), limit).await;
+        if page.is_empty() {
+            return pages;
+        }
+        before = page.last().cloned();
+        pages.push(page);
+    }
+}
+
+async fn list_runs_filters_by_metadata_creation_time_and_pending_kind(store: Arc<dyn RunStore>) {
+    // run-0..run-5, created one after another; team alternates, and a key with JSON-path
+    // characters in it marks runs 2 to 4. Runs 1 and 4 wait on a question, 3 on an approval, 5
+    // asked a question that was answered.
+    let mut created = Vec::new();
+    for index in 0..6 {
+        let run_id = format!("run-{index}");
+        let mut metadata = BTreeMap::from([(
+            "team".to_owned(),
+            if index % 2 == 0 { "storage" } else { "compute" }.to_owned(),
+        )]);
+        if (2..=4).contains(&index) {
+            metadata.insert(r#"a"b.$[0]"#.to_owned(), "x y".to_owned());
+        }
+        let run = NewRun {
+            metadata,
+            ..new_run(&run_id, "agent")
+        };
+        store
+            .create_run(run, Some(lease(OWNER)))
+            .await
+            .expect("create run");
+        let question = pending_call("call-1", None);
+        let approval = NewToolCall {
+            state: NewCallState::Pending {
+                suspension: Suspension {
+                    kind: SuspendKind::Approval,
+                    arguments_json: "{}".into(),
+                    approval_reason: "risky".into(),
+                    ..Suspension::default()
+                },
+                expire_ms: None,
+            },
+            ..pending_call("call-1", None)
+        };
+        match index {
+            1 | 4 | 5 => {
+                commit(&store, &run_id, 0, turn("?", vec![question])).await;
+            }
+            3 => {
+                commit(&store, &run_id, 0, turn("?", vec![approval])).await;
+            }
+            _ => {}
+        }
+        if index == 5 {
+            settle_pending(&store, &run_id, "call-1", answered("yes", "a-1")).await;
+        }
+        let run = store
+            .get_run(&run_id, Tenancy::Any)
+            .await
+            .expect("get run")
+            .expect("run exists");
+        created.push(run.created_ms);
+        // Each run is created in a later millisecond than the one before.
+        while now_millis() <= run.created_ms {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+    let filter = |f: fn(&mut RunFilter)| {
+        let mut filter = RunFilter::default();
+        f(&mut filter);
+        filter
+    };
+
+    let storage = filter(|f| {
+        f.metadata.insert("team".into(), "storage".into());
+    });
+    assert_eq!(
+        listed(&store, storage.clone(), None, 100).await,
+        ["run-4", "run-2", "run-0"]
+    );
+    assert_eq!(
+        pages(&store, storage, 2).await,
+        [vec!["run-4", "run-2"], vec!["run-0"]]
+    );
+    // Every entry must match: the odd key with storage is run 2 and 4 only.
+    let both = filter(|f| {
+        f.metadata.insert("team".into(), "storage".into());
+        f.metadata.insert(r#"a"b.$[0]"#.into(), "x y".into());
+    });
+    assert_eq!(pages(&store, both, 1).await, [["run-4"], ["run-2"]]);
+    let wrong_value = filter(|f| {
+        f.metadata.insert("team".into(), "storag".into());
+    });
+    assert!(listed(&store, wrong_value, None, 100).await.is_empty());
+
+    // Created at or after run 2 and before run 5.
+    let window = RunFilter {
+        created_after_ms: Some(created[2]),
+        created_before_ms: Some(created[5]),
+        ..RunFilter::default()
+    };
+    assert_eq!(
+        pages(&store, window.clone(), 2).await,
+        [vec!["run-4", "run-3"], vec!["run-2"]]
+    );
+    let compute_in_window = RunFilter {
+        metadata: BTreeMap::from([("team".to_owned(), "compute".to_owned())]),
+        ..window
+    };
+    assert_eq!(
+        listed(&store, compute_in_window, None, 100).await,
+        ["run-3"]
+    );
+    let after_all = RunFilter {
+        created_after_ms: Some(created[5] + 1),
+        ..RunFilter::default()
+    };
+    assert!(listed(&store, after_all, None, 100).await.is_empty());
+
+    // A call waiting now, of that kind: run 5's question was answered.
+    let questions = filter(|f| f.pending_kind = Some(SuspendKind::Question));
+    assert_eq!(pages(&store, questions, 1).await, [["run-4"], ["run-1"]]);
+    let approvals = filter(|f| f.pending_kind = Some(SuspendKind::Approval));
+    assert_eq!(listed(&store, approvals, None, 100).await, ["run-3"]);
+    let client_tools = filter(|f| f.pending_kind = Some(SuspendKind::ClientTool));
+    assert!(listed(&store, client_tools, None, 100).await.is_empty());
+    let storage_questions = filter(|f| {
+        f.pending_kind = Some(SuspendKind::Question);
+        f.metadata.insert("team".into(), "storage".into());
+        f.status = Some(RunStatus::Suspended);
+    });
+    assert_eq!(
+        listed(&store, storage_questions, None, 100).await,
+        ["run-4"]
+    );
+
+    // The tenant stays part of the query, whatever the filters.
+    let mut elsewhere = store
+        .list_runs(RunQuery {
+            tenant: Some("acme".into()),
+            filter: filter(|f| f.pending_kind = Some(SuspendKind::Question)),
+            before_run_id: None,
+            limit: 100,
+        })
+        .await
+        .expect("list runs");
+    assert!(elsewhere.is_empty(), "{:?}", elsewhere.pop());
+}
+
+async fn a_run_read_shows_its_usage_and_when_calls_waited_and_settled(store: Arc<dyn RunStore>) {
+    async fn read(store: &Arc<dyn RunStore>) -> askuser::domain::RunRecord {
+        store
+            .get_run("run-1", Tenancy::Any)
+            .await
+            .expect("get run")
+            .expect("run exists")
+    }
+    leased_run(&store, "run-1").await;
+    let started = read(&store).await;
+    assert_eq!(started.usage, None, "no model call reported tokens yet");
+
+    let asking = TurnCommit {
+        usage: Some(Usage {
+            input_tokens: 120,
+            output_tokens: 30,
+        }),
+        ..turn(
+            "Two questions",
+            vec![pending_call("call-1", None), pending_call("call-2", None)],
+        )
+    };
+    let committed = commit(&store, "run-1", 0, asking).await;
+    let suspended_at = committed.events.last().expect("events").time_ms;
+    let waiting = read(&store).await;
+    assert_eq!(
+        waiting.usage,
+        Some(Usage {
+            input_tokens: 120,
+            output_tokens: 30
+        })
+    );
+    let since: Vec<Option<i64>> = waiting
+        .pending
+        .iter()
+        .map(|call| call.suspended_ms)
+        .collect();
+    assert_eq!(
+        since,
+        [Some(suspended_at), Some(suspended_at)],
+        "each call waits since its turn"
+    );
+    assert!(suspended_at >= started.created_ms);
+
+    while now_millis() <= suspended_at {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let answer = settle_pending(&store, "run-1", "call-1", answered("yes", "a-1")).await;
+    let settled_at = answer.events[0].time_ms;
+    let after = read(&store).await;
+    assert_eq!(after.pending.len(), 1);
+    assert_eq!(after.pending[0].suspended_ms, Some(suspended_at));
+    let [settled] = after.settled.as_slice() else {
+        panic!("one settled call: {:?}", after.settled);
+    };
+    assert_eq!(settled.tool_call_id, "call-1");
+    assert_eq!(settled.suspended_ms, Some(suspended_at));
+    assert_eq!(settled.settled_ms, Some(settled_at));
+    assert!(
+        settled_at > suspended_at,
+        "{settled_at} after {suspended_at}"
+    );
+
+    // A call settled at once never waited.
+    leased_run(&store, "run-2").await;
+    commit(
+        &store,
+        "run-2",
+        0,
+        turn("Oops", vec![invalid_call("call-x")]),
+    )
+    .await;
+    let invalid = store
+        .get_run("run-2", Tenancy::Any)
+        .await
+        .expect("get run")
+        .expect("run exists");
+    assert_eq!(invalid.settled.len(), 1);
+    assert_eq!(invalid.settled[0].suspended_ms, None);
+}
+
+async fn a_runs_trace_context_is_handed_to_its_steps(store: Arc<dyn RunStore>) {
+    let context = r#"{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}"#;
+    let run = NewRun {
+        trace_context: Some(context.into()),
+        ..new_run("run-1", "agent")
+    };
+    let CreateOutcome::Created(created) = store
+        .create_run(run, Some(lease(OWNER)))
+        .await
+        .expect("create run")
+    else {
+        panic!("a new run");
+    };
+    assert_eq!(created.step.trace_context.as_deref(), Some(context));
+    commit(
+        &store,
+        "run-1",
+        0,
+        turn("?", vec![pending_call("call-1", None)]),
+    )
+    .await;
+    // Later steps (after an answer, after a restart) read it back from the store.
+    assert_eq!(
+        stored_step(&store, "run-1").await.trace_context.as_deref(),
+        Some(context)
+    );
+    store
+        .create_run(new_run("run-2", "agent"), None)
+        .await
+        .expect("create run");
+    assert_eq!(stored_step(&store, "run-2").await.trace_context, None);
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tracing::Instrument;
 
 use futures::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
@@ -104,6 +105,9 @@ impl AgentApi {
         let heartbeat = self.heartbeat_interval;
         let runtime = self.runtime.clone();
         let limits = self.limits;
+        // The RPC's span: the answers of a `RunAgent` stream are its work too, and it lasts as
+        // long as the stream.
+        let rpc = tracing::Span::current();
         Box::pin(async_stream::stream! {
             // Held as long as the stream is open.
             let _permit = permit;
@@ -133,7 +137,9 @@ impl AgentApi {
                     message = client_frame => match message {
                         Ok(Some(pb::RunAgentRequest { frame: Some(Frame::Answer(answer)) })) => {
                             let frame =
-                                answer_frame(&runtime, &run_id, answer, &limits, principal.clone()).await;
+                                answer_frame(&runtime, &run_id, answer, &limits, principal.clone())
+                                    .instrument(rpc.clone())
+                                    .await;
                             let ends = frame.is_err();
                             yield frame;
                             if ends {
@@ -411,17 +417,16 @@ impl AgentService for AgentApi {
             [
                 ("agent_id", Field::Id(&request.agent_id)),
                 ("page_token", Field::PageToken(&request.page_token)),
+                ("metadata", Field::Metadata(&request.metadata)),
             ],
             &self.limits,
         )?;
-        let status = convert::status_filter(request.status)?;
-        let agent_id = (!request.agent_id.is_empty()).then_some(request.agent_id);
+        let filter = convert::list_filter(&request)?;
         let page = self
             .runtime
             .list_runs(
                 &principal,
-                status,
-                agent_id.clone(),
+                filter.clone(),
                 request.page_size,
                 &request.page_token,
             )
@@ -438,9 +443,7 @@ impl AgentService for AgentApi {
                 && let Some(last) = runs.last()
             {
                 let last: &pb::Run = last;
-                next_page_token =
-                    self.runtime
-                        .page_token_after(status, agent_id.as_deref(), &last.run_id);
+                next_page_token = self.runtime.page_token_after(&filter, &last.run_id);
                 break;
             }
             runs.push(run);

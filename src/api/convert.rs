@@ -9,7 +9,7 @@ use super::limits::RequestLimits;
 use crate::domain::{
     self, AnswerInput, ApprovalDecision, AuthMethod, Event, EventKind, PendingCall, Principal,
     RunRecord, RunStatus, SelectionMode, SettledBy, SettledCall, SuspendKind, ToolDefinition,
-    ToolResultKind, WebhookEvent,
+    ToolResultKind, Usage, WebhookEvent,
 };
 use crate::proto::v1 as pb;
 use crate::runtime::tools::{ApprovalPolicy, ToolKind, schema_text};
@@ -17,11 +17,30 @@ use crate::runtime::{
     AgentDefinition, AnswerAck, AnswerRequest, PendingEvent, PendingFilter, RejectReason,
     RunWebhook, StartRunRequest, Violation,
 };
+use crate::store::RunFilter;
 
 pub fn timestamp(ms: i64) -> Timestamp {
     Timestamp {
         seconds: ms.div_euclid(1000),
         nanos: i32::try_from(ms.rem_euclid(1000) * 1_000_000).unwrap_or(0),
+    }
+}
+
+/// Milliseconds since the Unix epoch of a wire timestamp; `field` names it in the error.
+fn millis_of(time: &Timestamp, field: &str) -> Result<i64, ApiError> {
+    if !(0..1_000_000_000).contains(&time.nanos) {
+        return Err(ApiError::field(field, format!("{field} has invalid nanos")));
+    }
+    time.seconds
+        .checked_mul(1000)
+        .and_then(|ms| ms.checked_add(i64::from(time.nanos / 1_000_000)))
+        .ok_or_else(|| ApiError::field(field, format!("{field} is out of range")))
+}
+
+fn usage_to_proto(usage: Usage) -> pb::Usage {
+    pb::Usage {
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
     }
 }
 
@@ -198,6 +217,42 @@ fn suspend_kind_to_proto(kind: SuspendKind) -> pb::SuspendKind {
         SuspendKind::Approval => pb::SuspendKind::Approval,
         SuspendKind::ClientTool => pb::SuspendKind::ClientTool,
     }
+}
+
+/// Decodes the filters of `ListRuns`.
+pub fn list_filter(request: &pb::ListRunsRequest) -> Result<RunFilter, ApiError> {
+    let pending_kind = match pb::SuspendKind::try_from(request.pending_kind) {
+        Ok(pb::SuspendKind::Unspecified) => None,
+        Ok(pb::SuspendKind::Question) => Some(SuspendKind::Question),
+        Ok(pb::SuspendKind::Approval) => Some(SuspendKind::Approval),
+        Ok(pb::SuspendKind::ClientTool) => Some(SuspendKind::ClientTool),
+        Err(_) => {
+            return Err(ApiError::field(
+                "pending_kind",
+                "pending_kind is not a known SuspendKind",
+            ));
+        }
+    };
+    Ok(RunFilter {
+        status: status_filter(request.status)?,
+        agent_id: (!request.agent_id.is_empty()).then(|| request.agent_id.clone()),
+        metadata: request
+            .metadata
+            .iter()
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect(),
+        created_after_ms: request
+            .create_time_after
+            .as_ref()
+            .map(|time| millis_of(time, "create_time_after"))
+            .transpose()?,
+        created_before_ms: request
+            .create_time_before
+            .as_ref()
+            .map(|time| millis_of(time, "create_time_before"))
+            .transpose()?,
+        pending_kind,
+    })
 }
 
 /// Decodes the kinds filter of `WatchPendingCalls`; unknown or unspecified kinds are violations.
@@ -399,10 +454,7 @@ pub fn event_to_proto(event: Event) -> pb::RunAgentResponse {
         }),
         EventKind::RunCompleted { output_text, usage } => E::RunCompleted(pb::RunCompleted {
             output_text,
-            usage: usage.map(|u| pb::Usage {
-                input_tokens: u.input_tokens,
-                output_tokens: u.output_tokens,
-            }),
+            usage: usage.map(usage_to_proto),
         }),
         EventKind::RunFailed { message } => E::RunFailed(pb::RunFailed { message }),
         EventKind::RunCancelled { reason } => E::RunCancelled(pb::RunCancelled { reason }),
@@ -506,6 +558,7 @@ fn pending_to_proto(call: PendingCall) -> pb::PendingToolCall {
         assignees: call.suspension.assignees,
         claim_expire_time: claim.as_ref().map(|(_, until_ms)| timestamp(*until_ms)),
         claimant: claim.map(|(claimant, _)| claimant).unwrap_or_default(),
+        suspend_time: call.suspended_ms.map(timestamp),
     }
 }
 
@@ -523,6 +576,7 @@ pub fn run_to_proto(run: RunRecord) -> pb::Run {
         prompt: run.prompt,
         error_message: run.error_message,
         settled_tool_calls: run.settled.into_iter().map(settled_to_proto).collect(),
+        usage: run.usage.map(usage_to_proto),
     }
 }
 
@@ -534,6 +588,7 @@ fn settled_to_proto(call: SettledCall) -> pb::SettledToolCall {
         settled_by: call.settled_by.map(settled_by_to_proto),
         settle_time: call.settled_ms.map(timestamp),
         result_sequence: call.result_sequence,
+        suspend_time: call.suspended_ms.map(timestamp),
     }
 }
 

@@ -260,6 +260,8 @@ pub enum Field<'a> {
     PageToken(&'a str),
     /// A list of ids (agent ids, tool names) in a filter.
     Ids(&'a [String]),
+    /// Metadata entries, as a run keeps them or a filter names them.
+    Metadata(&'a HashMap<String, String>),
 }
 
 /// Other requests' fields, named as given.
@@ -279,6 +281,7 @@ pub fn check<'a>(
                 limits.max_filter_entries,
                 limits.max_id_bytes,
             ),
+            Field::Metadata(metadata) => check.metadata(name, metadata, limits),
         }
     }
     check.done().map_err(ApiError::InvalidRequest)

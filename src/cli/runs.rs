@@ -59,6 +59,7 @@ pub async fn run(args: RunsArgs) -> Result<(), CliError> {
                 agent_id: args.agent.clone().unwrap_or_default(),
                 page_size: i32::try_from(page_size).unwrap_or(i32::MAX),
                 page_token,
+                ..pb::ListRunsRequest::default()
             })
             .await?;
         for run in page.runs.iter().take(left) {

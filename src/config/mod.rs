@@ -203,6 +203,10 @@ pub struct ServeArgs {
     /// Log format on stderr.
     #[arg(long, env = "ASKUSER_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// OTLP/gRPC endpoint traces are exported to (e.g. `http://collector:4317`); without it (and
+    /// without `OTEL_EXPORTER_OTLP_ENDPOINT`) no traces are made.
+    #[arg(long, env = "ASKUSER_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
     /// SQLite durability: `normal` survives a process crash, `full` also a power loss.
     #[arg(
         long,
@@ -410,6 +414,15 @@ impl ServeArgs {
             key: self.tls_key.clone()?,
             client_ca: self.tls_client_ca.clone(),
         })
+    }
+
+    /// Where traces go: `--otlp-endpoint`, else the OpenTelemetry standard
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`; `None`: traces are off.
+    pub fn otlp_endpoint(&self) -> Option<String> {
+        self.otlp_endpoint
+            .clone()
+            .or_else(|| std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT").ok())
+            .filter(|endpoint| !endpoint.is_empty())
     }
 
     /// The PostgreSQL URL, from --database-url or --database-url-file; `None`: SQLite.

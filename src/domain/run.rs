@@ -236,6 +236,8 @@ pub struct PendingCall {
     pub expire_ms: Option<i64>,
     /// Who claimed the call, and until when, while the claim lasts.
     pub claim: Option<(String, i64)>,
+    /// When it started waiting (absent for calls stored before this was recorded).
+    pub suspended_ms: Option<i64>,
 }
 
 /// A run as stored.
@@ -262,6 +264,8 @@ pub struct RunRecord {
     pub settled: Vec<SettledCall>,
     /// The client tools given for this run only.
     pub run_tools: Vec<ToolDefinition>,
+    /// The tokens its committed turns used, summed, when their provider reported any.
+    pub usage: Option<Usage>,
 }
 
 /// A settled call of a run: how, by whom and when.
@@ -276,6 +280,9 @@ pub struct SettledCall {
     pub settled_ms: Option<i64>,
     /// The sequence of its `tool_result` event.
     pub result_sequence: u64,
+    /// When it started waiting; `None` for a call that never waited (or was stored before this
+    /// was recorded).
+    pub suspended_ms: Option<i64>,
 }
 
 /// A client tool declared for one run (`StartRun.tools`), stored with the run.

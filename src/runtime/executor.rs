@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::{FutureExt, StreamExt};
-use tracing::{debug, error, info, warn};
+use opentelemetry::trace::SpanContext;
+use tracing::{Instrument, debug, error, info, warn};
 
 use super::Inner;
 use super::agents::AgentDefinition;
@@ -22,6 +23,7 @@ use crate::store::{
     ExecutedResult, ExecutingCall, Lease, NewCallState, NewToolCall, RunEnd, StepState, StoreError,
     TurnCommit, TurnOutcome,
 };
+use crate::telemetry;
 
 /// The runs this process is executing, each with a flag set when it was asked to look again.
 #[derive(Default)]
@@ -73,9 +75,11 @@ pub(crate) fn kick(inner: &Arc<Inner>, run_id: &str, leased: Option<StepState>) 
     }
     let task_inner = Arc::clone(inner);
     let run_id = run_id.to_owned();
+    // What asked for the work (an answer's RPC), which its steps link to.
+    let cause = telemetry::current_span_context();
     inner
         .tasks
-        .spawn(async move { drive(task_inner, run_id, leased).await });
+        .spawn(async move { drive(task_inner, run_id, leased, cause).await });
 }
 
 /// The lease to take or renew now.
@@ -100,13 +104,18 @@ enum StepOutcome {
 /// A commit that fails for a reason that may pass is tried this many times, with the same content.
 const COMMIT_TRIES: u32 = 5;
 
-async fn drive(inner: Arc<Inner>, run_id: String, mut leased: Option<StepState>) {
+async fn drive(
+    inner: Arc<Inner>,
+    run_id: String,
+    mut leased: Option<StepState>,
+    cause: Option<SpanContext>,
+) {
     loop {
         let outcome = if inner.shutdown.is_cancelled() {
             // Draining: leave the run to another replica, or to the next start.
             Ok(StepOutcome::Idle)
         } else {
-            leased_step(&inner, &run_id, leased.take()).await
+            leased_step(&inner, &run_id, leased.take(), cause.as_ref()).await
         };
         match outcome {
             Ok(StepOutcome::Continue) => continue,
@@ -139,6 +148,7 @@ async fn leased_step(
     inner: &Arc<Inner>,
     run_id: &str,
     leased: Option<StepState>,
+    cause: Option<&SpanContext>,
 ) -> Result<StepOutcome, StoreError> {
     let state = match leased {
         Some(state) => state,
@@ -164,11 +174,19 @@ async fn leased_step(
         }
     };
     let agent_id = state.run.agent_id.clone();
+    let span = telemetry::step_span(
+        run_id,
+        &agent_id,
+        state.run.turns,
+        state.trace_context.as_deref(),
+        cause,
+    );
     let work = async {
         // Waiting for room keeps the lease: the run stays this executor's, running.
         let _room = inner.admission.step(&agent_id).await;
         step(inner, run_id, state).await
-    };
+    }
+    .instrument(span);
     tokio::select! {
         outcome = work => outcome,
         lost = renew => lost,
@@ -243,7 +261,7 @@ async fn step(
              stopped during it, or its result could not be stored); it is not tried again",
             expected_turns + 1
         ));
-        commit.usage = state.usage;
+        commit.usage = state.run.usage;
         return commit_retrying(inner, &state.run.agent_id, run_id, expected_turns, commit).await;
     }
     if !state.executing.is_empty() {
@@ -254,7 +272,7 @@ async fn step(
         return Ok(StepOutcome::Idle);
     }
     // The run's total: this turn's tokens once they are known.
-    let mut usage = state.usage;
+    let mut usage = state.run.usage;
     let tools = inner
         .agents
         .get(&state.run.agent_id)
@@ -299,9 +317,13 @@ async fn step(
                 );
             }
             let _request_room = inner.admission.model_request(agent.model.endpoint()).await;
+            let model_span = telemetry::model_span(agent.model.provider(), agent.model.model());
             let started = Instant::now();
-            let outcome = turn.run(agent, request).await;
-            if let Ok(result) = &outcome {
+            let ran = turn
+                .run(agent, request)
+                .instrument(model_span.clone())
+                .await;
+            if let Ok(result) = &ran {
                 crate::metrics::model_request(
                     agent.model.provider(),
                     agent.model.model(),
@@ -310,7 +332,10 @@ async fn step(
                     result.as_ref().ok().and_then(|output| output.usage),
                 );
             }
-            match outcome {
+            if let Ok(Ok(output)) = &ran {
+                telemetry::record_usage(&model_span, output.usage);
+            }
+            match ran {
                 Ok(Ok(output)) => {
                     usage = Usage::sum(usage, output.usage);
                     turn_commit(inner, &tools, &state, turn.unflushed, output, usage)
@@ -606,6 +631,19 @@ fn turn_commit(
             arguments_json: call.arguments_json.clone(),
         });
         let plan = plan_call(tools, &call, &state.run.metadata, &inner.config.limits);
+        let _tool_span = telemetry::tool_span(
+            &call.name,
+            tools
+                .get(&call.name)
+                .map_or("unknown", |tool| tool.kind.name()),
+            &call.id,
+            match &plan {
+                CallPlan::Invalid(_) => "invalid",
+                CallPlan::Suspend { .. } => "suspended",
+                CallPlan::Execute { .. } => "executing",
+            },
+        )
+        .entered();
         let state = match plan {
             CallPlan::Invalid(content) => {
                 let state = settled_invalid(content);
@@ -691,25 +729,30 @@ async fn execute_calls(
 ) -> Result<StepOutcome, StoreError> {
     let agent = inner.agents.get(&state.run.agent_id);
     let max_body = inner.config.max_tool_output_bytes;
-    let results = futures::future::join_all(state.executing.iter().map(|call| async move {
-        let tool = agent.and_then(|agent| agent.tools.iter().find(|t| t.name == call.tool_name));
-        let (content, is_error) = match tool.map(|tool| &tool.kind) {
-            Some(ToolKind::Http(http)) => {
-                let key = format!("{run_id}/{}", call.tool_call_id);
-                let outcome = http
-                    .execute(&call.tool_name, &key, &call.arguments_json, max_body)
-                    .await;
-                (outcome.content, outcome.is_error)
-            }
-            _ => (
-                format!(
-                    "tool \"{}\" is not an HTTP tool configured on this server",
-                    call.tool_name
+    let results = futures::future::join_all(state.executing.iter().map(|call| {
+        let span = telemetry::tool_span(&call.tool_name, "http", &call.tool_call_id, "executed");
+        async move {
+            let tool =
+                agent.and_then(|agent| agent.tools.iter().find(|t| t.name == call.tool_name));
+            let (content, is_error) = match tool.map(|tool| &tool.kind) {
+                Some(ToolKind::Http(http)) => {
+                    let key = format!("{run_id}/{}", call.tool_call_id);
+                    let outcome = http
+                        .execute(&call.tool_name, &key, &call.arguments_json, max_body)
+                        .await;
+                    (outcome.content, outcome.is_error)
+                }
+                _ => (
+                    format!(
+                        "tool \"{}\" is not an HTTP tool configured on this server",
+                        call.tool_name
+                    ),
+                    true,
                 ),
-                true,
-            ),
-        };
-        executed_result(call, content, is_error)
+            };
+            executed_result(call, content, is_error)
+        }
+        .instrument(span)
     }))
     .await;
     let committed = retrying(inner, run_id, || {

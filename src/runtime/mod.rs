@@ -37,8 +37,8 @@ use crate::domain::{
     SuspendKind, ToolDefinition,
 };
 use crate::store::{
-    Approved, CallChange, CancelOutcome, ClaimOutcome, CommitNotice, Decide, NewRun, RunQuery,
-    RunStore, StoreError, Tenancy,
+    Approved, CallChange, CancelOutcome, ClaimOutcome, CommitNotice, Decide, NewRun, RunFilter,
+    RunQuery, RunStore, StoreError, Tenancy,
 };
 
 pub use agents::AgentDefinition;
@@ -360,6 +360,8 @@ impl Runtime {
                 run_tools: request.tools,
                 request_id: (!request.request_id.is_empty()).then_some(request.request_id),
                 webhooks,
+                // The start's RPC span: the run's steps, wherever they run, join its trace.
+                trace_context: crate::telemetry::current_context(),
             },
         )
         .await?;
@@ -397,8 +399,7 @@ impl Runtime {
     pub async fn list_runs(
         &self,
         principal: &Principal,
-        status: Option<RunStatus>,
-        agent_id: Option<String>,
+        filter: RunFilter,
         page_size: i32,
         page_token: &str,
     ) -> Result<RunPage, RuntimeError> {
@@ -413,7 +414,7 @@ impl Runtime {
             }
         };
         let before_run_id = (!page_token.is_empty())
-            .then(|| page_token::decode(page_token, status, agent_id.as_deref()))
+            .then(|| page_token::decode(page_token, &filter))
             .transpose()
             .map_err(|violation| RuntimeError::InvalidArgument(vec![violation]))?;
         let mut runs = self
@@ -421,8 +422,7 @@ impl Runtime {
             .store
             .list_runs(RunQuery {
                 tenant: Some(principal.tenant.clone()),
-                status,
-                agent_id: agent_id.clone(),
+                filter: filter.clone(),
                 before_run_id,
                 limit: limit + 1,
             })
@@ -430,7 +430,7 @@ impl Runtime {
         let next_page_token = if runs.len() > limit {
             runs.truncate(limit);
             runs.last()
-                .map(|r| page_token::encode(status, agent_id.as_deref(), &r.run_id))
+                .map(|r| page_token::encode(&filter, &r.run_id))
                 .unwrap_or_default()
         } else {
             String::new()
@@ -711,13 +711,8 @@ impl Runtime {
     }
 
     /// The `ListRuns` page token of the page after `last_run_id` (for a page cut short).
-    pub fn page_token_after(
-        &self,
-        status: Option<RunStatus>,
-        agent_id: Option<&str>,
-        last_run_id: &str,
-    ) -> String {
-        page_token::encode(status, agent_id, last_run_id)
+    pub fn page_token_after(&self, filter: &RunFilter, last_run_id: &str) -> String {
+        page_token::encode(filter, last_run_id)
     }
 
     /// Cancels a working or suspended run; idempotent for a cancelled one.

@@ -4,45 +4,52 @@
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use super::ask_user::Violation;
-use crate::domain::RunStatus;
+use crate::store::RunFilter;
 
 /// What a token holds: where the next page starts, and the filter of its listing.
 #[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct Token {
     /// The next page lists runs with an id below this one.
     before: String,
-    status: Option<RunStatus>,
-    agent_id: Option<String>,
+    /// The listing's filter, hashed: a token stays short however many metadata entries the
+    /// filter names.
+    filter: String,
 }
 
-/// The token of the page after `last_run_id` in the listing of `status` and `agent_id`.
-pub fn encode(status: Option<RunStatus>, agent_id: Option<&str>, last_run_id: &str) -> String {
+/// The SHA-256 (hex) of a filter's JSON.
+fn digest(filter: &RunFilter) -> String {
+    // Serializing a struct of strings and numbers cannot fail.
+    let json = serde_json::to_vec(filter).unwrap_or_default();
+    Sha256::digest(json)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// The token of the page after `last_run_id` in the listing of `filter`.
+pub fn encode(filter: &RunFilter, last_run_id: &str) -> String {
     let token = Token {
         before: last_run_id.to_owned(),
-        status,
-        agent_id: agent_id.map(str::to_owned),
+        filter: digest(filter),
     };
-    // Serializing a struct of strings cannot fail.
+    // Serializing a struct of strings and numbers cannot fail.
     URL_SAFE_NO_PAD.encode(serde_json::to_vec(&token).unwrap_or_default())
 }
 
 /// Where the page of `text` starts, if it is a token of this listing.
-pub fn decode(
-    text: &str,
-    status: Option<RunStatus>,
-    agent_id: Option<&str>,
-) -> Result<String, Violation> {
+pub fn decode(text: &str, filter: &RunFilter) -> Result<String, Violation> {
     let invalid = |why: &str| Violation::new("page_token", why);
     let token: Token = URL_SAFE_NO_PAD
         .decode(text)
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .ok_or_else(|| invalid("page_token is not a token this server made"))?;
-    if token.status != status || token.agent_id.as_deref() != agent_id {
+    if token.filter != digest(filter) {
         return Err(invalid(
-            "page_token belongs to a listing with another status or agent filter",
+            "page_token belongs to a listing with other filters",
         ));
     }
     Ok(token.before)
@@ -51,24 +58,53 @@ pub fn decode(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::{RunStatus, SuspendKind};
+
+    /// The filter of a status and an agent.
+    pub(super) fn of(status: Option<RunStatus>, agent_id: Option<String>) -> RunFilter {
+        RunFilter {
+            status,
+            agent_id,
+            ..RunFilter::default()
+        }
+    }
 
     #[test]
     fn a_token_round_trips_within_its_listing_only() {
-        let token = encode(Some(RunStatus::Suspended), Some("deployer"), "run-9");
-        assert_eq!(
-            decode(&token, Some(RunStatus::Suspended), Some("deployer")),
-            Ok("run-9".to_owned())
-        );
-        assert!(decode(&token, None, Some("deployer")).is_err());
-        assert!(decode(&token, Some(RunStatus::Suspended), None).is_err());
-        assert!(decode("run-9", None, None).is_err());
-        assert!(decode("!!!", None, None).is_err());
+        let filter = RunFilter {
+            metadata: [("team".to_owned(), "storage".to_owned())].into(),
+            created_after_ms: Some(1),
+            pending_kind: Some(SuspendKind::Approval),
+            ..of(Some(RunStatus::Suspended), Some("deployer".into()))
+        };
+        let token = encode(&filter, "run-9");
+        assert_eq!(decode(&token, &filter), Ok("run-9".to_owned()));
+        assert!(decode(&token, &of(None, Some("deployer".into()))).is_err());
+        assert!(decode(&token, &of(Some(RunStatus::Suspended), None)).is_err());
+        let other_metadata = RunFilter {
+            metadata: [("team".to_owned(), "compute".to_owned())].into(),
+            ..filter.clone()
+        };
+        assert!(decode(&token, &other_metadata).is_err());
+        let other_time = RunFilter {
+            created_after_ms: Some(2),
+            ..filter.clone()
+        };
+        assert!(decode(&token, &other_time).is_err());
+        let other_kind = RunFilter {
+            pending_kind: None,
+            ..filter
+        };
+        assert!(decode(&token, &other_kind).is_err());
+        assert!(decode("run-9", &RunFilter::default()).is_err());
+        assert!(decode("!!!", &RunFilter::default()).is_err());
     }
 
     mod properties {
         use proptest::prelude::*;
 
         use super::super::{decode, encode};
+        use super::of;
         use crate::domain::RunStatus;
 
         fn status() -> impl Strategy<Value = Option<RunStatus>> {
@@ -99,10 +135,10 @@ mod tests {
                 (other_status, other_agent) in filter(),
                 run_id in "\\PC{0,40}",
             ) {
-                let token = encode(status, agent.as_deref(), &run_id);
-                prop_assert_eq!(decode(&token, status, agent.as_deref()), Ok(run_id));
+                let token = encode(&of(status, agent.clone()), &run_id);
+                prop_assert_eq!(decode(&token, &of(status, agent.clone())), Ok(run_id));
                 let same = other_status == status && other_agent == agent;
-                prop_assert_eq!(decode(&token, other_status, other_agent.as_deref()).is_ok(), same);
+                prop_assert_eq!(decode(&token, &of(other_status, other_agent)).is_ok(), same);
             }
 
             /// A mutated token is refused, or it is a token of exactly one listing: no text is
@@ -114,7 +150,7 @@ mod tests {
                 edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..4),
                 filters in prop::collection::vec(filter(), 1..6),
             ) {
-                let mut bytes = encode(status, agent.as_deref(), &run_id).into_bytes();
+                let mut bytes = encode(&of(status, agent.clone()), &run_id).into_bytes();
                 for (at, byte, kind) in edits {
                     match kind {
                         0 if !bytes.is_empty() => { let i = at.index(bytes.len()); bytes[i] = byte; }
@@ -126,7 +162,7 @@ mod tests {
                 let mut accepted_by = Vec::new();
                 for (status, agent) in filters.iter().chain([&(status, agent.clone())]) {
                     let filter = (*status, agent.clone());
-                    if decode(&text, *status, agent.as_deref()).is_ok() && !accepted_by.contains(&filter) {
+                    if decode(&text, &of(*status, agent.clone())).is_ok() && !accepted_by.contains(&filter) {
                         accepted_by.push(filter);
                     }
                 }
@@ -135,9 +171,9 @@ mod tests {
 
             #[test]
             fn garbage_is_refused_naming_the_field((status, agent) in filter(), text in "\\PC{0,64}") {
-                // Base64 of a JSON object with `before`, `status` and `agent_id` is no garbage.
+                // Base64 of a JSON object with `before` and `filter` is no garbage.
                 prop_assume!(!text.starts_with("ey"));
-                let refused = decode(&text, status, agent.as_deref()).expect_err("garbage refused");
+                let refused = decode(&text, &of(status, agent)).expect_err("garbage refused");
                 prop_assert_eq!(refused.field, "page_token");
             }
         }

@@ -303,6 +303,7 @@ mod tests {
             answer_id: String::new(),
             result_sequence: 0,
             decision: None,
+            suspended_ms: None,
         }
     }
 

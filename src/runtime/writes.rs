@@ -7,6 +7,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use tracing::Instrument;
 
 use super::executor::{kick, lease};
 use super::hub::Batch;
@@ -29,7 +30,8 @@ where
 {
     let outcome = inner
         .tasks
-        .spawn(work)
+        // In the caller's span: the steps the write kicks link to it.
+        .spawn(work.in_current_span())
         .await
         .map_err(|error| RuntimeError::Internal(format!("a write task failed: {error}")))?;
     if let Err(RuntimeError::Store(_)) = &outcome {

@@ -114,6 +114,8 @@ pub struct NewRun {
     pub request_id: Option<String>,
     /// Its webhook subscriptions; `None`: none.
     pub webhooks: Option<WebhookPlan>,
+    /// The trace context the run starts in (see `crate::telemetry`), when traces are exported.
+    pub trace_context: Option<String>,
 }
 
 /// Outcome of [`RunStore::create_run`].
@@ -152,11 +154,11 @@ pub struct StepState {
     /// How many times this step was started (its executor took the run's lease to run it),
     /// this start included; a step that never finishes is given up after a bounded number.
     pub step_starts: u32,
-    /// The tokens the run's committed turns used, when their provider reported any.
-    pub usage: Option<Usage>,
     /// Calls the server runs (approved or approval-free HTTP tools) that have no result yet: the
     /// step runs them before the model's next turn.
     pub executing: Vec<ExecutingCall>,
+    /// The trace context the run started in, which the step's spans join.
+    pub trace_context: Option<String>,
 }
 
 /// A call the server is to run, with the arguments it runs with.
@@ -329,6 +331,8 @@ pub struct ToolCallRecord {
     pub result_sequence: u64,
     /// The approval decision that let the tool run, once one was made.
     pub decision: Option<Decision>,
+    /// When the call (last) started waiting; `None` if it never did.
+    pub suspended_ms: Option<i64>,
 }
 
 /// An approval decision that let a tool run (approve or edit), kept with the call so that a retry
@@ -460,13 +464,31 @@ pub struct EventPage {
     pub last_sequence: u64,
 }
 
+/// Which runs a listing holds; every condition given must hold.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RunFilter {
+    pub status: Option<RunStatus>,
+    pub agent_id: Option<String>,
+    /// Metadata entries the run must have, each with exactly this value.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, String>,
+    /// Only runs created at or after this time (milliseconds since the Unix epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_after_ms: Option<i64>,
+    /// Only runs created before this time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_before_ms: Option<i64>,
+    /// Only runs with a call waiting for this kind of settlement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_kind: Option<SuspendKind>,
+}
+
 /// Filter and position of a run listing.
 #[derive(Clone, Debug, Default)]
 pub struct RunQuery {
     /// Only runs of this tenant; `None`: every tenant's.
     pub tenant: Option<String>,
-    pub status: Option<RunStatus>,
-    pub agent_id: Option<String>,
+    pub filter: RunFilter,
     /// Only runs with an id below this one (the previous page's last id).
     pub before_run_id: Option<String>,
     pub limit: usize,

@@ -5,8 +5,8 @@ use std::sync::LazyLock;
 
 use super::{
     ApiKeyRecord, Approved, CallChange, CallStatus, Decision, Event, ExecutedResult, ExecutingCall,
-    NewCallState, NewRun, NewToolCall, PendingCounts, RunPendingCall, StepState, StoreError,
-    StoreResult, ToolCallRecord,
+    NewCallState, NewRun, NewToolCall, PendingCounts, RunPendingCall, RunQuery, StepState,
+    StoreError, StoreResult, ToolCallRecord,
 };
 use crate::domain::{
     AnswerInput, ApprovalDecision, EventKind, Message, ModelToolCall, PendingCall, RunRecord,
@@ -40,15 +40,17 @@ pub(super) fn unsigned(value: i64) -> u64 {
 
 /// The columns of `runs` that make a [`RunRecord`], in this order.
 pub(super) const RUN_COLUMNS: &str = "run_id, agent_id, status, prompt, metadata, output_text, \
-     error_message, last_sequence, turns, question_ttl_ms, created_ms, updated_ms, run_tools";
+     error_message, last_sequence, turns, question_ttl_ms, created_ms, updated_ms, run_tools, \
+     input_tokens, output_tokens";
 
 /// The index of the first column after [`RUN_COLUMNS`] in a query that starts with them.
-pub(super) const AFTER_RUN_COLUMNS: usize = 13;
+pub(super) const AFTER_RUN_COLUMNS: usize = 15;
 
-/// A run's row as a step reads it: [`RUN_COLUMNS`], then its step attempt and token usage.
+/// A run's row as a step reads it: [`RUN_COLUMNS`], then its step attempt, step starts and the
+/// trace context it started in.
 pub(super) static STEP_RUN_QUERY: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {RUN_COLUMNS}, step_attempt, input_tokens, output_tokens, step_starts FROM runs \
+        "SELECT {RUN_COLUMNS}, step_attempt, step_starts, trace_context FROM runs \
          WHERE run_id = $1"
     )
 });
@@ -157,7 +159,8 @@ pub(super) static PENDING_IN_TENANT_QUERY: LazyLock<String> = LazyLock::new(|| {
 /// The settled calls ([`SettledRow`]) of run `$1` if it belongs to tenant `$2`, in the order of
 /// their results.
 pub(super) const SETTLED_QUERY: &str = concat!(
-    "SELECT tool_call_id, tool_name, result_kind, settled_by, settled_ms, result_sequence ",
+    "SELECT tool_call_id, tool_name, result_kind, settled_by, settled_ms, result_sequence, ",
+    "suspended_ms ",
     "FROM tool_calls WHERE run_id = $1 AND result_kind IS NOT NULL AND EXISTS ",
     "(SELECT 1 FROM runs WHERE runs.run_id = $1 AND ",
     in_tenant!("runs.tenant"),
@@ -172,6 +175,7 @@ pub(super) struct SettledRow {
     pub settled_by: Option<String>,
     pub settled_ms: Option<i64>,
     pub result_sequence: i64,
+    pub suspended_ms: Option<i64>,
 }
 
 impl SettledRow {
@@ -183,8 +187,111 @@ impl SettledRow {
             settled_by: self.settled_by.as_deref().map(from_json).transpose()?,
             settled_ms: self.settled_ms,
             result_sequence: unsigned(self.result_sequence),
+            suspended_ms: self.suspended_ms,
         })
     }
+}
+
+/// A parameter of a run listing's query.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum ListParam {
+    Text(String),
+    Int(i64),
+}
+
+/// The SQL a store speaks, where the two differ: how JSON text is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+/// A run listing as one query: [`RUN_COLUMNS`] of the runs `query` selects, newest id first, with
+/// its parameters (`$1`, `$2`, ... in order of appearance, as SQLite numbers them). Every filter is
+/// a condition of the query, the tenant's too, so paging (`run_id` below the last one listed)
+/// combines with any of them.
+pub(super) fn list_runs_query(
+    query: &RunQuery,
+    dialect: Dialect,
+) -> StoreResult<(String, Vec<ListParam>)> {
+    let mut sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE TRUE");
+    let mut params = Vec::new();
+    // Appends ` AND template`, each `{}` in it numbered as the next of `values`.
+    let mut condition = |sql: &mut String, template: &str, values: Vec<ListParam>| {
+        sql.push_str(" AND ");
+        let mut pieces = template.split("{}");
+        sql.push_str(pieces.next().unwrap_or_default());
+        for (piece, value) in pieces.zip(values) {
+            params.push(value);
+            sql.push_str(&format!("${}{piece}", params.len()));
+        }
+    };
+    let filter = &query.filter;
+    if let Some(tenant) = &query.tenant {
+        condition(
+            &mut sql,
+            "tenant = {}",
+            vec![ListParam::Text(tenant.clone())],
+        );
+    }
+    if let Some(status) = filter.status {
+        condition(
+            &mut sql,
+            "status = {}",
+            vec![ListParam::Text(status.as_str().into())],
+        );
+    }
+    if let Some(agent_id) = &filter.agent_id {
+        condition(
+            &mut sql,
+            "agent_id = {}",
+            vec![ListParam::Text(agent_id.clone())],
+        );
+    }
+    if let Some(after) = filter.created_after_ms {
+        condition(&mut sql, "created_ms >= {}", vec![ListParam::Int(after)]);
+    }
+    if let Some(before) = filter.created_before_ms {
+        condition(&mut sql, "created_ms < {}", vec![ListParam::Int(before)]);
+    }
+    if let Some(kind) = filter.pending_kind {
+        condition(
+            &mut sql,
+            "EXISTS (SELECT 1 FROM tool_calls c WHERE c.run_id = runs.run_id \
+             AND c.status = 'pending' AND c.suspend_kind = {})",
+            vec![ListParam::Text(kind.as_str().into())],
+        );
+    }
+    if !filter.metadata.is_empty() {
+        match dialect {
+            // One containment test of the whole map.
+            Dialect::Postgres => condition(
+                &mut sql,
+                "CAST(metadata AS JSONB) @> CAST(CAST({} AS TEXT) AS JSONB)",
+                vec![ListParam::Text(to_json(&filter.metadata)?)],
+            ),
+            // An entry each: the key, then its value.
+            Dialect::Sqlite => {
+                for (key, value) in &filter.metadata {
+                    condition(
+                        &mut sql,
+                        "EXISTS (SELECT 1 FROM json_each(runs.metadata) m WHERE m.key = {} \
+                         AND m.value = {})",
+                        vec![ListParam::Text(key.clone()), ListParam::Text(value.clone())],
+                    );
+                }
+            }
+        }
+    }
+    if let Some(before) = &query.before_run_id {
+        condition(
+            &mut sql,
+            "run_id < {}",
+            vec![ListParam::Text(before.clone())],
+        );
+    }
+    sql.push_str(&format!(" ORDER BY run_id DESC LIMIT {}", query.limit));
+    Ok((sql, params))
 }
 
 /// Run `$1` ([`RUN_COLUMNS`]) if it belongs to tenant `$2`.
@@ -210,6 +317,8 @@ pub(super) struct RunRow {
     pub created_ms: i64,
     pub updated_ms: i64,
     pub run_tools: Option<String>,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
 }
 
 impl RunRow {
@@ -235,19 +344,19 @@ impl RunRow {
                 .map(from_json)
                 .transpose()?
                 .unwrap_or_default(),
+            usage: usage_from_columns(self.input_tokens, self.output_tokens),
         })
     }
 }
 
 /// Inserts a new, running run: its id, agent, prompt, metadata, question TTL, time (created and
-/// updated), run tools, lease owner, lease expiry, request id, tenant and webhooks, in that order.
-pub(super) static INSERT_RUN: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "INSERT INTO runs ({RUN_COLUMNS}, lease_owner, lease_expires_ms, request_id, tenant, \
-         step_starts, webhooks) VALUES ($1, $2, 'running', $3, $4, '', '', 1, 0, $5, $6, $6, $7, \
-         $8, $9, $10, $11, CASE WHEN CAST($8 AS TEXT) IS NULL THEN 0 ELSE 1 END, $12)"
-    )
-});
+/// updated), run tools, lease owner, lease expiry, request id, tenant, webhooks and trace context,
+/// in that order.
+pub(super) const INSERT_RUN: &str = "INSERT INTO runs (run_id, agent_id, status, prompt, metadata, \
+     output_text, error_message, last_sequence, turns, question_ttl_ms, created_ms, updated_ms, \
+     run_tools, lease_owner, lease_expires_ms, request_id, tenant, step_starts, webhooks, \
+     trace_context) VALUES ($1, $2, 'running', $3, $4, '', '', 1, 0, $5, $6, $6, $7, $8, $9, $10, \
+     $11, CASE WHEN CAST($8 AS TEXT) IS NULL THEN 0 ELSE 1 END, $12, $13)";
 
 /// A lease-taking statement (its `SET` names `lease_expires_ms = $3`/`?3`) that also counts a
 /// start of the run's current step: the step's executor takes the lease to run it.
@@ -279,7 +388,7 @@ pub(super) fn run_tools_column(run: &NewRun) -> StoreResult<Option<String>> {
 
 /// The columns of a waiting call ([`PendingRow`]), in this order.
 pub(super) const PENDING_COLUMNS: &str = "tool_call_id, tool_name, payload, expire_ms, suspend_kind, \
-     run_arguments, approval_reason, claimant, claim_expires_ms, assignees";
+     run_arguments, approval_reason, claimant, claim_expires_ms, assignees, suspended_ms";
 
 /// The query that reads pending calls ([`PendingRow`]) of run `$1`/`?1`, in the order made.
 pub(super) static PENDING_QUERY: LazyLock<String> = LazyLock::new(|| {
@@ -317,6 +426,7 @@ pub(super) struct PendingRow {
     pub claimant: Option<String>,
     pub claim_expires_ms: Option<i64>,
     pub assignees: Option<String>,
+    pub suspended_ms: Option<i64>,
 }
 
 /// The `tool_calls.assignees` value of a suspension: NULL when it names nobody.
@@ -348,6 +458,7 @@ impl PendingRow {
             tool_name: self.tool_name,
             expire_ms: self.expire_ms,
             claim: self.claimant.zip(self.claim_expires_ms),
+            suspended_ms: self.suspended_ms,
         })
     }
 
@@ -363,7 +474,7 @@ impl PendingRow {
 /// The query that reads one call ([`ToolCallRow`]) by run `$1` and id `$2`.
 pub(super) const TOOL_CALL_QUERY: &str = "SELECT tool_name, status, payload, expire_ms, answer, \
      answer_id, result_sequence, suspend_kind, run_arguments, approval_reason, decision, \
-     assignees FROM tool_calls WHERE run_id = $1 AND tool_call_id = $2";
+     assignees, suspended_ms FROM tool_calls WHERE run_id = $1 AND tool_call_id = $2";
 
 /// A `tool_calls` row as [`TOOL_CALL_QUERY`] reads it.
 pub(super) struct ToolCallRow {
@@ -379,6 +490,7 @@ pub(super) struct ToolCallRow {
     pub approval_reason: String,
     pub decision: Option<String>,
     pub assignees: Option<String>,
+    pub suspended_ms: Option<i64>,
 }
 
 impl ToolCallRow {
@@ -405,6 +517,7 @@ impl ToolCallRow {
             answer_id: self.answer_id,
             result_sequence: unsigned(self.result_sequence),
             decision: self.decision.as_deref().map(from_json).transpose()?,
+            suspended_ms: self.suspended_ms,
         })
     }
 }
@@ -473,6 +586,8 @@ pub(super) struct CallRow<'a> {
     pub is_error: bool,
     pub kind: Option<String>,
     pub result_sequence: i64,
+    /// When the call started waiting: the time of its `tool_call_suspended` event.
+    pub suspended_ms: Option<i64>,
 }
 
 impl<'a> CallRow<'a> {
@@ -493,6 +608,7 @@ impl<'a> CallRow<'a> {
             is_error: false,
             kind: None,
             result_sequence: 0,
+            suspended_ms: None,
         };
         match &call.state {
             NewCallState::Pending {
@@ -505,6 +621,15 @@ impl<'a> CallRow<'a> {
                 row.run_arguments = &suspension.arguments_json;
                 row.approval_reason = &suspension.approval_reason;
                 row.assignees = assignees_column(&suspension.assignees)?;
+                row.suspended_ms = events
+                    .iter()
+                    .find(|e| match &e.kind {
+                        EventKind::ToolCallSuspended { tool_call_id, .. } => {
+                            *tool_call_id == call.tool_call_id
+                        }
+                        _ => false,
+                    })
+                    .map(|e| e.time_ms);
             }
             NewCallState::Executing { arguments_json } => {
                 row.status = CallStatus::Executing;
@@ -538,8 +663,8 @@ impl<'a> CallRow<'a> {
 pub(super) const UPDATE_CALL: &str = "UPDATE tool_calls SET status = $1, suspend_kind = $2, \
      run_arguments = $3, expire_ms = $4, answer = $5, answer_id = $6, decision = $7, \
      result_content = $8, result_is_error = $9, result_kind = $10, result_sequence = $11, \
-     assignees = $12, settled_by = $13, settled_ms = $14, claimant = NULL, claim_expires_ms = NULL \
-     WHERE run_id = $15 AND tool_call_id = $16 AND status = 'pending'";
+     assignees = $12, settled_by = $13, settled_ms = $14, suspended_ms = $15, claimant = NULL, \
+     claim_expires_ms = NULL WHERE run_id = $16 AND tool_call_id = $17 AND status = 'pending'";
 
 /// What a [`CallChange`] writes, decided once for both stores: the call's new row values, the
 /// event it appends, and how the run's counts of waiting and executing calls move.
@@ -559,6 +684,8 @@ pub(super) struct CallUpdate {
     /// Who settled the call (JSON) and when, once it is settled.
     pub settled_by: Option<String>,
     pub settled_ms: Option<i64>,
+    /// When the call (last) started waiting: now, when the change makes it wait again.
+    pub suspended_ms: Option<i64>,
     pub event: Option<EventKind>,
     /// Change of the run's waiting calls (this one stops waiting: -1) and executing calls.
     pub pending_delta: i64,
@@ -588,6 +715,7 @@ impl CallUpdate {
             assignees: assignees_column(&call.suspension.assignees)?,
             settled_by: None,
             settled_ms: None,
+            suspended_ms: call.suspended_ms,
             event: None,
             pending_delta: 0,
             executing_delta: 0,
@@ -636,6 +764,7 @@ impl CallUpdate {
                         expire_ms,
                         decision,
                         assignees: assignees_column(&suspension.assignees)?,
+                        suspended_ms: Some(time_ms),
                         event: Some(EventKind::ToolCallSuspended {
                             tool_call_id: call.tool_call_id.clone(),
                             tool_name: call.tool_name.clone(),
@@ -814,12 +943,13 @@ pub(super) fn first_step(run: NewRun, now_ms: i64) -> StoreResult<StepState> {
             pending: Vec::new(),
             settled: Vec::new(),
             run_tools: run.run_tools,
+            usage: None,
         },
         step_attempt: 0,
         // The creator takes the lease to run the first step.
         step_starts: 1,
-        usage: None,
         executing: Vec::new(),
+        trace_context: run.trace_context,
     })
 }
 

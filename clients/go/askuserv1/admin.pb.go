@@ -22,6 +22,67 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Where a webhook delivery stands.
+type WebhookDeliveryStatus int32
+
+const (
+	// Not set (any, in a filter).
+	WebhookDeliveryStatus_WEBHOOK_DELIVERY_STATUS_UNSPECIFIED WebhookDeliveryStatus = 0
+	// To be attempted (again) at `next_attempt_time`.
+	WebhookDeliveryStatus_WEBHOOK_DELIVERY_STATUS_PENDING WebhookDeliveryStatus = 1
+	// The receiver answered 2xx.
+	WebhookDeliveryStatus_WEBHOOK_DELIVERY_STATUS_DELIVERED WebhookDeliveryStatus = 2
+	// Given up: still failing at the maximum age (`--webhook-max-age`), or answered 410 Gone.
+	WebhookDeliveryStatus_WEBHOOK_DELIVERY_STATUS_DEAD WebhookDeliveryStatus = 3
+	// Not sent: a reminder whose call no longer waited, or its run was deleted.
+	WebhookDeliveryStatus_WEBHOOK_DELIVERY_STATUS_OBSOLETE WebhookDeliveryStatus = 4
+)
+
+// Enum value maps for WebhookDeliveryStatus.
+var (
+	WebhookDeliveryStatus_name = map[int32]string{
+		0: "WEBHOOK_DELIVERY_STATUS_UNSPECIFIED",
+		1: "WEBHOOK_DELIVERY_STATUS_PENDING",
+		2: "WEBHOOK_DELIVERY_STATUS_DELIVERED",
+		3: "WEBHOOK_DELIVERY_STATUS_DEAD",
+		4: "WEBHOOK_DELIVERY_STATUS_OBSOLETE",
+	}
+	WebhookDeliveryStatus_value = map[string]int32{
+		"WEBHOOK_DELIVERY_STATUS_UNSPECIFIED": 0,
+		"WEBHOOK_DELIVERY_STATUS_PENDING":     1,
+		"WEBHOOK_DELIVERY_STATUS_DELIVERED":   2,
+		"WEBHOOK_DELIVERY_STATUS_DEAD":        3,
+		"WEBHOOK_DELIVERY_STATUS_OBSOLETE":    4,
+	}
+)
+
+func (x WebhookDeliveryStatus) Enum() *WebhookDeliveryStatus {
+	p := new(WebhookDeliveryStatus)
+	*p = x
+	return p
+}
+
+func (x WebhookDeliveryStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WebhookDeliveryStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_askuser_v1_admin_proto_enumTypes[0].Descriptor()
+}
+
+func (WebhookDeliveryStatus) Type() protoreflect.EnumType {
+	return &file_askuser_v1_admin_proto_enumTypes[0]
+}
+
+func (x WebhookDeliveryStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WebhookDeliveryStatus.Descriptor instead.
+func (WebhookDeliveryStatus) EnumDescriptor() ([]byte, []int) {
+	return file_askuser_v1_admin_proto_rawDescGZIP(), []int{0}
+}
+
 // Request of `AdminService.CreateKey`.
 type CreateKeyRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -400,6 +461,363 @@ func (x *ApiKey) GetRevokeTime() *timestamppb.Timestamp {
 	return nil
 }
 
+// Request of `AdminService.ListWebhookDeliveries`.
+type ListWebhookDeliveriesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only this run's deliveries; empty: every run's.
+	RunId string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// Only deliveries in this state; unspecified: any.
+	Status WebhookDeliveryStatus `protobuf:"varint,2,opt,name=status,proto3,enum=askuser.v1.WebhookDeliveryStatus" json:"status,omitempty"`
+	// At most this many (default 100, at most 1000).
+	PageSize uint32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// `next_page_token` of the previous page; empty: the first page.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookDeliveriesRequest) Reset() {
+	*x = ListWebhookDeliveriesRequest{}
+	mi := &file_askuser_v1_admin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookDeliveriesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookDeliveriesRequest) ProtoMessage() {}
+
+func (x *ListWebhookDeliveriesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_admin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookDeliveriesRequest.ProtoReflect.Descriptor instead.
+func (*ListWebhookDeliveriesRequest) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_admin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ListWebhookDeliveriesRequest) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *ListWebhookDeliveriesRequest) GetStatus() WebhookDeliveryStatus {
+	if x != nil {
+		return x.Status
+	}
+	return WebhookDeliveryStatus_WEBHOOK_DELIVERY_STATUS_UNSPECIFIED
+}
+
+func (x *ListWebhookDeliveriesRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListWebhookDeliveriesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// Response of `AdminService.ListWebhookDeliveries`.
+type ListWebhookDeliveriesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The deliveries, oldest first.
+	Deliveries []*WebhookDelivery `protobuf:"bytes,1,rep,name=deliveries,proto3" json:"deliveries,omitempty"`
+	// Token of the next page; empty when this is the last.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWebhookDeliveriesResponse) Reset() {
+	*x = ListWebhookDeliveriesResponse{}
+	mi := &file_askuser_v1_admin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWebhookDeliveriesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWebhookDeliveriesResponse) ProtoMessage() {}
+
+func (x *ListWebhookDeliveriesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_admin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWebhookDeliveriesResponse.ProtoReflect.Descriptor instead.
+func (*ListWebhookDeliveriesResponse) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_admin_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ListWebhookDeliveriesResponse) GetDeliveries() []*WebhookDelivery {
+	if x != nil {
+		return x.Deliveries
+	}
+	return nil
+}
+
+func (x *ListWebhookDeliveriesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// Request of `AdminService.RedeliverWebhook`.
+type RedeliverWebhookRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The delivery's `webhook_id`.
+	WebhookId     string `protobuf:"bytes,1,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedeliverWebhookRequest) Reset() {
+	*x = RedeliverWebhookRequest{}
+	mi := &file_askuser_v1_admin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedeliverWebhookRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedeliverWebhookRequest) ProtoMessage() {}
+
+func (x *RedeliverWebhookRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_admin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedeliverWebhookRequest.ProtoReflect.Descriptor instead.
+func (*RedeliverWebhookRequest) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_admin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RedeliverWebhookRequest) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+// Response of `AdminService.RedeliverWebhook`.
+type RedeliverWebhookResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The delivery, pending again.
+	Delivery      *WebhookDelivery `protobuf:"bytes,1,opt,name=delivery,proto3" json:"delivery,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedeliverWebhookResponse) Reset() {
+	*x = RedeliverWebhookResponse{}
+	mi := &file_askuser_v1_admin_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedeliverWebhookResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedeliverWebhookResponse) ProtoMessage() {}
+
+func (x *RedeliverWebhookResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_admin_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedeliverWebhookResponse.ProtoReflect.Descriptor instead.
+func (*RedeliverWebhookResponse) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_admin_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RedeliverWebhookResponse) GetDelivery() *WebhookDelivery {
+	if x != nil {
+		return x.Delivery
+	}
+	return nil
+}
+
+// One webhook delivery: an event (or a reminder) for one subscription.
+type WebhookDelivery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The `webhook-id` header: `<run>:<sequence>:<subscription>`, and `:r<per mille>` for a
+	// reminder; the same on every attempt.
+	WebhookId string `protobuf:"bytes,1,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	// The run.
+	RunId string `protobuf:"bytes,2,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	// The sequence of the event it tells of (a reminder: its call's suspension).
+	Sequence uint64 `protobuf:"varint,3,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// The event type, e.g. `call.suspended`.
+	EventType string `protobuf:"bytes,4,opt,name=event_type,json=eventType,proto3" json:"event_type,omitempty"`
+	// The receiver's URL.
+	Url string `protobuf:"bytes,5,opt,name=url,proto3" json:"url,omitempty"`
+	// Where it stands.
+	Status WebhookDeliveryStatus `protobuf:"varint,6,opt,name=status,proto3,enum=askuser.v1.WebhookDeliveryStatus" json:"status,omitempty"`
+	// Attempts made so far.
+	Attempts uint32 `protobuf:"varint,7,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	// Why the last attempt failed; empty when it did not.
+	LastError string `protobuf:"bytes,8,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// When it was made (with its event).
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// When it was last attempted; absent before the first attempt.
+	LastAttemptTime *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=last_attempt_time,json=lastAttemptTime,proto3" json:"last_attempt_time,omitempty"`
+	// When it is next attempted; absent unless pending.
+	NextAttemptTime *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=next_attempt_time,json=nextAttemptTime,proto3" json:"next_attempt_time,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *WebhookDelivery) Reset() {
+	*x = WebhookDelivery{}
+	mi := &file_askuser_v1_admin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookDelivery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookDelivery) ProtoMessage() {}
+
+func (x *WebhookDelivery) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_admin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookDelivery.ProtoReflect.Descriptor instead.
+func (*WebhookDelivery) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_admin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *WebhookDelivery) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetSequence() uint64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetEventType() string {
+	if x != nil {
+		return x.EventType
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetStatus() WebhookDeliveryStatus {
+	if x != nil {
+		return x.Status
+	}
+	return WebhookDeliveryStatus_WEBHOOK_DELIVERY_STATUS_UNSPECIFIED
+}
+
+func (x *WebhookDelivery) GetAttempts() uint32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *WebhookDelivery) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *WebhookDelivery) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetLastAttemptTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastAttemptTime
+	}
+	return nil
+}
+
+func (x *WebhookDelivery) GetNextAttemptTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextAttemptTime
+	}
+	return nil
+}
+
 var File_askuser_v1_admin_proto protoreflect.FileDescriptor
 
 const file_askuser_v1_admin_proto_rawDesc = "" +
@@ -427,11 +845,52 @@ const file_askuser_v1_admin_proto_rawDesc = "" +
 	"\vcreate_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vrevoke_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"revokeTime2\xe9\x01\n" +
+	"revokeTime\"\xac\x01\n" +
+	"\x1cListWebhookDeliveriesRequest\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\x129\n" +
+	"\x06status\x18\x02 \x01(\x0e2!.askuser.v1.WebhookDeliveryStatusR\x06status\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"\x84\x01\n" +
+	"\x1dListWebhookDeliveriesResponse\x12;\n" +
+	"\n" +
+	"deliveries\x18\x01 \x03(\v2\x1b.askuser.v1.WebhookDeliveryR\n" +
+	"deliveries\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"8\n" +
+	"\x17RedeliverWebhookRequest\x12\x1d\n" +
+	"\n" +
+	"webhook_id\x18\x01 \x01(\tR\twebhookId\"S\n" +
+	"\x18RedeliverWebhookResponse\x127\n" +
+	"\bdelivery\x18\x01 \x01(\v2\x1b.askuser.v1.WebhookDeliveryR\bdelivery\"\xd7\x03\n" +
+	"\x0fWebhookDelivery\x12\x1d\n" +
+	"\n" +
+	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\x15\n" +
+	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x1a\n" +
+	"\bsequence\x18\x03 \x01(\x04R\bsequence\x12\x1d\n" +
+	"\n" +
+	"event_type\x18\x04 \x01(\tR\teventType\x12\x10\n" +
+	"\x03url\x18\x05 \x01(\tR\x03url\x129\n" +
+	"\x06status\x18\x06 \x01(\x0e2!.askuser.v1.WebhookDeliveryStatusR\x06status\x12\x1a\n" +
+	"\battempts\x18\a \x01(\rR\battempts\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\b \x01(\tR\tlastError\x12;\n" +
+	"\vcreate_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12F\n" +
+	"\x11last_attempt_time\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\x0flastAttemptTime\x12F\n" +
+	"\x11next_attempt_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x0fnextAttemptTime*\xd4\x01\n" +
+	"\x15WebhookDeliveryStatus\x12'\n" +
+	"#WEBHOOK_DELIVERY_STATUS_UNSPECIFIED\x10\x00\x12#\n" +
+	"\x1fWEBHOOK_DELIVERY_STATUS_PENDING\x10\x01\x12%\n" +
+	"!WEBHOOK_DELIVERY_STATUS_DELIVERED\x10\x02\x12 \n" +
+	"\x1cWEBHOOK_DELIVERY_STATUS_DEAD\x10\x03\x12$\n" +
+	" WEBHOOK_DELIVERY_STATUS_OBSOLETE\x10\x042\xb6\x03\n" +
 	"\fAdminService\x12H\n" +
 	"\tCreateKey\x12\x1c.askuser.v1.CreateKeyRequest\x1a\x1d.askuser.v1.CreateKeyResponse\x12E\n" +
 	"\bListKeys\x12\x1b.askuser.v1.ListKeysRequest\x1a\x1c.askuser.v1.ListKeysResponse\x12H\n" +
-	"\tRevokeKey\x12\x1c.askuser.v1.RevokeKeyRequest\x1a\x1d.askuser.v1.RevokeKeyResponseB\x8b\x01\n" +
+	"\tRevokeKey\x12\x1c.askuser.v1.RevokeKeyRequest\x1a\x1d.askuser.v1.RevokeKeyResponse\x12l\n" +
+	"\x15ListWebhookDeliveries\x12(.askuser.v1.ListWebhookDeliveriesRequest\x1a).askuser.v1.ListWebhookDeliveriesResponse\x12]\n" +
+	"\x10RedeliverWebhook\x12#.askuser.v1.RedeliverWebhookRequest\x1a$.askuser.v1.RedeliverWebhookResponseB\x8b\x01\n" +
 	"\x0edev.askuser.v1B\n" +
 	"AdminProtoP\x01Z=github.com/askuser-dev/askuser/clients/go/askuserv1;askuserv1\xa2\x02\x03AXX\xaa\x02\n" +
 	"Askuser.V1\xca\x02\n" +
@@ -449,33 +908,51 @@ func file_askuser_v1_admin_proto_rawDescGZIP() []byte {
 	return file_askuser_v1_admin_proto_rawDescData
 }
 
-var file_askuser_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_askuser_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_askuser_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_askuser_v1_admin_proto_goTypes = []any{
-	(*CreateKeyRequest)(nil),      // 0: askuser.v1.CreateKeyRequest
-	(*CreateKeyResponse)(nil),     // 1: askuser.v1.CreateKeyResponse
-	(*ListKeysRequest)(nil),       // 2: askuser.v1.ListKeysRequest
-	(*ListKeysResponse)(nil),      // 3: askuser.v1.ListKeysResponse
-	(*RevokeKeyRequest)(nil),      // 4: askuser.v1.RevokeKeyRequest
-	(*RevokeKeyResponse)(nil),     // 5: askuser.v1.RevokeKeyResponse
-	(*ApiKey)(nil),                // 6: askuser.v1.ApiKey
-	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
+	(WebhookDeliveryStatus)(0),            // 0: askuser.v1.WebhookDeliveryStatus
+	(*CreateKeyRequest)(nil),              // 1: askuser.v1.CreateKeyRequest
+	(*CreateKeyResponse)(nil),             // 2: askuser.v1.CreateKeyResponse
+	(*ListKeysRequest)(nil),               // 3: askuser.v1.ListKeysRequest
+	(*ListKeysResponse)(nil),              // 4: askuser.v1.ListKeysResponse
+	(*RevokeKeyRequest)(nil),              // 5: askuser.v1.RevokeKeyRequest
+	(*RevokeKeyResponse)(nil),             // 6: askuser.v1.RevokeKeyResponse
+	(*ApiKey)(nil),                        // 7: askuser.v1.ApiKey
+	(*ListWebhookDeliveriesRequest)(nil),  // 8: askuser.v1.ListWebhookDeliveriesRequest
+	(*ListWebhookDeliveriesResponse)(nil), // 9: askuser.v1.ListWebhookDeliveriesResponse
+	(*RedeliverWebhookRequest)(nil),       // 10: askuser.v1.RedeliverWebhookRequest
+	(*RedeliverWebhookResponse)(nil),      // 11: askuser.v1.RedeliverWebhookResponse
+	(*WebhookDelivery)(nil),               // 12: askuser.v1.WebhookDelivery
+	(*timestamppb.Timestamp)(nil),         // 13: google.protobuf.Timestamp
 }
 var file_askuser_v1_admin_proto_depIdxs = []int32{
-	6, // 0: askuser.v1.CreateKeyResponse.key:type_name -> askuser.v1.ApiKey
-	6, // 1: askuser.v1.ListKeysResponse.keys:type_name -> askuser.v1.ApiKey
-	7, // 2: askuser.v1.ApiKey.create_time:type_name -> google.protobuf.Timestamp
-	7, // 3: askuser.v1.ApiKey.revoke_time:type_name -> google.protobuf.Timestamp
-	0, // 4: askuser.v1.AdminService.CreateKey:input_type -> askuser.v1.CreateKeyRequest
-	2, // 5: askuser.v1.AdminService.ListKeys:input_type -> askuser.v1.ListKeysRequest
-	4, // 6: askuser.v1.AdminService.RevokeKey:input_type -> askuser.v1.RevokeKeyRequest
-	1, // 7: askuser.v1.AdminService.CreateKey:output_type -> askuser.v1.CreateKeyResponse
-	3, // 8: askuser.v1.AdminService.ListKeys:output_type -> askuser.v1.ListKeysResponse
-	5, // 9: askuser.v1.AdminService.RevokeKey:output_type -> askuser.v1.RevokeKeyResponse
-	7, // [7:10] is the sub-list for method output_type
-	4, // [4:7] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	7,  // 0: askuser.v1.CreateKeyResponse.key:type_name -> askuser.v1.ApiKey
+	7,  // 1: askuser.v1.ListKeysResponse.keys:type_name -> askuser.v1.ApiKey
+	13, // 2: askuser.v1.ApiKey.create_time:type_name -> google.protobuf.Timestamp
+	13, // 3: askuser.v1.ApiKey.revoke_time:type_name -> google.protobuf.Timestamp
+	0,  // 4: askuser.v1.ListWebhookDeliveriesRequest.status:type_name -> askuser.v1.WebhookDeliveryStatus
+	12, // 5: askuser.v1.ListWebhookDeliveriesResponse.deliveries:type_name -> askuser.v1.WebhookDelivery
+	12, // 6: askuser.v1.RedeliverWebhookResponse.delivery:type_name -> askuser.v1.WebhookDelivery
+	0,  // 7: askuser.v1.WebhookDelivery.status:type_name -> askuser.v1.WebhookDeliveryStatus
+	13, // 8: askuser.v1.WebhookDelivery.create_time:type_name -> google.protobuf.Timestamp
+	13, // 9: askuser.v1.WebhookDelivery.last_attempt_time:type_name -> google.protobuf.Timestamp
+	13, // 10: askuser.v1.WebhookDelivery.next_attempt_time:type_name -> google.protobuf.Timestamp
+	1,  // 11: askuser.v1.AdminService.CreateKey:input_type -> askuser.v1.CreateKeyRequest
+	3,  // 12: askuser.v1.AdminService.ListKeys:input_type -> askuser.v1.ListKeysRequest
+	5,  // 13: askuser.v1.AdminService.RevokeKey:input_type -> askuser.v1.RevokeKeyRequest
+	8,  // 14: askuser.v1.AdminService.ListWebhookDeliveries:input_type -> askuser.v1.ListWebhookDeliveriesRequest
+	10, // 15: askuser.v1.AdminService.RedeliverWebhook:input_type -> askuser.v1.RedeliverWebhookRequest
+	2,  // 16: askuser.v1.AdminService.CreateKey:output_type -> askuser.v1.CreateKeyResponse
+	4,  // 17: askuser.v1.AdminService.ListKeys:output_type -> askuser.v1.ListKeysResponse
+	6,  // 18: askuser.v1.AdminService.RevokeKey:output_type -> askuser.v1.RevokeKeyResponse
+	9,  // 19: askuser.v1.AdminService.ListWebhookDeliveries:output_type -> askuser.v1.ListWebhookDeliveriesResponse
+	11, // 20: askuser.v1.AdminService.RedeliverWebhook:output_type -> askuser.v1.RedeliverWebhookResponse
+	16, // [16:21] is the sub-list for method output_type
+	11, // [11:16] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_askuser_v1_admin_proto_init() }
@@ -488,13 +965,14 @@ func file_askuser_v1_admin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_askuser_v1_admin_proto_rawDesc), len(file_askuser_v1_admin_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   7,
+			NumEnums:      1,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_askuser_v1_admin_proto_goTypes,
 		DependencyIndexes: file_askuser_v1_admin_proto_depIdxs,
+		EnumInfos:         file_askuser_v1_admin_proto_enumTypes,
 		MessageInfos:      file_askuser_v1_admin_proto_msgTypes,
 	}.Build()
 	File_askuser_v1_admin_proto = out.File

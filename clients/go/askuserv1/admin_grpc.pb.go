@@ -19,16 +19,18 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AdminService_CreateKey_FullMethodName = "/askuser.v1.AdminService/CreateKey"
-	AdminService_ListKeys_FullMethodName  = "/askuser.v1.AdminService/ListKeys"
-	AdminService_RevokeKey_FullMethodName = "/askuser.v1.AdminService/RevokeKey"
+	AdminService_CreateKey_FullMethodName             = "/askuser.v1.AdminService/CreateKey"
+	AdminService_ListKeys_FullMethodName              = "/askuser.v1.AdminService/ListKeys"
+	AdminService_RevokeKey_FullMethodName             = "/askuser.v1.AdminService/RevokeKey"
+	AdminService_ListWebhookDeliveries_FullMethodName = "/askuser.v1.AdminService/ListWebhookDeliveries"
+	AdminService_RedeliverWebhook_FullMethodName      = "/askuser.v1.AdminService/RedeliverWebhook"
 )
 
 // AdminServiceClient is the client API for AdminService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// Manages API keys while servers run. Every RPC needs the `admin` scope.
+// Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope.
 type AdminServiceClient interface {
 	// Creates a key and returns it, once: only its hash is stored. Unknown scopes are
 	// INVALID_ARGUMENT.
@@ -38,6 +40,13 @@ type AdminServiceClient interface {
 	// Revokes a key: every replica refuses it from its next request. NOT_FOUND (`KEY_NOT_FOUND`)
 	// when there is no such key or it is revoked already.
 	RevokeKey(ctx context.Context, in *RevokeKeyRequest, opts ...grpc.CallOption) (*RevokeKeyResponse, error)
+	// Lists the webhook deliveries of the caller's tenant's runs, oldest first: their attempts,
+	// last error and next attempt.
+	ListWebhookDeliveries(ctx context.Context, in *ListWebhookDeliveriesRequest, opts ...grpc.CallOption) (*ListWebhookDeliveriesResponse, error)
+	// Makes a delivered or dead delivery pending again, due at once (same `webhook-id`). NOT_FOUND
+	// when there is no such delivery of the caller's tenant; FAILED_PRECONDITION when it is pending
+	// or obsolete.
+	RedeliverWebhook(ctx context.Context, in *RedeliverWebhookRequest, opts ...grpc.CallOption) (*RedeliverWebhookResponse, error)
 }
 
 type adminServiceClient struct {
@@ -78,11 +87,31 @@ func (c *adminServiceClient) RevokeKey(ctx context.Context, in *RevokeKeyRequest
 	return out, nil
 }
 
+func (c *adminServiceClient) ListWebhookDeliveries(ctx context.Context, in *ListWebhookDeliveriesRequest, opts ...grpc.CallOption) (*ListWebhookDeliveriesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWebhookDeliveriesResponse)
+	err := c.cc.Invoke(ctx, AdminService_ListWebhookDeliveries_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminServiceClient) RedeliverWebhook(ctx context.Context, in *RedeliverWebhookRequest, opts ...grpc.CallOption) (*RedeliverWebhookResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RedeliverWebhookResponse)
+	err := c.cc.Invoke(ctx, AdminService_RedeliverWebhook_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
 //
-// Manages API keys while servers run. Every RPC needs the `admin` scope.
+// Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope.
 type AdminServiceServer interface {
 	// Creates a key and returns it, once: only its hash is stored. Unknown scopes are
 	// INVALID_ARGUMENT.
@@ -92,6 +121,13 @@ type AdminServiceServer interface {
 	// Revokes a key: every replica refuses it from its next request. NOT_FOUND (`KEY_NOT_FOUND`)
 	// when there is no such key or it is revoked already.
 	RevokeKey(context.Context, *RevokeKeyRequest) (*RevokeKeyResponse, error)
+	// Lists the webhook deliveries of the caller's tenant's runs, oldest first: their attempts,
+	// last error and next attempt.
+	ListWebhookDeliveries(context.Context, *ListWebhookDeliveriesRequest) (*ListWebhookDeliveriesResponse, error)
+	// Makes a delivered or dead delivery pending again, due at once (same `webhook-id`). NOT_FOUND
+	// when there is no such delivery of the caller's tenant; FAILED_PRECONDITION when it is pending
+	// or obsolete.
+	RedeliverWebhook(context.Context, *RedeliverWebhookRequest) (*RedeliverWebhookResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -110,6 +146,12 @@ func (UnimplementedAdminServiceServer) ListKeys(context.Context, *ListKeysReques
 }
 func (UnimplementedAdminServiceServer) RevokeKey(context.Context, *RevokeKeyRequest) (*RevokeKeyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RevokeKey not implemented")
+}
+func (UnimplementedAdminServiceServer) ListWebhookDeliveries(context.Context, *ListWebhookDeliveriesRequest) (*ListWebhookDeliveriesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWebhookDeliveries not implemented")
+}
+func (UnimplementedAdminServiceServer) RedeliverWebhook(context.Context, *RedeliverWebhookRequest) (*RedeliverWebhookResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RedeliverWebhook not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -186,6 +228,42 @@ func _AdminService_RevokeKey_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_ListWebhookDeliveries_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWebhookDeliveriesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).ListWebhookDeliveries(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_ListWebhookDeliveries_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).ListWebhookDeliveries(ctx, req.(*ListWebhookDeliveriesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _AdminService_RedeliverWebhook_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RedeliverWebhookRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).RedeliverWebhook(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_RedeliverWebhook_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).RedeliverWebhook(ctx, req.(*RedeliverWebhookRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -204,6 +282,14 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RevokeKey",
 			Handler:    _AdminService_RevokeKey_Handler,
+		},
+		{
+			MethodName: "ListWebhookDeliveries",
+			Handler:    _AdminService_ListWebhookDeliveries_Handler,
+		},
+		{
+			MethodName: "RedeliverWebhook",
+			Handler:    _AdminService_RedeliverWebhook_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -525,7 +525,12 @@ type StartRun struct {
 	// Optional idempotency key of this start, at most 256 bytes. A start whose `request_id` an
 	// earlier start had (a retry by the client or by a mesh) creates nothing: the stream follows the
 	// run that earlier start created, from its first event.
-	RequestId     string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Webhooks for this run only, beside the agents file's. Each URL must match one of the server's
+	// `--webhook-allow` patterns (INVALID_ARGUMENT with a field violation on
+	// `start.webhooks[i].url` otherwise, and always on a server without any); deliveries are signed
+	// with the server's `--webhook-secret-env` secret.
+	Webhooks      []*WebhookSubscription `protobuf:"bytes,7,rep,name=webhooks,proto3" json:"webhooks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -602,6 +607,69 @@ func (x *StartRun) GetRequestId() string {
 	return ""
 }
 
+func (x *StartRun) GetWebhooks() []*WebhookSubscription {
+	if x != nil {
+		return x.Webhooks
+	}
+	return nil
+}
+
+// Where a run's events are delivered, as signed HTTP POSTs (Standard Webhooks).
+type WebhookSubscription struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The receiver's URL.
+	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	// The event types it wants: `call.suspended`, `call.reminder`, `call.settled`,
+	// `run.completed`, `run.failed`, `run.cancelled`. Empty: every one.
+	Events        []string `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WebhookSubscription) Reset() {
+	*x = WebhookSubscription{}
+	mi := &file_askuser_v1_agent_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WebhookSubscription) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WebhookSubscription) ProtoMessage() {}
+
+func (x *WebhookSubscription) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_agent_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WebhookSubscription.ProtoReflect.Descriptor instead.
+func (*WebhookSubscription) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *WebhookSubscription) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *WebhookSubscription) GetEvents() []string {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
 // A client tool declared for one run.
 type ToolDefinition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -619,7 +687,7 @@ type ToolDefinition struct {
 
 func (x *ToolDefinition) Reset() {
 	*x = ToolDefinition{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[2]
+	mi := &file_askuser_v1_agent_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -631,7 +699,7 @@ func (x *ToolDefinition) String() string {
 func (*ToolDefinition) ProtoMessage() {}
 
 func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[2]
+	mi := &file_askuser_v1_agent_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -644,7 +712,7 @@ func (x *ToolDefinition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDefinition.ProtoReflect.Descriptor instead.
 func (*ToolDefinition) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{2}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ToolDefinition) GetName() string {
@@ -688,7 +756,7 @@ type AttachRun struct {
 
 func (x *AttachRun) Reset() {
 	*x = AttachRun{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[3]
+	mi := &file_askuser_v1_agent_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -700,7 +768,7 @@ func (x *AttachRun) String() string {
 func (*AttachRun) ProtoMessage() {}
 
 func (x *AttachRun) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[3]
+	mi := &file_askuser_v1_agent_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -713,7 +781,7 @@ func (x *AttachRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachRun.ProtoReflect.Descriptor instead.
 func (*AttachRun) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{3}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *AttachRun) GetRunId() string {
@@ -756,7 +824,7 @@ type Answer struct {
 
 func (x *Answer) Reset() {
 	*x = Answer{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[4]
+	mi := &file_askuser_v1_agent_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -768,7 +836,7 @@ func (x *Answer) String() string {
 func (*Answer) ProtoMessage() {}
 
 func (x *Answer) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[4]
+	mi := &file_askuser_v1_agent_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -781,7 +849,7 @@ func (x *Answer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Answer.ProtoReflect.Descriptor instead.
 func (*Answer) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{4}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Answer) GetRunId() string {
@@ -909,7 +977,7 @@ type ToolOutput struct {
 
 func (x *ToolOutput) Reset() {
 	*x = ToolOutput{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[5]
+	mi := &file_askuser_v1_agent_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -921,7 +989,7 @@ func (x *ToolOutput) String() string {
 func (*ToolOutput) ProtoMessage() {}
 
 func (x *ToolOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[5]
+	mi := &file_askuser_v1_agent_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -934,7 +1002,7 @@ func (x *ToolOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolOutput.ProtoReflect.Descriptor instead.
 func (*ToolOutput) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{5}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ToolOutput) GetContent() string {
@@ -968,7 +1036,7 @@ type ApprovalDecision struct {
 
 func (x *ApprovalDecision) Reset() {
 	*x = ApprovalDecision{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[6]
+	mi := &file_askuser_v1_agent_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -980,7 +1048,7 @@ func (x *ApprovalDecision) String() string {
 func (*ApprovalDecision) ProtoMessage() {}
 
 func (x *ApprovalDecision) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[6]
+	mi := &file_askuser_v1_agent_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -993,7 +1061,7 @@ func (x *ApprovalDecision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalDecision.ProtoReflect.Descriptor instead.
 func (*ApprovalDecision) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{6}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ApprovalDecision) GetDecision() isApprovalDecision_Decision {
@@ -1088,7 +1156,7 @@ type RunAgentResponse struct {
 
 func (x *RunAgentResponse) Reset() {
 	*x = RunAgentResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[7]
+	mi := &file_askuser_v1_agent_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1168,7 @@ func (x *RunAgentResponse) String() string {
 func (*RunAgentResponse) ProtoMessage() {}
 
 func (x *RunAgentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[7]
+	mi := &file_askuser_v1_agent_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,7 +1181,7 @@ func (x *RunAgentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunAgentResponse.ProtoReflect.Descriptor instead.
 func (*RunAgentResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{7}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RunAgentResponse) GetRunId() string {
@@ -1355,7 +1423,7 @@ type RunStarted struct {
 
 func (x *RunStarted) Reset() {
 	*x = RunStarted{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[8]
+	mi := &file_askuser_v1_agent_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1367,7 +1435,7 @@ func (x *RunStarted) String() string {
 func (*RunStarted) ProtoMessage() {}
 
 func (x *RunStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[8]
+	mi := &file_askuser_v1_agent_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1380,7 +1448,7 @@ func (x *RunStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunStarted.ProtoReflect.Descriptor instead.
 func (*RunStarted) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{8}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RunStarted) GetAgentId() string {
@@ -1415,7 +1483,7 @@ type TextDelta struct {
 
 func (x *TextDelta) Reset() {
 	*x = TextDelta{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[9]
+	mi := &file_askuser_v1_agent_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1427,7 +1495,7 @@ func (x *TextDelta) String() string {
 func (*TextDelta) ProtoMessage() {}
 
 func (x *TextDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[9]
+	mi := &file_askuser_v1_agent_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1440,7 +1508,7 @@ func (x *TextDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextDelta.ProtoReflect.Descriptor instead.
 func (*TextDelta) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{9}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TextDelta) GetText() string {
@@ -1465,7 +1533,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[10]
+	mi := &file_askuser_v1_agent_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1477,7 +1545,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[10]
+	mi := &file_askuser_v1_agent_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1490,7 +1558,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{10}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ToolCall) GetToolCallId() string {
@@ -1543,7 +1611,7 @@ type ToolCallSuspended struct {
 
 func (x *ToolCallSuspended) Reset() {
 	*x = ToolCallSuspended{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[11]
+	mi := &file_askuser_v1_agent_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1555,7 +1623,7 @@ func (x *ToolCallSuspended) String() string {
 func (*ToolCallSuspended) ProtoMessage() {}
 
 func (x *ToolCallSuspended) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[11]
+	mi := &file_askuser_v1_agent_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1568,7 +1636,7 @@ func (x *ToolCallSuspended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallSuspended.ProtoReflect.Descriptor instead.
 func (*ToolCallSuspended) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{11}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ToolCallSuspended) GetToolCallId() string {
@@ -1648,7 +1716,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[12]
+	mi := &file_askuser_v1_agent_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +1728,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[12]
+	mi := &file_askuser_v1_agent_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +1741,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{12}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ToolResult) GetToolCallId() string {
@@ -1727,7 +1795,7 @@ type SettledBy struct {
 
 func (x *SettledBy) Reset() {
 	*x = SettledBy{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[13]
+	mi := &file_askuser_v1_agent_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1739,7 +1807,7 @@ func (x *SettledBy) String() string {
 func (*SettledBy) ProtoMessage() {}
 
 func (x *SettledBy) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[13]
+	mi := &file_askuser_v1_agent_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1752,7 +1820,7 @@ func (x *SettledBy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SettledBy.ProtoReflect.Descriptor instead.
 func (*SettledBy) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{13}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SettledBy) GetTenant() string {
@@ -1797,7 +1865,7 @@ type AnswerRejected struct {
 
 func (x *AnswerRejected) Reset() {
 	*x = AnswerRejected{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[14]
+	mi := &file_askuser_v1_agent_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1809,7 +1877,7 @@ func (x *AnswerRejected) String() string {
 func (*AnswerRejected) ProtoMessage() {}
 
 func (x *AnswerRejected) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[14]
+	mi := &file_askuser_v1_agent_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1822,7 +1890,7 @@ func (x *AnswerRejected) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerRejected.ProtoReflect.Descriptor instead.
 func (*AnswerRejected) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{14}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AnswerRejected) GetToolCallId() string {
@@ -1876,7 +1944,7 @@ type AnswerAccepted struct {
 
 func (x *AnswerAccepted) Reset() {
 	*x = AnswerAccepted{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[15]
+	mi := &file_askuser_v1_agent_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1888,7 +1956,7 @@ func (x *AnswerAccepted) String() string {
 func (*AnswerAccepted) ProtoMessage() {}
 
 func (x *AnswerAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[15]
+	mi := &file_askuser_v1_agent_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1901,7 +1969,7 @@ func (x *AnswerAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerAccepted.ProtoReflect.Descriptor instead.
 func (*AnswerAccepted) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{15}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AnswerAccepted) GetToolCallId() string {
@@ -1938,7 +2006,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[16]
+	mi := &file_askuser_v1_agent_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1950,7 +2018,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[16]
+	mi := &file_askuser_v1_agent_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1963,7 +2031,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{16}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Usage) GetInputTokens() uint64 {
@@ -1993,7 +2061,7 @@ type RunCompleted struct {
 
 func (x *RunCompleted) Reset() {
 	*x = RunCompleted{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[17]
+	mi := &file_askuser_v1_agent_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2005,7 +2073,7 @@ func (x *RunCompleted) String() string {
 func (*RunCompleted) ProtoMessage() {}
 
 func (x *RunCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[17]
+	mi := &file_askuser_v1_agent_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2018,7 +2086,7 @@ func (x *RunCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunCompleted.ProtoReflect.Descriptor instead.
 func (*RunCompleted) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{17}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RunCompleted) GetOutputText() string {
@@ -2046,7 +2114,7 @@ type RunFailed struct {
 
 func (x *RunFailed) Reset() {
 	*x = RunFailed{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[18]
+	mi := &file_askuser_v1_agent_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2058,7 +2126,7 @@ func (x *RunFailed) String() string {
 func (*RunFailed) ProtoMessage() {}
 
 func (x *RunFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[18]
+	mi := &file_askuser_v1_agent_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2071,7 +2139,7 @@ func (x *RunFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunFailed.ProtoReflect.Descriptor instead.
 func (*RunFailed) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{18}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RunFailed) GetMessage() string {
@@ -2092,7 +2160,7 @@ type RunCancelled struct {
 
 func (x *RunCancelled) Reset() {
 	*x = RunCancelled{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[19]
+	mi := &file_askuser_v1_agent_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2104,7 +2172,7 @@ func (x *RunCancelled) String() string {
 func (*RunCancelled) ProtoMessage() {}
 
 func (x *RunCancelled) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[19]
+	mi := &file_askuser_v1_agent_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2117,7 +2185,7 @@ func (x *RunCancelled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunCancelled.ProtoReflect.Descriptor instead.
 func (*RunCancelled) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{19}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RunCancelled) GetReason() string {
@@ -2136,7 +2204,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[20]
+	mi := &file_askuser_v1_agent_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2148,7 +2216,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[20]
+	mi := &file_askuser_v1_agent_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2161,7 +2229,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{20}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{21}
 }
 
 // The current model step starts over, e.g. after a model call failed mid-response and is retried,
@@ -2178,7 +2246,7 @@ type StepRestarted struct {
 
 func (x *StepRestarted) Reset() {
 	*x = StepRestarted{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[21]
+	mi := &file_askuser_v1_agent_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2190,7 +2258,7 @@ func (x *StepRestarted) String() string {
 func (*StepRestarted) ProtoMessage() {}
 
 func (x *StepRestarted) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[21]
+	mi := &file_askuser_v1_agent_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2203,7 +2271,7 @@ func (x *StepRestarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRestarted.ProtoReflect.Descriptor instead.
 func (*StepRestarted) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{21}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StepRestarted) GetReason() string {
@@ -2231,7 +2299,7 @@ type ResumeRunRequest struct {
 
 func (x *ResumeRunRequest) Reset() {
 	*x = ResumeRunRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[22]
+	mi := &file_askuser_v1_agent_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2243,7 +2311,7 @@ func (x *ResumeRunRequest) String() string {
 func (*ResumeRunRequest) ProtoMessage() {}
 
 func (x *ResumeRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[22]
+	mi := &file_askuser_v1_agent_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2256,7 +2324,7 @@ func (x *ResumeRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRunRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRunRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{22}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ResumeRunRequest) GetAnswer() *Answer {
@@ -2279,7 +2347,7 @@ type WatchRunRequest struct {
 
 func (x *WatchRunRequest) Reset() {
 	*x = WatchRunRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[23]
+	mi := &file_askuser_v1_agent_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2291,7 +2359,7 @@ func (x *WatchRunRequest) String() string {
 func (*WatchRunRequest) ProtoMessage() {}
 
 func (x *WatchRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[23]
+	mi := &file_askuser_v1_agent_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2304,7 +2372,7 @@ func (x *WatchRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRunRequest.ProtoReflect.Descriptor instead.
 func (*WatchRunRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{23}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *WatchRunRequest) GetRunId() string {
@@ -2343,14 +2411,17 @@ type PendingToolCall struct {
 	// When the claim lapses; absent when nobody holds one.
 	ClaimExpireTime *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=claim_expire_time,json=claimExpireTime,proto3" json:"claim_expire_time,omitempty"`
 	// Who may settle it (see `ToolCallSuspended.assignees`); empty: anyone allowed to answer.
-	Assignees     []string `protobuf:"bytes,10,rep,name=assignees,proto3" json:"assignees,omitempty"`
+	Assignees []string `protobuf:"bytes,10,rep,name=assignees,proto3" json:"assignees,omitempty"`
+	// When it started waiting (for an approved client tool: since the approval); absent for calls
+	// stored by servers that did not record it.
+	SuspendTime   *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=suspend_time,json=suspendTime,proto3" json:"suspend_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PendingToolCall) Reset() {
 	*x = PendingToolCall{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[24]
+	mi := &file_askuser_v1_agent_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2362,7 +2433,7 @@ func (x *PendingToolCall) String() string {
 func (*PendingToolCall) ProtoMessage() {}
 
 func (x *PendingToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[24]
+	mi := &file_askuser_v1_agent_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2375,7 +2446,7 @@ func (x *PendingToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingToolCall.ProtoReflect.Descriptor instead.
 func (*PendingToolCall) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{24}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PendingToolCall) GetToolCallId() string {
@@ -2448,6 +2519,13 @@ func (x *PendingToolCall) GetAssignees() []string {
 	return nil
 }
 
+func (x *PendingToolCall) GetSuspendTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SuspendTime
+	}
+	return nil
+}
+
 // A run of an agent.
 type Run struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2476,13 +2554,15 @@ type Run struct {
 	// The calls settled so far, in the order of their results: how, by whom and when. Filled by
 	// `GetRun` and `CancelRun`; empty in `ListRuns`.
 	SettledToolCalls []*SettledToolCall `protobuf:"bytes,12,rep,name=settled_tool_calls,json=settledToolCalls,proto3" json:"settled_tool_calls,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The tokens the run's model turns used so far, summed; absent until a provider reports any.
+	Usage         *Usage `protobuf:"bytes,13,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Run) Reset() {
 	*x = Run{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[25]
+	mi := &file_askuser_v1_agent_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2494,7 +2574,7 @@ func (x *Run) String() string {
 func (*Run) ProtoMessage() {}
 
 func (x *Run) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[25]
+	mi := &file_askuser_v1_agent_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2507,7 +2587,7 @@ func (x *Run) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Run.ProtoReflect.Descriptor instead.
 func (*Run) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{25}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Run) GetRunId() string {
@@ -2594,6 +2674,13 @@ func (x *Run) GetSettledToolCalls() []*SettledToolCall {
 	return nil
 }
 
+func (x *Run) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
 // A settled tool call of a run.
 type SettledToolCall struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2609,13 +2696,16 @@ type SettledToolCall struct {
 	SettleTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=settle_time,json=settleTime,proto3" json:"settle_time,omitempty"`
 	// The sequence of its `tool_result` event.
 	ResultSequence uint64 `protobuf:"varint,6,opt,name=result_sequence,json=resultSequence,proto3" json:"result_sequence,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// When it (last) started waiting for someone; absent for a call that never waited (a tool the
+	// server ran without approval, an invalid call).
+	SuspendTime   *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=suspend_time,json=suspendTime,proto3" json:"suspend_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SettledToolCall) Reset() {
 	*x = SettledToolCall{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[26]
+	mi := &file_askuser_v1_agent_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2627,7 +2717,7 @@ func (x *SettledToolCall) String() string {
 func (*SettledToolCall) ProtoMessage() {}
 
 func (x *SettledToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[26]
+	mi := &file_askuser_v1_agent_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2640,7 +2730,7 @@ func (x *SettledToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SettledToolCall.ProtoReflect.Descriptor instead.
 func (*SettledToolCall) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{26}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SettledToolCall) GetToolCallId() string {
@@ -2685,6 +2775,13 @@ func (x *SettledToolCall) GetResultSequence() uint64 {
 	return 0
 }
 
+func (x *SettledToolCall) GetSuspendTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SuspendTime
+	}
+	return nil
+}
+
 // Request of `GetRun`.
 type GetRunRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2696,7 +2793,7 @@ type GetRunRequest struct {
 
 func (x *GetRunRequest) Reset() {
 	*x = GetRunRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[27]
+	mi := &file_askuser_v1_agent_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2708,7 +2805,7 @@ func (x *GetRunRequest) String() string {
 func (*GetRunRequest) ProtoMessage() {}
 
 func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[27]
+	mi := &file_askuser_v1_agent_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2721,7 +2818,7 @@ func (x *GetRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunRequest.ProtoReflect.Descriptor instead.
 func (*GetRunRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{27}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetRunRequest) GetRunId() string {
@@ -2742,7 +2839,7 @@ type GetRunResponse struct {
 
 func (x *GetRunResponse) Reset() {
 	*x = GetRunResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[28]
+	mi := &file_askuser_v1_agent_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2754,7 +2851,7 @@ func (x *GetRunResponse) String() string {
 func (*GetRunResponse) ProtoMessage() {}
 
 func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[28]
+	mi := &file_askuser_v1_agent_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2767,7 +2864,7 @@ func (x *GetRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRunResponse.ProtoReflect.Descriptor instead.
 func (*GetRunResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{28}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetRunResponse) GetRun() *Run {
@@ -2786,15 +2883,24 @@ type ListRunsRequest struct {
 	AgentId string `protobuf:"bytes,4,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
 	// Maximum runs per page: 1 to 1000; 0 means 50.
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	// The `next_page_token` of the previous page; empty for the first page.
-	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// The `next_page_token` of the previous page; empty for the first page. A token works only with
+	// the filters of the listing it came from.
+	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Only runs whose metadata has every one of these entries, with exactly these values.
+	Metadata map[string]string `protobuf:"bytes,5,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Only runs created at or after this time.
+	CreateTimeAfter *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=create_time_after,json=createTimeAfter,proto3" json:"create_time_after,omitempty"`
+	// Only runs created before this time.
+	CreateTimeBefore *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=create_time_before,json=createTimeBefore,proto3" json:"create_time_before,omitempty"`
+	// Only runs with a call waiting for this kind of settlement; unspecified: no such condition.
+	PendingKind   SuspendKind `protobuf:"varint,8,opt,name=pending_kind,json=pendingKind,proto3,enum=askuser.v1.SuspendKind" json:"pending_kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListRunsRequest) Reset() {
 	*x = ListRunsRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[29]
+	mi := &file_askuser_v1_agent_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2806,7 +2912,7 @@ func (x *ListRunsRequest) String() string {
 func (*ListRunsRequest) ProtoMessage() {}
 
 func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[29]
+	mi := &file_askuser_v1_agent_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2819,7 +2925,7 @@ func (x *ListRunsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsRequest.ProtoReflect.Descriptor instead.
 func (*ListRunsRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{29}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListRunsRequest) GetStatus() RunStatus {
@@ -2850,6 +2956,34 @@ func (x *ListRunsRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListRunsRequest) GetMetadata() map[string]string {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *ListRunsRequest) GetCreateTimeAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTimeAfter
+	}
+	return nil
+}
+
+func (x *ListRunsRequest) GetCreateTimeBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTimeBefore
+	}
+	return nil
+}
+
+func (x *ListRunsRequest) GetPendingKind() SuspendKind {
+	if x != nil {
+		return x.PendingKind
+	}
+	return SuspendKind_SUSPEND_KIND_UNSPECIFIED
+}
+
 // Response of `ListRuns`.
 type ListRunsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2863,7 +2997,7 @@ type ListRunsResponse struct {
 
 func (x *ListRunsResponse) Reset() {
 	*x = ListRunsResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[30]
+	mi := &file_askuser_v1_agent_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2875,7 +3009,7 @@ func (x *ListRunsResponse) String() string {
 func (*ListRunsResponse) ProtoMessage() {}
 
 func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[30]
+	mi := &file_askuser_v1_agent_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2888,7 +3022,7 @@ func (x *ListRunsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRunsResponse.ProtoReflect.Descriptor instead.
 func (*ListRunsResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{30}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListRunsResponse) GetRuns() []*Run {
@@ -2918,7 +3052,7 @@ type CancelRunRequest struct {
 
 func (x *CancelRunRequest) Reset() {
 	*x = CancelRunRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[31]
+	mi := &file_askuser_v1_agent_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2930,7 +3064,7 @@ func (x *CancelRunRequest) String() string {
 func (*CancelRunRequest) ProtoMessage() {}
 
 func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[31]
+	mi := &file_askuser_v1_agent_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2943,7 +3077,7 @@ func (x *CancelRunRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunRequest.ProtoReflect.Descriptor instead.
 func (*CancelRunRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{31}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CancelRunRequest) GetRunId() string {
@@ -2971,7 +3105,7 @@ type CancelRunResponse struct {
 
 func (x *CancelRunResponse) Reset() {
 	*x = CancelRunResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[32]
+	mi := &file_askuser_v1_agent_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2983,7 +3117,7 @@ func (x *CancelRunResponse) String() string {
 func (*CancelRunResponse) ProtoMessage() {}
 
 func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[32]
+	mi := &file_askuser_v1_agent_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2996,7 +3130,7 @@ func (x *CancelRunResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRunResponse.ProtoReflect.Descriptor instead.
 func (*CancelRunResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{32}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CancelRunResponse) GetRun() *Run {
@@ -3015,7 +3149,7 @@ type ListAgentsRequest struct {
 
 func (x *ListAgentsRequest) Reset() {
 	*x = ListAgentsRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[33]
+	mi := &file_askuser_v1_agent_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3027,7 +3161,7 @@ func (x *ListAgentsRequest) String() string {
 func (*ListAgentsRequest) ProtoMessage() {}
 
 func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[33]
+	mi := &file_askuser_v1_agent_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3040,7 +3174,7 @@ func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsRequest.ProtoReflect.Descriptor instead.
 func (*ListAgentsRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{33}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{34}
 }
 
 // An agent this server runs.
@@ -3068,7 +3202,7 @@ type Agent struct {
 
 func (x *Agent) Reset() {
 	*x = Agent{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[34]
+	mi := &file_askuser_v1_agent_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3080,7 +3214,7 @@ func (x *Agent) String() string {
 func (*Agent) ProtoMessage() {}
 
 func (x *Agent) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[34]
+	mi := &file_askuser_v1_agent_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3093,7 +3227,7 @@ func (x *Agent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Agent.ProtoReflect.Descriptor instead.
 func (*Agent) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{34}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Agent) GetAgentId() string {
@@ -3174,7 +3308,7 @@ type AgentTool struct {
 
 func (x *AgentTool) Reset() {
 	*x = AgentTool{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[35]
+	mi := &file_askuser_v1_agent_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3186,7 +3320,7 @@ func (x *AgentTool) String() string {
 func (*AgentTool) ProtoMessage() {}
 
 func (x *AgentTool) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[35]
+	mi := &file_askuser_v1_agent_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3199,7 +3333,7 @@ func (x *AgentTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentTool.ProtoReflect.Descriptor instead.
 func (*AgentTool) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{35}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AgentTool) GetName() string {
@@ -3262,7 +3396,7 @@ type WatchPendingCallsRequest struct {
 
 func (x *WatchPendingCallsRequest) Reset() {
 	*x = WatchPendingCallsRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[36]
+	mi := &file_askuser_v1_agent_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3274,7 +3408,7 @@ func (x *WatchPendingCallsRequest) String() string {
 func (*WatchPendingCallsRequest) ProtoMessage() {}
 
 func (x *WatchPendingCallsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[36]
+	mi := &file_askuser_v1_agent_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3287,7 +3421,7 @@ func (x *WatchPendingCallsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchPendingCallsRequest.ProtoReflect.Descriptor instead.
 func (*WatchPendingCallsRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{36}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WatchPendingCallsRequest) GetAgentIds() []string {
@@ -3336,7 +3470,7 @@ type WatchPendingCallsResponse struct {
 
 func (x *WatchPendingCallsResponse) Reset() {
 	*x = WatchPendingCallsResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[37]
+	mi := &file_askuser_v1_agent_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3348,7 +3482,7 @@ func (x *WatchPendingCallsResponse) String() string {
 func (*WatchPendingCallsResponse) ProtoMessage() {}
 
 func (x *WatchPendingCallsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[37]
+	mi := &file_askuser_v1_agent_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3361,7 +3495,7 @@ func (x *WatchPendingCallsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchPendingCallsResponse.ProtoReflect.Descriptor instead.
 func (*WatchPendingCallsResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{37}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *WatchPendingCallsResponse) GetEvent() isWatchPendingCallsResponse_Event {
@@ -3456,7 +3590,7 @@ type CallPending struct {
 
 func (x *CallPending) Reset() {
 	*x = CallPending{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[38]
+	mi := &file_askuser_v1_agent_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3468,7 +3602,7 @@ func (x *CallPending) String() string {
 func (*CallPending) ProtoMessage() {}
 
 func (x *CallPending) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[38]
+	mi := &file_askuser_v1_agent_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3481,7 +3615,7 @@ func (x *CallPending) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallPending.ProtoReflect.Descriptor instead.
 func (*CallPending) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{38}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CallPending) GetRunId() string {
@@ -3524,7 +3658,7 @@ type CallSettled struct {
 
 func (x *CallSettled) Reset() {
 	*x = CallSettled{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[39]
+	mi := &file_askuser_v1_agent_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3536,7 +3670,7 @@ func (x *CallSettled) String() string {
 func (*CallSettled) ProtoMessage() {}
 
 func (x *CallSettled) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[39]
+	mi := &file_askuser_v1_agent_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3549,7 +3683,7 @@ func (x *CallSettled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallSettled.ProtoReflect.Descriptor instead.
 func (*CallSettled) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{39}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CallSettled) GetRunId() string {
@@ -3589,7 +3723,7 @@ type SnapshotDone struct {
 
 func (x *SnapshotDone) Reset() {
 	*x = SnapshotDone{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[40]
+	mi := &file_askuser_v1_agent_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3601,7 +3735,7 @@ func (x *SnapshotDone) String() string {
 func (*SnapshotDone) ProtoMessage() {}
 
 func (x *SnapshotDone) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[40]
+	mi := &file_askuser_v1_agent_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3614,7 +3748,7 @@ func (x *SnapshotDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotDone.ProtoReflect.Descriptor instead.
 func (*SnapshotDone) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{40}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{41}
 }
 
 // Request of `ClaimCall`.
@@ -3634,7 +3768,7 @@ type ClaimCallRequest struct {
 
 func (x *ClaimCallRequest) Reset() {
 	*x = ClaimCallRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[41]
+	mi := &file_askuser_v1_agent_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3646,7 +3780,7 @@ func (x *ClaimCallRequest) String() string {
 func (*ClaimCallRequest) ProtoMessage() {}
 
 func (x *ClaimCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[41]
+	mi := &file_askuser_v1_agent_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3659,7 +3793,7 @@ func (x *ClaimCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimCallRequest.ProtoReflect.Descriptor instead.
 func (*ClaimCallRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{41}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ClaimCallRequest) GetRunId() string {
@@ -3701,7 +3835,7 @@ type ClaimCallResponse struct {
 
 func (x *ClaimCallResponse) Reset() {
 	*x = ClaimCallResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[42]
+	mi := &file_askuser_v1_agent_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3713,7 +3847,7 @@ func (x *ClaimCallResponse) String() string {
 func (*ClaimCallResponse) ProtoMessage() {}
 
 func (x *ClaimCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[42]
+	mi := &file_askuser_v1_agent_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3726,7 +3860,7 @@ func (x *ClaimCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimCallResponse.ProtoReflect.Descriptor instead.
 func (*ClaimCallResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{42}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ClaimCallResponse) GetExpireTime() *timestamppb.Timestamp {
@@ -3747,7 +3881,7 @@ type ListAgentsResponse struct {
 
 func (x *ListAgentsResponse) Reset() {
 	*x = ListAgentsResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[43]
+	mi := &file_askuser_v1_agent_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3759,7 +3893,7 @@ func (x *ListAgentsResponse) String() string {
 func (*ListAgentsResponse) ProtoMessage() {}
 
 func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[43]
+	mi := &file_askuser_v1_agent_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3772,7 +3906,7 @@ func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsResponse.ProtoReflect.Descriptor instead.
 func (*ListAgentsResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{43}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListAgentsResponse) GetAgents() []*Agent {
@@ -3791,7 +3925,7 @@ type ApprovalDecision_Approve struct {
 
 func (x *ApprovalDecision_Approve) Reset() {
 	*x = ApprovalDecision_Approve{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[45]
+	mi := &file_askuser_v1_agent_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3803,7 +3937,7 @@ func (x *ApprovalDecision_Approve) String() string {
 func (*ApprovalDecision_Approve) ProtoMessage() {}
 
 func (x *ApprovalDecision_Approve) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[45]
+	mi := &file_askuser_v1_agent_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3816,7 +3950,7 @@ func (x *ApprovalDecision_Approve) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalDecision_Approve.ProtoReflect.Descriptor instead.
 func (*ApprovalDecision_Approve) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{6, 0}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{7, 0}
 }
 
 // The tool never runs; the model is told the call was rejected.
@@ -3830,7 +3964,7 @@ type ApprovalDecision_Reject struct {
 
 func (x *ApprovalDecision_Reject) Reset() {
 	*x = ApprovalDecision_Reject{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[46]
+	mi := &file_askuser_v1_agent_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3842,7 +3976,7 @@ func (x *ApprovalDecision_Reject) String() string {
 func (*ApprovalDecision_Reject) ProtoMessage() {}
 
 func (x *ApprovalDecision_Reject) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[46]
+	mi := &file_askuser_v1_agent_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3855,7 +3989,7 @@ func (x *ApprovalDecision_Reject) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalDecision_Reject.ProtoReflect.Descriptor instead.
 func (*ApprovalDecision_Reject) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{6, 1}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{7, 1}
 }
 
 func (x *ApprovalDecision_Reject) GetReason() string {
@@ -3876,7 +4010,7 @@ type ApprovalDecision_Edit struct {
 
 func (x *ApprovalDecision_Edit) Reset() {
 	*x = ApprovalDecision_Edit{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[47]
+	mi := &file_askuser_v1_agent_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3888,7 +4022,7 @@ func (x *ApprovalDecision_Edit) String() string {
 func (*ApprovalDecision_Edit) ProtoMessage() {}
 
 func (x *ApprovalDecision_Edit) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[47]
+	mi := &file_askuser_v1_agent_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3901,7 +4035,7 @@ func (x *ApprovalDecision_Edit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalDecision_Edit.ProtoReflect.Descriptor instead.
 func (*ApprovalDecision_Edit) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{6, 2}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{7, 2}
 }
 
 func (x *ApprovalDecision_Edit) GetArgumentsJson() string {
@@ -3921,7 +4055,7 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x05start\x18\x01 \x01(\v2\x14.askuser.v1.StartRunH\x00R\x05start\x12,\n" +
 	"\x06answer\x18\x02 \x01(\v2\x12.askuser.v1.AnswerH\x00R\x06answer\x12/\n" +
 	"\x06attach\x18\x03 \x01(\v2\x15.askuser.v1.AttachRunH\x00R\x06attachB\a\n" +
-	"\x05frame\"\xc9\x02\n" +
+	"\x05frame\"\x86\x03\n" +
 	"\bStartRun\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x16\n" +
 	"\x06prompt\x18\x02 \x01(\tR\x06prompt\x12>\n" +
@@ -3929,10 +4063,14 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\fquestion_ttl\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\vquestionTtl\x120\n" +
 	"\x05tools\x18\x05 \x03(\v2\x1a.askuser.v1.ToolDefinitionR\x05tools\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x06 \x01(\tR\trequestId\x1a;\n" +
+	"request_id\x18\x06 \x01(\tR\trequestId\x12;\n" +
+	"\bwebhooks\x18\a \x03(\v2\x1f.askuser.v1.WebhookSubscriptionR\bwebhooks\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb4\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"?\n" +
+	"\x13WebhookSubscription\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
+	"\x06events\x18\x02 \x03(\tR\x06events\"\xb4\x01\n" +
 	"\x0eToolDefinition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x124\n" +
@@ -4062,7 +4200,7 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x06answer\x18\x01 \x01(\v2\x12.askuser.v1.AnswerR\x06answer\"O\n" +
 	"\x0fWatchRunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12%\n" +
-	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\xd1\x03\n" +
+	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\x90\x04\n" +
 	"\x0fPendingToolCall\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
@@ -4076,7 +4214,8 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\bclaimant\x18\b \x01(\tR\bclaimant\x12F\n" +
 	"\x11claim_expire_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x0fclaimExpireTime\x12\x1c\n" +
 	"\tassignees\x18\n" +
-	" \x03(\tR\tassignees\"\xf1\x04\n" +
+	" \x03(\tR\tassignees\x12=\n" +
+	"\fsuspend_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\vsuspendTime\"\x9a\x05\n" +
 	"\x03Run\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12-\n" +
@@ -4093,10 +4232,11 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x06prompt\x18\n" +
 	" \x01(\tR\x06prompt\x12#\n" +
 	"\rerror_message\x18\v \x01(\tR\ferrorMessage\x12I\n" +
-	"\x12settled_tool_calls\x18\f \x03(\v2\x1b.askuser.v1.SettledToolCallR\x10settledToolCalls\x1a;\n" +
+	"\x12settled_tool_calls\x18\f \x03(\v2\x1b.askuser.v1.SettledToolCallR\x10settledToolCalls\x12'\n" +
+	"\x05usage\x18\r \x01(\v2\x11.askuser.v1.UsageR\x05usage\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9c\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xdb\x02\n" +
 	"\x0fSettledToolCall\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
@@ -4106,17 +4246,25 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"settled_by\x18\x04 \x01(\v2\x15.askuser.v1.SettledByR\tsettledBy\x12;\n" +
 	"\vsettle_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"settleTime\x12'\n" +
-	"\x0fresult_sequence\x18\x06 \x01(\x04R\x0eresultSequence\"&\n" +
+	"\x0fresult_sequence\x18\x06 \x01(\x04R\x0eresultSequence\x12=\n" +
+	"\fsuspend_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vsuspendTime\"&\n" +
 	"\rGetRunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\"3\n" +
 	"\x0eGetRunResponse\x12!\n" +
-	"\x03run\x18\x01 \x01(\v2\x0f.askuser.v1.RunR\x03run\"\x97\x01\n" +
+	"\x03run\x18\x01 \x01(\v2\x0f.askuser.v1.RunR\x03run\"\xe9\x03\n" +
 	"\x0fListRunsRequest\x12-\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x15.askuser.v1.RunStatusR\x06status\x12\x19\n" +
 	"\bagent_id\x18\x04 \x01(\tR\aagentId\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x03 \x01(\tR\tpageToken\"_\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\x12E\n" +
+	"\bmetadata\x18\x05 \x03(\v2).askuser.v1.ListRunsRequest.MetadataEntryR\bmetadata\x12F\n" +
+	"\x11create_time_after\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x0fcreateTimeAfter\x12H\n" +
+	"\x12create_time_before\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x10createTimeBefore\x12:\n" +
+	"\fpending_kind\x18\b \x01(\x0e2\x17.askuser.v1.SuspendKindR\vpendingKind\x1a;\n" +
+	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"_\n" +
 	"\x10ListRunsResponse\x12#\n" +
 	"\x04runs\x18\x01 \x03(\v2\x0f.askuser.v1.RunR\x04runs\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"A\n" +
@@ -4247,7 +4395,7 @@ func file_askuser_v1_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_askuser_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_askuser_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_askuser_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_askuser_v1_agent_proto_goTypes = []any{
 	(ApprovalPolicy)(0),               // 0: askuser.v1.ApprovalPolicy
 	(SuspendKind)(0),                  // 1: askuser.v1.SuspendKind
@@ -4257,154 +4405,164 @@ var file_askuser_v1_agent_proto_goTypes = []any{
 	(ToolKind)(0),                     // 5: askuser.v1.ToolKind
 	(*RunAgentRequest)(nil),           // 6: askuser.v1.RunAgentRequest
 	(*StartRun)(nil),                  // 7: askuser.v1.StartRun
-	(*ToolDefinition)(nil),            // 8: askuser.v1.ToolDefinition
-	(*AttachRun)(nil),                 // 9: askuser.v1.AttachRun
-	(*Answer)(nil),                    // 10: askuser.v1.Answer
-	(*ToolOutput)(nil),                // 11: askuser.v1.ToolOutput
-	(*ApprovalDecision)(nil),          // 12: askuser.v1.ApprovalDecision
-	(*RunAgentResponse)(nil),          // 13: askuser.v1.RunAgentResponse
-	(*RunStarted)(nil),                // 14: askuser.v1.RunStarted
-	(*TextDelta)(nil),                 // 15: askuser.v1.TextDelta
-	(*ToolCall)(nil),                  // 16: askuser.v1.ToolCall
-	(*ToolCallSuspended)(nil),         // 17: askuser.v1.ToolCallSuspended
-	(*ToolResult)(nil),                // 18: askuser.v1.ToolResult
-	(*SettledBy)(nil),                 // 19: askuser.v1.SettledBy
-	(*AnswerRejected)(nil),            // 20: askuser.v1.AnswerRejected
-	(*AnswerAccepted)(nil),            // 21: askuser.v1.AnswerAccepted
-	(*Usage)(nil),                     // 22: askuser.v1.Usage
-	(*RunCompleted)(nil),              // 23: askuser.v1.RunCompleted
-	(*RunFailed)(nil),                 // 24: askuser.v1.RunFailed
-	(*RunCancelled)(nil),              // 25: askuser.v1.RunCancelled
-	(*Heartbeat)(nil),                 // 26: askuser.v1.Heartbeat
-	(*StepRestarted)(nil),             // 27: askuser.v1.StepRestarted
-	(*ResumeRunRequest)(nil),          // 28: askuser.v1.ResumeRunRequest
-	(*WatchRunRequest)(nil),           // 29: askuser.v1.WatchRunRequest
-	(*PendingToolCall)(nil),           // 30: askuser.v1.PendingToolCall
-	(*Run)(nil),                       // 31: askuser.v1.Run
-	(*SettledToolCall)(nil),           // 32: askuser.v1.SettledToolCall
-	(*GetRunRequest)(nil),             // 33: askuser.v1.GetRunRequest
-	(*GetRunResponse)(nil),            // 34: askuser.v1.GetRunResponse
-	(*ListRunsRequest)(nil),           // 35: askuser.v1.ListRunsRequest
-	(*ListRunsResponse)(nil),          // 36: askuser.v1.ListRunsResponse
-	(*CancelRunRequest)(nil),          // 37: askuser.v1.CancelRunRequest
-	(*CancelRunResponse)(nil),         // 38: askuser.v1.CancelRunResponse
-	(*ListAgentsRequest)(nil),         // 39: askuser.v1.ListAgentsRequest
-	(*Agent)(nil),                     // 40: askuser.v1.Agent
-	(*AgentTool)(nil),                 // 41: askuser.v1.AgentTool
-	(*WatchPendingCallsRequest)(nil),  // 42: askuser.v1.WatchPendingCallsRequest
-	(*WatchPendingCallsResponse)(nil), // 43: askuser.v1.WatchPendingCallsResponse
-	(*CallPending)(nil),               // 44: askuser.v1.CallPending
-	(*CallSettled)(nil),               // 45: askuser.v1.CallSettled
-	(*SnapshotDone)(nil),              // 46: askuser.v1.SnapshotDone
-	(*ClaimCallRequest)(nil),          // 47: askuser.v1.ClaimCallRequest
-	(*ClaimCallResponse)(nil),         // 48: askuser.v1.ClaimCallResponse
-	(*ListAgentsResponse)(nil),        // 49: askuser.v1.ListAgentsResponse
-	nil,                               // 50: askuser.v1.StartRun.MetadataEntry
-	(*ApprovalDecision_Approve)(nil),  // 51: askuser.v1.ApprovalDecision.Approve
-	(*ApprovalDecision_Reject)(nil),   // 52: askuser.v1.ApprovalDecision.Reject
-	(*ApprovalDecision_Edit)(nil),     // 53: askuser.v1.ApprovalDecision.Edit
-	nil,                               // 54: askuser.v1.RunStarted.MetadataEntry
-	nil,                               // 55: askuser.v1.Run.MetadataEntry
-	(*durationpb.Duration)(nil),       // 56: google.protobuf.Duration
-	(*Selections)(nil),                // 57: askuser.v1.Selections
-	(*Decline)(nil),                   // 58: askuser.v1.Decline
-	(*timestamppb.Timestamp)(nil),     // 59: google.protobuf.Timestamp
-	(*SuspendPayload)(nil),            // 60: askuser.v1.SuspendPayload
-	(*FieldViolation)(nil),            // 61: askuser.v1.FieldViolation
+	(*WebhookSubscription)(nil),       // 8: askuser.v1.WebhookSubscription
+	(*ToolDefinition)(nil),            // 9: askuser.v1.ToolDefinition
+	(*AttachRun)(nil),                 // 10: askuser.v1.AttachRun
+	(*Answer)(nil),                    // 11: askuser.v1.Answer
+	(*ToolOutput)(nil),                // 12: askuser.v1.ToolOutput
+	(*ApprovalDecision)(nil),          // 13: askuser.v1.ApprovalDecision
+	(*RunAgentResponse)(nil),          // 14: askuser.v1.RunAgentResponse
+	(*RunStarted)(nil),                // 15: askuser.v1.RunStarted
+	(*TextDelta)(nil),                 // 16: askuser.v1.TextDelta
+	(*ToolCall)(nil),                  // 17: askuser.v1.ToolCall
+	(*ToolCallSuspended)(nil),         // 18: askuser.v1.ToolCallSuspended
+	(*ToolResult)(nil),                // 19: askuser.v1.ToolResult
+	(*SettledBy)(nil),                 // 20: askuser.v1.SettledBy
+	(*AnswerRejected)(nil),            // 21: askuser.v1.AnswerRejected
+	(*AnswerAccepted)(nil),            // 22: askuser.v1.AnswerAccepted
+	(*Usage)(nil),                     // 23: askuser.v1.Usage
+	(*RunCompleted)(nil),              // 24: askuser.v1.RunCompleted
+	(*RunFailed)(nil),                 // 25: askuser.v1.RunFailed
+	(*RunCancelled)(nil),              // 26: askuser.v1.RunCancelled
+	(*Heartbeat)(nil),                 // 27: askuser.v1.Heartbeat
+	(*StepRestarted)(nil),             // 28: askuser.v1.StepRestarted
+	(*ResumeRunRequest)(nil),          // 29: askuser.v1.ResumeRunRequest
+	(*WatchRunRequest)(nil),           // 30: askuser.v1.WatchRunRequest
+	(*PendingToolCall)(nil),           // 31: askuser.v1.PendingToolCall
+	(*Run)(nil),                       // 32: askuser.v1.Run
+	(*SettledToolCall)(nil),           // 33: askuser.v1.SettledToolCall
+	(*GetRunRequest)(nil),             // 34: askuser.v1.GetRunRequest
+	(*GetRunResponse)(nil),            // 35: askuser.v1.GetRunResponse
+	(*ListRunsRequest)(nil),           // 36: askuser.v1.ListRunsRequest
+	(*ListRunsResponse)(nil),          // 37: askuser.v1.ListRunsResponse
+	(*CancelRunRequest)(nil),          // 38: askuser.v1.CancelRunRequest
+	(*CancelRunResponse)(nil),         // 39: askuser.v1.CancelRunResponse
+	(*ListAgentsRequest)(nil),         // 40: askuser.v1.ListAgentsRequest
+	(*Agent)(nil),                     // 41: askuser.v1.Agent
+	(*AgentTool)(nil),                 // 42: askuser.v1.AgentTool
+	(*WatchPendingCallsRequest)(nil),  // 43: askuser.v1.WatchPendingCallsRequest
+	(*WatchPendingCallsResponse)(nil), // 44: askuser.v1.WatchPendingCallsResponse
+	(*CallPending)(nil),               // 45: askuser.v1.CallPending
+	(*CallSettled)(nil),               // 46: askuser.v1.CallSettled
+	(*SnapshotDone)(nil),              // 47: askuser.v1.SnapshotDone
+	(*ClaimCallRequest)(nil),          // 48: askuser.v1.ClaimCallRequest
+	(*ClaimCallResponse)(nil),         // 49: askuser.v1.ClaimCallResponse
+	(*ListAgentsResponse)(nil),        // 50: askuser.v1.ListAgentsResponse
+	nil,                               // 51: askuser.v1.StartRun.MetadataEntry
+	(*ApprovalDecision_Approve)(nil),  // 52: askuser.v1.ApprovalDecision.Approve
+	(*ApprovalDecision_Reject)(nil),   // 53: askuser.v1.ApprovalDecision.Reject
+	(*ApprovalDecision_Edit)(nil),     // 54: askuser.v1.ApprovalDecision.Edit
+	nil,                               // 55: askuser.v1.RunStarted.MetadataEntry
+	nil,                               // 56: askuser.v1.Run.MetadataEntry
+	nil,                               // 57: askuser.v1.ListRunsRequest.MetadataEntry
+	(*durationpb.Duration)(nil),       // 58: google.protobuf.Duration
+	(*Selections)(nil),                // 59: askuser.v1.Selections
+	(*Decline)(nil),                   // 60: askuser.v1.Decline
+	(*timestamppb.Timestamp)(nil),     // 61: google.protobuf.Timestamp
+	(*SuspendPayload)(nil),            // 62: askuser.v1.SuspendPayload
+	(*FieldViolation)(nil),            // 63: askuser.v1.FieldViolation
 }
 var file_askuser_v1_agent_proto_depIdxs = []int32{
 	7,  // 0: askuser.v1.RunAgentRequest.start:type_name -> askuser.v1.StartRun
-	10, // 1: askuser.v1.RunAgentRequest.answer:type_name -> askuser.v1.Answer
-	9,  // 2: askuser.v1.RunAgentRequest.attach:type_name -> askuser.v1.AttachRun
-	50, // 3: askuser.v1.StartRun.metadata:type_name -> askuser.v1.StartRun.MetadataEntry
-	56, // 4: askuser.v1.StartRun.question_ttl:type_name -> google.protobuf.Duration
-	8,  // 5: askuser.v1.StartRun.tools:type_name -> askuser.v1.ToolDefinition
-	0,  // 6: askuser.v1.ToolDefinition.approval:type_name -> askuser.v1.ApprovalPolicy
-	57, // 7: askuser.v1.Answer.selections:type_name -> askuser.v1.Selections
-	58, // 8: askuser.v1.Answer.decline:type_name -> askuser.v1.Decline
-	11, // 9: askuser.v1.Answer.tool_output:type_name -> askuser.v1.ToolOutput
-	12, // 10: askuser.v1.Answer.approval:type_name -> askuser.v1.ApprovalDecision
-	51, // 11: askuser.v1.ApprovalDecision.approve:type_name -> askuser.v1.ApprovalDecision.Approve
-	52, // 12: askuser.v1.ApprovalDecision.reject:type_name -> askuser.v1.ApprovalDecision.Reject
-	53, // 13: askuser.v1.ApprovalDecision.edit:type_name -> askuser.v1.ApprovalDecision.Edit
-	59, // 14: askuser.v1.RunAgentResponse.time:type_name -> google.protobuf.Timestamp
-	14, // 15: askuser.v1.RunAgentResponse.run_started:type_name -> askuser.v1.RunStarted
-	15, // 16: askuser.v1.RunAgentResponse.text_delta:type_name -> askuser.v1.TextDelta
-	16, // 17: askuser.v1.RunAgentResponse.tool_call:type_name -> askuser.v1.ToolCall
-	17, // 18: askuser.v1.RunAgentResponse.tool_call_suspended:type_name -> askuser.v1.ToolCallSuspended
-	18, // 19: askuser.v1.RunAgentResponse.tool_result:type_name -> askuser.v1.ToolResult
-	20, // 20: askuser.v1.RunAgentResponse.answer_rejected:type_name -> askuser.v1.AnswerRejected
-	23, // 21: askuser.v1.RunAgentResponse.run_completed:type_name -> askuser.v1.RunCompleted
-	24, // 22: askuser.v1.RunAgentResponse.run_failed:type_name -> askuser.v1.RunFailed
-	25, // 23: askuser.v1.RunAgentResponse.run_cancelled:type_name -> askuser.v1.RunCancelled
-	26, // 24: askuser.v1.RunAgentResponse.heartbeat:type_name -> askuser.v1.Heartbeat
-	21, // 25: askuser.v1.RunAgentResponse.answer_accepted:type_name -> askuser.v1.AnswerAccepted
-	27, // 26: askuser.v1.RunAgentResponse.step_restarted:type_name -> askuser.v1.StepRestarted
-	54, // 27: askuser.v1.RunStarted.metadata:type_name -> askuser.v1.RunStarted.MetadataEntry
-	60, // 28: askuser.v1.ToolCallSuspended.suspend_payload:type_name -> askuser.v1.SuspendPayload
-	59, // 29: askuser.v1.ToolCallSuspended.expire_time:type_name -> google.protobuf.Timestamp
-	1,  // 30: askuser.v1.ToolCallSuspended.kind:type_name -> askuser.v1.SuspendKind
-	2,  // 31: askuser.v1.ToolResult.kind:type_name -> askuser.v1.ToolResultKind
-	19, // 32: askuser.v1.ToolResult.settled_by:type_name -> askuser.v1.SettledBy
-	3,  // 33: askuser.v1.SettledBy.method:type_name -> askuser.v1.AuthMethod
-	61, // 34: askuser.v1.AnswerRejected.field_violations:type_name -> askuser.v1.FieldViolation
-	22, // 35: askuser.v1.RunCompleted.usage:type_name -> askuser.v1.Usage
-	10, // 36: askuser.v1.ResumeRunRequest.answer:type_name -> askuser.v1.Answer
-	60, // 37: askuser.v1.PendingToolCall.suspend_payload:type_name -> askuser.v1.SuspendPayload
-	59, // 38: askuser.v1.PendingToolCall.expire_time:type_name -> google.protobuf.Timestamp
-	1,  // 39: askuser.v1.PendingToolCall.kind:type_name -> askuser.v1.SuspendKind
-	59, // 40: askuser.v1.PendingToolCall.claim_expire_time:type_name -> google.protobuf.Timestamp
-	4,  // 41: askuser.v1.Run.status:type_name -> askuser.v1.RunStatus
-	30, // 42: askuser.v1.Run.pending_tool_calls:type_name -> askuser.v1.PendingToolCall
-	59, // 43: askuser.v1.Run.create_time:type_name -> google.protobuf.Timestamp
-	59, // 44: askuser.v1.Run.update_time:type_name -> google.protobuf.Timestamp
-	55, // 45: askuser.v1.Run.metadata:type_name -> askuser.v1.Run.MetadataEntry
-	32, // 46: askuser.v1.Run.settled_tool_calls:type_name -> askuser.v1.SettledToolCall
-	2,  // 47: askuser.v1.SettledToolCall.kind:type_name -> askuser.v1.ToolResultKind
-	19, // 48: askuser.v1.SettledToolCall.settled_by:type_name -> askuser.v1.SettledBy
-	59, // 49: askuser.v1.SettledToolCall.settle_time:type_name -> google.protobuf.Timestamp
-	31, // 50: askuser.v1.GetRunResponse.run:type_name -> askuser.v1.Run
-	4,  // 51: askuser.v1.ListRunsRequest.status:type_name -> askuser.v1.RunStatus
-	31, // 52: askuser.v1.ListRunsResponse.runs:type_name -> askuser.v1.Run
-	31, // 53: askuser.v1.CancelRunResponse.run:type_name -> askuser.v1.Run
-	56, // 54: askuser.v1.Agent.question_ttl:type_name -> google.protobuf.Duration
-	41, // 55: askuser.v1.Agent.agent_tools:type_name -> askuser.v1.AgentTool
-	5,  // 56: askuser.v1.AgentTool.kind:type_name -> askuser.v1.ToolKind
-	0,  // 57: askuser.v1.AgentTool.approval:type_name -> askuser.v1.ApprovalPolicy
-	1,  // 58: askuser.v1.WatchPendingCallsRequest.kinds:type_name -> askuser.v1.SuspendKind
-	44, // 59: askuser.v1.WatchPendingCallsResponse.call_pending:type_name -> askuser.v1.CallPending
-	45, // 60: askuser.v1.WatchPendingCallsResponse.call_settled:type_name -> askuser.v1.CallSettled
-	46, // 61: askuser.v1.WatchPendingCallsResponse.snapshot_done:type_name -> askuser.v1.SnapshotDone
-	26, // 62: askuser.v1.WatchPendingCallsResponse.heartbeat:type_name -> askuser.v1.Heartbeat
-	30, // 63: askuser.v1.CallPending.call:type_name -> askuser.v1.PendingToolCall
-	2,  // 64: askuser.v1.CallSettled.kind:type_name -> askuser.v1.ToolResultKind
-	19, // 65: askuser.v1.CallSettled.settled_by:type_name -> askuser.v1.SettledBy
-	56, // 66: askuser.v1.ClaimCallRequest.ttl:type_name -> google.protobuf.Duration
-	59, // 67: askuser.v1.ClaimCallResponse.expire_time:type_name -> google.protobuf.Timestamp
-	40, // 68: askuser.v1.ListAgentsResponse.agents:type_name -> askuser.v1.Agent
-	6,  // 69: askuser.v1.AgentService.RunAgent:input_type -> askuser.v1.RunAgentRequest
-	28, // 70: askuser.v1.AgentService.ResumeRun:input_type -> askuser.v1.ResumeRunRequest
-	29, // 71: askuser.v1.AgentService.WatchRun:input_type -> askuser.v1.WatchRunRequest
-	33, // 72: askuser.v1.AgentService.GetRun:input_type -> askuser.v1.GetRunRequest
-	35, // 73: askuser.v1.AgentService.ListRuns:input_type -> askuser.v1.ListRunsRequest
-	37, // 74: askuser.v1.AgentService.CancelRun:input_type -> askuser.v1.CancelRunRequest
-	39, // 75: askuser.v1.AgentService.ListAgents:input_type -> askuser.v1.ListAgentsRequest
-	42, // 76: askuser.v1.AgentService.WatchPendingCalls:input_type -> askuser.v1.WatchPendingCallsRequest
-	47, // 77: askuser.v1.AgentService.ClaimCall:input_type -> askuser.v1.ClaimCallRequest
-	13, // 78: askuser.v1.AgentService.RunAgent:output_type -> askuser.v1.RunAgentResponse
-	13, // 79: askuser.v1.AgentService.ResumeRun:output_type -> askuser.v1.RunAgentResponse
-	13, // 80: askuser.v1.AgentService.WatchRun:output_type -> askuser.v1.RunAgentResponse
-	34, // 81: askuser.v1.AgentService.GetRun:output_type -> askuser.v1.GetRunResponse
-	36, // 82: askuser.v1.AgentService.ListRuns:output_type -> askuser.v1.ListRunsResponse
-	38, // 83: askuser.v1.AgentService.CancelRun:output_type -> askuser.v1.CancelRunResponse
-	49, // 84: askuser.v1.AgentService.ListAgents:output_type -> askuser.v1.ListAgentsResponse
-	43, // 85: askuser.v1.AgentService.WatchPendingCalls:output_type -> askuser.v1.WatchPendingCallsResponse
-	48, // 86: askuser.v1.AgentService.ClaimCall:output_type -> askuser.v1.ClaimCallResponse
-	78, // [78:87] is the sub-list for method output_type
-	69, // [69:78] is the sub-list for method input_type
-	69, // [69:69] is the sub-list for extension type_name
-	69, // [69:69] is the sub-list for extension extendee
-	0,  // [0:69] is the sub-list for field type_name
+	11, // 1: askuser.v1.RunAgentRequest.answer:type_name -> askuser.v1.Answer
+	10, // 2: askuser.v1.RunAgentRequest.attach:type_name -> askuser.v1.AttachRun
+	51, // 3: askuser.v1.StartRun.metadata:type_name -> askuser.v1.StartRun.MetadataEntry
+	58, // 4: askuser.v1.StartRun.question_ttl:type_name -> google.protobuf.Duration
+	9,  // 5: askuser.v1.StartRun.tools:type_name -> askuser.v1.ToolDefinition
+	8,  // 6: askuser.v1.StartRun.webhooks:type_name -> askuser.v1.WebhookSubscription
+	0,  // 7: askuser.v1.ToolDefinition.approval:type_name -> askuser.v1.ApprovalPolicy
+	59, // 8: askuser.v1.Answer.selections:type_name -> askuser.v1.Selections
+	60, // 9: askuser.v1.Answer.decline:type_name -> askuser.v1.Decline
+	12, // 10: askuser.v1.Answer.tool_output:type_name -> askuser.v1.ToolOutput
+	13, // 11: askuser.v1.Answer.approval:type_name -> askuser.v1.ApprovalDecision
+	52, // 12: askuser.v1.ApprovalDecision.approve:type_name -> askuser.v1.ApprovalDecision.Approve
+	53, // 13: askuser.v1.ApprovalDecision.reject:type_name -> askuser.v1.ApprovalDecision.Reject
+	54, // 14: askuser.v1.ApprovalDecision.edit:type_name -> askuser.v1.ApprovalDecision.Edit
+	61, // 15: askuser.v1.RunAgentResponse.time:type_name -> google.protobuf.Timestamp
+	15, // 16: askuser.v1.RunAgentResponse.run_started:type_name -> askuser.v1.RunStarted
+	16, // 17: askuser.v1.RunAgentResponse.text_delta:type_name -> askuser.v1.TextDelta
+	17, // 18: askuser.v1.RunAgentResponse.tool_call:type_name -> askuser.v1.ToolCall
+	18, // 19: askuser.v1.RunAgentResponse.tool_call_suspended:type_name -> askuser.v1.ToolCallSuspended
+	19, // 20: askuser.v1.RunAgentResponse.tool_result:type_name -> askuser.v1.ToolResult
+	21, // 21: askuser.v1.RunAgentResponse.answer_rejected:type_name -> askuser.v1.AnswerRejected
+	24, // 22: askuser.v1.RunAgentResponse.run_completed:type_name -> askuser.v1.RunCompleted
+	25, // 23: askuser.v1.RunAgentResponse.run_failed:type_name -> askuser.v1.RunFailed
+	26, // 24: askuser.v1.RunAgentResponse.run_cancelled:type_name -> askuser.v1.RunCancelled
+	27, // 25: askuser.v1.RunAgentResponse.heartbeat:type_name -> askuser.v1.Heartbeat
+	22, // 26: askuser.v1.RunAgentResponse.answer_accepted:type_name -> askuser.v1.AnswerAccepted
+	28, // 27: askuser.v1.RunAgentResponse.step_restarted:type_name -> askuser.v1.StepRestarted
+	55, // 28: askuser.v1.RunStarted.metadata:type_name -> askuser.v1.RunStarted.MetadataEntry
+	62, // 29: askuser.v1.ToolCallSuspended.suspend_payload:type_name -> askuser.v1.SuspendPayload
+	61, // 30: askuser.v1.ToolCallSuspended.expire_time:type_name -> google.protobuf.Timestamp
+	1,  // 31: askuser.v1.ToolCallSuspended.kind:type_name -> askuser.v1.SuspendKind
+	2,  // 32: askuser.v1.ToolResult.kind:type_name -> askuser.v1.ToolResultKind
+	20, // 33: askuser.v1.ToolResult.settled_by:type_name -> askuser.v1.SettledBy
+	3,  // 34: askuser.v1.SettledBy.method:type_name -> askuser.v1.AuthMethod
+	63, // 35: askuser.v1.AnswerRejected.field_violations:type_name -> askuser.v1.FieldViolation
+	23, // 36: askuser.v1.RunCompleted.usage:type_name -> askuser.v1.Usage
+	11, // 37: askuser.v1.ResumeRunRequest.answer:type_name -> askuser.v1.Answer
+	62, // 38: askuser.v1.PendingToolCall.suspend_payload:type_name -> askuser.v1.SuspendPayload
+	61, // 39: askuser.v1.PendingToolCall.expire_time:type_name -> google.protobuf.Timestamp
+	1,  // 40: askuser.v1.PendingToolCall.kind:type_name -> askuser.v1.SuspendKind
+	61, // 41: askuser.v1.PendingToolCall.claim_expire_time:type_name -> google.protobuf.Timestamp
+	61, // 42: askuser.v1.PendingToolCall.suspend_time:type_name -> google.protobuf.Timestamp
+	4,  // 43: askuser.v1.Run.status:type_name -> askuser.v1.RunStatus
+	31, // 44: askuser.v1.Run.pending_tool_calls:type_name -> askuser.v1.PendingToolCall
+	61, // 45: askuser.v1.Run.create_time:type_name -> google.protobuf.Timestamp
+	61, // 46: askuser.v1.Run.update_time:type_name -> google.protobuf.Timestamp
+	56, // 47: askuser.v1.Run.metadata:type_name -> askuser.v1.Run.MetadataEntry
+	33, // 48: askuser.v1.Run.settled_tool_calls:type_name -> askuser.v1.SettledToolCall
+	23, // 49: askuser.v1.Run.usage:type_name -> askuser.v1.Usage
+	2,  // 50: askuser.v1.SettledToolCall.kind:type_name -> askuser.v1.ToolResultKind
+	20, // 51: askuser.v1.SettledToolCall.settled_by:type_name -> askuser.v1.SettledBy
+	61, // 52: askuser.v1.SettledToolCall.settle_time:type_name -> google.protobuf.Timestamp
+	61, // 53: askuser.v1.SettledToolCall.suspend_time:type_name -> google.protobuf.Timestamp
+	32, // 54: askuser.v1.GetRunResponse.run:type_name -> askuser.v1.Run
+	4,  // 55: askuser.v1.ListRunsRequest.status:type_name -> askuser.v1.RunStatus
+	57, // 56: askuser.v1.ListRunsRequest.metadata:type_name -> askuser.v1.ListRunsRequest.MetadataEntry
+	61, // 57: askuser.v1.ListRunsRequest.create_time_after:type_name -> google.protobuf.Timestamp
+	61, // 58: askuser.v1.ListRunsRequest.create_time_before:type_name -> google.protobuf.Timestamp
+	1,  // 59: askuser.v1.ListRunsRequest.pending_kind:type_name -> askuser.v1.SuspendKind
+	32, // 60: askuser.v1.ListRunsResponse.runs:type_name -> askuser.v1.Run
+	32, // 61: askuser.v1.CancelRunResponse.run:type_name -> askuser.v1.Run
+	58, // 62: askuser.v1.Agent.question_ttl:type_name -> google.protobuf.Duration
+	42, // 63: askuser.v1.Agent.agent_tools:type_name -> askuser.v1.AgentTool
+	5,  // 64: askuser.v1.AgentTool.kind:type_name -> askuser.v1.ToolKind
+	0,  // 65: askuser.v1.AgentTool.approval:type_name -> askuser.v1.ApprovalPolicy
+	1,  // 66: askuser.v1.WatchPendingCallsRequest.kinds:type_name -> askuser.v1.SuspendKind
+	45, // 67: askuser.v1.WatchPendingCallsResponse.call_pending:type_name -> askuser.v1.CallPending
+	46, // 68: askuser.v1.WatchPendingCallsResponse.call_settled:type_name -> askuser.v1.CallSettled
+	47, // 69: askuser.v1.WatchPendingCallsResponse.snapshot_done:type_name -> askuser.v1.SnapshotDone
+	27, // 70: askuser.v1.WatchPendingCallsResponse.heartbeat:type_name -> askuser.v1.Heartbeat
+	31, // 71: askuser.v1.CallPending.call:type_name -> askuser.v1.PendingToolCall
+	2,  // 72: askuser.v1.CallSettled.kind:type_name -> askuser.v1.ToolResultKind
+	20, // 73: askuser.v1.CallSettled.settled_by:type_name -> askuser.v1.SettledBy
+	58, // 74: askuser.v1.ClaimCallRequest.ttl:type_name -> google.protobuf.Duration
+	61, // 75: askuser.v1.ClaimCallResponse.expire_time:type_name -> google.protobuf.Timestamp
+	41, // 76: askuser.v1.ListAgentsResponse.agents:type_name -> askuser.v1.Agent
+	6,  // 77: askuser.v1.AgentService.RunAgent:input_type -> askuser.v1.RunAgentRequest
+	29, // 78: askuser.v1.AgentService.ResumeRun:input_type -> askuser.v1.ResumeRunRequest
+	30, // 79: askuser.v1.AgentService.WatchRun:input_type -> askuser.v1.WatchRunRequest
+	34, // 80: askuser.v1.AgentService.GetRun:input_type -> askuser.v1.GetRunRequest
+	36, // 81: askuser.v1.AgentService.ListRuns:input_type -> askuser.v1.ListRunsRequest
+	38, // 82: askuser.v1.AgentService.CancelRun:input_type -> askuser.v1.CancelRunRequest
+	40, // 83: askuser.v1.AgentService.ListAgents:input_type -> askuser.v1.ListAgentsRequest
+	43, // 84: askuser.v1.AgentService.WatchPendingCalls:input_type -> askuser.v1.WatchPendingCallsRequest
+	48, // 85: askuser.v1.AgentService.ClaimCall:input_type -> askuser.v1.ClaimCallRequest
+	14, // 86: askuser.v1.AgentService.RunAgent:output_type -> askuser.v1.RunAgentResponse
+	14, // 87: askuser.v1.AgentService.ResumeRun:output_type -> askuser.v1.RunAgentResponse
+	14, // 88: askuser.v1.AgentService.WatchRun:output_type -> askuser.v1.RunAgentResponse
+	35, // 89: askuser.v1.AgentService.GetRun:output_type -> askuser.v1.GetRunResponse
+	37, // 90: askuser.v1.AgentService.ListRuns:output_type -> askuser.v1.ListRunsResponse
+	39, // 91: askuser.v1.AgentService.CancelRun:output_type -> askuser.v1.CancelRunResponse
+	50, // 92: askuser.v1.AgentService.ListAgents:output_type -> askuser.v1.ListAgentsResponse
+	44, // 93: askuser.v1.AgentService.WatchPendingCalls:output_type -> askuser.v1.WatchPendingCallsResponse
+	49, // 94: askuser.v1.AgentService.ClaimCall:output_type -> askuser.v1.ClaimCallResponse
+	86, // [86:95] is the sub-list for method output_type
+	77, // [77:86] is the sub-list for method input_type
+	77, // [77:77] is the sub-list for extension type_name
+	77, // [77:77] is the sub-list for extension extendee
+	0,  // [0:77] is the sub-list for field type_name
 }
 
 func init() { file_askuser_v1_agent_proto_init() }
@@ -4418,19 +4576,19 @@ func file_askuser_v1_agent_proto_init() {
 		(*RunAgentRequest_Answer)(nil),
 		(*RunAgentRequest_Attach)(nil),
 	}
-	file_askuser_v1_agent_proto_msgTypes[4].OneofWrappers = []any{
+	file_askuser_v1_agent_proto_msgTypes[5].OneofWrappers = []any{
 		(*Answer_Text)(nil),
 		(*Answer_Selections)(nil),
 		(*Answer_Decline)(nil),
 		(*Answer_ToolOutput)(nil),
 		(*Answer_Approval)(nil),
 	}
-	file_askuser_v1_agent_proto_msgTypes[6].OneofWrappers = []any{
+	file_askuser_v1_agent_proto_msgTypes[7].OneofWrappers = []any{
 		(*ApprovalDecision_Approve_)(nil),
 		(*ApprovalDecision_Reject_)(nil),
 		(*ApprovalDecision_Edit_)(nil),
 	}
-	file_askuser_v1_agent_proto_msgTypes[7].OneofWrappers = []any{
+	file_askuser_v1_agent_proto_msgTypes[8].OneofWrappers = []any{
 		(*RunAgentResponse_RunStarted)(nil),
 		(*RunAgentResponse_TextDelta)(nil),
 		(*RunAgentResponse_ToolCall)(nil),
@@ -4444,7 +4602,7 @@ func file_askuser_v1_agent_proto_init() {
 		(*RunAgentResponse_AnswerAccepted)(nil),
 		(*RunAgentResponse_StepRestarted)(nil),
 	}
-	file_askuser_v1_agent_proto_msgTypes[37].OneofWrappers = []any{
+	file_askuser_v1_agent_proto_msgTypes[38].OneofWrappers = []any{
 		(*WatchPendingCallsResponse_CallPending)(nil),
 		(*WatchPendingCallsResponse_CallSettled)(nil),
 		(*WatchPendingCallsResponse_SnapshotDone)(nil),
@@ -4456,7 +4614,7 @@ func file_askuser_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_askuser_v1_agent_proto_rawDesc), len(file_askuser_v1_agent_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   50,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -351,6 +351,7 @@ pub async fn count_runs(client: &mut Client, status: pb::RunStatus) -> Result<us
                 agent_id: ASK_USER.agent_id.into(),
                 page_size: 1000,
                 page_token,
+                ..pb::ListRunsRequest::default()
             })
             .await?
             .into_inner();

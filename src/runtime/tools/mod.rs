@@ -31,6 +31,17 @@ pub enum ToolKind {
     Http(Box<HttpTool>),
 }
 
+impl ToolKind {
+    /// Its name in traces.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ToolKind::AskUser => "ask_user",
+            ToolKind::Client => "client",
+            ToolKind::Http(_) => "http",
+        }
+    }
+}
+
 /// A tool an agent or a run may call.
 #[derive(Clone, Debug)]
 pub struct Tool {

@@ -37,17 +37,17 @@ mod keys;
 
 use super::postgres_connect::{Connection, PostgresSettings, connection, pool};
 use super::records::{
-    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
-    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, OLDEST_SUSPENDED_QUERY,
+    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate, Dialect,
+    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, ListParam, OLDEST_SUSPENDED_QUERY,
     PENDING_CALLS_COUNT_QUERY, PENDING_COLUMNS, PENDING_FEED_QUERY, PENDING_IN_TENANT_QUERY,
-    PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_COLUMNS, RUN_IN_TENANT,
+    PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_IN_TENANT,
     RUN_OF_REQUEST_QUERY, RUN_QUERY, RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY,
     SUSPENSION_EVENT_QUERY, SettledRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY,
     ToolCallRow, TranscriptCall, UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY,
     UNSETTLED_QUERY, UPDATE_CALL, WEBHOOKS_DUE_QUERY, assemble_transcript, between_turns,
     cancel_events, counting_step_start, executed_events, executing_call, first_step, from_json,
-    kind_name, parse_status, pending_counts, run_tools_column, settled_by_column, stored_event,
-    suspension_prefix, to_json, unsigned, usage_columns, usage_from_columns,
+    kind_name, list_runs_query, parse_status, pending_counts, run_tools_column, settled_by_column,
+    stored_event, suspension_prefix, to_json, unsigned, usage_columns,
 };
 use super::webhook_records::{DeliveryInsert, deliveries_of, webhooks_column};
 use super::{
@@ -89,6 +89,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (
         7,
         include_str!("../../../migrations/postgres/0007_webhooks.sql"),
+    ),
+    (
+        8,
+        include_str!("../../../migrations/postgres/0008_traces_and_timings.sql"),
     ),
 ];
 
@@ -423,6 +427,8 @@ fn run_row(row: &Row) -> RunRow {
         created_ms: row.get(10),
         updated_ms: row.get(11),
         run_tools: row.get(12),
+        input_tokens: row.get(13),
+        output_tokens: row.get(14),
     }
 }
 
@@ -439,6 +445,7 @@ fn pending_row(row: &Row, first: usize) -> PendingRow {
         claimant: row.get(first + 7),
         claim_expires_ms: row.get(first + 8),
         assignees: row.get(first + 9),
+        suspended_ms: row.get(first + 10),
     }
 }
 
@@ -463,6 +470,7 @@ fn tool_call_record(row: &Row, run_id: &str, tool_call_id: &str) -> StoreResult<
         approval_reason: row.get(9),
         decision: row.get(10),
         assignees: row.get(11),
+        suspended_ms: row.get(12),
     }
     .into_record(run_id, tool_call_id)
 }
@@ -708,12 +716,9 @@ impl StepRows {
             run,
             transcript,
             step_attempt: u32::try_from(step_attempt).unwrap_or(0),
-            step_starts: u32::try_from(row.get::<_, i64>(AFTER_RUN_COLUMNS + 3))
+            step_starts: u32::try_from(row.get::<_, i64>(AFTER_RUN_COLUMNS + 1))
                 .unwrap_or(u32::MAX),
-            usage: usage_from_columns(
-                row.get(AFTER_RUN_COLUMNS + 1),
-                row.get(AFTER_RUN_COLUMNS + 2),
-            ),
+            trace_context: row.get(AFTER_RUN_COLUMNS + 2),
             executing: self
                 .executing
                 .iter()
@@ -745,11 +750,11 @@ async fn read_step(
 /// Inserts a turn's calls, each column but the run's and the turn's as an array.
 const INSERT_CALLS: &str = "INSERT INTO tool_calls (run_id, turn, tool_call_id, position, \
      tool_name, arguments_json, status, payload, expire_ms, result_content, result_is_error, \
-     result_kind, result_sequence, suspend_kind, run_arguments, approval_reason, assignees) \
-     SELECT $1::TEXT, $2::BIGINT, * FROM UNNEST($3::TEXT[], \
+     result_kind, result_sequence, suspend_kind, run_arguments, approval_reason, assignees, \
+     suspended_ms) SELECT $1::TEXT, $2::BIGINT, * FROM UNNEST($3::TEXT[], \
      $4::BIGINT[], $5::TEXT[], $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::BIGINT[], $10::TEXT[], \
      $11::BOOLEAN[], $12::TEXT[], $13::BIGINT[], $14::TEXT[], $15::TEXT[], $16::TEXT[], \
-     $17::TEXT[])";
+     $17::TEXT[], $18::BIGINT[])";
 
 /// Inserts a turn's calls ([`CallRow`]) with one statement ([`INSERT_CALLS`]).
 async fn insert_calls(
@@ -787,6 +792,7 @@ async fn insert_calls(
             &column(calls, |c| c.run_arguments),
             &column(calls, |c| c.approval_reason),
             &column(calls, |c| c.assignees.as_deref()),
+            &column(calls, |c| c.suspended_ms),
         ],
     )
     .await?;
@@ -812,7 +818,7 @@ impl RunStore for PostgresStore {
         ] = prepare(
             client,
             [
-                INSERT_RUN.as_str(),
+                INSERT_RUN,
                 INSERT_EVENTS,
                 INSERT_DELIVERIES,
                 NOTIFY,
@@ -846,6 +852,7 @@ impl RunStore for PostgresStore {
                     &run.request_id,
                     &run.tenant,
                     &webhooks,
+                    &run.trace_context,
                 ],
             )
             .await
@@ -949,6 +956,7 @@ impl RunStore for PostgresStore {
                     settled_by: row.get(3),
                     settled_ms: row.get(4),
                     result_sequence: row.get(5),
+                    suspended_ms: row.get(6),
                 }
                 .into_settled()
             })
@@ -958,23 +966,17 @@ impl RunStore for PostgresStore {
 
     async fn list_runs(&self, query: RunQuery) -> StoreResult<Vec<RunRecord>> {
         let client = self.pool.get().await?;
-        let status = query.status.map(|s| s.as_str().to_owned());
-        let rows = select(
-            &client,
-            &format!(
-                "SELECT {RUN_COLUMNS} FROM runs WHERE ($1::TEXT IS NULL OR status = $1) \
-                     AND ($2::TEXT IS NULL OR agent_id = $2) AND ($3::TEXT IS NULL OR run_id < $3) \
-                     AND ($5::TEXT IS NULL OR tenant = $5) ORDER BY run_id DESC LIMIT $4"
-            ),
-            &[
-                &status,
-                &query.agent_id,
-                &query.before_run_id,
-                &(query.limit as i64),
-                &query.tenant,
-            ],
-        )
-        .await?;
+        let (sql, params) = list_runs_query(&query, Dialect::Postgres)?;
+        let params: Vec<&(dyn ToSql + Sync)> = params
+            .iter()
+            .map(|param| -> &(dyn ToSql + Sync) {
+                match param {
+                    ListParam::Text(text) => text,
+                    ListParam::Int(number) => number,
+                }
+            })
+            .collect();
+        let rows = select(&client, &sql, &params).await?;
         if rows.is_empty() {
             return Ok(Vec::new());
         }
@@ -992,7 +994,7 @@ impl RunStore for PostgresStore {
         .await?
         {
             pending
-                .entry(row.get(10))
+                .entry(row.get(11))
                 .or_default()
                 .push(pending_row(&row, 0).into_pending()?);
         }
@@ -1301,6 +1303,7 @@ impl RunStore for PostgresStore {
                         &update.assignees,
                         &update.settled_by,
                         &update.settled_ms,
+                        &update.suspended_ms,
                         &run_id,
                         &tool_call_id,
                     ],

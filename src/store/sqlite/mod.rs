@@ -18,17 +18,17 @@ mod keys;
 mod readers;
 
 use super::records::{
-    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
-    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, OLDEST_SUSPENDED_QUERY,
+    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate, Dialect,
+    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, ListParam, OLDEST_SUSPENDED_QUERY,
     PENDING_CALLS_COUNT_QUERY, PENDING_FEED_QUERY, PENDING_QUERY, PRUNABLE_RUNS_QUERY,
-    PRUNED_TABLES, PendingRow, RUN_COLUMNS, RUN_IN_TENANT, RUN_OF_REQUEST_QUERY, RUN_QUERY,
-    RUN_STATE_QUERY, RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY, SUSPENSION_EVENT_QUERY,
-    SettledRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall,
+    PRUNED_TABLES, PendingRow, RUN_IN_TENANT, RUN_OF_REQUEST_QUERY, RUN_QUERY, RUN_STATE_QUERY,
+    RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY, SUSPENSION_EVENT_QUERY, SettledRow,
+    TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall,
     UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY, UPDATE_CALL,
     WEBHOOKS_DUE_QUERY, assemble_transcript, between_turns, cancel_events, counting_step_start,
-    executed_events, executing_call, first_step, from_json, kind_name, parse_status,
-    pending_counts, run_tools_column, settled_by_column, stored_event, suspension_prefix, to_json,
-    usage_columns, usage_from_columns,
+    executed_events, executing_call, first_step, from_json, kind_name, list_runs_query,
+    parse_status, pending_counts, run_tools_column, settled_by_column, stored_event,
+    suspension_prefix, to_json, usage_columns,
 };
 use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of, webhooks_column};
 use super::{
@@ -62,6 +62,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0005_keys.sql"),
     include_str!("../../../migrations/postgres/0006_tenants.sql"),
     include_str!("../../../migrations/postgres/0007_webhooks.sql"),
+    include_str!("../../../migrations/postgres/0008_traces_and_timings.sql"),
 ];
 
 /// Version 2: the tokens each run has used so far. (Version 3 is PostgreSQL's own file: its SQL is
@@ -188,6 +189,15 @@ impl SqliteStore {
     }
 }
 
+impl rusqlite::ToSql for ListParam {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        match self {
+            ListParam::Text(text) => text.to_sql(),
+            ListParam::Int(number) => number.to_sql(),
+        }
+    }
+}
+
 /// Opens a connection that waits out the other's short locks: the checkpointer's restart waits
 /// for the writer's batch, the writer for a restart.
 fn connect(path: &Path) -> StoreResult<Connection> {
@@ -235,6 +245,8 @@ fn read_run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
         created_ms: row.get(10)?,
         updated_ms: row.get(11)?,
         run_tools: row.get(12)?,
+        input_tokens: row.get(13)?,
+        output_tokens: row.get(14)?,
     })
 }
 
@@ -262,6 +274,7 @@ fn load_run(
                 settled_by: row.get(3)?,
                 settled_ms: row.get(4)?,
                 result_sequence: row.get(5)?,
+                suspended_ms: row.get(6)?,
             })
         })?
         .collect::<Result<_, _>>()?;
@@ -286,6 +299,7 @@ fn read_pending_row(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<P
         claimant: row.get(first + 7)?,
         claim_expires_ms: row.get(first + 8)?,
         assignees: row.get(first + 9)?,
+        suspended_ms: row.get(first + 10)?,
     })
 }
 
@@ -418,6 +432,7 @@ fn load_tool_call(
                 approval_reason: row.get(9)?,
                 decision: row.get(10)?,
                 assignees: row.get(11)?,
+                suspended_ms: row.get(12)?,
             })
         })
         .optional()?
@@ -455,13 +470,12 @@ fn read_step(conn: &Connection, run_id: &str) -> StoreResult<Option<StepState>> 
             Ok((
                 read_run_row(row)?,
                 row.get::<_, i64>(AFTER_RUN_COLUMNS)?,
-                row.get(AFTER_RUN_COLUMNS + 1)?,
+                row.get::<_, i64>(AFTER_RUN_COLUMNS + 1)?,
                 row.get(AFTER_RUN_COLUMNS + 2)?,
-                row.get::<_, i64>(AFTER_RUN_COLUMNS + 3)?,
             ))
         })
         .optional()?;
-    let Some((raw, step_attempt, input_tokens, output_tokens, step_starts)) = row else {
+    let Some((raw, step_attempt, step_starts, trace_context)) = row else {
         return Ok(None);
     };
     let run = raw.into_record(load_pending(conn, run_id)?)?;
@@ -471,8 +485,8 @@ fn read_step(conn: &Connection, run_id: &str) -> StoreResult<Option<StepState>> 
         transcript,
         step_attempt: u32::try_from(step_attempt).unwrap_or(0),
         step_starts: u32::try_from(step_starts).unwrap_or(u32::MAX),
-        usage: usage_from_columns(input_tokens, output_tokens),
         executing: load_executing(conn, run_id)?,
+        trace_context,
     }))
 }
 
@@ -532,7 +546,7 @@ impl RunStore for SqliteStore {
                 }
                 let now = now_millis();
                 let webhooks = webhooks_column(run.webhooks.as_ref())?;
-                conn.prepare_cached(&INSERT_RUN)?.execute(params![
+                conn.prepare_cached(INSERT_RUN)?.execute(params![
                     run.run_id,
                     run.agent_id,
                     run.prompt,
@@ -544,7 +558,8 @@ impl RunStore for SqliteStore {
                     lease_until_ms,
                     run.request_id,
                     run.tenant,
-                    webhooks
+                    webhooks,
+                    run.trace_context
                 ])?;
                 let started = EventKind::RunStarted {
                     agent_id: run.agent_id.clone(),
@@ -580,25 +595,7 @@ impl RunStore for SqliteStore {
     async fn list_runs(&self, query: RunQuery) -> StoreResult<Vec<RunRecord>> {
         self.readers
             .run(move |conn| {
-                let mut sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE 1 = 1");
-                let mut args: Vec<String> = Vec::new();
-                if let Some(tenant) = query.tenant {
-                    args.push(tenant);
-                    sql.push_str(&format!(" AND tenant = ?{}", args.len()));
-                }
-                if let Some(status) = query.status {
-                    args.push(status.as_str().to_owned());
-                    sql.push_str(&format!(" AND status = ?{}", args.len()));
-                }
-                if let Some(agent_id) = query.agent_id {
-                    args.push(agent_id);
-                    sql.push_str(&format!(" AND agent_id = ?{}", args.len()));
-                }
-                if let Some(before) = query.before_run_id {
-                    args.push(before);
-                    sql.push_str(&format!(" AND run_id < ?{}", args.len()));
-                }
-                sql.push_str(&format!(" ORDER BY run_id DESC LIMIT {}", query.limit));
+                let (sql, args) = list_runs_query(&query, Dialect::Sqlite)?;
                 let raws: Vec<RunRow> = conn
                     .prepare_cached(&sql)?
                     .query_map(rusqlite::params_from_iter(args.iter()), read_run_row)?
@@ -665,8 +662,8 @@ impl RunStore for SqliteStore {
                 let mut insert = conn.prepare_cached(
                     "INSERT INTO tool_calls (run_id, tool_call_id, turn, position, tool_name, arguments_json, \
                      status, payload, expire_ms, result_content, result_is_error, result_kind, result_sequence, \
-                     suspend_kind, run_arguments, approval_reason, assignees) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                     suspend_kind, run_arguments, approval_reason, assignees, suspended_ms) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
                 )?;
                 let turn = i64::from(turns) - 1;
                 for row in &rows {
@@ -687,7 +684,8 @@ impl RunStore for SqliteStore {
                         row.suspend_kind,
                         row.run_arguments,
                         row.approval_reason,
-                        row.assignees
+                        row.assignees,
+                        row.suspended_ms
                     ])?;
                 }
             }
@@ -823,6 +821,7 @@ impl RunStore for SqliteStore {
                 update.assignees,
                 update.settled_by,
                 update.settled_ms,
+                update.suspended_ms,
                 run_id,
                 tool_call_id
             ])?;
@@ -1309,7 +1308,7 @@ mod tests {
             .expect("load step")
             .expect("the run survived");
         assert_eq!(step.run.prompt, "Hi");
-        assert_eq!(step.usage, None);
+        assert_eq!(step.run.usage, None);
 
         assert!(
             store
@@ -1332,7 +1331,7 @@ mod tests {
             "{outcome:?}"
         );
         let step = store.load_step("run-1", None).await.expect("load step");
-        assert_eq!(step.and_then(|step| step.usage), usage);
+        assert_eq!(step.and_then(|step| step.run.usage), usage);
         let version: i64 = Connection::open(&path)
             .and_then(|conn| conn.pragma_query_value(None, "user_version", |row| row.get(0)))
             .expect("user_version");

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x61skuser/v1/admin.proto\x12\naskuser.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"@\n\x10\x43reateKeyRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06scopes\x18\x03 \x03(\t\"D\n\x11\x43reateKeyResponse\x12\x1f\n\x03key\x18\x01 \x01(\x0b\x32\x12.askuser.v1.ApiKey\x12\x0e\n\x06secret\x18\x02 \x01(\t\"\x11\n\x0fListKeysRequest\"4\n\x10ListKeysResponse\x12 \n\x04keys\x18\x01 \x03(\x0b\x32\x12.askuser.v1.ApiKey\"\"\n\x10RevokeKeyRequest\x12\x0e\n\x06key_id\x18\x01 \x01(\t\"\x13\n\x11RevokeKeyResponse\"\xa8\x01\n\x06\x41piKey\x12\x0e\n\x06key_id\x18\x01 \x01(\t\x12\x0e\n\x06tenant\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0e\n\x06scopes\x18\x04 \x03(\t\x12/\n\x0b\x63reate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0brevoke_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp2\xe9\x01\n\x0c\x41\x64minService\x12H\n\tCreateKey\x12\x1c.askuser.v1.CreateKeyRequest\x1a\x1d.askuser.v1.CreateKeyResponse\x12\x45\n\x08ListKeys\x12\x1b.askuser.v1.ListKeysRequest\x1a\x1c.askuser.v1.ListKeysResponse\x12H\n\tRevokeKey\x12\x1c.askuser.v1.RevokeKeyRequest\x1a\x1d.askuser.v1.RevokeKeyResponseB\x8b\x01\n\x0e\x64\x65v.askuser.v1B\nAdminProtoP\x01Z=github.com/askuser-dev/askuser/clients/go/askuserv1;askuserv1\xa2\x02\x03\x41XX\xaa\x02\nAskuser.V1\xca\x02\nAskuser\\V1\xea\x02\x0b\x41skuser::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x61skuser/v1/admin.proto\x12\naskuser.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"@\n\x10\x43reateKeyRequest\x12\x0e\n\x06tenant\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06scopes\x18\x03 \x03(\t\"D\n\x11\x43reateKeyResponse\x12\x1f\n\x03key\x18\x01 \x01(\x0b\x32\x12.askuser.v1.ApiKey\x12\x0e\n\x06secret\x18\x02 \x01(\t\"\x11\n\x0fListKeysRequest\"4\n\x10ListKeysResponse\x12 \n\x04keys\x18\x01 \x03(\x0b\x32\x12.askuser.v1.ApiKey\"\"\n\x10RevokeKeyRequest\x12\x0e\n\x06key_id\x18\x01 \x01(\t\"\x13\n\x11RevokeKeyResponse\"\xa8\x01\n\x06\x41piKey\x12\x0e\n\x06key_id\x18\x01 \x01(\t\x12\x0e\n\x06tenant\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0e\n\x06scopes\x18\x04 \x03(\t\x12/\n\x0b\x63reate_time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0brevoke_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\x88\x01\n\x1cListWebhookDeliveriesRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x31\n\x06status\x18\x02 \x01(\x0e\x32!.askuser.v1.WebhookDeliveryStatus\x12\x11\n\tpage_size\x18\x03 \x01(\r\x12\x12\n\npage_token\x18\x04 \x01(\t\"i\n\x1dListWebhookDeliveriesResponse\x12/\n\ndeliveries\x18\x01 \x03(\x0b\x32\x1b.askuser.v1.WebhookDelivery\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"-\n\x17RedeliverWebhookRequest\x12\x12\n\nwebhook_id\x18\x01 \x01(\t\"I\n\x18RedeliverWebhookResponse\x12-\n\x08\x64\x65livery\x18\x01 \x01(\x0b\x32\x1b.askuser.v1.WebhookDelivery\"\xe0\x02\n\x0fWebhookDelivery\x12\x12\n\nwebhook_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x10\n\x08sequence\x18\x03 \x01(\x04\x12\x12\n\nevent_type\x18\x04 \x01(\t\x12\x0b\n\x03url\x18\x05 \x01(\t\x12\x31\n\x06status\x18\x06 \x01(\x0e\x32!.askuser.v1.WebhookDeliveryStatus\x12\x10\n\x08\x61ttempts\x18\x07 \x01(\r\x12\x12\n\nlast_error\x18\x08 \x01(\t\x12/\n\x0b\x63reate_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x35\n\x11last_attempt_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x35\n\x11next_attempt_time\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp*\xd4\x01\n\x15WebhookDeliveryStatus\x12\'\n#WEBHOOK_DELIVERY_STATUS_UNSPECIFIED\x10\x00\x12#\n\x1fWEBHOOK_DELIVERY_STATUS_PENDING\x10\x01\x12%\n!WEBHOOK_DELIVERY_STATUS_DELIVERED\x10\x02\x12 \n\x1cWEBHOOK_DELIVERY_STATUS_DEAD\x10\x03\x12$\n WEBHOOK_DELIVERY_STATUS_OBSOLETE\x10\x04\x32\xb6\x03\n\x0c\x41\x64minService\x12H\n\tCreateKey\x12\x1c.askuser.v1.CreateKeyRequest\x1a\x1d.askuser.v1.CreateKeyResponse\x12\x45\n\x08ListKeys\x12\x1b.askuser.v1.ListKeysRequest\x1a\x1c.askuser.v1.ListKeysResponse\x12H\n\tRevokeKey\x12\x1c.askuser.v1.RevokeKeyRequest\x1a\x1d.askuser.v1.RevokeKeyResponse\x12l\n\x15ListWebhookDeliveries\x12(.askuser.v1.ListWebhookDeliveriesRequest\x1a).askuser.v1.ListWebhookDeliveriesResponse\x12]\n\x10RedeliverWebhook\x12#.askuser.v1.RedeliverWebhookRequest\x1a$.askuser.v1.RedeliverWebhookResponseB\x8b\x01\n\x0e\x64\x65v.askuser.v1B\nAdminProtoP\x01Z=github.com/askuser-dev/askuser/clients/go/askuserv1;askuserv1\xa2\x02\x03\x41XX\xaa\x02\nAskuser.V1\xca\x02\nAskuser\\V1\xea\x02\x0b\x41skuser::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,6 +33,8 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'askuser.v1.admin_pb2', _glo
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\016dev.askuser.v1B\nAdminProtoP\001Z=github.com/askuser-dev/askuser/clients/go/askuserv1;askuserv1\242\002\003AXX\252\002\nAskuser.V1\312\002\nAskuser\\V1\352\002\013Askuser::V1'
+  _globals['_WEBHOOKDELIVERYSTATUS']._serialized_start=1232
+  _globals['_WEBHOOKDELIVERYSTATUS']._serialized_end=1444
   _globals['_CREATEKEYREQUEST']._serialized_start=71
   _globals['_CREATEKEYREQUEST']._serialized_end=135
   _globals['_CREATEKEYRESPONSE']._serialized_start=137
@@ -47,6 +49,16 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_REVOKEKEYRESPONSE']._serialized_end=335
   _globals['_APIKEY']._serialized_start=338
   _globals['_APIKEY']._serialized_end=506
-  _globals['_ADMINSERVICE']._serialized_start=509
-  _globals['_ADMINSERVICE']._serialized_end=742
+  _globals['_LISTWEBHOOKDELIVERIESREQUEST']._serialized_start=509
+  _globals['_LISTWEBHOOKDELIVERIESREQUEST']._serialized_end=645
+  _globals['_LISTWEBHOOKDELIVERIESRESPONSE']._serialized_start=647
+  _globals['_LISTWEBHOOKDELIVERIESRESPONSE']._serialized_end=752
+  _globals['_REDELIVERWEBHOOKREQUEST']._serialized_start=754
+  _globals['_REDELIVERWEBHOOKREQUEST']._serialized_end=799
+  _globals['_REDELIVERWEBHOOKRESPONSE']._serialized_start=801
+  _globals['_REDELIVERWEBHOOKRESPONSE']._serialized_end=874
+  _globals['_WEBHOOKDELIVERY']._serialized_start=877
+  _globals['_WEBHOOKDELIVERY']._serialized_end=1229
+  _globals['_ADMINSERVICE']._serialized_start=1447
+  _globals['_ADMINSERVICE']._serialized_end=1885
 # @@protoc_insertion_point(module_scope)

@@ -26,7 +26,7 @@ if _version_not_supported:
 
 
 class AdminServiceStub:
-    """Manages API keys while servers run. Every RPC needs the `admin` scope.
+    """Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope.
     """
 
     def __init__(self, channel):
@@ -50,10 +50,20 @@ class AdminServiceStub:
                 request_serializer=askuser_dot_v1_dot_admin__pb2.RevokeKeyRequest.SerializeToString,
                 response_deserializer=askuser_dot_v1_dot_admin__pb2.RevokeKeyResponse.FromString,
                 _registered_method=True)
+        self.ListWebhookDeliveries = channel.unary_unary(
+                '/askuser.v1.AdminService/ListWebhookDeliveries',
+                request_serializer=askuser_dot_v1_dot_admin__pb2.ListWebhookDeliveriesRequest.SerializeToString,
+                response_deserializer=askuser_dot_v1_dot_admin__pb2.ListWebhookDeliveriesResponse.FromString,
+                _registered_method=True)
+        self.RedeliverWebhook = channel.unary_unary(
+                '/askuser.v1.AdminService/RedeliverWebhook',
+                request_serializer=askuser_dot_v1_dot_admin__pb2.RedeliverWebhookRequest.SerializeToString,
+                response_deserializer=askuser_dot_v1_dot_admin__pb2.RedeliverWebhookResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
-    """Manages API keys while servers run. Every RPC needs the `admin` scope.
+    """Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope.
     """
 
     def CreateKey(self, request, context):
@@ -79,6 +89,23 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListWebhookDeliveries(self, request, context):
+        """Lists the webhook deliveries of the caller's tenant's runs, oldest first: their attempts,
+        last error and next attempt.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RedeliverWebhook(self, request, context):
+        """Makes a delivered or dead delivery pending again, due at once (same `webhook-id`). NOT_FOUND
+        when there is no such delivery of the caller's tenant; FAILED_PRECONDITION when it is pending
+        or obsolete.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -97,6 +124,16 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     request_deserializer=askuser_dot_v1_dot_admin__pb2.RevokeKeyRequest.FromString,
                     response_serializer=askuser_dot_v1_dot_admin__pb2.RevokeKeyResponse.SerializeToString,
             ),
+            'ListWebhookDeliveries': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListWebhookDeliveries,
+                    request_deserializer=askuser_dot_v1_dot_admin__pb2.ListWebhookDeliveriesRequest.FromString,
+                    response_serializer=askuser_dot_v1_dot_admin__pb2.ListWebhookDeliveriesResponse.SerializeToString,
+            ),
+            'RedeliverWebhook': grpc.unary_unary_rpc_method_handler(
+                    servicer.RedeliverWebhook,
+                    request_deserializer=askuser_dot_v1_dot_admin__pb2.RedeliverWebhookRequest.FromString,
+                    response_serializer=askuser_dot_v1_dot_admin__pb2.RedeliverWebhookResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'askuser.v1.AdminService', rpc_method_handlers)
@@ -106,7 +143,7 @@ def add_AdminServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class AdminService:
-    """Manages API keys while servers run. Every RPC needs the `admin` scope.
+    """Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope.
     """
 
     @staticmethod
@@ -180,6 +217,60 @@ class AdminService:
             '/askuser.v1.AdminService/RevokeKey',
             askuser_dot_v1_dot_admin__pb2.RevokeKeyRequest.SerializeToString,
             askuser_dot_v1_dot_admin__pb2.RevokeKeyResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListWebhookDeliveries(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/askuser.v1.AdminService/ListWebhookDeliveries',
+            askuser_dot_v1_dot_admin__pb2.ListWebhookDeliveriesRequest.SerializeToString,
+            askuser_dot_v1_dot_admin__pb2.ListWebhookDeliveriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RedeliverWebhook(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/askuser.v1.AdminService/RedeliverWebhook',
+            askuser_dot_v1_dot_admin__pb2.RedeliverWebhookRequest.SerializeToString,
+            askuser_dot_v1_dot_admin__pb2.RedeliverWebhookResponse.FromString,
             options,
             channel_credentials,
             insecure,

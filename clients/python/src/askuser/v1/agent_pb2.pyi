@@ -107,7 +107,7 @@ class RunAgentRequest(_message.Message):
     def __init__(self, start: _Optional[_Union[StartRun, _Mapping]] = ..., answer: _Optional[_Union[Answer, _Mapping]] = ..., attach: _Optional[_Union[AttachRun, _Mapping]] = ...) -> None: ...
 
 class StartRun(_message.Message):
-    __slots__ = ("agent_id", "prompt", "metadata", "question_ttl", "tools", "request_id")
+    __slots__ = ("agent_id", "prompt", "metadata", "question_ttl", "tools", "request_id", "webhooks")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -121,13 +121,23 @@ class StartRun(_message.Message):
     QUESTION_TTL_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    WEBHOOKS_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     prompt: str
     metadata: _containers.ScalarMap[str, str]
     question_ttl: _duration_pb2.Duration
     tools: _containers.RepeatedCompositeFieldContainer[ToolDefinition]
     request_id: str
-    def __init__(self, agent_id: _Optional[str] = ..., prompt: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., question_ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ..., request_id: _Optional[str] = ...) -> None: ...
+    webhooks: _containers.RepeatedCompositeFieldContainer[WebhookSubscription]
+    def __init__(self, agent_id: _Optional[str] = ..., prompt: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., question_ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[ToolDefinition, _Mapping]]] = ..., request_id: _Optional[str] = ..., webhooks: _Optional[_Iterable[_Union[WebhookSubscription, _Mapping]]] = ...) -> None: ...
+
+class WebhookSubscription(_message.Message):
+    __slots__ = ("url", "events")
+    URL_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    url: str
+    events: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, url: _Optional[str] = ..., events: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ToolDefinition(_message.Message):
     __slots__ = ("name", "description", "parameters_json_schema", "approval")
@@ -390,7 +400,7 @@ class WatchRunRequest(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., after_sequence: _Optional[int] = ...) -> None: ...
 
 class PendingToolCall(_message.Message):
-    __slots__ = ("tool_call_id", "tool_name", "suspend_payload", "expire_time", "kind", "arguments_json", "approval_reason", "claimant", "claim_expire_time", "assignees")
+    __slots__ = ("tool_call_id", "tool_name", "suspend_payload", "expire_time", "kind", "arguments_json", "approval_reason", "claimant", "claim_expire_time", "assignees", "suspend_time")
     TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
     SUSPEND_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
@@ -401,6 +411,7 @@ class PendingToolCall(_message.Message):
     CLAIMANT_FIELD_NUMBER: _ClassVar[int]
     CLAIM_EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
     ASSIGNEES_FIELD_NUMBER: _ClassVar[int]
+    SUSPEND_TIME_FIELD_NUMBER: _ClassVar[int]
     tool_call_id: str
     tool_name: str
     suspend_payload: _ask_user_pb2.SuspendPayload
@@ -411,10 +422,11 @@ class PendingToolCall(_message.Message):
     claimant: str
     claim_expire_time: _timestamp_pb2.Timestamp
     assignees: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., suspend_payload: _Optional[_Union[_ask_user_pb2.SuspendPayload, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[SuspendKind, str]] = ..., arguments_json: _Optional[str] = ..., approval_reason: _Optional[str] = ..., claimant: _Optional[str] = ..., claim_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., assignees: _Optional[_Iterable[str]] = ...) -> None: ...
+    suspend_time: _timestamp_pb2.Timestamp
+    def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., suspend_payload: _Optional[_Union[_ask_user_pb2.SuspendPayload, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[SuspendKind, str]] = ..., arguments_json: _Optional[str] = ..., approval_reason: _Optional[str] = ..., claimant: _Optional[str] = ..., claim_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., assignees: _Optional[_Iterable[str]] = ..., suspend_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Run(_message.Message):
-    __slots__ = ("run_id", "agent_id", "status", "pending_tool_calls", "output_text", "last_sequence", "create_time", "update_time", "metadata", "prompt", "error_message", "settled_tool_calls")
+    __slots__ = ("run_id", "agent_id", "status", "pending_tool_calls", "output_text", "last_sequence", "create_time", "update_time", "metadata", "prompt", "error_message", "settled_tool_calls", "usage")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -434,6 +446,7 @@ class Run(_message.Message):
     PROMPT_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     SETTLED_TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     agent_id: str
     status: RunStatus
@@ -446,23 +459,26 @@ class Run(_message.Message):
     prompt: str
     error_message: str
     settled_tool_calls: _containers.RepeatedCompositeFieldContainer[SettledToolCall]
-    def __init__(self, run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., pending_tool_calls: _Optional[_Iterable[_Union[PendingToolCall, _Mapping]]] = ..., output_text: _Optional[str] = ..., last_sequence: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., prompt: _Optional[str] = ..., error_message: _Optional[str] = ..., settled_tool_calls: _Optional[_Iterable[_Union[SettledToolCall, _Mapping]]] = ...) -> None: ...
+    usage: Usage
+    def __init__(self, run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., pending_tool_calls: _Optional[_Iterable[_Union[PendingToolCall, _Mapping]]] = ..., output_text: _Optional[str] = ..., last_sequence: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., prompt: _Optional[str] = ..., error_message: _Optional[str] = ..., settled_tool_calls: _Optional[_Iterable[_Union[SettledToolCall, _Mapping]]] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ...) -> None: ...
 
 class SettledToolCall(_message.Message):
-    __slots__ = ("tool_call_id", "tool_name", "kind", "settled_by", "settle_time", "result_sequence")
+    __slots__ = ("tool_call_id", "tool_name", "kind", "settled_by", "settle_time", "result_sequence", "suspend_time")
     TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     SETTLED_BY_FIELD_NUMBER: _ClassVar[int]
     SETTLE_TIME_FIELD_NUMBER: _ClassVar[int]
     RESULT_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    SUSPEND_TIME_FIELD_NUMBER: _ClassVar[int]
     tool_call_id: str
     tool_name: str
     kind: ToolResultKind
     settled_by: SettledBy
     settle_time: _timestamp_pb2.Timestamp
     result_sequence: int
-    def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., kind: _Optional[_Union[ToolResultKind, str]] = ..., settled_by: _Optional[_Union[SettledBy, _Mapping]] = ..., settle_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., result_sequence: _Optional[int] = ...) -> None: ...
+    suspend_time: _timestamp_pb2.Timestamp
+    def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., kind: _Optional[_Union[ToolResultKind, str]] = ..., settled_by: _Optional[_Union[SettledBy, _Mapping]] = ..., settle_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., result_sequence: _Optional[int] = ..., suspend_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class GetRunRequest(_message.Message):
     __slots__ = ("run_id",)
@@ -477,16 +493,31 @@ class GetRunResponse(_message.Message):
     def __init__(self, run: _Optional[_Union[Run, _Mapping]] = ...) -> None: ...
 
 class ListRunsRequest(_message.Message):
-    __slots__ = ("status", "agent_id", "page_size", "page_token")
+    __slots__ = ("status", "agent_id", "page_size", "page_token", "metadata", "create_time_after", "create_time_before", "pending_kind")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     STATUS_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_AFTER_FIELD_NUMBER: _ClassVar[int]
+    CREATE_TIME_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    PENDING_KIND_FIELD_NUMBER: _ClassVar[int]
     status: RunStatus
     agent_id: str
     page_size: int
     page_token: str
-    def __init__(self, status: _Optional[_Union[RunStatus, str]] = ..., agent_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    metadata: _containers.ScalarMap[str, str]
+    create_time_after: _timestamp_pb2.Timestamp
+    create_time_before: _timestamp_pb2.Timestamp
+    pending_kind: SuspendKind
+    def __init__(self, status: _Optional[_Union[RunStatus, str]] = ..., agent_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., pending_kind: _Optional[_Union[SuspendKind, str]] = ...) -> None: ...
 
 class ListRunsResponse(_message.Message):
     __slots__ = ("runs", "next_page_token")

@@ -20,6 +20,63 @@ import {
 } from "@grpc/grpc-js";
 import { Timestamp } from "../../google/protobuf/timestamp";
 
+/** Where a webhook delivery stands. */
+export enum WebhookDeliveryStatus {
+  /** WEBHOOK_DELIVERY_STATUS_UNSPECIFIED - Not set (any, in a filter). */
+  WEBHOOK_DELIVERY_STATUS_UNSPECIFIED = "WEBHOOK_DELIVERY_STATUS_UNSPECIFIED",
+  /** WEBHOOK_DELIVERY_STATUS_PENDING - To be attempted (again) at `next_attempt_time`. */
+  WEBHOOK_DELIVERY_STATUS_PENDING = "WEBHOOK_DELIVERY_STATUS_PENDING",
+  /** WEBHOOK_DELIVERY_STATUS_DELIVERED - The receiver answered 2xx. */
+  WEBHOOK_DELIVERY_STATUS_DELIVERED = "WEBHOOK_DELIVERY_STATUS_DELIVERED",
+  /** WEBHOOK_DELIVERY_STATUS_DEAD - Given up: still failing at the maximum age (`--webhook-max-age`), or answered 410 Gone. */
+  WEBHOOK_DELIVERY_STATUS_DEAD = "WEBHOOK_DELIVERY_STATUS_DEAD",
+  /** WEBHOOK_DELIVERY_STATUS_OBSOLETE - Not sent: a reminder whose call no longer waited, or its run was deleted. */
+  WEBHOOK_DELIVERY_STATUS_OBSOLETE = "WEBHOOK_DELIVERY_STATUS_OBSOLETE",
+  UNRECOGNIZED = "UNRECOGNIZED",
+}
+
+export function webhookDeliveryStatusFromJSON(object: any): WebhookDeliveryStatus {
+  switch (object) {
+    case 0:
+    case "WEBHOOK_DELIVERY_STATUS_UNSPECIFIED":
+      return WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_UNSPECIFIED;
+    case 1:
+    case "WEBHOOK_DELIVERY_STATUS_PENDING":
+      return WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_PENDING;
+    case 2:
+    case "WEBHOOK_DELIVERY_STATUS_DELIVERED":
+      return WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_DELIVERED;
+    case 3:
+    case "WEBHOOK_DELIVERY_STATUS_DEAD":
+      return WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_DEAD;
+    case 4:
+    case "WEBHOOK_DELIVERY_STATUS_OBSOLETE":
+      return WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_OBSOLETE;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return WebhookDeliveryStatus.UNRECOGNIZED;
+  }
+}
+
+export function webhookDeliveryStatusToNumber(object: WebhookDeliveryStatus): number {
+  switch (object) {
+    case WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_UNSPECIFIED:
+      return 0;
+    case WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_PENDING:
+      return 1;
+    case WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_DELIVERED:
+      return 2;
+    case WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_DEAD:
+      return 3;
+    case WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_OBSOLETE:
+      return 4;
+    case WebhookDeliveryStatus.UNRECOGNIZED:
+    default:
+      return -1;
+  }
+}
+
 /** Request of `AdminService.CreateKey`. */
 export interface CreateKeyRequest {
   /** The tenant whose runs the key acts on. */
@@ -82,6 +139,71 @@ export interface ApiKey {
     | undefined;
   /** When it was revoked; absent while it is valid. */
   revokeTime: Date | undefined;
+}
+
+/** Request of `AdminService.ListWebhookDeliveries`. */
+export interface ListWebhookDeliveriesRequest {
+  /** Only this run's deliveries; empty: every run's. */
+  runId: string;
+  /** Only deliveries in this state; unspecified: any. */
+  status: WebhookDeliveryStatus;
+  /** At most this many (default 100, at most 1000). */
+  pageSize: number;
+  /** `next_page_token` of the previous page; empty: the first page. */
+  pageToken: string;
+}
+
+/** Response of `AdminService.ListWebhookDeliveries`. */
+export interface ListWebhookDeliveriesResponse {
+  /** The deliveries, oldest first. */
+  deliveries: WebhookDelivery[];
+  /** Token of the next page; empty when this is the last. */
+  nextPageToken: string;
+}
+
+/** Request of `AdminService.RedeliverWebhook`. */
+export interface RedeliverWebhookRequest {
+  /** The delivery's `webhook_id`. */
+  webhookId: string;
+}
+
+/** Response of `AdminService.RedeliverWebhook`. */
+export interface RedeliverWebhookResponse {
+  /** The delivery, pending again. */
+  delivery: WebhookDelivery | undefined;
+}
+
+/** One webhook delivery: an event (or a reminder) for one subscription. */
+export interface WebhookDelivery {
+  /**
+   * The `webhook-id` header: `<run>:<sequence>:<subscription>`, and `:r<per mille>` for a
+   * reminder; the same on every attempt.
+   */
+  webhookId: string;
+  /** The run. */
+  runId: string;
+  /** The sequence of the event it tells of (a reminder: its call's suspension). */
+  sequence: number;
+  /** The event type, e.g. `call.suspended`. */
+  eventType: string;
+  /** The receiver's URL. */
+  url: string;
+  /** Where it stands. */
+  status: WebhookDeliveryStatus;
+  /** Attempts made so far. */
+  attempts: number;
+  /** Why the last attempt failed; empty when it did not. */
+  lastError: string;
+  /** When it was made (with its event). */
+  createTime:
+    | Date
+    | undefined;
+  /** When it was last attempted; absent before the first attempt. */
+  lastAttemptTime:
+    | Date
+    | undefined;
+  /** When it is next attempted; absent unless pending. */
+  nextAttemptTime: Date | undefined;
 }
 
 function createBaseCreateKeyRequest(): CreateKeyRequest {
@@ -541,7 +663,466 @@ export const ApiKey: MessageFns<ApiKey> = {
   },
 };
 
-/** Manages API keys while servers run. Every RPC needs the `admin` scope. */
+function createBaseListWebhookDeliveriesRequest(): ListWebhookDeliveriesRequest {
+  return { runId: "", status: WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_UNSPECIFIED, pageSize: 0, pageToken: "" };
+}
+
+export const ListWebhookDeliveriesRequest: MessageFns<ListWebhookDeliveriesRequest> = {
+  encode(message: ListWebhookDeliveriesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.runId !== "") {
+      writer.uint32(10).string(message.runId);
+    }
+    if (message.status !== WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_UNSPECIFIED) {
+      writer.uint32(16).int32(webhookDeliveryStatusToNumber(message.status));
+    }
+    if (message.pageSize !== 0) {
+      writer.uint32(24).uint32(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(34).string(message.pageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListWebhookDeliveriesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListWebhookDeliveriesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.runId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.status = webhookDeliveryStatusFromJSON(reader.int32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.pageSize = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ListWebhookDeliveriesRequest>, I>>(base?: I): ListWebhookDeliveriesRequest {
+    return ListWebhookDeliveriesRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListWebhookDeliveriesRequest>, I>>(object: I): ListWebhookDeliveriesRequest {
+    const message = createBaseListWebhookDeliveriesRequest();
+    message.runId = object.runId ?? "";
+    message.status = object.status ?? WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_UNSPECIFIED;
+    message.pageSize = object.pageSize ?? 0;
+    message.pageToken = object.pageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseListWebhookDeliveriesResponse(): ListWebhookDeliveriesResponse {
+  return { deliveries: [], nextPageToken: "" };
+}
+
+export const ListWebhookDeliveriesResponse: MessageFns<ListWebhookDeliveriesResponse> = {
+  encode(message: ListWebhookDeliveriesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.deliveries) {
+      WebhookDelivery.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListWebhookDeliveriesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListWebhookDeliveriesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.deliveries.push(WebhookDelivery.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ListWebhookDeliveriesResponse>, I>>(base?: I): ListWebhookDeliveriesResponse {
+    return ListWebhookDeliveriesResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListWebhookDeliveriesResponse>, I>>(
+    object: I,
+  ): ListWebhookDeliveriesResponse {
+    const message = createBaseListWebhookDeliveriesResponse();
+    message.deliveries = object.deliveries?.map((e) => WebhookDelivery.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseRedeliverWebhookRequest(): RedeliverWebhookRequest {
+  return { webhookId: "" };
+}
+
+export const RedeliverWebhookRequest: MessageFns<RedeliverWebhookRequest> = {
+  encode(message: RedeliverWebhookRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.webhookId !== "") {
+      writer.uint32(10).string(message.webhookId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RedeliverWebhookRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRedeliverWebhookRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.webhookId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RedeliverWebhookRequest>, I>>(base?: I): RedeliverWebhookRequest {
+    return RedeliverWebhookRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RedeliverWebhookRequest>, I>>(object: I): RedeliverWebhookRequest {
+    const message = createBaseRedeliverWebhookRequest();
+    message.webhookId = object.webhookId ?? "";
+    return message;
+  },
+};
+
+function createBaseRedeliverWebhookResponse(): RedeliverWebhookResponse {
+  return { delivery: undefined };
+}
+
+export const RedeliverWebhookResponse: MessageFns<RedeliverWebhookResponse> = {
+  encode(message: RedeliverWebhookResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.delivery !== undefined) {
+      WebhookDelivery.encode(message.delivery, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RedeliverWebhookResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRedeliverWebhookResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.delivery = WebhookDelivery.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RedeliverWebhookResponse>, I>>(base?: I): RedeliverWebhookResponse {
+    return RedeliverWebhookResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RedeliverWebhookResponse>, I>>(object: I): RedeliverWebhookResponse {
+    const message = createBaseRedeliverWebhookResponse();
+    message.delivery = (object.delivery !== undefined && object.delivery !== null)
+      ? WebhookDelivery.fromPartial(object.delivery)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseWebhookDelivery(): WebhookDelivery {
+  return {
+    webhookId: "",
+    runId: "",
+    sequence: 0,
+    eventType: "",
+    url: "",
+    status: WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_UNSPECIFIED,
+    attempts: 0,
+    lastError: "",
+    createTime: undefined,
+    lastAttemptTime: undefined,
+    nextAttemptTime: undefined,
+  };
+}
+
+export const WebhookDelivery: MessageFns<WebhookDelivery> = {
+  encode(message: WebhookDelivery, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.webhookId !== "") {
+      writer.uint32(10).string(message.webhookId);
+    }
+    if (message.runId !== "") {
+      writer.uint32(18).string(message.runId);
+    }
+    if (message.sequence !== 0) {
+      writer.uint32(24).uint64(message.sequence);
+    }
+    if (message.eventType !== "") {
+      writer.uint32(34).string(message.eventType);
+    }
+    if (message.url !== "") {
+      writer.uint32(42).string(message.url);
+    }
+    if (message.status !== WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_UNSPECIFIED) {
+      writer.uint32(48).int32(webhookDeliveryStatusToNumber(message.status));
+    }
+    if (message.attempts !== 0) {
+      writer.uint32(56).uint32(message.attempts);
+    }
+    if (message.lastError !== "") {
+      writer.uint32(66).string(message.lastError);
+    }
+    if (message.createTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.createTime), writer.uint32(74).fork()).join();
+    }
+    if (message.lastAttemptTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.lastAttemptTime), writer.uint32(82).fork()).join();
+    }
+    if (message.nextAttemptTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.nextAttemptTime), writer.uint32(90).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WebhookDelivery {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWebhookDelivery();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.webhookId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.runId = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.sequence = longToNumber(reader.uint64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.eventType = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.url = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.status = webhookDeliveryStatusFromJSON(reader.int32());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.attempts = reader.uint32();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.lastError = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.createTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.lastAttemptTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.nextAttemptTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<WebhookDelivery>, I>>(base?: I): WebhookDelivery {
+    return WebhookDelivery.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WebhookDelivery>, I>>(object: I): WebhookDelivery {
+    const message = createBaseWebhookDelivery();
+    message.webhookId = object.webhookId ?? "";
+    message.runId = object.runId ?? "";
+    message.sequence = object.sequence ?? 0;
+    message.eventType = object.eventType ?? "";
+    message.url = object.url ?? "";
+    message.status = object.status ?? WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_UNSPECIFIED;
+    message.attempts = object.attempts ?? 0;
+    message.lastError = object.lastError ?? "";
+    message.createTime = object.createTime ?? undefined;
+    message.lastAttemptTime = object.lastAttemptTime ?? undefined;
+    message.nextAttemptTime = object.nextAttemptTime ?? undefined;
+    return message;
+  },
+};
+
+/** Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope. */
 export type AdminServiceService = typeof AdminServiceService;
 export const AdminServiceService = {
   /**
@@ -580,6 +1161,37 @@ export const AdminServiceService = {
     responseSerialize: (value: RevokeKeyResponse): Buffer => Buffer.from(RevokeKeyResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RevokeKeyResponse => RevokeKeyResponse.decode(value),
   },
+  /**
+   * Lists the webhook deliveries of the caller's tenant's runs, oldest first: their attempts,
+   * last error and next attempt.
+   */
+  listWebhookDeliveries: {
+    path: "/askuser.v1.AdminService/ListWebhookDeliveries" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListWebhookDeliveriesRequest): Buffer =>
+      Buffer.from(ListWebhookDeliveriesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListWebhookDeliveriesRequest => ListWebhookDeliveriesRequest.decode(value),
+    responseSerialize: (value: ListWebhookDeliveriesResponse): Buffer =>
+      Buffer.from(ListWebhookDeliveriesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListWebhookDeliveriesResponse => ListWebhookDeliveriesResponse.decode(value),
+  },
+  /**
+   * Makes a delivered or dead delivery pending again, due at once (same `webhook-id`). NOT_FOUND
+   * when there is no such delivery of the caller's tenant; FAILED_PRECONDITION when it is pending
+   * or obsolete.
+   */
+  redeliverWebhook: {
+    path: "/askuser.v1.AdminService/RedeliverWebhook" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RedeliverWebhookRequest): Buffer =>
+      Buffer.from(RedeliverWebhookRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RedeliverWebhookRequest => RedeliverWebhookRequest.decode(value),
+    responseSerialize: (value: RedeliverWebhookResponse): Buffer =>
+      Buffer.from(RedeliverWebhookResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RedeliverWebhookResponse => RedeliverWebhookResponse.decode(value),
+  },
 } as const;
 
 export interface AdminServiceServer extends UntypedServiceImplementation {
@@ -595,6 +1207,17 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
    * when there is no such key or it is revoked already.
    */
   revokeKey: handleUnaryCall<RevokeKeyRequest, RevokeKeyResponse>;
+  /**
+   * Lists the webhook deliveries of the caller's tenant's runs, oldest first: their attempts,
+   * last error and next attempt.
+   */
+  listWebhookDeliveries: handleUnaryCall<ListWebhookDeliveriesRequest, ListWebhookDeliveriesResponse>;
+  /**
+   * Makes a delivered or dead delivery pending again, due at once (same `webhook-id`). NOT_FOUND
+   * when there is no such delivery of the caller's tenant; FAILED_PRECONDITION when it is pending
+   * or obsolete.
+   */
+  redeliverWebhook: handleUnaryCall<RedeliverWebhookRequest, RedeliverWebhookResponse>;
 }
 
 export interface AdminServiceClient extends Client {
@@ -652,6 +1275,45 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RevokeKeyResponse) => void,
   ): ClientUnaryCall;
+  /**
+   * Lists the webhook deliveries of the caller's tenant's runs, oldest first: their attempts,
+   * last error and next attempt.
+   */
+  listWebhookDeliveries(
+    request: ListWebhookDeliveriesRequest,
+    callback: (error: ServiceError | null, response: ListWebhookDeliveriesResponse) => void,
+  ): ClientUnaryCall;
+  listWebhookDeliveries(
+    request: ListWebhookDeliveriesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListWebhookDeliveriesResponse) => void,
+  ): ClientUnaryCall;
+  listWebhookDeliveries(
+    request: ListWebhookDeliveriesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListWebhookDeliveriesResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Makes a delivered or dead delivery pending again, due at once (same `webhook-id`). NOT_FOUND
+   * when there is no such delivery of the caller's tenant; FAILED_PRECONDITION when it is pending
+   * or obsolete.
+   */
+  redeliverWebhook(
+    request: RedeliverWebhookRequest,
+    callback: (error: ServiceError | null, response: RedeliverWebhookResponse) => void,
+  ): ClientUnaryCall;
+  redeliverWebhook(
+    request: RedeliverWebhookRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RedeliverWebhookResponse) => void,
+  ): ClientUnaryCall;
+  redeliverWebhook(
+    request: RedeliverWebhookRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RedeliverWebhookResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const AdminServiceClient = makeGenericClientConstructor(
@@ -686,6 +1348,17 @@ function fromTimestamp(t: Timestamp): Date {
   let millis = (t.seconds || 0) * 1_000;
   millis += (t.nanos || 0) / 1_000_000;
   return new globalThis.Date(millis);
+}
+
+function longToNumber(int64: { toString(): string }): number {
+  const num = globalThis.Number(int64.toString());
+  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
+  }
+  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
+  }
+  return num;
 }
 
 interface MessageFns<T> {

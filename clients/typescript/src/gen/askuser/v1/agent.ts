@@ -435,11 +435,29 @@ export interface StartRun {
    * run that earlier start created, from its first event.
    */
   requestId: string;
+  /**
+   * Webhooks for this run only, beside the agents file's. Each URL must match one of the server's
+   * `--webhook-allow` patterns (INVALID_ARGUMENT with a field violation on
+   * `start.webhooks[i].url` otherwise, and always on a server without any); deliveries are signed
+   * with the server's `--webhook-secret-env` secret.
+   */
+  webhooks: WebhookSubscription[];
 }
 
 export interface StartRun_MetadataEntry {
   key: string;
   value: string;
+}
+
+/** Where a run's events are delivered, as signed HTTP POSTs (Standard Webhooks). */
+export interface WebhookSubscription {
+  /** The receiver's URL. */
+  url: string;
+  /**
+   * The event types it wants: `call.suspended`, `call.reminder`, `call.settled`,
+   * `run.completed`, `run.failed`, `run.cancelled`. Empty: every one.
+   */
+  events: string[];
 }
 
 /** A client tool declared for one run. */
@@ -799,6 +817,11 @@ export interface PendingToolCall {
     | undefined;
   /** Who may settle it (see `ToolCallSuspended.assignees`); empty: anyone allowed to answer. */
   assignees: string[];
+  /**
+   * When it started waiting (for an approved client tool: since the approval); absent for calls
+   * stored by servers that did not record it.
+   */
+  suspendTime: Date | undefined;
 }
 
 /** A run of an agent. */
@@ -834,6 +857,8 @@ export interface Run {
    * `GetRun` and `CancelRun`; empty in `ListRuns`.
    */
   settledToolCalls: SettledToolCall[];
+  /** The tokens the run's model turns used so far, summed; absent until a provider reports any. */
+  usage: Usage | undefined;
 }
 
 export interface Run_MetadataEntry {
@@ -859,6 +884,11 @@ export interface SettledToolCall {
     | undefined;
   /** The sequence of its `tool_result` event. */
   resultSequence: number;
+  /**
+   * When it (last) started waiting for someone; absent for a call that never waited (a tool the
+   * server ran without approval, an invalid call).
+   */
+  suspendTime: Date | undefined;
 }
 
 /** Request of `GetRun`. */
@@ -881,8 +911,28 @@ export interface ListRunsRequest {
   agentId: string;
   /** Maximum runs per page: 1 to 1000; 0 means 50. */
   pageSize: number;
-  /** The `next_page_token` of the previous page; empty for the first page. */
+  /**
+   * The `next_page_token` of the previous page; empty for the first page. A token works only with
+   * the filters of the listing it came from.
+   */
   pageToken: string;
+  /** Only runs whose metadata has every one of these entries, with exactly these values. */
+  metadata: { [key: string]: string };
+  /** Only runs created at or after this time. */
+  createTimeAfter:
+    | Date
+    | undefined;
+  /** Only runs created before this time. */
+  createTimeBefore:
+    | Date
+    | undefined;
+  /** Only runs with a call waiting for this kind of settlement; unspecified: no such condition. */
+  pendingKind: SuspendKind;
+}
+
+export interface ListRunsRequest_MetadataEntry {
+  key: string;
+  value: string;
 }
 
 /** Response of `ListRuns`. */
@@ -1147,7 +1197,7 @@ export const RunAgentRequest: MessageFns<RunAgentRequest> = {
 };
 
 function createBaseStartRun(): StartRun {
-  return { agentId: "", prompt: "", metadata: {}, questionTtl: undefined, tools: [], requestId: "" };
+  return { agentId: "", prompt: "", metadata: {}, questionTtl: undefined, tools: [], requestId: "", webhooks: [] };
 }
 
 export const StartRun: MessageFns<StartRun> = {
@@ -1169,6 +1219,9 @@ export const StartRun: MessageFns<StartRun> = {
     }
     if (message.requestId !== "") {
       writer.uint32(50).string(message.requestId);
+    }
+    for (const v of message.webhooks) {
+      WebhookSubscription.encode(v!, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -1237,6 +1290,14 @@ export const StartRun: MessageFns<StartRun> = {
             message.requestId = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.webhooks.push(WebhookSubscription.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1270,6 +1331,7 @@ export const StartRun: MessageFns<StartRun> = {
       : undefined;
     message.tools = object.tools?.map((e) => ToolDefinition.fromPartial(e)) || [];
     message.requestId = object.requestId ?? "";
+    message.webhooks = object.webhooks?.map((e) => WebhookSubscription.fromPartial(e)) || [];
     return message;
   },
 };
@@ -1337,6 +1399,73 @@ export const StartRun_MetadataEntry: MessageFns<StartRun_MetadataEntry> = {
     const message = createBaseStartRun_MetadataEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseWebhookSubscription(): WebhookSubscription {
+  return { url: "", events: [] };
+}
+
+export const WebhookSubscription: MessageFns<WebhookSubscription> = {
+  encode(message: WebhookSubscription, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.url !== "") {
+      writer.uint32(10).string(message.url);
+    }
+    for (const v of message.events) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WebhookSubscription {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWebhookSubscription();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.url = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.events.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<WebhookSubscription>, I>>(base?: I): WebhookSubscription {
+    return WebhookSubscription.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WebhookSubscription>, I>>(object: I): WebhookSubscription {
+    const message = createBaseWebhookSubscription();
+    message.url = object.url ?? "";
+    message.events = object.events?.map((e) => e) || [];
     return message;
   },
 };
@@ -3575,6 +3704,7 @@ function createBasePendingToolCall(): PendingToolCall {
     claimant: "",
     claimExpireTime: undefined,
     assignees: [],
+    suspendTime: undefined,
   };
 }
 
@@ -3609,6 +3739,9 @@ export const PendingToolCall: MessageFns<PendingToolCall> = {
     }
     for (const v of message.assignees) {
       writer.uint32(82).string(v!);
+    }
+    if (message.suspendTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.suspendTime), writer.uint32(90).fork()).join();
     }
     return writer;
   },
@@ -3706,6 +3839,14 @@ export const PendingToolCall: MessageFns<PendingToolCall> = {
             message.assignees.push(reader.string());
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.suspendTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3735,6 +3876,7 @@ export const PendingToolCall: MessageFns<PendingToolCall> = {
     message.claimant = object.claimant ?? "";
     message.claimExpireTime = object.claimExpireTime ?? undefined;
     message.assignees = object.assignees?.map((e) => e) || [];
+    message.suspendTime = object.suspendTime ?? undefined;
     return message;
   },
 };
@@ -3753,6 +3895,7 @@ function createBaseRun(): Run {
     prompt: "",
     errorMessage: "",
     settledToolCalls: [],
+    usage: undefined,
   };
 }
 
@@ -3793,6 +3936,9 @@ export const Run: MessageFns<Run> = {
     }
     for (const v of message.settledToolCalls) {
       SettledToolCall.encode(v!, writer.uint32(98).fork()).join();
+    }
+    if (message.usage !== undefined) {
+      Usage.encode(message.usage, writer.uint32(106).fork()).join();
     }
     return writer;
   },
@@ -3909,6 +4055,14 @@ export const Run: MessageFns<Run> = {
             message.settledToolCalls.push(SettledToolCall.decode(reader, reader.uint32()));
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.usage = Usage.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3946,6 +4100,7 @@ export const Run: MessageFns<Run> = {
     message.prompt = object.prompt ?? "";
     message.errorMessage = object.errorMessage ?? "";
     message.settledToolCalls = object.settledToolCalls?.map((e) => SettledToolCall.fromPartial(e)) || [];
+    message.usage = (object.usage !== undefined && object.usage !== null) ? Usage.fromPartial(object.usage) : undefined;
     return message;
   },
 };
@@ -4025,6 +4180,7 @@ function createBaseSettledToolCall(): SettledToolCall {
     settledBy: undefined,
     settleTime: undefined,
     resultSequence: 0,
+    suspendTime: undefined,
   };
 }
 
@@ -4047,6 +4203,9 @@ export const SettledToolCall: MessageFns<SettledToolCall> = {
     }
     if (message.resultSequence !== 0) {
       writer.uint32(48).uint64(message.resultSequence);
+    }
+    if (message.suspendTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.suspendTime), writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -4112,6 +4271,14 @@ export const SettledToolCall: MessageFns<SettledToolCall> = {
             message.resultSequence = longToNumber(reader.uint64());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.suspendTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4137,6 +4304,7 @@ export const SettledToolCall: MessageFns<SettledToolCall> = {
       : undefined;
     message.settleTime = object.settleTime ?? undefined;
     message.resultSequence = object.resultSequence ?? 0;
+    message.suspendTime = object.suspendTime ?? undefined;
     return message;
   },
 };
@@ -4252,7 +4420,16 @@ export const GetRunResponse: MessageFns<GetRunResponse> = {
 };
 
 function createBaseListRunsRequest(): ListRunsRequest {
-  return { status: RunStatus.RUN_STATUS_UNSPECIFIED, agentId: "", pageSize: 0, pageToken: "" };
+  return {
+    status: RunStatus.RUN_STATUS_UNSPECIFIED,
+    agentId: "",
+    pageSize: 0,
+    pageToken: "",
+    metadata: {},
+    createTimeAfter: undefined,
+    createTimeBefore: undefined,
+    pendingKind: SuspendKind.SUSPEND_KIND_UNSPECIFIED,
+  };
 }
 
 export const ListRunsRequest: MessageFns<ListRunsRequest> = {
@@ -4268,6 +4445,18 @@ export const ListRunsRequest: MessageFns<ListRunsRequest> = {
     }
     if (message.pageToken !== "") {
       writer.uint32(26).string(message.pageToken);
+    }
+    globalThis.Object.entries(message.metadata).forEach(([key, value]: [string, string]) => {
+      ListRunsRequest_MetadataEntry.encode({ key: key as any, value }, writer.uint32(42).fork()).join();
+    });
+    if (message.createTimeAfter !== undefined) {
+      Timestamp.encode(toTimestamp(message.createTimeAfter), writer.uint32(50).fork()).join();
+    }
+    if (message.createTimeBefore !== undefined) {
+      Timestamp.encode(toTimestamp(message.createTimeBefore), writer.uint32(58).fork()).join();
+    }
+    if (message.pendingKind !== SuspendKind.SUSPEND_KIND_UNSPECIFIED) {
+      writer.uint32(64).int32(suspendKindToNumber(message.pendingKind));
     }
     return writer;
   },
@@ -4317,6 +4506,41 @@ export const ListRunsRequest: MessageFns<ListRunsRequest> = {
             message.pageToken = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            const entry5 = ListRunsRequest_MetadataEntry.decode(reader, reader.uint32());
+            if (entry5.value !== undefined) {
+              message.metadata[entry5.key] = entry5.value;
+            }
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.createTimeAfter = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.createTimeBefore = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.pendingKind = suspendKindFromJSON(reader.int32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4338,6 +4562,87 @@ export const ListRunsRequest: MessageFns<ListRunsRequest> = {
     message.agentId = object.agentId ?? "";
     message.pageSize = object.pageSize ?? 0;
     message.pageToken = object.pageToken ?? "";
+    message.metadata = (globalThis.Object.entries(object.metadata ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.createTimeAfter = object.createTimeAfter ?? undefined;
+    message.createTimeBefore = object.createTimeBefore ?? undefined;
+    message.pendingKind = object.pendingKind ?? SuspendKind.SUSPEND_KIND_UNSPECIFIED;
+    return message;
+  },
+};
+
+function createBaseListRunsRequest_MetadataEntry(): ListRunsRequest_MetadataEntry {
+  return { key: "", value: "" };
+}
+
+export const ListRunsRequest_MetadataEntry: MessageFns<ListRunsRequest_MetadataEntry> = {
+  encode(message: ListRunsRequest_MetadataEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListRunsRequest_MetadataEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListRunsRequest_MetadataEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ListRunsRequest_MetadataEntry>, I>>(base?: I): ListRunsRequest_MetadataEntry {
+    return ListRunsRequest_MetadataEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ListRunsRequest_MetadataEntry>, I>>(
+    object: I,
+  ): ListRunsRequest_MetadataEntry {
+    const message = createBaseListRunsRequest_MetadataEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };

@@ -2,8 +2,8 @@
 // @generated from file askuser/v1/admin.proto (package askuser.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file askuser/v1/admin.proto.
  */
 export const file_askuser_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChZhc2t1c2VyL3YxL2FkbWluLnByb3RvEgphc2t1c2VyLnYxIkAKEENyZWF0ZUtleVJlcXVlc3QSDgoGdGVuYW50GAEgASgJEgwKBG5hbWUYAiABKAkSDgoGc2NvcGVzGAMgAygJIkQKEUNyZWF0ZUtleVJlc3BvbnNlEh8KA2tleRgBIAEoCzISLmFza3VzZXIudjEuQXBpS2V5Eg4KBnNlY3JldBgCIAEoCSIRCg9MaXN0S2V5c1JlcXVlc3QiNAoQTGlzdEtleXNSZXNwb25zZRIgCgRrZXlzGAEgAygLMhIuYXNrdXNlci52MS5BcGlLZXkiIgoQUmV2b2tlS2V5UmVxdWVzdBIOCgZrZXlfaWQYASABKAkiEwoRUmV2b2tlS2V5UmVzcG9uc2UiqAEKBkFwaUtleRIOCgZrZXlfaWQYASABKAkSDgoGdGVuYW50GAIgASgJEgwKBG5hbWUYAyABKAkSDgoGc2NvcGVzGAQgAygJEi8KC2NyZWF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtyZXZva2VfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAy6QEKDEFkbWluU2VydmljZRJICglDcmVhdGVLZXkSHC5hc2t1c2VyLnYxLkNyZWF0ZUtleVJlcXVlc3QaHS5hc2t1c2VyLnYxLkNyZWF0ZUtleVJlc3BvbnNlEkUKCExpc3RLZXlzEhsuYXNrdXNlci52MS5MaXN0S2V5c1JlcXVlc3QaHC5hc2t1c2VyLnYxLkxpc3RLZXlzUmVzcG9uc2USSAoJUmV2b2tlS2V5EhwuYXNrdXNlci52MS5SZXZva2VLZXlSZXF1ZXN0Gh0uYXNrdXNlci52MS5SZXZva2VLZXlSZXNwb25zZUKLAQoOZGV2LmFza3VzZXIudjFCCkFkbWluUHJvdG9QAVo9Z2l0aHViLmNvbS9hc2t1c2VyLWRldi9hc2t1c2VyL2NsaWVudHMvZ28vYXNrdXNlcnYxO2Fza3VzZXJ2MaICA0FYWKoCCkFza3VzZXIuVjHKAgpBc2t1c2VyXFYx6gILQXNrdXNlcjo6VjFiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("ChZhc2t1c2VyL3YxL2FkbWluLnByb3RvEgphc2t1c2VyLnYxIkAKEENyZWF0ZUtleVJlcXVlc3QSDgoGdGVuYW50GAEgASgJEgwKBG5hbWUYAiABKAkSDgoGc2NvcGVzGAMgAygJIkQKEUNyZWF0ZUtleVJlc3BvbnNlEh8KA2tleRgBIAEoCzISLmFza3VzZXIudjEuQXBpS2V5Eg4KBnNlY3JldBgCIAEoCSIRCg9MaXN0S2V5c1JlcXVlc3QiNAoQTGlzdEtleXNSZXNwb25zZRIgCgRrZXlzGAEgAygLMhIuYXNrdXNlci52MS5BcGlLZXkiIgoQUmV2b2tlS2V5UmVxdWVzdBIOCgZrZXlfaWQYASABKAkiEwoRUmV2b2tlS2V5UmVzcG9uc2UiqAEKBkFwaUtleRIOCgZrZXlfaWQYASABKAkSDgoGdGVuYW50GAIgASgJEgwKBG5hbWUYAyABKAkSDgoGc2NvcGVzGAQgAygJEi8KC2NyZWF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtyZXZva2VfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiiAEKHExpc3RXZWJob29rRGVsaXZlcmllc1JlcXVlc3QSDgoGcnVuX2lkGAEgASgJEjEKBnN0YXR1cxgCIAEoDjIhLmFza3VzZXIudjEuV2ViaG9va0RlbGl2ZXJ5U3RhdHVzEhEKCXBhZ2Vfc2l6ZRgDIAEoDRISCgpwYWdlX3Rva2VuGAQgASgJImkKHUxpc3RXZWJob29rRGVsaXZlcmllc1Jlc3BvbnNlEi8KCmRlbGl2ZXJpZXMYASADKAsyGy5hc2t1c2VyLnYxLldlYmhvb2tEZWxpdmVyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiLQoXUmVkZWxpdmVyV2ViaG9va1JlcXVlc3QSEgoKd2ViaG9va19pZBgBIAEoCSJJChhSZWRlbGl2ZXJXZWJob29rUmVzcG9uc2USLQoIZGVsaXZlcnkYASABKAsyGy5hc2t1c2VyLnYxLldlYmhvb2tEZWxpdmVyeSLgAgoPV2ViaG9va0RlbGl2ZXJ5EhIKCndlYmhvb2tfaWQYASABKAkSDgoGcnVuX2lkGAIgASgJEhAKCHNlcXVlbmNlGAMgASgEEhIKCmV2ZW50X3R5cGUYBCABKAkSCwoDdXJsGAUgASgJEjEKBnN0YXR1cxgGIAEoDjIhLmFza3VzZXIudjEuV2ViaG9va0RlbGl2ZXJ5U3RhdHVzEhAKCGF0dGVtcHRzGAcgASgNEhIKCmxhc3RfZXJyb3IYCCABKAkSLwoLY3JlYXRlX3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjUKEWxhc3RfYXR0ZW1wdF90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI1ChFuZXh0X2F0dGVtcHRfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAq1AEKFVdlYmhvb2tEZWxpdmVyeVN0YXR1cxInCiNXRUJIT09LX0RFTElWRVJZX1NUQVRVU19VTlNQRUNJRklFRBAAEiMKH1dFQkhPT0tfREVMSVZFUllfU1RBVFVTX1BFTkRJTkcQARIlCiFXRUJIT09LX0RFTElWRVJZX1NUQVRVU19ERUxJVkVSRUQQAhIgChxXRUJIT09LX0RFTElWRVJZX1NUQVRVU19ERUFEEAMSJAogV0VCSE9PS19ERUxJVkVSWV9TVEFUVVNfT0JTT0xFVEUQBDK2AwoMQWRtaW5TZXJ2aWNlEkgKCUNyZWF0ZUtleRIcLmFza3VzZXIudjEuQ3JlYXRlS2V5UmVxdWVzdBodLmFza3VzZXIudjEuQ3JlYXRlS2V5UmVzcG9uc2USRQoITGlzdEtleXMSGy5hc2t1c2VyLnYxLkxpc3RLZXlzUmVxdWVzdBocLmFza3VzZXIudjEuTGlzdEtleXNSZXNwb25zZRJICglSZXZva2VLZXkSHC5hc2t1c2VyLnYxLlJldm9rZUtleVJlcXVlc3QaHS5hc2t1c2VyLnYxLlJldm9rZUtleVJlc3BvbnNlEmwKFUxpc3RXZWJob29rRGVsaXZlcmllcxIoLmFza3VzZXIudjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBopLmFza3VzZXIudjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2USXQoQUmVkZWxpdmVyV2ViaG9vaxIjLmFza3VzZXIudjEuUmVkZWxpdmVyV2ViaG9va1JlcXVlc3QaJC5hc2t1c2VyLnYxLlJlZGVsaXZlcldlYmhvb2tSZXNwb25zZUKLAQoOZGV2LmFza3VzZXIudjFCCkFkbWluUHJvdG9QAVo9Z2l0aHViLmNvbS9hc2t1c2VyLWRldi9hc2t1c2VyL2NsaWVudHMvZ28vYXNrdXNlcnYxO2Fza3VzZXJ2MaICA0FYWKoCCkFza3VzZXIuVjHKAgpBc2t1c2VyXFYx6gILQXNrdXNlcjo6VjFiBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * Request of `AdminService.CreateKey`.
@@ -208,7 +208,259 @@ export const ApiKeySchema: GenMessage<ApiKey> = /*@__PURE__*/
   messageDesc(file_askuser_v1_admin, 6);
 
 /**
- * Manages API keys while servers run. Every RPC needs the `admin` scope.
+ * Request of `AdminService.ListWebhookDeliveries`.
+ *
+ * @generated from message askuser.v1.ListWebhookDeliveriesRequest
+ */
+export type ListWebhookDeliveriesRequest = Message<"askuser.v1.ListWebhookDeliveriesRequest"> & {
+  /**
+   * Only this run's deliveries; empty: every run's.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * Only deliveries in this state; unspecified: any.
+   *
+   * @generated from field: askuser.v1.WebhookDeliveryStatus status = 2;
+   */
+  status: WebhookDeliveryStatus;
+
+  /**
+   * At most this many (default 100, at most 1000).
+   *
+   * @generated from field: uint32 page_size = 3;
+   */
+  pageSize: number;
+
+  /**
+   * `next_page_token` of the previous page; empty: the first page.
+   *
+   * @generated from field: string page_token = 4;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message askuser.v1.ListWebhookDeliveriesRequest.
+ * Use `create(ListWebhookDeliveriesRequestSchema)` to create a new message.
+ */
+export const ListWebhookDeliveriesRequestSchema: GenMessage<ListWebhookDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_askuser_v1_admin, 7);
+
+/**
+ * Response of `AdminService.ListWebhookDeliveries`.
+ *
+ * @generated from message askuser.v1.ListWebhookDeliveriesResponse
+ */
+export type ListWebhookDeliveriesResponse = Message<"askuser.v1.ListWebhookDeliveriesResponse"> & {
+  /**
+   * The deliveries, oldest first.
+   *
+   * @generated from field: repeated askuser.v1.WebhookDelivery deliveries = 1;
+   */
+  deliveries: WebhookDelivery[];
+
+  /**
+   * Token of the next page; empty when this is the last.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message askuser.v1.ListWebhookDeliveriesResponse.
+ * Use `create(ListWebhookDeliveriesResponseSchema)` to create a new message.
+ */
+export const ListWebhookDeliveriesResponseSchema: GenMessage<ListWebhookDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_askuser_v1_admin, 8);
+
+/**
+ * Request of `AdminService.RedeliverWebhook`.
+ *
+ * @generated from message askuser.v1.RedeliverWebhookRequest
+ */
+export type RedeliverWebhookRequest = Message<"askuser.v1.RedeliverWebhookRequest"> & {
+  /**
+   * The delivery's `webhook_id`.
+   *
+   * @generated from field: string webhook_id = 1;
+   */
+  webhookId: string;
+};
+
+/**
+ * Describes the message askuser.v1.RedeliverWebhookRequest.
+ * Use `create(RedeliverWebhookRequestSchema)` to create a new message.
+ */
+export const RedeliverWebhookRequestSchema: GenMessage<RedeliverWebhookRequest> = /*@__PURE__*/
+  messageDesc(file_askuser_v1_admin, 9);
+
+/**
+ * Response of `AdminService.RedeliverWebhook`.
+ *
+ * @generated from message askuser.v1.RedeliverWebhookResponse
+ */
+export type RedeliverWebhookResponse = Message<"askuser.v1.RedeliverWebhookResponse"> & {
+  /**
+   * The delivery, pending again.
+   *
+   * @generated from field: askuser.v1.WebhookDelivery delivery = 1;
+   */
+  delivery?: WebhookDelivery | undefined;
+};
+
+/**
+ * Describes the message askuser.v1.RedeliverWebhookResponse.
+ * Use `create(RedeliverWebhookResponseSchema)` to create a new message.
+ */
+export const RedeliverWebhookResponseSchema: GenMessage<RedeliverWebhookResponse> = /*@__PURE__*/
+  messageDesc(file_askuser_v1_admin, 10);
+
+/**
+ * One webhook delivery: an event (or a reminder) for one subscription.
+ *
+ * @generated from message askuser.v1.WebhookDelivery
+ */
+export type WebhookDelivery = Message<"askuser.v1.WebhookDelivery"> & {
+  /**
+   * The `webhook-id` header: `<run>:<sequence>:<subscription>`, and `:r<per mille>` for a
+   * reminder; the same on every attempt.
+   *
+   * @generated from field: string webhook_id = 1;
+   */
+  webhookId: string;
+
+  /**
+   * The run.
+   *
+   * @generated from field: string run_id = 2;
+   */
+  runId: string;
+
+  /**
+   * The sequence of the event it tells of (a reminder: its call's suspension).
+   *
+   * @generated from field: uint64 sequence = 3;
+   */
+  sequence: bigint;
+
+  /**
+   * The event type, e.g. `call.suspended`.
+   *
+   * @generated from field: string event_type = 4;
+   */
+  eventType: string;
+
+  /**
+   * The receiver's URL.
+   *
+   * @generated from field: string url = 5;
+   */
+  url: string;
+
+  /**
+   * Where it stands.
+   *
+   * @generated from field: askuser.v1.WebhookDeliveryStatus status = 6;
+   */
+  status: WebhookDeliveryStatus;
+
+  /**
+   * Attempts made so far.
+   *
+   * @generated from field: uint32 attempts = 7;
+   */
+  attempts: number;
+
+  /**
+   * Why the last attempt failed; empty when it did not.
+   *
+   * @generated from field: string last_error = 8;
+   */
+  lastError: string;
+
+  /**
+   * When it was made (with its event).
+   *
+   * @generated from field: google.protobuf.Timestamp create_time = 9;
+   */
+  createTime?: Timestamp | undefined;
+
+  /**
+   * When it was last attempted; absent before the first attempt.
+   *
+   * @generated from field: google.protobuf.Timestamp last_attempt_time = 10;
+   */
+  lastAttemptTime?: Timestamp | undefined;
+
+  /**
+   * When it is next attempted; absent unless pending.
+   *
+   * @generated from field: google.protobuf.Timestamp next_attempt_time = 11;
+   */
+  nextAttemptTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message askuser.v1.WebhookDelivery.
+ * Use `create(WebhookDeliverySchema)` to create a new message.
+ */
+export const WebhookDeliverySchema: GenMessage<WebhookDelivery> = /*@__PURE__*/
+  messageDesc(file_askuser_v1_admin, 11);
+
+/**
+ * Where a webhook delivery stands.
+ *
+ * @generated from enum askuser.v1.WebhookDeliveryStatus
+ */
+export enum WebhookDeliveryStatus {
+  /**
+   * Not set (any, in a filter).
+   *
+   * @generated from enum value: WEBHOOK_DELIVERY_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * To be attempted (again) at `next_attempt_time`.
+   *
+   * @generated from enum value: WEBHOOK_DELIVERY_STATUS_PENDING = 1;
+   */
+  PENDING = 1,
+
+  /**
+   * The receiver answered 2xx.
+   *
+   * @generated from enum value: WEBHOOK_DELIVERY_STATUS_DELIVERED = 2;
+   */
+  DELIVERED = 2,
+
+  /**
+   * Given up: still failing at the maximum age (`--webhook-max-age`), or answered 410 Gone.
+   *
+   * @generated from enum value: WEBHOOK_DELIVERY_STATUS_DEAD = 3;
+   */
+  DEAD = 3,
+
+  /**
+   * Not sent: a reminder whose call no longer waited, or its run was deleted.
+   *
+   * @generated from enum value: WEBHOOK_DELIVERY_STATUS_OBSOLETE = 4;
+   */
+  OBSOLETE = 4,
+}
+
+/**
+ * Describes the enum askuser.v1.WebhookDeliveryStatus.
+ */
+export const WebhookDeliveryStatusSchema: GenEnum<WebhookDeliveryStatus> = /*@__PURE__*/
+  enumDesc(file_askuser_v1_admin, 0);
+
+/**
+ * Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope.
  *
  * @generated from service askuser.v1.AdminService
  */
@@ -244,6 +496,29 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof RevokeKeyRequestSchema;
     output: typeof RevokeKeyResponseSchema;
+  },
+  /**
+   * Lists the webhook deliveries of the caller's tenant's runs, oldest first: their attempts,
+   * last error and next attempt.
+   *
+   * @generated from rpc askuser.v1.AdminService.ListWebhookDeliveries
+   */
+  listWebhookDeliveries: {
+    methodKind: "unary";
+    input: typeof ListWebhookDeliveriesRequestSchema;
+    output: typeof ListWebhookDeliveriesResponseSchema;
+  },
+  /**
+   * Makes a delivered or dead delivery pending again, due at once (same `webhook-id`). NOT_FOUND
+   * when there is no such delivery of the caller's tenant; FAILED_PRECONDITION when it is pending
+   * or obsolete.
+   *
+   * @generated from rpc askuser.v1.AdminService.RedeliverWebhook
+   */
+  redeliverWebhook: {
+    methodKind: "unary";
+    input: typeof RedeliverWebhookRequestSchema;
+    output: typeof RedeliverWebhookResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_askuser_v1_admin, 0);

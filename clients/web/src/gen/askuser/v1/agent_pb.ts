@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file askuser/v1/agent.proto.
  */
 export const file_askuser_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChZhc2t1c2VyL3YxL2FnZW50LnByb3RvEgphc2t1c2VyLnYxIpABCg9SdW5BZ2VudFJlcXVlc3QSJQoFc3RhcnQYASABKAsyFC5hc2t1c2VyLnYxLlN0YXJ0UnVuSAASJAoGYW5zd2VyGAIgASgLMhIuYXNrdXNlci52MS5BbnN3ZXJIABInCgZhdHRhY2gYAyABKAsyFS5hc2t1c2VyLnYxLkF0dGFjaFJ1bkgAQgcKBWZyYW1lIoMCCghTdGFydFJ1bhIQCghhZ2VudF9pZBgBIAEoCRIOCgZwcm9tcHQYAiABKAkSNAoIbWV0YWRhdGEYAyADKAsyIi5hc2t1c2VyLnYxLlN0YXJ0UnVuLk1ldGFkYXRhRW50cnkSLwoMcXVlc3Rpb25fdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEikKBXRvb2xzGAUgAygLMhouYXNrdXNlci52MS5Ub29sRGVmaW5pdGlvbhISCgpyZXF1ZXN0X2lkGAYgASgJGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKBAQoOVG9vbERlZmluaXRpb24SDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIeChZwYXJhbWV0ZXJzX2pzb25fc2NoZW1hGAMgASgJEiwKCGFwcHJvdmFsGAQgASgOMhouYXNrdXNlci52MS5BcHByb3ZhbFBvbGljeSIzCglBdHRhY2hSdW4SDgoGcnVuX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgEIpICCgZBbnN3ZXISDgoGcnVuX2lkGAEgASgJEhQKDHRvb2xfY2FsbF9pZBgCIAEoCRIOCgR0ZXh0GAMgASgJSAASLAoKc2VsZWN0aW9ucxgEIAEoCzIWLmFza3VzZXIudjEuU2VsZWN0aW9uc0gAEiYKB2RlY2xpbmUYBiABKAsyEy5hc2t1c2VyLnYxLkRlY2xpbmVIABItCgt0b29sX291dHB1dBgHIAEoCzIWLmFza3VzZXIudjEuVG9vbE91dHB1dEgAEjAKCGFwcHJvdmFsGAggASgLMhwuYXNrdXNlci52MS5BcHByb3ZhbERlY2lzaW9uSAASEQoJYW5zd2VyX2lkGAUgASgJQggKBmFuc3dlciIvCgpUb29sT3V0cHV0Eg8KB2NvbnRlbnQYASABKAkSEAoIaXNfZXJyb3IYAiABKAgihgIKEEFwcHJvdmFsRGVjaXNpb24SNwoHYXBwcm92ZRgBIAEoCzIkLmFza3VzZXIudjEuQXBwcm92YWxEZWNpc2lvbi5BcHByb3ZlSAASNQoGcmVqZWN0GAIgASgLMiMuYXNrdXNlci52MS5BcHByb3ZhbERlY2lzaW9uLlJlamVjdEgAEjEKBGVkaXQYAyABKAsyIS5hc2t1c2VyLnYxLkFwcHJvdmFsRGVjaXNpb24uRWRpdEgAGgkKB0FwcHJvdmUaGAoGUmVqZWN0Eg4KBnJlYXNvbhgBIAEoCRoeCgRFZGl0EhYKDmFyZ3VtZW50c19qc29uGAEgASgJQgoKCGRlY2lzaW9uIr0FChBSdW5BZ2VudFJlc3BvbnNlEg4KBnJ1bl9pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoBBIoCgR0aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCgtydW5fc3RhcnRlZBgEIAEoCzIWLmFza3VzZXIudjEuUnVuU3RhcnRlZEgAEisKCnRleHRfZGVsdGEYBSABKAsyFS5hc2t1c2VyLnYxLlRleHREZWx0YUgAEikKCXRvb2xfY2FsbBgGIAEoCzIULmFza3VzZXIudjEuVG9vbENhbGxIABI8ChN0b29sX2NhbGxfc3VzcGVuZGVkGAcgASgLMh0uYXNrdXNlci52MS5Ub29sQ2FsbFN1c3BlbmRlZEgAEi0KC3Rvb2xfcmVzdWx0GAggASgLMhYuYXNrdXNlci52MS5Ub29sUmVzdWx0SAASNQoPYW5zd2VyX3JlamVjdGVkGAkgASgLMhouYXNrdXNlci52MS5BbnN3ZXJSZWplY3RlZEgAEjEKDXJ1bl9jb21wbGV0ZWQYCiABKAsyGC5hc2t1c2VyLnYxLlJ1bkNvbXBsZXRlZEgAEisKCnJ1bl9mYWlsZWQYCyABKAsyFS5hc2t1c2VyLnYxLlJ1bkZhaWxlZEgAEjEKDXJ1bl9jYW5jZWxsZWQYDCABKAsyGC5hc2t1c2VyLnYxLlJ1bkNhbmNlbGxlZEgAEioKCWhlYXJ0YmVhdBgNIAEoCzIVLmFza3VzZXIudjEuSGVhcnRiZWF0SAASNQoPYW5zd2VyX2FjY2VwdGVkGA4gASgLMhouYXNrdXNlci52MS5BbnN3ZXJBY2NlcHRlZEgAEjMKDnN0ZXBfcmVzdGFydGVkGA8gASgLMhkuYXNrdXNlci52MS5TdGVwUmVzdGFydGVkSABCBwoFZXZlbnQilwEKClJ1blN0YXJ0ZWQSEAoIYWdlbnRfaWQYASABKAkSDgoGcHJvbXB0GAIgASgJEjYKCG1ldGFkYXRhGAMgAygLMiQuYXNrdXNlci52MS5SdW5TdGFydGVkLk1ldGFkYXRhRW50cnkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIhkKCVRleHREZWx0YRIMCgR0ZXh0GAEgASgJIksKCFRvb2xDYWxsEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSFgoOYXJndW1lbnRzX2pzb24YAyABKAkijQIKEVRvb2xDYWxsU3VzcGVuZGVkEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSMwoPc3VzcGVuZF9wYXlsb2FkGAMgASgLMhouYXNrdXNlci52MS5TdXNwZW5kUGF5bG9hZBIvCgtleHBpcmVfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJQoEa2luZBgFIAEoDjIXLmFza3VzZXIudjEuU3VzcGVuZEtpbmQSFgoOYXJndW1lbnRzX2pzb24YBiABKAkSFwoPYXBwcm92YWxfcmVhc29uGAcgASgJEhEKCWFzc2lnbmVlcxgIIAMoCSKaAQoKVG9vbFJlc3VsdBIUCgx0b29sX2NhbGxfaWQYASABKAkSDwoHY29udGVudBgCIAEoCRIQCghpc19lcnJvchgDIAEoCBIoCgRraW5kGAQgASgOMhouYXNrdXNlci52MS5Ub29sUmVzdWx0S2luZBIpCgpzZXR0bGVkX2J5GAUgASgLMhUuYXNrdXNlci52MS5TZXR0bGVkQnkiVAoJU2V0dGxlZEJ5Eg4KBnRlbmFudBgBIAEoCRIPCgdzdWJqZWN0GAIgASgJEiYKBm1ldGhvZBgDIAEoDjIWLmFza3VzZXIudjEuQXV0aE1ldGhvZCKQAQoOQW5zd2VyUmVqZWN0ZWQSFAoMdG9vbF9jYWxsX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIPCgdtZXNzYWdlGAMgASgJEjQKEGZpZWxkX3Zpb2xhdGlvbnMYBCADKAsyGi5hc2t1c2VyLnYxLkZpZWxkVmlvbGF0aW9uEhEKCWFuc3dlcl9pZBgFIAEoCSJMCg5BbnN3ZXJBY2NlcHRlZBIUCgx0b29sX2NhbGxfaWQYASABKAkSEQoJYW5zd2VyX2lkGAIgASgJEhEKCWR1cGxpY2F0ZRgDIAEoCCI0CgVVc2FnZRIUCgxpbnB1dF90b2tlbnMYASABKAQSFQoNb3V0cHV0X3Rva2VucxgCIAEoBCJFCgxSdW5Db21wbGV0ZWQSEwoLb3V0cHV0X3RleHQYASABKAkSIAoFdXNhZ2UYAiABKAsyES5hc2t1c2VyLnYxLlVzYWdlIhwKCVJ1bkZhaWxlZBIPCgdtZXNzYWdlGAEgASgJIh4KDFJ1bkNhbmNlbGxlZBIOCgZyZWFzb24YASABKAkiCwoJSGVhcnRiZWF0IjAKDVN0ZXBSZXN0YXJ0ZWQSDgoGcmVhc29uGAEgASgJEg8KB2F0dGVtcHQYAiABKA0iNgoQUmVzdW1lUnVuUmVxdWVzdBIiCgZhbnN3ZXIYASABKAsyEi5hc2t1c2VyLnYxLkFuc3dlciI5Cg9XYXRjaFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgEItQCCg9QZW5kaW5nVG9vbENhbGwSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRIzCg9zdXNwZW5kX3BheWxvYWQYAyABKAsyGi5hc2t1c2VyLnYxLlN1c3BlbmRQYXlsb2FkEi8KC2V4cGlyZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgRraW5kGAUgASgOMhcuYXNrdXNlci52MS5TdXNwZW5kS2luZBIWCg5hcmd1bWVudHNfanNvbhgGIAEoCRIXCg9hcHByb3ZhbF9yZWFzb24YByABKAkSEAoIY2xhaW1hbnQYCCABKAkSNQoRY2xhaW1fZXhwaXJlX3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCWFzc2lnbmVlcxgKIAMoCSLXAwoDUnVuEg4KBnJ1bl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIlCgZzdGF0dXMYAyABKA4yFS5hc2t1c2VyLnYxLlJ1blN0YXR1cxI3ChJwZW5kaW5nX3Rvb2xfY2FsbHMYBCADKAsyGy5hc2t1c2VyLnYxLlBlbmRpbmdUb29sQ2FsbBITCgtvdXRwdXRfdGV4dBgFIAEoCRIVCg1sYXN0X3NlcXVlbmNlGAYgASgEEi8KC2NyZWF0ZV90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoIbWV0YWRhdGEYCSADKAsyHS5hc2t1c2VyLnYxLlJ1bi5NZXRhZGF0YUVudHJ5Eg4KBnByb21wdBgKIAEoCRIVCg1lcnJvcl9tZXNzYWdlGAsgASgJEjcKEnNldHRsZWRfdG9vbF9jYWxscxgMIAMoCzIbLmFza3VzZXIudjEuU2V0dGxlZFRvb2xDYWxsGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLZAQoPU2V0dGxlZFRvb2xDYWxsEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSKAoEa2luZBgDIAEoDjIaLmFza3VzZXIudjEuVG9vbFJlc3VsdEtpbmQSKQoKc2V0dGxlZF9ieRgEIAEoCzIVLmFza3VzZXIudjEuU2V0dGxlZEJ5Ei8KC3NldHRsZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIXCg9yZXN1bHRfc2VxdWVuY2UYBiABKAQiHwoNR2V0UnVuUmVxdWVzdBIOCgZydW5faWQYASABKAkiLgoOR2V0UnVuUmVzcG9uc2USHAoDcnVuGAEgASgLMg8uYXNrdXNlci52MS5SdW4icQoPTGlzdFJ1bnNSZXF1ZXN0EiUKBnN0YXR1cxgBIAEoDjIVLmFza3VzZXIudjEuUnVuU3RhdHVzEhAKCGFnZW50X2lkGAQgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIkoKEExpc3RSdW5zUmVzcG9uc2USHQoEcnVucxgBIAMoCzIPLmFza3VzZXIudjEuUnVuEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIyChBDYW5jZWxSdW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiMQoRQ2FuY2VsUnVuUmVzcG9uc2USHAoDcnVuGAEgASgLMg8uYXNrdXNlci52MS5SdW4iEwoRTGlzdEFnZW50c1JlcXVlc3Qi1AEKBUFnZW50EhAKCGFnZW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSFAoMaW5zdHJ1Y3Rpb25zGAMgASgJEg0KBXRvb2xzGAQgAygJEhYKDm1vZGVsX3Byb3ZpZGVyGAUgASgJEhEKCW1heF9zdGVwcxgGIAEoDRIvCgxxdWVzdGlvbl90dGwYByABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SKgoLYWdlbnRfdG9vbHMYCCADKAsyFS5hc2t1c2VyLnYxLkFnZW50VG9vbCK8AQoJQWdlbnRUb29sEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSIgoEa2luZBgDIAEoDjIULmFza3VzZXIudjEuVG9vbEtpbmQSHgoWcGFyYW1ldGVyc19qc29uX3NjaGVtYRgEIAEoCRIsCghhcHByb3ZhbBgFIAEoDjIaLmFza3VzZXIudjEuQXBwcm92YWxQb2xpY3kSGgoSYXBwcm92YWxfY29uZGl0aW9uGAYgASgJIoEBChhXYXRjaFBlbmRpbmdDYWxsc1JlcXVlc3QSEQoJYWdlbnRfaWRzGAEgAygJEhIKCnRvb2xfbmFtZXMYAiADKAkSJgoFa2luZHMYAyADKA4yFy5hc2t1c2VyLnYxLlN1c3BlbmRLaW5kEhYKDmFzc2lnbmVkX3RvX21lGAQgASgIIuUBChlXYXRjaFBlbmRpbmdDYWxsc1Jlc3BvbnNlEi8KDGNhbGxfcGVuZGluZxgBIAEoCzIXLmFza3VzZXIudjEuQ2FsbFBlbmRpbmdIABIvCgxjYWxsX3NldHRsZWQYAiABKAsyFy5hc2t1c2VyLnYxLkNhbGxTZXR0bGVkSAASMQoNc25hcHNob3RfZG9uZRgDIAEoCzIYLmFza3VzZXIudjEuU25hcHNob3REb25lSAASKgoJaGVhcnRiZWF0GAQgASgLMhUuYXNrdXNlci52MS5IZWFydGJlYXRIAEIHCgVldmVudCJaCgtDYWxsUGVuZGluZxIOCgZydW5faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSKQoEY2FsbBgDIAEoCzIbLmFza3VzZXIudjEuUGVuZGluZ1Rvb2xDYWxsIogBCgtDYWxsU2V0dGxlZBIOCgZydW5faWQYASABKAkSFAoMdG9vbF9jYWxsX2lkGAIgASgJEigKBGtpbmQYAyABKA4yGi5hc2t1c2VyLnYxLlRvb2xSZXN1bHRLaW5kEikKCnNldHRsZWRfYnkYBCABKAsyFS5hc2t1c2VyLnYxLlNldHRsZWRCeSIOCgxTbmFwc2hvdERvbmUicgoQQ2xhaW1DYWxsUmVxdWVzdBIOCgZydW5faWQYASABKAkSFAoMdG9vbF9jYWxsX2lkGAIgASgJEiYKA3R0bBgDIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIQCghjbGFpbWFudBgEIAEoCSJEChFDbGFpbUNhbGxSZXNwb25zZRIvCgtleHBpcmVfdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiNwoSTGlzdEFnZW50c1Jlc3BvbnNlEiEKBmFnZW50cxgBIAMoCzIRLmFza3VzZXIudjEuQWdlbnQqiQEKDkFwcHJvdmFsUG9saWN5Eh8KG0FQUFJPVkFMX1BPTElDWV9VTlNQRUNJRklFRBAAEhkKFUFQUFJPVkFMX1BPTElDWV9ORVZFUhABEhoKFkFQUFJPVkFMX1BPTElDWV9BTFdBWVMQAhIfChtBUFBST1ZBTF9QT0xJQ1lfQ09ORElUSU9OQUwQAyp/CgtTdXNwZW5kS2luZBIcChhTVVNQRU5EX0tJTkRfVU5TUEVDSUZJRUQQABIZChVTVVNQRU5EX0tJTkRfUVVFU1RJT04QARIZChVTVVNQRU5EX0tJTkRfQVBQUk9WQUwQAhIcChhTVVNQRU5EX0tJTkRfQ0xJRU5UX1RPT0wQAyqsAgoOVG9vbFJlc3VsdEtpbmQSIAocVE9PTF9SRVNVTFRfS0lORF9VTlNQRUNJRklFRBAAEh0KGVRPT0xfUkVTVUxUX0tJTkRfQU5TV0VSRUQQARIdChlUT09MX1JFU1VMVF9LSU5EX0RFQ0xJTkVEEAISHAoYVE9PTF9SRVNVTFRfS0lORF9FWFBJUkVEEAMSHgoaVE9PTF9SRVNVTFRfS0lORF9DQU5DRUxMRUQQBBIhCh1UT09MX1JFU1VMVF9LSU5EX0lOVkFMSURfQ0FMTBAFEhsKF1RPT0xfUkVTVUxUX0tJTkRfT1VUUFVUEAYSHQoZVE9PTF9SRVNVTFRfS0lORF9FWEVDVVRFRBAHEh0KGVRPT0xfUkVTVUxUX0tJTkRfUkVKRUNURUQQCCqiAQoKQXV0aE1ldGhvZBIbChdBVVRIX01FVEhPRF9VTlNQRUNJRklFRBAAEhQKEEFVVEhfTUVUSE9EX05PTkUQARIXChNBVVRIX01FVEhPRF9BUElfS0VZEAISEwoPQVVUSF9NRVRIT0RfSldUEAMSGwoXQVVUSF9NRVRIT0RfQ0VSVElGSUNBVEUQBBIWChJBVVRIX01FVEhPRF9TRVJWRVIQBSqkAQoJUnVuU3RhdHVzEhoKFlJVTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJSVU5fU1RBVFVTX1JVTk5JTkcQARIYChRSVU5fU1RBVFVTX1NVU1BFTkRFRBACEhgKFFJVTl9TVEFUVVNfQ09NUExFVEVEEAMSFQoRUlVOX1NUQVRVU19GQUlMRUQQBBIYChRSVU5fU1RBVFVTX0NBTkNFTExFRBAFKmcKCFRvb2xLaW5kEhkKFVRPT0xfS0lORF9VTlNQRUNJRklFRBAAEhYKElRPT0xfS0lORF9BU0tfVVNFUhABEhQKEFRPT0xfS0lORF9DTElFTlQQAhISCg5UT09MX0tJTkRfSFRUUBADMroFCgxBZ2VudFNlcnZpY2USSQoIUnVuQWdlbnQSGy5hc2t1c2VyLnYxLlJ1bkFnZW50UmVxdWVzdBocLmFza3VzZXIudjEuUnVuQWdlbnRSZXNwb25zZSgBMAESSQoJUmVzdW1lUnVuEhwuYXNrdXNlci52MS5SZXN1bWVSdW5SZXF1ZXN0GhwuYXNrdXNlci52MS5SdW5BZ2VudFJlc3BvbnNlMAESRwoIV2F0Y2hSdW4SGy5hc2t1c2VyLnYxLldhdGNoUnVuUmVxdWVzdBocLmFza3VzZXIudjEuUnVuQWdlbnRSZXNwb25zZTABEj8KBkdldFJ1bhIZLmFza3VzZXIudjEuR2V0UnVuUmVxdWVzdBoaLmFza3VzZXIudjEuR2V0UnVuUmVzcG9uc2USRQoITGlzdFJ1bnMSGy5hc2t1c2VyLnYxLkxpc3RSdW5zUmVxdWVzdBocLmFza3VzZXIudjEuTGlzdFJ1bnNSZXNwb25zZRJICglDYW5jZWxSdW4SHC5hc2t1c2VyLnYxLkNhbmNlbFJ1blJlcXVlc3QaHS5hc2t1c2VyLnYxLkNhbmNlbFJ1blJlc3BvbnNlEksKCkxpc3RBZ2VudHMSHS5hc2t1c2VyLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Gh4uYXNrdXNlci52MS5MaXN0QWdlbnRzUmVzcG9uc2USYgoRV2F0Y2hQZW5kaW5nQ2FsbHMSJC5hc2t1c2VyLnYxLldhdGNoUGVuZGluZ0NhbGxzUmVxdWVzdBolLmFza3VzZXIudjEuV2F0Y2hQZW5kaW5nQ2FsbHNSZXNwb25zZTABEkgKCUNsYWltQ2FsbBIcLmFza3VzZXIudjEuQ2xhaW1DYWxsUmVxdWVzdBodLmFza3VzZXIudjEuQ2xhaW1DYWxsUmVzcG9uc2VCiwEKDmRldi5hc2t1c2VyLnYxQgpBZ2VudFByb3RvUAFaPWdpdGh1Yi5jb20vYXNrdXNlci1kZXYvYXNrdXNlci9jbGllbnRzL2dvL2Fza3VzZXJ2MTthc2t1c2VydjGiAgNBWFiqAgpBc2t1c2VyLlYxygIKQXNrdXNlclxWMeoCC0Fza3VzZXI6OlYxYgZwcm90bzM", [file_askuser_v1_ask_user, file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChZhc2t1c2VyL3YxL2FnZW50LnByb3RvEgphc2t1c2VyLnYxIpABCg9SdW5BZ2VudFJlcXVlc3QSJQoFc3RhcnQYASABKAsyFC5hc2t1c2VyLnYxLlN0YXJ0UnVuSAASJAoGYW5zd2VyGAIgASgLMhIuYXNrdXNlci52MS5BbnN3ZXJIABInCgZhdHRhY2gYAyABKAsyFS5hc2t1c2VyLnYxLkF0dGFjaFJ1bkgAQgcKBWZyYW1lIrYCCghTdGFydFJ1bhIQCghhZ2VudF9pZBgBIAEoCRIOCgZwcm9tcHQYAiABKAkSNAoIbWV0YWRhdGEYAyADKAsyIi5hc2t1c2VyLnYxLlN0YXJ0UnVuLk1ldGFkYXRhRW50cnkSLwoMcXVlc3Rpb25fdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEikKBXRvb2xzGAUgAygLMhouYXNrdXNlci52MS5Ub29sRGVmaW5pdGlvbhISCgpyZXF1ZXN0X2lkGAYgASgJEjEKCHdlYmhvb2tzGAcgAygLMh8uYXNrdXNlci52MS5XZWJob29rU3Vic2NyaXB0aW9uGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIyChNXZWJob29rU3Vic2NyaXB0aW9uEgsKA3VybBgBIAEoCRIOCgZldmVudHMYAiADKAkigQEKDlRvb2xEZWZpbml0aW9uEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSHgoWcGFyYW1ldGVyc19qc29uX3NjaGVtYRgDIAEoCRIsCghhcHByb3ZhbBgEIAEoDjIaLmFza3VzZXIudjEuQXBwcm92YWxQb2xpY3kiMwoJQXR0YWNoUnVuEg4KBnJ1bl9pZBgBIAEoCRIWCg5hZnRlcl9zZXF1ZW5jZRgCIAEoBCKSAgoGQW5zd2VyEg4KBnJ1bl9pZBgBIAEoCRIUCgx0b29sX2NhbGxfaWQYAiABKAkSDgoEdGV4dBgDIAEoCUgAEiwKCnNlbGVjdGlvbnMYBCABKAsyFi5hc2t1c2VyLnYxLlNlbGVjdGlvbnNIABImCgdkZWNsaW5lGAYgASgLMhMuYXNrdXNlci52MS5EZWNsaW5lSAASLQoLdG9vbF9vdXRwdXQYByABKAsyFi5hc2t1c2VyLnYxLlRvb2xPdXRwdXRIABIwCghhcHByb3ZhbBgIIAEoCzIcLmFza3VzZXIudjEuQXBwcm92YWxEZWNpc2lvbkgAEhEKCWFuc3dlcl9pZBgFIAEoCUIICgZhbnN3ZXIiLwoKVG9vbE91dHB1dBIPCgdjb250ZW50GAEgASgJEhAKCGlzX2Vycm9yGAIgASgIIoYCChBBcHByb3ZhbERlY2lzaW9uEjcKB2FwcHJvdmUYASABKAsyJC5hc2t1c2VyLnYxLkFwcHJvdmFsRGVjaXNpb24uQXBwcm92ZUgAEjUKBnJlamVjdBgCIAEoCzIjLmFza3VzZXIudjEuQXBwcm92YWxEZWNpc2lvbi5SZWplY3RIABIxCgRlZGl0GAMgASgLMiEuYXNrdXNlci52MS5BcHByb3ZhbERlY2lzaW9uLkVkaXRIABoJCgdBcHByb3ZlGhgKBlJlamVjdBIOCgZyZWFzb24YASABKAkaHgoERWRpdBIWCg5hcmd1bWVudHNfanNvbhgBIAEoCUIKCghkZWNpc2lvbiK9BQoQUnVuQWdlbnRSZXNwb25zZRIOCgZydW5faWQYASABKAkSEAoIc2VxdWVuY2UYAiABKAQSKAoEdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoLcnVuX3N0YXJ0ZWQYBCABKAsyFi5hc2t1c2VyLnYxLlJ1blN0YXJ0ZWRIABIrCgp0ZXh0X2RlbHRhGAUgASgLMhUuYXNrdXNlci52MS5UZXh0RGVsdGFIABIpCgl0b29sX2NhbGwYBiABKAsyFC5hc2t1c2VyLnYxLlRvb2xDYWxsSAASPAoTdG9vbF9jYWxsX3N1c3BlbmRlZBgHIAEoCzIdLmFza3VzZXIudjEuVG9vbENhbGxTdXNwZW5kZWRIABItCgt0b29sX3Jlc3VsdBgIIAEoCzIWLmFza3VzZXIudjEuVG9vbFJlc3VsdEgAEjUKD2Fuc3dlcl9yZWplY3RlZBgJIAEoCzIaLmFza3VzZXIudjEuQW5zd2VyUmVqZWN0ZWRIABIxCg1ydW5fY29tcGxldGVkGAogASgLMhguYXNrdXNlci52MS5SdW5Db21wbGV0ZWRIABIrCgpydW5fZmFpbGVkGAsgASgLMhUuYXNrdXNlci52MS5SdW5GYWlsZWRIABIxCg1ydW5fY2FuY2VsbGVkGAwgASgLMhguYXNrdXNlci52MS5SdW5DYW5jZWxsZWRIABIqCgloZWFydGJlYXQYDSABKAsyFS5hc2t1c2VyLnYxLkhlYXJ0YmVhdEgAEjUKD2Fuc3dlcl9hY2NlcHRlZBgOIAEoCzIaLmFza3VzZXIudjEuQW5zd2VyQWNjZXB0ZWRIABIzCg5zdGVwX3Jlc3RhcnRlZBgPIAEoCzIZLmFza3VzZXIudjEuU3RlcFJlc3RhcnRlZEgAQgcKBWV2ZW50IpcBCgpSdW5TdGFydGVkEhAKCGFnZW50X2lkGAEgASgJEg4KBnByb21wdBgCIAEoCRI2CghtZXRhZGF0YRgDIAMoCzIkLmFza3VzZXIudjEuUnVuU3RhcnRlZC5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIZCglUZXh0RGVsdGESDAoEdGV4dBgBIAEoCSJLCghUb29sQ2FsbBIUCgx0b29sX2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEhYKDmFyZ3VtZW50c19qc29uGAMgASgJIo0CChFUb29sQ2FsbFN1c3BlbmRlZBIUCgx0b29sX2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEjMKD3N1c3BlbmRfcGF5bG9hZBgDIAEoCzIaLmFza3VzZXIudjEuU3VzcGVuZFBheWxvYWQSLwoLZXhwaXJlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiUKBGtpbmQYBSABKA4yFy5hc2t1c2VyLnYxLlN1c3BlbmRLaW5kEhYKDmFyZ3VtZW50c19qc29uGAYgASgJEhcKD2FwcHJvdmFsX3JlYXNvbhgHIAEoCRIRCglhc3NpZ25lZXMYCCADKAkimgEKClRvb2xSZXN1bHQSFAoMdG9vbF9jYWxsX2lkGAEgASgJEg8KB2NvbnRlbnQYAiABKAkSEAoIaXNfZXJyb3IYAyABKAgSKAoEa2luZBgEIAEoDjIaLmFza3VzZXIudjEuVG9vbFJlc3VsdEtpbmQSKQoKc2V0dGxlZF9ieRgFIAEoCzIVLmFza3VzZXIudjEuU2V0dGxlZEJ5IlQKCVNldHRsZWRCeRIOCgZ0ZW5hbnQYASABKAkSDwoHc3ViamVjdBgCIAEoCRImCgZtZXRob2QYAyABKA4yFi5hc2t1c2VyLnYxLkF1dGhNZXRob2QikAEKDkFuc3dlclJlamVjdGVkEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSDwoHbWVzc2FnZRgDIAEoCRI0ChBmaWVsZF92aW9sYXRpb25zGAQgAygLMhouYXNrdXNlci52MS5GaWVsZFZpb2xhdGlvbhIRCglhbnN3ZXJfaWQYBSABKAkiTAoOQW5zd2VyQWNjZXB0ZWQSFAoMdG9vbF9jYWxsX2lkGAEgASgJEhEKCWFuc3dlcl9pZBgCIAEoCRIRCglkdXBsaWNhdGUYAyABKAgiNAoFVXNhZ2USFAoMaW5wdXRfdG9rZW5zGAEgASgEEhUKDW91dHB1dF90b2tlbnMYAiABKAQiRQoMUnVuQ29tcGxldGVkEhMKC291dHB1dF90ZXh0GAEgASgJEiAKBXVzYWdlGAIgASgLMhEuYXNrdXNlci52MS5Vc2FnZSIcCglSdW5GYWlsZWQSDwoHbWVzc2FnZRgBIAEoCSIeCgxSdW5DYW5jZWxsZWQSDgoGcmVhc29uGAEgASgJIgsKCUhlYXJ0YmVhdCIwCg1TdGVwUmVzdGFydGVkEg4KBnJlYXNvbhgBIAEoCRIPCgdhdHRlbXB0GAIgASgNIjYKEFJlc3VtZVJ1blJlcXVlc3QSIgoGYW5zd2VyGAEgASgLMhIuYXNrdXNlci52MS5BbnN3ZXIiOQoPV2F0Y2hSdW5SZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIWCg5hZnRlcl9zZXF1ZW5jZRgCIAEoBCKGAwoPUGVuZGluZ1Rvb2xDYWxsEhQKDHRvb2xfY2FsbF9pZBgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSMwoPc3VzcGVuZF9wYXlsb2FkGAMgASgLMhouYXNrdXNlci52MS5TdXNwZW5kUGF5bG9hZBIvCgtleHBpcmVfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJQoEa2luZBgFIAEoDjIXLmFza3VzZXIudjEuU3VzcGVuZEtpbmQSFgoOYXJndW1lbnRzX2pzb24YBiABKAkSFwoPYXBwcm92YWxfcmVhc29uGAcgASgJEhAKCGNsYWltYW50GAggASgJEjUKEWNsYWltX2V4cGlyZV90aW1lGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIRCglhc3NpZ25lZXMYCiADKAkSMAoMc3VzcGVuZF90aW1lGAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCL5AwoDUnVuEg4KBnJ1bl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIlCgZzdGF0dXMYAyABKA4yFS5hc2t1c2VyLnYxLlJ1blN0YXR1cxI3ChJwZW5kaW5nX3Rvb2xfY2FsbHMYBCADKAsyGy5hc2t1c2VyLnYxLlBlbmRpbmdUb29sQ2FsbBITCgtvdXRwdXRfdGV4dBgFIAEoCRIVCg1sYXN0X3NlcXVlbmNlGAYgASgEEi8KC2NyZWF0ZV90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoIbWV0YWRhdGEYCSADKAsyHS5hc2t1c2VyLnYxLlJ1bi5NZXRhZGF0YUVudHJ5Eg4KBnByb21wdBgKIAEoCRIVCg1lcnJvcl9tZXNzYWdlGAsgASgJEjcKEnNldHRsZWRfdG9vbF9jYWxscxgMIAMoCzIbLmFza3VzZXIudjEuU2V0dGxlZFRvb2xDYWxsEiAKBXVzYWdlGA0gASgLMhEuYXNrdXNlci52MS5Vc2FnZRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiiwIKD1NldHRsZWRUb29sQ2FsbBIUCgx0b29sX2NhbGxfaWQYASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEigKBGtpbmQYAyABKA4yGi5hc2t1c2VyLnYxLlRvb2xSZXN1bHRLaW5kEikKCnNldHRsZWRfYnkYBCABKAsyFS5hc2t1c2VyLnYxLlNldHRsZWRCeRIvCgtzZXR0bGVfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFwoPcmVzdWx0X3NlcXVlbmNlGAYgASgEEjAKDHN1c3BlbmRfdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiHwoNR2V0UnVuUmVxdWVzdBIOCgZydW5faWQYASABKAkiLgoOR2V0UnVuUmVzcG9uc2USHAoDcnVuGAEgASgLMg8uYXNrdXNlci52MS5SdW4i/QIKD0xpc3RSdW5zUmVxdWVzdBIlCgZzdGF0dXMYASABKA4yFS5hc2t1c2VyLnYxLlJ1blN0YXR1cxIQCghhZ2VudF9pZBgEIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRI7CghtZXRhZGF0YRgFIAMoCzIpLmFza3VzZXIudjEuTGlzdFJ1bnNSZXF1ZXN0Lk1ldGFkYXRhRW50cnkSNQoRY3JlYXRlX3RpbWVfYWZ0ZXIYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjYKEmNyZWF0ZV90aW1lX2JlZm9yZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLQoMcGVuZGluZ19raW5kGAggASgOMhcuYXNrdXNlci52MS5TdXNwZW5kS2luZBovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiSgoQTGlzdFJ1bnNSZXNwb25zZRIdCgRydW5zGAEgAygLMg8uYXNrdXNlci52MS5SdW4SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjIKEENhbmNlbFJ1blJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIxChFDYW5jZWxSdW5SZXNwb25zZRIcCgNydW4YASABKAsyDy5hc2t1c2VyLnYxLlJ1biITChFMaXN0QWdlbnRzUmVxdWVzdCLUAQoFQWdlbnQSEAoIYWdlbnRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIUCgxpbnN0cnVjdGlvbnMYAyABKAkSDQoFdG9vbHMYBCADKAkSFgoObW9kZWxfcHJvdmlkZXIYBSABKAkSEQoJbWF4X3N0ZXBzGAYgASgNEi8KDHF1ZXN0aW9uX3R0bBgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIqCgthZ2VudF90b29scxgIIAMoCzIVLmFza3VzZXIudjEuQWdlbnRUb29sIrwBCglBZ2VudFRvb2wSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIiCgRraW5kGAMgASgOMhQuYXNrdXNlci52MS5Ub29sS2luZBIeChZwYXJhbWV0ZXJzX2pzb25fc2NoZW1hGAQgASgJEiwKCGFwcHJvdmFsGAUgASgOMhouYXNrdXNlci52MS5BcHByb3ZhbFBvbGljeRIaChJhcHByb3ZhbF9jb25kaXRpb24YBiABKAkigQEKGFdhdGNoUGVuZGluZ0NhbGxzUmVxdWVzdBIRCglhZ2VudF9pZHMYASADKAkSEgoKdG9vbF9uYW1lcxgCIAMoCRImCgVraW5kcxgDIAMoDjIXLmFza3VzZXIudjEuU3VzcGVuZEtpbmQSFgoOYXNzaWduZWRfdG9fbWUYBCABKAgi5QEKGVdhdGNoUGVuZGluZ0NhbGxzUmVzcG9uc2USLwoMY2FsbF9wZW5kaW5nGAEgASgLMhcuYXNrdXNlci52MS5DYWxsUGVuZGluZ0gAEi8KDGNhbGxfc2V0dGxlZBgCIAEoCzIXLmFza3VzZXIudjEuQ2FsbFNldHRsZWRIABIxCg1zbmFwc2hvdF9kb25lGAMgASgLMhguYXNrdXNlci52MS5TbmFwc2hvdERvbmVIABIqCgloZWFydGJlYXQYBCABKAsyFS5hc2t1c2VyLnYxLkhlYXJ0YmVhdEgAQgcKBWV2ZW50IloKC0NhbGxQZW5kaW5nEg4KBnJ1bl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIpCgRjYWxsGAMgASgLMhsuYXNrdXNlci52MS5QZW5kaW5nVG9vbENhbGwiiAEKC0NhbGxTZXR0bGVkEg4KBnJ1bl9pZBgBIAEoCRIUCgx0b29sX2NhbGxfaWQYAiABKAkSKAoEa2luZBgDIAEoDjIaLmFza3VzZXIudjEuVG9vbFJlc3VsdEtpbmQSKQoKc2V0dGxlZF9ieRgEIAEoCzIVLmFza3VzZXIudjEuU2V0dGxlZEJ5Ig4KDFNuYXBzaG90RG9uZSJyChBDbGFpbUNhbGxSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIUCgx0b29sX2NhbGxfaWQYAiABKAkSJgoDdHRsGAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhAKCGNsYWltYW50GAQgASgJIkQKEUNsYWltQ2FsbFJlc3BvbnNlEi8KC2V4cGlyZV90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI3ChJMaXN0QWdlbnRzUmVzcG9uc2USIQoGYWdlbnRzGAEgAygLMhEuYXNrdXNlci52MS5BZ2VudCqJAQoOQXBwcm92YWxQb2xpY3kSHwobQVBQUk9WQUxfUE9MSUNZX1VOU1BFQ0lGSUVEEAASGQoVQVBQUk9WQUxfUE9MSUNZX05FVkVSEAESGgoWQVBQUk9WQUxfUE9MSUNZX0FMV0FZUxACEh8KG0FQUFJPVkFMX1BPTElDWV9DT05ESVRJT05BTBADKn8KC1N1c3BlbmRLaW5kEhwKGFNVU1BFTkRfS0lORF9VTlNQRUNJRklFRBAAEhkKFVNVU1BFTkRfS0lORF9RVUVTVElPThABEhkKFVNVU1BFTkRfS0lORF9BUFBST1ZBTBACEhwKGFNVU1BFTkRfS0lORF9DTElFTlRfVE9PTBADKqwCCg5Ub29sUmVzdWx0S2luZBIgChxUT09MX1JFU1VMVF9LSU5EX1VOU1BFQ0lGSUVEEAASHQoZVE9PTF9SRVNVTFRfS0lORF9BTlNXRVJFRBABEh0KGVRPT0xfUkVTVUxUX0tJTkRfREVDTElORUQQAhIcChhUT09MX1JFU1VMVF9LSU5EX0VYUElSRUQQAxIeChpUT09MX1JFU1VMVF9LSU5EX0NBTkNFTExFRBAEEiEKHVRPT0xfUkVTVUxUX0tJTkRfSU5WQUxJRF9DQUxMEAUSGwoXVE9PTF9SRVNVTFRfS0lORF9PVVRQVVQQBhIdChlUT09MX1JFU1VMVF9LSU5EX0VYRUNVVEVEEAcSHQoZVE9PTF9SRVNVTFRfS0lORF9SRUpFQ1RFRBAIKqIBCgpBdXRoTWV0aG9kEhsKF0FVVEhfTUVUSE9EX1VOU1BFQ0lGSUVEEAASFAoQQVVUSF9NRVRIT0RfTk9ORRABEhcKE0FVVEhfTUVUSE9EX0FQSV9LRVkQAhITCg9BVVRIX01FVEhPRF9KV1QQAxIbChdBVVRIX01FVEhPRF9DRVJUSUZJQ0FURRAEEhYKEkFVVEhfTUVUSE9EX1NFUlZFUhAFKqQBCglSdW5TdGF0dXMSGgoWUlVOX1NUQVRVU19VTlNQRUNJRklFRBAAEhYKElJVTl9TVEFUVVNfUlVOTklORxABEhgKFFJVTl9TVEFUVVNfU1VTUEVOREVEEAISGAoUUlVOX1NUQVRVU19DT01QTEVURUQQAxIVChFSVU5fU1RBVFVTX0ZBSUxFRBAEEhgKFFJVTl9TVEFUVVNfQ0FOQ0VMTEVEEAUqZwoIVG9vbEtpbmQSGQoVVE9PTF9LSU5EX1VOU1BFQ0lGSUVEEAASFgoSVE9PTF9LSU5EX0FTS19VU0VSEAESFAoQVE9PTF9LSU5EX0NMSUVOVBACEhIKDlRPT0xfS0lORF9IVFRQEAMyugUKDEFnZW50U2VydmljZRJJCghSdW5BZ2VudBIbLmFza3VzZXIudjEuUnVuQWdlbnRSZXF1ZXN0GhwuYXNrdXNlci52MS5SdW5BZ2VudFJlc3BvbnNlKAEwARJJCglSZXN1bWVSdW4SHC5hc2t1c2VyLnYxLlJlc3VtZVJ1blJlcXVlc3QaHC5hc2t1c2VyLnYxLlJ1bkFnZW50UmVzcG9uc2UwARJHCghXYXRjaFJ1bhIbLmFza3VzZXIudjEuV2F0Y2hSdW5SZXF1ZXN0GhwuYXNrdXNlci52MS5SdW5BZ2VudFJlc3BvbnNlMAESPwoGR2V0UnVuEhkuYXNrdXNlci52MS5HZXRSdW5SZXF1ZXN0GhouYXNrdXNlci52MS5HZXRSdW5SZXNwb25zZRJFCghMaXN0UnVucxIbLmFza3VzZXIudjEuTGlzdFJ1bnNSZXF1ZXN0GhwuYXNrdXNlci52MS5MaXN0UnVuc1Jlc3BvbnNlEkgKCUNhbmNlbFJ1bhIcLmFza3VzZXIudjEuQ2FuY2VsUnVuUmVxdWVzdBodLmFza3VzZXIudjEuQ2FuY2VsUnVuUmVzcG9uc2USSwoKTGlzdEFnZW50cxIdLmFza3VzZXIudjEuTGlzdEFnZW50c1JlcXVlc3QaHi5hc2t1c2VyLnYxLkxpc3RBZ2VudHNSZXNwb25zZRJiChFXYXRjaFBlbmRpbmdDYWxscxIkLmFza3VzZXIudjEuV2F0Y2hQZW5kaW5nQ2FsbHNSZXF1ZXN0GiUuYXNrdXNlci52MS5XYXRjaFBlbmRpbmdDYWxsc1Jlc3BvbnNlMAESSAoJQ2xhaW1DYWxsEhwuYXNrdXNlci52MS5DbGFpbUNhbGxSZXF1ZXN0Gh0uYXNrdXNlci52MS5DbGFpbUNhbGxSZXNwb25zZUKLAQoOZGV2LmFza3VzZXIudjFCCkFnZW50UHJvdG9QAVo9Z2l0aHViLmNvbS9hc2t1c2VyLWRldi9hc2t1c2VyL2NsaWVudHMvZ28vYXNrdXNlcnYxO2Fza3VzZXJ2MaICA0FYWKoCCkFza3VzZXIuVjHKAgpBc2t1c2VyXFYx6gILQXNrdXNlcjo6VjFiBnByb3RvMw", [file_askuser_v1_ask_user, file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * A client frame on the `RunAgent` stream.
@@ -113,6 +113,16 @@ export type StartRun = Message<"askuser.v1.StartRun"> & {
    * @generated from field: string request_id = 6;
    */
   requestId: string;
+
+  /**
+   * Webhooks for this run only, beside the agents file's. Each URL must match one of the server's
+   * `--webhook-allow` patterns (INVALID_ARGUMENT with a field violation on
+   * `start.webhooks[i].url` otherwise, and always on a server without any); deliveries are signed
+   * with the server's `--webhook-secret-env` secret.
+   *
+   * @generated from field: repeated askuser.v1.WebhookSubscription webhooks = 7;
+   */
+  webhooks: WebhookSubscription[];
 };
 
 /**
@@ -121,6 +131,35 @@ export type StartRun = Message<"askuser.v1.StartRun"> & {
  */
 export const StartRunSchema: GenMessage<StartRun> = /*@__PURE__*/
   messageDesc(file_askuser_v1_agent, 1);
+
+/**
+ * Where a run's events are delivered, as signed HTTP POSTs (Standard Webhooks).
+ *
+ * @generated from message askuser.v1.WebhookSubscription
+ */
+export type WebhookSubscription = Message<"askuser.v1.WebhookSubscription"> & {
+  /**
+   * The receiver's URL.
+   *
+   * @generated from field: string url = 1;
+   */
+  url: string;
+
+  /**
+   * The event types it wants: `call.suspended`, `call.reminder`, `call.settled`,
+   * `run.completed`, `run.failed`, `run.cancelled`. Empty: every one.
+   *
+   * @generated from field: repeated string events = 2;
+   */
+  events: string[];
+};
+
+/**
+ * Describes the message askuser.v1.WebhookSubscription.
+ * Use `create(WebhookSubscriptionSchema)` to create a new message.
+ */
+export const WebhookSubscriptionSchema: GenMessage<WebhookSubscription> = /*@__PURE__*/
+  messageDesc(file_askuser_v1_agent, 2);
 
 /**
  * A client tool declared for one run.
@@ -162,7 +201,7 @@ export type ToolDefinition = Message<"askuser.v1.ToolDefinition"> & {
  * Use `create(ToolDefinitionSchema)` to create a new message.
  */
 export const ToolDefinitionSchema: GenMessage<ToolDefinition> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 2);
+  messageDesc(file_askuser_v1_agent, 3);
 
 /**
  * Attaches a stream to an existing run, e.g. after a dropped connection.
@@ -190,7 +229,7 @@ export type AttachRun = Message<"askuser.v1.AttachRun"> & {
  * Use `create(AttachRunSchema)` to create a new message.
  */
 export const AttachRunSchema: GenMessage<AttachRun> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 3);
+  messageDesc(file_askuser_v1_agent, 4);
 
 /**
  * A person's answer to one pending question.
@@ -273,7 +312,7 @@ export type Answer = Message<"askuser.v1.Answer"> & {
  * Use `create(AnswerSchema)` to create a new message.
  */
 export const AnswerSchema: GenMessage<Answer> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 4);
+  messageDesc(file_askuser_v1_agent, 5);
 
 /**
  * The output of a client tool, sent by whoever ran it.
@@ -301,7 +340,7 @@ export type ToolOutput = Message<"askuser.v1.ToolOutput"> & {
  * Use `create(ToolOutputSchema)` to create a new message.
  */
 export const ToolOutputSchema: GenMessage<ToolOutput> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 5);
+  messageDesc(file_askuser_v1_agent, 6);
 
 /**
  * A person's decision on a tool call that waits for approval.
@@ -346,7 +385,7 @@ export type ApprovalDecision = Message<"askuser.v1.ApprovalDecision"> & {
  * Use `create(ApprovalDecisionSchema)` to create a new message.
  */
 export const ApprovalDecisionSchema: GenMessage<ApprovalDecision> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 6);
+  messageDesc(file_askuser_v1_agent, 7);
 
 /**
  * The tool runs with the arguments the model gave.
@@ -361,7 +400,7 @@ export type ApprovalDecision_Approve = Message<"askuser.v1.ApprovalDecision.Appr
  * Use `create(ApprovalDecision_ApproveSchema)` to create a new message.
  */
 export const ApprovalDecision_ApproveSchema: GenMessage<ApprovalDecision_Approve> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 6, 0);
+  messageDesc(file_askuser_v1_agent, 7, 0);
 
 /**
  * The tool never runs; the model is told the call was rejected.
@@ -382,7 +421,7 @@ export type ApprovalDecision_Reject = Message<"askuser.v1.ApprovalDecision.Rejec
  * Use `create(ApprovalDecision_RejectSchema)` to create a new message.
  */
 export const ApprovalDecision_RejectSchema: GenMessage<ApprovalDecision_Reject> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 6, 1);
+  messageDesc(file_askuser_v1_agent, 7, 1);
 
 /**
  * The tool runs with other arguments; the model is told they were changed, and to what.
@@ -403,7 +442,7 @@ export type ApprovalDecision_Edit = Message<"askuser.v1.ApprovalDecision.Edit"> 
  * Use `create(ApprovalDecision_EditSchema)` to create a new message.
  */
 export const ApprovalDecision_EditSchema: GenMessage<ApprovalDecision_Edit> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 6, 2);
+  messageDesc(file_askuser_v1_agent, 7, 2);
 
 /**
  * A server frame: one event of a run.
@@ -542,7 +581,7 @@ export type RunAgentResponse = Message<"askuser.v1.RunAgentResponse"> & {
  * Use `create(RunAgentResponseSchema)` to create a new message.
  */
 export const RunAgentResponseSchema: GenMessage<RunAgentResponse> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 7);
+  messageDesc(file_askuser_v1_agent, 8);
 
 /**
  * The first event of every run.
@@ -577,7 +616,7 @@ export type RunStarted = Message<"askuser.v1.RunStarted"> & {
  * Use `create(RunStartedSchema)` to create a new message.
  */
 export const RunStartedSchema: GenMessage<RunStarted> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 8);
+  messageDesc(file_askuser_v1_agent, 9);
 
 /**
  * A piece of the model's text output.
@@ -598,7 +637,7 @@ export type TextDelta = Message<"askuser.v1.TextDelta"> & {
  * Use `create(TextDeltaSchema)` to create a new message.
  */
 export const TextDeltaSchema: GenMessage<TextDelta> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 9);
+  messageDesc(file_askuser_v1_agent, 10);
 
 /**
  * The model called a tool.
@@ -633,7 +672,7 @@ export type ToolCall = Message<"askuser.v1.ToolCall"> & {
  * Use `create(ToolCallSchema)` to create a new message.
  */
 export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 10);
+  messageDesc(file_askuser_v1_agent, 11);
 
 /**
  * A tool call suspended the run: the call is stored and waits to be settled.
@@ -707,7 +746,7 @@ export type ToolCallSuspended = Message<"askuser.v1.ToolCallSuspended"> & {
  * Use `create(ToolCallSuspendedSchema)` to create a new message.
  */
 export const ToolCallSuspendedSchema: GenMessage<ToolCallSuspended> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 11);
+  messageDesc(file_askuser_v1_agent, 12);
 
 /**
  * A tool call's result, as the model receives it.
@@ -758,7 +797,7 @@ export type ToolResult = Message<"askuser.v1.ToolResult"> & {
  * Use `create(ToolResultSchema)` to create a new message.
  */
 export const ToolResultSchema: GenMessage<ToolResult> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 12);
+  messageDesc(file_askuser_v1_agent, 13);
 
 /**
  * Who settled a tool call.
@@ -794,7 +833,7 @@ export type SettledBy = Message<"askuser.v1.SettledBy"> & {
  * Use `create(SettledBySchema)` to create a new message.
  */
 export const SettledBySchema: GenMessage<SettledBy> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 13);
+  messageDesc(file_askuser_v1_agent, 14);
 
 /**
  * An answer was rejected. The question stays pending and answerable; the run does not advance.
@@ -845,7 +884,7 @@ export type AnswerRejected = Message<"askuser.v1.AnswerRejected"> & {
  * Use `create(AnswerRejectedSchema)` to create a new message.
  */
 export const AnswerRejectedSchema: GenMessage<AnswerRejected> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 14);
+  messageDesc(file_askuser_v1_agent, 15);
 
 /**
  * An answer was accepted.
@@ -881,7 +920,7 @@ export type AnswerAccepted = Message<"askuser.v1.AnswerAccepted"> & {
  * Use `create(AnswerAcceptedSchema)` to create a new message.
  */
 export const AnswerAcceptedSchema: GenMessage<AnswerAccepted> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 15);
+  messageDesc(file_askuser_v1_agent, 16);
 
 /**
  * Token counts reported by a model provider.
@@ -909,7 +948,7 @@ export type Usage = Message<"askuser.v1.Usage"> & {
  * Use `create(UsageSchema)` to create a new message.
  */
 export const UsageSchema: GenMessage<Usage> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 16);
+  messageDesc(file_askuser_v1_agent, 17);
 
 /**
  * The run completed.
@@ -937,7 +976,7 @@ export type RunCompleted = Message<"askuser.v1.RunCompleted"> & {
  * Use `create(RunCompletedSchema)` to create a new message.
  */
 export const RunCompletedSchema: GenMessage<RunCompleted> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 17);
+  messageDesc(file_askuser_v1_agent, 18);
 
 /**
  * The run failed.
@@ -958,7 +997,7 @@ export type RunFailed = Message<"askuser.v1.RunFailed"> & {
  * Use `create(RunFailedSchema)` to create a new message.
  */
 export const RunFailedSchema: GenMessage<RunFailed> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 18);
+  messageDesc(file_askuser_v1_agent, 19);
 
 /**
  * The run was cancelled.
@@ -979,7 +1018,7 @@ export type RunCancelled = Message<"askuser.v1.RunCancelled"> & {
  * Use `create(RunCancelledSchema)` to create a new message.
  */
 export const RunCancelledSchema: GenMessage<RunCancelled> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 19);
+  messageDesc(file_askuser_v1_agent, 20);
 
 /**
  * An empty frame that keeps an idle stream alive.
@@ -994,7 +1033,7 @@ export type Heartbeat = Message<"askuser.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 20);
+  messageDesc(file_askuser_v1_agent, 21);
 
 /**
  * The current model step starts over, e.g. after a model call failed mid-response and is retried,
@@ -1023,7 +1062,7 @@ export type StepRestarted = Message<"askuser.v1.StepRestarted"> & {
  * Use `create(StepRestartedSchema)` to create a new message.
  */
 export const StepRestartedSchema: GenMessage<StepRestarted> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 21);
+  messageDesc(file_askuser_v1_agent, 22);
 
 /**
  * Request of `ResumeRun`.
@@ -1044,7 +1083,7 @@ export type ResumeRunRequest = Message<"askuser.v1.ResumeRunRequest"> & {
  * Use `create(ResumeRunRequestSchema)` to create a new message.
  */
 export const ResumeRunRequestSchema: GenMessage<ResumeRunRequest> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 22);
+  messageDesc(file_askuser_v1_agent, 23);
 
 /**
  * Request of `WatchRun`.
@@ -1072,7 +1111,7 @@ export type WatchRunRequest = Message<"askuser.v1.WatchRunRequest"> & {
  * Use `create(WatchRunRequestSchema)` to create a new message.
  */
 export const WatchRunRequestSchema: GenMessage<WatchRunRequest> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 23);
+  messageDesc(file_askuser_v1_agent, 24);
 
 /**
  * A tool call waiting to be settled: a question, an approval or a client tool call.
@@ -1149,6 +1188,14 @@ export type PendingToolCall = Message<"askuser.v1.PendingToolCall"> & {
    * @generated from field: repeated string assignees = 10;
    */
   assignees: string[];
+
+  /**
+   * When it started waiting (for an approved client tool: since the approval); absent for calls
+   * stored by servers that did not record it.
+   *
+   * @generated from field: google.protobuf.Timestamp suspend_time = 11;
+   */
+  suspendTime?: Timestamp | undefined;
 };
 
 /**
@@ -1156,7 +1203,7 @@ export type PendingToolCall = Message<"askuser.v1.PendingToolCall"> & {
  * Use `create(PendingToolCallSchema)` to create a new message.
  */
 export const PendingToolCallSchema: GenMessage<PendingToolCall> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 24);
+  messageDesc(file_askuser_v1_agent, 25);
 
 /**
  * A run of an agent.
@@ -1248,6 +1295,13 @@ export type Run = Message<"askuser.v1.Run"> & {
    * @generated from field: repeated askuser.v1.SettledToolCall settled_tool_calls = 12;
    */
   settledToolCalls: SettledToolCall[];
+
+  /**
+   * The tokens the run's model turns used so far, summed; absent until a provider reports any.
+   *
+   * @generated from field: askuser.v1.Usage usage = 13;
+   */
+  usage?: Usage | undefined;
 };
 
 /**
@@ -1255,7 +1309,7 @@ export type Run = Message<"askuser.v1.Run"> & {
  * Use `create(RunSchema)` to create a new message.
  */
 export const RunSchema: GenMessage<Run> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 25);
+  messageDesc(file_askuser_v1_agent, 26);
 
 /**
  * A settled tool call of a run.
@@ -1304,6 +1358,14 @@ export type SettledToolCall = Message<"askuser.v1.SettledToolCall"> & {
    * @generated from field: uint64 result_sequence = 6;
    */
   resultSequence: bigint;
+
+  /**
+   * When it (last) started waiting for someone; absent for a call that never waited (a tool the
+   * server ran without approval, an invalid call).
+   *
+   * @generated from field: google.protobuf.Timestamp suspend_time = 7;
+   */
+  suspendTime?: Timestamp | undefined;
 };
 
 /**
@@ -1311,7 +1373,7 @@ export type SettledToolCall = Message<"askuser.v1.SettledToolCall"> & {
  * Use `create(SettledToolCallSchema)` to create a new message.
  */
 export const SettledToolCallSchema: GenMessage<SettledToolCall> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 26);
+  messageDesc(file_askuser_v1_agent, 27);
 
 /**
  * Request of `GetRun`.
@@ -1332,7 +1394,7 @@ export type GetRunRequest = Message<"askuser.v1.GetRunRequest"> & {
  * Use `create(GetRunRequestSchema)` to create a new message.
  */
 export const GetRunRequestSchema: GenMessage<GetRunRequest> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 27);
+  messageDesc(file_askuser_v1_agent, 28);
 
 /**
  * Response of `GetRun`.
@@ -1353,7 +1415,7 @@ export type GetRunResponse = Message<"askuser.v1.GetRunResponse"> & {
  * Use `create(GetRunResponseSchema)` to create a new message.
  */
 export const GetRunResponseSchema: GenMessage<GetRunResponse> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 28);
+  messageDesc(file_askuser_v1_agent, 29);
 
 /**
  * Request of `ListRuns`.
@@ -1383,11 +1445,40 @@ export type ListRunsRequest = Message<"askuser.v1.ListRunsRequest"> & {
   pageSize: number;
 
   /**
-   * The `next_page_token` of the previous page; empty for the first page.
+   * The `next_page_token` of the previous page; empty for the first page. A token works only with
+   * the filters of the listing it came from.
    *
    * @generated from field: string page_token = 3;
    */
   pageToken: string;
+
+  /**
+   * Only runs whose metadata has every one of these entries, with exactly these values.
+   *
+   * @generated from field: map<string, string> metadata = 5;
+   */
+  metadata: { [key: string]: string };
+
+  /**
+   * Only runs created at or after this time.
+   *
+   * @generated from field: google.protobuf.Timestamp create_time_after = 6;
+   */
+  createTimeAfter?: Timestamp | undefined;
+
+  /**
+   * Only runs created before this time.
+   *
+   * @generated from field: google.protobuf.Timestamp create_time_before = 7;
+   */
+  createTimeBefore?: Timestamp | undefined;
+
+  /**
+   * Only runs with a call waiting for this kind of settlement; unspecified: no such condition.
+   *
+   * @generated from field: askuser.v1.SuspendKind pending_kind = 8;
+   */
+  pendingKind: SuspendKind;
 };
 
 /**
@@ -1395,7 +1486,7 @@ export type ListRunsRequest = Message<"askuser.v1.ListRunsRequest"> & {
  * Use `create(ListRunsRequestSchema)` to create a new message.
  */
 export const ListRunsRequestSchema: GenMessage<ListRunsRequest> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 29);
+  messageDesc(file_askuser_v1_agent, 30);
 
 /**
  * Response of `ListRuns`.
@@ -1423,7 +1514,7 @@ export type ListRunsResponse = Message<"askuser.v1.ListRunsResponse"> & {
  * Use `create(ListRunsResponseSchema)` to create a new message.
  */
 export const ListRunsResponseSchema: GenMessage<ListRunsResponse> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 30);
+  messageDesc(file_askuser_v1_agent, 31);
 
 /**
  * Request of `CancelRun`.
@@ -1451,7 +1542,7 @@ export type CancelRunRequest = Message<"askuser.v1.CancelRunRequest"> & {
  * Use `create(CancelRunRequestSchema)` to create a new message.
  */
 export const CancelRunRequestSchema: GenMessage<CancelRunRequest> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 31);
+  messageDesc(file_askuser_v1_agent, 32);
 
 /**
  * Response of `CancelRun`.
@@ -1472,7 +1563,7 @@ export type CancelRunResponse = Message<"askuser.v1.CancelRunResponse"> & {
  * Use `create(CancelRunResponseSchema)` to create a new message.
  */
 export const CancelRunResponseSchema: GenMessage<CancelRunResponse> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 32);
+  messageDesc(file_askuser_v1_agent, 33);
 
 /**
  * Request of `ListAgents`.
@@ -1487,7 +1578,7 @@ export type ListAgentsRequest = Message<"askuser.v1.ListAgentsRequest"> & {
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 33);
+  messageDesc(file_askuser_v1_agent, 34);
 
 /**
  * An agent this server runs.
@@ -1557,7 +1648,7 @@ export type Agent = Message<"askuser.v1.Agent"> & {
  * Use `create(AgentSchema)` to create a new message.
  */
 export const AgentSchema: GenMessage<Agent> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 34);
+  messageDesc(file_askuser_v1_agent, 35);
 
 /**
  * A tool an agent may call.
@@ -1614,7 +1705,7 @@ export type AgentTool = Message<"askuser.v1.AgentTool"> & {
  * Use `create(AgentToolSchema)` to create a new message.
  */
 export const AgentToolSchema: GenMessage<AgentTool> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 35);
+  messageDesc(file_askuser_v1_agent, 36);
 
 /**
  * Request of `WatchPendingCalls`.
@@ -1657,7 +1748,7 @@ export type WatchPendingCallsRequest = Message<"askuser.v1.WatchPendingCallsRequ
  * Use `create(WatchPendingCallsRequestSchema)` to create a new message.
  */
 export const WatchPendingCallsRequestSchema: GenMessage<WatchPendingCallsRequest> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 36);
+  messageDesc(file_askuser_v1_agent, 37);
 
 /**
  * One event of the pending-calls feed.
@@ -1712,7 +1803,7 @@ export type WatchPendingCallsResponse = Message<"askuser.v1.WatchPendingCallsRes
  * Use `create(WatchPendingCallsResponseSchema)` to create a new message.
  */
 export const WatchPendingCallsResponseSchema: GenMessage<WatchPendingCallsResponse> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 37);
+  messageDesc(file_askuser_v1_agent, 38);
 
 /**
  * A call that waits to be settled.
@@ -1747,7 +1838,7 @@ export type CallPending = Message<"askuser.v1.CallPending"> & {
  * Use `create(CallPendingSchema)` to create a new message.
  */
 export const CallPendingSchema: GenMessage<CallPending> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 38);
+  messageDesc(file_askuser_v1_agent, 39);
 
 /**
  * A call that no longer waits.
@@ -1791,7 +1882,7 @@ export type CallSettled = Message<"askuser.v1.CallSettled"> & {
  * Use `create(CallSettledSchema)` to create a new message.
  */
 export const CallSettledSchema: GenMessage<CallSettled> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 39);
+  messageDesc(file_askuser_v1_agent, 40);
 
 /**
  * The end of the pending-calls snapshot.
@@ -1806,7 +1897,7 @@ export type SnapshotDone = Message<"askuser.v1.SnapshotDone"> & {
  * Use `create(SnapshotDoneSchema)` to create a new message.
  */
 export const SnapshotDoneSchema: GenMessage<SnapshotDone> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 40);
+  messageDesc(file_askuser_v1_agent, 41);
 
 /**
  * Request of `ClaimCall`.
@@ -1848,7 +1939,7 @@ export type ClaimCallRequest = Message<"askuser.v1.ClaimCallRequest"> & {
  * Use `create(ClaimCallRequestSchema)` to create a new message.
  */
 export const ClaimCallRequestSchema: GenMessage<ClaimCallRequest> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 41);
+  messageDesc(file_askuser_v1_agent, 42);
 
 /**
  * Response of `ClaimCall`.
@@ -1869,7 +1960,7 @@ export type ClaimCallResponse = Message<"askuser.v1.ClaimCallResponse"> & {
  * Use `create(ClaimCallResponseSchema)` to create a new message.
  */
 export const ClaimCallResponseSchema: GenMessage<ClaimCallResponse> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 42);
+  messageDesc(file_askuser_v1_agent, 43);
 
 /**
  * Response of `ListAgents`.
@@ -1890,7 +1981,7 @@ export type ListAgentsResponse = Message<"askuser.v1.ListAgentsResponse"> & {
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_askuser_v1_agent, 43);
+  messageDesc(file_askuser_v1_agent, 44);
 
 /**
  * Whether a tool call waits for a person's approval before the tool runs.
