@@ -11,8 +11,9 @@ import {
   type Run as RunRecord,
   type RunAgentResponse,
   RunStatus,
-  type SuspendKind,
+  SuspendKind,
   type ToolDefinition,
+  type WebhookSubscription,
 } from "./gen/askuser/v1/agent";
 import type { AskUserOption, SelectionMode } from "./gen/askuser/v1/ask_user";
 import type { Duration } from "./gen/google/protobuf/duration";
@@ -47,6 +48,11 @@ export interface StartRunOptions {
    * one follows the run that one created instead of creating another.
    */
   requestId?: string;
+  /**
+   * Webhooks of this run only (e.g. `{ url, events: ["call.suspended"] }`): the server accepts a URL
+   * only when it matches one of its `--webhook-allow` patterns.
+   */
+  webhooks?: WebhookSubscription[];
 }
 
 /** A client tool declared for one run: the caller runs it and settles its calls with `sendToolOutput`. */
@@ -89,6 +95,14 @@ export interface ListRunsOptions {
   pageSize?: number;
   /** The `nextPageToken` of the previous page. */
   pageToken?: string;
+  /** Only runs whose metadata has every one of these entries, with exactly these values. */
+  metadata?: Record<string, string>;
+  /** Only runs created at or after this time. */
+  createdAfter?: Date;
+  /** Only runs created before this time. */
+  createdBefore?: Date;
+  /** Only runs with a call waiting for this kind of settlement. */
+  pendingKind?: SuspendKind;
 }
 
 /** The input of the `ask_user` tool. */
@@ -150,7 +164,15 @@ export class AskUserClient {
       {
         frame: {
           $case: "start",
-          value: { agentId, prompt, metadata, questionTtl, tools, requestId: options.requestId ?? "" },
+          value: {
+            agentId,
+            prompt,
+            metadata,
+            questionTtl,
+            tools,
+            requestId: options.requestId ?? "",
+            webhooks: options.webhooks ?? [],
+          },
         },
       },
       "",
@@ -217,6 +239,10 @@ export class AskUserClient {
       agentId: options.agentId ?? "",
       pageSize: options.pageSize ?? 0,
       pageToken: options.pageToken ?? "",
+      metadata: options.metadata ?? {},
+      createTimeAfter: options.createdAfter,
+      createTimeBefore: options.createdBefore,
+      pendingKind: options.pendingKind ?? SuspendKind.SUSPEND_KIND_UNSPECIFIED,
     };
     return this.#unary<ListRunsResponse>((done) => this.#agents.listRuns(request, done));
   }
