@@ -314,6 +314,16 @@ async fn scrape_a_workload(store: &str, store_args: &[&str]) {
                 .await,
         ),
         (
+            // The question left waiting has waited some time (a 0/1 answer: its age varies).
+            "question_waiting_has_an_age",
+            p.expect(
+                &http,
+                r#"askuser_calls_pending_oldest_seconds{kind="question"} > bool 0"#,
+                1.0,
+            )
+            .await,
+        ),
+        (
             "runs_suspended",
             p.expect(&http, r#"askuser_runs_unfinished{status="suspended"}"#, 1.0)
                 .await,

@@ -1854,7 +1854,7 @@ async fn the_metrics_read_what_waits_and_since_when(store: Arc<dyn RunStore>) {
         .await
         .expect("pending counts");
     assert!(empty.runs.is_empty() && empty.calls.is_empty(), "{empty:?}");
-    assert_eq!(empty.oldest_suspended_ms, None);
+    assert!(empty.oldest_call_ms.is_empty(), "{empty:?}");
     assert_eq!(empty.webhooks_due, 0);
 
     suspended_run(&store, "waiting", &["call_1", "call_10"]).await;
@@ -1875,7 +1875,16 @@ async fn the_metrics_read_what_waits_and_since_when(store: Arc<dyn RunStore>) {
         .await
         .expect("get run")
         .expect("run");
-    assert_eq!(counts.oldest_suspended_ms, Some(waiting.updated_ms));
+    let first_suspended = waiting
+        .pending
+        .iter()
+        .filter_map(|call| call.suspended_ms)
+        .min()
+        .expect("the calls' suspension times");
+    assert_eq!(
+        counts.oldest_call_ms,
+        HashMap::from([(SuspendKind::Question, first_suspended)])
+    );
 
     let suspension = |tool_call_id: &'static str, before: u64| {
         let store = Arc::clone(&store);
@@ -1918,7 +1927,7 @@ async fn the_metrics_read_what_waits_and_since_when(store: Arc<dyn RunStore>) {
         .expect("pending counts");
     assert_eq!(counts.runs, HashMap::from([(RunStatus::Running, 2)]));
     assert!(counts.calls.is_empty(), "{counts:?}");
-    assert_eq!(counts.oldest_suspended_ms, None);
+    assert!(counts.oldest_call_ms.is_empty(), "{counts:?}");
 }
 
 /// Ids of the runs a listing returns, in order.

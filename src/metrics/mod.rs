@@ -28,8 +28,8 @@ pub const RUNS_FINISHED: &str = "askuser_runs_finished_total";
 pub const RUNS_UNFINISHED: &str = "askuser_runs_unfinished";
 /// Gauge from the store: kind.
 pub const CALLS_PENDING: &str = "askuser_calls_pending";
-/// Gauge from the store.
-pub const RUNS_SUSPENDED_OLDEST: &str = "askuser_runs_suspended_oldest_seconds";
+/// Gauge from the store: kind.
+pub const CALLS_PENDING_OLDEST: &str = "askuser_calls_pending_oldest_seconds";
 /// Histogram: kind.
 pub const TIME_TO_ANSWER: &str = "askuser_time_to_answer_seconds";
 /// Counter: kind.
@@ -106,9 +106,9 @@ pub(crate) fn describe() {
         "Calls waiting for someone (every replica's, read from the store), by kind"
     );
     describe_gauge!(
-        RUNS_SUSPENDED_OLDEST,
+        CALLS_PENDING_OLDEST,
         Unit::Seconds,
-        "How long the suspended run unchanged longest has waited (read from the store)"
+        "How long the call waiting longest has waited since it was suspended (read from the store), by kind"
     );
     describe_histogram!(
         TIME_TO_ANSWER,

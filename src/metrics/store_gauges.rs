@@ -10,7 +10,7 @@ use std::time::Duration;
 use ::metrics::gauge;
 use tracing::warn;
 
-use super::{CALLS_PENDING, RUNS_SUSPENDED_OLDEST, RUNS_UNFINISHED};
+use super::{CALLS_PENDING, CALLS_PENDING_OLDEST, RUNS_UNFINISHED};
 use crate::domain::{RunStatus, SuspendKind};
 use crate::store::RunStore;
 
@@ -24,7 +24,8 @@ pub async fn refresh_loop(store: Arc<dyn RunStore>) {
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
-        let counts = match store.pending_counts(store.now_ms()).await {
+        let now_ms = store.now_ms();
+        let counts = match store.pending_counts(now_ms).await {
             Ok(counts) => counts,
             Err(error) => {
                 warn!(%error, "reading the metrics' pending counts failed");
@@ -44,11 +45,12 @@ pub async fn refresh_loop(store: Arc<dyn RunStore>) {
         ] {
             let count = counts.calls.get(&kind).copied().unwrap_or(0);
             gauge!(CALLS_PENDING, "kind" => kind.as_str()).set(count as f64);
+            let waited_ms = counts
+                .oldest_call_ms
+                .get(&kind)
+                .map_or(0, |since| now_ms.saturating_sub(*since).max(0));
+            gauge!(CALLS_PENDING_OLDEST, "kind" => kind.as_str()).set(waited_ms as f64 / 1000.0);
         }
-        let oldest = counts
-            .oldest_suspended_ms
-            .map_or(0, |since| store.now_ms().saturating_sub(since).max(0));
-        gauge!(RUNS_SUSPENDED_OLDEST).set(oldest as f64 / 1000.0);
         super::webhook_backlog(counts.webhooks_due);
     }
 }

@@ -501,8 +501,8 @@ pub struct PendingCounts {
     pub runs: HashMap<RunStatus, u64>,
     /// Calls waiting for someone, by kind.
     pub calls: HashMap<SuspendKind, u64>,
-    /// The last change of the suspended run unchanged longest.
-    pub oldest_suspended_ms: Option<i64>,
+    /// When the call waiting longest started waiting, by kind.
+    pub oldest_call_ms: HashMap<SuspendKind, i64>,
     /// Webhook deliveries due and not yet delivered (retries included, reminders not yet due not).
     pub webhooks_due: u64,
 }

@@ -1,6 +1,7 @@
 //! Row shapes and conversions shared by the SQL stores: both keep the same tables, with JSON text
 //! for nested values.
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use super::{
@@ -108,9 +109,12 @@ pub(super) const UNFINISHED_RUNS_COUNT_QUERY: &str = "SELECT status, COUNT(*) FR
 pub(super) const PENDING_CALLS_COUNT_QUERY: &str = "SELECT c.suspend_kind, COUNT(*) FROM runs r \
      JOIN tool_calls c ON c.run_id = r.run_id \
      WHERE r.status IN ('running', 'suspended') AND c.status = 'pending' GROUP BY c.suspend_kind";
-/// The last change of the suspended run unchanged longest.
-pub(super) const OLDEST_SUSPENDED_QUERY: &str =
-    "SELECT MIN(updated_ms) FROM runs WHERE status = 'suspended'";
+/// When the call waiting longest started waiting, by kind (calls suspended before schema v8 have no
+/// such time and are left out).
+pub(super) const OLDEST_PENDING_CALLS_QUERY: &str = "SELECT c.suspend_kind, MIN(c.suspended_ms) \
+     FROM runs r JOIN tool_calls c ON c.run_id = r.run_id \
+     WHERE r.status IN ('running', 'suspended') AND c.status = 'pending' \
+     AND c.suspended_ms IS NOT NULL GROUP BY c.suspend_kind";
 
 /// Webhook deliveries due at `$1` and not delivered yet.
 pub(super) const WEBHOOKS_DUE_QUERY: &str = "SELECT COUNT(*) FROM webhook_deliveries \
@@ -120,23 +124,28 @@ pub(super) const WEBHOOKS_DUE_QUERY: &str = "SELECT COUNT(*) FROM webhook_delive
 pub(super) fn pending_counts(
     runs: Vec<(String, i64)>,
     calls: Vec<(String, i64)>,
-    oldest_suspended_ms: Option<i64>,
+    oldest_calls: Vec<(String, i64)>,
     webhooks_due: i64,
 ) -> StoreResult<PendingCounts> {
+    let by_kind = |rows: Vec<(String, i64)>| {
+        rows.into_iter()
+            .map(|(kind, value)| {
+                let kind = SuspendKind::parse(&kind)
+                    .ok_or_else(|| StoreError::Corrupt(format!("suspend kind {kind}")))?;
+                Ok((kind, value))
+            })
+            .collect::<StoreResult<HashMap<_, _>>>()
+    };
     Ok(PendingCounts {
         runs: runs
             .into_iter()
             .map(|(status, count)| Ok((parse_status(&status)?, unsigned(count))))
             .collect::<StoreResult<_>>()?,
-        calls: calls
+        calls: by_kind(calls)?
             .into_iter()
-            .map(|(kind, count)| {
-                let kind = SuspendKind::parse(&kind)
-                    .ok_or_else(|| StoreError::Corrupt(format!("suspend kind {kind}")))?;
-                Ok((kind, unsigned(count)))
-            })
-            .collect::<StoreResult<_>>()?,
-        oldest_suspended_ms,
+            .map(|(kind, count)| (kind, unsigned(count)))
+            .collect(),
+        oldest_call_ms: by_kind(oldest_calls)?,
         webhooks_due: unsigned(webhooks_due),
     })
 }

@@ -38,7 +38,7 @@ mod keys;
 use super::postgres_connect::{Connection, PostgresSettings, connection, pool};
 use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate, Dialect,
-    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, ListParam, OLDEST_SUSPENDED_QUERY,
+    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, ListParam, OLDEST_PENDING_CALLS_QUERY,
     PENDING_CALLS_COUNT_QUERY, PENDING_COLUMNS, PENDING_FEED_QUERY, PENDING_IN_TENANT_QUERY,
     PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_IN_TENANT,
     RUN_OF_REQUEST_QUERY, RUN_QUERY, RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY,
@@ -1683,13 +1683,13 @@ impl RunStore for PostgresStore {
         let (runs, calls, oldest, webhooks_due) = try_join!(
             select(&client, UNFINISHED_RUNS_COUNT_QUERY, &[]),
             select(&client, PENDING_CALLS_COUNT_QUERY, &[]),
-            select_one(&client, OLDEST_SUSPENDED_QUERY, &[]),
+            select(&client, OLDEST_PENDING_CALLS_QUERY, &[]),
             select_one(&client, WEBHOOKS_DUE_QUERY, &now_ms),
         )?;
         pending_counts(
             counts(runs),
             counts(calls),
-            oldest.get(0),
+            counts(oldest),
             webhooks_due.get(0),
         )
     }

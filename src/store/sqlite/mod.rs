@@ -19,7 +19,7 @@ mod readers;
 
 use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate, Dialect,
-    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, ListParam, OLDEST_SUSPENDED_QUERY,
+    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, ListParam, OLDEST_PENDING_CALLS_QUERY,
     PENDING_CALLS_COUNT_QUERY, PENDING_FEED_QUERY, PENDING_QUERY, PRUNABLE_RUNS_QUERY,
     PRUNED_TABLES, PendingRow, RUN_IN_TENANT, RUN_OF_REQUEST_QUERY, RUN_QUERY, RUN_STATE_QUERY,
     RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY, SUSPENSION_EVENT_QUERY, SettledRow,
@@ -1134,9 +1134,7 @@ impl RunStore for SqliteStore {
                 };
                 let runs = counts(UNFINISHED_RUNS_COUNT_QUERY)?;
                 let calls = counts(PENDING_CALLS_COUNT_QUERY)?;
-                let oldest = conn
-                    .prepare_cached(OLDEST_SUSPENDED_QUERY)?
-                    .query_row([], |row| row.get(0))?;
+                let oldest = counts(OLDEST_PENDING_CALLS_QUERY)?;
                 let webhooks_due = conn
                     .prepare_cached(WEBHOOKS_DUE_QUERY)?
                     .query_row([now_ms], |row| row.get(0))?;
