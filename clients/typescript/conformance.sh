@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Tests the TypeScript client against a running server started with tests/conformance/agents.toml:
-# builds the package, runs its tests (node --test), then the conformance scenarios.
+# builds the package, runs its tests (node --test), then the conformance scenarios, then pack-test.sh
+# (the package as `npm pack` makes it, installed elsewhere, running its quickstart).
 #
 #   clients/typescript/conformance.sh HOST:PORT
 #
@@ -13,3 +14,4 @@ npm ci --no-audit --no-fund --silent
 npm run --silent build
 ASKUSER_ADDR="$ADDR" node --test dist/test/*.test.js
 node dist/conformance/runner.js "$ADDR"
+./pack-test.sh "$ADDR"

@@ -1,4 +1,4 @@
-import type { ChannelCredentials, ChannelOptions, ServiceError } from "@grpc/grpc-js";
+import type { CallOptions as GrpcCallOptions, ChannelCredentials, ChannelOptions, Metadata, ServiceError } from "@grpc/grpc-js";
 import {
   AgentServiceClient,
   ApprovalPolicy,
@@ -18,10 +18,11 @@ import {
 import type { AskUserOption, SelectionMode } from "./gen/askuser/v1/ask_user";
 import type { Duration } from "./gen/google/protobuf/duration";
 import { ToolServiceClient, type AskUserResponse } from "./gen/askuser/v1/tool";
+import { cancelOnAbort, grpcCallArguments, type CallOptions, type OpenCall } from "./call";
 import { connection, type TlsOptions, type TokenProvider } from "./credentials";
 import { toAskUserError } from "./error";
 import { PendingCalls } from "./pending";
-import { buildAnswer, Run, runEvents, type AnswerOptions, type AnswerValue } from "./run";
+import { buildAnswer, Run, serverStreamEvents, type AnswerValue } from "./run";
 
 /** How to connect, and who calls. */
 export interface ClientOptions {
@@ -37,8 +38,8 @@ export interface ClientOptions {
   channelOptions?: ChannelOptions;
 }
 
-/** Options of a new run. */
-export interface StartRunOptions {
+/** Options of a new run, and of the `RunAgent` call that follows it. */
+export interface StartRunOptions extends CallOptions {
   /** How long each question may wait for an answer, in milliseconds; the agent's default when absent. */
   questionTtlMs?: number;
   /** Client tools for this run only, offered to the model beside the agent's own tools. */
@@ -67,8 +68,11 @@ export interface ToolDefinitionInit {
   approval?: ApprovalPolicy;
 }
 
-/** Filters of `watchPendingCalls`; they combine with AND, and an absent or empty one matches everything. */
-export interface WatchPendingCallsOptions {
+/**
+ * Filters of `watchPendingCalls`, which combine with AND (an absent or empty one matches everything),
+ * and the options of the call.
+ */
+export interface WatchPendingCallsOptions extends CallOptions {
   /** Only calls of runs of these agents. */
   agentIds?: string[];
   /** Only calls of these tools. */
@@ -80,13 +84,13 @@ export interface WatchPendingCallsOptions {
 }
 
 /** Options of `claimCall`. */
-export interface ClaimCallOptions {
+export interface ClaimCallOptions extends CallOptions {
   /** How long the claim lasts unless renewed, in milliseconds (1 s to 1 h); the server's default (60 s) when absent. */
   ttlMs?: number;
 }
 
-/** Filters and paging of `listRuns`. */
-export interface ListRunsOptions {
+/** Filters and paging of `listRuns`, and the options of the call. */
+export interface ListRunsOptions extends CallOptions {
   /** Only runs in this status. */
   status?: RunStatus;
   /** Only runs of this agent. */
@@ -105,17 +109,17 @@ export interface ListRunsOptions {
   pendingKind?: SuspendKind;
 }
 
+/** Options of `resumeRun`. */
+export interface ResumeRunOptions extends CallOptions {
+  /** Idempotency key: a retry with the same key is acknowledged as a duplicate, not rejected. */
+  answerId?: string;
+}
+
 /** The input of the `ask_user` tool. */
 export interface AskUserInputInit {
   question: string;
   options?: { label: string; description?: string }[];
   selectionMode?: SelectionMode;
-}
-
-/** A grpc-js call of any kind: each can be cancelled, and each emits `status` when it ends. */
-interface OpenCall {
-  cancel(): void;
-  on(event: "status", listener: () => void): unknown;
 }
 
 function toolDefinition(tool: ToolDefinitionInit): ToolDefinition {
@@ -154,13 +158,14 @@ export class AskUserClient {
   /**
    * Starts a run of an agent and follows it. `options.tools` adds client tools for this run only; a
    * bad definition fails the stream with INVALID_ARGUMENT naming the field (e.g.
-   * `start.tools[0].parameters_json_schema`).
+   * `start.tools[0].parameters_json_schema`). `await run.started` for the run's id.
    */
   startRun(agentId: string, prompt: string, metadata: Record<string, string> = {}, options: StartRunOptions = {}): Run {
     const questionTtl = options.questionTtlMs === undefined ? undefined : millisToDuration(options.questionTtlMs);
     const tools = (options.tools ?? []).map(toolDefinition);
+    const { metadata: headers, callOptions } = grpcCallArguments(options);
     return new Run(
-      this.#track(this.#agents.runAgent()),
+      this.#track(this.#agents.runAgent(headers, callOptions), options.signal),
       {
         frame: {
           $case: "start",
@@ -180,8 +185,10 @@ export class AskUserClient {
   }
 
   /** Follows an existing run, e.g. after a dropped connection: replays its events after `afterSequence`, then live. */
-  attach(runId: string, afterSequence = 0): Run {
-    return new Run(this.#track(this.#agents.runAgent()), { frame: { $case: "attach", value: { runId, afterSequence } } }, runId);
+  attach(runId: string, afterSequence = 0, options: CallOptions = {}): Run {
+    const { metadata, callOptions } = grpcCallArguments(options);
+    const call = this.#track(this.#agents.runAgent(metadata, callOptions), options.signal);
+    return new Run(call, { frame: { $case: "attach", value: { runId, afterSequence } } }, runId);
   }
 
   /**
@@ -189,13 +196,16 @@ export class AskUserClient {
    * without a bidirectional stream, then yields what follows (first `answerAccepted`) until the run
    * waits again or ends. A bad answer throws an AskUserError.
    */
-  resumeRun(runId: string, toolCallId: string, answer: AnswerValue, options: Omit<AnswerOptions, "runId"> = {}): AsyncIterable<RunAgentResponse> {
-    return runEvents(this.#track(this.#agents.resumeRun({ answer: buildAnswer(toolCallId, answer, { ...options, runId }) })));
+  resumeRun(runId: string, toolCallId: string, answer: AnswerValue, options: ResumeRunOptions = {}): AsyncIterable<RunAgentResponse> {
+    const request = { answer: buildAnswer(toolCallId, answer, { answerId: options.answerId, runId }) };
+    const { metadata, callOptions } = grpcCallArguments(options);
+    return serverStreamEvents(this.#track(this.#agents.resumeRun(request, metadata, callOptions), options.signal));
   }
 
   /** Replays a run's events after `afterSequence`, then follows it live until it ends, without answering. */
-  watchRun(runId: string, afterSequence = 0): AsyncIterable<RunAgentResponse> {
-    return runEvents(this.#track(this.#agents.watchRun({ runId, afterSequence })));
+  watchRun(runId: string, afterSequence = 0, options: CallOptions = {}): AsyncIterable<RunAgentResponse> {
+    const { metadata, callOptions } = grpcCallArguments(options);
+    return serverStreamEvents(this.#track(this.#agents.watchRun({ runId, afterSequence }, metadata, callOptions), options.signal));
   }
 
   /**
@@ -209,7 +219,8 @@ export class AskUserClient {
       kinds: filters.kinds ?? [],
       assignedToMe: filters.assignedToMe ?? false,
     };
-    return new PendingCalls(this.#track(this.#agents.watchPendingCalls(request)));
+    const { metadata, callOptions } = grpcCallArguments(filters);
+    return new PendingCalls(this.#track(this.#agents.watchPendingCalls(request, metadata, callOptions), filters.signal));
   }
 
   /**
@@ -220,15 +231,17 @@ export class AskUserClient {
    */
   async claimCall(runId: string, toolCallId: string, claimant: string, options: ClaimCallOptions = {}): Promise<Date> {
     const ttl = options.ttlMs === undefined ? undefined : millisToDuration(options.ttlMs);
-    const { expireTime } = await this.#unary<ClaimCallResponse>((done) =>
-      this.#agents.claimCall({ runId, toolCallId, claimant, ttl }, done),
+    const { expireTime } = await this.#unary<ClaimCallResponse>(options, (metadata, callOptions, done) =>
+      this.#agents.claimCall({ runId, toolCallId, claimant, ttl }, metadata, callOptions, done),
     );
     return expireTime!;
   }
 
   /** One run with its pending calls. */
-  async getRun(runId: string): Promise<RunRecord> {
-    const { run } = await this.#unary<GetRunResponse>((done) => this.#agents.getRun({ runId }, done));
+  async getRun(runId: string, options: CallOptions = {}): Promise<RunRecord> {
+    const { run } = await this.#unary<GetRunResponse>(options, (metadata, callOptions, done) =>
+      this.#agents.getRun({ runId }, metadata, callOptions, done),
+    );
     return run!;
   }
 
@@ -244,26 +257,34 @@ export class AskUserClient {
       createTimeBefore: options.createdBefore,
       pendingKind: options.pendingKind ?? SuspendKind.SUSPEND_KIND_UNSPECIFIED,
     };
-    return this.#unary<ListRunsResponse>((done) => this.#agents.listRuns(request, done));
+    return this.#unary<ListRunsResponse>(options, (metadata, callOptions, done) =>
+      this.#agents.listRuns(request, metadata, callOptions, done),
+    );
   }
 
   /** Cancels a run and returns it; a no-op for a run already cancelled. */
-  async cancelRun(runId: string, reason = ""): Promise<RunRecord> {
-    const { run } = await this.#unary<CancelRunResponse>((done) => this.#agents.cancelRun({ runId, reason }, done));
+  async cancelRun(runId: string, reason = "", options: CallOptions = {}): Promise<RunRecord> {
+    const { run } = await this.#unary<CancelRunResponse>(options, (metadata, callOptions, done) =>
+      this.#agents.cancelRun({ runId, reason }, metadata, callOptions, done),
+    );
     return run!;
   }
 
   /** The agents the server runs, ordered by id. */
-  async listAgents(): Promise<Agent[]> {
-    const { agents } = await this.#unary<ListAgentsResponse>((done) => this.#agents.listAgents({}, done));
+  async listAgents(options: CallOptions = {}): Promise<Agent[]> {
+    const { agents } = await this.#unary<ListAgentsResponse>(options, (metadata, callOptions, done) =>
+      this.#agents.listAgents({}, metadata, callOptions, done),
+    );
     return agents;
   }
 
   /** Validates an `ask_user` input outside any run and returns the tool's readable fallback text. */
-  async askUser(input: AskUserInputInit): Promise<string> {
-    const options: AskUserOption[] = (input.options ?? []).map(({ label, description = "" }) => ({ label, description }));
-    const request = { input: { question: input.question, options, selectionMode: input.selectionMode } };
-    const { content } = await this.#unary<AskUserResponse>((done) => this.#tools.askUser(request, done));
+  async askUser(input: AskUserInputInit, options: CallOptions = {}): Promise<string> {
+    const askOptions: AskUserOption[] = (input.options ?? []).map(({ label, description = "" }) => ({ label, description }));
+    const request = { input: { question: input.question, options: askOptions, selectionMode: input.selectionMode } };
+    const { content } = await this.#unary<AskUserResponse>(options, (metadata, callOptions, done) =>
+      this.#tools.askUser(request, metadata, callOptions, done),
+    );
     return content;
   }
 
@@ -274,17 +295,30 @@ export class AskUserClient {
     this.#tools.close();
   }
 
-  /** Keeps `call` among the open calls until it ends. */
-  #track<Call extends OpenCall>(call: Call): Call {
+  /** Keeps `call` among the open calls until it ends, and cancels it when `signal` aborts. */
+  #track<Call extends OpenCall>(call: Call, signal: AbortSignal | undefined): Call {
     this.#open.add(call);
     call.on("status", () => this.#open.delete(call));
+    cancelOnAbort(call, signal);
     return call;
   }
 
-  /** Runs one unary call, given a function that starts it with a callback, as a promise. */
-  #unary<Response>(start: (callback: (error: ServiceError | null, response: Response) => void) => OpenCall): Promise<Response> {
+  /**
+   * Runs one unary call as a promise, given its call options and a function that starts it with
+   * grpc-js metadata, call options and a callback.
+   */
+  #unary<Response>(
+    options: CallOptions,
+    start: (
+      metadata: Metadata,
+      callOptions: Partial<GrpcCallOptions>,
+      callback: (error: ServiceError | null, response: Response) => void,
+    ) => OpenCall,
+  ): Promise<Response> {
+    const { metadata, callOptions } = grpcCallArguments(options);
     return new Promise((resolve, reject) => {
-      this.#track(start((error, response) => (error ? reject(toAskUserError(error)) : resolve(response))));
+      const done = (error: ServiceError | null, response: Response) => (error ? reject(toAskUserError(error)) : resolve(response));
+      this.#track(start(metadata, callOptions, done), options.signal);
     });
   }
 }

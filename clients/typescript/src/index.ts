@@ -6,10 +6,12 @@ export {
   type ClaimCallOptions,
   type ClientOptions,
   type ListRunsOptions,
+  type ResumeRunOptions,
   type StartRunOptions,
   type ToolDefinitionInit,
   type WatchPendingCallsOptions,
 } from "./client";
+export { type CallOptions } from "./call";
 export { type TlsOptions, type TokenProvider } from "./credentials";
 export { AskUserError } from "./error";
 export { PendingCalls } from "./pending";

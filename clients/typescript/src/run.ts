@@ -1,4 +1,4 @@
-import { status, type ClientDuplexStream } from "@grpc/grpc-js";
+import { Metadata, status, type ClientDuplexStream } from "@grpc/grpc-js";
 import { AskUserError, toAskUserError } from "./error";
 import { Answer, RunAgentRequest, type RunAgentResponse } from "./gen/askuser/v1/agent";
 
@@ -72,35 +72,80 @@ export async function* runEvents<Frame extends { event?: { $case: string } | und
 }
 
 /**
+ * The frames of a server stream (`watchRun`, `resumeRun`) as `runEvents` yields them. The stream's
+ * error is kept from the start, so that a call failing before it is iterated (e.g. aborted, or past
+ * its deadline) throws when iterated instead of crashing the process with an unhandled 'error' event.
+ */
+export function serverStreamEvents<Frame extends { event?: { $case: string } | undefined }>(
+  call: AsyncIterable<Frame> & { cancel(): void; on(event: "error", listener: (error: unknown) => void): unknown },
+): AsyncGenerator<Frame> {
+  let failure: unknown;
+  call.on("error", (error) => {
+    failure ??= error;
+  });
+  return (async function* () {
+    yield* runEvents(call);
+    if (failure !== undefined) throw toAskUserError(failure);
+  })();
+}
+
+/**
  * A run followed over a `RunAgent` stream: iterate it for the run's events, and settle its pending
  * calls: questions with `answerText`, `answerSelections` or `decline`, client tool calls with
  * `sendToolOutput`, approvals with `approve`, `reject` or `edit` (or any of them with `answer`). Answers are acknowledged
  * in-band by an `answerAccepted` or `answerRejected` event. Iteration ends when the run completes, fails or is
  * cancelled, and throws an AskUserError when the stream fails.
  *
+ * `await run.started` gives the run's id once the server has started it, whether or not the frames
+ * are being iterated yet (frames read meanwhile are kept for the iteration).
+ *
  * A Run can be iterated once: every iterator shares the one stream.
  */
 export class Run implements AsyncIterable<RunAgentResponse> {
   readonly #call: ClientDuplexStream<RunAgentRequest, RunAgentResponse>;
+  /** The stream's frames, as read from the call. */
   readonly #events: AsyncGenerator<RunAgentResponse>;
+  /** The frames the caller iterates: those `started` read ahead first, then the rest of `#events`. */
+  readonly #frames: AsyncGenerator<RunAgentResponse>;
+  /** Reads of `#events` that `started` made ahead of the iteration, in order. */
+  readonly #ahead: Promise<IteratorResult<RunAgentResponse>>[] = [];
+  #started: Promise<string> | undefined;
   #runId: string;
   #closed = false;
+  #error: unknown;
 
   /** @internal Created by `AskUserClient.startRun` and `AskUserClient.attach`. */
   constructor(call: ClientDuplexStream<RunAgentRequest, RunAgentResponse>, firstFrame: RunAgentRequest, runId: string) {
     this.#call = call;
     this.#runId = runId;
+    // grpc-js emits a failed status as an 'error' event, which would be thrown if nobody listened (a
+    // run closed or failing before it is iterated); keep it for the iteration instead.
+    call.on("error", (error) => {
+      this.#error ??= error;
+    });
     this.#events = this.#follow();
+    this.#frames = this.#iterate();
     call.write(firstFrame);
   }
 
-  /** The run's id: known from the start for an attached run, from the `runStarted` event for a new one. */
+  /** The run's id: known from the start for an attached run, from the `runStarted` event for a new one; `""` until then. */
   get runId(): string {
     return this.#runId;
   }
 
+  /**
+   * The run's id, once known: at once for an attached run, at the `runStarted` event for a new one
+   * (reading the stream up to it if the iteration has not). Rejects with the stream's AskUserError
+   * when it fails first (e.g. an unknown agent, an abort or an expired deadline), or with `CANCELLED`
+   * when the stream is closed first.
+   */
+  get started(): Promise<string> {
+    this.#started ??= this.#readUntilStarted();
+    return this.#started;
+  }
+
   [Symbol.asyncIterator](): AsyncGenerator<RunAgentResponse> {
-    return this.#events;
+    return this.#frames;
   }
 
   /** Settles a pending call with any `AnswerValue`, e.g. `{ text }` or `{ toolOutput: { content } }`. */
@@ -160,12 +205,49 @@ export class Run implements AsyncIterable<RunAgentResponse> {
     this.#call.cancel();
   }
 
+  async #readUntilStarted(): Promise<string> {
+    while (this.#runId === "") {
+      // The iteration takes the frames read here first, so none is lost to it.
+      const read = this.#events.next();
+      this.#ahead.push(read);
+      const result = await read;
+      if (result.done && this.#runId === "") {
+        throw new AskUserError(status.CANCELLED, "the run's stream ended before the run started", new Metadata());
+      }
+    }
+    return this.#runId;
+  }
+
+  async *#iterate(): AsyncGenerator<RunAgentResponse> {
+    let ended = false;
+    try {
+      for (;;) {
+        const result = await (this.#ahead.shift() ?? this.#events.next());
+        if (result.done) {
+          ended = true;
+          return;
+        }
+        yield result.value;
+      }
+    } catch (error) {
+      ended = true;
+      throw error;
+    } finally {
+      // Leaving a loop early (break, return, a throw in its body) drops the stream.
+      if (!ended) {
+        this.close();
+        this.#events.return(undefined).catch(() => {});
+      }
+    }
+  }
+
   async *#follow(): AsyncGenerator<RunAgentResponse> {
     try {
       for await (const frame of runEvents(this.#call)) {
         if (frame.event?.$case === "runStarted") this.#runId = frame.runId;
         yield frame;
       }
+      if (this.#error !== undefined) throw toAskUserError(this.#error);
     } catch (error) {
       // Dropping the stream with close() cancels the call; that is the end the caller asked for.
       if (this.#closed && error instanceof AskUserError && error.code === status.CANCELLED) return;

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Tests the package as its users get it: `npm pack`s it (the `prepack` build included), installs the
+# tarball into a new project outside the source tree, type-checks TypeScript programs against the
+# declarations it ships, and runs examples/quickstart.mjs from that install against the server,
+# checking what it prints. conformance.sh calls it; run it alone as
+#
+#   clients/typescript/pack-test.sh HOST:PORT
+#
+# with the server's key in ASKUSER_API_KEY, as conformance.sh has it.
+set -euo pipefail
+ADDR="${1:?usage: clients/typescript/pack-test.sh HOST:PORT}"
+cd "$(dirname "$0")"
+here="$PWD"
+work="$(mktemp -d /tmp/askuser-ts-pack.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+
+npm pack --silent --pack-destination "$work" >/dev/null
+tarball="$(ls "$work"/*.tgz)"
+
+# What the tarball holds: the built package with its declarations, and none of the tests.
+listing="$(tar -tzf "$tarball")"
+for file in package/package.json package/README.md package/dist/src/index.js package/dist/src/index.d.ts; do
+  grep -qx "$file" <<<"$listing" || { echo "pack-test: $file is not in $(basename "$tarball")" >&2; exit 1; }
+done
+if grep -q -e '^package/dist/test/' -e '^package/src/' <<<"$listing"; then
+  echo "pack-test: the tarball holds the tests or the sources" >&2
+  exit 1
+fi
+
+mkdir "$work/app"
+cd "$work/app"
+printf '{ "name": "askuser-pack-test", "private": true, "type": "module" }\n' >package.json
+npm install --no-audit --no-fund --silent --prefer-offline "$tarball"
+
+# The shipped declarations type-check a user's TypeScript: the terminal quickstart, and the call
+# options and run handle. tsc and @types/node come from the source tree's dev dependencies.
+cp "$here/examples/quickstart.ts" quickstart.ts
+cat >options.ts <<'TS'
+import { AskUserClient, AskUserError, type CallOptions, type Run } from "@askuser/client";
+
+const options: CallOptions = { timeoutMs: 1_000, signal: AbortSignal.timeout(5_000), headers: { "x-request-id": "1" } };
+export async function started(client: AskUserClient): Promise<string> {
+  const run: Run = client.startRun("free_text", "hi", {}, { ...options, requestId: "r-1" });
+  await client.listAgents(options);
+  await client.getRun(await run.started, options);
+  for await (const update of client.watchPendingCalls({ agentIds: ["free_text"], ...options })) {
+    if (update.event?.$case === "snapshotDone") break;
+  }
+  return run.started.catch((error: unknown) => (error instanceof AskUserError ? error.codeName : "?"));
+}
+TS
+cat >tsconfig.json <<JSON
+{
+  "compilerOptions": {
+    "target": "es2022",
+    "module": "node16",
+    "moduleResolution": "node16",
+    "strict": true,
+    "noEmit": true,
+    "types": ["node"],
+    "typeRoots": ["$here/node_modules/@types"]
+  },
+  "files": ["quickstart.ts", "options.ts"]
+}
+JSON
+"$here/node_modules/.bin/tsc" -p .
+
+cp "$here/examples/quickstart.mjs" quickstart.mjs
+expected="started a run: true
+asked: What is your name?
+result: Hello, Ada!
+result: api is healthy
+feed aborted: CANCELLED"
+actual="$(node quickstart.mjs "$ADDR")"
+if [ "$actual" != "$expected" ]; then
+  echo "pack-test: the installed quickstart printed something else:" >&2
+  diff <(echo "$expected") <(echo "$actual") >&2 || true
+  exit 1
+fi
+echo "pack-test: $(basename "$tarball") installs, type-checks and runs its quickstart"

@@ -1,0 +1,57 @@
+import { Metadata, type CallOptions as GrpcCallOptions } from "@grpc/grpc-js";
+
+/**
+ * Options every call takes (the shape of connect-es's `CallOptions`), as the last argument of each
+ * method of `AskUserClient`, or merged into the method's own options object where it has one.
+ */
+export interface CallOptions {
+  /**
+   * How long the call may take, in milliseconds, streams included (a `startRun` waiting for an
+   * answer counts); past it the call fails with `DEADLINE_EXCEEDED`. No deadline when absent or
+   * `<= 0`, as in connect-es.
+   */
+  timeoutMs?: number;
+  /**
+   * Cancels the call when aborted: a pending promise rejects, and a stream being iterated throws, an
+   * `AskUserError` with code `CANCELLED` (`status.CANCELLED`). A signal already aborted cancels the
+   * call at once.
+   */
+  signal?: AbortSignal;
+  /**
+   * Request headers (gRPC metadata) of this call, e.g. `{ "x-request-id": "..." }` or an
+   * `authorization` header instead of the client's `apiKey`. Keys are lower-cased by gRPC; a value of
+   * a key ending in `-bin` is sent as the bytes of its UTF-8 text.
+   */
+  headers?: Record<string, string>;
+}
+
+/** A grpc-js call of any kind: each can be cancelled, and each emits `status` when it ends. */
+export interface OpenCall {
+  cancel(): void;
+  on(event: "status", listener: () => void): unknown;
+}
+
+/** The grpc-js metadata and call options of one call. */
+export function grpcCallArguments(options: CallOptions): { metadata: Metadata; callOptions: Partial<GrpcCallOptions> } {
+  const metadata = new Metadata();
+  for (const [key, value] of Object.entries(options.headers ?? {})) {
+    if (key.toLowerCase().endsWith("-bin")) metadata.add(key, Buffer.from(value));
+    else metadata.add(key, value);
+  }
+  const { timeoutMs } = options;
+  const callOptions = timeoutMs !== undefined && timeoutMs > 0 ? { deadline: Date.now() + timeoutMs } : {};
+  return { metadata, callOptions };
+}
+
+/** Cancels `call` when `signal` aborts (at once if it has), and stops listening once the call ends. */
+export function cancelOnAbort(call: OpenCall, signal: AbortSignal | undefined): void {
+  if (signal === undefined) return;
+  if (signal.aborted) {
+    // After the caller's code has run (e.g. the first frame of a stream written), like a later abort.
+    queueMicrotask(() => call.cancel());
+    return;
+  }
+  const abort = () => call.cancel();
+  signal.addEventListener("abort", abort, { once: true });
+  call.on("status", () => signal.removeEventListener("abort", abort));
+}
