@@ -106,7 +106,7 @@ def tool_definition(
 
 
 def is_heartbeat(message: agent_pb2.RunAgentResponse | agent_pb2.WatchPendingCallsResponse) -> bool:
-    return message.WhichOneof("event") == "heartbeat"
+    return bool(message.WhichOneof("event") == "heartbeat")
 
 
 def check_run_started(first: Frame | None) -> str:

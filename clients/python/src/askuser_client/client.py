@@ -13,7 +13,7 @@ from typing import Protocol
 
 import grpc
 
-from askuser.v1 import agent_pb2, agent_pb2_grpc, ask_user_pb2, tool_pb2_grpc
+from askuser.v1 import agent_pb2, agent_pb2_grpc, ask_user_pb2, tool_pb2, tool_pb2_grpc
 
 from ._shared import (
     Answering,
@@ -329,7 +329,10 @@ class AskUserClient:
     def get_run(self, run_id: str, *, timeout: float | None = None) -> agent_pb2.Run:
         """One run with its pending questions."""
         with raising_ask_user_errors():
-            return self._agents.GetRun(agent_pb2.GetRunRequest(run_id=run_id), timeout=timeout).run
+            response: agent_pb2.GetRunResponse = self._agents.GetRun(
+                agent_pb2.GetRunRequest(run_id=run_id), timeout=timeout
+            )
+        return response.run
 
     def list_runs(
         self,
@@ -343,13 +346,15 @@ class AskUserClient:
         """One page of runs, newest first; pass its `next_page_token` for the next page."""
         request = list_runs_request(status, agent_id, page_size, page_token)
         with raising_ask_user_errors():
-            return self._agents.ListRuns(request, timeout=timeout)
+            response: agent_pb2.ListRunsResponse = self._agents.ListRuns(request, timeout=timeout)
+        return response
 
     def cancel_run(self, run_id: str, reason: str = "", *, timeout: float | None = None) -> agent_pb2.Run:
         """Cancels a suspended or working run; returns it as it is after cancellation."""
         request = agent_pb2.CancelRunRequest(run_id=run_id, reason=reason)
         with raising_ask_user_errors():
-            return self._agents.CancelRun(request, timeout=timeout).run
+            response: agent_pb2.CancelRunResponse = self._agents.CancelRun(request, timeout=timeout)
+        return response.run
 
     def watch_pending_calls(
         self,
@@ -412,4 +417,5 @@ class AskUserClient:
         input raises INVALID_ARGUMENT with field violations."""
         request = ask_user_request(question, options, selection_mode)
         with raising_ask_user_errors():
-            return self._tools.AskUser(request, timeout=timeout).content
+            response: tool_pb2.AskUserResponse = self._tools.AskUser(request, timeout=timeout)
+        return response.content
