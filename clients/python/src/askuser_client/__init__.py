@@ -1,11 +1,16 @@
 """Python client of askuser: start agent runs, follow their events, settle their tool calls.
 
+`AskUserClient` is the sync client, `AsyncAskUserClient` (also `askuser_client.aio`) the asyncio
+one, with the same calls. Failures raise `AskUserError`, as the subclass for the gRPC status code
+(`NotFound`, `InvalidArgument`, `DeadlineExceeded`, ...).
+
 The messages are the generated askuser.v1 modules, re-exported here as `agent_pb2`,
 `ask_user_pb2` and `tool_pb2`.
 """
 
 from askuser.v1 import agent_pb2, ask_user_pb2, tool_pb2
 
+from .aio import AsyncAskUserClient, AsyncPendingCalls, AsyncRun
 from .auth import TLS, TokenProvider
 from .client import (
     AskUserClient,
@@ -16,18 +21,58 @@ from .client import (
     build_answer,
     tool_definition,
 )
-from .errors import AskUserError, FieldViolation
+from .errors import (
+    ERROR_CLASSES,
+    Aborted,
+    AlreadyExists,
+    AskUserError,
+    Cancelled,
+    DataLoss,
+    DeadlineExceeded,
+    FailedPrecondition,
+    FieldViolation,
+    Internal,
+    InvalidArgument,
+    NotFound,
+    OutOfRange,
+    PermissionDenied,
+    ResourceExhausted,
+    Unauthenticated,
+    Unavailable,
+    Unimplemented,
+    Unknown,
+)
 
 __all__ = [
+    "ERROR_CLASSES",
+    "Aborted",
+    "AlreadyExists",
     "AskUserClient",
     "AskUserError",
+    "AsyncAskUserClient",
+    "AsyncPendingCalls",
+    "AsyncRun",
+    "Cancelled",
+    "DataLoss",
+    "DeadlineExceeded",
+    "FailedPrecondition",
     "FieldViolation",
     "Frame",
+    "Internal",
+    "InvalidArgument",
+    "NotFound",
+    "OutOfRange",
     "PendingCallEvent",
     "PendingCalls",
+    "PermissionDenied",
+    "ResourceExhausted",
     "Run",
     "TLS",
     "TokenProvider",
+    "Unauthenticated",
+    "Unavailable",
+    "Unimplemented",
+    "Unknown",
     "agent_pb2",
     "ask_user_pb2",
     "build_answer",

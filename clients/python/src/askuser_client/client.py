@@ -6,115 +6,55 @@ calls, feeds the `RunAgent` stream its answers, skips heartbeats and raises AskU
 
 from __future__ import annotations
 
-import json
 import queue
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any, Protocol, TypeAlias
+from typing import Protocol
 
 import grpc
-from google.protobuf import duration_pb2
 
 from askuser.v1 import agent_pb2, agent_pb2_grpc, ask_user_pb2, tool_pb2, tool_pb2_grpc
 
-from .auth import TLS, BearerToken, TokenProvider, static_token
+from ._shared import (
+    Answering,
+    ChannelSettings,
+    Frame,
+    JsonArguments,
+    PendingCallEvent,
+    attach_request,
+    ask_user_request,
+    build_answer,
+    check_run_started,
+    claim_request,
+    is_heartbeat,
+    list_runs_request,
+    pending_calls_request,
+    start_request,
+    tool_definition,
+)
+from .auth import TLS, BearerToken, TokenProvider
 from .errors import AskUserError, raising_ask_user_errors
 
-Frame = agent_pb2.RunAgentResponse
-"""One event of a run: `frame.WhichOneof("event")` names it (`tool_call_suspended`, ...)."""
-
-PendingCallEvent = agent_pb2.WatchPendingCallsResponse
-"""One event of the pending-calls feed: `event.WhichOneof("event")` is `call_pending`,
-`call_settled` or `snapshot_done`."""
-
-JsonArguments: TypeAlias = str | Mapping[str, Any]
-"""Tool arguments or a JSON Schema: JSON text, sent as is, or a mapping, encoded as JSON."""
-
-
-def _json_text(value: JsonArguments) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
-
-
-def build_answer(
-    run_id: str,
-    tool_call_id: str,
-    *,
-    text: str | None = None,
-    selections: Sequence[str] | None = None,
-    decline: str | None = None,
-    output: str | None = None,
-    is_error: bool = False,
-    approve: bool = False,
-    reject: str | None = None,
-    edit: JsonArguments | None = None,
-    answer_id: str = "",
-) -> agent_pb2.Answer:
-    """An `Answer` with exactly one of:
-
-    - for a question: `text`, `selections` (labels) or `decline` (the reason);
-    - for a client tool call: `output` (the tool's output; `is_error=True` when the tool failed);
-    - for a call that waits for approval: `approve=True`, `reject` (the reason, possibly "") or
-      `edit` (the arguments to run the tool with, as JSON text or a mapping). `decline` rejects too.
-    """
-    given = sum(value is not None for value in (text, selections, decline, output, reject, edit)) + approve
-    if given != 1:
-        raise ValueError(
-            "an answer has exactly one of text, selections, decline, output, approve, reject or edit"
-        )
-    if is_error and output is None:
-        raise ValueError("is_error goes with output")
-    answer = agent_pb2.Answer(run_id=run_id, tool_call_id=tool_call_id, answer_id=answer_id)
-    if text is not None:
-        answer.text = text
-    elif selections is not None:
-        # SetInParent marks the oneof as chosen even for an empty selection ("none of these").
-        answer.selections.SetInParent()
-        answer.selections.labels.extend(selections)
-    elif decline is not None:
-        answer.decline.SetInParent()
-        answer.decline.reason = decline
-    elif output is not None:
-        answer.tool_output.SetInParent()
-        answer.tool_output.content = output
-        answer.tool_output.is_error = is_error
-    elif approve:
-        answer.approval.approve.SetInParent()
-    elif reject is not None:
-        answer.approval.reject.SetInParent()
-        answer.approval.reject.reason = reject
-    else:
-        assert edit is not None
-        answer.approval.edit.SetInParent()
-        answer.approval.edit.arguments_json = _json_text(edit)
-    return answer
-
-
-def tool_definition(
-    name: str,
-    description: str = "",
-    parameters: JsonArguments | None = None,
-    *,
-    approval: agent_pb2.ApprovalPolicy = agent_pb2.APPROVAL_POLICY_UNSPECIFIED,
-) -> agent_pb2.ToolDefinition:
-    """A client tool for one run (`start_run(tools=...)`): its name, what it does, the JSON Schema
-    of its arguments (JSON text or a mapping; None: any JSON object) and whether its calls wait for
-    approval (`APPROVAL_POLICY_ALWAYS`) or not (the default)."""
-    return agent_pb2.ToolDefinition(
-        name=name,
-        description=description,
-        parameters_json_schema="" if parameters is None else _json_text(parameters),
-        approval=approval,
-    )
+__all__ = [
+    "AskUserClient",
+    "Frame",
+    "JsonArguments",
+    "PendingCallEvent",
+    "PendingCalls",
+    "Run",
+    "build_answer",
+    "tool_definition",
+]
 
 
 def _without_heartbeats(frames: Iterable[Frame]) -> Iterator[Frame]:
     with raising_ask_user_errors():
         for frame in frames:
-            if frame.WhichOneof("event") != "heartbeat":
+            if not is_heartbeat(frame):
                 yield frame
 
 
-class Run:
+class Run(Answering[None]):
     """One `RunAgent` stream: iterate it for the run's frames and answer its questions.
 
     Iteration yields every frame but heartbeats and stops when the run has ended; a failure of the
@@ -177,12 +117,6 @@ class Run:
         answer_id: str = "",
         run_id: str = "",
     ) -> None:
-        """Settles a call (exactly one of the answers `build_answer` takes); the outcome comes back
-        as an `answer_accepted` or `answer_rejected` frame.
-
-        `answer_id` is an optional idempotency key: resending it is acknowledged as a duplicate.
-        `run_id` defaults to this stream's run (naming another is rejected as `RUN_MISMATCH`).
-        """
         if self._closed:
             raise ValueError("the stream is closed")
         self._requests.put(
@@ -202,40 +136,6 @@ class Run:
                 )
             )
         )
-
-    def answer_text(self, tool_call_id: str, text: str, *, answer_id: str = "") -> None:
-        """Answers a free-text question, or a single-select one with the chosen label."""
-        self.answer(tool_call_id, text=text, answer_id=answer_id)
-
-    def answer_selections(self, tool_call_id: str, labels: Sequence[str], *, answer_id: str = "") -> None:
-        """Answers a select question with the chosen labels (single select: exactly one)."""
-        self.answer(tool_call_id, selections=labels, answer_id=answer_id)
-
-    def decline(self, tool_call_id: str, reason: str = "", *, answer_id: str = "") -> None:
-        """Declines to answer a question of any kind (on an approval: rejects the call)."""
-        self.answer(tool_call_id, decline=reason, answer_id=answer_id)
-
-    def send_output(
-        self, tool_call_id: str, content: str, *, is_error: bool = False, answer_id: str = ""
-    ) -> None:
-        """Settles a client tool call (`SUSPEND_KIND_CLIENT_TOOL`) with the output of the tool the
-        caller ran; `is_error=True` tells the model the tool failed."""
-        self.answer(tool_call_id, output=content, is_error=is_error, answer_id=answer_id)
-
-    def approve(self, tool_call_id: str, *, answer_id: str = "") -> None:
-        """Approves a call that waits for approval (`SUSPEND_KIND_APPROVAL`). A client tool call is
-        then suspended again, with the same id, as `SUSPEND_KIND_CLIENT_TOOL`."""
-        self.answer(tool_call_id, approve=True, answer_id=answer_id)
-
-    def reject(self, tool_call_id: str, reason: str = "", *, answer_id: str = "") -> None:
-        """Rejects a call that waits for approval: the tool never runs and the model gets the
-        reason."""
-        self.answer(tool_call_id, reject=reason, answer_id=answer_id)
-
-    def edit(self, tool_call_id: str, arguments: JsonArguments, *, answer_id: str = "") -> None:
-        """Approves a call that waits for approval with other arguments (JSON text or a mapping),
-        which the server checks against the tool's schema."""
-        self.answer(tool_call_id, edit=arguments, answer_id=answer_id)
 
     def close(self) -> None:
         """Half-closes and drops the stream. The run goes on without it; `attach` picks it up."""
@@ -279,7 +179,7 @@ class PendingCalls:
         try:
             while True:
                 event = next(self._events)
-                if event.WhichOneof("event") != "heartbeat":
+                if not is_heartbeat(event):
                     return event
         except grpc.RpcError as error:
             if self._closed:
@@ -325,24 +225,16 @@ class AskUserClient:
         credentials: grpc.ChannelCredentials | None = None,
         options: Sequence[tuple[str, object]] | None = None,
     ) -> None:
-        if api_key is not None and token_provider is not None:
-            raise ValueError("give api_key or token_provider, not both")
-        if tls is not False and credentials is not None:
-            raise ValueError("give tls or credentials, not both")
-        channel_options = list(options or ())
-        if tls is not False:
-            settings = TLS() if tls is True else tls
-            credentials = settings.channel_credentials()
-            channel_options += settings.channel_options()
-        if credentials is None:
-            channel = grpc.insecure_channel(address, options=channel_options)
+        settings = ChannelSettings.of(
+            api_key=api_key, token_provider=token_provider, tls=tls, credentials=credentials, options=options
+        )
+        if settings.credentials is None:
+            channel = grpc.insecure_channel(address, options=settings.options)
         else:
-            channel = grpc.secure_channel(address, credentials, options=channel_options)
+            channel = grpc.secure_channel(address, settings.credentials, options=settings.options)
         self._channel = channel
-        if api_key is not None:
-            token_provider = static_token(api_key)
-        if token_provider is not None:
-            channel = grpc.intercept_channel(channel, BearerToken(token_provider))
+        if settings.token_provider is not None:
+            channel = grpc.intercept_channel(channel, BearerToken(settings.token_provider))
         self._agents = agent_pb2_grpc.AgentServiceStub(channel)
         self._tools = tool_pb2_grpc.ToolServiceStub(channel)
 
@@ -371,29 +263,23 @@ class AskUserClient:
         `tools` are client tools for this run only (see `tool_definition`), offered beside the
         agent's own; settle their calls with `Run.send_output`. A bad definition raises
         INVALID_ARGUMENT with a field violation such as `start.tools[0].parameters_json_schema`."""
-        start = agent_pb2.StartRun(
-            agent_id=agent_id, prompt=prompt, metadata=metadata or {}, tools=list(tools)
-        )
-        if question_ttl is not None:
-            ttl = duration_pb2.Duration()
-            ttl.FromTimedelta(question_ttl)
-            start.question_ttl.CopyFrom(ttl)
-        run = Run(self._agents, agent_pb2.RunAgentRequest(start=start), "", timeout)
+        request = start_request(agent_id, prompt, metadata, question_ttl, tools)
+        run = Run(self._agents, request, "", timeout)
         try:
-            first = run._peek()
+            first: Frame | None = run._peek()
         except StopIteration:
-            raise AskUserError(grpc.StatusCode.UNKNOWN, "the stream ended before run_started") from None
-        if first.WhichOneof("event") != "run_started":
+            first = None
+        try:
+            run.run_id = check_run_started(first)
+        except AskUserError:
             run.close()
-            raise AskUserError(grpc.StatusCode.UNKNOWN, f"the first frame is not run_started: {first}")
-        run.run_id = first.run_id
+            raise
         return run
 
     def attach(self, run_id: str, after_sequence: int = 0, *, timeout: float | None = None) -> Run:
         """Attaches to an existing run: iterating replays its stored frames after `after_sequence`
         (0: all), then follows it live. An unknown run raises NOT_FOUND when iteration starts."""
-        attach = agent_pb2.AttachRun(run_id=run_id, after_sequence=after_sequence)
-        return Run(self._agents, agent_pb2.RunAgentRequest(attach=attach), run_id, timeout)
+        return Run(self._agents, attach_request(run_id, after_sequence), run_id, timeout)
 
     def resume_run(
         self,
@@ -443,7 +329,10 @@ class AskUserClient:
     def get_run(self, run_id: str, *, timeout: float | None = None) -> agent_pb2.Run:
         """One run with its pending questions."""
         with raising_ask_user_errors():
-            return self._agents.GetRun(agent_pb2.GetRunRequest(run_id=run_id), timeout=timeout).run
+            response: agent_pb2.GetRunResponse = self._agents.GetRun(
+                agent_pb2.GetRunRequest(run_id=run_id), timeout=timeout
+            )
+        return response.run
 
     def list_runs(
         self,
@@ -455,17 +344,17 @@ class AskUserClient:
         timeout: float | None = None,
     ) -> agent_pb2.ListRunsResponse:
         """One page of runs, newest first; pass its `next_page_token` for the next page."""
-        request = agent_pb2.ListRunsRequest(
-            status=status, agent_id=agent_id, page_size=page_size, page_token=page_token
-        )
+        request = list_runs_request(status, agent_id, page_size, page_token)
         with raising_ask_user_errors():
-            return self._agents.ListRuns(request, timeout=timeout)
+            response: agent_pb2.ListRunsResponse = self._agents.ListRuns(request, timeout=timeout)
+        return response
 
     def cancel_run(self, run_id: str, reason: str = "", *, timeout: float | None = None) -> agent_pb2.Run:
         """Cancels a suspended or working run; returns it as it is after cancellation."""
         request = agent_pb2.CancelRunRequest(run_id=run_id, reason=reason)
         with raising_ask_user_errors():
-            return self._agents.CancelRun(request, timeout=timeout).run
+            response: agent_pb2.CancelRunResponse = self._agents.CancelRun(request, timeout=timeout)
+        return response.run
 
     def watch_pending_calls(
         self,
@@ -488,12 +377,7 @@ class AskUserClient:
                     ...
         ```
         """
-        request = agent_pb2.WatchPendingCallsRequest(
-            agent_ids=list(agent_ids),
-            tool_names=list(tool_names),
-            kinds=list(kinds),
-            assigned_to_me=assigned_to_me,
-        )
+        request = pending_calls_request(agent_ids, tool_names, kinds, assigned_to_me)
         return PendingCalls(self._agents.WatchPendingCalls(request, timeout=timeout))
 
     def claim_call(
@@ -510,9 +394,7 @@ class AskUserClient:
         when the claim lapses (UTC). Another claimant's live claim raises FAILED_PRECONDITION with
         reason `ALREADY_CLAIMED`; a call that no longer waits, `TOOL_CALL_NOT_PENDING`. A claim
         never blocks settling: the first settlement wins."""
-        request = agent_pb2.ClaimCallRequest(run_id=run_id, tool_call_id=tool_call_id, claimant=claimant)
-        if ttl is not None:
-            request.ttl.FromTimedelta(ttl)
+        request = claim_request(run_id, tool_call_id, claimant, ttl)
         with raising_ask_user_errors():
             response: agent_pb2.ClaimCallResponse = self._agents.ClaimCall(request, timeout=timeout)
         return response.expire_time.ToDatetime(tzinfo=timezone.utc)
@@ -533,16 +415,7 @@ class AskUserClient:
         """Runs the `ask_user` tool outside any run (ToolService.AskUser): validates the question
         and returns its fallback text. Options are labels or (label, description) pairs. Invalid
         input raises INVALID_ARGUMENT with field violations."""
-        tool_input = ask_user_pb2.AskUserInput(
-            question=question,
-            options=[
-                ask_user_pb2.AskUserOption(label=option)
-                if isinstance(option, str)
-                else ask_user_pb2.AskUserOption(label=option[0], description=option[1])
-                for option in options
-            ],
-        )
-        if selection_mode is not None:
-            tool_input.selection_mode = selection_mode
+        request = ask_user_request(question, options, selection_mode)
         with raising_ask_user_errors():
-            return self._tools.AskUser(tool_pb2.AskUserRequest(input=tool_input), timeout=timeout).content
+            response: tool_pb2.AskUserResponse = self._tools.AskUser(request, timeout=timeout)
+        return response.content

@@ -1,0 +1,420 @@
+"""The asyncio client (`grpc.aio`): `AsyncAskUserClient`, with the same calls, arguments and
+errors as the sync `AskUserClient`, as coroutines and async iterators.
+
+```python
+from askuser_client.aio import AsyncAskUserClient
+
+async with AsyncAskUserClient("127.0.0.1:50051", api_key=key) as client:
+    async with await client.start_run("deploy", "Deploy the web app") as run:
+        async for frame in run:
+            if frame.WhichOneof("event") == "tool_call_suspended":
+                await run.answer_text(frame.tool_call_suspended.tool_call_id, "staging")
+```
+
+The messages and the request-building code are the sync client's (`askuser_client._shared`);
+failures raise the same `AskUserError` subclasses (`NotFound`, `DeadlineExceeded`, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any, Protocol, TypeVar
+
+import grpc
+import grpc.aio
+
+from askuser.v1 import agent_pb2, agent_pb2_grpc, ask_user_pb2, tool_pb2_grpc
+
+from ._shared import (
+    Answering,
+    ChannelSettings,
+    Frame,
+    JsonArguments,
+    PendingCallEvent,
+    ask_user_request,
+    attach_request,
+    build_answer,
+    check_run_started,
+    claim_request,
+    is_heartbeat,
+    list_runs_request,
+    pending_calls_request,
+    start_request,
+)
+from .auth import TLS, TokenProvider
+from .errors import AskUserError
+
+__all__ = ["AsyncAskUserClient", "AsyncPendingCalls", "AsyncRun"]
+
+T = TypeVar("T")
+Metadata = tuple[tuple[str, str], ...]
+
+
+class _StreamCall(Protocol):
+    """What grpc.aio returns for a streaming call, as used here."""
+
+    async def read(self) -> Any: ...
+
+    def cancel(self) -> bool: ...
+
+
+async def _unary(call: Awaitable[T]) -> T:
+    try:
+        return await call
+    except grpc.RpcError as error:
+        raise AskUserError.from_rpc_error(error) from error
+
+
+async def _read(call: _StreamCall) -> Any:
+    """The next message of a stream but heartbeats; None at its end."""
+    while True:
+        try:
+            message = await call.read()
+        except grpc.RpcError as error:
+            raise AskUserError.from_rpc_error(error) from error
+        if message is grpc.aio.EOF:
+            return None
+        if not is_heartbeat(message):
+            return message
+
+
+async def _frames(call: _StreamCall) -> AsyncIterator[Frame]:
+    while (frame := await _read(call)) is not None:
+        yield frame
+
+
+class AsyncRun(Answering[Awaitable[None]]):
+    """One `RunAgent` stream: `async for` its frames and `await` its answers
+    (`await run.answer_text(id, "yes")`). Like the sync `Run`: heartbeats skipped, iteration stops
+    when the run has ended, a failure raises AskUserError, a rejected answer comes back as an
+    `answer_rejected` frame. Close it (or use `async with`) to drop the stream."""
+
+    def __init__(self, call: Any, first: agent_pb2.RunAgentRequest, run_id: str) -> None:
+        self.run_id = run_id
+        """The run this stream follows."""
+        self._call = call
+        self._first: agent_pb2.RunAgentRequest | None = first
+        self._read_ahead: list[Frame] = []
+        self._closed = False
+
+    async def _write(self, request: agent_pb2.RunAgentRequest) -> None:
+        try:
+            await self._call.write(request)
+        except grpc.RpcError as error:
+            raise AskUserError.from_rpc_error(error) from error
+
+    async def _send_first(self) -> None:
+        # The first request (start or attach) goes out on the first read or write, so that
+        # `attach` needs no await.
+        if self._first is not None:
+            first, self._first = self._first, None
+            await self._write(first)
+
+    async def _peek(self) -> Frame | None:
+        try:
+            frame = await self.__anext__()
+        except StopAsyncIteration:
+            return None
+        self._read_ahead.append(frame)
+        return frame
+
+    def __aiter__(self) -> AsyncRun:
+        return self
+
+    async def __anext__(self) -> Frame:
+        if self._read_ahead:
+            return self._read_ahead.pop()
+        if self._closed:
+            raise StopAsyncIteration
+        await self._send_first()
+        frame: Frame | None = await _read(self._call)
+        if frame is None:
+            raise StopAsyncIteration
+        return frame
+
+    def answer(
+        self,
+        tool_call_id: str,
+        *,
+        text: str | None = None,
+        selections: Sequence[str] | None = None,
+        decline: str | None = None,
+        output: str | None = None,
+        is_error: bool = False,
+        approve: bool = False,
+        reject: str | None = None,
+        edit: JsonArguments | None = None,
+        answer_id: str = "",
+        run_id: str = "",
+    ) -> Awaitable[None]:
+        if self._closed:
+            raise ValueError("the stream is closed")
+        # Built (and checked) now, so that a bad combination raises ValueError at the call.
+        request = agent_pb2.RunAgentRequest(
+            answer=build_answer(
+                run_id,
+                tool_call_id,
+                text=text,
+                selections=selections,
+                decline=decline,
+                output=output,
+                is_error=is_error,
+                approve=approve,
+                reject=reject,
+                edit=edit,
+                answer_id=answer_id,
+            )
+        )
+
+        async def send() -> None:
+            await self._send_first()
+            await self._write(request)
+
+        return send()
+
+    async def close(self) -> None:
+        """Drops the stream. The run goes on without it; `attach` picks it up."""
+        if not self._closed:
+            self._closed = True
+            self._call.cancel()
+
+    async def __aenter__(self) -> AsyncRun:
+        return self
+
+    async def __aexit__(self, *_exc_info: object) -> None:
+        await self.close()
+
+
+class AsyncPendingCalls:
+    """A `WatchPendingCalls` feed: `async for` its events (heartbeats skipped), as the sync
+    `PendingCalls`. After `close()`, iteration just stops."""
+
+    def __init__(self, call: _StreamCall) -> None:
+        self._call = call
+        self._closed = False
+
+    def __aiter__(self) -> AsyncPendingCalls:
+        return self
+
+    async def __anext__(self) -> PendingCallEvent:
+        if self._closed:
+            raise StopAsyncIteration
+        try:
+            event: PendingCallEvent | None = await _read(self._call)
+        except AskUserError:
+            if self._closed:
+                raise StopAsyncIteration from None
+            raise
+        if event is None:
+            raise StopAsyncIteration
+        return event
+
+    async def close(self) -> None:
+        """Cancels the feed."""
+        if not self._closed:
+            self._closed = True
+            self._call.cancel()
+
+    async def __aenter__(self) -> AsyncPendingCalls:
+        return self
+
+    async def __aexit__(self, *_exc_info: object) -> None:
+        await self.close()
+
+
+class AsyncAskUserClient:
+    """A `grpc.aio` connection to an askuser server (`host:port`), with the arguments of
+    `AskUserClient`: `api_key` or `token_provider` (called for every call), `tls` or
+    `credentials`, `options`. Every call takes `timeout=` in seconds (for a stream, of the whole
+    stream). Create it inside a running event loop; close it with `await client.close()` or use
+    `async with`."""
+
+    def __init__(
+        self,
+        address: str,
+        *,
+        api_key: str | None = None,
+        token_provider: TokenProvider | None = None,
+        tls: TLS | bool = False,
+        credentials: grpc.ChannelCredentials | None = None,
+        options: Sequence[tuple[str, object]] | None = None,
+    ) -> None:
+        settings = ChannelSettings.of(
+            api_key=api_key, token_provider=token_provider, tls=tls, credentials=credentials, options=options
+        )
+        if settings.credentials is None:
+            self._channel = grpc.aio.insecure_channel(address, options=settings.options)
+        else:
+            self._channel = grpc.aio.secure_channel(address, settings.credentials, options=settings.options)
+        # The token goes in each call's metadata (grpc.aio's interceptors are not needed for that).
+        self._token_provider = settings.token_provider
+        self._agents = agent_pb2_grpc.AgentServiceStub(self._channel)
+        self._tools = tool_pb2_grpc.ToolServiceStub(self._channel)
+
+    def _metadata(self) -> Metadata:
+        if self._token_provider is None:
+            return ()
+        return (("authorization", f"Bearer {self._token_provider()}"),)
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def __aenter__(self) -> AsyncAskUserClient:
+        return self
+
+    async def __aexit__(self, *_exc_info: object) -> None:
+        await self.close()
+
+    def _run(self, first: agent_pb2.RunAgentRequest, run_id: str, timeout: float | None) -> AsyncRun:
+        return AsyncRun(self._agents.RunAgent(timeout=timeout, metadata=self._metadata()), first, run_id)
+
+    async def start_run(
+        self,
+        agent_id: str,
+        prompt: str = "",
+        metadata: Mapping[str, str] | None = None,
+        *,
+        question_ttl: timedelta | None = None,
+        tools: Iterable[agent_pb2.ToolDefinition] = (),
+        timeout: float | None = None,
+    ) -> AsyncRun:
+        """Starts a run of an agent; returns once the run exists (`run.run_id` set), as
+        `AskUserClient.start_run`. An unknown agent raises NotFound."""
+        run = self._run(start_request(agent_id, prompt, metadata, question_ttl, tools), "", timeout)
+        try:
+            run.run_id = check_run_started(await run._peek())
+        except AskUserError:
+            await run.close()
+            raise
+        return run
+
+    def attach(self, run_id: str, after_sequence: int = 0, *, timeout: float | None = None) -> AsyncRun:
+        """Attaches to an existing run: `async for` replays its stored frames after
+        `after_sequence` (0: all), then follows it live. An unknown run raises NotFound when
+        iteration starts."""
+        return self._run(attach_request(run_id, after_sequence), run_id, timeout)
+
+    def resume_run(
+        self,
+        run_id: str,
+        tool_call_id: str,
+        *,
+        text: str | None = None,
+        selections: Sequence[str] | None = None,
+        decline: str | None = None,
+        output: str | None = None,
+        is_error: bool = False,
+        approve: bool = False,
+        reject: str | None = None,
+        edit: JsonArguments | None = None,
+        answer_id: str = "",
+        timeout: float | None = None,
+    ) -> AsyncIterator[Frame]:
+        """Settles one call without a `RunAgent` stream (ResumeRun) and yields what follows, as
+        `AskUserClient.resume_run`; a bad answer raises AskUserError when iteration starts."""
+        answer = build_answer(
+            run_id,
+            tool_call_id,
+            text=text,
+            selections=selections,
+            decline=decline,
+            output=output,
+            is_error=is_error,
+            approve=approve,
+            reject=reject,
+            edit=edit,
+            answer_id=answer_id,
+        )
+        request = agent_pb2.ResumeRunRequest(answer=answer)
+        return _frames(self._agents.ResumeRun(request, timeout=timeout, metadata=self._metadata()))
+
+    def watch_run(self, run_id: str, after_sequence: int = 0, *, timeout: float | None = None) -> AsyncIterator[Frame]:
+        """Replays a run's stored frames after `after_sequence`, then follows it until it ends."""
+        request = agent_pb2.WatchRunRequest(run_id=run_id, after_sequence=after_sequence)
+        return _frames(self._agents.WatchRun(request, timeout=timeout, metadata=self._metadata()))
+
+    async def get_run(self, run_id: str, *, timeout: float | None = None) -> agent_pb2.Run:
+        """One run with its pending questions."""
+        request = agent_pb2.GetRunRequest(run_id=run_id)
+        response: agent_pb2.GetRunResponse = await _unary(
+            self._agents.GetRun(request, timeout=timeout, metadata=self._metadata())
+        )
+        return response.run
+
+    async def list_runs(
+        self,
+        *,
+        status: agent_pb2.RunStatus = agent_pb2.RUN_STATUS_UNSPECIFIED,
+        agent_id: str = "",
+        page_size: int = 0,
+        page_token: str = "",
+        timeout: float | None = None,
+    ) -> agent_pb2.ListRunsResponse:
+        """One page of runs, newest first; pass its `next_page_token` for the next page."""
+        request = list_runs_request(status, agent_id, page_size, page_token)
+        response: agent_pb2.ListRunsResponse = await _unary(
+            self._agents.ListRuns(request, timeout=timeout, metadata=self._metadata())
+        )
+        return response
+
+    async def cancel_run(self, run_id: str, reason: str = "", *, timeout: float | None = None) -> agent_pb2.Run:
+        """Cancels a suspended or working run; returns it as it is after cancellation."""
+        request = agent_pb2.CancelRunRequest(run_id=run_id, reason=reason)
+        response: agent_pb2.CancelRunResponse = await _unary(
+            self._agents.CancelRun(request, timeout=timeout, metadata=self._metadata())
+        )
+        return response.run
+
+    def watch_pending_calls(
+        self,
+        *,
+        agent_ids: Iterable[str] = (),
+        tool_names: Iterable[str] = (),
+        kinds: Iterable[agent_pb2.SuspendKind] = (),
+        assigned_to_me: bool = False,
+        timeout: float | None = None,
+    ) -> AsyncPendingCalls:
+        """Opens the pending-calls feed across runs, as `AskUserClient.watch_pending_calls`:
+        `async with client.watch_pending_calls(...) as feed: async for event in feed: ...`."""
+        request = pending_calls_request(agent_ids, tool_names, kinds, assigned_to_me)
+        return AsyncPendingCalls(self._agents.WatchPendingCalls(request, timeout=timeout, metadata=self._metadata()))
+
+    async def claim_call(
+        self,
+        run_id: str,
+        tool_call_id: str,
+        claimant: str,
+        *,
+        ttl: timedelta | None = None,
+        timeout: float | None = None,
+    ) -> datetime:
+        """Claims a pending call for `ttl`, as `AskUserClient.claim_call`; returns when the claim
+        lapses (UTC)."""
+        request = claim_request(run_id, tool_call_id, claimant, ttl)
+        response: agent_pb2.ClaimCallResponse = await _unary(
+            self._agents.ClaimCall(request, timeout=timeout, metadata=self._metadata())
+        )
+        return response.expire_time.ToDatetime(tzinfo=timezone.utc)
+
+    async def list_agents(self, *, timeout: float | None = None) -> list[agent_pb2.Agent]:
+        """The agents the server runs, ordered by id."""
+        response: agent_pb2.ListAgentsResponse = await _unary(
+            self._agents.ListAgents(agent_pb2.ListAgentsRequest(), timeout=timeout, metadata=self._metadata())
+        )
+        return list(response.agents)
+
+    async def ask_user(
+        self,
+        question: str,
+        options: Iterable[str | tuple[str, str]] = (),
+        selection_mode: ask_user_pb2.SelectionMode | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> str:
+        """Runs the `ask_user` tool outside any run (ToolService.AskUser); returns its fallback
+        text."""
+        request = ask_user_request(question, options, selection_mode)
+        response = await _unary(self._tools.AskUser(request, timeout=timeout, metadata=self._metadata()))
+        content: str = response.content
+        return content
