@@ -29,6 +29,8 @@ import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.StatusRuntimeException;
 import io.grpc.TlsChannelCredentials;
+import io.grpc.stub.AbstractStub;
+import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
@@ -36,7 +38,10 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
@@ -56,14 +61,25 @@ import java.util.function.Supplier;
  * AskUserClient client = AskUserClient.builder("askuser.example.com:443")
  *     .tls() // verified against the system's roots
  *     .apiKey(System.getenv("ASKUSER_API_KEY"))
+ *     .timeout(Duration.ofSeconds(10)) // the deadline of every call, unless withTimeout says otherwise
  *     .build();
  * }</pre>
+ *
+ * <p>Deadlines: a client-wide default ({@link Builder#timeout}) and a per-call one ({@code
+ * client.withTimeout(Duration.ofSeconds(2)).getRun(id)}), each counted from the start of each call.
+ * A call past its deadline fails with an {@link AskUserException} whose {@link
+ * AskUserException#code() code} is {@code DEADLINE_EXCEEDED}; on a stream, the stream fails so.
  */
 public final class AskUserClient implements AutoCloseable {
   private final ManagedChannel channel;
+  /** False for a view made by {@link #withTimeout}: closing it leaves the channel to its owner. */
+  private final boolean ownsChannel;
   private final AgentServiceGrpc.AgentServiceStub agents;
   private final AgentServiceGrpc.AgentServiceBlockingStub agentsBlocking;
   private final ToolServiceGrpc.ToolServiceBlockingStub tools;
+  /** The deadline of every call, counted from its start; null: none. */
+  private final Duration timeout;
+  private final int streamBufferSize;
 
   /** Connects in plaintext to {@code target}, e.g. {@code "127.0.0.1:50051"}, without credentials. */
   public AskUserClient(String target) {
@@ -77,10 +93,69 @@ public final class AskUserClient implements AutoCloseable {
 
   /** Calls through {@code channel}, with {@code credentials} on every call unless null. */
   private AskUserClient(ManagedChannel channel, CallCredentials credentials) {
+    this(
+        channel,
+        true,
+        AgentServiceGrpc.newStub(channel).withCallCredentials(credentials),
+        AgentServiceGrpc.newBlockingStub(channel).withCallCredentials(credentials),
+        ToolServiceGrpc.newBlockingStub(channel).withCallCredentials(credentials),
+        null,
+        EventStream.DEFAULT_BUFFER_SIZE);
+  }
+
+  private AskUserClient(
+      ManagedChannel channel,
+      boolean ownsChannel,
+      AgentServiceGrpc.AgentServiceStub agents,
+      AgentServiceGrpc.AgentServiceBlockingStub agentsBlocking,
+      ToolServiceGrpc.ToolServiceBlockingStub tools,
+      Duration timeout,
+      int streamBufferSize) {
+    if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
+      throw new IllegalArgumentException("timeout must be positive, got " + timeout);
+    }
+    if (streamBufferSize < 1) {
+      throw new IllegalArgumentException("streamBufferSize must be at least 1, got " + streamBufferSize);
+    }
     this.channel = channel;
-    this.agents = AgentServiceGrpc.newStub(channel).withCallCredentials(credentials);
-    this.agentsBlocking = AgentServiceGrpc.newBlockingStub(channel).withCallCredentials(credentials);
-    this.tools = ToolServiceGrpc.newBlockingStub(channel).withCallCredentials(credentials);
+    this.ownsChannel = ownsChannel;
+    this.agents = agents;
+    this.agentsBlocking = agentsBlocking;
+    this.tools = tools;
+    this.timeout = timeout;
+    this.streamBufferSize = streamBufferSize;
+  }
+
+  /**
+   * A view of this client whose calls each have {@code timeout} as their deadline (null: no
+   * deadline), e.g. {@code client.withTimeout(Duration.ofSeconds(2)).listAgents()}. It shares the
+   * channel and credentials; closing it does not close the channel.
+   */
+  public AskUserClient withTimeout(Duration timeout) {
+    return new AskUserClient(channel, false, agents, agentsBlocking, tools, timeout, streamBufferSize);
+  }
+
+  /**
+   * A view of this client whose streams buffer at most {@code frames} messages ahead of their
+   * reader (see {@link EventStream}). It shares the channel; closing it does not close the channel.
+   */
+  public AskUserClient withStreamBufferSize(int frames) {
+    return new AskUserClient(channel, false, agents, agentsBlocking, tools, timeout, frames);
+  }
+
+  /** The deadline of each call, counted from its start, if there is one. */
+  public java.util.Optional<Duration> timeout() {
+    return java.util.Optional.ofNullable(timeout);
+  }
+
+  /** How many messages each stream buffers at most ahead of its reader. */
+  public int streamBufferSize() {
+    return streamBufferSize;
+  }
+
+  /** The stub with this client's deadline, counted from now: call it at once. */
+  private <S extends AbstractStub<S>> S withDeadline(S stub) {
+    return timeout == null ? stub : stub.withDeadlineAfter(timeout.toNanos(), TimeUnit.NANOSECONDS);
   }
 
   /** A builder of a client of {@code target} ({@code host:port}) with credentials and TLS options. */
@@ -101,6 +176,8 @@ public final class AskUserClient implements AutoCloseable {
     private Path clientCertificateChain;
     private Path clientPrivateKey;
     private String authority;
+    private Duration timeout;
+    private int streamBufferSize = EventStream.DEFAULT_BUFFER_SIZE;
 
     private Builder(String target) {
       this.target = target;
@@ -159,6 +236,32 @@ public final class AskUserClient implements AutoCloseable {
     }
 
     /**
+     * The deadline of every call (unary calls and streams alike), counted from the start of each
+     * call; none by default. Override it per call with {@link AskUserClient#withTimeout}, e.g.
+     * {@code withTimeout(null)} for a run that may wait long for its answers.
+     */
+    public Builder timeout(Duration timeout) {
+      if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
+        throw new IllegalArgumentException("timeout must be positive, got " + timeout);
+      }
+      this.timeout = timeout;
+      return this;
+    }
+
+    /**
+     * How many messages each stream buffers at most ahead of its reader ({@value
+     * EventStream#DEFAULT_BUFFER_SIZE} by default); past it, the server is asked for no more until
+     * the reader catches up.
+     */
+    public Builder streamBufferSize(int frames) {
+      if (frames < 1) {
+        throw new IllegalArgumentException("streamBufferSize must be at least 1, got " + frames);
+      }
+      this.streamBufferSize = frames;
+      return this;
+    }
+
+    /**
      * Builds the client; the connection is made at the first call.
      *
      * @throws UncheckedIOException when a PEM file cannot be read
@@ -168,7 +271,10 @@ public final class AskUserClient implements AutoCloseable {
       if (authority != null) {
         channel.overrideAuthority(authority);
       }
-      return new AskUserClient(channel.build(), tokenProvider == null ? null : new BearerToken(tokenProvider));
+      AskUserClient client =
+          new AskUserClient(channel.build(), tokenProvider == null ? null : new BearerToken(tokenProvider));
+      return new AskUserClient(
+          client.channel, true, client.agents, client.agentsBlocking, client.tools, timeout, streamBufferSize);
     }
 
     private ChannelCredentials channelCredentials() {
@@ -231,7 +337,7 @@ public final class AskUserClient implements AutoCloseable {
 
   /** Starts a run as given, e.g. with a {@code question_ttl}. */
   public Run startRun(StartRun start) {
-    return new Run(agents, RunAgentRequest.newBuilder().setStart(start).build());
+    return new Run(withDeadline(agents), RunAgentRequest.newBuilder().setStart(start).build(), streamBufferSize);
   }
 
   /**
@@ -240,7 +346,7 @@ public final class AskUserClient implements AutoCloseable {
    */
   public Run attach(String runId, long afterSequence) {
     AttachRun attach = AttachRun.newBuilder().setRunId(runId).setAfterSequence(afterSequence).build();
-    return new Run(agents, RunAgentRequest.newBuilder().setAttach(attach).build());
+    return new Run(withDeadline(agents), RunAgentRequest.newBuilder().setAttach(attach).build(), streamBufferSize);
   }
 
   /**
@@ -248,17 +354,17 @@ public final class AskUserClient implements AutoCloseable {
    * ends. A bad answer fails the stream with an {@link AskUserException}.
    */
   public FrameStream resumeRun(Answer answer) {
-    FrameStream frames = new FrameStream();
-    agents.resumeRun(ResumeRunRequest.newBuilder().setAnswer(answer).build(), frames.receiver());
+    FrameStream frames = new FrameStream(streamBufferSize);
+    withDeadline(agents).resumeRun(ResumeRunRequest.newBuilder().setAnswer(answer).build(), frames.receiver());
     return frames;
   }
 
   /** Replays a run's stored events after {@code afterSequence}, then follows it until it ends. */
   public FrameStream watchRun(String runId, long afterSequence) {
-    FrameStream frames = new FrameStream();
+    FrameStream frames = new FrameStream(streamBufferSize);
     WatchRunRequest request =
         WatchRunRequest.newBuilder().setRunId(runId).setAfterSequence(afterSequence).build();
-    agents.watchRun(request, frames.receiver());
+    withDeadline(agents).watchRun(request, frames.receiver());
     return frames;
   }
 
@@ -279,8 +385,8 @@ public final class AskUserClient implements AutoCloseable {
 
   /** Opens the pending-calls feed with the request as given. */
   public PendingCallStream watchPendingCalls(WatchPendingCallsRequest request) {
-    PendingCallStream feed = new PendingCallStream();
-    agents.watchPendingCalls(request, feed.receiver());
+    PendingCallStream feed = new PendingCallStream(streamBufferSize);
+    withDeadline(agents).watchPendingCalls(request, feed.receiver());
     return feed;
   }
 
@@ -298,36 +404,95 @@ public final class AskUserClient implements AutoCloseable {
       request.setTtl(
           com.google.protobuf.Duration.newBuilder().setSeconds(ttl.getSeconds()).setNanos(ttl.getNano()));
     }
-    com.google.protobuf.Timestamp expires = unary(() -> agentsBlocking.claimCall(request.build()).getExpireTime());
+    com.google.protobuf.Timestamp expires = unary(() -> withDeadline(agentsBlocking).claimCall(request.build()).getExpireTime());
     return Instant.ofEpochSecond(expires.getSeconds(), expires.getNanos());
   }
 
   /** One run with its pending tool calls (questions, approvals and client tool calls). */
   public dev.askuser.v1.Run getRun(String runId) {
-    return unary(() -> agentsBlocking.getRun(GetRunRequest.newBuilder().setRunId(runId).build()).getRun());
+    return unary(() -> withDeadline(agentsBlocking).getRun(GetRunRequest.newBuilder().setRunId(runId).build()).getRun());
   }
 
   /** One page of runs, newest first, filtered as the request says. */
   public ListRunsResponse listRuns(ListRunsRequest request) {
-    return unary(() -> agentsBlocking.listRuns(request));
+    return unary(() -> withDeadline(agentsBlocking).listRuns(request));
   }
 
   /** Cancels a suspended or working run and returns it; idempotent for a cancelled run. */
   public dev.askuser.v1.Run cancelRun(String runId, String reason) {
     CancelRunRequest request = CancelRunRequest.newBuilder().setRunId(runId).setReason(reason).build();
-    return unary(() -> agentsBlocking.cancelRun(request).getRun());
+    return unary(() -> withDeadline(agentsBlocking).cancelRun(request).getRun());
   }
 
   /** The agents the server runs, ordered by id. */
   public List<Agent> listAgents() {
-    return unary(() -> agentsBlocking.listAgents(ListAgentsRequest.getDefaultInstance()).getAgentsList());
+    return unary(() -> withDeadline(agentsBlocking).listAgents(ListAgentsRequest.getDefaultInstance()).getAgentsList());
   }
 
   /**
    * Runs the {@code ask_user} tool outside a run: validates the input and returns its fallback text.
    */
   public String askUser(AskUserInput input) {
-    return unary(() -> tools.askUser(AskUserRequest.newBuilder().setInput(input).build()).getContent());
+    return unary(() -> withDeadline(tools).askUser(AskUserRequest.newBuilder().setInput(input).build()).getContent());
+  }
+
+  /** {@link #getRun} without blocking: the future fails with an {@link AskUserException}. */
+  public CompletableFuture<dev.askuser.v1.Run> getRunAsync(String runId) {
+    return unaryAsync(
+        withDeadline(agents)::getRun,
+        GetRunRequest.newBuilder().setRunId(runId).build(),
+        response -> response.getRun());
+  }
+
+  /** {@link #listRuns} without blocking: the future fails with an {@link AskUserException}. */
+  public CompletableFuture<ListRunsResponse> listRunsAsync(ListRunsRequest request) {
+    return unaryAsync(withDeadline(agents)::listRuns, request, response -> response);
+  }
+
+  /** {@link #cancelRun} without blocking: the future fails with an {@link AskUserException}. */
+  public CompletableFuture<dev.askuser.v1.Run> cancelRunAsync(String runId, String reason) {
+    return unaryAsync(
+        withDeadline(agents)::cancelRun,
+        CancelRunRequest.newBuilder().setRunId(runId).setReason(reason).build(),
+        response -> response.getRun());
+  }
+
+  /** {@link #listAgents} without blocking: the future fails with an {@link AskUserException}. */
+  public CompletableFuture<List<Agent>> listAgentsAsync() {
+    return unaryAsync(
+        withDeadline(agents)::listAgents,
+        ListAgentsRequest.getDefaultInstance(),
+        response -> response.getAgentsList());
+  }
+
+  /**
+   * Starts a unary call on the async stub; the future completes on a gRPC thread (chain with the
+   * {@code *Async} methods of {@link CompletableFuture} to move off it).
+   */
+  private static <ReqT, RespT, T> CompletableFuture<T> unaryAsync(
+      BiConsumer<ReqT, StreamObserver<RespT>> call, ReqT request, Function<RespT, T> result) {
+    CompletableFuture<T> future = new CompletableFuture<>();
+    call.accept(
+        request,
+        new StreamObserver<RespT>() {
+          @Override
+          public void onNext(RespT response) {
+            future.complete(result.apply(response));
+          }
+
+          @Override
+          public void onError(Throwable failure) {
+            future.completeExceptionally(AskUserException.from(failure));
+          }
+
+          @Override
+          public void onCompleted() {
+            if (!future.isDone()) {
+              future.completeExceptionally(new IllegalStateException("the server sent no response"));
+            }
+          }
+        });
+    return future;
   }
 
   private static <T> T unary(Supplier<T> call) {
@@ -338,9 +503,16 @@ public final class AskUserClient implements AutoCloseable {
     }
   }
 
-  /** Shuts the channel down, cancelling calls still open. */
+  /**
+   * Shuts the channel down, cancelling calls still open, unless this is a view made by {@link
+   * #withTimeout} or {@link #withStreamBufferSize} (their channel belongs to the client they came
+   * from): then it does nothing.
+   */
   @Override
   public void close() {
+    if (!ownsChannel) {
+      return;
+    }
     channel.shutdownNow();
     try {
       channel.awaitTermination(5, TimeUnit.SECONDS);

@@ -6,8 +6,8 @@ import java.time.Duration;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
 import java.util.Optional;
+import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Predicate;
@@ -19,6 +19,11 @@ import java.util.function.Predicate;
  * <p>Heartbeats are dropped: they only keep idle connections alive and say nothing. When the stream
  * fails, {@link #hasNext()} and {@link #next()} throw the {@link AskUserException}. {@link #close()}
  * cancels the call; use try-with-resources when a loop may stop before the stream ends.
+ *
+ * <p>Buffering is bounded, with back-pressure: the stream asks the server for at most {@link
+ * #bufferSize()} messages ahead of the reader (gRPC manual flow control), and asks for one more
+ * each time the reader takes one. A slow reader therefore slows the server's sending down (HTTP/2
+ * flow control) instead of filling memory, and still gets every message in order.
  *
  * @param <T> the message type the server streams
  */
@@ -32,15 +37,31 @@ public abstract class EventStream<T> implements Iterator<T>, Iterable<T>, AutoCl
 
   private record Failed<T>(AskUserException error) implements Item<T> {}
 
-  private final BlockingQueue<Item<T>> items = new LinkedBlockingQueue<>();
+  /** How many messages a stream buffers ahead of its reader unless the client says otherwise. */
+  public static final int DEFAULT_BUFFER_SIZE = 64;
+
+  /** Messages received but not read yet (at most bufferSize), then how the stream ended. */
+  private final BlockingQueue<Item<T>> items;
+  private final int bufferSize;
   private final Predicate<T> isHeartbeat;
   /** The item a look-ahead took from the queue; the end of a stream stays here for good. */
   private Item<T> head;
 
   private volatile ClientCallStreamObserver<?> call;
 
-  EventStream(Predicate<T> isHeartbeat) {
+  EventStream(Predicate<T> isHeartbeat, int bufferSize) {
+    if (bufferSize < 1) {
+      throw new IllegalArgumentException("bufferSize must be at least 1, got " + bufferSize);
+    }
     this.isHeartbeat = isHeartbeat;
+    this.bufferSize = bufferSize;
+    // Room for every message requested and not read, plus the end of the stream.
+    this.items = new ArrayBlockingQueue<>(bufferSize + 1);
+  }
+
+  /** How many messages this stream buffers at most ahead of its reader. */
+  public int bufferSize() {
+    return bufferSize;
   }
 
   /** The observer to pass to the async stub; it feeds this stream. */
@@ -49,11 +70,19 @@ public abstract class EventStream<T> implements Iterator<T>, Iterable<T>, AutoCl
       @Override
       public void beforeStart(ClientCallStreamObserver<ReqT> requestStream) {
         call = requestStream;
+        // Manual flow control: the server may send bufferSize messages, then one per message read.
+        requestStream.disableAutoRequestWithInitial(bufferSize);
       }
 
       @Override
       public void onNext(T message) {
-        if (!isHeartbeat.test(message)) {
+        if (isHeartbeat.test(message)) {
+          call.request(1); // dropped, so it frees its place at once
+        } else if (items.size() >= bufferSize) {
+          // Cannot happen: the server sends only what was requested. The place kept free for the
+          // end of the stream takes the failure this cancel reports.
+          call.cancel("the server sent more than the client requested", null);
+        } else {
           items.add(new Message<>(message));
         }
       }
@@ -96,6 +125,9 @@ public abstract class EventStream<T> implements Iterator<T>, Iterable<T>, AutoCl
       }
       if (head == null) {
         throw new TimeoutException("nothing within " + timeout);
+      }
+      if (head instanceof Message<T>) {
+        call.request(1); // its place in the buffer is free again
       }
     }
     if (head instanceof Failed<T> failed) {

@@ -12,7 +12,7 @@ import dev.askuser.v1.RunAgentResponse;
  * before the run ends.
  */
 public class FrameStream extends EventStream<RunAgentResponse> {
-  FrameStream() {
-    super(frame -> frame.getEventCase() == RunAgentResponse.EventCase.HEARTBEAT);
+  FrameStream(int bufferSize) {
+    super(frame -> frame.getEventCase() == RunAgentResponse.EventCase.HEARTBEAT, bufferSize);
   }
 }

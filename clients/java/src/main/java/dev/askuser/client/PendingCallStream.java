@@ -18,7 +18,7 @@ import dev.askuser.v1.WatchPendingCallsResponse;
  * }</pre>
  */
 public final class PendingCallStream extends EventStream<WatchPendingCallsResponse> {
-  PendingCallStream() {
-    super(event -> event.getEventCase() == WatchPendingCallsResponse.EventCase.HEARTBEAT);
+  PendingCallStream(int bufferSize) {
+    super(event -> event.getEventCase() == WatchPendingCallsResponse.EventCase.HEARTBEAT, bufferSize);
   }
 }

@@ -23,7 +23,8 @@ public final class Run extends FrameStream {
   private boolean closed;
 
   /** Opens the stream and sends its first frame ({@code start} or {@code attach}). */
-  Run(AgentServiceGrpc.AgentServiceStub stub, RunAgentRequest firstFrame) {
+  Run(AgentServiceGrpc.AgentServiceStub stub, RunAgentRequest firstFrame, int bufferSize) {
+    super(bufferSize);
     requests = stub.runAgent(receiver());
     requests.onNext(firstFrame);
   }
