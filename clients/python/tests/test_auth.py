@@ -53,7 +53,7 @@ def test_a_server_name_override_is_checked_against_the_certificate():
     with AskUserClient(f"127.0.0.1:{port}", api_key=key, tls=named) as client:
         assert client.list_agents(timeout=CALL_TIMEOUT)
     wrong = TLS(files.root_certificates, files.certificate_chain, files.private_key, server_name="elsewhere.test")
-    with AskUserClient(address, api_key=key, tls=wrong) as client:
+    with AskUserClient(address, api_key=key, tls=wrong, reconnect=None) as client:
         assert refusal(client).code == grpc.StatusCode.UNAVAILABLE
 
 
@@ -69,7 +69,7 @@ def test_a_connection_the_server_cannot_trust_or_that_cannot_trust_it_fails(conn
         "no client certificate": TLS(files.root_certificates),
         "plaintext": False,
     }[connection]
-    with AskUserClient(address, api_key=key, tls=tls) as client:
+    with AskUserClient(address, api_key=key, tls=tls, reconnect=None) as client:
         assert refusal(client).code == grpc.StatusCode.UNAVAILABLE
 
 

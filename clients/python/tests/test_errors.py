@@ -106,12 +106,13 @@ def closed_port() -> str:
 
 def test_unavailable_from_both_clients():
     address = closed_port()
-    with AskUserClient(address) as client:
+    # reconnect=None: raised at once, not retried for the timeout's 10 s.
+    with AskUserClient(address, reconnect=None) as client:
         with pytest.raises(Unavailable):
             client.list_agents(timeout=10)
 
     async def unavailable() -> None:
-        async with AsyncAskUserClient(address) as client:
+        async with AsyncAskUserClient(address, reconnect=None) as client:
             with pytest.raises(Unavailable):
                 await client.list_agents(timeout=10)
 

@@ -5,6 +5,7 @@ come down to `answer`. Both clients only open calls and read their results."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -103,6 +104,65 @@ def tool_definition(
         approval=approval,
     )
 
+
+
+@dataclass(frozen=True)
+class Reconnect:
+    """How a client rides out a dropped connection (a server restart, a reset): a `RunAgent`
+    stream reattaches from the last sequence seen, the pending-calls feed reopens, and the
+    idempotent unary calls (`get_run`, `list_runs`, `list_agents`, `cancel_run`) are retried, each
+    on `UNAVAILABLE`, waiting `initial_backoff` seconds, doubling up to `max_backoff`, for up to
+    `total` seconds in all before the `Unavailable` error is raised."""
+
+    initial_backoff: float = 0.1
+    max_backoff: float = 2.0
+    total: float = 30.0
+
+
+DEFAULT_RECONNECT = Reconnect()
+
+# Channel options that keep gRPC's own reconnection attempts frequent while a server restarts (its
+# default backoff grows to 120 s); options given by the caller win.
+RECONNECT_CHANNEL_OPTIONS: tuple[tuple[str, Any], ...] = (("grpc.max_reconnect_backoff_ms", 2000),)
+
+
+class Backoff:
+    """The waits of one outage under a `Reconnect` policy: `next_wait()` is the time to sleep
+    before the next attempt, or None once the policy's total would be exceeded; `reset()` after a
+    success."""
+
+    def __init__(self, policy: Reconnect) -> None:
+        self._policy = policy
+        self._since: float | None = None
+        self._wait = policy.initial_backoff
+
+    def reset(self) -> None:
+        self._since = None
+        self._wait = self._policy.initial_backoff
+
+    def next_wait(self) -> float | None:
+        now = time.monotonic()
+        if self._since is None:
+            self._since = now
+        wait = self._wait
+        if now - self._since + wait > self._policy.total:
+            return None
+        self._wait = min(wait * 2, self._policy.max_backoff)
+        return wait
+
+
+def is_unavailable(error: AskUserError) -> bool:
+    return error.code == grpc.StatusCode.UNAVAILABLE
+
+
+def acknowledged(frame: Frame) -> str | None:
+    """The tool_call_id an `answer_accepted` or `answer_rejected` frame acknowledges, else None."""
+    kind = frame.WhichOneof("event")
+    if kind == "answer_accepted":
+        return str(frame.answer_accepted.tool_call_id)
+    if kind == "answer_rejected":
+        return str(frame.answer_rejected.tool_call_id)
+    return None
 
 
 def is_heartbeat(message: agent_pb2.RunAgentResponse | agent_pb2.WatchPendingCallsResponse) -> bool:
@@ -214,6 +274,8 @@ class ChannelSettings:
             channel_options += settings.channel_options()
         if api_key is not None:
             token_provider = static_token(api_key)
+        given = {name for name, _ in channel_options}
+        channel_options += [option for option in RECONNECT_CHANNEL_OPTIONS if option[0] not in given]
         return cls(credentials, channel_options, token_provider)
 
 

@@ -17,7 +17,9 @@ failures raise the same `AskUserError` subclasses (`NotFound`, `DeadlineExceeded
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping, Sequence
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol, TypeVar
 
@@ -27,17 +29,22 @@ import grpc.aio
 from askuser.v1 import agent_pb2, agent_pb2_grpc, ask_user_pb2, tool_pb2_grpc
 
 from ._shared import (
+    DEFAULT_RECONNECT,
     Answering,
+    Backoff,
     ChannelSettings,
     Frame,
     JsonArguments,
     PendingCallEvent,
+    Reconnect,
+    acknowledged,
     ask_user_request,
     attach_request,
     build_answer,
     check_run_started,
     claim_request,
     is_heartbeat,
+    is_unavailable,
     list_runs_request,
     pending_calls_request,
     start_request,
@@ -88,13 +95,32 @@ class AsyncRun(Answering[Awaitable[None]]):
     """One `RunAgent` stream: `async for` its frames and `await` its answers
     (`await run.answer_text(id, "yes")`). Like the sync `Run`: heartbeats skipped, iteration stops
     when the run has ended, a failure raises AskUserError, a rejected answer comes back as an
-    `answer_rejected` frame. Close it (or use `async with`) to drop the stream."""
+    `answer_rejected` frame, and a stream dropped with UNAVAILABLE reattaches from `last_sequence`
+    under the client's `Reconnect` policy. An answer sent while the stream is down does not raise:
+    it is kept, with any answer not yet acknowledged, and sent again once iteration has reattached
+    (`answer_id` makes that resend idempotent). Close it (or use `async with`) to drop the
+    stream."""
 
-    def __init__(self, call: Any, first: agent_pb2.RunAgentRequest, run_id: str) -> None:
+    def __init__(
+        self,
+        call: Any,
+        first: agent_pb2.RunAgentRequest,
+        run_id: str,
+        reopen: Callable[[float | None], Any] | None = None,
+        reconnect: Reconnect | None = None,
+        timeout: float | None = None,
+    ) -> None:
         self.run_id = run_id
         """The run this stream follows."""
+        self.last_sequence = first.attach.after_sequence if first.HasField("attach") else 0
+        """The sequence of the last stored frame seen (where a reattachment picks up)."""
         self._call = call
         self._first: agent_pb2.RunAgentRequest | None = first
+        self._reopen = reopen
+        self._reconnect = reconnect if reopen is not None else None
+        self._backoff = None if self._reconnect is None else Backoff(self._reconnect)
+        self._deadline = None if timeout is None else time.monotonic() + timeout
+        self._unacknowledged: list[agent_pb2.RunAgentRequest] = []
         self._read_ahead: list[Frame] = []
         self._closed = False
 
@@ -103,13 +129,19 @@ class AsyncRun(Answering[Awaitable[None]]):
             await self._call.write(request)
         except grpc.RpcError as error:
             raise AskUserError.from_rpc_error(error) from error
+        except asyncio.InvalidStateError as error:
+            # The call has ended (dropped): the same as a failed write.
+            raise AskUserError.for_code(grpc.StatusCode.UNAVAILABLE, str(error)) from error
 
     async def _send_first(self) -> None:
         # The first request (start or attach) goes out on the first read or write, so that
-        # `attach` needs no await.
+        # `attach` needs no await; after a reattachment, the unacknowledged answers follow it.
         if self._first is not None:
             first, self._first = self._first, None
+            resend = list(self._unacknowledged)
             await self._write(first)
+            for request in resend:
+                await self._write(request)
 
     async def _peek(self) -> Frame | None:
         try:
@@ -125,13 +157,47 @@ class AsyncRun(Answering[Awaitable[None]]):
     async def __anext__(self) -> Frame:
         if self._read_ahead:
             return self._read_ahead.pop()
-        if self._closed:
-            raise StopAsyncIteration
-        await self._send_first()
-        frame: Frame | None = await _read(self._call)
-        if frame is None:
-            raise StopAsyncIteration
-        return frame
+        while True:
+            if self._closed:
+                raise StopAsyncIteration
+            try:
+                await self._send_first()
+                frame: Frame | None = await _read(self._call)
+            except AskUserError as error:
+                wait = self._reattach_wait(error)
+                if wait is None:
+                    raise
+                self._call.cancel()
+                await asyncio.sleep(wait)
+                self._reattach()
+                continue
+            if frame is None:
+                raise StopAsyncIteration
+            if self._backoff is not None:
+                self._backoff.reset()
+            if 0 < frame.sequence <= self.last_sequence:
+                continue  # already yielded before a reattachment
+            self.last_sequence = max(self.last_sequence, frame.sequence)
+            if (tool_call_id := acknowledged(frame)) is not None:
+                for index, request in enumerate(self._unacknowledged):
+                    if request.answer.tool_call_id == tool_call_id:
+                        del self._unacknowledged[index]
+                        break
+            return frame
+
+    def _reattach_wait(self, error: AskUserError) -> float | None:
+        """How long to wait before reattaching after `error`; None: raise it."""
+        if self._closed or self._backoff is None or not self.run_id or not is_unavailable(error):
+            return None
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            return None
+        return self._backoff.next_wait()
+
+    def _reattach(self) -> None:
+        assert self._reopen is not None
+        timeout = None if self._deadline is None else max(self._deadline - time.monotonic(), 0.0)
+        self._call = self._reopen(timeout)
+        self._first = attach_request(self.run_id, self.last_sequence)
 
     def answer(
         self,
@@ -168,8 +234,20 @@ class AsyncRun(Answering[Awaitable[None]]):
         )
 
         async def send() -> None:
-            await self._send_first()
-            await self._write(request)
+            if self._reconnect is None:
+                await self._send_first()
+                await self._write(request)
+                return
+            self._unacknowledged.append(request)
+            try:
+                if self._first is not None:
+                    await self._send_first()  # sends this answer too
+                else:
+                    await self._write(request)
+            except AskUserError as error:
+                if not (is_unavailable(error) and self.run_id):
+                    raise
+                # Kept: sent again once iteration reattaches.
 
         return send()
 
@@ -188,27 +266,45 @@ class AsyncRun(Answering[Awaitable[None]]):
 
 class AsyncPendingCalls:
     """A `WatchPendingCalls` feed: `async for` its events (heartbeats skipped), as the sync
-    `PendingCalls`. After `close()`, iteration just stops."""
+    `PendingCalls`, reopened with a new snapshot after a drop with UNAVAILABLE. After `close()`,
+    iteration just stops."""
 
-    def __init__(self, call: _StreamCall) -> None:
+    def __init__(
+        self,
+        call: _StreamCall,
+        reopen: Callable[[], _StreamCall] | None = None,
+        reconnect: Reconnect | None = None,
+    ) -> None:
         self._call = call
+        self._reopen = reopen
+        self._backoff = Backoff(reconnect) if reconnect is not None and reopen is not None else None
         self._closed = False
 
     def __aiter__(self) -> AsyncPendingCalls:
         return self
 
     async def __anext__(self) -> PendingCallEvent:
-        if self._closed:
-            raise StopAsyncIteration
-        try:
-            event: PendingCallEvent | None = await _read(self._call)
-        except AskUserError:
+        while True:
             if self._closed:
-                raise StopAsyncIteration from None
-            raise
-        if event is None:
-            raise StopAsyncIteration
-        return event
+                raise StopAsyncIteration
+            try:
+                event: PendingCallEvent | None = await _read(self._call)
+            except AskUserError as error:
+                if self._closed:
+                    raise StopAsyncIteration from None
+                wait = self._backoff.next_wait() if self._backoff is not None and is_unavailable(error) else None
+                if wait is None or self._reopen is None:
+                    raise
+                await asyncio.sleep(wait)
+                if self._closed:
+                    raise StopAsyncIteration from None
+                self._call = self._reopen()
+                continue
+            if event is None:
+                raise StopAsyncIteration
+            if self._backoff is not None:
+                self._backoff.reset()
+            return event
 
     async def close(self) -> None:
         """Cancels the feed."""
@@ -223,11 +319,29 @@ class AsyncPendingCalls:
         await self.close()
 
 
+async def _retrying(
+    reconnect: Reconnect | None, timeout: float | None, call: Callable[[float | None], Awaitable[T]]
+) -> T:
+    """`await call(timeout)`, retried on UNAVAILABLE under `reconnect` (for idempotent calls only),
+    all attempts within `timeout`."""
+    backoff = Backoff(reconnect) if reconnect is not None else None
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        try:
+            return await _unary(call(None if deadline is None else max(deadline - time.monotonic(), 0.0)))
+        except AskUserError as error:
+            wait = backoff.next_wait() if backoff is not None and is_unavailable(error) else None
+            if wait is None or (deadline is not None and time.monotonic() + wait >= deadline):
+                raise
+            await asyncio.sleep(wait)
+
+
 class AsyncAskUserClient:
     """A `grpc.aio` connection to an askuser server (`host:port`), with the arguments of
     `AskUserClient`: `api_key` or `token_provider` (called for every call), `tls` or
     `credentials`, `options`. Every call takes `timeout=` in seconds (for a stream, of the whole
-    stream). Create it inside a running event loop; close it with `await client.close()` or use
+    stream). `reconnect` is the `Reconnect` policy of `AskUserClient` (runs reattach, the feed
+    reopens, idempotent calls retry on UNAVAILABLE; None: off). Create it inside a running event loop; close it with `await client.close()` or use
     `async with`."""
 
     def __init__(
@@ -239,7 +353,9 @@ class AsyncAskUserClient:
         tls: TLS | bool = False,
         credentials: grpc.ChannelCredentials | None = None,
         options: Sequence[tuple[str, object]] | None = None,
+        reconnect: Reconnect | None = DEFAULT_RECONNECT,
     ) -> None:
+        self._reconnect = reconnect
         settings = ChannelSettings.of(
             api_key=api_key, token_provider=token_provider, tls=tls, credentials=credentials, options=options
         )
@@ -267,7 +383,10 @@ class AsyncAskUserClient:
         await self.close()
 
     def _run(self, first: agent_pb2.RunAgentRequest, run_id: str, timeout: float | None) -> AsyncRun:
-        return AsyncRun(self._agents.RunAgent(timeout=timeout, metadata=self._metadata()), first, run_id)
+        def reopen(timeout: float | None) -> Any:
+            return self._agents.RunAgent(timeout=timeout, metadata=self._metadata())
+
+        return AsyncRun(reopen(timeout), first, run_id, reopen, self._reconnect, timeout)
 
     async def start_run(
         self,
@@ -337,8 +456,8 @@ class AsyncAskUserClient:
     async def get_run(self, run_id: str, *, timeout: float | None = None) -> agent_pb2.Run:
         """One run with its pending questions."""
         request = agent_pb2.GetRunRequest(run_id=run_id)
-        response: agent_pb2.GetRunResponse = await _unary(
-            self._agents.GetRun(request, timeout=timeout, metadata=self._metadata())
+        response: agent_pb2.GetRunResponse = await _retrying(
+            self._reconnect, timeout, lambda timeout: self._agents.GetRun(request, timeout=timeout, metadata=self._metadata())
         )
         return response.run
 
@@ -353,16 +472,16 @@ class AsyncAskUserClient:
     ) -> agent_pb2.ListRunsResponse:
         """One page of runs, newest first; pass its `next_page_token` for the next page."""
         request = list_runs_request(status, agent_id, page_size, page_token)
-        response: agent_pb2.ListRunsResponse = await _unary(
-            self._agents.ListRuns(request, timeout=timeout, metadata=self._metadata())
+        response: agent_pb2.ListRunsResponse = await _retrying(
+            self._reconnect, timeout, lambda timeout: self._agents.ListRuns(request, timeout=timeout, metadata=self._metadata())
         )
         return response
 
     async def cancel_run(self, run_id: str, reason: str = "", *, timeout: float | None = None) -> agent_pb2.Run:
         """Cancels a suspended or working run; returns it as it is after cancellation."""
         request = agent_pb2.CancelRunRequest(run_id=run_id, reason=reason)
-        response: agent_pb2.CancelRunResponse = await _unary(
-            self._agents.CancelRun(request, timeout=timeout, metadata=self._metadata())
+        response: agent_pb2.CancelRunResponse = await _retrying(
+            self._reconnect, timeout, lambda timeout: self._agents.CancelRun(request, timeout=timeout, metadata=self._metadata())
         )
         return response.run
 
@@ -378,7 +497,12 @@ class AsyncAskUserClient:
         """Opens the pending-calls feed across runs, as `AskUserClient.watch_pending_calls`:
         `async with client.watch_pending_calls(...) as feed: async for event in feed: ...`."""
         request = pending_calls_request(agent_ids, tool_names, kinds, assigned_to_me)
-        return AsyncPendingCalls(self._agents.WatchPendingCalls(request, timeout=timeout, metadata=self._metadata()))
+
+        def reopen() -> _StreamCall:
+            call: _StreamCall = self._agents.WatchPendingCalls(request, timeout=timeout, metadata=self._metadata())
+            return call
+
+        return AsyncPendingCalls(reopen(), reopen, self._reconnect)
 
     async def claim_call(
         self,
@@ -399,8 +523,10 @@ class AsyncAskUserClient:
 
     async def list_agents(self, *, timeout: float | None = None) -> list[agent_pb2.Agent]:
         """The agents the server runs, ordered by id."""
-        response: agent_pb2.ListAgentsResponse = await _unary(
-            self._agents.ListAgents(agent_pb2.ListAgentsRequest(), timeout=timeout, metadata=self._metadata())
+        response: agent_pb2.ListAgentsResponse = await _retrying(
+            self._reconnect,
+            timeout,
+            lambda timeout: self._agents.ListAgents(agent_pb2.ListAgentsRequest(), timeout=timeout, metadata=self._metadata()),
         )
         return list(response.agents)
 

@@ -7,26 +7,33 @@ calls, feeds the `RunAgent` stream its answers, skips heartbeats and raises AskU
 from __future__ import annotations
 
 import queue
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import grpc
 
 from askuser.v1 import agent_pb2, agent_pb2_grpc, ask_user_pb2, tool_pb2, tool_pb2_grpc
 
 from ._shared import (
+    DEFAULT_RECONNECT,
     Answering,
+    Backoff,
     ChannelSettings,
     Frame,
     JsonArguments,
     PendingCallEvent,
+    Reconnect,
+    acknowledged,
     attach_request,
     ask_user_request,
     build_answer,
     check_run_started,
     claim_request,
     is_heartbeat,
+    is_unavailable,
     list_runs_request,
     pending_calls_request,
     start_request,
@@ -35,12 +42,15 @@ from ._shared import (
 from .auth import TLS, BearerToken, TokenProvider
 from .errors import AskUserError, raising_ask_user_errors
 
+T = TypeVar("T")
+
 __all__ = [
     "AskUserClient",
     "Frame",
     "JsonArguments",
     "PendingCallEvent",
     "PendingCalls",
+    "Reconnect",
     "Run",
     "build_answer",
     "tool_definition",
@@ -60,6 +70,15 @@ class Run(Answering[None]):
     Iteration yields every frame but heartbeats and stops when the run has ended; a failure of the
     stream raises AskUserError. A rejected answer does not end the stream: it comes back as an
     `answer_rejected` frame and the question stays answerable.
+
+    Reattachment: when the stream drops with UNAVAILABLE (a server restart, a reset connection),
+    iteration re-opens it with `AttachRun(run_id, after_sequence=last_sequence)` under the client's
+    `Reconnect` policy and goes on, with no stored frame lost or repeated; Unavailable is raised
+    once the policy gives up. Answers are never lost to a drop: an answer sent while the stream is
+    down, or sent before the drop and not yet acknowledged (`answer_accepted` / `answer_rejected`),
+    is sent again on the reattached stream. Give answers an `answer_id` to make that resend
+    idempotent: without one, an answer that had reached the server before the drop comes back
+    rejected (the question is no longer pending).
     """
 
     def __init__(
@@ -68,20 +87,33 @@ class Run(Answering[None]):
         first: agent_pb2.RunAgentRequest,
         run_id: str,
         timeout: float | None,
+        reconnect: Reconnect | None = None,
     ) -> None:
         self.run_id = run_id
         """The run this stream follows."""
-        self._requests: queue.SimpleQueue[agent_pb2.RunAgentRequest | None] = queue.SimpleQueue()
-        self._requests.put(first)
-        self._call = stub.RunAgent(self._outgoing(), timeout=timeout)
-        self._frames = _without_heartbeats(self._call)
+        self.last_sequence = first.attach.after_sequence if first.HasField("attach") else 0
+        """The sequence of the last stored frame seen (where a reattachment picks up)."""
+        self._stub = stub
+        self._deadline = None if timeout is None else time.monotonic() + timeout
+        self._reconnect = reconnect
+        self._backoff = Backoff(reconnect) if reconnect is not None else None
+        self._lock = threading.Lock()
+        self._unacknowledged: list[agent_pb2.RunAgentRequest] = []
         self._read_ahead: list[Frame] = []
         self._closed = False
+        self._open(first)
 
-    def _outgoing(self) -> Iterator[agent_pb2.RunAgentRequest]:
-        # gRPC reads this on its own thread; None half-closes the stream.
-        while (request := self._requests.get()) is not None:
-            yield request
+    def _open(self, first: agent_pb2.RunAgentRequest) -> None:
+        """Opens a stream whose first request is `first`, followed by the unacknowledged answers."""
+        with self._lock:
+            requests: queue.SimpleQueue[agent_pb2.RunAgentRequest | None] = queue.SimpleQueue()
+            requests.put(first)
+            for answer in self._unacknowledged:
+                requests.put(answer)
+            self._requests = requests
+            timeout = None if self._deadline is None else max(self._deadline - time.monotonic(), 0.0)
+            self._call = self._stub.RunAgent(_outgoing(requests), timeout=timeout)
+            self._frames = _without_heartbeats(self._call)
 
     def _peek(self) -> Frame:
         """Reads the next frame and keeps it for iteration."""
@@ -95,12 +127,46 @@ class Run(Answering[None]):
     def __next__(self) -> Frame:
         if self._read_ahead:
             return self._read_ahead.pop()
-        try:
-            return next(self._frames)
-        except (StopIteration, AskUserError):
-            # The call is over: let gRPC's request thread finish too.
-            self._requests.put(None)
-            raise
+        while True:
+            try:
+                frame = next(self._frames)
+            except StopIteration:
+                # The call is over: let gRPC's request thread finish too.
+                self._requests.put(None)
+                raise
+            except AskUserError as error:
+                self._requests.put(None)
+                wait = self._reattach_wait(error)
+                if wait is None:
+                    raise
+                time.sleep(wait)
+                if self._closed:
+                    raise
+                self._open(attach_request(self.run_id, self.last_sequence))
+                continue
+            if self._backoff is not None:
+                self._backoff.reset()
+            if 0 < frame.sequence <= self.last_sequence:
+                continue  # already yielded before a reattachment
+            self.last_sequence = max(self.last_sequence, frame.sequence)
+            if (tool_call_id := acknowledged(frame)) is not None:
+                self._acknowledge(tool_call_id)
+            return frame
+
+    def _reattach_wait(self, error: AskUserError) -> float | None:
+        """How long to wait before reattaching after `error`; None: raise it."""
+        if self._closed or self._backoff is None or not self.run_id or not is_unavailable(error):
+            return None
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            return None
+        return self._backoff.next_wait()
+
+    def _acknowledge(self, tool_call_id: str) -> None:
+        with self._lock:
+            for index, request in enumerate(self._unacknowledged):
+                if request.answer.tool_call_id == tool_call_id:
+                    del self._unacknowledged[index]
+                    return
 
     def answer(
         self,
@@ -119,23 +185,25 @@ class Run(Answering[None]):
     ) -> None:
         if self._closed:
             raise ValueError("the stream is closed")
-        self._requests.put(
-            agent_pb2.RunAgentRequest(
-                answer=build_answer(
-                    run_id,
-                    tool_call_id,
-                    text=text,
-                    selections=selections,
-                    decline=decline,
-                    output=output,
-                    is_error=is_error,
-                    approve=approve,
-                    reject=reject,
-                    edit=edit,
-                    answer_id=answer_id,
-                )
+        request = agent_pb2.RunAgentRequest(
+            answer=build_answer(
+                run_id,
+                tool_call_id,
+                text=text,
+                selections=selections,
+                decline=decline,
+                output=output,
+                is_error=is_error,
+                approve=approve,
+                reject=reject,
+                edit=edit,
+                answer_id=answer_id,
             )
         )
+        with self._lock:
+            if self._reconnect is not None:
+                self._unacknowledged.append(request)
+            self._requests.put(request)
 
     def close(self) -> None:
         """Half-closes and drops the stream. The run goes on without it; `attach` picks it up."""
@@ -149,6 +217,12 @@ class Run(Answering[None]):
 
     def __exit__(self, *_exc_info: object) -> None:
         self.close()
+
+
+def _outgoing(requests: queue.SimpleQueue[agent_pb2.RunAgentRequest | None]) -> Iterator[agent_pb2.RunAgentRequest]:
+    # gRPC reads this on its own thread; None half-closes the stream.
+    while (request := requests.get()) is not None:
+        yield request
 
 
 class _EventCall(Protocol):
@@ -165,26 +239,48 @@ class PendingCalls:
     First every call pending at connect (`call_pending`), then `snapshot_done`, then each new
     pending call and each settlement (`call_settled`) live, until `close()` (or the deadline). A
     failure of the feed raises AskUserError; after `close()`, iteration just stops.
+
+    When the feed drops with UNAVAILABLE (a server restart), it reopens under the client's
+    `Reconnect` policy and starts over with a new snapshot: the calls pending then
+    (`call_pending`, possibly seen before), then `snapshot_done`.
     """
 
-    def __init__(self, call: _EventCall) -> None:
+    def __init__(
+        self,
+        call: _EventCall,
+        reopen: Callable[[], _EventCall] | None = None,
+        reconnect: Reconnect | None = None,
+    ) -> None:
         self._call = call
         self._events = iter(call)
+        self._reopen = reopen
+        self._backoff = Backoff(reconnect) if reconnect is not None and reopen is not None else None
         self._closed = False
 
     def __iter__(self) -> PendingCalls:
         return self
 
     def __next__(self) -> PendingCallEvent:
-        try:
-            while True:
+        while True:
+            try:
                 event = next(self._events)
-                if not is_heartbeat(event):
-                    return event
-        except grpc.RpcError as error:
-            if self._closed:
-                raise StopIteration from None
-            raise AskUserError.from_rpc_error(error) from error
+            except grpc.RpcError as rpc_error:
+                if self._closed:
+                    raise StopIteration from None
+                error = AskUserError.from_rpc_error(rpc_error)
+                wait = self._backoff.next_wait() if self._backoff is not None and is_unavailable(error) else None
+                if wait is None or self._reopen is None:
+                    raise error from rpc_error
+                time.sleep(wait)
+                if self._closed:
+                    raise StopIteration from None
+                self._call = self._reopen()
+                self._events = iter(self._call)
+                continue
+            if self._backoff is not None:
+                self._backoff.reset()
+            if not is_heartbeat(event):
+                return event
 
     def close(self) -> None:
         """Cancels the feed."""
@@ -197,6 +293,22 @@ class PendingCalls:
 
     def __exit__(self, *_exc_info: object) -> None:
         self.close()
+
+
+def _retrying(reconnect: Reconnect | None, timeout: float | None, call: Callable[[float | None], T]) -> T:
+    """`call(timeout)`, retried on UNAVAILABLE under `reconnect` (for idempotent calls only), all
+    attempts within `timeout`."""
+    backoff = Backoff(reconnect) if reconnect is not None else None
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        try:
+            with raising_ask_user_errors():
+                return call(None if deadline is None else max(deadline - time.monotonic(), 0.0))
+        except AskUserError as error:
+            wait = backoff.next_wait() if backoff is not None and is_unavailable(error) else None
+            if wait is None or (deadline is not None and time.monotonic() + wait >= deadline):
+                raise
+            time.sleep(wait)
 
 
 class AskUserClient:
@@ -213,6 +325,11 @@ class AskUserClient:
 
     Every call takes an optional `timeout` in seconds: the gRPC deadline of the call (for a stream,
     of the whole stream). Failures raise AskUserError.
+
+    `reconnect` (a `Reconnect` policy; None: off) rides out a dropped connection: runs reattach
+    from the last sequence seen, the pending-calls feed reopens, and `get_run`, `list_runs`,
+    `list_agents` and `cancel_run` are retried, on UNAVAILABLE, with backoff (0.1 s doubling to
+    2 s, for up to 30 s by default).
     """
 
     def __init__(
@@ -224,7 +341,9 @@ class AskUserClient:
         tls: TLS | bool = False,
         credentials: grpc.ChannelCredentials | None = None,
         options: Sequence[tuple[str, object]] | None = None,
+        reconnect: Reconnect | None = DEFAULT_RECONNECT,
     ) -> None:
+        self._reconnect = reconnect
         settings = ChannelSettings.of(
             api_key=api_key, token_provider=token_provider, tls=tls, credentials=credentials, options=options
         )
@@ -264,7 +383,7 @@ class AskUserClient:
         agent's own; settle their calls with `Run.send_output`. A bad definition raises
         INVALID_ARGUMENT with a field violation such as `start.tools[0].parameters_json_schema`."""
         request = start_request(agent_id, prompt, metadata, question_ttl, tools)
-        run = Run(self._agents, request, "", timeout)
+        run = Run(self._agents, request, "", timeout, self._reconnect)
         try:
             first: Frame | None = run._peek()
         except StopIteration:
@@ -279,7 +398,7 @@ class AskUserClient:
     def attach(self, run_id: str, after_sequence: int = 0, *, timeout: float | None = None) -> Run:
         """Attaches to an existing run: iterating replays its stored frames after `after_sequence`
         (0: all), then follows it live. An unknown run raises NOT_FOUND when iteration starts."""
-        return Run(self._agents, attach_request(run_id, after_sequence), run_id, timeout)
+        return Run(self._agents, attach_request(run_id, after_sequence), run_id, timeout, self._reconnect)
 
     def resume_run(
         self,
@@ -328,10 +447,10 @@ class AskUserClient:
 
     def get_run(self, run_id: str, *, timeout: float | None = None) -> agent_pb2.Run:
         """One run with its pending questions."""
-        with raising_ask_user_errors():
-            response: agent_pb2.GetRunResponse = self._agents.GetRun(
-                agent_pb2.GetRunRequest(run_id=run_id), timeout=timeout
-            )
+        request = agent_pb2.GetRunRequest(run_id=run_id)
+        response: agent_pb2.GetRunResponse = _retrying(
+            self._reconnect, timeout, lambda timeout: self._agents.GetRun(request, timeout=timeout)
+        )
         return response.run
 
     def list_runs(
@@ -345,15 +464,17 @@ class AskUserClient:
     ) -> agent_pb2.ListRunsResponse:
         """One page of runs, newest first; pass its `next_page_token` for the next page."""
         request = list_runs_request(status, agent_id, page_size, page_token)
-        with raising_ask_user_errors():
-            response: agent_pb2.ListRunsResponse = self._agents.ListRuns(request, timeout=timeout)
+        response: agent_pb2.ListRunsResponse = _retrying(
+            self._reconnect, timeout, lambda timeout: self._agents.ListRuns(request, timeout=timeout)
+        )
         return response
 
     def cancel_run(self, run_id: str, reason: str = "", *, timeout: float | None = None) -> agent_pb2.Run:
         """Cancels a suspended or working run; returns it as it is after cancellation."""
         request = agent_pb2.CancelRunRequest(run_id=run_id, reason=reason)
-        with raising_ask_user_errors():
-            response: agent_pb2.CancelRunResponse = self._agents.CancelRun(request, timeout=timeout)
+        response: agent_pb2.CancelRunResponse = _retrying(
+            self._reconnect, timeout, lambda timeout: self._agents.CancelRun(request, timeout=timeout)
+        )
         return response.run
 
     def watch_pending_calls(
@@ -378,7 +499,12 @@ class AskUserClient:
         ```
         """
         request = pending_calls_request(agent_ids, tool_names, kinds, assigned_to_me)
-        return PendingCalls(self._agents.WatchPendingCalls(request, timeout=timeout))
+
+        def reopen() -> _EventCall:
+            call: _EventCall = self._agents.WatchPendingCalls(request, timeout=timeout)
+            return call
+
+        return PendingCalls(reopen(), reopen, self._reconnect)
 
     def claim_call(
         self,
@@ -401,8 +527,10 @@ class AskUserClient:
 
     def list_agents(self, *, timeout: float | None = None) -> list[agent_pb2.Agent]:
         """The agents the server runs, ordered by id."""
-        with raising_ask_user_errors():
-            return list(self._agents.ListAgents(agent_pb2.ListAgentsRequest(), timeout=timeout).agents)
+        response: agent_pb2.ListAgentsResponse = _retrying(
+            self._reconnect, timeout, lambda timeout: self._agents.ListAgents(agent_pb2.ListAgentsRequest(), timeout=timeout)
+        )
+        return list(response.agents)
 
     def ask_user(
         self,
