@@ -10,6 +10,7 @@ mod postgres;
 mod postgres_connect;
 mod postgres_tls;
 mod records;
+mod run_filter;
 mod sqlite;
 mod webhook_records;
 

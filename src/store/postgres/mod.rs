@@ -37,8 +37,8 @@ mod keys;
 
 use super::postgres_connect::{Connection, PostgresSettings, connection, pool};
 use super::records::{
-    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate, Dialect,
-    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, ListParam, OLDEST_PENDING_CALLS_QUERY,
+    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
+    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, OLDEST_PENDING_CALLS_QUERY,
     PENDING_CALLS_COUNT_QUERY, PENDING_COLUMNS, PENDING_FEED_QUERY, PENDING_IN_TENANT_QUERY,
     PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_IN_TENANT,
     RUN_OF_REQUEST_QUERY, RUN_QUERY, RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY,
@@ -46,9 +46,10 @@ use super::records::{
     ToolCallRow, TranscriptCall, UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY,
     UNSETTLED_QUERY, UPDATE_CALL, WEBHOOKS_DUE_QUERY, assemble_transcript, between_turns,
     cancel_events, counting_step_start, executed_events, executing_call, first_step, from_json,
-    kind_name, list_runs_query, parse_status, pending_counts, run_tools_column, settled_by_column,
-    stored_event, suspension_prefix, to_json, unsigned, usage_columns,
+    kind_name, parse_status, pending_counts, run_tools_column, settled_by_column, stored_event,
+    suspension_prefix, to_json, unsigned, usage_columns,
 };
+use super::run_filter::{Dialect, ListParam, list_runs_query};
 use super::webhook_records::{DeliveryInsert, deliveries_of, webhooks_column};
 use super::{
     CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, Committed, CreateOutcome, Created,

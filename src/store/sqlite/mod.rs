@@ -18,18 +18,19 @@ mod keys;
 mod readers;
 
 use super::records::{
-    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate, Dialect,
-    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, ListParam, OLDEST_PENDING_CALLS_QUERY,
+    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
+    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, OLDEST_PENDING_CALLS_QUERY,
     PENDING_CALLS_COUNT_QUERY, PENDING_FEED_QUERY, PENDING_QUERY, PRUNABLE_RUNS_QUERY,
     PRUNED_TABLES, PendingRow, RUN_IN_TENANT, RUN_OF_REQUEST_QUERY, RUN_QUERY, RUN_STATE_QUERY,
     RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY, SUSPENSION_EVENT_QUERY, SettledRow,
     TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall,
     UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY, UPDATE_CALL,
     WEBHOOKS_DUE_QUERY, assemble_transcript, between_turns, cancel_events, counting_step_start,
-    executed_events, executing_call, first_step, from_json, kind_name, list_runs_query,
-    parse_status, pending_counts, run_tools_column, settled_by_column, stored_event,
-    suspension_prefix, to_json, usage_columns,
+    executed_events, executing_call, first_step, from_json, kind_name, parse_status,
+    pending_counts, run_tools_column, settled_by_column, stored_event, suspension_prefix, to_json,
+    usage_columns,
 };
+use super::run_filter::{Dialect, ListParam, list_runs_query};
 use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of, webhooks_column};
 use super::{
     CallStatus, CancelOutcome, ClaimOutcome, Committed, CreateOutcome, Created, Decide, EventPage,
