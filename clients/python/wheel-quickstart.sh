@@ -6,7 +6,7 @@
 set -euo pipefail
 ADDR="${1:?usage: clients/python/wheel-quickstart.sh HOST:PORT}"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-TOOLS="$ROOT/.tools/venv-python"   # conformance.sh makes it; it has pip and mypy
+TOOLS="$ROOT/.tools/venv-python"   # test.sh makes it; it has pip and mypy
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
