@@ -6,7 +6,7 @@
 set -euo pipefail
 ADDR="${1:?usage: clients/python/wheel-quickstart.sh HOST:PORT}"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-TOOLS="$ROOT/.tools/venv-python"   # conformance.sh makes it; it has pip and mypy
+TOOLS="$ROOT/.tools/venv-python"   # test.sh makes it; it has pip and mypy
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
@@ -25,7 +25,9 @@ package = pathlib.Path(askuser_client.__file__).parent
 assert "site-packages" in str(package), package
 for typed in (package / "py.typed", pathlib.Path(agent_pb2.__file__).parent / "py.typed"):
     assert typed.is_file(), f"missing {typed}"
-print(f"installed {package}")
+# __version__ comes from the installed metadata, i.e. pyproject.toml's version.
+assert askuser_client.__version__ and askuser_client.__version__[0].isdigit(), askuser_client.__version__
+print(f"installed askuser-client {askuser_client.__version__} at {package}")
 PY
 "$TOOLS/bin/mypy" --strict --no-incremental --python-executable "$WORK/venv/bin/python" quickstart_async.py
 "$WORK/venv/bin/python" quickstart.py "$ADDR" </dev/null

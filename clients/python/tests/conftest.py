@@ -1,5 +1,5 @@
 """The tests talk to a running server whose address ASKUSER_ADDR gives (`host:port`), started with
-tests/conformance/agents.toml; clients/python/conformance.sh runs them that way. Calls carry
+tests/conformance/agents.toml; clients/python/test.sh runs them that way. Calls carry
 ASKUSER_API_KEY when it is set; the TLS tests need the mTLS server of scripts/conformance-servers.sh
 (ASKUSER_TLS_ADDR and the files it names)."""
 

@@ -128,6 +128,22 @@ def test_sync_run_reattaches_after_a_server_restart(server: Server) -> None:
         assert client.get_run(run.run_id).status == agent_pb2.RUN_STATUS_COMPLETED
 
 
+def test_sync_watch_run_reopens_after_a_server_restart(server: Server) -> None:
+    with AskUserClient(server.address) as client:
+        with client.start_run("pick", "deploy", timeout=STREAM_TIMEOUT) as run:
+            question = next(f for f in run if f.WhichOneof("event") == "tool_call_suspended").tool_call_suspended
+            watch = client.watch_run(run.run_id, timeout=STREAM_TIMEOUT)
+            frames = [next(watch) for _ in range(3)]
+            server.restart()
+            run.answer_text(question.tool_call_id, "staging", answer_id="restart-1")
+            assert kinds(list(run))[-1] == "run_completed"
+            # The watch dropped at the restart: it reopens after sequence 3 and replays the rest.
+            frames += list(watch)
+        assert kinds(frames)[:3] == ["run_started", "tool_call", "tool_call_suspended"]
+        assert kinds(frames)[-1] == "run_completed"
+        check_sequences(frames)
+
+
 def test_sync_pending_calls_feed_reopens_after_a_server_restart(server: Server) -> None:
     with AskUserClient(server.address) as client:
         with client.start_run("pick", "deploy", timeout=STREAM_TIMEOUT) as run:
@@ -187,6 +203,27 @@ def test_async_run_reattaches_after_a_server_restart(server: Server) -> None:
             loop.call_later(1.0, lambda: threading.Thread(target=server.start).start())
             listed = await client.list_runs(agent_id="pick")
             assert [r.run_id for r in listed.runs] == [run.run_id]
+
+    asyncio.run(scenario())
+
+
+def test_async_watch_run_reopens_after_a_server_restart(server: Server) -> None:
+    async def scenario() -> None:
+        async with AsyncAskUserClient(server.address) as client:
+            run = await client.start_run("pick", "deploy", timeout=STREAM_TIMEOUT)
+            async with run:
+                async for frame in run:
+                    if frame.WhichOneof("event") == "tool_call_suspended":
+                        break
+                watch = client.watch_run(run.run_id, timeout=STREAM_TIMEOUT)
+                frames = [await watch.__anext__() for _ in range(3)]
+                await asyncio.to_thread(server.restart)
+                await run.answer_text(frame.tool_call_suspended.tool_call_id, "production", answer_id="restart-1")
+                assert kinds([frame async for frame in run])[-1] == "run_completed"
+                frames += [frame async for frame in watch]
+            assert kinds(frames)[:3] == ["run_started", "tool_call", "tool_call_suspended"]
+            assert kinds(frames)[-1] == "run_completed"
+            check_sequences(frames)
 
     asyncio.run(scenario())
 

@@ -8,6 +8,8 @@ The messages are the generated askuser.v1 modules, re-exported here as `agent_pb
 `ask_user_pb2` and `tool_pb2`.
 """
 
+from importlib.metadata import version as _version
+
 from askuser.v1 import agent_pb2, ask_user_pb2, tool_pb2
 
 from .aio import AsyncAskUserClient, AsyncPendingCalls, AsyncRun
@@ -44,6 +46,9 @@ from .errors import (
     Unknown,
 )
 
+__version__: str = _version("askuser-client")
+"""The installed package's version: pyproject.toml's, the one place it is written."""
+
 __all__ = [
     "ERROR_CLASSES",
     "Aborted",
@@ -75,6 +80,7 @@ __all__ = [
     "Unavailable",
     "Unimplemented",
     "Unknown",
+    "__version__",
     "agent_pb2",
     "ask_user_pb2",
     "build_answer",

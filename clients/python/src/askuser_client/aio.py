@@ -91,6 +91,36 @@ async def _frames(call: _StreamCall) -> AsyncIterator[Frame]:
         yield frame
 
 
+async def _watching(
+    reopen: Callable[[int, float | None], _StreamCall],
+    after_sequence: int,
+    timeout: float | None,
+    reconnect: Reconnect | None,
+) -> AsyncIterator[Frame]:
+    """The frames of `WatchRun` (`reopen(after_sequence, timeout)`), reopened after the last
+    sequence yielded when the call drops with UNAVAILABLE (the server replays from there, so
+    nothing is yielded twice)."""
+    backoff = Backoff(reconnect) if reconnect is not None else None
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        call = reopen(after_sequence, None if deadline is None else max(deadline - time.monotonic(), 0.0))
+        try:
+            while (frame := await _read(call)) is not None:
+                if backoff is not None:
+                    backoff.reset()
+                after_sequence = max(after_sequence, frame.sequence)
+                yield frame
+            return
+        except AskUserError as error:
+            wait = backoff.next_wait() if backoff is not None and is_unavailable(error) else None
+            if wait is None or (deadline is not None and time.monotonic() + wait >= deadline):
+                raise
+        finally:
+            # An abandoned iteration (break, aclose()) must not leave the call open.
+            call.cancel()
+        await asyncio.sleep(wait)
+
+
 class AsyncRun(Answering[Awaitable[None]]):
     """One `RunAgent` stream: `async for` its frames and `await` its answers
     (`await run.answer_text(id, "yes")`). Like the sync `Run`: heartbeats skipped, iteration stops
@@ -449,9 +479,16 @@ class AsyncAskUserClient:
         return _frames(self._agents.ResumeRun(request, timeout=timeout, metadata=self._metadata()))
 
     def watch_run(self, run_id: str, after_sequence: int = 0, *, timeout: float | None = None) -> AsyncIterator[Frame]:
-        """Replays a run's stored frames after `after_sequence`, then follows it until it ends."""
-        request = agent_pb2.WatchRunRequest(run_id=run_id, after_sequence=after_sequence)
-        return _frames(self._agents.WatchRun(request, timeout=timeout, metadata=self._metadata()))
+        """Replays a run's stored frames after `after_sequence`, then follows it until it ends; a
+        watch that drops with UNAVAILABLE reopens after the last sequence it yielded, as
+        `AskUserClient.watch_run`."""
+
+        def reopen(after_sequence: int, timeout: float | None) -> _StreamCall:
+            request = agent_pb2.WatchRunRequest(run_id=run_id, after_sequence=after_sequence)
+            call: _StreamCall = self._agents.WatchRun(request, timeout=timeout, metadata=self._metadata())
+            return call
+
+        return _watching(reopen, after_sequence, timeout, self._reconnect)
 
     async def get_run(self, run_id: str, *, timeout: float | None = None) -> agent_pb2.Run:
         """One run with its pending questions."""

@@ -225,6 +225,37 @@ def _outgoing(requests: queue.SimpleQueue[agent_pb2.RunAgentRequest | None]) -> 
         yield request
 
 
+def _watching(
+    stub: agent_pb2_grpc.AgentServiceStub,
+    run_id: str,
+    after_sequence: int,
+    timeout: float | None,
+    reconnect: Reconnect | None,
+) -> Iterator[Frame]:
+    """The frames of `WatchRun`, reopened after the last sequence yielded when the call drops with
+    UNAVAILABLE (the server replays from there, so nothing is yielded twice)."""
+    backoff = Backoff(reconnect) if reconnect is not None else None
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        request = agent_pb2.WatchRunRequest(run_id=run_id, after_sequence=after_sequence)
+        call = stub.WatchRun(request, timeout=None if deadline is None else max(deadline - time.monotonic(), 0.0))
+        try:
+            for frame in _without_heartbeats(call):
+                if backoff is not None:
+                    backoff.reset()
+                after_sequence = max(after_sequence, frame.sequence)
+                yield frame
+            return
+        except AskUserError as error:
+            wait = backoff.next_wait() if backoff is not None and is_unavailable(error) else None
+            if wait is None or (deadline is not None and time.monotonic() + wait >= deadline):
+                raise
+        finally:
+            # An abandoned iteration (break, close()) must not leave the call open.
+            call.cancel()
+        time.sleep(wait)
+
+
 class _EventCall(Protocol):
     """What grpcio returns for a server-streaming call: an iterator of its messages that cancels."""
 
@@ -441,9 +472,10 @@ class AskUserClient:
         self, run_id: str, after_sequence: int = 0, *, timeout: float | None = None
     ) -> Iterator[Frame]:
         """Replays a run's stored frames after `after_sequence`, then follows it until it ends,
-        without answering."""
-        request = agent_pb2.WatchRunRequest(run_id=run_id, after_sequence=after_sequence)
-        return _without_heartbeats(self._agents.WatchRun(request, timeout=timeout))
+        without answering. An unknown run raises NOT_FOUND when iteration starts. A watch that
+        drops with UNAVAILABLE reopens after the last sequence it yielded, under the client's
+        `Reconnect` policy and within `timeout`, as a `Run` reattaches."""
+        return _watching(self._agents, run_id, after_sequence, timeout, self._reconnect)
 
     def get_run(self, run_id: str, *, timeout: float | None = None) -> agent_pb2.Run:
         """One run with its pending questions."""

@@ -1,0 +1,223 @@
+"""The Python client under test of the conformance runner (tests/conformance/README.md, "Clients
+under test"): reads one JSON request a line from stdin, makes it a call on the sync
+`AskUserClient`'s public API and writes one JSON response a line to stdout. It never judges: the
+runner holds every assertion. Run it with the venv clients/python/test.sh makes, where the package
+is installed as users install it."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import Any, cast
+
+from google.protobuf.json_format import MessageToDict
+from google.protobuf.message import Message
+
+from askuser_client import (
+    AskUserClient,
+    AskUserError,
+    PendingCalls,
+    Run,
+    __version__,
+    agent_pb2,
+    ask_user_pb2,
+    tool_definition,
+)
+
+Json = dict[str, Any]
+# The generated .pyi types say `EnumTypeWrapper.Value` returns an int; the client's calls take the
+# enum types, hence the casts below.
+
+
+def message(value: Message) -> Json:
+    return MessageToDict(value)
+
+
+def status(error: AskUserError) -> Json:
+    return {
+        "code": error.code.name,
+        "message": error.message,
+        "reason": error.reason or "",
+        "fields": [violation.field for violation in error.field_violations],
+    }
+
+
+def timeout(request: Json) -> float | None:
+    milliseconds = request.get("timeout_ms") or 0
+    return milliseconds / 1000 if milliseconds else None
+
+
+def answer_kwargs(answer: Json) -> Json:
+    """The answer's one kind as the keyword arguments of `Run.answer` and `resume_run`."""
+    if "tool_output" in answer:
+        output = answer["tool_output"]
+        return {"output": output["content"], "is_error": output.get("is_error", False)}
+    for key in ("text", "selections", "decline", "approve", "reject", "edit"):
+        if key in answer:
+            return {key: answer[key]}
+    raise ValueError(f"an answer without a kind: {answer}")
+
+
+def collect(frames: Iterator[agent_pb2.RunAgentResponse]) -> Json:
+    """Every frame of a ResumeRun or WatchRun, then how it ended."""
+    read: list[Json] = []
+    try:
+        for frame in frames:
+            read.append(message(frame))
+    except AskUserError as error:
+        return {"frames": read, "error": status(error)}
+    return {"frames": read, "error": None}
+
+
+class ClientUnderTest:
+    def __init__(self) -> None:
+        self.clients: dict[str, AskUserClient] = {}
+        self.streams: dict[str, Run] = {}
+        self.feeds: dict[str, PendingCalls] = {}
+
+    def client(self, request: Json) -> AskUserClient:
+        return self.clients[request.get("as") or "own"]
+
+    def connect(self, request: Json) -> Json:
+        for who, key in request["keys"].items():
+            self.clients[who] = AskUserClient(request["address"], api_key=key or None)
+        return {"client": f"askuser-client {__version__}"}
+
+    def start(self, request: Json) -> Json:
+        tools = [
+            tool_definition(
+                tool["name"],
+                tool.get("description", ""),
+                tool.get("parameters_json_schema") or None,
+                approval=cast(agent_pb2.ApprovalPolicy, agent_pb2.ApprovalPolicy.Value(tool.get("approval") or "APPROVAL_POLICY_UNSPECIFIED")),
+            )
+            for tool in request.get("tools", [])
+        ]
+        run = self.client(request).start_run(
+            request["agent_id"], request.get("prompt", ""), request.get("metadata"), tools=tools, timeout=timeout(request)
+        )
+        self.streams[request["stream"]] = run
+        return {"run_id": run.run_id}
+
+    def attach(self, request: Json) -> Json:
+        self.streams[request["stream"]] = self.client(request).attach(
+            request["run_id"], int(request.get("after_sequence", 0)), timeout=timeout(request)
+        )
+        return {}
+
+    def send(self, request: Json) -> Json:
+        answer = request["answer"]
+        self.streams[request["stream"]].answer(
+            answer["tool_call_id"],
+            run_id=answer.get("run_id", ""),
+            answer_id=answer.get("answer_id", ""),
+            **answer_kwargs(answer),
+        )
+        return {}
+
+    def next(self, request: Json) -> Json:
+        frame = next(self.streams[request["stream"]], None)
+        return {"end": True} if frame is None else {"frame": message(frame)}
+
+    def close(self, request: Json) -> Json:
+        self.streams.pop(request["stream"]).close()
+        return {}
+
+    def resume(self, request: Json) -> Json:
+        answer = request["answer"]
+        return collect(
+            self.client(request).resume_run(
+                answer["run_id"],
+                answer["tool_call_id"],
+                answer_id=answer.get("answer_id", ""),
+                timeout=timeout(request),
+                **answer_kwargs(answer),
+            )
+        )
+
+    def watch(self, request: Json) -> Json:
+        return collect(
+            self.client(request).watch_run(
+                request["run_id"], int(request.get("after_sequence", 0)), timeout=timeout(request)
+            )
+        )
+
+    def get_run(self, request: Json) -> Json:
+        return {"run": message(self.client(request).get_run(request["run_id"], timeout=timeout(request)))}
+
+    def cancel(self, request: Json) -> Json:
+        return {"run": message(self.client(request).cancel_run(request["run_id"], request.get("reason", "")))}
+
+    def ask_user(self, request: Json) -> Json:
+        tool_input = request["input"]
+        mode = tool_input.get("selection_mode")
+        content = self.client(request).ask_user(
+            tool_input.get("question", ""),
+            [(option.get("label", ""), option.get("description", "")) for option in tool_input.get("options", [])],
+            None if mode is None else cast(ask_user_pb2.SelectionMode, ask_user_pb2.SelectionMode.Value(mode)),
+        )
+        return {"content": content}
+
+    def watch_pending(self, request: Json) -> Json:
+        self.feeds[request["feed"]] = self.client(request).watch_pending_calls(
+            agent_ids=request.get("agent_ids", []),
+            tool_names=request.get("tool_names", []),
+            kinds=[cast(agent_pb2.SuspendKind, agent_pb2.SuspendKind.Value(kind)) for kind in request.get("kinds", [])],
+        )
+        return {}
+
+    def next_pending(self, request: Json) -> Json:
+        event = next(self.feeds[request["feed"]], None)
+        return {"end": True} if event is None else {"event": message(event)}
+
+    def close_pending(self, request: Json) -> Json:
+        self.feeds.pop(request["feed"]).close()
+        return {}
+
+    def claim(self, request: Json) -> Json:
+        ttl_ms = request.get("ttl_ms") or 0
+        self.client(request).claim_call(
+            request["run_id"],
+            request["tool_call_id"],
+            request["claimant"],
+            ttl=timedelta(milliseconds=ttl_ms) if ttl_ms else None,
+        )
+        return {}
+
+    def respond(self, line: str) -> Json:
+        request = json.loads(line)
+        operation = OPERATIONS.get(request.get("op"))
+        if operation is None:
+            return {"failure": f"unknown op {request.get('op')!r}"}
+        try:
+            return {"ok": operation(self, request)}
+        except AskUserError as error:
+            return {"error": status(error)}
+        except Exception as error:  # anything else is the client under test's own failure
+            traceback.print_exc()
+            return {"failure": f"{type(error).__name__}: {error}"}
+
+
+OPERATIONS: dict[str, Callable[[ClientUnderTest, Json], Json]] = {
+    name: getattr(ClientUnderTest, name)
+    for name in (
+        "connect", "start", "attach", "send", "next", "close", "resume", "watch", "get_run",
+        "cancel", "ask_user", "watch_pending", "next_pending", "close_pending", "claim",
+    )
+}
+
+
+def main() -> None:
+    cut = ClientUnderTest()
+    while line := sys.stdin.readline():
+        if line.strip():
+            print(json.dumps(cut.respond(line)), flush=True)
+    for client in cut.clients.values():
+        client.close()
+
+
+if __name__ == "__main__":
+    main()
