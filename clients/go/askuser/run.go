@@ -24,7 +24,7 @@ import (
 type Run struct {
 	id     string
 	agents pb.AgentServiceClient
-	// ctx carries every stream of the run; cancel ends the current one for good.
+	// ctx carries every stream of the run; cancel ends them for good.
 	ctx    context.Context
 	cancel context.CancelFunc
 	// started is the run_started frame StartRun read to learn the run id; the first Recv returns it.
@@ -145,11 +145,11 @@ func (r *Run) acknowledge(event *pb.RunAgentResponse) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.unacked = slices.DeleteFunc(r.unacked, func(request *pb.RunAgentRequest) bool {
-		found := request.GetAnswer().GetToolCallId() == toolCallID
-		toolCallID = "" // only the first
-		return found
-	})
+	if i := slices.IndexFunc(r.unacked, func(request *pb.RunAgentRequest) bool {
+		return request.GetAnswer().GetToolCallId() == toolCallID
+	}); i >= 0 {
+		r.unacked = slices.Delete(r.unacked, i, i+1)
+	}
 }
 
 // AnswerText answers a pending question with free text or, for single select, with the label of
