@@ -158,3 +158,33 @@ func TestWithoutReconnectARestartFailsTheRun(t *testing.T) {
 	_, err = run.Recv()
 	asError(t, err, codes.Unavailable)
 }
+
+func TestThePendingCallsFeedReopensAfterAServerRestart(t *testing.T) {
+	s := newRestartable(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client, err := askuser.Dial(s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	feed, err := client.WatchPendingCalls(ctx, askuser.PendingCallsFilter{AgentIDs: []string{"feed"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer feed.Close()
+	// Both snapshots are empty: no run of the agent "feed" on this server.
+	expectSnapshotDone := func() {
+		t.Helper()
+		event, err := feed.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if event.GetSnapshotDone() == nil {
+			t.Fatalf("want snapshot_done, got %v", event)
+		}
+	}
+	expectSnapshotDone()
+	s.restart(200 * time.Millisecond)
+	expectSnapshotDone()
+}
