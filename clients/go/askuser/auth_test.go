@@ -40,10 +40,11 @@ func tlsFiles(t *testing.T) *tls.Config {
 	return config
 }
 
-// listAgents dials addr with opts and lists the agents.
+// listAgents dials addr with opts and lists the agents, without reconnection: the connections
+// these tests expect to fail would otherwise be retried until the deadline.
 func listAgents(t *testing.T, addr string, opts ...grpc.DialOption) ([]string, error) {
 	t.Helper()
-	client, err := askuser.Dial(addr, opts...)
+	client, err := askuser.Dial(addr, append(opts, askuser.WithoutReconnect())...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	pb "github.com/askuser-dev/askuser/clients/go/askuserv1"
@@ -21,26 +23,46 @@ import (
 type Client struct {
 	agents pb.AgentServiceClient
 	tools  pb.ToolServiceClient
+	// reconnect is the policy of its streams and retried calls; nil: off.
+	reconnect *ReconnectPolicy
 	// conn is the connection Dial opened, closed by Close; nil for a client made by New.
 	conn io.Closer
 }
 
 // Dial connects to the server at addr ("host:port"). The connection is plaintext unless opts
-// give other transport credentials (later options win). Close the client when done.
+// give other transport credentials (later options win). It reconnects under
+// DefaultReconnectPolicy unless opts hold WithReconnect or WithoutReconnect. Close the client
+// when done.
 func Dial(addr string, opts ...grpc.DialOption) (*Client, error) {
-	opts = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)
-	conn, err := grpc.NewClient(addr, opts...)
+	policy := DefaultReconnectPolicy()
+	reconnect := &policy
+	for _, opt := range opts {
+		if o, ok := opt.(reconnectOption); ok {
+			reconnect = o.policy
+		}
+	}
+	defaults := []grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithUserAgent("askuser-go/" + Version),
+	}
+	if reconnect != nil {
+		defaults = append(defaults, connectParams(reconnect))
+	}
+	conn, err := grpc.NewClient(addr, append(defaults, opts...)...)
 	if err != nil {
 		return nil, err
 	}
 	client := New(conn)
 	client.conn = conn
+	client.reconnect = reconnect
 	return client, nil
 }
 
-// New makes a client over a connection the caller owns (and closes).
+// New makes a client over a connection the caller owns (and closes). It reconnects under
+// DefaultReconnectPolicy; the connection's own reconnection backoff is the caller's to set.
 func New(conn grpc.ClientConnInterface) *Client {
-	return &Client{agents: pb.NewAgentServiceClient(conn), tools: pb.NewToolServiceClient(conn)}
+	policy := DefaultReconnectPolicy()
+	return &Client{agents: pb.NewAgentServiceClient(conn), tools: pb.NewToolServiceClient(conn), reconnect: &policy}
 }
 
 // Close closes the connection Dial opened; it does nothing for a client made by New.
@@ -78,8 +100,9 @@ func (c *Client) StartRun(ctx context.Context, agentID, prompt string, metadata 
 	for _, opt := range opts {
 		opt(start)
 	}
-	run, err := c.openRun(ctx, &pb.RunAgentRequest{Frame: &pb.RunAgentRequest_Start{Start: start}})
-	if err != nil {
+	run := c.newRun(ctx, "", 0)
+	if err := run.open(&pb.RunAgentRequest{Frame: &pb.RunAgentRequest_Start{Start: start}}); err != nil {
+		run.cancel()
 		return nil, err
 	}
 	first, err := run.Recv()
@@ -104,30 +127,20 @@ func (c *Client) StartRun(ctx context.Context, agentID, prompt string, metadata 
 // the stored events with a sequence above afterSequence (0: all of them), then follows the run live.
 // Attach does not wait for the server, so an unknown run is the error of the first Recv.
 func (c *Client) Attach(ctx context.Context, runID string, afterSequence uint64) (*Run, error) {
-	run, err := c.openRun(ctx, &pb.RunAgentRequest{Frame: &pb.RunAgentRequest_Attach{
-		Attach: &pb.AttachRun{RunId: runID, AfterSequence: afterSequence},
-	}})
-	if err != nil {
+	run := c.newRun(ctx, runID, afterSequence)
+	err := run.open(attachRequest(runID, afterSequence))
+	// A server that is down is the first Recv's to wait for, as after any drop.
+	if err != nil && (c.reconnect == nil || status.Code(err) != codes.Unavailable) {
+		run.cancel()
 		return nil, err
 	}
-	run.id = runID
 	return run, nil
 }
 
-// openRun opens a RunAgent stream and sends its first frame.
-func (c *Client) openRun(ctx context.Context, first *pb.RunAgentRequest) (*Run, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	stream, err := c.agents.RunAgent(ctx)
-	if err != nil {
-		cancel()
-		return nil, wrapError(err)
-	}
-	// io.EOF means the server already ended the stream; the first Recv returns its status.
-	if err := stream.Send(first); err != nil && err != io.EOF {
-		cancel()
-		return nil, wrapError(err)
-	}
-	return &Run{stream: stream, cancel: cancel}, nil
+func attachRequest(runID string, afterSequence uint64) *pb.RunAgentRequest {
+	return &pb.RunAgentRequest{Frame: &pb.RunAgentRequest_Attach{
+		Attach: &pb.AttachRun{RunId: runID, AfterSequence: afterSequence},
+	}}
 }
 
 // ResumeRun applies one answer to a suspended run without a RunAgent stream, then streams what
@@ -142,26 +155,37 @@ func (c *Client) ResumeRun(ctx context.Context, runID, toolCallID string, reply 
 		cancel()
 		return nil, wrapError(err)
 	}
-	return &Events{stream: stream, cancel: cancel}, nil
+	return &Events{stream: stream, ctx: ctx, cancel: cancel}, nil
 }
 
 // WatchRun replays a run's stored events with a sequence above afterSequence, then follows the
-// run live without answering; the stream ends when the run ends.
+// run live without answering; the stream ends when the run ends. Under the client's
+// ReconnectPolicy it reopens after a dropped connection, from the last sequence it returned.
 func (c *Client) WatchRun(ctx context.Context, runID string, afterSequence uint64) (*Events, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	stream, err := c.agents.WatchRun(ctx, &pb.WatchRunRequest{RunId: runID, AfterSequence: afterSequence})
+	reopen := func(after uint64) (eventStream, error) {
+		stream, err := c.agents.WatchRun(ctx, &pb.WatchRunRequest{RunId: runID, AfterSequence: after})
+		return stream, wrapError(err)
+	}
+	stream, err := reopen(afterSequence)
 	if err != nil {
 		cancel()
-		return nil, wrapError(err)
+		return nil, err
 	}
-	return &Events{stream: stream, cancel: cancel}, nil
+	events := &Events{stream: stream, ctx: ctx, cancel: cancel, lastSequence: afterSequence}
+	if c.reconnect != nil {
+		events.reopen, events.retrier = reopen, newRetrier(c.reconnect)
+	}
+	return events, nil
 }
 
 // GetRun returns one run with its pending tool calls.
 func (c *Client) GetRun(ctx context.Context, runID string) (*pb.Run, error) {
-	resp, err := c.agents.GetRun(ctx, &pb.GetRunRequest{RunId: runID})
+	resp, err := retried(ctx, c.reconnect, func() (*pb.GetRunResponse, error) {
+		return c.agents.GetRun(ctx, &pb.GetRunRequest{RunId: runID})
+	})
 	if err != nil {
-		return nil, wrapError(err)
+		return nil, err
 	}
 	return resp.GetRun(), nil
 }
@@ -181,14 +205,10 @@ type ListRunsOptions struct {
 
 // ListRuns lists runs, newest first. nextPageToken is empty on the last page.
 func (c *Client) ListRuns(ctx context.Context, opts ListRunsOptions) (runs []*pb.Run, nextPageToken string, err error) {
-	resp, err := c.agents.ListRuns(ctx, &pb.ListRunsRequest{
-		Status:    opts.Status,
-		AgentId:   opts.AgentID,
-		PageSize:  opts.PageSize,
-		PageToken: opts.PageToken,
-	})
+	req := &pb.ListRunsRequest{Status: opts.Status, AgentId: opts.AgentID, PageSize: opts.PageSize, PageToken: opts.PageToken}
+	resp, err := retried(ctx, c.reconnect, func() (*pb.ListRunsResponse, error) { return c.agents.ListRuns(ctx, req) })
 	if err != nil {
-		return nil, "", wrapError(err)
+		return nil, "", err
 	}
 	return resp.GetRuns(), resp.GetNextPageToken(), nil
 }
@@ -196,18 +216,22 @@ func (c *Client) ListRuns(ctx context.Context, opts ListRunsOptions) (runs []*pb
 // CancelRun cancels a suspended or working run and returns it. Cancelling a cancelled run again
 // succeeds; a completed or failed run is codes.FailedPrecondition with Reason "RUN_FINISHED".
 func (c *Client) CancelRun(ctx context.Context, runID, reason string) (*pb.Run, error) {
-	resp, err := c.agents.CancelRun(ctx, &pb.CancelRunRequest{RunId: runID, Reason: reason})
+	resp, err := retried(ctx, c.reconnect, func() (*pb.CancelRunResponse, error) {
+		return c.agents.CancelRun(ctx, &pb.CancelRunRequest{RunId: runID, Reason: reason})
+	})
 	if err != nil {
-		return nil, wrapError(err)
+		return nil, err
 	}
 	return resp.GetRun(), nil
 }
 
 // ListAgents lists the agents the server runs, ordered by id.
 func (c *Client) ListAgents(ctx context.Context) ([]*pb.Agent, error) {
-	resp, err := c.agents.ListAgents(ctx, &pb.ListAgentsRequest{})
+	resp, err := retried(ctx, c.reconnect, func() (*pb.ListAgentsResponse, error) {
+		return c.agents.ListAgents(ctx, &pb.ListAgentsRequest{})
+	})
 	if err != nil {
-		return nil, wrapError(err)
+		return nil, err
 	}
 	return resp.GetAgents(), nil
 }

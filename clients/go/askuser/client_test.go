@@ -18,12 +18,12 @@ import (
 )
 
 // These tests run against a server with the agents of tests/conformance/agents.toml, whose address
-// clients/go/conformance.sh puts in ASKUSER_ADDR; calls carry ASKUSER_API_KEY when it is set.
+// clients/go/test.sh puts in ASKUSER_ADDR; calls carry ASKUSER_API_KEY when it is set.
 func connect(t *testing.T) (context.Context, *askuser.Client) {
 	t.Helper()
 	addr := os.Getenv("ASKUSER_ADDR")
 	if addr == "" {
-		t.Fatal("ASKUSER_ADDR is not set: run clients/go/conformance.sh HOST:PORT")
+		t.Fatal("ASKUSER_ADDR is not set: run clients/go/test.sh HOST:PORT")
 	}
 	client, err := askuser.Dial(addr, credentials()...)
 	if err != nil {

@@ -2,6 +2,7 @@ package askuser
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -28,26 +29,52 @@ type PendingCallsFilter struct {
 // pending now (call_pending events), then a snapshot_done event, then each new pending call and
 // each settlement (call_settled) live. Reconnecting replays the snapshot, so a worker that
 // reconnects misses nothing. Workers sharing a feed use ClaimCall so that only one runs a call.
+//
+// Under the client's ReconnectPolicy a feed that fails with codes.Unavailable (a server restart)
+// reopens and starts over with a new snapshot: the calls pending then (call_pending, possibly seen
+// before), then snapshot_done.
 func (c *Client) WatchPendingCalls(ctx context.Context, filter PendingCallsFilter) (*PendingCalls, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	stream, err := c.agents.WatchPendingCalls(ctx, &pb.WatchPendingCallsRequest{
-		AgentIds:     filter.AgentIDs,
-		ToolNames:    filter.ToolNames,
-		Kinds:        filter.Kinds,
-		AssignedToMe: filter.AssignedToMe,
-	})
+	open := func() (pb.AgentService_WatchPendingCallsClient, error) {
+		stream, err := c.agents.WatchPendingCalls(ctx, &pb.WatchPendingCallsRequest{
+			AgentIds:     filter.AgentIDs,
+			ToolNames:    filter.ToolNames,
+			Kinds:        filter.Kinds,
+			AssignedToMe: filter.AssignedToMe,
+		})
+		return stream, wrapError(err)
+	}
+	stream, err := open()
 	if err != nil {
 		cancel()
-		return nil, wrapError(err)
+		return nil, err
 	}
-	return &PendingCalls{stream: stream, cancel: cancel}, nil
+	feed := &PendingCalls{stream: stream, ctx: ctx, cancel: cancel}
+	if c.reconnect != nil {
+		feed.reopen, feed.retrier = open, newRetrier(c.reconnect)
+	}
+	return feed, nil
 }
 
 // PendingCalls is a WatchPendingCalls feed. Recv must not be called from two goroutines at once.
 type PendingCalls struct {
-	stream pb.AgentService_WatchPendingCallsClient
+	stream pendingStream
+	ctx    context.Context
 	cancel context.CancelFunc
+	// reopen opens the feed again; nil without a ReconnectPolicy.
+	reopen  func() (pb.AgentService_WatchPendingCallsClient, error)
+	retrier *retrier
 }
+
+// pendingStream is the part of a WatchPendingCalls stream a feed reads.
+type pendingStream interface {
+	Recv() (*pb.WatchPendingCallsResponse, error)
+}
+
+// failedFeed stands for a feed that could not be reopened: Recv returns why.
+type failedFeed struct{ err error }
+
+func (f failedFeed) Recv() (*pb.WatchPendingCallsResponse, error) { return nil, f.err }
 
 // Recv returns the feed's next event (call_pending, call_settled or snapshot_done), skipping
 // heartbeats. It returns io.EOF if the server ends the feed and an *Error when the feed fails; the
@@ -56,8 +83,19 @@ func (p *PendingCalls) Recv() (*pb.WatchPendingCallsResponse, error) {
 	for {
 		event, err := p.stream.Recv()
 		if err != nil {
-			return nil, wrapError(err)
+			err = wrapError(err)
+			if p.reopen == nil || err == io.EOF {
+				return nil, err
+			}
+			if err = p.retrier.retry(p.ctx, err); err != nil {
+				return nil, err
+			}
+			if p.stream, err = p.reopen(); err != nil {
+				p.stream = failedFeed{err}
+			}
+			continue
 		}
+		p.retrier.reset()
 		if event.GetHeartbeat() == nil {
 			return event, nil
 		}

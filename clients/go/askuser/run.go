@@ -2,6 +2,9 @@ package askuser
 
 import (
 	"context"
+	"io"
+	"slices"
+	"sync"
 
 	pb "github.com/askuser-dev/askuser/clients/go/askuserv1"
 )
@@ -10,26 +13,143 @@ import (
 // SendToolOutput, Approve, Reject and Edit, settle its pending calls. Recv must not be called from
 // two goroutines at once, nor the methods that settle calls; one goroutine may Recv while another
 // answers.
+//
+// Under the client's ReconnectPolicy (on by default), a stream that fails with codes.Unavailable
+// (a server restart, a reset connection) is reattached by Recv after the last sequence it returned,
+// so no stored event is lost or returned twice, and the answers the server has not acknowledged
+// yet (with answer_accepted or answer_rejected) are sent again on the new stream, including those
+// sent while the stream was down. Give answers an id (WithAnswerID) to make that resend
+// idempotent: without one, an answer that reached the server before the drop comes back
+// rejected, the call being no longer pending.
 type Run struct {
 	id     string
-	stream pb.AgentService_RunAgentClient
+	agents pb.AgentServiceClient
+	// ctx carries every stream of the run; cancel ends them for good.
+	ctx    context.Context
 	cancel context.CancelFunc
 	// started is the run_started frame StartRun read to learn the run id; the first Recv returns it.
 	started *pb.RunAgentResponse
+	// lastSequence is the sequence of the last stored event Recv returned: where a reattachment
+	// picks up.
+	lastSequence uint64
+	retrier      *retrier
+	// reconnecting is whether answers are kept until acknowledged, for a reattachment to resend.
+	reconnecting bool
+
+	mu      sync.Mutex // guards the fields below, shared by Recv and the answering methods
+	stream  runStream
+	unacked []*pb.RunAgentRequest
+	ended   bool // Recv returned io.EOF or an error: answers have nowhere to go
+}
+
+// runStream is the part of a RunAgent stream a Run uses.
+type runStream interface {
+	Send(*pb.RunAgentRequest) error
+	Recv() (*pb.RunAgentResponse, error)
+	CloseSend() error
+}
+
+// failedStream stands for a stream that could not be opened: Recv returns why.
+type failedStream struct{ err error }
+
+func (f failedStream) Send(*pb.RunAgentRequest) error      { return io.EOF }
+func (f failedStream) Recv() (*pb.RunAgentResponse, error) { return nil, f.err }
+func (f failedStream) CloseSend() error                    { return nil }
+
+func (c *Client) newRun(ctx context.Context, runID string, afterSequence uint64) *Run {
+	ctx, cancel := context.WithCancel(ctx)
+	return &Run{
+		id: runID, agents: c.agents, ctx: ctx, cancel: cancel, lastSequence: afterSequence,
+		retrier: newRetrier(c.reconnect), reconnecting: c.reconnect != nil,
+	}
+}
+
+// open opens a RunAgent stream and sends first, then the unacknowledged answers. When that fails
+// the Run keeps the error for Recv, which may reattach.
+func (r *Run) open(first *pb.RunAgentRequest) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	stream, err := r.agents.RunAgent(r.ctx)
+	if err != nil {
+		err = wrapError(err)
+		r.stream = failedStream{err}
+		return err
+	}
+	r.stream = stream
+	// io.EOF means the server already ended the stream; Recv returns its status.
+	for _, request := range append([]*pb.RunAgentRequest{first}, r.unacked...) {
+		if err := stream.Send(request); err != nil {
+			if err != io.EOF {
+				r.stream = failedStream{wrapError(err)}
+				return wrapError(err)
+			}
+			break
+		}
+	}
+	return nil
 }
 
 // ID is the run's id.
 func (r *Run) ID() string { return r.id }
 
 // Recv returns the run's next event, skipping heartbeats. It returns io.EOF once the run has
-// completed, failed or been cancelled and the stream has ended, and an *Error when the stream fails.
-// A rejected answer does not end the stream: it is an answer_rejected event.
+// completed, failed or been cancelled and the stream has ended, and an *Error when the stream fails
+// (after giving up reattaching, for codes.Unavailable). A rejected answer does not end the stream:
+// it is an answer_rejected event.
 func (r *Run) Recv() (*pb.RunAgentResponse, error) {
 	if started := r.started; started != nil {
 		r.started = nil
 		return started, nil
 	}
-	return nextEvent(r.stream)
+	for {
+		r.mu.Lock()
+		stream := r.stream
+		r.mu.Unlock()
+		event, err := stream.Recv()
+		if err != nil {
+			err = wrapError(err)
+			// A run without an id yet (StartRun before run_started) has nothing to attach to.
+			if r.id != "" && err != io.EOF {
+				err = r.retrier.retry(r.ctx, err)
+			}
+			if err != nil {
+				r.mu.Lock()
+				r.ended = true
+				r.mu.Unlock()
+				return nil, err
+			}
+			_ = r.open(attachRequest(r.id, r.lastSequence)) // its failure is the next Recv's
+			continue
+		}
+		r.retrier.reset()
+		sequence := event.GetSequence()
+		if event.GetHeartbeat() != nil || (sequence > 0 && sequence <= r.lastSequence) {
+			continue // a heartbeat, or an event returned before a reattachment
+		}
+		r.lastSequence = max(r.lastSequence, sequence)
+		r.acknowledge(event)
+		return event, nil
+	}
+}
+
+// acknowledge forgets the answer an answer_accepted or answer_rejected event settles.
+func (r *Run) acknowledge(event *pb.RunAgentResponse) {
+	var toolCallID string
+	switch e := event.GetEvent().(type) {
+	case *pb.RunAgentResponse_AnswerAccepted:
+		toolCallID = e.AnswerAccepted.GetToolCallId()
+	case *pb.RunAgentResponse_AnswerRejected:
+		toolCallID = e.AnswerRejected.GetToolCallId()
+	default:
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i := slices.IndexFunc(r.unacked, func(request *pb.RunAgentRequest) bool {
+		return request.GetAnswer().GetToolCallId() == toolCallID
+	}); i >= 0 {
+		r.unacked = slices.Delete(r.unacked, i, i+1)
+	}
 }
 
 // AnswerText answers a pending question with free text or, for single select, with the label of
@@ -76,28 +196,76 @@ func (r *Run) Edit(toolCallID, argumentsJSON string, opts ...AnswerOption) error
 
 // Answer sends an answer to a pending question of the run. It returns io.EOF when the stream has
 // already ended; Recv then tells why.
+//
+// Under a ReconnectPolicy the answer is kept until the server acknowledges it, and an answer sent
+// while the stream is down is not an error: Recv sends it once it has reattached.
 func (r *Run) Answer(toolCallID string, reply Reply, opts ...AnswerOption) error {
-	answer := newAnswer(r.id, toolCallID, reply, opts)
-	return wrapError(r.stream.Send(&pb.RunAgentRequest{Frame: &pb.RunAgentRequest_Answer{Answer: answer}}))
+	request := &pb.RunAgentRequest{Frame: &pb.RunAgentRequest_Answer{Answer: newAnswer(r.id, toolCallID, reply, opts)}}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		return io.EOF
+	}
+	err := r.stream.Send(request)
+	if r.reconnecting {
+		r.unacked = append(r.unacked, request)
+		if err == io.EOF {
+			return nil
+		}
+	}
+	return wrapError(err)
 }
 
 // Close drops the stream, like a lost connection: the run goes on without it and can be attached
 // to again.
 func (r *Run) Close() error {
+	r.mu.Lock()
+	r.ended = true
 	err := r.stream.CloseSend()
+	r.mu.Unlock()
 	r.cancel()
 	return err
 }
 
-// Events is a ResumeRun or WatchRun stream of a run's events.
+// Events is a ResumeRun or WatchRun stream of a run's events. Under the client's ReconnectPolicy
+// a WatchRun stream that fails with codes.Unavailable reopens after the last sequence it returned.
 type Events struct {
 	stream eventStream
+	ctx    context.Context
 	cancel context.CancelFunc
+	// reopen opens the stream again after a sequence; nil for a stream that cannot be reopened.
+	reopen       func(afterSequence uint64) (eventStream, error)
+	lastSequence uint64
+	retrier      *retrier
 }
 
 // Recv returns the next event, skipping heartbeats. It returns io.EOF when the stream has ended
 // and an *Error when it failed.
-func (e *Events) Recv() (*pb.RunAgentResponse, error) { return nextEvent(e.stream) }
+func (e *Events) Recv() (*pb.RunAgentResponse, error) {
+	for {
+		event, err := e.stream.Recv()
+		if err != nil {
+			err = wrapError(err)
+			if e.reopen == nil || err == io.EOF {
+				return nil, err
+			}
+			if err = e.retrier.retry(e.ctx, err); err != nil {
+				return nil, err
+			}
+			if e.stream, err = e.reopen(e.lastSequence); err != nil {
+				e.stream = failedStream{err}
+			}
+			continue
+		}
+		e.retrier.reset()
+		sequence := event.GetSequence()
+		if event.GetHeartbeat() != nil || (sequence > 0 && sequence <= e.lastSequence) {
+			continue
+		}
+		e.lastSequence = max(e.lastSequence, sequence)
+		return event, nil
+	}
+}
 
 // Close stops reading before the stream's end and releases it.
 func (e *Events) Close() { e.cancel() }
@@ -105,19 +273,6 @@ func (e *Events) Close() { e.cancel() }
 // eventStream is what the RunAgent, ResumeRun and WatchRun streams have in common.
 type eventStream interface {
 	Recv() (*pb.RunAgentResponse, error)
-}
-
-// nextEvent skips heartbeats: they only keep idle streams alive through proxies.
-func nextEvent(stream eventStream) (*pb.RunAgentResponse, error) {
-	for {
-		event, err := stream.Recv()
-		if err != nil {
-			return nil, wrapError(err)
-		}
-		if event.GetHeartbeat() == nil {
-			return event, nil
-		}
-	}
 }
 
 // Reply is the content of an answer: make one with Text, Selections or Declined for a question,

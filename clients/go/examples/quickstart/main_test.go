@@ -14,14 +14,14 @@ import (
 )
 
 // runWithInput runs the quickstart's loop with input as standard input, against the agents of
-// tests/conformance/agents.toml that clients/go/conformance.sh serves at ASKUSER_ADDR ("parallel"
+// tests/conformance/agents.toml served at ASKUSER_ADDR (clients/go/test.sh) ("parallel"
 // asks the same kinds of question as the demo agent "deploy"). It returns the output text, what
 // the loop showed, and the loop's error. Calls carry ASKUSER_API_KEY when it is set.
 func runWithInput(t *testing.T, agentID, input string) (string, string, error) {
 	t.Helper()
 	addr := os.Getenv("ASKUSER_ADDR")
 	if addr == "" {
-		t.Fatal("ASKUSER_ADDR is not set: run clients/go/conformance.sh HOST:PORT")
+		t.Fatal("ASKUSER_ADDR is not set: run clients/go/test.sh HOST:PORT")
 	}
 	var opts []grpc.DialOption
 	if key := os.Getenv("ASKUSER_API_KEY"); key != "" {
