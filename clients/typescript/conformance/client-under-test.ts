@@ -4,8 +4,45 @@
 import { createInterface } from "node:readline";
 import { AskUserClient, AskUserError, VERSION, v1, type AnswerValue, type PendingCalls, type Run } from "@askuser/client";
 
-// Requests are JSON written by the runner; their fields are read as the protocol defines them.
-type Request = Record<string, any>;
+/** An answer object of the protocol: exactly one of the values is given. */
+interface AnswerRequest {
+  run_id?: string;
+  tool_call_id: string;
+  answer_id?: string;
+  text?: string;
+  selections?: string[];
+  decline?: string;
+  tool_output?: { content: string; is_error?: boolean };
+  approve?: true;
+  reject?: string;
+  edit?: string;
+}
+
+/** A request line: `op` and the fields of that op (tests/conformance/README.md, "Clients under test"). */
+interface Request {
+  op: string;
+  address: string;
+  keys: Record<string, string>;
+  stream: string;
+  feed: string;
+  as?: string;
+  agent_id: string;
+  prompt: string;
+  metadata?: Record<string, string>;
+  tools?: { name: string; description?: string; parameters_json_schema?: string; approval?: v1.ApprovalPolicy | "" }[];
+  timeout_ms?: number;
+  run_id: string;
+  after_sequence?: number | string;
+  answer: AnswerRequest;
+  reason?: string;
+  input: { question: string; options?: { label: string; description?: string }[]; selection_mode?: v1.SelectionMode };
+  agent_ids?: string[];
+  tool_names?: string[];
+  kinds?: v1.SuspendKind[];
+  tool_call_id: string;
+  claimant: string;
+  ttl_ms?: number;
+}
 
 /** A ts-proto message in the proto3 JSON mapping: `{$case, value}` oneofs become `{[$case]: value}`. */
 function toJson(value: unknown): unknown {
@@ -44,19 +81,19 @@ function callOptions(request: Request): { timeoutMs?: number } {
 }
 
 /** An answer object of the protocol as the client's `AnswerValue`. */
-function answerValue(answer: Request): AnswerValue {
-  if ("text" in answer) return { text: answer.text };
-  if ("selections" in answer) return { selections: answer.selections };
-  if ("decline" in answer) return { decline: answer.decline };
-  if ("tool_output" in answer) return { toolOutput: { content: answer.tool_output.content, isError: answer.tool_output.is_error ?? false } };
-  if ("approve" in answer) return { approve: true };
-  if ("reject" in answer) return { reject: answer.reject };
-  if ("edit" in answer) return { edit: answer.edit };
+function answerValue(answer: AnswerRequest): AnswerValue {
+  if (answer.text !== undefined) return { text: answer.text };
+  if (answer.selections !== undefined) return { selections: answer.selections };
+  if (answer.decline !== undefined) return { decline: answer.decline };
+  if (answer.tool_output !== undefined) return { toolOutput: { content: answer.tool_output.content, isError: answer.tool_output.is_error ?? false } };
+  if (answer.approve !== undefined) return { approve: true };
+  if (answer.reject !== undefined) return { reject: answer.reject };
+  if (answer.edit !== undefined) return { edit: answer.edit };
   throw new Error(`an answer without a value: ${JSON.stringify(answer)}`);
 }
 
 /** Sends an answer on a run's stream through the verb a user would call for it. */
-function send(run: Run, answer: Request): void {
+function send(run: Run, answer: AnswerRequest): void {
   const options = { runId: answer.run_id ?? "", answerId: answer.answer_id ?? "" };
   const value = answerValue(answer);
   const id = answer.tool_call_id;
@@ -111,10 +148,10 @@ function open(name: string, run: Run): void {
 async function handle(request: Request): Promise<Record<string, unknown>> {
   switch (request.op) {
     case "connect":
-      for (const [as, apiKey] of Object.entries<string>(request.keys)) clients.set(as, new AskUserClient(request.address, { apiKey }));
+      for (const [as, apiKey] of Object.entries(request.keys)) clients.set(as, new AskUserClient(request.address, { apiKey }));
       return { client: `@askuser/client ${VERSION}` };
     case "start": {
-      const tools = (request.tools ?? []).map((tool: Request) => ({
+      const tools = (request.tools ?? []).map((tool) => ({
         name: tool.name,
         description: tool.description ?? "",
         parametersJsonSchema: tool.parameters_json_schema ?? "",
@@ -138,7 +175,7 @@ async function handle(request: Request): Promise<Record<string, unknown>> {
     case "resume": {
       const { answer } = request;
       return collect(
-        client(request).resumeRun(answer.run_id, answer.tool_call_id, answerValue(answer), {
+        client(request).resumeRun(answer.run_id ?? "", answer.tool_call_id, answerValue(answer), {
           answerId: answer.answer_id ?? "",
           ...callOptions(request),
         }),

@@ -271,7 +271,7 @@ export class AskUserClient {
     return new PendingCalls(() => {
       const { metadata, callOptions } = grpcCallArguments(filters, deadline);
       return this.#track(this.#agents.watchPendingCalls(request, metadata, callOptions), filters.signal);
-    }, this.#reconnect && new Backoff(this.#reconnect), deadline);
+    }, this.#reconnect && new Backoff(this.#reconnect), deadline, filters.signal);
   }
 
   /**
@@ -357,7 +357,7 @@ export class AskUserClient {
       const { metadata, callOptions } = grpcCallArguments(options, deadline);
       return this.#track(this.#agents.runAgent(metadata, callOptions), options.signal);
     };
-    return new Run(open, first, this.#reconnect && new Backoff(this.#reconnect), deadline);
+    return new Run(open, first, this.#reconnect && new Backoff(this.#reconnect), deadline, options.signal);
   }
 
   /** Keeps `call` among the open calls until it ends, and cancels it when `signal` aborts. */

@@ -20,6 +20,7 @@ export class PendingCalls implements AsyncIterable<WatchPendingCallsResponse> {
   readonly #open: () => ClientReadableStream<WatchPendingCallsResponse>;
   readonly #backoff: Backoff | undefined;
   readonly #deadline: number | undefined;
+  readonly #signal: AbortSignal | undefined;
   #call: ClientReadableStream<WatchPendingCallsResponse>;
   readonly #events: AsyncGenerator<WatchPendingCallsResponse>;
   /** Aborted by `close()`, to cut a wait before reopening short. */
@@ -30,10 +31,16 @@ export class PendingCalls implements AsyncIterable<WatchPendingCallsResponse> {
    * @internal Created by `AskUserClient.watchPendingCalls`: `open` opens the call (with the first
    * one's deadline and signal); `backoff` is undefined when reconnection is off.
    */
-  constructor(open: () => ClientReadableStream<WatchPendingCallsResponse>, backoff: Backoff | undefined, deadline: number | undefined) {
+  constructor(
+    open: () => ClientReadableStream<WatchPendingCallsResponse>,
+    backoff: Backoff | undefined,
+    deadline: number | undefined,
+    signal: AbortSignal | undefined,
+  ) {
     this.#open = open;
     this.#backoff = backoff;
     this.#deadline = deadline;
+    this.#signal = signal;
     this.#call = open();
     this.#events = this.#follow(serverStreamEvents(this.#call));
   }
@@ -61,7 +68,8 @@ export class PendingCalls implements AsyncIterable<WatchPendingCallsResponse> {
         if (this.#closed && error instanceof AskUserError && error.code === status.CANCELLED) return;
         const wait = retryWait(error, this.#backoff, this.#deadline);
         if (wait === undefined || this.#closed) throw error;
-        await sleep(wait, this.#closing.signal);
+        // An abort meanwhile cancels the next call at once, which ends the iteration with CANCELLED.
+        await sleep(wait, this.#closing.signal, this.#signal);
         if (this.#closed) return;
         this.#call = this.#open();
         events = serverStreamEvents(this.#call);

@@ -59,15 +59,15 @@ export function retryWait(error: unknown, backoff: Backoff | undefined, deadline
   return wait;
 }
 
-/** Waits `ms` milliseconds, or less when `signal` aborts first. */
-export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** Waits `ms` milliseconds, or less when one of `signals` aborts first. */
+export function sleep(ms: number, ...signals: (AbortSignal | undefined)[]): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
+      for (const signal of signals) signal?.removeEventListener("abort", done);
       resolve();
     };
     const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
+    for (const signal of signals) signal?.addEventListener("abort", done, { once: true });
   });
 }

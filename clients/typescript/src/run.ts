@@ -114,6 +114,7 @@ export class Run implements AsyncIterable<RunAgentResponse> {
   readonly #open: () => ClientDuplexStream<RunAgentRequest, RunAgentResponse>;
   readonly #backoff: Backoff | undefined;
   readonly #deadline: number | undefined;
+  readonly #signal: AbortSignal | undefined;
   /** The current call, and whether it is still open (answers are written to it only then). */
   #call: ClientDuplexStream<RunAgentRequest, RunAgentResponse>;
   #live = false;
@@ -135,17 +136,19 @@ export class Run implements AsyncIterable<RunAgentResponse> {
 
   /**
    * @internal Created by `AskUserClient.startRun` and `AskUserClient.attach`: `backoff` is undefined
-   * when reconnection is off.
+   * when reconnection is off; `deadline` and `signal` are those of the call's options.
    */
   constructor(
     open: () => ClientDuplexStream<RunAgentRequest, RunAgentResponse>,
     first: RunAgentRequest,
     backoff: Backoff | undefined,
     deadline: number | undefined,
+    signal: AbortSignal | undefined,
   ) {
     this.#open = open;
     this.#backoff = backoff;
     this.#deadline = deadline;
+    this.#signal = signal;
     const attach = first.frame?.$case === "attach" ? first.frame.value : undefined;
     this.#runId = attach?.runId ?? "";
     this.#lastSequence = attach?.afterSequence ?? 0;
@@ -306,7 +309,8 @@ export class Run implements AsyncIterable<RunAgentResponse> {
         // A run not started yet has nothing to attach to.
         const wait = this.#runId === "" ? undefined : retryWait(error, this.#backoff, this.#deadline);
         if (wait === undefined || this.#closed) throw error;
-        await sleep(wait, this.#closing.signal);
+        // An abort meanwhile cancels the next call at once, which ends the iteration with CANCELLED.
+        await sleep(wait, this.#closing.signal, this.#signal);
         if (this.#closed) return;
         const attach: RunAgentRequest = { frame: { $case: "attach", value: { runId: this.#runId, afterSequence: this.#lastSequence } } };
         events = this.#connect(this.#open(), attach);
