@@ -2,11 +2,11 @@
 # Tests the package as its users get it: `npm pack`s it (the `prepack` build included), installs the
 # tarball into a new project outside the source tree, type-checks TypeScript programs against the
 # declarations it ships, and runs examples/quickstart.mjs from that install against the server,
-# checking what it prints. conformance.sh calls it; run it alone as
+# checking what it prints. test.sh calls it; run it alone as
 #
 #   clients/typescript/pack-test.sh HOST:PORT
 #
-# with the server's key in ASKUSER_API_KEY, as conformance.sh has it.
+# with the server's key in ASKUSER_API_KEY, as test.sh has it.
 set -euo pipefail
 ADDR="${1:?usage: clients/typescript/pack-test.sh HOST:PORT}"
 cd "$(dirname "$0")"
@@ -64,6 +64,14 @@ cat >tsconfig.json <<JSON
 }
 JSON
 "$here/node_modules/.bin/tsc" -p .
+
+# VERSION reads the installed package.json: the version has one place.
+version="$(node -p 'require("@askuser/client").VERSION')"
+packed="$(node -p 'require(process.argv[1]).version' "$here/package.json")"
+if [ "$version" != "$packed" ]; then
+  echo "pack-test: VERSION is \"$version\", the package's version \"$packed\"" >&2
+  exit 1
+fi
 
 cp "$here/examples/quickstart.mjs" quickstart.mjs
 expected="started a run: true

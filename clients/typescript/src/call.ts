@@ -31,16 +31,26 @@ export interface OpenCall {
   on(event: "status", listener: () => void): unknown;
 }
 
-/** The grpc-js metadata and call options of one call. */
-export function grpcCallArguments(options: CallOptions): { metadata: Metadata; callOptions: Partial<GrpcCallOptions> } {
+/** When a call made now with `options` must end (milliseconds since the epoch); undefined: never. */
+export function callDeadline(options: CallOptions): number | undefined {
+  const { timeoutMs } = options;
+  return timeoutMs !== undefined && timeoutMs > 0 ? Date.now() + timeoutMs : undefined;
+}
+
+/**
+ * The grpc-js metadata and call options of one call; `deadline` is given for a retry or a
+ * reattachment, which keeps the deadline of the first attempt.
+ */
+export function grpcCallArguments(
+  options: CallOptions,
+  deadline = callDeadline(options),
+): { metadata: Metadata; callOptions: Partial<GrpcCallOptions> } {
   const metadata = new Metadata();
   for (const [key, value] of Object.entries(options.headers ?? {})) {
     if (key.toLowerCase().endsWith("-bin")) metadata.add(key, Buffer.from(value));
     else metadata.add(key, value);
   }
-  const { timeoutMs } = options;
-  const callOptions = timeoutMs !== undefined && timeoutMs > 0 ? { deadline: Date.now() + timeoutMs } : {};
-  return { metadata, callOptions };
+  return { metadata, callOptions: deadline === undefined ? {} : { deadline } };
 }
 
 /** Cancels `call` when `signal` aborts (at once if it has), and stops listening once the call ends. */

@@ -9,6 +9,7 @@ import {
   type ListAgentsResponse,
   type ListRunsResponse,
   type Run as RunRecord,
+  type RunAgentRequest,
   type RunAgentResponse,
   RunStatus,
   SuspendKind,
@@ -18,10 +19,11 @@ import {
 import type { AskUserOption, SelectionMode } from "./gen/askuser/v1/ask_user";
 import type { Duration } from "./gen/google/protobuf/duration";
 import { ToolServiceClient, type AskUserResponse } from "./gen/askuser/v1/tool";
-import { cancelOnAbort, grpcCallArguments, type CallOptions, type OpenCall } from "./call";
+import { callDeadline, cancelOnAbort, grpcCallArguments, type CallOptions, type OpenCall } from "./call";
 import { connection, type TlsOptions, type TokenProvider } from "./credentials";
 import { toAskUserError } from "./error";
 import { PendingCalls } from "./pending";
+import { Backoff, DEFAULT_RECONNECT, retryWait, sleep, type Reconnect } from "./reconnect";
 import { buildAnswer, Run, serverStreamEvents, type AnswerValue } from "./run";
 
 /** How to connect, and who calls. */
@@ -36,6 +38,11 @@ export interface ClientOptions {
   credentials?: ChannelCredentials;
   /** grpc-js channel options, e.g. keepalive settings. */
   channelOptions?: ChannelOptions;
+  /**
+   * How calls ride out a dropped connection (see `Reconnect`): on by default (100 ms doubling to 2 s,
+   * for up to 30 s per outage); `false` turns it off, so that `UNAVAILABLE` is thrown at once.
+   */
+  reconnect?: Reconnect | false;
 }
 
 /** Options of a new run, and of the `RunAgent` call that follows it. */
@@ -143,6 +150,8 @@ export class AskUserClient {
   readonly #tools: ToolServiceClient;
   /** Calls not ended yet, which `close()` cancels: grpc-js lets calls outlive a closed channel. */
   readonly #open = new Set<OpenCall>();
+  /** The reconnection policy; undefined when off. */
+  readonly #reconnect: Required<Reconnect> | undefined;
 
   /**
    * @param address `host:port` of the server.
@@ -150,7 +159,22 @@ export class AskUserClient {
    * `tls.cert` without `tls.key`).
    */
   constructor(address: string, options: ClientOptions = {}) {
-    const { channelCredentials, clientOptions } = connection(options);
+    const { reconnect } = options;
+    this.#reconnect =
+      reconnect === false
+        ? undefined
+        : {
+            initialBackoffMs: reconnect?.initialBackoffMs ?? DEFAULT_RECONNECT.initialBackoffMs,
+            maxBackoffMs: reconnect?.maxBackoffMs ?? DEFAULT_RECONNECT.maxBackoffMs,
+            totalMs: reconnect?.totalMs ?? DEFAULT_RECONNECT.totalMs,
+          };
+    // grpc-js backs off reconnecting a channel up to 120 s, longer than a whole outage may last:
+    // keep its attempts as frequent as the policy's (channel options given by the caller win).
+    const channelOptions =
+      this.#reconnect === undefined
+        ? options.channelOptions
+        : { "grpc.max_reconnect_backoff_ms": this.#reconnect.maxBackoffMs, ...options.channelOptions };
+    const { channelCredentials, clientOptions } = connection({ ...options, channelOptions });
     this.#agents = new AgentServiceClient(address, channelCredentials, clientOptions);
     this.#tools = new ToolServiceClient(address, channelCredentials, clientOptions);
   }
@@ -163,9 +187,7 @@ export class AskUserClient {
   startRun(agentId: string, prompt: string, metadata: Record<string, string> = {}, options: StartRunOptions = {}): Run {
     const questionTtl = options.questionTtlMs === undefined ? undefined : millisToDuration(options.questionTtlMs);
     const tools = (options.tools ?? []).map(toolDefinition);
-    const { metadata: headers, callOptions } = grpcCallArguments(options);
-    return new Run(
-      this.#track(this.#agents.runAgent(headers, callOptions), options.signal),
+    return this.#runAgent(
       {
         frame: {
           $case: "start",
@@ -180,15 +202,13 @@ export class AskUserClient {
           },
         },
       },
-      "",
+      options,
     );
   }
 
   /** Follows an existing run, e.g. after a dropped connection: replays its events after `afterSequence`, then live. */
   attach(runId: string, afterSequence = 0, options: CallOptions = {}): Run {
-    const { metadata, callOptions } = grpcCallArguments(options);
-    const call = this.#track(this.#agents.runAgent(metadata, callOptions), options.signal);
-    return new Run(call, { frame: { $case: "attach", value: { runId, afterSequence } } }, runId);
+    return this.#runAgent({ frame: { $case: "attach", value: { runId, afterSequence } } }, options);
   }
 
   /**
@@ -202,10 +222,38 @@ export class AskUserClient {
     return serverStreamEvents(this.#track(this.#agents.resumeRun(request, metadata, callOptions), options.signal));
   }
 
-  /** Replays a run's events after `afterSequence`, then follows it live until it ends, without answering. */
+  /**
+   * Replays a run's events after `afterSequence`, then follows it live until it ends, without
+   * answering. A stream dropped with `UNAVAILABLE` reopens after the last sequence it delivered.
+   */
   watchRun(runId: string, afterSequence = 0, options: CallOptions = {}): AsyncIterable<RunAgentResponse> {
-    const { metadata, callOptions } = grpcCallArguments(options);
-    return serverStreamEvents(this.#track(this.#agents.watchRun({ runId, afterSequence }, metadata, callOptions), options.signal));
+    const deadline = callDeadline(options);
+    const backoff = this.#reconnect && new Backoff(this.#reconnect);
+    const open = (after: number) => {
+      const { metadata, callOptions } = grpcCallArguments(options, deadline);
+      return serverStreamEvents(this.#track(this.#agents.watchRun({ runId, afterSequence: after }, metadata, callOptions), options.signal));
+    };
+    // The first call opens at once, as every call does: its failure is thrown when iterated.
+    const first = open(afterSequence);
+    return (async function* () {
+      let events = first;
+      let after = afterSequence;
+      for (;;) {
+        try {
+          for await (const frame of events) {
+            backoff?.reset();
+            after = Math.max(after, frame.sequence);
+            yield frame;
+          }
+          return;
+        } catch (error) {
+          const wait = retryWait(error, backoff, deadline);
+          if (wait === undefined) throw error;
+          await sleep(wait, options.signal);
+          events = open(after);
+        }
+      }
+    })();
   }
 
   /**
@@ -219,8 +267,11 @@ export class AskUserClient {
       kinds: filters.kinds ?? [],
       assignedToMe: filters.assignedToMe ?? false,
     };
-    const { metadata, callOptions } = grpcCallArguments(filters);
-    return new PendingCalls(this.#track(this.#agents.watchPendingCalls(request, metadata, callOptions), filters.signal));
+    const deadline = callDeadline(filters);
+    return new PendingCalls(() => {
+      const { metadata, callOptions } = grpcCallArguments(filters, deadline);
+      return this.#track(this.#agents.watchPendingCalls(request, metadata, callOptions), filters.signal);
+    }, this.#reconnect && new Backoff(this.#reconnect), deadline, filters.signal);
   }
 
   /**
@@ -237,10 +288,11 @@ export class AskUserClient {
     return expireTime!;
   }
 
-  /** One run with its pending calls. */
+  /** One run with its pending calls. Retried on `UNAVAILABLE` (see `Reconnect`), as are `listRuns`, `cancelRun` and `listAgents`. */
   async getRun(runId: string, options: CallOptions = {}): Promise<RunRecord> {
     const { run } = await this.#unary<GetRunResponse>(options, (metadata, callOptions, done) =>
       this.#agents.getRun({ runId }, metadata, callOptions, done),
+      true,
     );
     return run!;
   }
@@ -259,6 +311,7 @@ export class AskUserClient {
     };
     return this.#unary<ListRunsResponse>(options, (metadata, callOptions, done) =>
       this.#agents.listRuns(request, metadata, callOptions, done),
+      true,
     );
   }
 
@@ -266,6 +319,7 @@ export class AskUserClient {
   async cancelRun(runId: string, reason = "", options: CallOptions = {}): Promise<RunRecord> {
     const { run } = await this.#unary<CancelRunResponse>(options, (metadata, callOptions, done) =>
       this.#agents.cancelRun({ runId, reason }, metadata, callOptions, done),
+      true,
     );
     return run!;
   }
@@ -274,6 +328,7 @@ export class AskUserClient {
   async listAgents(options: CallOptions = {}): Promise<Agent[]> {
     const { agents } = await this.#unary<ListAgentsResponse>(options, (metadata, callOptions, done) =>
       this.#agents.listAgents({}, metadata, callOptions, done),
+      true,
     );
     return agents;
   }
@@ -295,6 +350,16 @@ export class AskUserClient {
     this.#tools.close();
   }
 
+  /** A `RunAgent` stream whose first frame is `first`; a reattachment keeps the deadline and signal of `options`. */
+  #runAgent(first: RunAgentRequest, options: CallOptions): Run {
+    const deadline = callDeadline(options);
+    const open = () => {
+      const { metadata, callOptions } = grpcCallArguments(options, deadline);
+      return this.#track(this.#agents.runAgent(metadata, callOptions), options.signal);
+    };
+    return new Run(open, first, this.#reconnect && new Backoff(this.#reconnect), deadline, options.signal);
+  }
+
   /** Keeps `call` among the open calls until it ends, and cancels it when `signal` aborts. */
   #track<Call extends OpenCall>(call: Call, signal: AbortSignal | undefined): Call {
     this.#open.add(call);
@@ -305,20 +370,32 @@ export class AskUserClient {
 
   /**
    * Runs one unary call as a promise, given its call options and a function that starts it with
-   * grpc-js metadata, call options and a callback.
+   * grpc-js metadata, call options and a callback. An `idempotent` call is retried on `UNAVAILABLE`
+   * under the reconnection policy, within the call's deadline.
    */
-  #unary<Response>(
+  async #unary<Response>(
     options: CallOptions,
     start: (
       metadata: Metadata,
       callOptions: Partial<GrpcCallOptions>,
       callback: (error: ServiceError | null, response: Response) => void,
     ) => OpenCall,
+    idempotent = false,
   ): Promise<Response> {
-    const { metadata, callOptions } = grpcCallArguments(options);
-    return new Promise((resolve, reject) => {
-      const done = (error: ServiceError | null, response: Response) => (error ? reject(toAskUserError(error)) : resolve(response));
-      this.#track(start(metadata, callOptions, done), options.signal);
-    });
+    const deadline = callDeadline(options);
+    const backoff = idempotent && this.#reconnect ? new Backoff(this.#reconnect) : undefined;
+    for (;;) {
+      const { metadata, callOptions } = grpcCallArguments(options, deadline);
+      try {
+        return await new Promise<Response>((resolve, reject) => {
+          const done = (error: ServiceError | null, response: Response) => (error ? reject(toAskUserError(error)) : resolve(response));
+          this.#track(start(metadata, callOptions, done), options.signal);
+        });
+      } catch (error) {
+        const wait = retryWait(error, backoff, deadline);
+        if (wait === undefined) throw error;
+        await sleep(wait, options.signal);
+      }
+    }
   }
 }

@@ -15,5 +15,7 @@ export { type CallOptions } from "./call";
 export { type TlsOptions, type TokenProvider } from "./credentials";
 export { AskUserError } from "./error";
 export { PendingCalls } from "./pending";
+export { type Reconnect } from "./reconnect";
 export { Run, type AnswerOptions, type AnswerValue, type ToolOutputOptions } from "./run";
+export { VERSION } from "./version";
 export * as v1 from "./v1";

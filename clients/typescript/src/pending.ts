@@ -1,7 +1,8 @@
 import { status, type ClientReadableStream } from "@grpc/grpc-js";
-import { AskUserError, toAskUserError } from "./error";
+import { AskUserError } from "./error";
 import type { WatchPendingCallsResponse } from "./gen/askuser/v1/agent";
-import { runEvents } from "./run";
+import { retryWait, sleep, type Backoff } from "./reconnect";
+import { serverStreamEvents } from "./run";
 
 /**
  * The pending-calls feed of `AskUserClient.watchPendingCalls`: iterate it for its events, a
@@ -10,23 +11,38 @@ import { runEvents } from "./run";
  * `close()` (or leaving a `for await` loop) cancels it and ends the iteration quietly; a failed call
  * throws an AskUserError while iterated.
  *
+ * A feed dropped with `UNAVAILABLE` reopens under the client's `reconnect` policy and starts over
+ * with a new snapshot (calls settled meanwhile are simply absent from it).
+ *
  * A feed can be iterated once: every iterator shares the one stream.
  */
 export class PendingCalls implements AsyncIterable<WatchPendingCallsResponse> {
-  readonly #call: ClientReadableStream<WatchPendingCallsResponse>;
+  readonly #open: () => ClientReadableStream<WatchPendingCallsResponse>;
+  readonly #backoff: Backoff | undefined;
+  readonly #deadline: number | undefined;
+  readonly #signal: AbortSignal | undefined;
+  #call: ClientReadableStream<WatchPendingCallsResponse>;
   readonly #events: AsyncGenerator<WatchPendingCallsResponse>;
+  /** Aborted by `close()`, to cut a wait before reopening short. */
+  readonly #closing = new AbortController();
   #closed = false;
-  #error: unknown;
 
-  /** @internal Created by `AskUserClient.watchPendingCalls`. */
-  constructor(call: ClientReadableStream<WatchPendingCallsResponse>) {
-    this.#call = call;
-    // grpc-js emits a failed status as an 'error' event, which would be thrown if nobody listened (a
-    // feed closed or failing before it is iterated); keep it for the iteration instead.
-    call.on("error", (error) => {
-      this.#error ??= error;
-    });
-    this.#events = this.#follow();
+  /**
+   * @internal Created by `AskUserClient.watchPendingCalls`: `open` opens the call (with the first
+   * one's deadline and signal); `backoff` is undefined when reconnection is off.
+   */
+  constructor(
+    open: () => ClientReadableStream<WatchPendingCallsResponse>,
+    backoff: Backoff | undefined,
+    deadline: number | undefined,
+    signal: AbortSignal | undefined,
+  ) {
+    this.#open = open;
+    this.#backoff = backoff;
+    this.#deadline = deadline;
+    this.#signal = signal;
+    this.#call = open();
+    this.#events = this.#follow(serverStreamEvents(this.#call));
   }
 
   [Symbol.asyncIterator](): AsyncGenerator<WatchPendingCallsResponse> {
@@ -36,16 +52,28 @@ export class PendingCalls implements AsyncIterable<WatchPendingCallsResponse> {
   /** Cancels the feed; iteration then ends without an error. */
   close(): void {
     this.#closed = true;
+    this.#closing.abort();
     this.#call.cancel();
   }
 
-  async *#follow(): AsyncGenerator<WatchPendingCallsResponse> {
-    try {
-      yield* runEvents(this.#call);
-      if (this.#error !== undefined) throw toAskUserError(this.#error);
-    } catch (error) {
-      if (this.#closed && error instanceof AskUserError && error.code === status.CANCELLED) return;
-      throw error;
+  async *#follow(events: AsyncGenerator<WatchPendingCallsResponse>): AsyncGenerator<WatchPendingCallsResponse> {
+    for (;;) {
+      try {
+        for await (const event of events) {
+          this.#backoff?.reset();
+          yield event;
+        }
+        return;
+      } catch (error) {
+        if (this.#closed && error instanceof AskUserError && error.code === status.CANCELLED) return;
+        const wait = retryWait(error, this.#backoff, this.#deadline);
+        if (wait === undefined || this.#closed) throw error;
+        // An abort meanwhile cancels the next call at once, which ends the iteration with CANCELLED.
+        await sleep(wait, this.#closing.signal, this.#signal);
+        if (this.#closed) return;
+        this.#call = this.#open();
+        events = serverStreamEvents(this.#call);
+      }
     }
   }
 }

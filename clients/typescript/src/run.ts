@@ -1,6 +1,7 @@
 import { Metadata, status, type ClientDuplexStream } from "@grpc/grpc-js";
 import { AskUserError, toAskUserError } from "./error";
 import { Answer, RunAgentRequest, type RunAgentResponse } from "./gen/askuser/v1/agent";
+import { retryWait, sleep, type Backoff } from "./reconnect";
 
 /**
  * How a pending call is settled. For a question (`SUSPEND_KIND_QUESTION`): free text (or a
@@ -99,33 +100,62 @@ export function serverStreamEvents<Frame extends { event?: { $case: string } | u
  * `await run.started` gives the run's id once the server has started it, whether or not the frames
  * are being iterated yet (frames read meanwhile are kept for the iteration).
  *
+ * Reattachment (under the client's `reconnect` policy): when the stream drops with `UNAVAILABLE` (a
+ * server restart, a reset connection) after the run started, the iteration reopens it with an
+ * `attach` after the last sequence it delivered and goes on, no stored frame lost or repeated. Answers
+ * sent while the stream is down, or sent before the drop and not yet acknowledged, are sent again on
+ * the new stream: give them an `answerId` so that a resent answer the server already had is
+ * acknowledged as a duplicate instead of rejected.
+ *
  * A Run can be iterated once: every iterator shares the one stream.
  */
 export class Run implements AsyncIterable<RunAgentResponse> {
-  readonly #call: ClientDuplexStream<RunAgentRequest, RunAgentResponse>;
-  /** The stream's frames, as read from the call. */
+  /** Opens a `RunAgent` call (with the first call's deadline and signal). */
+  readonly #open: () => ClientDuplexStream<RunAgentRequest, RunAgentResponse>;
+  readonly #backoff: Backoff | undefined;
+  readonly #deadline: number | undefined;
+  readonly #signal: AbortSignal | undefined;
+  /** The current call, and whether it is still open (answers are written to it only then). */
+  #call: ClientDuplexStream<RunAgentRequest, RunAgentResponse>;
+  #live = false;
+  /** Answers sent and not acknowledged yet, resent on a reattached stream. */
+  readonly #unacknowledged: RunAgentRequest[] = [];
+  /** The sequence of the last stored frame delivered, where a reattachment picks up. */
+  #lastSequence: number;
+  /** The stream's frames, as read from the calls. */
   readonly #events: AsyncGenerator<RunAgentResponse>;
   /** The frames the caller iterates: those `started` read ahead first, then the rest of `#events`. */
   readonly #frames: AsyncGenerator<RunAgentResponse>;
   /** Reads of `#events` that `started` made ahead of the iteration, in order. */
   readonly #ahead: Promise<IteratorResult<RunAgentResponse>>[] = [];
+  /** Aborted by `close()`, to cut a wait before reattaching short. */
+  readonly #closing = new AbortController();
   #started: Promise<string> | undefined;
   #runId: string;
   #closed = false;
-  #error: unknown;
 
-  /** @internal Created by `AskUserClient.startRun` and `AskUserClient.attach`. */
-  constructor(call: ClientDuplexStream<RunAgentRequest, RunAgentResponse>, firstFrame: RunAgentRequest, runId: string) {
-    this.#call = call;
-    this.#runId = runId;
-    // grpc-js emits a failed status as an 'error' event, which would be thrown if nobody listened (a
-    // run closed or failing before it is iterated); keep it for the iteration instead.
-    call.on("error", (error) => {
-      this.#error ??= error;
-    });
-    this.#events = this.#follow();
+  /**
+   * @internal Created by `AskUserClient.startRun` and `AskUserClient.attach`: `backoff` is undefined
+   * when reconnection is off; `deadline` and `signal` are those of the call's options.
+   */
+  constructor(
+    open: () => ClientDuplexStream<RunAgentRequest, RunAgentResponse>,
+    first: RunAgentRequest,
+    backoff: Backoff | undefined,
+    deadline: number | undefined,
+    signal: AbortSignal | undefined,
+  ) {
+    this.#open = open;
+    this.#backoff = backoff;
+    this.#deadline = deadline;
+    this.#signal = signal;
+    const attach = first.frame?.$case === "attach" ? first.frame.value : undefined;
+    this.#runId = attach?.runId ?? "";
+    this.#lastSequence = attach?.afterSequence ?? 0;
+    // Opened at once, not when first iterated: starting a run must not wait for its reader.
+    this.#call = open();
+    this.#events = this.#follow(this.#connect(this.#call, first));
     this.#frames = this.#iterate();
-    call.write(firstFrame);
   }
 
   /** The run's id: known from the start for an attached run, from the `runStarted` event for a new one; `""` until then. */
@@ -150,9 +180,10 @@ export class Run implements AsyncIterable<RunAgentResponse> {
 
   /** Settles a pending call with any `AnswerValue`, e.g. `{ text }` or `{ toolOutput: { content } }`. */
   answer(toolCallId: string, value: AnswerValue, options?: AnswerOptions): void {
-    this.#call.write({ frame: { $case: "answer", value: buildAnswer(toolCallId, value, options) } });
+    const request: RunAgentRequest = { frame: { $case: "answer", value: buildAnswer(toolCallId, value, options) } };
+    if (this.#backoff !== undefined) this.#unacknowledged.push(request);
+    if (this.#live) this.#call.write(request);
   }
-
   /** Answers a free-text question, or a single-select question with the chosen label. */
   answerText(toolCallId: string, text: string, options?: AnswerOptions): void {
     this.answer(toolCallId, { text }, options);
@@ -201,8 +232,25 @@ export class Run implements AsyncIterable<RunAgentResponse> {
    */
   close(): void {
     this.#closed = true;
+    this.#closing.abort();
     this.#call.end();
     this.#call.cancel();
+  }
+
+  /** Makes `call` the current one and sends `first` on it, then every unacknowledged answer. */
+  #connect(
+    call: ClientDuplexStream<RunAgentRequest, RunAgentResponse>,
+    first: RunAgentRequest,
+  ): AsyncGenerator<RunAgentResponse> {
+    this.#call = call;
+    this.#live = true;
+    call.on("status", () => {
+      if (this.#call === call) this.#live = false;
+    });
+    const events = serverStreamEvents(call);
+    call.write(first);
+    for (const answer of this.#unacknowledged) call.write(answer);
+    return events;
   }
 
   async #readUntilStarted(): Promise<string> {
@@ -241,17 +289,38 @@ export class Run implements AsyncIterable<RunAgentResponse> {
     }
   }
 
-  async *#follow(): AsyncGenerator<RunAgentResponse> {
-    try {
-      for await (const frame of runEvents(this.#call)) {
-        if (frame.event?.$case === "runStarted") this.#runId = frame.runId;
-        yield frame;
+  async *#follow(events: AsyncGenerator<RunAgentResponse>): AsyncGenerator<RunAgentResponse> {
+    for (;;) {
+      try {
+        for await (const frame of events) {
+          this.#backoff?.reset();
+          // A reattached stream replays nothing before the last sequence delivered; this guards anyway.
+          if (frame.sequence > 0 && frame.sequence <= this.#lastSequence) continue;
+          this.#lastSequence = Math.max(this.#lastSequence, frame.sequence);
+          const event = frame.event;
+          if (event?.$case === "runStarted") this.#runId = frame.runId;
+          else if (event?.$case === "answerAccepted" || event?.$case === "answerRejected") this.#acknowledge(event.value.toolCallId);
+          yield frame;
+        }
+        return;
+      } catch (error) {
+        // Dropping the stream with close() cancels the call; that is the end the caller asked for.
+        if (this.#closed && error instanceof AskUserError && error.code === status.CANCELLED) return;
+        // A run not started yet has nothing to attach to.
+        const wait = this.#runId === "" ? undefined : retryWait(error, this.#backoff, this.#deadline);
+        if (wait === undefined || this.#closed) throw error;
+        // An abort meanwhile cancels the next call at once, which ends the iteration with CANCELLED.
+        await sleep(wait, this.#closing.signal, this.#signal);
+        if (this.#closed) return;
+        const attach: RunAgentRequest = { frame: { $case: "attach", value: { runId: this.#runId, afterSequence: this.#lastSequence } } };
+        events = this.#connect(this.#open(), attach);
       }
-      if (this.#error !== undefined) throw toAskUserError(this.#error);
-    } catch (error) {
-      // Dropping the stream with close() cancels the call; that is the end the caller asked for.
-      if (this.#closed && error instanceof AskUserError && error.code === status.CANCELLED) return;
-      throw error;
     }
+  }
+
+  /** Forgets the unacknowledged answer to `toolCallId`: the server has it. */
+  #acknowledge(toolCallId: string): void {
+    const index = this.#unacknowledged.findIndex((request) => request.frame?.$case === "answer" && request.frame.value.toolCallId === toolCallId);
+    if (index >= 0) this.#unacknowledged.splice(index, 1);
   }
 }

@@ -1,4 +1,4 @@
-// Tests of credentials and TLS against the servers conformance.sh is given: the plain one in
+// Tests of credentials and TLS against the servers test.sh is given: the plain one in
 // ASKUSER_ADDR (with --auth keys; ASKUSER_API_KEY is a key of it) and the mTLS one in ASKUSER_TLS_ADDR
 // (its CA, a client certificate and key, and a key of it in ASKUSER_TLS_*). A missing variable fails
 // the test that needs it: a run without TLS must not pass as tested.
@@ -10,7 +10,7 @@ import { AskUserClient, AskUserError, type ClientOptions } from "@askuser/client
 
 function env(name: string): string {
   const value = process.env[name];
-  if (!value) throw new Error(`${name} must be set (see clients/typescript/conformance.sh)`);
+  if (!value) throw new Error(`${name} must be set (see clients/typescript/test.sh)`);
   return value;
 }
 
@@ -114,7 +114,8 @@ test("the server name can be overridden: the certificate is checked against it",
   await withClient(address, { tls: { ...mtls(), serverName: "localhost" }, apiKey }, async (client) => {
     assert.deepEqual((await client.listAgents()).map((agent) => agent.agentId), CONFORMANCE_AGENTS);
   });
-  await withClient(address, { tls: { ...mtls(), serverName: "not-the-server.example" }, apiKey }, async (client) => {
+  // reconnect: false, so that the failure comes at once instead of after 30 s of retries.
+  await withClient(address, { tls: { ...mtls(), serverName: "not-the-server.example" }, apiKey, reconnect: false }, async (client) => {
     const error = await rejectsWith(client.listAgents(), status.UNAVAILABLE);
     assert.match(error.details, /altnames/);
   });
@@ -131,9 +132,9 @@ test("the TLS server is unreachable with the wrong CA, without a client certific
   const address = env("ASKUSER_TLS_ADDR");
   const apiKey = env("ASKUSER_TLS_API_KEY");
   const { ca, cert, key } = mtls();
-  /** The connection's failure: UNAVAILABLE, with the cause in its details. */
+  /** The connection's failure: UNAVAILABLE, with the cause in its details (at once: no retries). */
   const unreachable = (options: ClientOptions) =>
-    withClient(address, { ...options, apiKey }, async (client) => (await rejectsWith(client.listAgents(), status.UNAVAILABLE)).details);
+    withClient(address, { ...options, apiKey, reconnect: false }, async (client) => (await rejectsWith(client.listAgents(), status.UNAVAILABLE)).details);
   // The system's roots, which never signed the test CA's server certificate.
   assert.match(await unreachable({ tls: { cert, key } }), /unable to verify/);
   // The client's own certificate as the only authority: it did not sign the server's either.

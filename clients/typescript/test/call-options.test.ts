@@ -1,5 +1,5 @@
 // Tests of the per-call options (timeoutMs, signal, headers) and of `run.started`, against the server
-// in ASKUSER_ADDR (with --auth keys; ASKUSER_API_KEY is a key of it), as conformance.sh runs them.
+// in ASKUSER_ADDR (with --auth keys; ASKUSER_API_KEY is a key of it), as test.sh runs them.
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import { status } from "@grpc/grpc-js";
@@ -7,7 +7,7 @@ import { AskUserClient, AskUserError, v1 } from "@askuser/client";
 
 function env(name: string): string {
   const value = process.env[name];
-  if (!value) throw new Error(`${name} must be set (see clients/typescript/conformance.sh)`);
+  if (!value) throw new Error(`${name} must be set (see clients/typescript/test.sh)`);
   return value;
 }
 

@@ -1,5 +1,5 @@
 // Tests of the wrapper against a real server started with tests/conformance/agents.toml, whose
-// address is in ASKUSER_ADDR, with a key of it in ASKUSER_API_KEY when it checks keys (see conformance.sh).
+// address is in ASKUSER_ADDR, with a key of it in ASKUSER_API_KEY when it checks keys (see test.sh).
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import path from "node:path";
