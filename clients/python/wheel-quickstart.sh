@@ -23,6 +23,7 @@ import pathlib, askuser_client
 from askuser.v1 import agent_pb2
 package = pathlib.Path(askuser_client.__file__).parent
 assert "site-packages" in str(package), package
+assert (package / "LICENSE").is_file(), "the wheel ships no LICENSE"
 for typed in (package / "py.typed", pathlib.Path(agent_pb2.__file__).parent / "py.typed"):
     assert typed.is_file(), f"missing {typed}"
 # __version__ comes from the installed metadata, i.e. pyproject.toml's version.

@@ -73,6 +73,12 @@ if [ "$version" != "$packed" ]; then
   exit 1
 fi
 
+# The licence's text ships with the package (prepack copies the root LICENSE).
+if ! grep -q "Apache License" node_modules/@askuser/client/LICENSE; then
+  echo "pack-test: the package ships no LICENSE" >&2
+  exit 1
+fi
+
 cp "$here/examples/quickstart.mjs" quickstart.mjs
 expected="started a run: true
 asked: What is your name?
