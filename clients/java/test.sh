@@ -7,7 +7,7 @@
 #
 # Usage: clients/java/test.sh HOST:PORT
 #
-# Credentials and the TLS server come from the environment (ASKUSER_API_KEY, ASKUSER_OTHER_API_KEY,
+# Credentials and the TLS server come from the environment (ASKUSER_API_KEY,
 # ASKUSER_TLS_*), as ./scripts/test sets them; see README.md, "Build and tests". ReconnectTest
 # starts and kills servers of its own: ASKUSER_BIN, by default target/debug/askuser.
 set -euo pipefail
