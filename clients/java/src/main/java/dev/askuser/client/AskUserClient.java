@@ -23,6 +23,7 @@ import dev.askuser.v1.WatchPendingCallsRequest;
 import dev.askuser.v1.WatchRunRequest;
 import io.grpc.CallCredentials;
 import io.grpc.ChannelCredentials;
+import io.grpc.Deadline;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
@@ -38,6 +39,8 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
@@ -85,6 +88,9 @@ public final class AskUserClient implements AutoCloseable {
   /** This client's version, the Maven artifact's ({@code dev.askuser:askuser-client}). */
   public static final String VERSION = Version.read();
 
+  /** Sent as the {@code user-agent} of every call, before gRPC's own. */
+  private static final String USER_AGENT = "askuser-client-java/" + VERSION;
+
   /** Connects in plaintext to {@code target}, e.g. {@code "127.0.0.1:50051"}, without credentials. */
   public AskUserClient(String target) {
     this(ManagedChannelBuilder.forTarget(target).usePlaintext().userAgent(USER_AGENT).build());
@@ -130,11 +136,8 @@ public final class AskUserClient implements AutoCloseable {
     this.tools = tools;
     this.timeout = timeout;
     this.streamBufferSize = streamBufferSize;
-    this.reconnect = java.util.Objects.requireNonNull(reconnect, "reconnect");
+    this.reconnect = Objects.requireNonNull(reconnect, "reconnect");
   }
-
-  /** Sent as the {@code user-agent} of every call, before gRPC's own. */
-  private static final String USER_AGENT = "askuser-client-java/" + VERSION;
 
   /**
    * A view of this client whose calls each have {@code timeout} as their deadline (null: no
@@ -167,8 +170,8 @@ public final class AskUserClient implements AutoCloseable {
   }
 
   /** The deadline of each call, counted from its start, if there is one. */
-  public java.util.Optional<Duration> timeout() {
-    return java.util.Optional.ofNullable(timeout);
+  public Optional<Duration> timeout() {
+    return Optional.ofNullable(timeout);
   }
 
   /** How many messages each stream buffers at most ahead of its reader. */
@@ -291,7 +294,7 @@ public final class AskUserClient implements AutoCloseable {
      * watches and the pending-calls feed reopen, idempotent unary calls are retried.
      */
     public Builder reconnect(Reconnect policy) {
-      this.reconnect = java.util.Objects.requireNonNull(policy, "reconnect");
+      this.reconnect = Objects.requireNonNull(policy, "reconnect");
       return this;
     }
 
@@ -526,7 +529,7 @@ public final class AskUserClient implements AutoCloseable {
   }
 
   private static <ReqT, RespT, T> void attemptAsync(
-      io.grpc.Deadline deadline,
+      Deadline deadline,
       Backoff backoff,
       BiConsumer<ReqT, StreamObserver<RespT>> call,
       ReqT request,
@@ -543,8 +546,8 @@ public final class AskUserClient implements AutoCloseable {
           @Override
           public void onError(Throwable failure) {
             AskUserException error = AskUserException.from(failure);
-            java.util.Optional<Duration> wait =
-                backoff == null ? java.util.Optional.empty() : backoff.next(error, deadline);
+            Optional<Duration> wait =
+                backoff == null ? Optional.empty() : backoff.next(error, deadline);
             if (wait.isEmpty()) {
               future.completeExceptionally(error);
               return;

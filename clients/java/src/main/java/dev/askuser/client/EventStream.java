@@ -8,8 +8,11 @@ import java.util.NoSuchElementException;
 import java.util.Optional;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
 import java.util.function.Predicate;
 
 /**
@@ -192,6 +195,48 @@ public abstract class EventStream<T> implements Iterator<T>, Iterable<T>, AutoCl
   @Override
   public Iterator<T> iterator() {
     return this;
+  }
+
+  /**
+   * Follows the stream without blocking the caller: reads every message on {@code executor} and
+   * hands each to {@code action}, in order, on that thread. Back-pressure holds: the next message
+   * is read when {@code action} returns. The future completes when the stream ends with OK, and
+   * fails with the {@link AskUserException} that ended it (or whatever {@code action} threw).
+   * Cancelling the future closes the stream. Reconnection works as for a blocking reader.
+   *
+   * <pre>{@code
+   * run.forEachAsync(frame -> {
+   *   if (frame.hasToolCallSuspended()) run.answerText(frame.getToolCallSuspended().getToolCallId(), "yes");
+   * }, executor).thenRun(() -> System.out.println("the run ended"));
+   * }</pre>
+   */
+  public CompletableFuture<Void> forEachAsync(Consumer<? super T> action, Executor executor) {
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    done.whenComplete((ignored, failure) -> {
+      if (done.isCancelled()) {
+        close();
+      }
+    });
+    executor.execute(() -> {
+      try {
+        while (!done.isDone() && hasNext()) {
+          action.accept(next());
+        }
+        done.complete(null);
+      } catch (RuntimeException e) {
+        done.completeExceptionally(e);
+      }
+    });
+    return done;
+  }
+
+  /** {@link #forEachAsync(Consumer, Executor)} on a thread of its own (a daemon), for this stream only. */
+  public CompletableFuture<Void> forEachAsync(Consumer<? super T> action) {
+    return forEachAsync(action, task -> {
+      Thread reader = new Thread(task, "askuser-stream-reader");
+      reader.setDaemon(true);
+      reader.start();
+    });
   }
 
   /** Cancels the call if it is still open; messages already received can still be read. */
