@@ -72,6 +72,12 @@ import java.util.function.Supplier;
  * client.withTimeout(Duration.ofSeconds(2)).getRun(id)}), each counted from the start of each call.
  * A call past its deadline fails with an {@link AskUserException} whose {@link
  * AskUserException#code() code} is {@code DEADLINE_EXCEEDED}; on a stream, the stream fails so.
+ *
+ * <p>Reconnection: a dropped connection ({@code UNAVAILABLE}, e.g. a server restart) is ridden out
+ * under the {@link Reconnect} policy ({@link Builder#reconnect}, {@link #withReconnect}; {@link
+ * Reconnect#DEFAULT} unless told otherwise): runs reattach and resend unacknowledged answers,
+ * watches and the pending-calls feed reopen, and {@code getRun}, {@code listRuns}, {@code
+ * listAgents} and {@code cancelRun} are retried, all within their deadlines.
  */
 public final class AskUserClient implements AutoCloseable {
   private final ManagedChannel channel;
