@@ -23,6 +23,7 @@ import dev.askuser.v1.WatchPendingCallsRequest;
 import dev.askuser.v1.WatchRunRequest;
 import io.grpc.CallCredentials;
 import io.grpc.ChannelCredentials;
+import io.grpc.Deadline;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
@@ -38,6 +39,8 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
@@ -69,6 +72,12 @@ import java.util.function.Supplier;
  * client.withTimeout(Duration.ofSeconds(2)).getRun(id)}), each counted from the start of each call.
  * A call past its deadline fails with an {@link AskUserException} whose {@link
  * AskUserException#code() code} is {@code DEADLINE_EXCEEDED}; on a stream, the stream fails so.
+ *
+ * <p>Reconnection: a dropped connection ({@code UNAVAILABLE}, e.g. a server restart) is ridden out
+ * under the {@link Reconnect} policy ({@link Builder#reconnect}, {@link #withReconnect}; {@link
+ * Reconnect#DEFAULT} unless told otherwise): runs reattach and resend unacknowledged answers,
+ * watches and the pending-calls feed reopen, and {@code getRun}, {@code listRuns}, {@code
+ * listAgents} and {@code cancelRun} are retried, all within their deadlines.
  */
 public final class AskUserClient implements AutoCloseable {
   private final ManagedChannel channel;
@@ -80,10 +89,17 @@ public final class AskUserClient implements AutoCloseable {
   /** The deadline of every call, counted from its start; null: none. */
   private final Duration timeout;
   private final int streamBufferSize;
+  private final Reconnect reconnect;
+
+  /** This client's version, the Maven artifact's ({@code dev.askuser:askuser-client}). */
+  public static final String VERSION = Version.read();
+
+  /** Sent as the {@code user-agent} of every call, before gRPC's own. */
+  private static final String USER_AGENT = "askuser-client-java/" + VERSION;
 
   /** Connects in plaintext to {@code target}, e.g. {@code "127.0.0.1:50051"}, without credentials. */
   public AskUserClient(String target) {
-    this(ManagedChannelBuilder.forTarget(target).usePlaintext().build());
+    this(ManagedChannelBuilder.forTarget(target).usePlaintext().userAgent(USER_AGENT).build());
   }
 
   /** Uses a channel built by the caller (TLS, interceptors, ...); {@link #close()} shuts it down. */
@@ -100,7 +116,8 @@ public final class AskUserClient implements AutoCloseable {
         AgentServiceGrpc.newBlockingStub(channel).withCallCredentials(credentials),
         ToolServiceGrpc.newBlockingStub(channel).withCallCredentials(credentials),
         null,
-        EventStream.DEFAULT_BUFFER_SIZE);
+        EventStream.DEFAULT_BUFFER_SIZE,
+        Reconnect.DEFAULT);
   }
 
   private AskUserClient(
@@ -110,7 +127,8 @@ public final class AskUserClient implements AutoCloseable {
       AgentServiceGrpc.AgentServiceBlockingStub agentsBlocking,
       ToolServiceGrpc.ToolServiceBlockingStub tools,
       Duration timeout,
-      int streamBufferSize) {
+      int streamBufferSize,
+      Reconnect reconnect) {
     if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
       throw new IllegalArgumentException("timeout must be positive, got " + timeout);
     }
@@ -124,6 +142,7 @@ public final class AskUserClient implements AutoCloseable {
     this.tools = tools;
     this.timeout = timeout;
     this.streamBufferSize = streamBufferSize;
+    this.reconnect = Objects.requireNonNull(reconnect, "reconnect");
   }
 
   /**
@@ -132,7 +151,7 @@ public final class AskUserClient implements AutoCloseable {
    * channel and credentials; closing it does not close the channel.
    */
   public AskUserClient withTimeout(Duration timeout) {
-    return new AskUserClient(channel, false, agents, agentsBlocking, tools, timeout, streamBufferSize);
+    return new AskUserClient(channel, false, agents, agentsBlocking, tools, timeout, streamBufferSize, reconnect);
   }
 
   /**
@@ -140,12 +159,25 @@ public final class AskUserClient implements AutoCloseable {
    * reader (see {@link EventStream}). It shares the channel; closing it does not close the channel.
    */
   public AskUserClient withStreamBufferSize(int frames) {
-    return new AskUserClient(channel, false, agents, agentsBlocking, tools, timeout, frames);
+    return new AskUserClient(channel, false, agents, agentsBlocking, tools, timeout, frames, reconnect);
+  }
+
+  /**
+   * A view of this client that rides out dropped connections under {@code policy} ({@link
+   * Reconnect#OFF}: not at all). It shares the channel; closing it does not close the channel.
+   */
+  public AskUserClient withReconnect(Reconnect policy) {
+    return new AskUserClient(channel, false, agents, agentsBlocking, tools, timeout, streamBufferSize, policy);
+  }
+
+  /** How this client rides out dropped connections. */
+  public Reconnect reconnect() {
+    return reconnect;
   }
 
   /** The deadline of each call, counted from its start, if there is one. */
-  public java.util.Optional<Duration> timeout() {
-    return java.util.Optional.ofNullable(timeout);
+  public Optional<Duration> timeout() {
+    return Optional.ofNullable(timeout);
   }
 
   /** How many messages each stream buffers at most ahead of its reader. */
@@ -178,6 +210,7 @@ public final class AskUserClient implements AutoCloseable {
     private String authority;
     private Duration timeout;
     private int streamBufferSize = EventStream.DEFAULT_BUFFER_SIZE;
+    private Reconnect reconnect = Reconnect.DEFAULT;
 
     private Builder(String target) {
       this.target = target;
@@ -262,19 +295,29 @@ public final class AskUserClient implements AutoCloseable {
     }
 
     /**
+     * How the client rides out a dropped connection, e.g. a server restart ({@link
+     * Reconnect#DEFAULT} unless told otherwise; {@link Reconnect#OFF} turns it off): runs reattach,
+     * watches and the pending-calls feed reopen, idempotent unary calls are retried.
+     */
+    public Builder reconnect(Reconnect policy) {
+      this.reconnect = Objects.requireNonNull(policy, "reconnect");
+      return this;
+    }
+
+    /**
      * Builds the client; the connection is made at the first call.
      *
      * @throws UncheckedIOException when a PEM file cannot be read
      */
     public AskUserClient build() {
-      ManagedChannelBuilder<?> channel = Grpc.newChannelBuilder(target, channelCredentials());
+      ManagedChannelBuilder<?> channel = Grpc.newChannelBuilder(target, channelCredentials()).userAgent(USER_AGENT);
       if (authority != null) {
         channel.overrideAuthority(authority);
       }
       AskUserClient client =
           new AskUserClient(channel.build(), tokenProvider == null ? null : new BearerToken(tokenProvider));
       return new AskUserClient(
-          client.channel, true, client.agents, client.agentsBlocking, client.tools, timeout, streamBufferSize);
+          client.channel, true, client.agents, client.agentsBlocking, client.tools, timeout, streamBufferSize, reconnect);
     }
 
     private ChannelCredentials channelCredentials() {
@@ -337,7 +380,7 @@ public final class AskUserClient implements AutoCloseable {
 
   /** Starts a run as given, e.g. with a {@code question_ttl}. */
   public Run startRun(StartRun start) {
-    return new Run(withDeadline(agents), RunAgentRequest.newBuilder().setStart(start).build(), streamBufferSize);
+    return new Run(withDeadline(agents), RunAgentRequest.newBuilder().setStart(start).build(), streamBufferSize, reconnect, channel);
   }
 
   /**
@@ -346,7 +389,7 @@ public final class AskUserClient implements AutoCloseable {
    */
   public Run attach(String runId, long afterSequence) {
     AttachRun attach = AttachRun.newBuilder().setRunId(runId).setAfterSequence(afterSequence).build();
-    return new Run(withDeadline(agents), RunAgentRequest.newBuilder().setAttach(attach).build(), streamBufferSize);
+    return new Run(withDeadline(agents), RunAgentRequest.newBuilder().setAttach(attach).build(), streamBufferSize, reconnect, channel);
   }
 
   /**
@@ -359,13 +402,17 @@ public final class AskUserClient implements AutoCloseable {
     return frames;
   }
 
-  /** Replays a run's stored events after {@code afterSequence}, then follows it until it ends. */
+  /**
+   * Replays a run's stored events after {@code afterSequence}, then follows it until it ends;
+   * dropped with {@code UNAVAILABLE}, it opens again after the last sequence it delivered.
+   */
   public FrameStream watchRun(String runId, long afterSequence) {
-    FrameStream frames = new FrameStream(streamBufferSize);
-    WatchRunRequest request =
-        WatchRunRequest.newBuilder().setRunId(runId).setAfterSequence(afterSequence).build();
-    withDeadline(agents).watchRun(request, frames.receiver());
-    return frames;
+    return new WatchedRun(withDeadline(agents), runId, afterSequence, streamBufferSize, backoff());
+  }
+
+  /** The backoff of one call or stream under this client's policy; null when it does not reconnect. */
+  private Backoff backoff() {
+    return reconnect.enabled() ? new Backoff(reconnect, channel) : null;
   }
 
   /**
@@ -385,9 +432,7 @@ public final class AskUserClient implements AutoCloseable {
 
   /** Opens the pending-calls feed with the request as given. */
   public PendingCallStream watchPendingCalls(WatchPendingCallsRequest request) {
-    PendingCallStream feed = new PendingCallStream(streamBufferSize);
-    withDeadline(agents).watchPendingCalls(request, feed.receiver());
-    return feed;
+    return new PendingCallStream(withDeadline(agents), request, streamBufferSize, backoff());
   }
 
   /**
@@ -410,23 +455,25 @@ public final class AskUserClient implements AutoCloseable {
 
   /** One run with its pending tool calls (questions, approvals and client tool calls). */
   public dev.askuser.v1.Run getRun(String runId) {
-    return unary(() -> withDeadline(agentsBlocking).getRun(GetRunRequest.newBuilder().setRunId(runId).build()).getRun());
+    GetRunRequest request = GetRunRequest.newBuilder().setRunId(runId).build();
+    return retried(withDeadline(agentsBlocking), stub -> stub.getRun(request).getRun());
   }
 
   /** One page of runs, newest first, filtered as the request says. */
   public ListRunsResponse listRuns(ListRunsRequest request) {
-    return unary(() -> withDeadline(agentsBlocking).listRuns(request));
+    return retried(withDeadline(agentsBlocking), stub -> stub.listRuns(request));
   }
 
   /** Cancels a suspended or working run and returns it; idempotent for a cancelled run. */
   public dev.askuser.v1.Run cancelRun(String runId, String reason) {
     CancelRunRequest request = CancelRunRequest.newBuilder().setRunId(runId).setReason(reason).build();
-    return unary(() -> withDeadline(agentsBlocking).cancelRun(request).getRun());
+    return retried(withDeadline(agentsBlocking), stub -> stub.cancelRun(request).getRun());
   }
 
   /** The agents the server runs, ordered by id. */
   public List<Agent> listAgents() {
-    return unary(() -> withDeadline(agentsBlocking).listAgents(ListAgentsRequest.getDefaultInstance()).getAgentsList());
+    return retried(
+        withDeadline(agentsBlocking), stub -> stub.listAgents(ListAgentsRequest.getDefaultInstance()).getAgentsList());
   }
 
   /**
@@ -438,40 +485,62 @@ public final class AskUserClient implements AutoCloseable {
 
   /** {@link #getRun} without blocking: the future fails with an {@link AskUserException}. */
   public CompletableFuture<dev.askuser.v1.Run> getRunAsync(String runId) {
+    AgentServiceGrpc.AgentServiceStub stub = withDeadline(agents);
     return unaryAsync(
-        withDeadline(agents)::getRun,
+        stub,
+        stub::getRun,
         GetRunRequest.newBuilder().setRunId(runId).build(),
         response -> response.getRun());
   }
 
   /** {@link #listRuns} without blocking: the future fails with an {@link AskUserException}. */
   public CompletableFuture<ListRunsResponse> listRunsAsync(ListRunsRequest request) {
-    return unaryAsync(withDeadline(agents)::listRuns, request, response -> response);
+    AgentServiceGrpc.AgentServiceStub stub = withDeadline(agents);
+    return unaryAsync(stub, stub::listRuns, request, response -> response);
   }
 
   /** {@link #cancelRun} without blocking: the future fails with an {@link AskUserException}. */
   public CompletableFuture<dev.askuser.v1.Run> cancelRunAsync(String runId, String reason) {
+    AgentServiceGrpc.AgentServiceStub stub = withDeadline(agents);
     return unaryAsync(
-        withDeadline(agents)::cancelRun,
+        stub,
+        stub::cancelRun,
         CancelRunRequest.newBuilder().setRunId(runId).setReason(reason).build(),
         response -> response.getRun());
   }
 
   /** {@link #listAgents} without blocking: the future fails with an {@link AskUserException}. */
   public CompletableFuture<List<Agent>> listAgentsAsync() {
+    AgentServiceGrpc.AgentServiceStub stub = withDeadline(agents);
     return unaryAsync(
-        withDeadline(agents)::listAgents,
+        stub,
+        stub::listAgents,
         ListAgentsRequest.getDefaultInstance(),
         response -> response.getAgentsList());
   }
 
   /**
-   * Starts a unary call on the async stub; the future completes on a gRPC thread (chain with the
+   * Starts an idempotent unary call on the async stub (whose deadline covers every attempt),
+   * retried on UNAVAILABLE under the policy; the future completes on a gRPC thread (chain with the
    * {@code *Async} methods of {@link CompletableFuture} to move off it).
    */
-  private static <ReqT, RespT, T> CompletableFuture<T> unaryAsync(
-      BiConsumer<ReqT, StreamObserver<RespT>> call, ReqT request, Function<RespT, T> result) {
+  private <ReqT, RespT, T> CompletableFuture<T> unaryAsync(
+      AgentServiceGrpc.AgentServiceStub stub,
+      BiConsumer<ReqT, StreamObserver<RespT>> call,
+      ReqT request,
+      Function<RespT, T> result) {
     CompletableFuture<T> future = new CompletableFuture<>();
+    attemptAsync(stub.getCallOptions().getDeadline(), backoff(), call, request, result, future);
+    return future;
+  }
+
+  private static <ReqT, RespT, T> void attemptAsync(
+      Deadline deadline,
+      Backoff backoff,
+      BiConsumer<ReqT, StreamObserver<RespT>> call,
+      ReqT request,
+      Function<RespT, T> result,
+      CompletableFuture<T> future) {
     call.accept(
         request,
         new StreamObserver<RespT>() {
@@ -482,7 +551,18 @@ public final class AskUserClient implements AutoCloseable {
 
           @Override
           public void onError(Throwable failure) {
-            future.completeExceptionally(AskUserException.from(failure));
+            AskUserException error = AskUserException.from(failure);
+            Optional<Duration> wait =
+                backoff == null ? Optional.empty() : backoff.next(error, deadline);
+            if (wait.isEmpty()) {
+              future.completeExceptionally(error);
+              return;
+            }
+            CompletableFuture.delayedExecutor(wait.get().toNanos(), TimeUnit.NANOSECONDS)
+                .execute(() -> {
+                  backoff.reconnectNow();
+                  attemptAsync(deadline, backoff, call, request, result, future);
+                });
           }
 
           @Override
@@ -492,7 +572,25 @@ public final class AskUserClient implements AutoCloseable {
             }
           }
         });
-    return future;
+  }
+
+  /**
+   * Runs an idempotent unary call on {@code stub} (whose deadline covers every attempt), again on
+   * UNAVAILABLE under the policy.
+   */
+  private <T> T retried(
+      AgentServiceGrpc.AgentServiceBlockingStub stub, Function<AgentServiceGrpc.AgentServiceBlockingStub, T> call) {
+    Backoff backoff = backoff();
+    while (true) {
+      try {
+        return call.apply(stub);
+      } catch (StatusRuntimeException e) {
+        AskUserException error = AskUserException.from(e);
+        if (backoff == null || !backoff.await(error, stub.getCallOptions().getDeadline())) {
+          throw error;
+        }
+      }
+    }
   }
 
   private static <T> T unary(Supplier<T> call) {

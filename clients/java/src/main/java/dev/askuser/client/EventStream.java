@@ -8,8 +8,11 @@ import java.util.NoSuchElementException;
 import java.util.Optional;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
 import java.util.function.Predicate;
 
 /**
@@ -48,6 +51,9 @@ public abstract class EventStream<T> implements Iterator<T>, Iterable<T>, AutoCl
   private Item<T> head;
 
   private volatile ClientCallStreamObserver<?> call;
+  /** Guards {@link #closed} and the opening of calls, so that no call opens after {@link #close()}. */
+  final Object lock = new Object();
+  private boolean closed;
 
   EventStream(Predicate<T> isHeartbeat, int bufferSize) {
     if (bufferSize < 1) {
@@ -116,24 +122,51 @@ public abstract class EventStream<T> implements Iterator<T>, Iterable<T>, AutoCl
 
   /** Like {@link #nextWithin} but leaves the message to be read next. */
   public synchronized Optional<T> peekWithin(Duration timeout) throws TimeoutException {
-    if (head == null) {
+    long started = System.nanoTime();
+    long budget = timeout.toNanos();
+    while (head == null) {
+      Item<T> item;
       try {
-        head = items.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+        // Counted from the start, so that a reopening (and its backoff) spends the same budget.
+        item = items.poll(budget - (System.nanoTime() - started), TimeUnit.NANOSECONDS);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         throw new IllegalStateException("interrupted while waiting for a message", e);
       }
-      if (head == null) {
+      if (item == null) {
         throw new TimeoutException("nothing within " + timeout);
       }
-      if (head instanceof Message<T>) {
+      if (item instanceof Message<T> message) {
         call.request(1); // its place in the buffer is free again
+        if (!accept(message.message())) {
+          continue;
+        }
+      } else if (item instanceof Failed<T> failed && reopen(failed.error())) {
+        continue;
       }
+      head = item;
     }
     if (head instanceof Failed<T> failed) {
       throw failed.error();
     }
     return head instanceof Message<T> message ? Optional.of(message.message()) : Optional.empty();
+  }
+
+  /**
+   * Sees each message, on the reader's thread, before it is handed out (once, in order); false
+   * drops it (e.g. a frame already delivered before a reattachment).
+   */
+  boolean accept(T message) {
+    return true;
+  }
+
+  /**
+   * Called on the reader's thread with the failure that ended the call, when every message before
+   * it has been read: true when it opened a new call (with {@link #receiver()}) whose messages
+   * follow, false to hand the failure to the reader. May block (a backoff).
+   */
+  boolean reopen(AskUserException failure) {
+    return false;
   }
 
   private Optional<T> peekWithoutLimit() {
@@ -164,12 +197,64 @@ public abstract class EventStream<T> implements Iterator<T>, Iterable<T>, AutoCl
     return this;
   }
 
+  /**
+   * Follows the stream without blocking the caller: reads every message on {@code executor} and
+   * hands each to {@code action}, in order, on that thread. Back-pressure holds: the next message
+   * is read when {@code action} returns. The future completes when the stream ends with OK, and
+   * fails with the {@link AskUserException} that ended it (or whatever {@code action} threw).
+   * Cancelling the future closes the stream. Reconnection works as for a blocking reader.
+   *
+   * <pre>{@code
+   * run.forEachAsync(frame -> {
+   *   if (frame.hasToolCallSuspended()) run.answerText(frame.getToolCallSuspended().getToolCallId(), "yes");
+   * }, executor).thenRun(() -> System.out.println("the run ended"));
+   * }</pre>
+   */
+  public CompletableFuture<Void> forEachAsync(Consumer<? super T> action, Executor executor) {
+    CompletableFuture<Void> done = new CompletableFuture<>();
+    done.whenComplete((ignored, failure) -> {
+      if (done.isCancelled()) {
+        close();
+      }
+    });
+    executor.execute(() -> {
+      try {
+        while (!done.isDone() && hasNext()) {
+          action.accept(next());
+        }
+        done.complete(null);
+      } catch (RuntimeException e) {
+        done.completeExceptionally(e);
+      }
+    });
+    return done;
+  }
+
+  /** {@link #forEachAsync(Consumer, Executor)} on a thread of its own (a daemon), for this stream only. */
+  public CompletableFuture<Void> forEachAsync(Consumer<? super T> action) {
+    return forEachAsync(action, task -> {
+      Thread reader = new Thread(task, "askuser-stream-reader");
+      reader.setDaemon(true);
+      reader.start();
+    });
+  }
+
   /** Cancels the call if it is still open; messages already received can still be read. */
   @Override
   public void close() {
+    synchronized (lock) {
+      closed = true;
+    }
     ClientCallStreamObserver<?> open = call;
     if (open != null) {
       open.cancel("closed by the client", null);
+    }
+  }
+
+  /** Whether {@link #close()} was called; hold {@link #lock} to open a call only while it is not. */
+  boolean isClosed() {
+    synchronized (lock) {
+      return closed;
     }
   }
 }

@@ -34,7 +34,7 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * The wrapper against a real server serving tests/conformance/agents.toml, whose address is in
- * ASKUSER_ADDR (clients/java/conformance.sh sets it), with a key of it in ASKUSER_API_KEY when it
+ * ASKUSER_ADDR (clients/java/test.sh sets it), with a key of it in ASKUSER_API_KEY when it
  * checks keys.
  */
 @Timeout(30)

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Credentials and TLS against the servers conformance.sh is given: the plain one in ASKUSER_ADDR
+ * Credentials and TLS against the servers test.sh is given: the plain one in ASKUSER_ADDR
  * (with --auth keys; ASKUSER_API_KEY is a key of it) and the mTLS one in ASKUSER_TLS_ADDR (its CA,
  * a client certificate and key, and a key of it in ASKUSER_TLS_*). A missing variable fails the
  * test that needs it: a run without TLS must not pass as tested.
@@ -32,7 +32,7 @@ class AuthTest {
 
   private static String env(String name) {
     String value = System.getenv(name);
-    assertTrue(value != null && !value.isEmpty(), name + " must be set (see clients/java/conformance.sh)");
+    assertTrue(value != null && !value.isEmpty(), name + " must be set (see clients/java/test.sh)");
     return value;
   }
 
@@ -51,9 +51,12 @@ class AuthTest {
     return client.listAgents().stream().map(Agent::getAgentId).toList();
   }
 
-  /** The call's failure, which must have this code. */
+  /**
+   * The call's failure, which must have this code. Without retries: a failed TLS handshake is
+   * UNAVAILABLE, which the default {@link Reconnect} policy would retry for 30 s.
+   */
   private static AskUserException failure(AskUserClient.Builder builder, Function<AskUserClient, ?> call, Status.Code code) {
-    try (AskUserClient client = builder.build()) {
+    try (AskUserClient client = builder.reconnect(Reconnect.OFF).build()) {
       AskUserException error = assertThrows(AskUserException.class, () -> call.apply(client));
       assertEquals(code, error.code(), error.getMessage());
       return error;
@@ -160,7 +163,7 @@ class AuthTest {
         AskUserClient.builder(address).apiKey(key).trustedCertificates(cert).clientCertificate(cert, privateKey));
     assertFailedHandshake(AskUserClient.builder(address).apiKey(key).trustedCertificates(envPath("ASKUSER_TLS_CA")));
     // In plaintext, the server's TLS bytes are no HTTP/2: grpc-java reports INTERNAL ("http2 exception").
-    try (AskUserClient client = AskUserClient.builder(address).apiKey(key).build()) {
+    try (AskUserClient client = AskUserClient.builder(address).apiKey(key).reconnect(Reconnect.OFF).build()) {
       AskUserException error = assertThrows(AskUserException.class, client::listAgents);
       assertTrue(List.of(Status.Code.UNAVAILABLE, Status.Code.INTERNAL).contains(error.code()), error.getMessage());
     }

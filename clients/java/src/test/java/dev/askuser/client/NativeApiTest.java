@@ -142,6 +142,41 @@ class NativeApiTest {
     run.close(); // closing a run handle twice, or after its client, is harmless
   }
 
+  // Following a stream asynchronously
+
+  @Test
+  void forEachAsyncHandsEveryFrameOverInOrderAndCompletesWhenTheRunEnds() throws Exception {
+    List<RunAgentResponse.EventCase> kinds = new java.util.concurrent.CopyOnWriteArrayList<>();
+    try (Run run = client.startRun("free_text", "greet me", Map.of())) {
+      CompletableFuture<Void> done = run.forEachAsync(frame -> {
+        kinds.add(frame.getEventCase());
+        if (frame.hasToolCallSuspended()) {
+          run.answerText(frame.getToolCallSuspended().getToolCallId(), "Ada");
+        }
+      });
+      done.get(10, TimeUnit.SECONDS);
+    }
+    assertEquals(RunAgentResponse.EventCase.RUN_STARTED, kinds.get(0));
+    assertEquals(RunAgentResponse.EventCase.RUN_COMPLETED, kinds.get(kinds.size() - 1));
+  }
+
+  @Test
+  void cancellingForEachAsyncClosesTheStreamAndTheRunGoesOn() throws Exception {
+    Run run = client.startRun("free_text", "greet me", Map.of());
+    String runId = run.runId();
+    CompletableFuture<Void> done = run.forEachAsync(frame -> {});
+    assertTrue(done.cancel(false));
+    // The stream is over (the class's timeout catches a hang): ended by the half-close or cancelled.
+    try {
+      while (run.hasNext()) {
+        run.next();
+      }
+    } catch (AskUserException e) {
+      assertEquals(Status.Code.CANCELLED, e.code());
+    }
+    assertTrue(client.getRun(runId).getStatus() != RunStatus.RUN_STATUS_CANCELLED);
+  }
+
   // Bounded buffering with back-pressure
 
   @Test

@@ -1,4 +1,4 @@
-package dev.askuser.client.examples;
+package dev.askuser.examples;
 
 import dev.askuser.client.AskUserClient;
 import dev.askuser.client.Run;
