@@ -27,6 +27,12 @@ ASKUSER_ADDR="$1" \
 mvn -q -B -Dstyle.color=never -DskipTests install
 version="$(sed -n 's/^version=//p' target/classes/dev/askuser/client/version.properties)"
 echo "installed dev.askuser:askuser-client:$version"
+# The jar carries the licence's text.
+installed="$HOME/.m2/repository/dev/askuser/askuser-client/$version/askuser-client-$version.jar"
+jar tf "$installed" | grep -qx META-INF/LICENSE || {
+  echo "the installed jar has no META-INF/LICENSE" >&2
+  exit 1
+}
 
 # The questions of the demo agent 'deploy' wait for standard input: this server does not run it.
 (cd examples/quickstart &&
