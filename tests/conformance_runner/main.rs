@@ -8,6 +8,7 @@
 //!
 //! Prints `<language>: N passed, N failed` per language and the totals last; exits 1 when any failed.
 
+mod checks;
 mod client;
 mod message;
 mod rust_client;
