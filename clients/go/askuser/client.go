@@ -65,6 +65,16 @@ func New(conn grpc.ClientConnInterface) *Client {
 	return &Client{agents: pb.NewAgentServiceClient(conn), tools: pb.NewToolServiceClient(conn), reconnect: &policy}
 }
 
+// WithReconnectPolicy returns a client on c's connection whose streams and retried calls follow
+// policy (nil: reconnection off): how a client made by New gets a policy of its own. The copy does
+// not own the connection: Close c, not the copy.
+func (c *Client) WithReconnectPolicy(policy *ReconnectPolicy) *Client {
+	derived := *c
+	derived.reconnect = policy
+	derived.conn = nil
+	return &derived
+}
+
 // Close closes the connection Dial opened; it does nothing for a client made by New.
 func (c *Client) Close() error {
 	if c.conn == nil {

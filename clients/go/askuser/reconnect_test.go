@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/askuser-dev/askuser/clients/go/askuser"
 	pb "github.com/askuser-dev/askuser/clients/go/askuserv1"
@@ -140,23 +142,42 @@ func TestARunReattachesAfterAServerRestart(t *testing.T) {
 }
 
 func TestWithoutReconnectARestartFailsTheRun(t *testing.T) {
-	s := newRestartable(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	client, err := askuser.Dial(s.addr, askuser.WithoutReconnect())
-	if err != nil {
-		t.Fatal(err)
+	// Both ways to turn reconnection off: a Dial option, and a policy on a client made by New.
+	offs := map[string]func(t *testing.T, addr string) *askuser.Client{
+		"Dial(WithoutReconnect())": func(t *testing.T, addr string) *askuser.Client {
+			client, err := askuser.Dial(addr, askuser.WithoutReconnect())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { client.Close() })
+			return client
+		},
+		"New(conn).WithReconnectPolicy(nil)": func(t *testing.T, addr string) *askuser.Client {
+			conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { conn.Close() })
+			return askuser.New(conn).WithReconnectPolicy(nil)
+		},
 	}
-	defer client.Close()
-	run, err := client.StartRun(ctx, "free_text", "hi", nil)
-	if err != nil {
-		t.Fatal(err)
+	for name, off := range offs {
+		t.Run(name, func(t *testing.T) {
+			s := newRestartable(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			client := off(t, s.addr)
+			run, err := client.StartRun(ctx, "free_text", "hi", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer run.Close()
+			skipTo(t, run, (*pb.RunAgentResponse).GetToolCallSuspended)
+			s.restart(0)
+			_, err = run.Recv()
+			asError(t, err, codes.Unavailable)
+		})
 	}
-	defer run.Close()
-	skipTo(t, run, (*pb.RunAgentResponse).GetToolCallSuspended)
-	s.restart(0)
-	_, err = run.Recv()
-	asError(t, err, codes.Unavailable)
 }
 
 func TestThePendingCallsFeedReopensAfterAServerRestart(t *testing.T) {
