@@ -21,7 +21,7 @@ tarball="$(ls "$work"/*.tgz)"
 # What the tarball holds: the built package with its declarations, and none of the tests.
 listing="$(tar -tzf "$tarball")"
 for file in package/package.json package/README.md package/dist/src/index.js package/dist/src/index.d.ts \
-  package/dist/src/web/index.js package/dist/src/web/index.d.ts; do
+  package/dist/src/web/index.js package/dist/src/web/index.d.ts package/dist/esm/web/index.js package/dist/esm/web/index.d.ts; do
   grep -qx "$file" <<<"$listing" || { echo "pack-test: $file is not in $(basename "$tarball")" >&2; exit 1; }
 done
 if grep -q -e '^package/dist/test/' -e '^package/src/' <<<"$listing"; then
@@ -82,8 +82,8 @@ if ! grep -q "Apache License" node_modules/@askuser/client/LICENSE; then
 fi
 
 # The browser entry: a page's script type-checks against its declarations as a browser project would
-# (DOM types, no @types/node, a bundler's resolution) and bundles for the browser with esbuild, which
-# fails on any Node built-in; grpc-js stays out of the bundle.
+# (DOM types, no @types/node, a bundler's resolution) and bundles for the browser with esbuild (from
+# the ES modules of dist/esm/), which fails on any Node built-in; grpc-js stays out of the bundle.
 cat >page.ts <<'TS'
 import { AskUserError, AskUserWebClient, SuspendKind, type AnswerValue, type CallOptions } from "@askuser/client/web";
 
@@ -124,7 +124,10 @@ if grep -q "grpc-js" page.js; then
   echo "pack-test: the browser bundle holds grpc-js" >&2
   exit 1
 fi
-echo "pack-test: @askuser/client/web type-checks and bundles for the browser ($(wc -c <page.js) bytes minified)"
+# Node loads the entry both ways: `import` (ES modules) and `require` (CommonJS, as test/web.test.ts does).
+node --input-type=module -e 'const { AskUserWebClient } = await import("@askuser/client/web"); if (typeof AskUserWebClient !== "function") process.exit(1);'
+node -e 'if (typeof require("@askuser/client/web").AskUserWebClient !== "function") process.exit(1);'
+echo "pack-test: @askuser/client/web type-checks, loads and bundles for the browser ($(wc -c <page.js) bytes minified)"
 
 cp "$here/examples/quickstart.mjs" quickstart.mjs
 expected="started a run: true

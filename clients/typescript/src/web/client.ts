@@ -11,8 +11,8 @@ import {
   type ListRunsFilters,
   type ResumeRunOptions,
   type WatchPendingCallsFilters,
-} from "../common/options";
-import { toAskUserError } from "./error";
+} from "../common/options.js";
+import { toAskUserError } from "./error.js";
 import {
   AgentService,
   RunStatus,
@@ -23,9 +23,9 @@ import {
   type Run,
   type RunAgentResponse,
   type WatchPendingCallsResponse,
-} from "./gen/askuser/v1/agent_pb";
-import type { SelectionMode } from "./gen/askuser/v1/ask_user_pb";
-import { ToolService } from "./gen/askuser/v1/tool_pb";
+} from "./gen/askuser/v1/agent_pb.js";
+import type { SelectionMode } from "./gen/askuser/v1/ask_user_pb.js";
+import { ToolService } from "./gen/askuser/v1/tool_pb.js";
 
 /** Who calls, and how: the options of an `AskUserWebClient`. */
 export interface WebClientOptions {

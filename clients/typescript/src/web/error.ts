@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { AskUserErrorBase } from "../common/error";
-import { BadRequestSchema, ErrorInfoSchema } from "./gen/google/rpc/error_details_pb";
+import { AskUserErrorBase } from "../common/error.js";
+import { BadRequestSchema, ErrorInfoSchema } from "./gen/google/rpc/error_details_pb.js";
 
 /**
  * A call failed with a gRPC status: the same shape as `AskUserError` of `@askuser/client` (code,
