@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Regenerates src/gen/ from the askuser.v1 contract (proto/ at the repository root) and the vendored
-# google.rpc error types (clients/typescript/proto/), with ts-proto pinned by package-lock.json.
+# Regenerates src/gen/ (the Node entry's, by ts-proto) and src/web/gen/ (the browser entry's, by
+# protoc-gen-es) from the askuser.v1 contract (proto/ at the repository root) and the vendored
+# google.rpc error types (clients/typescript/proto/), with both plugins pinned by package-lock.json.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$ROOT/scripts/tools.sh"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Tests the package as its users get it: `npm pack`s it (the `prepack` build included), installs the
 # tarball into a new project outside the source tree, type-checks TypeScript programs against the
-# declarations it ships, and runs examples/quickstart.mjs from that install against the server,
-# checking what it prints. test.sh calls it; run it alone as
+# declarations it ships, runs examples/quickstart.mjs from that install against the server, checking
+# what it prints, and bundles a page's script importing `@askuser/client/web` for the browser (no Node
+# built-ins, no grpc-js). test.sh calls it; run it alone as
 #
 #   clients/typescript/pack-test.sh HOST:PORT
 #
@@ -19,7 +20,8 @@ tarball="$(ls "$work"/*.tgz)"
 
 # What the tarball holds: the built package with its declarations, and none of the tests.
 listing="$(tar -tzf "$tarball")"
-for file in package/package.json package/README.md package/dist/src/index.js package/dist/src/index.d.ts; do
+for file in package/package.json package/README.md package/dist/src/index.js package/dist/src/index.d.ts \
+  package/dist/src/web/index.js package/dist/src/web/index.d.ts package/dist/esm/web/index.js package/dist/esm/web/index.d.ts; do
   grep -qx "$file" <<<"$listing" || { echo "pack-test: $file is not in $(basename "$tarball")" >&2; exit 1; }
 done
 if grep -q -e '^package/dist/test/' -e '^package/src/' <<<"$listing"; then
@@ -78,6 +80,54 @@ if ! grep -q "Apache License" node_modules/@askuser/client/LICENSE; then
   echo "pack-test: the package ships no LICENSE" >&2
   exit 1
 fi
+
+# The browser entry: a page's script type-checks against its declarations as a browser project would
+# (DOM types, no @types/node, a bundler's resolution) and bundles for the browser with esbuild (from
+# the ES modules of dist/esm/), which fails on any Node built-in; grpc-js stays out of the bundle.
+cat >page.ts <<'TS'
+import { AskUserError, AskUserWebClient, SuspendKind, type AnswerValue, type CallOptions } from "@askuser/client/web";
+
+const client = new AskUserWebClient(location.origin, { tokenProvider: () => sessionStorage.getItem("key") ?? undefined });
+const options: CallOptions = { timeoutMs: 30_000, signal: new AbortController().signal };
+const answer: AnswerValue = { approve: true };
+export async function first(): Promise<string> {
+  for await (const update of client.watchPendingCalls({ kinds: [SuspendKind.APPROVAL], ...options })) {
+    if (update.event.case !== "callPending" || !update.event.value.call) continue;
+    const { runId, call } = update.event.value;
+    try {
+      for await (const frame of client.resumeRun(runId, call.toolCallId, answer, options)) return frame.event.case ?? "";
+    } catch (error) {
+      if (error instanceof AskUserError) return `${error.codeName} ${error.reason ?? ""} ${error.fieldViolations.length}`;
+      throw error;
+    }
+  }
+  return "";
+}
+TS
+cat >tsconfig.web.json <<JSON
+{
+  "compilerOptions": {
+    "target": "es2022",
+    "module": "esnext",
+    "moduleResolution": "bundler",
+    "lib": ["es2022", "dom", "dom.iterable"],
+    "strict": true,
+    "noEmit": true,
+    "types": []
+  },
+  "files": ["page.ts"]
+}
+JSON
+"$here/node_modules/.bin/tsc" -p tsconfig.web.json
+"$here/node_modules/.bin/esbuild" page.ts --bundle --platform=browser --format=esm --minify --log-level=warning --outfile=page.js
+if grep -q "grpc-js" page.js; then
+  echo "pack-test: the browser bundle holds grpc-js" >&2
+  exit 1
+fi
+# Node loads the entry both ways: `import` (ES modules) and `require` (CommonJS, as test/web.test.ts does).
+node --input-type=module -e 'const { AskUserWebClient } = await import("@askuser/client/web"); if (typeof AskUserWebClient !== "function") process.exit(1);'
+node -e 'if (typeof require("@askuser/client/web").AskUserWebClient !== "function") process.exit(1);'
+echo "pack-test: @askuser/client/web type-checks, loads and bundles for the browser ($(wc -c <page.js) bytes minified)"
 
 cp "$here/examples/quickstart.mjs" quickstart.mjs
 expected="started a run: true

@@ -1,6 +1,6 @@
 // The page's one client of the server it was served by, and the credential it sends: kept per tab
 // (sessionStorage), asked for once when the server says a call needs one.
-import { agentClient, Code, ConnectError } from "../../clients/web/src/index";
+import { AskUserError, AskUserWebClient, Code } from "../../clients/typescript/src/web/index";
 
 const CREDENTIAL_KEY = "askuser.credential";
 
@@ -10,21 +10,21 @@ export const credential = {
   clear: () => sessionStorage.removeItem(CREDENTIAL_KEY),
 };
 
-export const client = agentClient({ credential: credential.get });
+export const client = new AskUserWebClient(location.origin, { tokenProvider: credential.get });
 
 /** Whether `error` means the call needs a (different) key or token. */
 export function isUnauthenticated(error: unknown): boolean {
-  return error instanceof ConnectError && error.code === Code.Unauthenticated;
+  return error instanceof AskUserError && error.code === Code.Unauthenticated;
 }
 
 /** Whether `error` is the page's own abort (navigation, a changed filter), not a failure. */
 export function isAbort(error: unknown, signal: AbortSignal): boolean {
-  return signal.aborted || (error instanceof ConnectError && error.code === Code.Canceled);
+  return signal.aborted || (error instanceof AskUserError && error.code === Code.Canceled);
 }
 
 /** One line for a failed call: the server's message without the code prefix. */
 export function describe(error: unknown): string {
-  if (error instanceof ConnectError) return error.rawMessage || Code[error.code];
+  if (error instanceof AskUserError) return error.details || Code[error.code];
   return error instanceof Error ? error.message : String(error);
 }
 

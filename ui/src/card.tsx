@@ -1,13 +1,13 @@
 // One card per waiting call, by kind: a question (free text, single or multi select, decline), an
 // approval (approve, reject with a reason, edit the arguments), or a client tool waiting for a worker.
 import { useState } from "preact/hooks";
-import { SelectionMode, SuspendKind } from "../../clients/web/src/index";
+import { SelectionMode, SuspendKind } from "../../clients/typescript/src/web/index";
 import type { PendingItem, SettledItem } from "./feed";
 import { callKey } from "./feed";
 import { ago, countdown, ms, prettyJson, settledVerb, settlerName, KIND_NAMES } from "./format";
 import { Link, runPath, useNow } from "./router";
 import { settledHere, useSubmission, type Submission } from "./submit";
-import type { Violation } from "../../clients/web/src/index";
+import type { Violation } from "../../clients/typescript/src/web/index";
 
 export function CallCard({ item, showRun = true }: { item: PendingItem; showRun?: boolean }) {
   const submission = useSubmission(item);
@@ -110,8 +110,8 @@ function QuestionForm({ item, submission }: { item: PendingItem; submission: Sub
     if (!ready || submission.busy) return;
     void submission.submit(
       mode === "text"
-        ? { case: "text", value: text }
-        : { case: "selections", value: { labels: mode === "multi" && none ? [] : chosen } },
+        ? { text }
+        : { selections: mode === "multi" && none ? [] : chosen },
     );
   };
   return (
@@ -211,7 +211,7 @@ function DeclineForm({ item, submission, onBack }: { item: PendingItem; submissi
       class="inline"
       onSubmit={(event) => {
         event.preventDefault();
-        void submission.submit({ case: "decline", value: { reason } });
+        void submission.submit({ decline: reason });
       }}
     >
       <label for={id}>Why decline? (optional)</label>
@@ -253,7 +253,7 @@ function ApprovalForm({ item, submission }: { item: PendingItem; submission: Sub
             type="button"
             class="primary"
             disabled={submission.busy}
-            onClick={() => void submission.submit({ case: "approval", value: { decision: { case: "approve", value: {} } } })}
+            onClick={() => void submission.submit({ approve: true })}
           >
             Approve
           </button>
@@ -270,7 +270,7 @@ function ApprovalForm({ item, submission }: { item: PendingItem; submission: Sub
           class="inline"
           onSubmit={(event) => {
             event.preventDefault();
-            void submission.submit({ case: "approval", value: { decision: { case: "reject", value: { reason } } } });
+            void submission.submit({ reject: reason });
           }}
         >
           <label for={`reject-${id}`}>Why reject? (the model reads it)</label>
@@ -291,10 +291,7 @@ function ApprovalForm({ item, submission }: { item: PendingItem; submission: Sub
           class="inline"
           onSubmit={(event) => {
             event.preventDefault();
-            void submission.submit({
-              case: "approval",
-              value: { decision: { case: "edit", value: { argumentsJson: edited } } },
-            });
+            void submission.submit({ edit: edited });
           }}
         >
           <label for={`edit-${id}`}>Arguments (JSON), run as edited</label>

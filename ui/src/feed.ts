@@ -1,7 +1,7 @@
 // The pending list, live: WatchPendingCalls' snapshot, then its changes; reconnected after any
 // failure (a restart, a proxy's timeout), when the new snapshot replaces what was shown.
 import { useEffect, useState } from "preact/hooks";
-import type { PendingToolCall, SettledBy, SuspendKind, ToolResultKind } from "../../clients/web/src/index";
+import type { PendingToolCall, SettledBy, SuspendKind, ToolResultKind } from "../../clients/typescript/src/web/index";
 import { client, describe, isAbort, isUnauthenticated, sleep } from "./api";
 import { useAuth } from "./auth";
 
@@ -68,8 +68,8 @@ export function usePendingFeed(filter: FeedFilter): Feed {
               agentIds: filter.agentId ? [filter.agentId] : [],
               kinds: filter.kind !== undefined ? [filter.kind] : [],
               assignedToMe: filter.assignedToMe,
+              signal: abort.signal,
             },
-            { signal: abort.signal },
           );
           for await (const response of stream) {
             const event = response.event;

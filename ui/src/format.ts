@@ -6,7 +6,7 @@ import {
   timestampMs,
   type SettledBy,
   type Timestamp,
-} from "../../clients/web/src/index";
+} from "../../clients/typescript/src/web/index";
 
 /** Milliseconds since the epoch of a message's timestamp, if set. */
 export const ms = (time: Timestamp | undefined): number | undefined => (time ? timestampMs(time) : undefined);

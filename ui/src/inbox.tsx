@@ -1,6 +1,6 @@
 // The inbox: every call waiting for someone, live, filtered by agent, kind and "assigned to me".
 import { useEffect, useState } from "preact/hooks";
-import { SuspendKind, type Agent } from "../../clients/web/src/index";
+import { SuspendKind, type Agent } from "../../clients/typescript/src/web/index";
 import { client, isUnauthenticated } from "./api";
 import { useAuth } from "./auth";
 import { CallCard, SettledCard } from "./card";
@@ -90,8 +90,8 @@ function useAgents(): Agent[] {
   useEffect(() => {
     const abort = new AbortController();
     client
-      .listAgents({}, { signal: abort.signal, timeoutMs: 10_000 })
-      .then((response) => setAgents(response.agents))
+      .listAgents({ signal: abort.signal, timeoutMs: 10_000 })
+      .then(setAgents)
       .catch((error) => {
         if (isUnauthenticated(error)) auth.unauthenticated();
       });

@@ -9,7 +9,7 @@ import {
   type RunAgentResponse,
   type ToolCallSuspended,
   type ToolResult,
-} from "../../clients/web/src/index";
+} from "../../clients/typescript/src/web/index";
 import { client, describe, isAbort, isUnauthenticated, sleep } from "./api";
 import { useAuth } from "./auth";
 import { CallCard } from "./card";
@@ -173,13 +173,11 @@ function useTimeline(runId: string) {
     (async () => {
       while (!abort.signal.aborted) {
         try {
-          const { run } = await client.getRun({ runId }, { signal: abort.signal, timeoutMs: 10_000 });
-          if (run) {
-            timeline.agentId = run.agentId;
-            if (timeline.entries.length === 0) timeline.status = run.status;
-          }
+          const run = await client.getRun(runId, { signal: abort.signal, timeoutMs: 10_000 });
+          timeline.agentId = run.agentId;
+          if (timeline.entries.length === 0) timeline.status = run.status;
           publish(true);
-          const stream = client.watchRun({ runId, afterSequence: timeline.lastSequence }, { signal: abort.signal });
+          const stream = client.watchRun(runId, Number(timeline.lastSequence), { signal: abort.signal });
           for await (const frame of stream) {
             if (apply(timeline, frame)) publish(true);
           }

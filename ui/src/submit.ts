@@ -1,20 +1,10 @@
 // Sending one answer or decision with ResumeRun: the call stays on its card until the server takes
 // it; a refusal keeps the card as it was, with the server's reasons on the fields.
 import { useState } from "preact/hooks";
-import {
-  errorReason,
-  fieldViolations,
-  type AnswerSchema,
-  type MessageInitShape,
-  type SuspendKind,
-  type Violation,
-} from "../../clients/web/src/index";
+import { AskUserError, type AnswerValue, type SuspendKind, type Violation } from "../../clients/typescript/src/web/index";
 import { client, describe, isUnauthenticated, newAnswerId } from "./api";
 import { useAuth } from "./auth";
 import { callKey, type PendingItem } from "./feed";
-
-/** The `answer` oneof of an Answer, as the page builds it. */
-export type AnswerValue = MessageInitShape<typeof AnswerSchema>["answer"];
 
 /**
  * Calls this tab settled, with the kind of wait it settled, so their cards say "by you" (an approval
@@ -43,10 +33,11 @@ export function useSubmission(item: PendingItem): Submission {
     const key = callKey(item.runId, item.call.toolCallId);
     settledHere.set(key, item.call.kind);
     try {
-      const frames = client.resumeRun(
-        { answer: { runId: item.runId, toolCallId: item.call.toolCallId, answerId: newAnswerId(), answer } },
-        { signal: abort.signal, timeoutMs: SUBMIT_TIMEOUT_MS },
-      );
+      const frames = client.resumeRun(item.runId, item.call.toolCallId, answer, {
+        answerId: newAnswerId(),
+        signal: abort.signal,
+        timeoutMs: SUBMIT_TIMEOUT_MS,
+      });
       // The first frame acknowledges the answer; the run's events after it are the run page's.
       for await (const frame of frames) {
         if (frame.event.case === "answerAccepted") break;
@@ -55,11 +46,11 @@ export function useSubmission(item: PendingItem): Submission {
     } catch (error) {
       settledHere.delete(key);
       if (isUnauthenticated(error)) auth.unauthenticated();
-      const reason = errorReason(error);
+      const reason = error instanceof AskUserError ? error.reason : undefined;
       setState({
         busy: false,
         sent: false,
-        violations: fieldViolations(error),
+        violations: error instanceof AskUserError ? error.fieldViolations : [],
         error: reason ? `${describe(error)} (${reason})` : describe(error),
       });
     } finally {

@@ -1,29 +1,5 @@
 import { Metadata, type CallOptions as GrpcCallOptions } from "@grpc/grpc-js";
-
-/**
- * Options every call takes (the shape of connect-es's `CallOptions`), as the last argument of each
- * method of `AskUserClient`, or merged into the method's own options object where it has one.
- */
-export interface CallOptions {
-  /**
-   * How long the call may take, in milliseconds, streams included (a `startRun` waiting for an
-   * answer counts); past it the call fails with `DEADLINE_EXCEEDED`. No deadline when absent or
-   * `<= 0`, as in connect-es.
-   */
-  timeoutMs?: number;
-  /**
-   * Cancels the call when aborted: a pending promise rejects, and a stream being iterated throws, an
-   * `AskUserError` with code `CANCELLED` (`status.CANCELLED`). A signal already aborted cancels the
-   * call at once.
-   */
-  signal?: AbortSignal;
-  /**
-   * Request headers (gRPC metadata) of this call, e.g. `{ "x-request-id": "..." }` or an
-   * `authorization` header instead of the client's `apiKey`. Keys are lower-cased by gRPC; a value of
-   * a key ending in `-bin` is sent as the bytes of its UTF-8 text.
-   */
-  headers?: Record<string, string>;
-}
+import type { CallOptions } from "./common/options";
 
 /** A grpc-js call of any kind: each can be cancelled, and each emits `status` when it ends. */
 export interface OpenCall {

@@ -19,12 +19,22 @@ import {
 import type { AskUserOption, SelectionMode } from "./gen/askuser/v1/ask_user";
 import type { Duration } from "./gen/google/protobuf/duration";
 import { ToolServiceClient, type AskUserResponse } from "./gen/askuser/v1/tool";
-import { callDeadline, cancelOnAbort, grpcCallArguments, type CallOptions, type OpenCall } from "./call";
-import { connection, type TlsOptions, type TokenProvider } from "./credentials";
+import { callDeadline, cancelOnAbort, grpcCallArguments, type OpenCall } from "./call";
+import type {
+  AnswerValue,
+  AskUserInput,
+  CallOptions,
+  ClaimCallOptions,
+  ListRunsFilters,
+  ResumeRunOptions,
+  TokenProvider,
+  WatchPendingCallsFilters,
+} from "./common/options";
+import { connection, type TlsOptions } from "./credentials";
 import { toAskUserError } from "./error";
 import { PendingCalls } from "./pending";
 import { Backoff, DEFAULT_RECONNECT, retryWait, sleep, type Reconnect } from "./reconnect";
-import { buildAnswer, Run, serverStreamEvents, type AnswerValue } from "./run";
+import { buildAnswer, Run, serverStreamEvents } from "./run";
 
 /** How to connect, and who calls. */
 export interface ClientOptions {
@@ -75,59 +85,14 @@ export interface ToolDefinitionInit {
   approval?: ApprovalPolicy;
 }
 
-/**
- * Filters of `watchPendingCalls`, which combine with AND (an absent or empty one matches everything),
- * and the options of the call.
- */
-export interface WatchPendingCallsOptions extends CallOptions {
-  /** Only calls of runs of these agents. */
-  agentIds?: string[];
-  /** Only calls of these tools. */
-  toolNames?: string[];
-  /** Only calls waiting for these kinds of settlement, e.g. `SuspendKind.SUSPEND_KIND_CLIENT_TOOL`. */
-  kinds?: SuspendKind[];
-  /** Only calls whose assignees name the caller (its subject, or one of its groups). */
-  assignedToMe?: boolean;
-}
+/** Filters of `watchPendingCalls` and the options of the call (see `WatchPendingCallsFilters`). */
+export type WatchPendingCallsOptions = WatchPendingCallsFilters<SuspendKind>;
 
-/** Options of `claimCall`. */
-export interface ClaimCallOptions extends CallOptions {
-  /** How long the claim lasts unless renewed, in milliseconds (1 s to 1 h); the server's default (60 s) when absent. */
-  ttlMs?: number;
-}
-
-/** Filters and paging of `listRuns`, and the options of the call. */
-export interface ListRunsOptions extends CallOptions {
-  /** Only runs in this status. */
-  status?: RunStatus;
-  /** Only runs of this agent. */
-  agentId?: string;
-  /** Runs per page, 1 to 1000; the server's default (50) when absent. */
-  pageSize?: number;
-  /** The `nextPageToken` of the previous page. */
-  pageToken?: string;
-  /** Only runs whose metadata has every one of these entries, with exactly these values. */
-  metadata?: Record<string, string>;
-  /** Only runs created at or after this time. */
-  createdAfter?: Date;
-  /** Only runs created before this time. */
-  createdBefore?: Date;
-  /** Only runs with a call waiting for this kind of settlement. */
-  pendingKind?: SuspendKind;
-}
-
-/** Options of `resumeRun`. */
-export interface ResumeRunOptions extends CallOptions {
-  /** Idempotency key: a retry with the same key is acknowledged as a duplicate, not rejected. */
-  answerId?: string;
-}
+/** Filters and paging of `listRuns` and the options of the call (see `ListRunsFilters`). */
+export type ListRunsOptions = ListRunsFilters<RunStatus, SuspendKind>;
 
 /** The input of the `ask_user` tool. */
-export interface AskUserInputInit {
-  question: string;
-  options?: { label: string; description?: string }[];
-  selectionMode?: SelectionMode;
-}
+export type AskUserInputInit = AskUserInput<SelectionMode>;
 
 function toolDefinition(tool: ToolDefinitionInit): ToolDefinition {
   const schema = tool.parametersJsonSchema ?? "";

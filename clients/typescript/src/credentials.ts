@@ -7,9 +7,7 @@ import {
   type ChannelOptions,
   type Interceptor,
 } from "@grpc/grpc-js";
-
-/** A token for one call: returned as it is, or as a promise (e.g. a JWT refreshed when it nears expiry). */
-export type TokenProvider = () => string | Promise<string>;
+import type { TokenProvider } from "./common/options";
 
 /** TLS settings; every field is optional, and `{}` means TLS verified against the system's roots. */
 export interface TlsOptions {

@@ -1,5 +1,5 @@
 import { status, type Metadata, type ServiceError } from "@grpc/grpc-js";
-import type { FieldViolation } from "./gen/askuser/v1/ask_user";
+import { AskUserErrorBase, type StatusDetails } from "./common/error";
 import { BadRequest, ErrorInfo } from "./gen/google/rpc/error_details";
 import { Status } from "./gen/google/rpc/status";
 
@@ -11,58 +11,31 @@ const BAD_REQUEST_TYPE = "type.googleapis.com/google.rpc.BadRequest";
 /**
  * A call failed with a gRPC status. Besides the code and message it carries the rich details the
  * askuser server attaches: the `google.rpc.ErrorInfo` reason (e.g. `ALREADY_ANSWERED`) and the
- * `google.rpc.BadRequest` field violations.
+ * `google.rpc.BadRequest` field violations. `@askuser/client/web` throws its own `AskUserError` of
+ * the same shape.
  */
-export class AskUserError extends Error {
-  /** The gRPC status code, e.g. `status.NOT_FOUND` (5). */
-  readonly code: status;
-  /** The status code's name as the gRPC spec spells it, e.g. `NOT_FOUND`. */
-  readonly codeName: string;
-  /** The server's status message. */
-  readonly details: string;
-  /** `ErrorInfo.reason`, e.g. `ALREADY_ANSWERED`; undefined when the status carries no ErrorInfo. */
-  readonly reason: string | undefined;
-  /** `ErrorInfo.domain` (`askuser.dev` for the server's own errors). */
-  readonly domain: string | undefined;
-  /** The `google.rpc.BadRequest` field violations, in the server's order; empty when there are none. */
-  readonly fieldViolations: FieldViolation[];
-  /** The response trailers of the failed call. */
-  readonly metadata: Metadata;
-
+export class AskUserError extends AskUserErrorBase<status, Metadata> {
   constructor(code: status, details: string, metadata: Metadata, options?: ErrorOptions) {
-    const codeName = status[code] ?? `CODE_${code}`;
-    super(`${codeName}: ${details}`, options);
-    this.name = "AskUserError";
-    this.code = code;
-    this.codeName = codeName;
-    this.details = details;
-    this.metadata = metadata;
-    const { errorInfo, fieldViolations } = decodeStatusDetails(metadata);
-    this.reason = errorInfo?.reason;
-    this.domain = errorInfo?.domain;
-    this.fieldViolations = fieldViolations;
+    super(code, details, metadata, decodeStatusDetails(metadata), options);
   }
 }
 
-function decodeStatusDetails(metadata: Metadata): {
-  errorInfo: ErrorInfo | undefined;
-  fieldViolations: FieldViolation[];
-} {
-  let errorInfo: ErrorInfo | undefined;
-  const fieldViolations: FieldViolation[] = [];
+function decodeStatusDetails(metadata: Metadata): StatusDetails {
+  const decoded: StatusDetails = { fieldViolations: [] };
   for (const value of metadata.get(STATUS_DETAILS_KEY)) {
     if (typeof value === "string") continue; // `-bin` trailers always arrive as Buffers
     for (const detail of Status.decode(value).details) {
       if (detail.typeUrl === ERROR_INFO_TYPE) {
-        errorInfo = ErrorInfo.decode(detail.value);
+        const { reason, domain } = ErrorInfo.decode(detail.value);
+        Object.assign(decoded, { reason, domain });
       } else if (detail.typeUrl === BAD_REQUEST_TYPE) {
         for (const { field, description } of BadRequest.decode(detail.value).fieldViolations) {
-          fieldViolations.push({ field, description });
+          decoded.fieldViolations.push({ field, description });
         }
       }
     }
   }
-  return { errorInfo, fieldViolations };
+  return decoded;
 }
 
 function isServiceError(error: unknown): error is ServiceError {

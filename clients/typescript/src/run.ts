@@ -1,23 +1,8 @@
 import { Metadata, status, type ClientDuplexStream } from "@grpc/grpc-js";
+import { editedArguments, type AnswerValue } from "./common/options";
 import { AskUserError, toAskUserError } from "./error";
 import { Answer, RunAgentRequest, type RunAgentResponse } from "./gen/askuser/v1/agent";
 import { retryWait, sleep, type Backoff } from "./reconnect";
-
-/**
- * How a pending call is settled. For a question (`SUSPEND_KIND_QUESTION`): free text (or a
- * single-select label), selected labels, or a decline. For a client tool call
- * (`SUSPEND_KIND_CLIENT_TOOL`): the tool's output. For an approval (`SUSPEND_KIND_APPROVAL`): approve,
- * reject (with an optional reason; a decline rejects too) or edit (the arguments to run the tool with,
- * as JSON text or as an object, which is sent as its JSON).
- */
-export type AnswerValue =
-  | { text: string }
-  | { selections: string[] }
-  | { decline: string }
-  | { toolOutput: { content: string; isError?: boolean } }
-  | { approve: true }
-  | { reject: string }
-  | { edit: string | Record<string, unknown> };
 
 /** Optional parts of an answer. */
 export interface AnswerOptions {
@@ -47,8 +32,7 @@ export function buildAnswer(toolCallId: string, value: AnswerValue, options: Ans
   } else if ("reject" in value) {
     answer = { $case: "approval", value: { decision: { $case: "reject", value: { reason: value.reject } } } };
   } else {
-    const argumentsJson = typeof value.edit === "string" ? value.edit : JSON.stringify(value.edit);
-    answer = { $case: "approval", value: { decision: { $case: "edit", value: { argumentsJson } } } };
+    answer = { $case: "approval", value: { decision: { $case: "edit", value: { argumentsJson: editedArguments(value.edit) } } } };
   }
   return { runId: options.runId ?? "", toolCallId, answer, answerId: options.answerId ?? "" };
 }
