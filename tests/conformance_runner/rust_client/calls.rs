@@ -51,7 +51,8 @@ pub(super) async fn within<T>(
     }
 }
 
-/// Calls again on UNAVAILABLE (the server restarting), with backoff, within the deadline.
+/// Calls again when the connection was lost (the server restarting), with backoff, within the
+/// deadline.
 pub(super) async fn retrying<T, F, Fut>(deadline: Option<Instant>, mut call: F) -> Result<T, Status>
 where
     F: FnMut() -> Fut,
@@ -61,9 +62,7 @@ where
     let mut backoff = FIRST_BACKOFF;
     loop {
         match within(deadline, call()).await {
-            Err(status)
-                if status.code() == Code::Unavailable && started.elapsed() < GIVE_UP_AFTER =>
-            {
+            Err(status) if connection_lost(&status) && started.elapsed() < GIVE_UP_AFTER => {
                 within(deadline, async {
                     tokio::time::sleep(backoff).await;
                     Ok(())
@@ -76,12 +75,16 @@ where
     }
 }
 
-/// Whether a stream failed because the connection went away: UNAVAILABLE, or the UNKNOWN that tonic
-/// makes of a connection reset mid-stream (a status from a transport error has a source; one the
-/// server sent has none).
-fn connection_lost(status: &Status) -> bool {
-    status.code() == Code::Unavailable
-        || (status.code() == Code::Unknown && std::error::Error::source(status).is_some())
+/// Whether a call failed because the connection went away: UNAVAILABLE, or the UNKNOWN (a reset
+/// mid-stream) or CANCELLED (a request in flight on a connection that died) that tonic makes of a
+/// transport error. A status made from a transport error has a source; one the server sent has
+/// none.
+pub(super) fn connection_lost(status: &Status) -> bool {
+    match status.code() {
+        Code::Unavailable => true,
+        Code::Unknown | Code::Cancelled => std::error::Error::source(status).is_some(),
+        _ => false,
+    }
 }
 
 /// Opens a `RunAgent` stream with its first frame.
@@ -199,7 +202,7 @@ impl RunStream {
                     (self.sender, self.inbound) = (sender, inbound);
                     return Ok(());
                 }
-                Err(status) if status.code() == Code::Unavailable => last = status,
+                Err(status) if connection_lost(&status) => last = status,
                 Err(status) => return Err(status),
             }
         }
