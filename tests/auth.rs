@@ -1,12 +1,14 @@
 //! Authentication and scopes against the real server: API keys made and revoked with
-//! `askuser keys` on the server's own SQLite file, JWTs verified against a JWKS file, and the
-//! refusal to serve an open server on a public address.
+//! `askuser keys` on the server's own SQLite file, JWTs verified against a JWKS file and a JWKS
+//! URL, and the refusal to serve an open server on a public address.
 
 mod common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use askuser::proto::v1 as pb;
@@ -406,10 +408,13 @@ fn signing_key(kid: &str) -> SigningKey {
     }
 }
 
+/// A JWKS (JSON Web Key Set) of these keys.
+fn jwks_of(keys: &[&SigningKey]) -> serde_json::Value {
+    serde_json::json!({ "keys": keys.iter().map(|key| key.jwk.clone()).collect::<Vec<_>>() })
+}
+
 fn write_jwks(path: &Path, keys: &[&SigningKey]) {
-    let jwks =
-        serde_json::json!({ "keys": keys.iter().map(|key| key.jwk.clone()).collect::<Vec<_>>() });
-    std::fs::write(path, jwks.to_string()).expect("write JWKS");
+    std::fs::write(path, jwks_of(keys).to_string()).expect("write JWKS");
 }
 
 fn token(key: &SigningKey, claims: serde_json::Value) -> String {
@@ -428,6 +433,30 @@ fn claims(changes: serde_json::Value) -> serde_json::Value {
         claims[name] = value.clone();
     }
     claims
+}
+
+/// A key rotation: a token signed by a new key is refused until `publish` (given the old key and
+/// the new one) makes the key set hold it, then accepted once the server reads the set again, which
+/// it does on an unknown key id, at most every few seconds. Returns how many calls that took.
+async fn rotate(channel: &Channel, old: &SigningKey, publish: impl FnOnce(&[&SigningKey])) -> u64 {
+    let new = signing_key("second");
+    let rotated = token(&new, claims(serde_json::json!({})));
+    let status = call(channel, "ListAgents", Some(&rotated))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::Unauthenticated);
+    publish(&[old, &new]);
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match call(channel, "ListAgents", Some(&rotated)).await {
+            Ok(()) => return attempts,
+            Err(status) if attempts < 40 && status.code() == Code::Unauthenticated => {
+                tokio::time::sleep(Duration::from_millis(250)).await
+            }
+            Err(status) => panic!("the rotated key is not taken up: {status:?}"),
+        }
+    }
 }
 
 #[tokio::test]
@@ -492,33 +521,97 @@ async fn jwts_are_verified_against_the_jwks_and_rotation_is_followed() {
         assert_eq!(status.code(), Code::Unauthenticated, "{what}: {status:?}");
     }
 
-    // Rotation: a token signed by a key the server has not seen is refused until the JWKS file
-    // holds it; then the server reads the file again on the unknown key id.
-    let second = signing_key("second");
-    let rotated = token(&second, claims(serde_json::json!({})));
-    let status = call(&channel, "ListAgents", Some(&rotated))
-        .await
-        .unwrap_err();
-    assert_eq!(status.code(), Code::Unauthenticated);
-    write_jwks(&jwks, &[&first, &second]);
-    let mut attempts = 0;
-    loop {
-        attempts += 1;
-        match call(&channel, "ListAgents", Some(&rotated)).await {
-            Ok(()) => break,
-            // The JWKS is read again at most every few seconds.
-            Err(status) if attempts < 40 && status.code() == Code::Unauthenticated => {
-                tokio::time::sleep(Duration::from_millis(250)).await
-            }
-            Err(status) => panic!("the rotated key is not taken up: {status:?}"),
-        }
-    }
+    // Rotation: the server reads the file again on the unknown key id.
+    let attempts = rotate(&channel, &first, |keys| write_jwks(&jwks, keys)).await;
     common::report_figures(
         "auth: JWTs refused, rotation",
         &[
             ("refused_kinds", refused_tokens.len() as u64),
             ("rotation_attempts", attempts),
         ],
+    );
+}
+
+/// A JWKS endpoint of an identity provider: serves the key set it holds and counts the fetches.
+#[derive(Clone, Default)]
+struct JwksEndpoint {
+    keys: Arc<Mutex<serde_json::Value>>,
+    fetches: Arc<AtomicU64>,
+}
+
+impl JwksEndpoint {
+    fn publish(&self, keys: &[&SigningKey]) {
+        *self.keys.lock().expect("JWKS lock") = jwks_of(keys);
+    }
+
+    /// Serves `GET /jwks.json` on a port of its own; its URL.
+    async fn serve(&self) -> String {
+        let endpoint = self.clone();
+        let app = axum::Router::new().route(
+            "/jwks.json",
+            axum::routing::get(move || {
+                let endpoint = endpoint.clone();
+                async move {
+                    endpoint.fetches.fetch_add(1, Ordering::SeqCst);
+                    let jwks = endpoint.keys.lock().expect("JWKS lock").to_string();
+                    ([("content-type", "application/json")], jwks)
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("address");
+        tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+        format!("http://{addr}/jwks.json")
+    }
+}
+
+// Multi-threaded: the server fetches the JWKS from this test's endpoint while the test waits for
+// the server to start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_jwks_is_fetched_from_its_url_and_again_for_an_unknown_key() {
+    let endpoint = JwksEndpoint::default();
+    let first = signing_key("first");
+    endpoint.publish(&[&first]);
+    let url = endpoint.serve().await;
+    let server = Server::start_with(
+        None,
+        &[
+            "--auth",
+            "jwt",
+            "--jwt-jwks-url",
+            &url,
+            "--jwt-issuer",
+            "https://id.example",
+            "--jwt-audience",
+            "askuser",
+        ],
+    );
+    let channel = server.channel().await;
+    assert_eq!(
+        endpoint.fetches.load(Ordering::SeqCst),
+        1,
+        "fetched once at start"
+    );
+    call(
+        &channel,
+        "ListAgents",
+        Some(&token(&first, claims(serde_json::json!({})))),
+    )
+    .await
+    .expect("a token signed by the published key");
+
+    // The provider rotates: the server fetches the URL again on the unknown key id.
+    let attempts = rotate(&channel, &first, |keys| endpoint.publish(keys)).await;
+    let fetches = endpoint.fetches.load(Ordering::SeqCst);
+    assert!(
+        fetches >= 2,
+        "the unknown key id made the server fetch again ({fetches})"
+    );
+    common::report_figures(
+        "auth: JWKS from a URL",
+        &[("fetches", fetches), ("rotation_attempts", attempts)],
     );
 }
 
