@@ -1,5 +1,6 @@
 package dev.askuser.client;
 
+import io.grpc.Deadline;
 import io.grpc.stub.ClientCallStreamObserver;
 import io.grpc.stub.ClientResponseObserver;
 import java.time.Duration;
@@ -167,6 +168,24 @@ public abstract class EventStream<T> implements Iterator<T>, Iterable<T>, AutoCl
    */
   boolean reopen(AskUserException failure) {
     return false;
+  }
+
+  /**
+   * How every reconnecting stream reopens: waits out {@code backoff} (false when there is none, it
+   * gives up, or {@code deadline} passes), then, unless the stream was closed meanwhile, opens the
+   * new call with {@code open} under {@link #lock}.
+   */
+  final boolean reopenAfter(Backoff backoff, AskUserException failure, Deadline deadline, Runnable open) {
+    if (backoff == null || !backoff.await(failure, deadline)) {
+      return false;
+    }
+    synchronized (lock) {
+      if (isClosed()) {
+        return false;
+      }
+      open.run();
+    }
+    return true;
   }
 
   private Optional<T> peekWithoutLimit() {

@@ -3,6 +3,7 @@ package dev.askuser.client;
 import dev.askuser.v1.AgentServiceGrpc;
 import dev.askuser.v1.WatchPendingCallsRequest;
 import dev.askuser.v1.WatchPendingCallsResponse;
+import io.grpc.Deadline;
 
 /**
  * The pending-calls feed ({@code WatchPendingCalls}): every call pending at connect ({@code
@@ -50,15 +51,7 @@ public final class PendingCallStream extends EventStream<WatchPendingCallsRespon
 
   @Override
   boolean reopen(AskUserException failure) {
-    if (backoff == null || !backoff.await(failure, stub.getCallOptions().getDeadline())) {
-      return false;
-    }
-    synchronized (lock) {
-      if (isClosed()) {
-        return false;
-      }
-      stub.watchPendingCalls(request, receiver());
-    }
-    return true;
+    Deadline deadline = stub.getCallOptions().getDeadline();
+    return reopenAfter(backoff, failure, deadline, () -> stub.watchPendingCalls(request, receiver()));
   }
 }

@@ -122,18 +122,15 @@ public final class Run extends FrameStream {
   @Override
   boolean reopen(AskUserException failure) {
     // A run that never started has no id to attach to; starting again could start a second run.
-    if (backoff == null || runId == null || !backoff.await(failure, stub.getCallOptions().getDeadline())) {
+    if (runId == null) {
       return false;
     }
-    AttachRun attach = AttachRun.newBuilder().setRunId(runId).setAfterSequence(lastSequence).build();
-    synchronized (lock) {
-      if (isClosed()) {
-        return false;
-      }
+    return reopenAfter(backoff, failure, stub.getCallOptions().getDeadline(), () -> {
+      AttachRun attach = AttachRun.newBuilder().setRunId(runId).setAfterSequence(lastSequence).build();
       open(RunAgentRequest.newBuilder().setAttach(attach).build());
-    }
-    return true;
+    });
   }
+
 
   /**
    * Sends an answer frame as given: any run id, answer and {@code answer_id}. While the stream is

@@ -45,15 +45,6 @@ final class WatchedRun extends FrameStream {
 
   @Override
   boolean reopen(AskUserException failure) {
-    if (backoff == null || !backoff.await(failure, stub.getCallOptions().getDeadline())) {
-      return false;
-    }
-    synchronized (lock) {
-      if (isClosed()) {
-        return false;
-      }
-      open();
-    }
-    return true;
+    return reopenAfter(backoff, failure, stub.getCallOptions().getDeadline(), this::open);
   }
 }
