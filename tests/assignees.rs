@@ -11,7 +11,10 @@ use askuser::proto::v1::run_agent_request::Frame;
 use askuser::proto::v1::run_agent_response::Event;
 use askuser::proto::v1::watch_pending_calls_response::Event as Pending;
 use common::credentials::{authorized, create_key, sqlite_store};
-use common::{FRAME_TIMEOUT, RunStream, Server, error_reason, pending_snapshot, text_answer};
+use common::{
+    FRAME_TIMEOUT, RunStream, Server, error_reason, pending_snapshot, text_answer,
+    tool_output_answer,
+};
 use tonic::Code;
 use tonic::transport::Channel;
 
@@ -278,4 +281,166 @@ async fn a_tools_approvers_decide_and_any_worker_responds_after() {
         "{responded:?}"
     );
     assert_eq!(stream.completed_text().await, "deployed: ok");
+}
+
+/// The same agents, whose calls name no assignees, so that only scopes decide who settles them.
+fn unassigned() -> String {
+    AGENTS
+        .lines()
+        .filter(|line| !line.starts_with("assignees"))
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
+/// Attaches to `run_id` as `key`, sends `answer` on the stream and returns the `answer_rejected`
+/// frame it gets (the attach replays the run's events first).
+async fn answer_on_attached_stream(
+    client: &mut AgentServiceClient<Channel>,
+    key: &str,
+    run_id: &str,
+    answer: pb::Answer,
+) -> pb::AnswerRejected {
+    let mut attached = RunStream::open_as(
+        client,
+        Some(key),
+        Frame::Attach(pb::AttachRun {
+            run_id: run_id.into(),
+            after_sequence: 0,
+        }),
+    )
+    .await
+    .expect("attach");
+    attached.send(answer).await;
+    loop {
+        match attached.next().await.event {
+            Some(Event::AnswerRejected(rejected)) => return rejected,
+            Some(Event::AnswerAccepted(accepted)) => panic!("accepted: {accepted:?}"),
+            _ => {}
+        }
+    }
+}
+
+/// Whether the call `call_id` of `run_id` still waits, as `key` sees it.
+async fn still_pending(
+    client: &mut AgentServiceClient<Channel>,
+    key: &str,
+    run_id: &str,
+    call_id: &str,
+) -> bool {
+    let request = authorized(
+        pb::GetRunRequest {
+            run_id: run_id.into(),
+        },
+        Some(key),
+    );
+    let run = client
+        .get_run(request)
+        .await
+        .expect("get run")
+        .into_inner()
+        .run
+        .expect("run");
+    run.pending_tool_calls
+        .iter()
+        .any(|call| call.tool_call_id == call_id)
+}
+
+/// Every way of settling a call checks the scope the call's kind needs: a `runs:read` key that
+/// attaches to a run cannot answer its question, grant its approval or forge its client tool's
+/// output with answer frames; a `runs:answer` key cannot give a client tool's output through
+/// `ResumeRun`, a `tools:execute` key can; each refusal leaves the call pending and answerable.
+#[tokio::test]
+async fn each_kind_of_call_is_settled_only_with_its_scope_on_every_path() {
+    let server = Server::start_with(Some(&unassigned()), &["--auth", "keys"]);
+    let store = sqlite_store(&server);
+    let owner = create_key(&store, "acme", "owner", "runs:start,runs:read");
+    let reader = create_key(&store, "acme", "reader", "runs:read");
+    let answerer = create_key(&store, "acme", "answerer", "runs:read,runs:answer");
+    let worker = create_key(&store, "acme", "worker", "runs:read,tools:execute");
+    let mut client = server.agents().await;
+
+    // A question: the reader's answer frame is refused, the answerer's ResumeRun settles it.
+    let (mut stream, question) = suspended(&mut client, &owner, "reviewed").await;
+    let (run_id, call_id) = (stream.run_id.clone(), question.tool_call_id.clone());
+    let rejected = answer_on_attached_stream(
+        &mut client,
+        &reader,
+        &run_id,
+        text_answer(&run_id, &call_id, "forged"),
+    )
+    .await;
+    assert_eq!(rejected.reason, "MISSING_SCOPE", "{rejected:?}");
+    assert!(rejected.message.contains("runs:answer"), "{rejected:?}");
+    assert!(still_pending(&mut client, &owner, &run_id, &call_id).await);
+    // The worker may reach ResumeRun, but a question is not its to answer.
+    let refused = resume(&mut client, &worker, text_answer(&run_id, &call_id, "w")).await;
+    assert_eq!(
+        refused,
+        Err((Code::PermissionDenied, Some("MISSING_SCOPE".to_owned())))
+    );
+    let accepted = resume(
+        &mut client,
+        &answerer,
+        text_answer(&run_id, &call_id, "yes"),
+    )
+    .await;
+    assert!(
+        matches!(accepted, Ok(Event::AnswerAccepted(_))),
+        "{accepted:?}"
+    );
+    assert_eq!(stream.completed_text().await, "shipped: yes");
+
+    // An approval, then the client tool's output it waits for after.
+    let (mut stream, approval) = suspended(&mut client, &owner, "deployer").await;
+    assert_eq!(approval.kind, pb::SuspendKind::Approval as i32);
+    let (run_id, call_id) = (stream.run_id.clone(), approval.tool_call_id.clone());
+    let rejected =
+        answer_on_attached_stream(&mut client, &reader, &run_id, approve(&run_id, &call_id)).await;
+    assert_eq!(rejected.reason, "MISSING_SCOPE", "{rejected:?}");
+    let refused = resume(&mut client, &worker, approve(&run_id, &call_id)).await;
+    assert_eq!(
+        refused,
+        Err((Code::PermissionDenied, Some("MISSING_SCOPE".to_owned())))
+    );
+    assert!(still_pending(&mut client, &owner, &run_id, &call_id).await);
+    let accepted = resume(&mut client, &answerer, approve(&run_id, &call_id)).await;
+    assert!(
+        matches!(accepted, Ok(Event::AnswerAccepted(_))),
+        "{accepted:?}"
+    );
+
+    let output = stream.next_suspended().await;
+    assert_eq!(output.kind, pb::SuspendKind::ClientTool as i32);
+    let call_id = output.tool_call_id.clone();
+    let rejected = answer_on_attached_stream(
+        &mut client,
+        &reader,
+        &run_id,
+        tool_output_answer(&run_id, &call_id, "forged output"),
+    )
+    .await;
+    assert_eq!(rejected.reason, "MISSING_SCOPE", "{rejected:?}");
+    assert!(rejected.message.contains("tools:execute"), "{rejected:?}");
+    let refused = resume(
+        &mut client,
+        &answerer,
+        tool_output_answer(&run_id, &call_id, "forged output"),
+    )
+    .await;
+    assert_eq!(
+        refused,
+        Err((Code::PermissionDenied, Some("MISSING_SCOPE".to_owned())))
+    );
+    assert!(still_pending(&mut client, &owner, &run_id, &call_id).await);
+    let accepted = resume(
+        &mut client,
+        &worker,
+        tool_output_answer(&run_id, &call_id, "deployed v2"),
+    )
+    .await;
+    assert!(
+        matches!(accepted, Ok(Event::AnswerAccepted(_))),
+        "{accepted:?}"
+    );
+    assert_eq!(stream.completed_text().await, "deployed: deployed v2");
 }

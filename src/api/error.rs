@@ -7,6 +7,7 @@ use tonic_types::{ErrorDetails, StatusExt};
 use tracing::error;
 
 use crate::auth::AuthError;
+use crate::domain::Scope;
 use crate::runtime::ask_user::describe;
 use crate::runtime::{RejectReason, RuntimeError, Violation};
 use crate::store::StoreError;
@@ -120,15 +121,7 @@ impl From<AuthError> for Status {
             AuthError::InvalidCredentials(_) => {
                 with_reason(Code::Unauthenticated, "INVALID_CREDENTIALS", message)
             }
-            AuthError::MissingScope(scope) => Status::with_error_details(
-                Code::PermissionDenied,
-                message,
-                ErrorDetails::with_error_info(
-                    "MISSING_SCOPE",
-                    ERROR_DOMAIN,
-                    HashMap::from([("scope".to_owned(), scope.as_str().to_owned())]),
-                ),
-            ),
+            AuthError::MissingScope(scope) => missing_scope(scope, message),
             AuthError::Jwks(_) | AuthError::Store(StoreError::Unavailable(_)) => {
                 let correlation_id = logged(&message);
                 Status::unavailable(format!(
@@ -144,6 +137,19 @@ impl From<AuthError> for Status {
             }
         }
     }
+}
+
+/// PERMISSION_DENIED, reason `MISSING_SCOPE`, naming the scope in `ErrorInfo.metadata["scope"]`.
+fn missing_scope(scope: Scope, message: String) -> Status {
+    Status::with_error_details(
+        Code::PermissionDenied,
+        message,
+        ErrorDetails::with_error_info(
+            RejectReason::MissingScope(scope).code(),
+            ERROR_DOMAIN,
+            HashMap::from([("scope".to_owned(), scope.as_str().to_owned())]),
+        ),
+    )
 }
 
 fn runtime_status(error: RuntimeError) -> Status {
@@ -166,6 +172,12 @@ fn runtime_status(error: RuntimeError) -> Status {
             &violations,
             Some(RejectReason::InvalidAnswer.code()),
         ),
+        // The same status as a scope the RPC itself needs: the call's kind needs this one.
+        RuntimeError::AnswerRejected {
+            reason: RejectReason::MissingScope(scope),
+            message,
+            ..
+        } => missing_scope(scope, message),
         RuntimeError::AnswerRejected {
             reason: RejectReason::NotAssignee,
             message,

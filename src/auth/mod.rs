@@ -108,7 +108,7 @@ impl Authenticator {
             Access::Open => true,
             Access::Reflection => self.public_reflection,
             Access::Page => self.public_pages,
-            Access::Scope(_) | Access::Unknown => false,
+            Access::Scope(_) | Access::AnyScope(_) | Access::Unknown => false,
         };
         if open {
             return Ok(None);
@@ -122,14 +122,17 @@ impl Authenticator {
             (None, Some(certificates), Some(name)) => certificates.principal(name),
             (None, _, _) => return Err(AuthError::MissingCredentials),
         };
-        let needed = match access {
-            Access::Scope(scope) => Some(scope),
+        let needed: &[Scope] = match access {
+            Access::Scope(ref scope) => std::slice::from_ref(scope),
+            Access::AnyScope(scopes) => scopes,
             // Pages without the inbox are paths of no service.
-            Access::Unknown | Access::Page => Some(Scope::Admin),
-            Access::Open | Access::Reflection => None,
+            Access::Unknown | Access::Page => &[Scope::Admin],
+            Access::Open | Access::Reflection => &[],
         };
-        match needed {
-            Some(scope) if !principal.may(scope) => Err(AuthError::MissingScope(scope)),
+        match needed.first() {
+            Some(&first) if !needed.iter().any(|&scope| principal.may(scope)) => {
+                Err(AuthError::MissingScope(first))
+            }
             _ => Ok(Some(principal)),
         }
     }

@@ -4,6 +4,7 @@
 use http::Method;
 
 use crate::domain::Scope;
+use crate::runtime::ANY_SCOPE_TO_SETTLE;
 
 /// What a request to `path` needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,6 +19,9 @@ pub enum Access {
     Reflection,
     /// An authenticated principal with this scope.
     Scope(Scope),
+    /// An authenticated principal with at least one of these scopes; the handler checks which the
+    /// request needs (an answer: the scope of the call's kind, `runtime::settle_access`).
+    AnyScope(&'static [Scope]),
     /// A path of no askuser service: an authenticated principal with `admin` (tonic answers
     /// UNIMPLEMENTED after that).
     Unknown,
@@ -49,7 +53,7 @@ fn rpc_access(path: &str) -> Access {
             "RunAgent" | "WatchRun" | "GetRun" | "ListRuns" | "WatchPendingCalls" => {
                 Access::Scope(Scope::RunsRead)
             }
-            "ResumeRun" => Access::Scope(Scope::RunsAnswer),
+            "ResumeRun" => Access::AnyScope(&ANY_SCOPE_TO_SETTLE),
             "CancelRun" => Access::Scope(Scope::RunsCancel),
             "ListAgents" => Access::Scope(Scope::AgentsRead),
             "ClaimCall" => Access::Scope(Scope::ToolsExecute),
@@ -71,7 +75,7 @@ mod internal_tests {
         let post = |path| access(&Method::POST, path);
         assert_eq!(
             post("/askuser.v1.AgentService/ResumeRun"),
-            Access::Scope(Scope::RunsAnswer)
+            Access::AnyScope(&[Scope::RunsAnswer, Scope::ToolsExecute])
         );
         assert_eq!(
             post("/askuser.v1.AgentService/ClaimCall"),

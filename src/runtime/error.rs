@@ -1,5 +1,6 @@
 use std::borrow::Cow;
 
+use crate::domain::Scope;
 use crate::model::ModelError;
 use crate::runtime::ask_user::{Violation, describe};
 use crate::store::StoreError;
@@ -25,6 +26,8 @@ pub enum RejectReason {
     AnswerIdReused,
     /// The call names assignees, and the caller is none of them.
     NotAssignee,
+    /// The caller lacks the scope that settles a call of this kind.
+    MissingScope(Scope),
 }
 
 impl RejectReason {
@@ -40,6 +43,7 @@ impl RejectReason {
             RejectReason::AlreadyClaimed => "ALREADY_CLAIMED",
             RejectReason::AnswerIdReused => "ANSWER_ID_REUSED",
             RejectReason::NotAssignee => "NOT_ASSIGNEE",
+            RejectReason::MissingScope(_) => "MISSING_SCOPE",
         }
     }
 }

@@ -16,6 +16,7 @@ mod page_token;
 mod pending_feed;
 mod retention;
 mod settle;
+mod settle_access;
 pub mod tools;
 mod webhooks;
 mod writes;
@@ -46,6 +47,7 @@ pub use ask_user::{AskUserLimits, Violation};
 pub use error::{RejectReason, RuntimeError, short_id};
 pub use hub::Batch;
 pub use pending_feed::{PendingEvent, PendingFilter, PendingStream};
+pub use settle_access::ANY_SCOPE_TO_SETTLE;
 pub use webhooks::{RunWebhook, WebhookSettings};
 
 use ask_user::CANCELLED_RESULT;
@@ -508,6 +510,8 @@ impl Runtime {
                 Ok(ack(false, first_sequence, &request.answer_id))
             }
             Settled::Unchanged(call) => {
+                // Even a retry of an earlier answer is acknowledged only to who may settle it.
+                settle_access::check(&call.suspension, &call.tool_call_id, &request.principal)?;
                 if let Some(earlier) = settle::repeated(&call, &request.answer) {
                     return Ok(ack(true, earlier.sequence, earlier.answer_id));
                 }
@@ -556,7 +560,7 @@ impl Runtime {
         }) else {
             return Ok(None);
         };
-        if !assignees::may_settle(&call.suspension, &request.principal) {
+        if settle_access::check(&call.suspension, &call.tool_call_id, &request.principal).is_err() {
             // The settle refuses it, before the edit is looked at.
             return Ok(None);
         }

@@ -4,8 +4,8 @@
 //! was.
 
 use super::ask_user::{self, AskUserLimits, Violation, check_answer};
-use super::assignees;
 use super::error::{RejectReason, RuntimeError, short_id};
+use super::settle_access;
 use crate::domain::{
     AnswerInput, ApprovalDecision, Principal, SettledBy, SuspendKind, ToolResultKind,
 };
@@ -53,17 +53,8 @@ pub fn decide(
     now_ms: i64,
     principal: &Principal,
 ) -> Result<CallChange, RuntimeError> {
-    // Who may settle comes first: a non-assignee learns nothing of whether its answer would fit.
-    if !assignees::may_settle(&call.suspension, principal) {
-        return Err(RuntimeError::rejected(
-            RejectReason::NotAssignee,
-            format!(
-                "tool call \"{}\" is assigned to {}",
-                short_id(&call.tool_call_id),
-                call.suspension.assignees.join(", ")
-            ),
-        ));
-    }
+    // Who may settle comes first: a caller who may not learns nothing of whether its answer fits.
+    settle_access::check(&call.suspension, &call.tool_call_id, principal)?;
     let settled_by = &SettledBy::from(principal);
     let settle = |status, content: String, is_error, kind| {
         Ok(CallChange::Settle(Settlement {

@@ -1851,7 +1851,9 @@ type AnswerRejected struct {
 	ToolCallId string `protobuf:"bytes,1,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
 	// Machine-readable reason: `INVALID_ANSWER`, `TOOL_CALL_NOT_PENDING`, `ALREADY_ANSWERED`,
 	// `QUESTION_EXPIRED`, `RUN_MISMATCH`, `RUN_NOT_SUSPENDED`, `ANSWER_ID_REUSED`, `NOT_ASSIGNEE`
-	// (the call names assignees, and the caller is none of them).
+	// (the call names assignees, and the caller is none of them), `MISSING_SCOPE` (the caller lacks
+	// the scope the call's kind needs: `runs:answer` for a question or an approval, `tools:execute`
+	// for a client tool's output).
 	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	// Human-readable explanation.
 	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`

@@ -51,7 +51,8 @@ type AgentServiceClient interface {
 	RunAgent(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RunAgentRequest, RunAgentResponse], error)
 	// Applies one answer to a suspended run, then streams what follows until the run waits again or
 	// ends. For clients without bidirectional streaming (grpcurl one-shots, gRPC-Web). The first frame
-	// is `answer_accepted`. A bad answer is an error status instead of a frame.
+	// is `answer_accepted`. A bad answer is an error status instead of a frame. Needs `runs:answer`
+	// to settle a question or an approval, `tools:execute` to give a client tool's output.
 	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
 	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
 	ResumeRun(ctx context.Context, in *ResumeRunRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RunAgentResponse], error)
@@ -230,7 +231,8 @@ type AgentServiceServer interface {
 	RunAgent(grpc.BidiStreamingServer[RunAgentRequest, RunAgentResponse]) error
 	// Applies one answer to a suspended run, then streams what follows until the run waits again or
 	// ends. For clients without bidirectional streaming (grpcurl one-shots, gRPC-Web). The first frame
-	// is `answer_accepted`. A bad answer is an error status instead of a frame.
+	// is `answer_accepted`. A bad answer is an error status instead of a frame. Needs `runs:answer`
+	// to settle a question or an approval, `tools:execute` to give a client tool's output.
 	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
 	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
 	ResumeRun(*ResumeRunRequest, grpc.ServerStreamingServer[RunAgentResponse]) error

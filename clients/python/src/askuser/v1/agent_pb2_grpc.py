@@ -112,7 +112,8 @@ class AgentServiceServicer:
     def ResumeRun(self, request, context):
         """Applies one answer to a suspended run, then streams what follows until the run waits again or
         ends. For clients without bidirectional streaming (grpcurl one-shots, gRPC-Web). The first frame
-        is `answer_accepted`. A bad answer is an error status instead of a frame.
+        is `answer_accepted`. A bad answer is an error status instead of a frame. Needs `runs:answer`
+        to settle a question or an approval, `tools:execute` to give a client tool's output.
         buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
         buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
         """

@@ -708,7 +708,9 @@ export interface AnswerRejected {
   /**
    * Machine-readable reason: `INVALID_ANSWER`, `TOOL_CALL_NOT_PENDING`, `ALREADY_ANSWERED`,
    * `QUESTION_EXPIRED`, `RUN_MISMATCH`, `RUN_NOT_SUSPENDED`, `ANSWER_ID_REUSED`, `NOT_ASSIGNEE`
-   * (the call names assignees, and the caller is none of them).
+   * (the call names assignees, and the caller is none of them), `MISSING_SCOPE` (the caller lacks
+   * the scope the call's kind needs: `runs:answer` for a question or an approval, `tools:execute`
+   * for a client tool's output).
    */
   reason: string;
   /** Human-readable explanation. */
@@ -5820,7 +5822,8 @@ export const AgentServiceService = {
   /**
    * Applies one answer to a suspended run, then streams what follows until the run waits again or
    * ends. For clients without bidirectional streaming (grpcurl one-shots, gRPC-Web). The first frame
-   * is `answer_accepted`. A bad answer is an error status instead of a frame.
+   * is `answer_accepted`. A bad answer is an error status instead of a frame. Needs `runs:answer`
+   * to settle a question or an approval, `tools:execute` to give a client tool's output.
    * buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
    * buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
    */
@@ -5939,7 +5942,8 @@ export interface AgentServiceServer extends UntypedServiceImplementation {
   /**
    * Applies one answer to a suspended run, then streams what follows until the run waits again or
    * ends. For clients without bidirectional streaming (grpcurl one-shots, gRPC-Web). The first frame
-   * is `answer_accepted`. A bad answer is an error status instead of a frame.
+   * is `answer_accepted`. A bad answer is an error status instead of a frame. Needs `runs:answer`
+   * to settle a question or an approval, `tools:execute` to give a client tool's output.
    * buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
    * buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
    */
@@ -5994,7 +5998,8 @@ export interface AgentServiceClient extends Client {
   /**
    * Applies one answer to a suspended run, then streams what follows until the run waits again or
    * ends. For clients without bidirectional streaming (grpcurl one-shots, gRPC-Web). The first frame
-   * is `answer_accepted`. A bad answer is an error status instead of a frame.
+   * is `answer_accepted`. A bad answer is an error status instead of a frame. Needs `runs:answer`
+   * to settle a question or an approval, `tools:execute` to give a client tool's output.
    * buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
    * buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
    */

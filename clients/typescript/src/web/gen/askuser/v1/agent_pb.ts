@@ -851,7 +851,9 @@ export type AnswerRejected = Message<"askuser.v1.AnswerRejected"> & {
   /**
    * Machine-readable reason: `INVALID_ANSWER`, `TOOL_CALL_NOT_PENDING`, `ALREADY_ANSWERED`,
    * `QUESTION_EXPIRED`, `RUN_MISMATCH`, `RUN_NOT_SUSPENDED`, `ANSWER_ID_REUSED`, `NOT_ASSIGNEE`
-   * (the call names assignees, and the caller is none of them).
+   * (the call names assignees, and the caller is none of them), `MISSING_SCOPE` (the caller lacks
+   * the scope the call's kind needs: `runs:answer` for a question or an approval, `tools:execute`
+   * for a client tool's output).
    *
    * @generated from field: string reason = 2;
    */
@@ -2323,7 +2325,8 @@ export const AgentService: GenService<{
   /**
    * Applies one answer to a suspended run, then streams what follows until the run waits again or
    * ends. For clients without bidirectional streaming (grpcurl one-shots, gRPC-Web). The first frame
-   * is `answer_accepted`. A bad answer is an error status instead of a frame.
+   * is `answer_accepted`. A bad answer is an error status instead of a frame. Needs `runs:answer`
+   * to settle a question or an approval, `tools:execute` to give a client tool's output.
    * buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
    * buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
    *
