@@ -4,9 +4,9 @@
 mod common;
 
 use askuser::proto::v1 as pb;
+use askuser::proto::v1::run_agent_request::Frame;
 use common::Server;
 use common::credentials::{create_key, sqlite_store};
-use askuser::proto::v1::run_agent_request::Frame;
 use prost::Message;
 
 /// A gRPC-Web call's outcome: its messages and its status (from the trailers, or the headers of a
@@ -203,7 +203,9 @@ async fn a_text_plain_post_to_an_rpc_path_is_415_and_starts_no_run() {
     assert_eq!(response.status(), 415);
     assert_eq!(run_count(&server).await, 0, "no run started");
     // The inbox's pages are GETs without a gRPC type, and still served.
-    let page = reqwest::get(format!("{}/", server.url())).await.expect("page");
+    let page = reqwest::get(format!("{}/", server.url()))
+        .await
+        .expect("page");
     assert_eq!(page.status(), 200);
 }
 
@@ -279,7 +281,6 @@ async fn allowed_host_admits_a_name_and_only_it() {
     )
     .await;
     assert_eq!(admitted.status, "0");
-    let refused =
-        web_call_with(&server, "ListRuns", &request, &[("host", "evil.example")]).await;
+    let refused = web_call_with(&server, "ListRuns", &request, &[("host", "evil.example")]).await;
     assert_eq!(refused.status, "7");
 }

@@ -208,9 +208,9 @@ impl RunStore for MeteredStore {
         subject: &str,
         until_ms: i64,
     ) -> StoreResult<ClaimOutcome> {
-        let write = self
-            .inner
-            .claim_call(run_id, tenancy, tool_call_id, claimant, subject, until_ms);
+        let write =
+            self.inner
+                .claim_call(run_id, tenancy, tool_call_id, claimant, subject, until_ms);
         timed("claim_call", write).await
     }
 

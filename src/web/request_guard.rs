@@ -84,7 +84,10 @@ impl GuardSettings {
         let host_rule = !self.insecure_no_auth || !self.allowed_hosts.is_empty();
         let mut host = None;
         for text in &hosts {
-            let parsed = text.parse::<Authority>().ok().filter(|a| !a.as_str().contains('@'));
+            let parsed = text
+                .parse::<Authority>()
+                .ok()
+                .filter(|a| !a.as_str().contains('@'));
             match parsed {
                 Some(parsed) if !host_rule || self.host_allowed(parsed.host()) => {
                     host.get_or_insert(parsed);
@@ -171,14 +174,23 @@ fn is_grpc_content_type(headers: &HeaderMap) -> bool {
         return false;
     };
     let media = String::from_utf8_lossy(value.as_bytes());
-    let media = media.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    ["application/grpc", "application/grpc-web", "application/grpc-web-text"]
-        .iter()
-        .any(|kind| {
-            media
-                .strip_prefix(kind)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('+'))
-        })
+    let media = media
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    [
+        "application/grpc",
+        "application/grpc-web",
+        "application/grpc-web-text",
+    ]
+    .iter()
+    .any(|kind| {
+        media
+            .strip_prefix(kind)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('+'))
+    })
 }
 
 /// Wraps the router in [`RequestGuard`].
@@ -363,15 +375,24 @@ mod internal_tests {
             cors_origins: vec![HeaderValue::from_static("https://inbox.example.com")],
             ..open()
         };
-        let own = headers(&[("host", "127.0.0.1:8080"), ("origin", "http://127.0.0.1:8080")]);
+        let own = headers(&[
+            ("host", "127.0.0.1:8080"),
+            ("origin", "http://127.0.0.1:8080"),
+        ]);
         assert_eq!(guard.check(&uri, &own), Ok(()));
-        let named = headers(&[("host", "127.0.0.1:8080"), ("origin", "https://inbox.example.com")]);
+        let named = headers(&[
+            ("host", "127.0.0.1:8080"),
+            ("origin", "https://inbox.example.com"),
+        ]);
         assert_eq!(guard.check(&uri, &named), Ok(()));
         for origin in ["http://evil.example", "http://127.0.0.1:3000", "null"] {
             let mut map = headers(&[("host", "127.0.0.1:8080")]);
             map.insert(header::ORIGIN, HeaderValue::from_static(origin));
             assert!(
-                matches!(guard.check(&uri, &map), Err(GuardError::OriginNotAllowed(_))),
+                matches!(
+                    guard.check(&uri, &map),
+                    Err(GuardError::OriginNotAllowed(_))
+                ),
                 "{origin}"
             );
         }
@@ -386,7 +407,10 @@ mod internal_tests {
         };
         let map = headers(&[("host", "askuser.internal")]);
         assert_eq!(insecure.check(&uri, &map), Ok(()));
-        let foreign = headers(&[("host", "askuser.internal"), ("origin", "http://evil.example")]);
+        let foreign = headers(&[
+            ("host", "askuser.internal"),
+            ("origin", "http://evil.example"),
+        ]);
         assert!(insecure.check(&uri, &foreign).is_err());
         let named = GuardSettings {
             allowed_hosts: vec!["askuser.example.com".into()],
@@ -394,13 +418,19 @@ mod internal_tests {
         };
         assert!(named.check(&uri, &map).is_err());
         let health: Uri = "/grpc.health.v1.Health/Check".parse().expect("uri");
-        let probe = headers(&[("host", "10.1.2.3:50051"), ("content-type", "application/grpc")]);
+        let probe = headers(&[
+            ("host", "10.1.2.3:50051"),
+            ("content-type", "application/grpc"),
+        ]);
         assert_eq!(named.check(&health, &probe), Ok(()));
     }
 
     #[test]
     fn allowed_hosts_are_plain_names() {
-        assert_eq!(allowed_host("AskUser.Internal"), Ok("askuser.internal".into()));
+        assert_eq!(
+            allowed_host("AskUser.Internal"),
+            Ok("askuser.internal".into())
+        );
         assert_eq!(allowed_host("10.0.0.5"), Ok("10.0.0.5".into()));
         for bad in ["", "a:80", "http://a", "a/b", "u@a"] {
             assert!(allowed_host(bad).is_err(), "{bad}");
