@@ -228,6 +228,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         allowed_hosts: args.allowed_hosts.clone(),
         cors_origins: args.cors_origins.clone(),
     };
+    if guard.open && guard.insecure_no_auth && guard.allowed_hosts.is_empty() {
+        warn!("--insecure-no-auth without --allowed-host: the Host header is not checked");
+    }
     let router = builder
         .layer(crate::web::cors(&args.cors_origins))
         .layer(crate::web::BrowserLayer::new(args.ui()))
