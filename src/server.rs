@@ -220,10 +220,21 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         false => routes,
     };
     // Outermost first: CORS answers preflights, gRPC-Web becomes gRPC (pages pass as they are),
-    // then each request is authenticated as any other.
+    // the guard refuses what no HTTP face takes (content type, Host, Origin), then each request
+    // is authenticated as any other.
+    let guard = crate::web::GuardSettings {
+        open: args.auth.auth == crate::auth::AuthMethods::default(),
+        insecure_no_auth: args.auth.insecure_no_auth,
+        allowed_hosts: args.allowed_hosts.clone(),
+        cors_origins: args.cors_origins.clone(),
+    };
+    if guard.open && guard.insecure_no_auth && guard.allowed_hosts.is_empty() {
+        warn!("--insecure-no-auth without --allowed-host: the Host header is not checked");
+    }
     let router = builder
         .layer(crate::web::cors(&args.cors_origins))
         .layer(crate::web::BrowserLayer::new(args.ui()))
+        .layer(crate::web::RequestGuardLayer::new(guard))
         .layer(auth)
         .add_routes(routes);
     // Without TCP_NODELAY a small frame written while the previous one is unacknowledged

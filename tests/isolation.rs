@@ -306,3 +306,64 @@ async fn tenants_are_isolated_on_postgresql() {
     let url = fresh_database().await;
     tenants_are_isolated(Some(&url)).await;
 }
+
+/// `ClaimCall` of `call_id` on `run_id` as `key` for `claimant`.
+async fn claim(
+    client: &mut AgentServiceClient<Channel>,
+    key: &str,
+    run_id: &str,
+    call_id: &str,
+    claimant: &str,
+) -> Result<pb::ClaimCallResponse, tonic::Status> {
+    client
+        .claim_call(authorized(
+            pb::ClaimCallRequest {
+                run_id: run_id.into(),
+                tool_call_id: call_id.into(),
+                ttl: None,
+                claimant: claimant.into(),
+            },
+            Some(key),
+        ))
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+/// A claim is its principal's: another key of the same tenant sending the claimant name the feed
+/// shows does not renew (take over) it.
+async fn claims_belong_to_their_principal(database_url: Option<&str>) {
+    let mut args = vec!["--auth", "keys"];
+    args.extend(database_url.iter().flat_map(|url| ["--database-url", url]));
+    let server = Server::start_with(Some(&agents()), &args);
+    let store = match database_url {
+        Some(url) => ["--database-url", url],
+        None => sqlite_store(&server),
+    };
+    let first = create_key(&store, "acme", "worker-a", SCOPES);
+    let second = create_key(&store, "acme", "worker-b", SCOPES);
+    let mut client = server.agents().await;
+    let (_stream, run_id, call_id) = suspended_run(&mut client, &first).await;
+
+    claim(&mut client, &first, &run_id, &call_id, "w1")
+        .await
+        .expect("first claim");
+    let taken = claim(&mut client, &second, &run_id, &call_id, "w1").await;
+    assert_eq!(
+        refusal(taken),
+        (Code::FailedPrecondition, Some("ALREADY_CLAIMED".into()))
+    );
+    claim(&mut client, &first, &run_id, &call_id, "w1")
+        .await
+        .expect("the holder renews its claim");
+}
+
+#[tokio::test]
+async fn claims_belong_to_their_principal_on_sqlite() {
+    claims_belong_to_their_principal(None).await;
+}
+
+#[tokio::test]
+async fn claims_belong_to_their_principal_on_postgresql() {
+    let url = fresh_database().await;
+    claims_belong_to_their_principal(Some(&url)).await;
+}

@@ -1735,7 +1735,7 @@ async fn another_tenants_run_is_not_found_and_left_unchanged(store: Arc<dyn RunS
         let store = Arc::clone(&store);
         let until_ms = now_millis() + 60_000;
         async move {
-            let claimed = store.claim_call("run-1", tenancy, "call-1", "worker", until_ms);
+            let claimed = store.claim_call("run-1", tenancy, "call-1", "worker", "key:w", until_ms);
             claimed.await.expect("claim")
         }
     };

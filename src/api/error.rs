@@ -11,6 +11,7 @@ use crate::domain::Scope;
 use crate::runtime::ask_user::describe;
 use crate::runtime::{RejectReason, RuntimeError, Violation};
 use crate::store::StoreError;
+use crate::web::GuardError;
 
 /// The `ErrorInfo.domain` of every askuser error.
 pub const ERROR_DOMAIN: &str = "askuser.dev";
@@ -105,6 +106,24 @@ impl From<ApiError> for Status {
                 error.to_string(),
             ),
             ApiError::Runtime(error) => runtime_status(error),
+        }
+    }
+}
+
+/// A request the guard in front of every route refuses (`crate::web`): a host or origin an
+/// unauthenticated server does not answer. (A content type that is not gRPC is answered with HTTP
+/// 415 before any gRPC status.)
+impl From<GuardError> for Status {
+    fn from(error: GuardError) -> Self {
+        let message = error.to_string();
+        match error {
+            GuardError::NotGrpc(_) => with_reason(Code::InvalidArgument, "NOT_GRPC", message),
+            GuardError::HostNotAllowed(_) => {
+                with_reason(Code::PermissionDenied, "HOST_NOT_ALLOWED", message)
+            }
+            GuardError::OriginNotAllowed(_) => {
+                with_reason(Code::PermissionDenied, "ORIGIN_NOT_ALLOWED", message)
+            }
         }
     }
 }

@@ -339,6 +339,12 @@ pub struct ServeArgs {
     /// need none.
     #[arg(long = "cors-origin", env = "ASKUSER_CORS_ORIGINS", value_delimiter = ',', value_parser = web_origin)]
     pub cors_origins: Vec<http::HeaderValue>,
+    /// With `--auth none`: a host name (or address) the server answers besides loopback ones,
+    /// e.g. a sidecar proxy's `askuser.internal`; repeat it, or comma-separate in the variable.
+    /// Requests naming another `Host` are refused (DNS rebinding). With `--insecure-no-auth` the
+    /// Host rule applies only once this names the hosts.
+    #[arg(long = "allowed-host", env = "ASKUSER_ALLOWED_HOSTS", value_delimiter = ',', value_parser = crate::web::allowed_host)]
+    pub allowed_hosts: Vec<String>,
     /// Serve the web inbox at `/` on the same port: the default; it undoes an earlier `--no-ui`
     /// (e.g. one from the environment).
     #[arg(long = "ui", overrides_with = "no_ui")]

@@ -657,6 +657,9 @@ impl Runtime {
                 Tenancy::Only(&principal.tenant),
                 tool_call_id,
                 claimant,
+                // The claim is the principal's: another one reusing the name shown in the feed
+                // does not renew it.
+                &principal.subject,
                 until_ms,
             )
             .await?

@@ -205,11 +205,12 @@ impl RunStore for MeteredStore {
         tenancy: Tenancy<'_>,
         tool_call_id: &str,
         claimant: &str,
+        subject: &str,
         until_ms: i64,
     ) -> StoreResult<ClaimOutcome> {
-        let write = self
-            .inner
-            .claim_call(run_id, tenancy, tool_call_id, claimant, until_ms);
+        let write =
+            self.inner
+                .claim_call(run_id, tenancy, tool_call_id, claimant, subject, until_ms);
         timed("claim_call", write).await
     }
 

@@ -416,7 +416,7 @@ pub enum ClaimOutcome {
     Claimed {
         until_ms: i64,
     },
-    /// Another claimant holds an unexpired claim.
+    /// Another claimant (or the same name of another principal) holds an unexpired claim.
     Held {
         claimant: String,
         until_ms: i64,
@@ -571,14 +571,16 @@ pub trait RunStore: KeyStore + DeliveryStore + Send + Sync + 'static {
         expected_turns: u32,
         results: Vec<ExecutedResult>,
     ) -> StoreResult<TurnOutcome>;
-    /// Claims a pending call for `claimant` until `until_ms`, unless another claimant holds an
-    /// unexpired claim; the same claimant renews its own.
+    /// Claims a pending call for `claimant` of the principal `subject` (of the run's tenant) until
+    /// `until_ms`, unless another claimant holds an unexpired claim; the same claimant of the same
+    /// principal renews its own, the same claimant name of another principal does not.
     async fn claim_call(
         &self,
         run_id: &str,
         tenancy: Tenancy<'_>,
         tool_call_id: &str,
         claimant: &str,
+        subject: &str,
         until_ms: i64,
     ) -> StoreResult<ClaimOutcome>;
     /// Pending calls of every run, ordered by run and call id, after the given (run id, call id),

@@ -747,11 +747,12 @@ pub(super) fn settled_by_column(settled_by: Option<&SettledBy>) -> StoreResult<O
     settled_by.map(to_json).transpose()
 }
 
-/// Claims a pending call unless another claimant holds an unexpired claim; parameters in order of
-/// appearance: claimant, until, run, call, now.
-pub(super) const CLAIM_UPDATE: &str = "UPDATE tool_calls SET claimant = $1, claim_expires_ms = $2 \
-     WHERE run_id = $3 AND tool_call_id = $4 AND status = 'pending' \
-     AND (claimant IS NULL OR claimant = $1 OR claim_expires_ms <= $5)";
+/// Claims a pending call unless another claimant, or the same claimant name of another principal,
+/// holds an unexpired claim; parameters in order of appearance: claimant, subject, until, run,
+/// call, now.
+pub(super) const CLAIM_UPDATE: &str = "UPDATE tool_calls SET claimant = $1, claim_subject = $2, \
+     claim_expires_ms = $3 WHERE run_id = $4 AND tool_call_id = $5 AND status = 'pending' \
+     AND (claimant IS NULL OR (claimant = $1 AND claim_subject = $2) OR claim_expires_ms <= $6)";
 
 /// The claim of a call (`claimant`, `claim_expires_ms`) by run `$1` and id `$2`.
 pub(super) const CLAIM_QUERY: &str =

@@ -5,7 +5,9 @@
 mod browser;
 mod cors;
 mod pages;
+mod request_guard;
 
 pub use browser::{BrowserLayer, BrowserService};
 pub use cors::cors;
 pub use pages::{is_page_path, respond};
+pub use request_guard::{GuardError, GuardSettings, RequestGuardLayer, allowed_host};

@@ -3762,7 +3762,8 @@ type ClaimCallRequest struct {
 	ToolCallId string `protobuf:"bytes,2,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
 	// How long the claim lasts unless renewed: 1 s to 1 h; absent means 60 s.
 	Ttl *durationpb.Duration `protobuf:"bytes,3,opt,name=ttl,proto3" json:"ttl,omitempty"`
-	// Who claims it, e.g. a worker's name; the same claimant renews its own claim.
+	// Who claims it, e.g. a worker's name; the same claimant of the same principal renews its own
+	// claim.
 	Claimant      string `protobuf:"bytes,4,opt,name=claimant,proto3" json:"claimant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -76,7 +76,8 @@ type AgentServiceClient interface {
 	// with AND; an empty filter matches everything.
 	WatchPendingCalls(ctx context.Context, in *WatchPendingCallsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchPendingCallsResponse], error)
 	// Claims a pending call for a while, so that two workers on the same pending-calls feed do not both
-	// run it. Claiming again with the same `claimant` renews the claim; another claimant gets
+	// run it. Claiming again with the same `claimant` by the same principal renews the claim; another
+	// claimant, or the same `claimant` sent by another principal, gets
 	// FAILED_PRECONDITION `ALREADY_CLAIMED` until the claim lapses. A claim never blocks settling: anyone
 	// may still settle the call, and the first settlement wins.
 	ClaimCall(ctx context.Context, in *ClaimCallRequest, opts ...grpc.CallOption) (*ClaimCallResponse, error)
@@ -256,7 +257,8 @@ type AgentServiceServer interface {
 	// with AND; an empty filter matches everything.
 	WatchPendingCalls(*WatchPendingCallsRequest, grpc.ServerStreamingServer[WatchPendingCallsResponse]) error
 	// Claims a pending call for a while, so that two workers on the same pending-calls feed do not both
-	// run it. Claiming again with the same `claimant` renews the claim; another claimant gets
+	// run it. Claiming again with the same `claimant` by the same principal renews the claim; another
+	// claimant, or the same `claimant` sent by another principal, gets
 	// FAILED_PRECONDITION `ALREADY_CLAIMED` until the claim lapses. A claim never blocks settling: anyone
 	// may still settle the call, and the first settlement wins.
 	ClaimCall(context.Context, *ClaimCallRequest) (*ClaimCallResponse, error)

@@ -95,6 +95,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         8,
         include_str!("../../../migrations/postgres/0008_traces_and_timings.sql"),
     ),
+    (
+        9,
+        include_str!("../../../migrations/postgres/0009_claim_subject.sql"),
+    ),
 ];
 
 /// The channel commit notices travel on.
@@ -1447,6 +1451,7 @@ impl RunStore for PostgresStore {
         tenancy: Tenancy<'_>,
         tool_call_id: &str,
         claimant: &str,
+        subject: &str,
         until_ms: i64,
     ) -> StoreResult<ClaimOutcome> {
         let client = self.pool.get().await?;
@@ -1458,7 +1463,14 @@ impl RunStore for PostgresStore {
         let claimed = exec(
             &client,
             &claim,
-            &[&claimant, &until_ms, &run_id, &tool_call_id, &self.now_ms()],
+            &[
+                &claimant,
+                &subject,
+                &until_ms,
+                &run_id,
+                &tool_call_id,
+                &self.now_ms(),
+            ],
         )
         .await?;
         if claimed == 1 {

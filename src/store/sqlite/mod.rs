@@ -64,6 +64,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0006_tenants.sql"),
     include_str!("../../../migrations/postgres/0007_webhooks.sql"),
     include_str!("../../../migrations/postgres/0008_traces_and_timings.sql"),
+    include_str!("../../../migrations/postgres/0009_claim_subject.sql"),
 ];
 
 /// Version 2: the tokens each run has used so far. (Version 3 is PostgreSQL's own file: its SQL is
@@ -923,13 +924,15 @@ impl RunStore for SqliteStore {
         tenancy: Tenancy<'_>,
         tool_call_id: &str,
         claimant: &str,
+        subject: &str,
         until_ms: i64,
     ) -> StoreResult<ClaimOutcome> {
-        let (run_id, tenant, tool_call_id, claimant) = (
+        let (run_id, tenant, tool_call_id, claimant, subject) = (
             run_id.to_owned(),
             tenancy.param(),
             tool_call_id.to_owned(),
             claimant.to_owned(),
+            subject.to_owned(),
         );
         self.db
             .run(move |conn| {
@@ -938,6 +941,7 @@ impl RunStore for SqliteStore {
                 }
                 let claimed = conn.prepare_cached(CLAIM_UPDATE)?.execute(params![
                     claimant,
+                    subject,
                     until_ms,
                     run_id,
                     tool_call_id,

@@ -172,7 +172,8 @@ class AgentServiceServicer:
 
     def ClaimCall(self, request, context):
         """Claims a pending call for a while, so that two workers on the same pending-calls feed do not both
-        run it. Claiming again with the same `claimant` renews the claim; another claimant gets
+        run it. Claiming again with the same `claimant` by the same principal renews the claim; another
+        claimant, or the same `claimant` sent by another principal, gets
         FAILED_PRECONDITION `ALREADY_CLAIMED` until the claim lapses. A claim never blocks settling: anyone
         may still settle the call, and the first settlement wins.
         """

@@ -1084,7 +1084,10 @@ export interface ClaimCallRequest {
   ttl:
     | Duration
     | undefined;
-  /** Who claims it, e.g. a worker's name; the same claimant renews its own claim. */
+  /**
+   * Who claims it, e.g. a worker's name; the same claimant of the same principal renews its own
+   * claim.
+   */
   claimant: string;
 }
 
@@ -5913,7 +5916,8 @@ export const AgentServiceService = {
   },
   /**
    * Claims a pending call for a while, so that two workers on the same pending-calls feed do not both
-   * run it. Claiming again with the same `claimant` renews the claim; another claimant gets
+   * run it. Claiming again with the same `claimant` by the same principal renews the claim; another
+   * claimant, or the same `claimant` sent by another principal, gets
    * FAILED_PRECONDITION `ALREADY_CLAIMED` until the claim lapses. A claim never blocks settling: anyone
    * may still settle the call, and the first settlement wins.
    */
@@ -5975,7 +5979,8 @@ export interface AgentServiceServer extends UntypedServiceImplementation {
   watchPendingCalls: handleServerStreamingCall<WatchPendingCallsRequest, WatchPendingCallsResponse>;
   /**
    * Claims a pending call for a while, so that two workers on the same pending-calls feed do not both
-   * run it. Claiming again with the same `claimant` renews the claim; another claimant gets
+   * run it. Claiming again with the same `claimant` by the same principal renews the claim; another
+   * claimant, or the same `claimant` sent by another principal, gets
    * FAILED_PRECONDITION `ALREADY_CLAIMED` until the claim lapses. A claim never blocks settling: anyone
    * may still settle the call, and the first settlement wins.
    */
@@ -6105,7 +6110,8 @@ export interface AgentServiceClient extends Client {
   ): ClientReadableStream<WatchPendingCallsResponse>;
   /**
    * Claims a pending call for a while, so that two workers on the same pending-calls feed do not both
-   * run it. Claiming again with the same `claimant` renews the claim; another claimant gets
+   * run it. Claiming again with the same `claimant` by the same principal renews the claim; another
+   * claimant, or the same `claimant` sent by another principal, gets
    * FAILED_PRECONDITION `ALREADY_CLAIMED` until the claim lapses. A claim never blocks settling: anyone
    * may still settle the call, and the first settlement wins.
    */

@@ -1929,7 +1929,8 @@ export type ClaimCallRequest = Message<"askuser.v1.ClaimCallRequest"> & {
   ttl?: Duration | undefined;
 
   /**
-   * Who claims it, e.g. a worker's name; the same claimant renews its own claim.
+   * Who claims it, e.g. a worker's name; the same claimant of the same principal renews its own
+   * claim.
    *
    * @generated from field: string claimant = 4;
    */
@@ -2406,7 +2407,8 @@ export const AgentService: GenService<{
   },
   /**
    * Claims a pending call for a while, so that two workers on the same pending-calls feed do not both
-   * run it. Claiming again with the same `claimant` renews the claim; another claimant gets
+   * run it. Claiming again with the same `claimant` by the same principal renews the claim; another
+   * claimant, or the same `claimant` sent by another principal, gets
    * FAILED_PRECONDITION `ALREADY_CLAIMED` until the claim lapses. A claim never blocks settling: anyone
    * may still settle the call, and the first settlement wins.
    *
