@@ -10,11 +10,12 @@ use tracing::Instrument;
 use futures::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
-use super::caller::caller;
+use super::caller::{caller, credential};
 use super::convert::{self, answer_from_proto};
 use super::error::ApiError;
 use super::limits::{self, Field, RequestLimits};
-use crate::auth::AuthError;
+use super::recheck::{rechecked, still_valid};
+use crate::auth::{AuthError, Credential};
 use crate::domain::{Principal, Scope};
 use crate::proto::v1 as pb;
 use crate::proto::v1::agent_service_server::AgentService;
@@ -101,6 +102,8 @@ impl AgentApi {
         principal: Principal,
         // The client's half of a `RunAgent` stream.
         mut inbound: Option<Streaming<pb::RunAgentRequest>>,
+        // Checked again on a timer and before each answer frame.
+        credential: Option<Credential>,
     ) -> FrameStream {
         let heartbeat = self.heartbeat_interval;
         let runtime = self.runtime.clone();
@@ -108,7 +111,8 @@ impl AgentApi {
         // The RPC's span: the answers of a `RunAgent` stream are its work too, and it lasts as
         // long as the stream.
         let rpc = tracing::Span::current();
-        Box::pin(async_stream::stream! {
+        let recheck = credential.clone();
+        rechecked(Box::pin(async_stream::stream! {
             // Held as long as the stream is open.
             let _permit = permit;
             let mut delivered = 0;
@@ -136,6 +140,10 @@ impl AgentApi {
                     },
                     message = client_frame => match message {
                         Ok(Some(pb::RunAgentRequest { frame: Some(Frame::Answer(answer)) })) => {
+                            if let Err(status) = still_valid(recheck.as_ref()).await {
+                                yield Err(status);
+                                break;
+                            }
                             let frame =
                                 answer_frame(&runtime, &run_id, answer, &limits, principal.clone())
                                     .instrument(rpc.clone())
@@ -171,7 +179,7 @@ impl AgentApi {
                     }
                 }
             }
-        })
+        }), credential)
     }
 }
 
@@ -277,6 +285,7 @@ impl AgentService for AgentApi {
     ) -> Result<Response<Self::RunAgentStream>, Status> {
         let permit = self.stream_permit()?;
         let principal = caller(&request);
+        let credential = credential(&request);
         let mut inbound = request.into_inner();
         let first = tokio::time::timeout(self.first_frame_timeout, inbound.message())
             .await
@@ -327,6 +336,7 @@ impl AgentService for AgentApi {
             events,
             principal,
             Some(inbound),
+            credential,
         )))
     }
 
@@ -336,6 +346,7 @@ impl AgentService for AgentApi {
     ) -> Result<Response<Self::ResumeRunStream>, Status> {
         let permit = self.stream_permit()?;
         let principal = caller(&request);
+        let credential = credential(&request);
         let answer = request
             .into_inner()
             .answer
@@ -357,6 +368,7 @@ impl AgentService for AgentApi {
             events,
             principal,
             None,
+            credential,
         )))
     }
 
@@ -366,6 +378,7 @@ impl AgentService for AgentApi {
     ) -> Result<Response<Self::WatchRunStream>, Status> {
         let permit = self.stream_permit()?;
         let principal = caller(&request);
+        let credential = credential(&request);
         let request = request.into_inner();
         require(&request.run_id, "run_id")?;
         limits::check([("run_id", Field::Id(&request.run_id))], &self.limits)?;
@@ -386,6 +399,7 @@ impl AgentService for AgentApi {
             events,
             principal,
             None,
+            credential,
         )))
     }
 
@@ -484,6 +498,7 @@ impl AgentService for AgentApi {
     ) -> Result<Response<Self::WatchPendingCallsStream>, Status> {
         let permit = self.stream_permit()?;
         let principal = caller(&request);
+        let credential = credential(&request);
         let request = request.into_inner();
         limits::check(
             [
@@ -494,10 +509,9 @@ impl AgentService for AgentApi {
         )?;
         let filter = convert::pending_filter(request)?;
         let events = self.runtime.watch_pending(filter, principal);
-        Ok(Response::new(pending_frames(
-            permit,
-            events,
-            self.heartbeat_interval,
+        Ok(Response::new(rechecked(
+            pending_frames(permit, events, self.heartbeat_interval),
+            credential,
         )))
     }
 
