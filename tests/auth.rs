@@ -649,3 +649,210 @@ fn an_open_server_refuses_a_public_address() {
         "{line:?}"
     );
 }
+
+/// An agent that asks one question, then says "done".
+fn asking_agent() -> String {
+    common::scripted_agent(
+        "asks",
+        &[
+            r#"ask = [{ question = "Which region?" }]"#,
+            r#"say = "done""#,
+        ],
+    )
+}
+
+/// Starts a run of `asks` as `key` and reads it to its question: (stream, call id).
+async fn asking_run(channel: &Channel, key: &str) -> (common::RunStream, String) {
+    let mut client = AgentServiceClient::new(channel.clone());
+    let start = pb::run_agent_request::Frame::Start(pb::StartRun {
+        agent_id: "asks".into(),
+        prompt: "go".into(),
+        ..Default::default()
+    });
+    let mut stream = common::RunStream::open_as(&mut client, Some(key), start)
+        .await
+        .expect("start");
+    loop {
+        let frame = stream.try_next().await.expect("frame").expect("open");
+        if let Some(pb::run_agent_response::Event::ToolCallSuspended(suspended)) = frame.event {
+            stream.run_id = frame.run_id;
+            return (stream, suspended.tool_call_id);
+        }
+    }
+}
+
+/// Revokes the key named `name` with `askuser keys revoke`.
+fn revoke_by_name(server: &Server, name: &str) {
+    let listing = keys(server, &["list"]);
+    let key_id = listing
+        .lines()
+        .find(|line| line.split('\t').nth(2) == Some(name))
+        .and_then(|line| line.split('\t').next())
+        .expect("the key is listed")
+        .to_owned();
+    keys(server, &["revoke", &key_id]);
+}
+
+/// Reads `stream` until it fails; the status (a stream that ends OK fails the test).
+async fn stream_failure<T>(stream: &mut tonic::Streaming<T>) -> tonic::Status {
+    loop {
+        match tokio::time::timeout(common::FRAME_TIMEOUT, stream.message())
+            .await
+            .expect("timed out waiting for the stream to end")
+        {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("the stream ended OK"),
+            Err(status) => return status,
+        }
+    }
+}
+
+fn assert_invalid_credentials(what: &str, status: &tonic::Status) {
+    assert_eq!(status.code(), Code::Unauthenticated, "{what}: {status:?}");
+    assert_eq!(
+        error_reason(status).as_deref(),
+        Some("INVALID_CREDENTIALS"),
+        "{what}: {status:?}"
+    );
+}
+
+#[tokio::test]
+async fn revoking_a_key_ends_its_open_streams() {
+    let agents = asking_agent();
+    let server = Server::start_with(
+        Some(&agents),
+        &["--auth", "keys", "--principal-recheck", "1s"],
+    );
+    let channel = server.channel().await;
+    let key = credentials::create_key(
+        &sqlite_store(&server),
+        "acme",
+        "doomed",
+        "runs:start,runs:read",
+    );
+    let (mut run, _) = asking_run(&channel, &key).await;
+    let mut agents_client = AgentServiceClient::new(channel.clone());
+    let mut watch = agents_client
+        .watch_run(authorized(
+            pb::WatchRunRequest {
+                run_id: run.run_id.clone(),
+                after_sequence: 0,
+            },
+            Some(&key),
+        ))
+        .await
+        .expect("watch the run")
+        .into_inner();
+    let mut feed = agents_client
+        .watch_pending_calls(authorized(
+            pb::WatchPendingCallsRequest::default(),
+            Some(&key),
+        ))
+        .await
+        .expect("watch the pending calls")
+        .into_inner();
+
+    revoke_by_name(&server, "doomed");
+    let status = stream_failure(&mut run.inbound).await;
+    assert_invalid_credentials("RunAgent", &status);
+    let status = stream_failure(&mut watch).await;
+    assert_invalid_credentials("WatchRun", &status);
+    let status = stream_failure(&mut feed).await;
+    assert_invalid_credentials("WatchPendingCalls", &status);
+}
+
+#[tokio::test]
+async fn an_answer_frame_after_revocation_is_refused_at_once() {
+    let agents = asking_agent();
+    // No timed re-check within the test: only the answer frame's own check can end the stream.
+    let server = Server::start_with(
+        Some(&agents),
+        &["--auth", "keys", "--principal-recheck", "1h"],
+    );
+    let channel = server.channel().await;
+    let store = sqlite_store(&server);
+    let doomed = credentials::create_key(
+        &store,
+        "acme",
+        "doomed",
+        "runs:start,runs:read,runs:answer",
+    );
+    let valid = credentials::create_key(&store, "acme", "valid", "runs:read,runs:answer");
+    let (mut run, call_id) = asking_run(&channel, &doomed).await;
+    revoke_by_name(&server, "doomed");
+    run.send_text(&call_id, "eu-west").await;
+    let status = stream_failure(&mut run.inbound).await;
+    assert_invalid_credentials("the answer frame", &status);
+
+    // The call is still pending, and a valid key answers it.
+    let mut client = AgentServiceClient::new(channel.clone());
+    let pending = client
+        .get_run(authorized(
+            pb::GetRunRequest {
+                run_id: run.run_id.clone(),
+            },
+            Some(&valid),
+        ))
+        .await
+        .expect("get the run")
+        .into_inner()
+        .run
+        .expect("the run")
+        .pending_tool_calls;
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0].tool_call_id, call_id);
+    let mut resumed = client
+        .resume_run(authorized(
+            pb::ResumeRunRequest {
+                answer: Some(common::text_answer(&run.run_id, &call_id, "us-east")),
+            },
+            Some(&valid),
+        ))
+        .await
+        .expect("a valid key answers")
+        .into_inner();
+    let first = resumed.message().await.expect("frame").expect("a frame");
+    assert!(
+        matches!(
+            first.event,
+            Some(pb::run_agent_response::Event::AnswerAccepted(_))
+        ),
+        "{first:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_jwt_ends_its_stream_after_its_exp() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let jwks = dir.path().join("jwks.json");
+    let key = signing_key("first");
+    write_jwks(&jwks, &[&key]);
+    let server = Server::start_with(
+        None,
+        &[
+            "--auth",
+            "jwt",
+            "--jwt-jwks-file",
+            jwks.to_str().expect("utf-8 path"),
+            "--jwt-leeway",
+            "0s",
+            "--principal-recheck",
+            "1s",
+        ],
+    );
+    let channel = server.channel().await;
+    // Valid for a few seconds: long enough to open the stream on a loaded machine.
+    let exp = common::now_ms() / 1000 + 5;
+    let short = token(&key, claims(serde_json::json!({ "exp": exp })));
+    let mut feed = AgentServiceClient::new(channel.clone())
+        .watch_pending_calls(authorized(
+            pb::WatchPendingCallsRequest::default(),
+            Some(&short),
+        ))
+        .await
+        .expect("the token is valid when the stream opens")
+        .into_inner();
+    let status = stream_failure(&mut feed).await;
+    assert_invalid_credentials("WatchPendingCalls past exp", &status);
+    assert!(common::now_ms() / 1000 >= exp, "ended before exp");
+}
