@@ -856,3 +856,107 @@ async fn a_jwt_ends_its_stream_after_its_exp() {
     assert_invalid_credentials("WatchPendingCalls past exp", &status);
     assert!(common::now_ms() / 1000 >= exp, "ended before exp");
 }
+
+/// The RSA key of tests/fixtures/jwt (PKCS#1 DER) as a signing key with id `kid`, its JWK naming
+/// `alg` when given.
+fn rsa_signing_key(kid: &str, alg: Option<&str>) -> SigningKey {
+    use ring::rsa::PublicKeyComponents;
+    let der = include_bytes!("fixtures/jwt/rsa_pkcs1.der");
+    let pair = ring::signature::RsaKeyPair::from_der(der).expect("RSA key");
+    let public = PublicKeyComponents::<Vec<u8>>::from(pair.public());
+    let mut jwk = serde_json::json!({
+        "kty": "RSA", "use": "sig", "kid": kid,
+        "n": URL_SAFE_NO_PAD.encode(&public.n),
+        "e": URL_SAFE_NO_PAD.encode(&public.e),
+    });
+    if let Some(alg) = alg {
+        jwk["alg"] = alg.into();
+    }
+    SigningKey {
+        kid: kid.to_owned(),
+        encoding: EncodingKey::from_rsa_der(der),
+        jwk,
+    }
+}
+
+fn token_with(key: &SigningKey, algorithm: Algorithm, claims: serde_json::Value) -> String {
+    let mut header = Header::new(algorithm);
+    header.kid = Some(key.kid.clone());
+    jsonwebtoken::encode(&header, &claims, &key.encoding).expect("sign")
+}
+
+/// The default claims without `name`.
+fn claims_without(name: &str) -> serde_json::Value {
+    let mut claims = claims(serde_json::json!({}));
+    claims.as_object_mut().expect("object").remove(name);
+    claims
+}
+
+#[tokio::test]
+async fn jwts_need_the_required_claims_a_current_nbf_and_their_keys_algorithm() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let jwks = dir.path().join("jwks.json");
+    let ec = signing_key("ec");
+    let rs256 = rsa_signing_key("rs256", Some("RS256"));
+    let rsa_any = rsa_signing_key("rsa", None);
+    write_jwks(&jwks, &[&ec, &rs256, &rsa_any]);
+    let server = Server::start_with(
+        None,
+        &[
+            "--auth",
+            "jwt",
+            "--jwt-jwks-file",
+            jwks.to_str().expect("utf-8 path"),
+            "--jwt-issuer",
+            "https://id.example",
+            "--jwt-audience",
+            "askuser",
+        ],
+    );
+    let channel = server.channel().await;
+    let now = common::now_ms() / 1000;
+    let accepted = [
+        ("ES256 key", token(&ec, claims(serde_json::json!({})))),
+        (
+            "nbf passed",
+            token(&ec, claims(serde_json::json!({ "nbf": now - 10 }))),
+        ),
+        (
+            "RS256 for an RS256 key",
+            token_with(&rs256, Algorithm::RS256, claims(serde_json::json!({}))),
+        ),
+        (
+            "PS256 for an RSA key without alg",
+            token_with(&rsa_any, Algorithm::PS256, claims(serde_json::json!({}))),
+        ),
+    ];
+    for (what, token) in &accepted {
+        call(&channel, "ListAgents", Some(token))
+            .await
+            .unwrap_or_else(|status| panic!("{what}: {status:?}"));
+    }
+    let refused = [
+        ("no iss", token(&ec, claims_without("iss"))),
+        ("no aud", token(&ec, claims_without("aud"))),
+        (
+            "nbf in an hour",
+            token(&ec, claims(serde_json::json!({ "nbf": now + 3600 }))),
+        ),
+        (
+            "PS256 for an RS256 key",
+            token_with(&rs256, Algorithm::PS256, claims(serde_json::json!({}))),
+        ),
+        (
+            "RS512 for an RS256 key",
+            token_with(&rs256, Algorithm::RS512, claims(serde_json::json!({}))),
+        ),
+    ];
+    let mut let_through = Vec::new();
+    for (what, token) in &refused {
+        match call(&channel, "ListAgents", Some(token)).await {
+            Ok(()) => let_through.push(*what),
+            Err(status) => assert_invalid_credentials(what, &status),
+        }
+    }
+    assert!(let_through.is_empty(), "accepted: {let_through:?}");
+}
