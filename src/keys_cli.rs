@@ -6,7 +6,7 @@ use crate::auth::api_key;
 use crate::auth::parse_scope;
 use crate::config::ServeArgs;
 use crate::domain::{Scope, now_millis};
-use crate::store::{KeyStore, PostgresStore, SqliteKeyFile, StoreError};
+use crate::store::{KeyStore, PostgresStore, SqliteKeyFile, StoreError, Tenancy};
 
 /// `askuser keys`.
 #[derive(Clone, Debug, clap::Args)]
@@ -29,7 +29,7 @@ pub enum KeysAction {
         #[arg(long)]
         name: String,
         /// Comma-separated scopes: runs:start, runs:read, runs:answer, runs:cancel,
-        /// tools:execute, agents:read, admin.
+        /// tools:execute, agents:read, admin (the tenant's), operator (every tenant's keys).
         #[arg(long, value_delimiter = ',', value_parser = parse_scope)]
         scopes: Vec<Scope>,
     },
@@ -74,7 +74,7 @@ pub async fn run(args: KeysArgs) -> Result<(), KeysError> {
             eprintln!("keep this key now: it is not stored and cannot be shown again");
         }
         KeysAction::List => {
-            for key in store.list_keys().await? {
+            for key in store.list_keys(Tenancy::Any).await? {
                 let scopes: Vec<&str> = key.scopes.iter().map(|scope| scope.as_str()).collect();
                 let revoked = key.revoked_ms.map(|ms| ms.to_string()).unwrap_or_default();
                 writeln!(
@@ -90,7 +90,7 @@ pub async fn run(args: KeysArgs) -> Result<(), KeysError> {
             }
         }
         KeysAction::Revoke { key_id } => {
-            if !store.revoke_key(&key_id, now_millis()).await? {
+            if !store.revoke_key(&key_id, Tenancy::Any, now_millis()).await? {
                 return Err(KeysError::NoSuchKey(key_id));
             }
         }

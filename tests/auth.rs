@@ -960,3 +960,49 @@ async fn jwts_need_the_required_claims_a_current_nbf_and_their_keys_algorithm() 
     }
     assert!(let_through.is_empty(), "accepted: {let_through:?}");
 }
+
+#[tokio::test]
+async fn create_key_refuses_bad_names_and_duplicate_scopes() {
+    use askuser::proto::v1::admin_service_client::AdminServiceClient;
+    let server = Server::start_with(None, &["--auth", "keys"]);
+    let admin_key = create_key(&server, "admin");
+    let mut admin = AdminServiceClient::new(server.channel().await);
+    let long = "k".repeat(129);
+    let cases = [
+        ("", vec!["runs:read"], "name"),
+        (long.as_str(), vec!["runs:read"], "name"),
+        ("nul\0byte", vec!["runs:read"], "name"),
+        ("new\nline", vec!["runs:read"], "name"),
+        ("twice", vec!["runs:read", "runs:read"], "scopes[1]"),
+    ];
+    for (name, scopes, field) in cases {
+        let status = admin
+            .create_key(authorized(
+                pb::CreateKeyRequest {
+                    tenant: "acme".into(),
+                    name: name.into(),
+                    scopes: scopes.iter().map(|scope| scope.to_string()).collect(),
+                },
+                Some(&admin_key),
+            ))
+            .await
+            .expect_err("refused");
+        assert_eq!(status.code(), Code::InvalidArgument, "{name:?}: {status:?}");
+        let fields: Vec<String> = common::field_violations(&status)
+            .into_iter()
+            .map(|(field, _)| field)
+            .collect();
+        assert_eq!(fields, [field], "{name:?}");
+    }
+    admin
+        .create_key(authorized(
+            pb::CreateKeyRequest {
+                tenant: "acme".into(),
+                name: "k".repeat(128),
+                scopes: vec!["runs:read".into()],
+            },
+            Some(&admin_key),
+        ))
+        .await
+        .expect("a name of 128 bytes");
+}

@@ -168,6 +168,8 @@ impl JwtVerifier {
         let scopes = words(claims.get(&names.scopes))
             .iter()
             .filter_map(|name| Scope::parse(name))
+            // Managing every tenant's keys is given by keys only, never by a provider's claim.
+            .filter(|scope| *scope != Scope::Operator)
             .collect();
         Ok(Principal {
             tenant: text(&names.tenant)?,

@@ -56,6 +56,8 @@ pub enum AuthConfigError {
     NoJwks,
     #[error("--auth cert needs --tls-client-ca: only a verified client certificate names a caller")]
     CertWithoutClientCa,
+    #[error("--cert-scopes cannot hold operator: only API keys manage every tenant's keys")]
+    OperatorCertificates,
     #[error(transparent)]
     Jwks(#[from] AuthError),
 }
@@ -141,6 +143,9 @@ impl AuthArgs {
     ) -> Result<(), AuthConfigError> {
         if self.auth.cert && !client_ca {
             return Err(AuthConfigError::CertWithoutClientCa);
+        }
+        if self.auth.cert && self.cert_scopes.contains(&Scope::Operator) {
+            return Err(AuthConfigError::OperatorCertificates);
         }
         let open = self.auth == AuthMethods::default();
         if open && !listen.ip().is_loopback() && !self.insecure_no_auth {

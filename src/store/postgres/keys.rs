@@ -7,7 +7,7 @@ use super::PostgresStore;
 use crate::store::records::{
     INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, REVOKE_KEY, scopes_text,
 };
-use crate::store::{ApiKeyRecord, KeyStore, NewApiKey, StoreResult};
+use crate::store::{ApiKeyRecord, KeyStore, NewApiKey, StoreResult, Tenancy};
 
 fn key_row(row: &Row) -> KeyRow {
     KeyRow {
@@ -41,21 +41,30 @@ impl KeyStore for PostgresStore {
         Ok(())
     }
 
-    async fn list_keys(&self) -> StoreResult<Vec<ApiKeyRecord>> {
+    async fn list_keys(&self, tenancy: Tenancy<'_>) -> StoreResult<Vec<ApiKeyRecord>> {
         let client = self.pool.get().await?;
         let statement = client.prepare_cached(&LIST_KEYS_QUERY).await?;
         client
-            .query(&statement, &[])
+            .query(&statement, &[&tenancy.param()])
             .await?
             .iter()
             .map(|row| key_row(row).into_record())
             .collect()
     }
 
-    async fn revoke_key(&self, key_id: &str, now_ms: i64) -> StoreResult<bool> {
+    async fn revoke_key(
+        &self,
+        key_id: &str,
+        tenancy: Tenancy<'_>,
+        now_ms: i64,
+    ) -> StoreResult<bool> {
         let client = self.pool.get().await?;
         let statement = client.prepare_cached(REVOKE_KEY).await?;
-        Ok(client.execute(&statement, &[&now_ms, &key_id]).await? > 0)
+        let tenant = tenancy.param();
+        Ok(client
+            .execute(&statement, &[&now_ms, &key_id, &tenant])
+            .await?
+            > 0)
     }
 
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {

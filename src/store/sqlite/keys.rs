@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::super::records::{
     INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, REVOKE_KEY, scopes_text,
 };
-use super::super::{ApiKeyRecord, KeyStore, NewApiKey, StoreError, StoreResult};
+use super::super::{ApiKeyRecord, KeyStore, NewApiKey, StoreError, StoreResult, Tenancy};
 use super::{SqliteStore, connect, migrate};
 
 fn insert(conn: &Connection, key: &NewApiKey) -> StoreResult<()> {
@@ -36,17 +36,17 @@ fn read_key_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<KeyRow> {
     })
 }
 
-fn list(conn: &Connection) -> StoreResult<Vec<ApiKeyRecord>> {
+fn list(conn: &Connection, tenant: Option<&str>) -> StoreResult<Vec<ApiKeyRecord>> {
     conn.prepare_cached(&LIST_KEYS_QUERY)?
-        .query_map([], read_key_row)?
+        .query_map([tenant], read_key_row)?
         .map(|row| row?.into_record())
         .collect()
 }
 
-fn revoke(conn: &Connection, key_id: &str, now_ms: i64) -> StoreResult<bool> {
+fn revoke(conn: &Connection, key_id: &str, tenant: Option<&str>, now_ms: i64) -> StoreResult<bool> {
     Ok(conn
         .prepare_cached(REVOKE_KEY)?
-        .execute(params![now_ms, key_id])?
+        .execute(params![now_ms, key_id, tenant])?
         > 0)
 }
 
@@ -64,13 +64,23 @@ impl KeyStore for SqliteStore {
         self.db.run(move |conn| insert(conn, &key)).await
     }
 
-    async fn list_keys(&self) -> StoreResult<Vec<ApiKeyRecord>> {
-        self.readers.run(list).await
+    async fn list_keys(&self, tenancy: Tenancy<'_>) -> StoreResult<Vec<ApiKeyRecord>> {
+        let tenant = tenancy.param();
+        self.readers
+            .run(move |conn| list(conn, tenant.as_deref()))
+            .await
     }
 
-    async fn revoke_key(&self, key_id: &str, now_ms: i64) -> StoreResult<bool> {
-        let key_id = key_id.to_owned();
-        self.db.run(move |conn| revoke(conn, &key_id, now_ms)).await
+    async fn revoke_key(
+        &self,
+        key_id: &str,
+        tenancy: Tenancy<'_>,
+        now_ms: i64,
+    ) -> StoreResult<bool> {
+        let (key_id, tenant) = (key_id.to_owned(), tenancy.param());
+        self.db
+            .run(move |conn| revoke(conn, &key_id, tenant.as_deref(), now_ms))
+            .await
     }
 
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
@@ -123,13 +133,20 @@ impl KeyStore for SqliteKeyFile {
         self.with(move |conn| insert(conn, &key)).await
     }
 
-    async fn list_keys(&self) -> StoreResult<Vec<ApiKeyRecord>> {
-        self.with(list).await
+    async fn list_keys(&self, tenancy: Tenancy<'_>) -> StoreResult<Vec<ApiKeyRecord>> {
+        let tenant = tenancy.param();
+        self.with(move |conn| list(conn, tenant.as_deref())).await
     }
 
-    async fn revoke_key(&self, key_id: &str, now_ms: i64) -> StoreResult<bool> {
-        let key_id = key_id.to_owned();
-        self.with(move |conn| revoke(conn, &key_id, now_ms)).await
+    async fn revoke_key(
+        &self,
+        key_id: &str,
+        tenancy: Tenancy<'_>,
+        now_ms: i64,
+    ) -> StoreResult<bool> {
+        let (key_id, tenant) = (key_id.to_owned(), tenancy.param());
+        self.with(move |conn| revoke(conn, &key_id, tenant.as_deref(), now_ms))
+            .await
     }
 
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
