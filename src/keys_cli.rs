@@ -1,4 +1,5 @@
-//! `askuser keys`: API keys made, listed and revoked offline against the store.
+//! `askuser keys`: API keys made, listed and revoked offline against the store, and runs moved
+//! between tenants (those made with `--auth none` belong to `default`).
 
 use std::io::Write;
 
@@ -37,6 +38,17 @@ pub enum KeysAction {
     List,
     /// Revoke a key by its id: it stops working at the next request.
     Revoke { key_id: String },
+    /// Move every run of one tenant to another, e.g. the runs made with `--auth none` (tenant
+    /// `default`) to the tenant of the keys that should see them. A run whose start's request id
+    /// the new tenant uses already stays.
+    MoveRuns {
+        /// The tenant the runs belong to now.
+        #[arg(long, default_value = crate::domain::DEFAULT_TENANT)]
+        from: String,
+        /// The tenant they are to belong to.
+        #[arg(long)]
+        to: String,
+    },
 }
 
 /// Errors of `askuser keys`.
@@ -50,6 +62,8 @@ pub enum KeysError {
     NoSuchKey(String),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    #[error("--to must name another, non-empty tenant")]
+    SameTenant,
 }
 
 pub async fn run(args: KeysArgs) -> Result<(), KeysError> {
@@ -92,6 +106,19 @@ pub async fn run(args: KeysArgs) -> Result<(), KeysError> {
         KeysAction::Revoke { key_id } => {
             if !store.revoke_key(&key_id, Tenancy::Any, now_millis()).await? {
                 return Err(KeysError::NoSuchKey(key_id));
+            }
+        }
+        KeysAction::MoveRuns { from, to } => {
+            if to.is_empty() || to == from {
+                return Err(KeysError::SameTenant);
+            }
+            let moved = store.move_runs(&from, &to).await?;
+            writeln!(stdout, "moved {moved} runs from {from} to {to}")?;
+            let left = store.tenant_runs(&from).await?;
+            if left > 0 {
+                eprintln!(
+                    "{left} runs stay in {from}: their request ids are taken in {to} already"
+                );
             }
         }
     }

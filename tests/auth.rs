@@ -1006,3 +1006,69 @@ async fn create_key_refuses_bad_names_and_duplicate_scopes() {
         .await
         .expect("a name of 128 bytes");
 }
+
+#[tokio::test]
+async fn runs_made_without_auth_move_to_a_tenant_that_keys_see() {
+    let agents = asking_agent();
+    let mut server = Server::start_with(Some(&agents), &[]);
+    let mut client = server.agents().await;
+    let mut run = common::RunStream::start(&mut client, "asks").await;
+    let call_id = run.next_suspended().await.tool_call_id;
+    let run_id = run.run_id.clone();
+    drop(run);
+
+    // Authentication on: the run belongs to `default`, which the log says, with the way out.
+    server.restart_with(&["--auth", "keys"]);
+    let log = server.log();
+    assert!(
+        log.contains("1 runs belong to the tenant `default`") && log.contains("keys move-runs"),
+        "{log}"
+    );
+    let key = credentials::create_key(
+        &sqlite_store(&server),
+        "acme",
+        "acme",
+        "runs:read,runs:answer",
+    );
+    let channel = server.channel().await;
+    let mut client = AgentServiceClient::new(channel.clone());
+    let listed = |client: &mut AgentServiceClient<Channel>| {
+        let mut client = client.clone();
+        let key = key.clone();
+        async move {
+            client
+                .list_runs(authorized(pb::ListRunsRequest::default(), Some(&key)))
+                .await
+                .expect("list runs")
+                .into_inner()
+                .runs
+                .into_iter()
+                .map(|run| run.run_id)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(listed(&mut client).await, Vec::<String>::new());
+
+    let moved = keys(&server, &["move-runs", "--from", "default", "--to", "acme"]);
+    assert_eq!(moved.trim(), "moved 1 runs from default to acme");
+    assert_eq!(listed(&mut client).await, [run_id.as_str()]);
+    // The moved run is acme's in full: its key answers the waiting call.
+    let mut resumed = client
+        .resume_run(authorized(
+            pb::ResumeRunRequest {
+                answer: Some(common::text_answer(&run_id, &call_id, "eu-west")),
+            },
+            Some(&key),
+        ))
+        .await
+        .expect("acme answers its moved run")
+        .into_inner();
+    let first = resumed.message().await.expect("frame").expect("a frame");
+    assert!(
+        matches!(
+            first.event,
+            Some(pb::run_agent_response::Event::AnswerAccepted(_))
+        ),
+        "{first:?}"
+    );
+}

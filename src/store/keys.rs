@@ -42,7 +42,8 @@ pub struct ApiKeyRecord {
 }
 
 /// Where API keys live: in the run store itself, so that every replica sees a key (and its
-/// revocation) as soon as it is written.
+/// revocation) as soon as it is written. It also moves runs between tenants, which `askuser keys`
+/// does offline beside the keys.
 #[async_trait]
 pub trait KeyStore: Send + Sync + 'static {
     async fn create_key(&self, key: NewApiKey) -> StoreResult<()>;
@@ -55,4 +56,9 @@ pub trait KeyStore: Send + Sync + 'static {
     -> StoreResult<bool>;
     /// The key whose secret hashes to `secret_hash`, revoked or not.
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>>;
+    /// How many runs belong to `tenant`.
+    async fn tenant_runs(&self, tenant: &str) -> StoreResult<u64>;
+    /// Moves every run of tenant `from` to tenant `to`, but those whose request id `to` uses
+    /// already; how many moved.
+    async fn move_runs(&self, from: &str, to: &str) -> StoreResult<u64>;
 }

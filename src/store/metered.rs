@@ -58,6 +58,14 @@ impl KeyStore for MeteredStore {
         .await
     }
 
+    async fn tenant_runs(&self, tenant: &str) -> StoreResult<u64> {
+        self.inner.tenant_runs(tenant).await
+    }
+
+    async fn move_runs(&self, from: &str, to: &str) -> StoreResult<u64> {
+        timed("move_runs", self.inner.move_runs(from, to)).await
+    }
+
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
         self.inner.key_by_hash(secret_hash).await
     }

@@ -5,7 +5,8 @@ use tokio_postgres::Row;
 
 use super::PostgresStore;
 use crate::store::records::{
-    INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, REVOKE_KEY, scopes_text,
+    COUNT_TENANT_RUNS, INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, MOVE_TENANT_RUNS,
+    REVOKE_KEY, scopes_text,
 };
 use crate::store::{ApiKeyRecord, KeyStore, NewApiKey, StoreResult, Tenancy};
 
@@ -75,5 +76,18 @@ impl KeyStore for PostgresStore {
             .await?
             .map(|row| key_row(&row).into_record())
             .transpose()
+    }
+
+    async fn tenant_runs(&self, tenant: &str) -> StoreResult<u64> {
+        let client = self.pool.get().await?;
+        let statement = client.prepare_cached(COUNT_TENANT_RUNS).await?;
+        let count: i64 = client.query_one(&statement, &[&tenant]).await?.get(0);
+        Ok(u64::try_from(count).unwrap_or_default())
+    }
+
+    async fn move_runs(&self, from: &str, to: &str) -> StoreResult<u64> {
+        let client = self.pool.get().await?;
+        let statement = client.prepare_cached(MOVE_TENANT_RUNS).await?;
+        Ok(client.execute(&statement, &[&to, &from]).await?)
     }
 }

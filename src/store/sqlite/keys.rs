@@ -8,7 +8,8 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::super::records::{
-    INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, REVOKE_KEY, scopes_text,
+    COUNT_TENANT_RUNS, INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, MOVE_TENANT_RUNS,
+    REVOKE_KEY, scopes_text,
 };
 use super::super::{ApiKeyRecord, KeyStore, NewApiKey, StoreError, StoreResult, Tenancy};
 use super::{SqliteStore, connect, migrate};
@@ -58,6 +59,20 @@ fn by_hash(conn: &Connection, secret_hash: &str) -> StoreResult<Option<ApiKeyRec
         .transpose()
 }
 
+fn tenant_runs(conn: &Connection, tenant: &str) -> StoreResult<u64> {
+    let count: i64 = conn
+        .prepare_cached(COUNT_TENANT_RUNS)?
+        .query_row([tenant], |row| row.get(0))?;
+    Ok(u64::try_from(count).unwrap_or_default())
+}
+
+fn move_runs(conn: &Connection, from: &str, to: &str) -> StoreResult<u64> {
+    let moved = conn
+        .prepare_cached(MOVE_TENANT_RUNS)?
+        .execute(params![to, from])?;
+    Ok(moved as u64)
+}
+
 #[async_trait]
 impl KeyStore for SqliteStore {
     async fn create_key(&self, key: NewApiKey) -> StoreResult<()> {
@@ -88,6 +103,18 @@ impl KeyStore for SqliteStore {
         self.readers
             .run(move |conn| by_hash(conn, &secret_hash))
             .await
+    }
+
+    async fn tenant_runs(&self, tenant: &str) -> StoreResult<u64> {
+        let tenant = tenant.to_owned();
+        self.readers
+            .run(move |conn| tenant_runs(conn, &tenant))
+            .await
+    }
+
+    async fn move_runs(&self, from: &str, to: &str) -> StoreResult<u64> {
+        let (from, to) = (from.to_owned(), to.to_owned());
+        self.db.run(move |conn| move_runs(conn, &from, &to)).await
     }
 }
 
@@ -152,5 +179,15 @@ impl KeyStore for SqliteKeyFile {
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
         let secret_hash = secret_hash.to_owned();
         self.with(move |conn| by_hash(conn, &secret_hash)).await
+    }
+
+    async fn tenant_runs(&self, tenant: &str) -> StoreResult<u64> {
+        let tenant = tenant.to_owned();
+        self.with(move |conn| tenant_runs(conn, &tenant)).await
+    }
+
+    async fn move_runs(&self, from: &str, to: &str) -> StoreResult<u64> {
+        let (from, to) = (from.to_owned(), to.to_owned());
+        self.with(move |conn| move_runs(conn, &from, &to)).await
     }
 }
