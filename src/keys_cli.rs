@@ -104,7 +104,10 @@ pub async fn run(args: KeysArgs) -> Result<(), KeysError> {
             }
         }
         KeysAction::Revoke { key_id } => {
-            if !store.revoke_key(&key_id, Tenancy::Any, now_millis()).await? {
+            if !store
+                .revoke_key(&key_id, Tenancy::Any, now_millis())
+                .await?
+            {
                 return Err(KeysError::NoSuchKey(key_id));
             }
         }

@@ -771,12 +771,8 @@ async fn an_answer_frame_after_revocation_is_refused_at_once() {
     );
     let channel = server.channel().await;
     let store = sqlite_store(&server);
-    let doomed = credentials::create_key(
-        &store,
-        "acme",
-        "doomed",
-        "runs:start,runs:read,runs:answer",
-    );
+    let doomed =
+        credentials::create_key(&store, "acme", "doomed", "runs:start,runs:read,runs:answer");
     let valid = credentials::create_key(&store, "acme", "valid", "runs:read,runs:answer");
     let (mut run, call_id) = asking_run(&channel, &doomed).await;
     revoke_by_name(&server, "doomed");

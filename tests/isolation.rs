@@ -423,7 +423,10 @@ async fn an_admin_manages_only_its_own_tenants_keys_and_reads_only_its_runs() {
         ))
         .await;
     assert_eq!(refusal(get), (Code::NotFound, Some("RUN_NOT_FOUND".into())));
-    assert_eq!(listed(&mut client, &globex_admin).await, Vec::<String>::new());
+    assert_eq!(
+        listed(&mut client, &globex_admin).await,
+        Vec::<String>::new()
+    );
     assert_eq!(
         pending_runs(&mut client, &globex_admin).await,
         Vec::<String>::new()

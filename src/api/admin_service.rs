@@ -107,9 +107,8 @@ fn key_text_problem(text: &str) -> Option<String> {
 /// The scopes of a `CreateKey` request, or every violation of it and of its tenant and name.
 fn key_scopes(request: &pb::CreateKeyRequest) -> Result<Vec<Scope>, ApiError> {
     let mut violations = Vec::new();
-    let mut violation = |field: String, description: String| {
-        violations.push(Violation { field, description })
-    };
+    let mut violation =
+        |field: String, description: String| violations.push(Violation { field, description });
     for (field, text) in [("tenant", &request.tenant), ("name", &request.name)] {
         if let Some(problem) = key_text_problem(text) {
             violation(field.into(), problem);

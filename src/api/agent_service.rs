@@ -65,6 +65,22 @@ struct StreamPermit {
     _counted: crate::metrics::OpenStream,
 }
 
+/// Who follows a run (and answers on it), and the credential its stream checks again on a timer
+/// and before each answer frame.
+struct Follower {
+    principal: Principal,
+    credential: Option<Credential>,
+}
+
+impl Follower {
+    fn of<T>(request: &Request<T>) -> Follower {
+        Follower {
+            principal: caller(request),
+            credential: credential(request),
+        }
+    }
+}
+
 impl AgentApi {
     pub fn new(runtime: Runtime, settings: StreamSettings) -> Self {
         Self {
@@ -98,21 +114,22 @@ impl AgentApi {
         run_id: String,
         first: Option<pb::RunAgentResponse>,
         mut events: EventStream,
-        // Who follows the run (and answers on it).
-        principal: Principal,
+        follower: Follower,
         // The client's half of a `RunAgent` stream.
         mut inbound: Option<Streaming<pb::RunAgentRequest>>,
-        // Checked again on a timer and before each answer frame.
-        credential: Option<Credential>,
     ) -> FrameStream {
+        let Follower {
+            principal,
+            credential,
+        } = follower;
+        let recheck = credential.clone();
         let heartbeat = self.heartbeat_interval;
         let runtime = self.runtime.clone();
         let limits = self.limits;
         // The RPC's span: the answers of a `RunAgent` stream are its work too, and it lasts as
         // long as the stream.
         let rpc = tracing::Span::current();
-        let recheck = credential.clone();
-        rechecked(Box::pin(async_stream::stream! {
+        let frames: FrameStream = Box::pin(async_stream::stream! {
             // Held as long as the stream is open.
             let _permit = permit;
             let mut delivered = 0;
@@ -179,7 +196,8 @@ impl AgentApi {
                     }
                 }
             }
-        }), credential)
+        });
+        rechecked(frames, credential)
     }
 }
 
@@ -284,8 +302,8 @@ impl AgentService for AgentApi {
         request: Request<Streaming<pb::RunAgentRequest>>,
     ) -> Result<Response<Self::RunAgentStream>, Status> {
         let permit = self.stream_permit()?;
-        let principal = caller(&request);
-        let credential = credential(&request);
+        let follower = Follower::of(&request);
+        let principal = follower.principal.clone();
         let mut inbound = request.into_inner();
         let first = tokio::time::timeout(self.first_frame_timeout, inbound.message())
             .await
@@ -334,9 +352,8 @@ impl AgentService for AgentApi {
             run_id,
             None,
             events,
-            principal,
+            follower,
             Some(inbound),
-            credential,
         )))
     }
 
@@ -345,8 +362,8 @@ impl AgentService for AgentApi {
         request: Request<pb::ResumeRunRequest>,
     ) -> Result<Response<Self::ResumeRunStream>, Status> {
         let permit = self.stream_permit()?;
-        let principal = caller(&request);
-        let credential = credential(&request);
+        let follower = Follower::of(&request);
+        let principal = follower.principal.clone();
         let answer = request
             .into_inner()
             .answer
@@ -366,9 +383,8 @@ impl AgentService for AgentApi {
             run_id,
             Some(first),
             events,
-            principal,
+            follower,
             None,
-            credential,
         )))
     }
 
@@ -377,8 +393,8 @@ impl AgentService for AgentApi {
         request: Request<pb::WatchRunRequest>,
     ) -> Result<Response<Self::WatchRunStream>, Status> {
         let permit = self.stream_permit()?;
-        let principal = caller(&request);
-        let credential = credential(&request);
+        let follower = Follower::of(&request);
+        let principal = follower.principal.clone();
         let request = request.into_inner();
         require(&request.run_id, "run_id")?;
         limits::check([("run_id", Field::Id(&request.run_id))], &self.limits)?;
@@ -397,9 +413,8 @@ impl AgentService for AgentApi {
             request.run_id,
             None,
             events,
-            principal,
+            follower,
             None,
-            credential,
         )))
     }
 

@@ -129,8 +129,8 @@ impl JwtVerifier {
             .map_err(|_| AuthError::Jwks("the key cache is poisoned".into()))?;
         keys.find(kid)
             .map(|jwk| {
-                let key =
-                    DecodingKey::from_jwk(jwk).map_err(|error| AuthError::Jwks(error.to_string()))?;
+                let key = DecodingKey::from_jwk(jwk)
+                    .map_err(|error| AuthError::Jwks(error.to_string()))?;
                 Ok((key, signing_algorithm(jwk)?))
             })
             .transpose()
@@ -188,7 +188,9 @@ fn signing_algorithm(jwk: &Jwk) -> Result<Option<Algorithm>, AuthError> {
         .key_algorithm
         .map(|named| {
             named.to_string().parse::<Algorithm>().map_err(|_| {
-                AuthError::InvalidCredentials(format!("the token's key is for {named}, not signing"))
+                AuthError::InvalidCredentials(format!(
+                    "the token's key is for {named}, not signing"
+                ))
             })
         })
         .transpose()

@@ -52,8 +52,12 @@ pub trait KeyStore: Send + Sync + 'static {
     async fn list_keys(&self, tenancy: Tenancy<'_>) -> StoreResult<Vec<ApiKeyRecord>>;
     /// Revokes a key of `tenancy`'s tenant at `now_ms`; false when there is no such key (in that
     /// tenant) or it was revoked before.
-    async fn revoke_key(&self, key_id: &str, tenancy: Tenancy<'_>, now_ms: i64)
-    -> StoreResult<bool>;
+    async fn revoke_key(
+        &self,
+        key_id: &str,
+        tenancy: Tenancy<'_>,
+        now_ms: i64,
+    ) -> StoreResult<bool>;
     /// The key whose secret hashes to `secret_hash`, revoked or not.
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>>;
     /// How many runs belong to `tenant`.

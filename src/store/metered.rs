@@ -51,11 +51,7 @@ impl KeyStore for MeteredStore {
         tenancy: Tenancy<'_>,
         now_ms: i64,
     ) -> StoreResult<bool> {
-        timed(
-            "revoke_key",
-            self.inner.revoke_key(key_id, tenancy, now_ms),
-        )
-        .await
+        timed("revoke_key", self.inner.revoke_key(key_id, tenancy, now_ms)).await
     }
 
     async fn tenant_runs(&self, tenant: &str) -> StoreResult<u64> {
