@@ -1003,10 +1003,21 @@ async fn create_key_refuses_bad_names_and_duplicate_scopes() {
         .expect("a name of 128 bytes");
 }
 
-#[tokio::test]
-async fn runs_made_without_auth_move_to_a_tenant_that_keys_see() {
+/// Runs made with `--auth none` (tenant `default`), then auth turned on: the log says the runs are
+/// hidden, and `askuser keys move-runs` gives them to a tenant whose key then sees and answers
+/// them. On a PostgreSQL store (`database_url`), or the server's own SQLite file.
+async fn runs_made_without_auth_move_to_a_tenant(database_url: Option<&str>) {
     let agents = asking_agent();
-    let mut server = Server::start_with(Some(&agents), &[]);
+    let store_args: Vec<&str> = database_url
+        .iter()
+        .flat_map(|url| ["--database-url", url])
+        .collect();
+    let mut server = Server::start_with(Some(&agents), &store_args);
+    let data_dir = server.data_dir.to_str().expect("utf-8 path").to_owned();
+    let store: Vec<&str> = match database_url {
+        Some(_) => store_args.clone(),
+        None => vec!["--data-dir", &data_dir],
+    };
     let mut client = server.agents().await;
     let mut run = common::RunStream::start(&mut client, "asks").await;
     let call_id = run.next_suspended().await.tool_call_id;
@@ -1014,18 +1025,13 @@ async fn runs_made_without_auth_move_to_a_tenant_that_keys_see() {
     drop(run);
 
     // Authentication on: the run belongs to `default`, which the log says, with the way out.
-    server.restart_with(&["--auth", "keys"]);
+    server.restart_with(&[&["--auth", "keys"], store_args.as_slice()].concat());
     let log = server.log();
     assert!(
         log.contains("1 runs belong to the tenant `default`") && log.contains("keys move-runs"),
         "{log}"
     );
-    let key = credentials::create_key(
-        &sqlite_store(&server),
-        "acme",
-        "acme",
-        "runs:read,runs:answer",
-    );
+    let key = credentials::create_key(&store, "acme", "acme", "runs:read,runs:answer");
     let channel = server.channel().await;
     let mut client = AgentServiceClient::new(channel.clone());
     let listed = |client: &mut AgentServiceClient<Channel>| {
@@ -1045,7 +1051,7 @@ async fn runs_made_without_auth_move_to_a_tenant_that_keys_see() {
     };
     assert_eq!(listed(&mut client).await, Vec::<String>::new());
 
-    let moved = keys(&server, &["move-runs", "--from", "default", "--to", "acme"]);
+    let moved = keys_on(&store, &["move-runs", "--from", "default", "--to", "acme"]);
     assert_eq!(moved.trim(), "moved 1 runs from default to acme");
     assert_eq!(listed(&mut client).await, [run_id.as_str()]);
     // The moved run is acme's in full: its key answers the waiting call.
@@ -1067,4 +1073,15 @@ async fn runs_made_without_auth_move_to_a_tenant_that_keys_see() {
         ),
         "{first:?}"
     );
+}
+
+#[tokio::test]
+async fn runs_made_without_auth_move_to_a_tenant_that_keys_see_on_sqlite() {
+    runs_made_without_auth_move_to_a_tenant(None).await;
+}
+
+#[tokio::test]
+async fn runs_made_without_auth_move_to_a_tenant_that_keys_see_on_postgresql() {
+    let url = common::fresh_database().await;
+    runs_made_without_auth_move_to_a_tenant(Some(&url)).await;
 }
