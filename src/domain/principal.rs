@@ -145,3 +145,27 @@ impl From<&Principal> for SettledBy {
         }
     }
 }
+
+#[cfg(test)]
+mod internal_tests {
+    use super::*;
+
+    fn holding(scopes: &[Scope]) -> Principal {
+        Principal {
+            scopes: scopes.to_vec(),
+            ..Principal::anonymous()
+        }
+    }
+
+    #[test]
+    fn admin_allows_all_but_operator_and_operator_allows_all() {
+        let admin = holding(&[Scope::Admin]);
+        let operator = holding(&[Scope::Operator]);
+        for scope in Scope::ALL {
+            assert_eq!(admin.may(scope), scope != Scope::Operator, "{scope:?}");
+            assert!(operator.may(scope), "{scope:?}");
+        }
+        assert!(!holding(&[Scope::RunsRead]).may(Scope::RunsAnswer));
+        assert_eq!(Scope::parse("operator"), Some(Scope::Operator));
+    }
+}
