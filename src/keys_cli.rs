@@ -1,4 +1,5 @@
-//! `askuser keys`: API keys made, listed and revoked offline against the store.
+//! `askuser keys`: API keys made, listed and revoked offline against the store, and runs moved
+//! between tenants (those made with `--auth none` belong to `default`).
 
 use std::io::Write;
 
@@ -6,7 +7,7 @@ use crate::auth::api_key;
 use crate::auth::parse_scope;
 use crate::config::ServeArgs;
 use crate::domain::{Scope, now_millis};
-use crate::store::{KeyStore, PostgresStore, SqliteKeyFile, StoreError};
+use crate::store::{KeyStore, PostgresStore, SqliteKeyFile, StoreError, Tenancy};
 
 /// `askuser keys`.
 #[derive(Clone, Debug, clap::Args)]
@@ -29,7 +30,7 @@ pub enum KeysAction {
         #[arg(long)]
         name: String,
         /// Comma-separated scopes: runs:start, runs:read, runs:answer, runs:cancel,
-        /// tools:execute, agents:read, admin.
+        /// tools:execute, agents:read, admin (the tenant's), operator (every tenant's keys).
         #[arg(long, value_delimiter = ',', value_parser = parse_scope)]
         scopes: Vec<Scope>,
     },
@@ -37,6 +38,17 @@ pub enum KeysAction {
     List,
     /// Revoke a key by its id: it stops working at the next request.
     Revoke { key_id: String },
+    /// Move every run of one tenant to another, e.g. the runs made with `--auth none` (tenant
+    /// `default`) to the tenant of the keys that should see them. A run whose start's request id
+    /// the new tenant uses already stays.
+    MoveRuns {
+        /// The tenant the runs belong to now.
+        #[arg(long, default_value = crate::domain::DEFAULT_TENANT)]
+        from: String,
+        /// The tenant they are to belong to.
+        #[arg(long)]
+        to: String,
+    },
 }
 
 /// Errors of `askuser keys`.
@@ -50,6 +62,8 @@ pub enum KeysError {
     NoSuchKey(String),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+    #[error("--to must name another, non-empty tenant")]
+    SameTenant,
 }
 
 pub async fn run(args: KeysArgs) -> Result<(), KeysError> {
@@ -74,7 +88,7 @@ pub async fn run(args: KeysArgs) -> Result<(), KeysError> {
             eprintln!("keep this key now: it is not stored and cannot be shown again");
         }
         KeysAction::List => {
-            for key in store.list_keys().await? {
+            for key in store.list_keys(Tenancy::Any).await? {
                 let scopes: Vec<&str> = key.scopes.iter().map(|scope| scope.as_str()).collect();
                 let revoked = key.revoked_ms.map(|ms| ms.to_string()).unwrap_or_default();
                 writeln!(
@@ -90,8 +104,24 @@ pub async fn run(args: KeysArgs) -> Result<(), KeysError> {
             }
         }
         KeysAction::Revoke { key_id } => {
-            if !store.revoke_key(&key_id, now_millis()).await? {
+            if !store
+                .revoke_key(&key_id, Tenancy::Any, now_millis())
+                .await?
+            {
                 return Err(KeysError::NoSuchKey(key_id));
+            }
+        }
+        KeysAction::MoveRuns { from, to } => {
+            if to.is_empty() || to == from {
+                return Err(KeysError::SameTenant);
+            }
+            let moved = store.move_runs(&from, &to).await?;
+            writeln!(stdout, "moved {moved} runs from {from} to {to}")?;
+            let left = store.tenant_runs(&from).await?;
+            if left > 0 {
+                eprintln!(
+                    "{left} runs stay in {from}: their request ids are taken in {to} already"
+                );
             }
         }
     }

@@ -88,6 +88,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             )
             .await?,
     );
+    if args.auth.auth != crate::auth::AuthMethods::default() {
+        warn_hidden_default_runs(store.as_ref()).await;
+    }
     if let Some(name) = &args.webhook_secret_env {
         crate::webhooks::secret_from_env(name)
             .map_err(|error| crate::config::ConfigError::WebhookSecret(error.to_string()))?;
@@ -304,5 +307,22 @@ fn ignore_file_size_signal() {
     // SAFETY: setting a signal's disposition to SIG_IGN installs no handler and touches no memory.
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
+/// With authentication on, the runs made with `--auth none` (tenant `default`) are seen only by
+/// principals of that tenant, which keys and tokens rarely name: say so, and how to move them.
+async fn warn_hidden_default_runs(store: &dyn RunStore) {
+    let tenant = crate::domain::DEFAULT_TENANT;
+    match store.tenant_runs(tenant).await {
+        Ok(0) => {}
+        Ok(runs) => tracing::warn!(
+            runs,
+            "authentication is on and {runs} runs belong to the tenant `{tenant}` (made with \
+             --auth none): only principals of that tenant see them; to give them to another \
+             tenant, run `askuser keys move-runs --from {tenant} --to TENANT` with the same store \
+             flags"
+        ),
+        Err(error) => tracing::warn!(%error, "cannot count the runs of the tenant `{tenant}`"),
     }
 }

@@ -655,3 +655,439 @@ fn an_open_server_refuses_a_public_address() {
         "{line:?}"
     );
 }
+
+/// An agent that asks one question, then says "done".
+fn asking_agent() -> String {
+    common::scripted_agent(
+        "asks",
+        &[
+            r#"ask = [{ question = "Which region?" }]"#,
+            r#"say = "done""#,
+        ],
+    )
+}
+
+/// Starts a run of `asks` as `key` and reads it to its question: (stream, call id).
+async fn asking_run(channel: &Channel, key: &str) -> (common::RunStream, String) {
+    let mut client = AgentServiceClient::new(channel.clone());
+    let start = pb::run_agent_request::Frame::Start(pb::StartRun {
+        agent_id: "asks".into(),
+        prompt: "go".into(),
+        ..Default::default()
+    });
+    let mut stream = common::RunStream::open_as(&mut client, Some(key), start)
+        .await
+        .expect("start");
+    loop {
+        let frame = stream.try_next().await.expect("frame").expect("open");
+        if let Some(pb::run_agent_response::Event::ToolCallSuspended(suspended)) = frame.event {
+            stream.run_id = frame.run_id;
+            return (stream, suspended.tool_call_id);
+        }
+    }
+}
+
+/// Revokes the key named `name` with `askuser keys revoke`.
+fn revoke_by_name(server: &Server, name: &str) {
+    let listing = keys(server, &["list"]);
+    let key_id = listing
+        .lines()
+        .find(|line| line.split('\t').nth(2) == Some(name))
+        .and_then(|line| line.split('\t').next())
+        .expect("the key is listed")
+        .to_owned();
+    keys(server, &["revoke", &key_id]);
+}
+
+/// Reads `stream` until it fails; the status (a stream that ends OK fails the test).
+async fn stream_failure<T>(stream: &mut tonic::Streaming<T>) -> tonic::Status {
+    loop {
+        match tokio::time::timeout(common::FRAME_TIMEOUT, stream.message())
+            .await
+            .expect("timed out waiting for the stream to end")
+        {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("the stream ended OK"),
+            Err(status) => return status,
+        }
+    }
+}
+
+fn assert_invalid_credentials(what: &str, status: &tonic::Status) {
+    assert_eq!(status.code(), Code::Unauthenticated, "{what}: {status:?}");
+    assert_eq!(
+        error_reason(status).as_deref(),
+        Some("INVALID_CREDENTIALS"),
+        "{what}: {status:?}"
+    );
+}
+
+#[tokio::test]
+async fn revoking_a_key_ends_its_open_streams() {
+    let agents = asking_agent();
+    let server = Server::start_with(
+        Some(&agents),
+        &["--auth", "keys", "--principal-recheck", "1s"],
+    );
+    let channel = server.channel().await;
+    let key = credentials::create_key(
+        &sqlite_store(&server),
+        "acme",
+        "doomed",
+        "runs:start,runs:read",
+    );
+    let (mut run, _) = asking_run(&channel, &key).await;
+    let mut agents_client = AgentServiceClient::new(channel.clone());
+    let mut watch = agents_client
+        .watch_run(authorized(
+            pb::WatchRunRequest {
+                run_id: run.run_id.clone(),
+                after_sequence: 0,
+            },
+            Some(&key),
+        ))
+        .await
+        .expect("watch the run")
+        .into_inner();
+    let mut feed = agents_client
+        .watch_pending_calls(authorized(
+            pb::WatchPendingCallsRequest::default(),
+            Some(&key),
+        ))
+        .await
+        .expect("watch the pending calls")
+        .into_inner();
+
+    revoke_by_name(&server, "doomed");
+    let status = stream_failure(&mut run.inbound).await;
+    assert_invalid_credentials("RunAgent", &status);
+    let status = stream_failure(&mut watch).await;
+    assert_invalid_credentials("WatchRun", &status);
+    let status = stream_failure(&mut feed).await;
+    assert_invalid_credentials("WatchPendingCalls", &status);
+}
+
+#[tokio::test]
+async fn an_answer_frame_after_revocation_is_refused_at_once() {
+    let agents = asking_agent();
+    // No timed re-check within the test: only the answer frame's own check can end the stream.
+    let server = Server::start_with(
+        Some(&agents),
+        &["--auth", "keys", "--principal-recheck", "1h"],
+    );
+    let channel = server.channel().await;
+    let store = sqlite_store(&server);
+    let doomed =
+        credentials::create_key(&store, "acme", "doomed", "runs:start,runs:read,runs:answer");
+    let valid = credentials::create_key(&store, "acme", "valid", "runs:read,runs:answer");
+    let (mut run, call_id) = asking_run(&channel, &doomed).await;
+    revoke_by_name(&server, "doomed");
+    run.send_text(&call_id, "eu-west").await;
+    let status = stream_failure(&mut run.inbound).await;
+    assert_invalid_credentials("the answer frame", &status);
+
+    // The call is still pending, and a valid key answers it.
+    let mut client = AgentServiceClient::new(channel.clone());
+    let pending = client
+        .get_run(authorized(
+            pb::GetRunRequest {
+                run_id: run.run_id.clone(),
+            },
+            Some(&valid),
+        ))
+        .await
+        .expect("get the run")
+        .into_inner()
+        .run
+        .expect("the run")
+        .pending_tool_calls;
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0].tool_call_id, call_id);
+    let mut resumed = client
+        .resume_run(authorized(
+            pb::ResumeRunRequest {
+                answer: Some(common::text_answer(&run.run_id, &call_id, "us-east")),
+            },
+            Some(&valid),
+        ))
+        .await
+        .expect("a valid key answers")
+        .into_inner();
+    let first = resumed.message().await.expect("frame").expect("a frame");
+    assert!(
+        matches!(
+            first.event,
+            Some(pb::run_agent_response::Event::AnswerAccepted(_))
+        ),
+        "{first:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_jwt_ends_its_stream_after_its_exp() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let jwks = dir.path().join("jwks.json");
+    let key = signing_key("first");
+    write_jwks(&jwks, &[&key]);
+    let server = Server::start_with(
+        None,
+        &[
+            "--auth",
+            "jwt",
+            "--jwt-jwks-file",
+            jwks.to_str().expect("utf-8 path"),
+            "--jwt-leeway",
+            "0s",
+            "--principal-recheck",
+            "1s",
+        ],
+    );
+    let channel = server.channel().await;
+    // Valid for a few seconds: long enough to open the stream on a loaded machine.
+    let exp = common::now_ms() / 1000 + 5;
+    let short = token(&key, claims(serde_json::json!({ "exp": exp })));
+    let mut feed = AgentServiceClient::new(channel.clone())
+        .watch_pending_calls(authorized(
+            pb::WatchPendingCallsRequest::default(),
+            Some(&short),
+        ))
+        .await
+        .expect("the token is valid when the stream opens")
+        .into_inner();
+    let status = stream_failure(&mut feed).await;
+    assert_invalid_credentials("WatchPendingCalls past exp", &status);
+    assert!(common::now_ms() / 1000 >= exp, "ended before exp");
+}
+
+/// The RSA key of tests/fixtures/jwt (PKCS#1 DER) as a signing key with id `kid`, its JWK naming
+/// `alg` when given.
+fn rsa_signing_key(kid: &str, alg: Option<&str>) -> SigningKey {
+    use ring::rsa::PublicKeyComponents;
+    let der = include_bytes!("fixtures/jwt/rsa_pkcs1.der");
+    let pair = ring::signature::RsaKeyPair::from_der(der).expect("RSA key");
+    let public = PublicKeyComponents::<Vec<u8>>::from(pair.public());
+    let mut jwk = serde_json::json!({
+        "kty": "RSA", "use": "sig", "kid": kid,
+        "n": URL_SAFE_NO_PAD.encode(&public.n),
+        "e": URL_SAFE_NO_PAD.encode(&public.e),
+    });
+    if let Some(alg) = alg {
+        jwk["alg"] = alg.into();
+    }
+    SigningKey {
+        kid: kid.to_owned(),
+        encoding: EncodingKey::from_rsa_der(der),
+        jwk,
+    }
+}
+
+fn token_with(key: &SigningKey, algorithm: Algorithm, claims: serde_json::Value) -> String {
+    let mut header = Header::new(algorithm);
+    header.kid = Some(key.kid.clone());
+    jsonwebtoken::encode(&header, &claims, &key.encoding).expect("sign")
+}
+
+/// The default claims without `name`.
+fn claims_without(name: &str) -> serde_json::Value {
+    let mut claims = claims(serde_json::json!({}));
+    claims.as_object_mut().expect("object").remove(name);
+    claims
+}
+
+#[tokio::test]
+async fn jwts_need_the_required_claims_a_current_nbf_and_their_keys_algorithm() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let jwks = dir.path().join("jwks.json");
+    let ec = signing_key("ec");
+    let rs256 = rsa_signing_key("rs256", Some("RS256"));
+    let rsa_any = rsa_signing_key("rsa", None);
+    write_jwks(&jwks, &[&ec, &rs256, &rsa_any]);
+    let server = Server::start_with(
+        None,
+        &[
+            "--auth",
+            "jwt",
+            "--jwt-jwks-file",
+            jwks.to_str().expect("utf-8 path"),
+            "--jwt-issuer",
+            "https://id.example",
+            "--jwt-audience",
+            "askuser",
+        ],
+    );
+    let channel = server.channel().await;
+    let now = common::now_ms() / 1000;
+    let accepted = [
+        ("ES256 key", token(&ec, claims(serde_json::json!({})))),
+        (
+            "nbf passed",
+            token(&ec, claims(serde_json::json!({ "nbf": now - 10 }))),
+        ),
+        (
+            "RS256 for an RS256 key",
+            token_with(&rs256, Algorithm::RS256, claims(serde_json::json!({}))),
+        ),
+        (
+            "PS256 for an RSA key without alg",
+            token_with(&rsa_any, Algorithm::PS256, claims(serde_json::json!({}))),
+        ),
+    ];
+    for (what, token) in &accepted {
+        call(&channel, "ListAgents", Some(token))
+            .await
+            .unwrap_or_else(|status| panic!("{what}: {status:?}"));
+    }
+    let refused = [
+        ("no iss", token(&ec, claims_without("iss"))),
+        ("no aud", token(&ec, claims_without("aud"))),
+        (
+            "nbf in an hour",
+            token(&ec, claims(serde_json::json!({ "nbf": now + 3600 }))),
+        ),
+        (
+            "PS256 for an RS256 key",
+            token_with(&rs256, Algorithm::PS256, claims(serde_json::json!({}))),
+        ),
+        (
+            "RS512 for an RS256 key",
+            token_with(&rs256, Algorithm::RS512, claims(serde_json::json!({}))),
+        ),
+    ];
+    let mut let_through = Vec::new();
+    for (what, token) in &refused {
+        match call(&channel, "ListAgents", Some(token)).await {
+            Ok(()) => let_through.push(*what),
+            Err(status) => assert_invalid_credentials(what, &status),
+        }
+    }
+    assert!(let_through.is_empty(), "accepted: {let_through:?}");
+}
+
+#[tokio::test]
+async fn create_key_refuses_bad_names_and_duplicate_scopes() {
+    use askuser::proto::v1::admin_service_client::AdminServiceClient;
+    let server = Server::start_with(None, &["--auth", "keys"]);
+    let admin_key = create_key(&server, "admin");
+    let mut admin = AdminServiceClient::new(server.channel().await);
+    let long = "k".repeat(129);
+    let cases = [
+        ("", vec!["runs:read"], "name"),
+        (long.as_str(), vec!["runs:read"], "name"),
+        ("nul\0byte", vec!["runs:read"], "name"),
+        ("new\nline", vec!["runs:read"], "name"),
+        ("twice", vec!["runs:read", "runs:read"], "scopes[1]"),
+    ];
+    for (name, scopes, field) in cases {
+        let status = admin
+            .create_key(authorized(
+                pb::CreateKeyRequest {
+                    tenant: "acme".into(),
+                    name: name.into(),
+                    scopes: scopes.iter().map(|scope| scope.to_string()).collect(),
+                },
+                Some(&admin_key),
+            ))
+            .await
+            .expect_err("refused");
+        assert_eq!(status.code(), Code::InvalidArgument, "{name:?}: {status:?}");
+        let fields: Vec<String> = common::field_violations(&status)
+            .into_iter()
+            .map(|(field, _)| field)
+            .collect();
+        assert_eq!(fields, [field], "{name:?}");
+    }
+    admin
+        .create_key(authorized(
+            pb::CreateKeyRequest {
+                tenant: "acme".into(),
+                name: "k".repeat(128),
+                scopes: vec!["runs:read".into()],
+            },
+            Some(&admin_key),
+        ))
+        .await
+        .expect("a name of 128 bytes");
+}
+
+/// Runs made with `--auth none` (tenant `default`), then auth turned on: the log says the runs are
+/// hidden, and `askuser keys move-runs` gives them to a tenant whose key then sees and answers
+/// them. On a PostgreSQL store (`database_url`), or the server's own SQLite file.
+async fn runs_made_without_auth_move_to_a_tenant(database_url: Option<&str>) {
+    let agents = asking_agent();
+    let store_args: Vec<&str> = database_url
+        .iter()
+        .flat_map(|url| ["--database-url", url])
+        .collect();
+    let mut server = Server::start_with(Some(&agents), &store_args);
+    let data_dir = server.data_dir.to_str().expect("utf-8 path").to_owned();
+    let store: Vec<&str> = match database_url {
+        Some(_) => store_args.clone(),
+        None => vec!["--data-dir", &data_dir],
+    };
+    let mut client = server.agents().await;
+    let mut run = common::RunStream::start(&mut client, "asks").await;
+    let call_id = run.next_suspended().await.tool_call_id;
+    let run_id = run.run_id.clone();
+    drop(run);
+
+    // Authentication on: the run belongs to `default`, which the log says, with the way out.
+    server.restart_with(&[&["--auth", "keys"], store_args.as_slice()].concat());
+    let log = server.log();
+    assert!(
+        log.contains("1 runs belong to the tenant `default`") && log.contains("keys move-runs"),
+        "{log}"
+    );
+    let key = credentials::create_key(&store, "acme", "acme", "runs:read,runs:answer");
+    let channel = server.channel().await;
+    let mut client = AgentServiceClient::new(channel.clone());
+    let listed = |client: &mut AgentServiceClient<Channel>| {
+        let mut client = client.clone();
+        let key = key.clone();
+        async move {
+            client
+                .list_runs(authorized(pb::ListRunsRequest::default(), Some(&key)))
+                .await
+                .expect("list runs")
+                .into_inner()
+                .runs
+                .into_iter()
+                .map(|run| run.run_id)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(listed(&mut client).await, Vec::<String>::new());
+
+    let moved = keys_on(&store, &["move-runs", "--from", "default", "--to", "acme"]);
+    assert_eq!(moved.trim(), "moved 1 runs from default to acme");
+    assert_eq!(listed(&mut client).await, [run_id.as_str()]);
+    // The moved run is acme's in full: its key answers the waiting call.
+    let mut resumed = client
+        .resume_run(authorized(
+            pb::ResumeRunRequest {
+                answer: Some(common::text_answer(&run_id, &call_id, "eu-west")),
+            },
+            Some(&key),
+        ))
+        .await
+        .expect("acme answers its moved run")
+        .into_inner();
+    let first = resumed.message().await.expect("frame").expect("a frame");
+    assert!(
+        matches!(
+            first.event,
+            Some(pb::run_agent_response::Event::AnswerAccepted(_))
+        ),
+        "{first:?}"
+    );
+}
+
+#[tokio::test]
+async fn runs_made_without_auth_move_to_a_tenant_that_keys_see_on_sqlite() {
+    runs_made_without_auth_move_to_a_tenant(None).await;
+}
+
+#[tokio::test]
+async fn runs_made_without_auth_move_to_a_tenant_that_keys_see_on_postgresql() {
+    let url = common::fresh_database().await;
+    runs_made_without_auth_move_to_a_tenant(Some(&url)).await;
+}

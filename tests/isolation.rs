@@ -367,3 +367,179 @@ async fn claims_belong_to_their_principal_on_postgresql() {
     let url = fresh_database().await;
     claims_belong_to_their_principal(Some(&url)).await;
 }
+
+/// The status of `outcome` as (code, reason, `ErrorInfo.metadata["scope"]`); panics if it
+/// succeeded.
+fn scope_refusal<T: std::fmt::Debug>(
+    outcome: Result<T, tonic::Status>,
+) -> (Code, Option<String>, Option<String>) {
+    use tonic_types::StatusExt;
+    let status = outcome.expect_err("expected a refusal");
+    let scope = status
+        .get_details_error_info()
+        .and_then(|info| info.metadata.get("scope").cloned());
+    (status.code(), error_reason(&status), scope)
+}
+
+fn key_request(tenant: &str, name: &str, scopes: &[&str]) -> pb::CreateKeyRequest {
+    pb::CreateKeyRequest {
+        tenant: tenant.into(),
+        name: name.into(),
+        scopes: scopes.iter().map(|scope| scope.to_string()).collect(),
+    }
+}
+
+/// The id of the key named `name` in `askuser keys list`.
+fn offline_key_id(server: &Server, name: &str) -> String {
+    common::credentials::keys(server, &["list"])
+        .lines()
+        .find(|line| line.split('\t').nth(2) == Some(name))
+        .and_then(|line| line.split('\t').next())
+        .expect("the key is listed")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn an_admin_manages_only_its_own_tenants_keys_and_reads_only_its_runs() {
+    use askuser::proto::v1::admin_service_client::AdminServiceClient;
+    let server = Server::start_with(Some(&agents()), &["--auth", "keys"]);
+    let store = sqlite_store(&server);
+    let acme = create_key(&store, "acme", "acme", SCOPES);
+    let acme_admin = create_key(&store, "acme", "acme-admin", "admin");
+    let globex_admin = create_key(&store, "globex", "globex-admin", "admin");
+    let operator = create_key(&store, "ops", "operator", "operator");
+    let mut client = server.agents().await;
+    let mut admin = AdminServiceClient::new(server.channel().await);
+    let (_stream, run_id, _call_id) = suspended_run(&mut client, &acme).await;
+
+    // globex's admin: no key for acme, no operator key, none of acme's keys listed or revoked.
+    let for_acme = admin
+        .create_key(authorized(
+            key_request("acme", "sneaky", &["runs:read"]),
+            Some(&globex_admin),
+        ))
+        .await;
+    let operator_scope = Some("operator".to_owned());
+    assert_eq!(
+        scope_refusal(for_acme),
+        (
+            Code::PermissionDenied,
+            Some("MISSING_SCOPE".into()),
+            operator_scope.clone()
+        )
+    );
+    let escalate = admin
+        .create_key(authorized(
+            key_request("globex", "escalate", &["operator"]),
+            Some(&globex_admin),
+        ))
+        .await;
+    assert_eq!(
+        scope_refusal(escalate),
+        (
+            Code::PermissionDenied,
+            Some("MISSING_SCOPE".into()),
+            operator_scope
+        )
+    );
+    let listed_tenants: Vec<String> = admin
+        .list_keys(authorized(pb::ListKeysRequest {}, Some(&globex_admin)))
+        .await
+        .expect("list keys")
+        .into_inner()
+        .keys
+        .into_iter()
+        .map(|key| key.tenant)
+        .collect();
+    assert_eq!(listed_tenants, ["globex"]);
+    let acme_admin_id = offline_key_id(&server, "acme-admin");
+    let revoke = admin
+        .revoke_key(authorized(
+            pb::RevokeKeyRequest {
+                key_id: acme_admin_id.clone(),
+            },
+            Some(&globex_admin),
+        ))
+        .await;
+    assert_eq!(
+        refusal(revoke),
+        (Code::NotFound, Some("KEY_NOT_FOUND".into()))
+    );
+    // Its own tenant's keys it does manage.
+    admin
+        .create_key(authorized(
+            key_request("globex", "reader", &["runs:read"]),
+            Some(&globex_admin),
+        ))
+        .await
+        .expect("a key of its own tenant");
+
+    // Nor does it read acme's runs or deliveries.
+    let get = client
+        .get_run(authorized(
+            pb::GetRunRequest {
+                run_id: run_id.clone(),
+            },
+            Some(&globex_admin),
+        ))
+        .await;
+    assert_eq!(refusal(get), (Code::NotFound, Some("RUN_NOT_FOUND".into())));
+    assert_eq!(
+        listed(&mut client, &globex_admin).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        pending_runs(&mut client, &globex_admin).await,
+        Vec::<String>::new()
+    );
+    let deliveries = admin
+        .list_webhook_deliveries(authorized(
+            pb::ListWebhookDeliveriesRequest {
+                run_id: run_id.clone(),
+                ..Default::default()
+            },
+            Some(&globex_admin),
+        ))
+        .await
+        .expect("list deliveries")
+        .into_inner()
+        .deliveries;
+    assert!(deliveries.is_empty(), "{deliveries:?}");
+
+    // acme's admin still works: nothing of acme changed.
+    assert_eq!(listed(&mut client, &acme_admin).await, [run_id.as_str()]);
+
+    // The operator manages every tenant's keys, and the key it made for acme acts in acme.
+    let made = admin
+        .create_key(authorized(
+            key_request("acme", "made-by-operator", &["runs:read"]),
+            Some(&operator),
+        ))
+        .await
+        .expect("the operator makes a key for acme")
+        .into_inner();
+    assert_eq!(listed(&mut client, &made.secret).await, [run_id.as_str()]);
+    let mut every_tenant: Vec<String> = admin
+        .list_keys(authorized(pb::ListKeysRequest {}, Some(&operator)))
+        .await
+        .expect("list keys")
+        .into_inner()
+        .keys
+        .into_iter()
+        .map(|key| key.tenant)
+        .collect();
+    every_tenant.sort();
+    every_tenant.dedup();
+    assert_eq!(every_tenant, ["acme", "globex", "ops"]);
+    admin
+        .revoke_key(authorized(
+            pb::RevokeKeyRequest {
+                key_id: acme_admin_id,
+            },
+            Some(&operator),
+        ))
+        .await
+        .expect("the operator revokes acme's key");
+    // Runs stay per tenant, even for the operator.
+    assert_eq!(listed(&mut client, &operator).await, Vec::<String>::new());
+}

@@ -1,5 +1,6 @@
 //! `askuser.v1.AdminService`: API keys and webhook deliveries managed while servers run (the
-//! `admin` scope, checked by the authentication layer).
+//! `admin` scope, checked by the authentication layer). An admin acts on its own tenant only;
+//! other tenants' keys take `operator`.
 
 use std::sync::Arc;
 
@@ -8,11 +9,11 @@ use tonic::{Request, Response, Status};
 use super::caller::caller;
 use super::convert::timestamp;
 use super::error::ApiError;
-use crate::auth::api_key;
-use crate::domain::{Scope, now_millis};
+use crate::auth::{AuthError, api_key};
+use crate::domain::{Principal, Scope, now_millis};
 use crate::proto::v1 as pb;
 use crate::proto::v1::admin_service_server::AdminService;
-use crate::runtime::RuntimeError;
+use crate::runtime::{RuntimeError, Violation};
 use crate::store::{
     ApiKeyRecord, DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryStore, KeyStore,
     RedeliverOutcome, StoreError, Tenancy,
@@ -87,6 +88,56 @@ fn parse_delivery_page_token(token: &str) -> Result<Option<(i64, String)>, ApiEr
         .ok_or_else(|| ApiError::field("page_token", "not a token this listing gave"))
 }
 
+/// The longest key name or tenant `CreateKey` takes, in bytes.
+const MAX_KEY_TEXT_BYTES: usize = 128;
+
+/// What is wrong with a key's name or tenant, if anything: it shows in listings and logs.
+fn key_text_problem(text: &str) -> Option<String> {
+    if text.is_empty() {
+        Some("must not be empty".into())
+    } else if text.len() > MAX_KEY_TEXT_BYTES {
+        Some(format!("must be at most {MAX_KEY_TEXT_BYTES} bytes"))
+    } else if text.chars().any(char::is_control) {
+        Some("must not hold NUL or other control characters".into())
+    } else {
+        None
+    }
+}
+
+/// The scopes of a `CreateKey` request, or every violation of it and of its tenant and name.
+fn key_scopes(request: &pb::CreateKeyRequest) -> Result<Vec<Scope>, ApiError> {
+    let mut violations = Vec::new();
+    let mut violation =
+        |field: String, description: String| violations.push(Violation { field, description });
+    for (field, text) in [("tenant", &request.tenant), ("name", &request.name)] {
+        if let Some(problem) = key_text_problem(text) {
+            violation(field.into(), problem);
+        }
+    }
+    let mut scopes = Vec::with_capacity(request.scopes.len());
+    for (index, name) in request.scopes.iter().enumerate() {
+        match Scope::parse(name) {
+            None => violation(format!("scopes[{index}]"), "unknown scope".into()),
+            Some(scope) if scopes.contains(&scope) => {
+                violation(format!("scopes[{index}]"), format!("{name} is given twice"))
+            }
+            Some(scope) => scopes.push(scope),
+        }
+    }
+    match violations.is_empty() {
+        true => Ok(scopes),
+        false => Err(ApiError::InvalidRequest(violations)),
+    }
+}
+
+/// The keys a caller manages: its tenant's, or every tenant's with `operator`.
+fn key_tenancy(caller: &Principal) -> Tenancy<'_> {
+    match caller.may(Scope::Operator) {
+        true => Tenancy::Any,
+        false => Tenancy::Only(&caller.tenant),
+    }
+}
+
 fn store_error(error: StoreError) -> ApiError {
     ApiError::Runtime(RuntimeError::Store(error))
 }
@@ -112,19 +163,17 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::CreateKeyRequest>,
     ) -> Result<Response<pb::CreateKeyResponse>, Status> {
+        let caller = caller(&request);
         let request = request.into_inner();
-        if request.tenant.is_empty() {
-            return Err(ApiError::field("tenant", "must not be empty").into());
+        let scopes = key_scopes(&request)?;
+        // A key of another tenant, or one holding a scope its maker does not (`operator` for an
+        // admin), takes `operator`.
+        if request.tenant != caller.tenant && !caller.may(Scope::Operator) {
+            return Err(AuthError::MissingScope(Scope::Operator).into());
         }
-        let scopes = request
-            .scopes
-            .iter()
-            .enumerate()
-            .map(|(index, name)| {
-                Scope::parse(name)
-                    .ok_or_else(|| ApiError::field(format!("scopes[{index}]"), "unknown scope"))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(scope) = scopes.iter().find(|scope| !caller.may(**scope)) {
+            return Err(AuthError::MissingScope(*scope).into());
+        }
         let generated = api_key::generate(request.tenant, request.name, scopes);
         let record = generated.stored.record();
         self.keys
@@ -139,9 +188,14 @@ impl AdminService for AdminApi {
 
     async fn list_keys(
         &self,
-        _request: Request<pb::ListKeysRequest>,
+        request: Request<pb::ListKeysRequest>,
     ) -> Result<Response<pb::ListKeysResponse>, Status> {
-        let keys = self.keys.list_keys().await.map_err(store_error)?;
+        let caller = caller(&request);
+        let keys = self
+            .keys
+            .list_keys(key_tenancy(&caller))
+            .await
+            .map_err(store_error)?;
         Ok(Response::new(pb::ListKeysResponse {
             keys: keys.into_iter().map(key_to_proto).collect(),
         }))
@@ -151,10 +205,12 @@ impl AdminService for AdminApi {
         &self,
         request: Request<pb::RevokeKeyRequest>,
     ) -> Result<Response<pb::RevokeKeyResponse>, Status> {
+        let caller = caller(&request);
         let key_id = request.into_inner().key_id;
+        // Another tenant's key is NOT_FOUND, as a key nobody made.
         if !self
             .keys
-            .revoke_key(&key_id, now_millis())
+            .revoke_key(&key_id, key_tenancy(&caller), now_millis())
             .await
             .map_err(store_error)?
         {

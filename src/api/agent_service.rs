@@ -10,11 +10,12 @@ use tracing::Instrument;
 use futures::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
-use super::caller::caller;
+use super::caller::{caller, credential};
 use super::convert::{self, answer_from_proto};
 use super::error::ApiError;
 use super::limits::{self, Field, RequestLimits};
-use crate::auth::AuthError;
+use super::recheck::{rechecked, still_valid};
+use crate::auth::{AuthError, Credential};
 use crate::domain::{Principal, Scope};
 use crate::proto::v1 as pb;
 use crate::proto::v1::agent_service_server::AgentService;
@@ -64,6 +65,22 @@ struct StreamPermit {
     _counted: crate::metrics::OpenStream,
 }
 
+/// Who follows a run (and answers on it), and the credential its stream checks again on a timer
+/// and before each answer frame.
+struct Follower {
+    principal: Principal,
+    credential: Option<Credential>,
+}
+
+impl Follower {
+    fn of<T>(request: &Request<T>) -> Follower {
+        Follower {
+            principal: caller(request),
+            credential: credential(request),
+        }
+    }
+}
+
 impl AgentApi {
     pub fn new(runtime: Runtime, settings: StreamSettings) -> Self {
         Self {
@@ -97,18 +114,22 @@ impl AgentApi {
         run_id: String,
         first: Option<pb::RunAgentResponse>,
         mut events: EventStream,
-        // Who follows the run (and answers on it).
-        principal: Principal,
+        follower: Follower,
         // The client's half of a `RunAgent` stream.
         mut inbound: Option<Streaming<pb::RunAgentRequest>>,
     ) -> FrameStream {
+        let Follower {
+            principal,
+            credential,
+        } = follower;
+        let recheck = credential.clone();
         let heartbeat = self.heartbeat_interval;
         let runtime = self.runtime.clone();
         let limits = self.limits;
         // The RPC's span: the answers of a `RunAgent` stream are its work too, and it lasts as
         // long as the stream.
         let rpc = tracing::Span::current();
-        Box::pin(async_stream::stream! {
+        let frames: FrameStream = Box::pin(async_stream::stream! {
             // Held as long as the stream is open.
             let _permit = permit;
             let mut delivered = 0;
@@ -136,6 +157,10 @@ impl AgentApi {
                     },
                     message = client_frame => match message {
                         Ok(Some(pb::RunAgentRequest { frame: Some(Frame::Answer(answer)) })) => {
+                            if let Err(status) = still_valid(recheck.as_ref()).await {
+                                yield Err(status);
+                                break;
+                            }
                             let frame =
                                 answer_frame(&runtime, &run_id, answer, &limits, principal.clone())
                                     .instrument(rpc.clone())
@@ -171,7 +196,8 @@ impl AgentApi {
                     }
                 }
             }
-        })
+        });
+        rechecked(frames, credential)
     }
 }
 
@@ -276,7 +302,8 @@ impl AgentService for AgentApi {
         request: Request<Streaming<pb::RunAgentRequest>>,
     ) -> Result<Response<Self::RunAgentStream>, Status> {
         let permit = self.stream_permit()?;
-        let principal = caller(&request);
+        let follower = Follower::of(&request);
+        let principal = follower.principal.clone();
         let mut inbound = request.into_inner();
         let first = tokio::time::timeout(self.first_frame_timeout, inbound.message())
             .await
@@ -325,7 +352,7 @@ impl AgentService for AgentApi {
             run_id,
             None,
             events,
-            principal,
+            follower,
             Some(inbound),
         )))
     }
@@ -335,7 +362,8 @@ impl AgentService for AgentApi {
         request: Request<pb::ResumeRunRequest>,
     ) -> Result<Response<Self::ResumeRunStream>, Status> {
         let permit = self.stream_permit()?;
-        let principal = caller(&request);
+        let follower = Follower::of(&request);
+        let principal = follower.principal.clone();
         let answer = request
             .into_inner()
             .answer
@@ -355,7 +383,7 @@ impl AgentService for AgentApi {
             run_id,
             Some(first),
             events,
-            principal,
+            follower,
             None,
         )))
     }
@@ -365,7 +393,8 @@ impl AgentService for AgentApi {
         request: Request<pb::WatchRunRequest>,
     ) -> Result<Response<Self::WatchRunStream>, Status> {
         let permit = self.stream_permit()?;
-        let principal = caller(&request);
+        let follower = Follower::of(&request);
+        let principal = follower.principal.clone();
         let request = request.into_inner();
         require(&request.run_id, "run_id")?;
         limits::check([("run_id", Field::Id(&request.run_id))], &self.limits)?;
@@ -384,7 +413,7 @@ impl AgentService for AgentApi {
             request.run_id,
             None,
             events,
-            principal,
+            follower,
             None,
         )))
     }
@@ -484,6 +513,7 @@ impl AgentService for AgentApi {
     ) -> Result<Response<Self::WatchPendingCallsStream>, Status> {
         let permit = self.stream_permit()?;
         let principal = caller(&request);
+        let credential = credential(&request);
         let request = request.into_inner();
         limits::check(
             [
@@ -494,10 +524,9 @@ impl AgentService for AgentApi {
         )?;
         let filter = convert::pending_filter(request)?;
         let events = self.runtime.watch_pending(filter, principal);
-        Ok(Response::new(pending_frames(
-            permit,
-            events,
-            self.heartbeat_interval,
+        Ok(Response::new(rechecked(
+            pending_frames(permit, events, self.heartbeat_interval),
+            credential,
         )))
     }
 

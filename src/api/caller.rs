@@ -13,3 +13,12 @@ pub fn caller<T>(request: &Request<T>) -> Principal {
         .cloned()
         .unwrap_or_else(Principal::anonymous)
 }
+
+/// The credential the request was authenticated with, for its stream to check again; none
+/// without a bearer credential (`--auth none`, a client certificate).
+pub fn credential<T>(request: &Request<T>) -> Option<crate::auth::Credential> {
+    request
+        .extensions()
+        .get::<crate::auth::Credential>()
+        .cloned()
+}

@@ -9,6 +9,7 @@ mod error;
 #[cfg(test)]
 mod frame_properties;
 mod limits;
+mod recheck;
 mod tool_service;
 
 pub use admin_service::AdminApi;

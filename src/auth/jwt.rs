@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
-use jsonwebtoken::jwk::JwkSet;
-use jsonwebtoken::{DecodingKey, Validation, decode, decode_header};
+use jsonwebtoken::jwk::{Jwk, JwkSet};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation, decode, decode_header};
 use serde_json::Value;
 use tokio::sync::Mutex;
 use tracing::{info, warn};
@@ -41,6 +41,8 @@ pub struct JwtSettings {
     pub source: JwksSource,
     pub issuer: Option<String>,
     pub audience: Option<String>,
+    /// Clock skew allowed on `exp` and `nbf`.
+    pub leeway: Duration,
     pub claims: ClaimNames,
 }
 
@@ -74,7 +76,7 @@ impl JwtVerifier {
         let kid = header
             .kid
             .ok_or_else(|| AuthError::InvalidCredentials("the token names no key id".into()))?;
-        let key = match self.key(&kid)? {
+        let (key, algorithm) = match self.key(&kid)? {
             Some(key) => key,
             None => {
                 self.refresh().await;
@@ -83,29 +85,53 @@ impl JwtVerifier {
                 })?
             }
         };
+        // The key says which algorithm it signs with; the token's header does not get to choose
+        // another (a PS256 token for an RS256 key). A key without `alg` admits its type's family,
+        // which `decode` checks.
+        if let Some(algorithm) = algorithm
+            && algorithm != header.alg
+        {
+            return Err(AuthError::InvalidCredentials(format!(
+                "the token is signed with {:?}, its key {kid} signs with {algorithm:?}",
+                header.alg
+            )));
+        }
         let mut validation = Validation::new(header.alg);
+        validation.leeway = self.settings.leeway.as_secs();
+        validation.validate_nbf = true;
+        let mut required = vec!["exp"];
         match &self.settings.issuer {
-            Some(issuer) => validation.set_issuer(&[issuer]),
+            Some(issuer) => {
+                validation.set_issuer(&[issuer]);
+                required.push("iss");
+            }
             None => validation.iss = None,
         }
         match &self.settings.audience {
-            Some(audience) => validation.set_audience(&[audience]),
+            Some(audience) => {
+                validation.set_audience(&[audience]);
+                required.push("aud");
+            }
             None => validation.validate_aud = false,
         }
+        validation.set_required_spec_claims(&required);
         let claims = decode::<serde_json::Map<String, Value>>(token, &key, &validation)
             .map_err(|error| AuthError::invalid(&error))?
             .claims;
         self.principal(&claims)
     }
 
-    fn key(&self, kid: &str) -> Result<Option<DecodingKey>, AuthError> {
+    /// The key with id `kid`, and the algorithm it names (its `alg`), if any.
+    fn key(&self, kid: &str) -> Result<Option<(DecodingKey, Option<Algorithm>)>, AuthError> {
         let keys = self
             .keys
             .read()
             .map_err(|_| AuthError::Jwks("the key cache is poisoned".into()))?;
         keys.find(kid)
             .map(|jwk| {
-                DecodingKey::from_jwk(jwk).map_err(|error| AuthError::Jwks(error.to_string()))
+                let key = DecodingKey::from_jwk(jwk)
+                    .map_err(|error| AuthError::Jwks(error.to_string()))?;
+                Ok((key, signing_algorithm(jwk)?))
             })
             .transpose()
     }
@@ -142,6 +168,8 @@ impl JwtVerifier {
         let scopes = words(claims.get(&names.scopes))
             .iter()
             .filter_map(|name| Scope::parse(name))
+            // Managing every tenant's keys is given by keys only, never by a provider's claim.
+            .filter(|scope| *scope != Scope::Operator)
             .collect();
         Ok(Principal {
             tenant: text(&names.tenant)?,
@@ -151,6 +179,21 @@ impl JwtVerifier {
             method: AuthMethod::Jwt,
         })
     }
+}
+
+/// The signing algorithm a JWK names; an `alg` that is no signing algorithm (`RSA-OAEP`, an
+/// encryption key's) verifies nothing.
+fn signing_algorithm(jwk: &Jwk) -> Result<Option<Algorithm>, AuthError> {
+    jwk.common
+        .key_algorithm
+        .map(|named| {
+            named.to_string().parse::<Algorithm>().map_err(|_| {
+                AuthError::InvalidCredentials(format!(
+                    "the token's key is for {named}, not signing"
+                ))
+            })
+        })
+        .transpose()
 }
 
 /// A claim that is a space-separated string or an array of strings, as its words.

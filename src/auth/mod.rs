@@ -4,16 +4,19 @@
 
 pub mod api_key;
 mod jwt;
+mod recheck;
 mod scopes;
 mod settings;
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use tracing::{debug, warn};
 
 pub use jwt::{ClaimNames, JwksSource, JwtSettings, JwtVerifier};
+pub use recheck::Credential;
 pub use scopes::{Access, access};
 pub use settings::{AuthArgs, AuthConfigError, AuthMethods, parse_scope};
 
@@ -58,6 +61,8 @@ pub struct Authenticator {
     pub public_reflection: bool,
     /// The web inbox's page and assets need no principal (served unless `--no-ui`).
     pub public_pages: bool,
+    /// How often open streams authenticate their credential again (`--principal-recheck`).
+    pub principal_recheck: Duration,
 }
 
 impl Authenticator {
@@ -113,10 +118,7 @@ impl Authenticator {
         if open {
             return Ok(None);
         }
-        let credential = authorization
-            .and_then(|value| value.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|credential| !credential.is_empty());
+        let credential = bearer(authorization);
         let principal = match (credential, &self.certificates, client_name) {
             (Some(credential), _, _) => self.principal(credential).await?,
             (None, Some(certificates), Some(name)) => certificates.principal(name),
@@ -136,6 +138,14 @@ impl Authenticator {
             _ => Ok(Some(principal)),
         }
     }
+}
+
+/// The credential of an `authorization: Bearer <credential>` header, if any.
+fn bearer(authorization: Option<&str>) -> Option<&str> {
+    authorization
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|credential| !credential.is_empty())
 }
 
 /// Who a verified client certificate names (`--auth cert`): its common name is the subject
@@ -226,8 +236,17 @@ where
                 .await
             {
                 Ok(principal) => {
+                    // Streams authenticate a bearer credential again while they live.
+                    let recheck = match principal.as_ref().map(|principal| principal.method) {
+                        Some(AuthMethod::ApiKey | AuthMethod::Jwt) => bearer(authorization)
+                            .map(|bearer| Credential::new(Arc::clone(&authenticator), bearer)),
+                        _ => None,
+                    };
                     if let Some(principal) = principal {
                         request.extensions_mut().insert(principal);
+                    }
+                    if let Some(credential) = recheck {
+                        request.extensions_mut().insert(credential);
                     }
                     inner.call(request).await
                 }

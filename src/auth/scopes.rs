@@ -61,6 +61,7 @@ fn rpc_access(path: &str) -> Access {
         },
         // It validates what a run would ask, outside any run: part of starting runs.
         ("askuser.v1.ToolService", "AskUser") => Access::Scope(Scope::RunsStart),
+        // Within the caller's tenant; other tenants' keys take `operator` (admin_service.rs).
         ("askuser.v1.AdminService", _) => Access::Scope(Scope::Admin),
         _ => Access::Unknown,
     }

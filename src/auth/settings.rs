@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::{
     AuthError, Authenticator, CertificatePrincipals, ClaimNames, JwksSource, JwtSettings,
@@ -55,6 +56,8 @@ pub enum AuthConfigError {
     NoJwks,
     #[error("--auth cert needs --tls-client-ca: only a verified client certificate names a caller")]
     CertWithoutClientCa,
+    #[error("--cert-scopes cannot hold operator: only API keys manage every tenant's keys")]
+    OperatorCertificates,
     #[error(transparent)]
     Jwks(#[from] AuthError),
 }
@@ -79,12 +82,20 @@ pub struct AuthArgs {
     /// A file holding the JWKS, instead of --jwt-jwks-url (read again on an unknown key id).
     #[arg(long, env = "ASKUSER_JWT_JWKS_FILE")]
     pub jwt_jwks_file: Option<PathBuf>,
-    /// The `iss` tokens must carry; absent: not checked.
+    /// The `iss` tokens must carry (a token without one is refused); absent: not checked.
     #[arg(long, env = "ASKUSER_JWT_ISSUER")]
     pub jwt_issuer: Option<String>,
-    /// An `aud` tokens must carry; absent: not checked.
+    /// An `aud` tokens must carry (a token without one is refused); absent: not checked.
     #[arg(long, env = "ASKUSER_JWT_AUDIENCE")]
     pub jwt_audience: Option<String>,
+    /// Clock skew allowed when checking a token's `exp` and `nbf`.
+    #[arg(long, env = "ASKUSER_JWT_LEEWAY", default_value = "60s", value_parser = duration)]
+    pub jwt_leeway: Duration,
+    /// How often an open stream (RunAgent, ResumeRun, WatchRun, WatchPendingCalls) authenticates
+    /// its API key or token again: a revoked key or an expired token ends it (UNAUTHENTICATED).
+    /// Answer frames on RunAgent are checked each, at once.
+    #[arg(long, env = "ASKUSER_PRINCIPAL_RECHECK", default_value = "30s", value_parser = duration)]
+    pub principal_recheck: Duration,
     /// The claim naming the caller's tenant.
     #[arg(long, env = "ASKUSER_JWT_TENANT_CLAIM", default_value = "tenant")]
     pub jwt_tenant_claim: String,
@@ -111,6 +122,10 @@ pub struct AuthArgs {
     pub cert_scopes: Vec<Scope>,
 }
 
+fn duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text).map_err(|error| error.to_string())
+}
+
 /// A scope by its name, for flags.
 pub fn parse_scope(name: &str) -> Result<Scope, String> {
     Scope::parse(name).ok_or_else(|| {
@@ -128,6 +143,9 @@ impl AuthArgs {
     ) -> Result<(), AuthConfigError> {
         if self.auth.cert && !client_ca {
             return Err(AuthConfigError::CertWithoutClientCa);
+        }
+        if self.auth.cert && self.cert_scopes.contains(&Scope::Operator) {
+            return Err(AuthConfigError::OperatorCertificates);
         }
         let open = self.auth == AuthMethods::default();
         if open && !listen.ip().is_loopback() && !self.insecure_no_auth {
@@ -157,6 +175,7 @@ impl AuthArgs {
             }),
             public_reflection: self.public_reflection || listen.ip().is_loopback(),
             public_pages: pages,
+            principal_recheck: self.principal_recheck,
         })
     }
 
@@ -170,6 +189,7 @@ impl AuthArgs {
             source,
             issuer: self.jwt_issuer.clone(),
             audience: self.jwt_audience.clone(),
+            leeway: self.jwt_leeway,
             claims: ClaimNames {
                 tenant: self.jwt_tenant_claim.clone(),
                 subject: self.jwt_subject_claim.clone(),

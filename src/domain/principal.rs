@@ -20,12 +20,17 @@ pub enum Scope {
     ToolsExecute,
     /// List agents.
     AgentsRead,
-    /// Everything, agents' instructions included, and managing keys.
+    /// Everything in its own tenant, agents' instructions included, and managing the tenant's
+    /// keys.
     Admin,
+    /// Everything `admin` allows, and managing every tenant's keys (creating keys for other
+    /// tenants, listing and revoking theirs). Only a key that `askuser keys create --scopes
+    /// operator` (or another operator) made holds it; runs stay per tenant even for it.
+    Operator,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 7] = [
+    pub const ALL: [Scope; 8] = [
         Scope::RunsStart,
         Scope::RunsRead,
         Scope::RunsAnswer,
@@ -33,6 +38,7 @@ impl Scope {
         Scope::ToolsExecute,
         Scope::AgentsRead,
         Scope::Admin,
+        Scope::Operator,
     ];
 
     /// The scope's name, as keys and tokens carry it (`runs:start`, ...).
@@ -45,6 +51,7 @@ impl Scope {
             Scope::ToolsExecute => "tools:execute",
             Scope::AgentsRead => "agents:read",
             Scope::Admin => "admin",
+            Scope::Operator => "operator",
         }
     }
 
@@ -112,9 +119,12 @@ impl Principal {
         }
     }
 
-    /// Whether it may do what `scope` allows (`admin` allows everything).
+    /// Whether it may do what `scope` allows (`admin` allows everything but `operator`, which
+    /// allows everything).
     pub fn may(&self, scope: Scope) -> bool {
-        self.scopes.contains(&scope) || self.scopes.contains(&Scope::Admin)
+        self.scopes.contains(&scope)
+            || self.scopes.contains(&Scope::Operator)
+            || (scope != Scope::Operator && self.scopes.contains(&Scope::Admin))
     }
 }
 
@@ -133,5 +143,29 @@ impl From<&Principal> for SettledBy {
             subject: principal.subject.clone(),
             method: principal.method,
         }
+    }
+}
+
+#[cfg(test)]
+mod internal_tests {
+    use super::*;
+
+    fn holding(scopes: &[Scope]) -> Principal {
+        Principal {
+            scopes: scopes.to_vec(),
+            ..Principal::anonymous()
+        }
+    }
+
+    #[test]
+    fn admin_allows_all_but_operator_and_operator_allows_all() {
+        let admin = holding(&[Scope::Admin]);
+        let operator = holding(&[Scope::Operator]);
+        for scope in Scope::ALL {
+            assert_eq!(admin.may(scope), scope != Scope::Operator, "{scope:?}");
+            assert!(operator.may(scope), "{scope:?}");
+        }
+        assert!(!holding(&[Scope::RunsRead]).may(Scope::RunsAnswer));
+        assert_eq!(Scope::parse("operator"), Some(Scope::Operator));
     }
 }

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 
-use super::StoreResult;
+use super::{StoreResult, Tenancy};
 use crate::domain::Scope;
 
 /// A key to store; its secret is known only by its hash.
@@ -42,14 +42,27 @@ pub struct ApiKeyRecord {
 }
 
 /// Where API keys live: in the run store itself, so that every replica sees a key (and its
-/// revocation) as soon as it is written.
+/// revocation) as soon as it is written. It also moves runs between tenants, which `askuser keys`
+/// does offline beside the keys.
 #[async_trait]
 pub trait KeyStore: Send + Sync + 'static {
     async fn create_key(&self, key: NewApiKey) -> StoreResult<()>;
-    /// Every key, revoked ones included, oldest first.
-    async fn list_keys(&self) -> StoreResult<Vec<ApiKeyRecord>>;
-    /// Revokes a key at `now_ms`; false when there is no such key or it was revoked before.
-    async fn revoke_key(&self, key_id: &str, now_ms: i64) -> StoreResult<bool>;
+    /// The keys of `tenancy`'s tenant (every tenant's for `Any`), revoked ones included, oldest
+    /// first.
+    async fn list_keys(&self, tenancy: Tenancy<'_>) -> StoreResult<Vec<ApiKeyRecord>>;
+    /// Revokes a key of `tenancy`'s tenant at `now_ms`; false when there is no such key (in that
+    /// tenant) or it was revoked before.
+    async fn revoke_key(
+        &self,
+        key_id: &str,
+        tenancy: Tenancy<'_>,
+        now_ms: i64,
+    ) -> StoreResult<bool>;
     /// The key whose secret hashes to `secret_hash`, revoked or not.
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>>;
+    /// How many runs belong to `tenant`.
+    async fn tenant_runs(&self, tenant: &str) -> StoreResult<u64>;
+    /// Moves every run of tenant `from` to tenant `to`, but those whose request id `to` uses
+    /// already; how many moved.
+    async fn move_runs(&self, from: &str, to: &str) -> StoreResult<u64>;
 }

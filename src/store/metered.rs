@@ -41,12 +41,25 @@ impl KeyStore for MeteredStore {
         timed("create_key", self.inner.create_key(key)).await
     }
 
-    async fn list_keys(&self) -> StoreResult<Vec<ApiKeyRecord>> {
-        self.inner.list_keys().await
+    async fn list_keys(&self, tenancy: Tenancy<'_>) -> StoreResult<Vec<ApiKeyRecord>> {
+        self.inner.list_keys(tenancy).await
     }
 
-    async fn revoke_key(&self, key_id: &str, now_ms: i64) -> StoreResult<bool> {
-        timed("revoke_key", self.inner.revoke_key(key_id, now_ms)).await
+    async fn revoke_key(
+        &self,
+        key_id: &str,
+        tenancy: Tenancy<'_>,
+        now_ms: i64,
+    ) -> StoreResult<bool> {
+        timed("revoke_key", self.inner.revoke_key(key_id, tenancy, now_ms)).await
+    }
+
+    async fn tenant_runs(&self, tenant: &str) -> StoreResult<u64> {
+        self.inner.tenant_runs(tenant).await
+    }
+
+    async fn move_runs(&self, from: &str, to: &str) -> StoreResult<u64> {
+        timed("move_runs", self.inner.move_runs(from, to)).await
     }
 
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {

@@ -911,13 +911,28 @@ const KEY_COLUMNS: &str = "key_id, tenant, name, scopes, created_ms, revoked_ms"
 
 pub(super) const INSERT_KEY: &str = "INSERT INTO api_keys \
      (key_id, tenant, name, scopes, secret_hash, created_ms) VALUES ($1, $2, $3, $4, $5, $6)";
-pub(super) static LIST_KEYS_QUERY: LazyLock<String> =
-    LazyLock::new(|| format!("SELECT {KEY_COLUMNS} FROM api_keys ORDER BY created_ms, key_id"));
+/// The keys of tenant `$1` (every tenant's when NULL).
+pub(super) static LIST_KEYS_QUERY: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {KEY_COLUMNS} FROM api_keys WHERE (CAST($1 AS TEXT) IS NULL OR tenant = $1) \
+         ORDER BY created_ms, key_id"
+    )
+});
 pub(super) static KEY_BY_HASH_QUERY: LazyLock<String> =
     LazyLock::new(|| format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE secret_hash = $1"));
-/// `$1` the time, `$2` the key (SQLite numbers parameters in the order they first appear).
-pub(super) const REVOKE_KEY: &str =
-    "UPDATE api_keys SET revoked_ms = $1 WHERE key_id = $2 AND revoked_ms IS NULL";
+/// `$1` the time, `$2` the key, `$3` its tenant (any when NULL); SQLite numbers parameters in the
+/// order they first appear.
+pub(super) const REVOKE_KEY: &str = "UPDATE api_keys SET revoked_ms = $1 WHERE key_id = $2 \
+     AND revoked_ms IS NULL AND (CAST($3 AS TEXT) IS NULL OR tenant = $3)";
+
+/// How many runs tenant `$1` holds.
+pub(super) const COUNT_TENANT_RUNS: &str = "SELECT COUNT(*) FROM runs WHERE tenant = $1";
+/// Moves the runs of tenant `$2` to tenant `$1`, but those whose start's request id `$1` uses
+/// already (a request id is unique within its tenant): one statement, the same on both stores
+/// (`$1` first: SQLite numbers parameters in the order they first appear).
+pub(super) const MOVE_TENANT_RUNS: &str = "UPDATE runs SET tenant = $1 WHERE tenant = $2 \
+     AND (request_id IS NULL OR request_id NOT IN \
+     (SELECT request_id FROM runs WHERE tenant = $1 AND request_id IS NOT NULL))";
 
 /// Scopes as `api_keys.scopes` keeps them: their names, space-separated.
 pub(super) fn scopes_text(scopes: &[Scope]) -> String {

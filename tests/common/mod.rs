@@ -183,6 +183,12 @@ impl Server {
         self.spawn();
     }
 
+    /// Starts the server again on the same data directory with other extra `serve` flags.
+    pub fn restart_with(&mut self, extra_args: &[&str]) {
+        self.extra_args = extra_args.iter().map(|s| s.to_string()).collect();
+        self.restart();
+    }
+
     pub fn data_path(&self) -> &Path {
         &self.data_dir
     }

@@ -91,7 +91,7 @@ type CreateKeyRequest struct {
 	// A name to recognise the key by in listings and logs.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// The key's scopes: `runs:start`, `runs:read`, `runs:answer`, `runs:cancel`, `tools:execute`,
-	// `agents:read`, `admin`.
+	// `agents:read`, `admin` (its tenant's), `operator` (every tenant's keys).
 	Scopes        []string `protobuf:"bytes,3,rep,name=scopes,proto3" json:"scopes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

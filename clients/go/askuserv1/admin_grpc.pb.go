@@ -30,15 +30,20 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope.
+// Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope
+// and acts on the caller's tenant only; other tenants' keys need `operator`.
 type AdminServiceClient interface {
-	// Creates a key and returns it, once: only its hash is stored. Unknown scopes are
-	// INVALID_ARGUMENT.
+	// Creates a key and returns it, once: only its hash is stored. An empty name or tenant, one over
+	// 128 bytes or holding control characters, unknown or repeated scopes are INVALID_ARGUMENT. A key
+	// of another tenant than the caller's, or with a scope the caller lacks (`operator`), is
+	// PERMISSION_DENIED (`MISSING_SCOPE`).
 	CreateKey(ctx context.Context, in *CreateKeyRequest, opts ...grpc.CallOption) (*CreateKeyResponse, error)
-	// Lists every key, revoked ones included, oldest first; never a secret.
+	// Lists the caller's tenant's keys (every tenant's for `operator`), revoked ones included,
+	// oldest first; never a secret.
 	ListKeys(ctx context.Context, in *ListKeysRequest, opts ...grpc.CallOption) (*ListKeysResponse, error)
-	// Revokes a key: every replica refuses it from its next request. NOT_FOUND (`KEY_NOT_FOUND`)
-	// when there is no such key or it is revoked already.
+	// Revokes a key: every replica refuses it from its next request, and streams it opened end
+	// within `--principal-recheck`. NOT_FOUND (`KEY_NOT_FOUND`) when there is no such key in the
+	// caller's tenant (any tenant for `operator`) or it is revoked already.
 	RevokeKey(ctx context.Context, in *RevokeKeyRequest, opts ...grpc.CallOption) (*RevokeKeyResponse, error)
 	// Lists the webhook deliveries of the caller's tenant's runs, oldest first: their attempts,
 	// last error and next attempt.
@@ -111,15 +116,20 @@ func (c *adminServiceClient) RedeliverWebhook(ctx context.Context, in *Redeliver
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
 //
-// Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope.
+// Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope
+// and acts on the caller's tenant only; other tenants' keys need `operator`.
 type AdminServiceServer interface {
-	// Creates a key and returns it, once: only its hash is stored. Unknown scopes are
-	// INVALID_ARGUMENT.
+	// Creates a key and returns it, once: only its hash is stored. An empty name or tenant, one over
+	// 128 bytes or holding control characters, unknown or repeated scopes are INVALID_ARGUMENT. A key
+	// of another tenant than the caller's, or with a scope the caller lacks (`operator`), is
+	// PERMISSION_DENIED (`MISSING_SCOPE`).
 	CreateKey(context.Context, *CreateKeyRequest) (*CreateKeyResponse, error)
-	// Lists every key, revoked ones included, oldest first; never a secret.
+	// Lists the caller's tenant's keys (every tenant's for `operator`), revoked ones included,
+	// oldest first; never a secret.
 	ListKeys(context.Context, *ListKeysRequest) (*ListKeysResponse, error)
-	// Revokes a key: every replica refuses it from its next request. NOT_FOUND (`KEY_NOT_FOUND`)
-	// when there is no such key or it is revoked already.
+	// Revokes a key: every replica refuses it from its next request, and streams it opened end
+	// within `--principal-recheck`. NOT_FOUND (`KEY_NOT_FOUND`) when there is no such key in the
+	// caller's tenant (any tenant for `operator`) or it is revoked already.
 	RevokeKey(context.Context, *RevokeKeyRequest) (*RevokeKeyResponse, error)
 	// Lists the webhook deliveries of the caller's tenant's runs, oldest first: their attempts,
 	// last error and next attempt.

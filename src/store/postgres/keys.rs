@@ -5,9 +5,10 @@ use tokio_postgres::Row;
 
 use super::PostgresStore;
 use crate::store::records::{
-    INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, REVOKE_KEY, scopes_text,
+    COUNT_TENANT_RUNS, INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, MOVE_TENANT_RUNS,
+    REVOKE_KEY, scopes_text,
 };
-use crate::store::{ApiKeyRecord, KeyStore, NewApiKey, StoreResult};
+use crate::store::{ApiKeyRecord, KeyStore, NewApiKey, StoreResult, Tenancy};
 
 fn key_row(row: &Row) -> KeyRow {
     KeyRow {
@@ -41,21 +42,30 @@ impl KeyStore for PostgresStore {
         Ok(())
     }
 
-    async fn list_keys(&self) -> StoreResult<Vec<ApiKeyRecord>> {
+    async fn list_keys(&self, tenancy: Tenancy<'_>) -> StoreResult<Vec<ApiKeyRecord>> {
         let client = self.pool.get().await?;
         let statement = client.prepare_cached(&LIST_KEYS_QUERY).await?;
         client
-            .query(&statement, &[])
+            .query(&statement, &[&tenancy.param()])
             .await?
             .iter()
             .map(|row| key_row(row).into_record())
             .collect()
     }
 
-    async fn revoke_key(&self, key_id: &str, now_ms: i64) -> StoreResult<bool> {
+    async fn revoke_key(
+        &self,
+        key_id: &str,
+        tenancy: Tenancy<'_>,
+        now_ms: i64,
+    ) -> StoreResult<bool> {
         let client = self.pool.get().await?;
         let statement = client.prepare_cached(REVOKE_KEY).await?;
-        Ok(client.execute(&statement, &[&now_ms, &key_id]).await? > 0)
+        let tenant = tenancy.param();
+        Ok(client
+            .execute(&statement, &[&now_ms, &key_id, &tenant])
+            .await?
+            > 0)
     }
 
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
@@ -66,5 +76,18 @@ impl KeyStore for PostgresStore {
             .await?
             .map(|row| key_row(&row).into_record())
             .transpose()
+    }
+
+    async fn tenant_runs(&self, tenant: &str) -> StoreResult<u64> {
+        let client = self.pool.get().await?;
+        let statement = client.prepare_cached(COUNT_TENANT_RUNS).await?;
+        let count: i64 = client.query_one(&statement, &[&tenant]).await?.get(0);
+        Ok(u64::try_from(count).unwrap_or_default())
+    }
+
+    async fn move_runs(&self, from: &str, to: &str) -> StoreResult<u64> {
+        let client = self.pool.get().await?;
+        let statement = client.prepare_cached(MOVE_TENANT_RUNS).await?;
+        Ok(client.execute(&statement, &[&to, &from]).await?)
     }
 }

@@ -8,9 +8,10 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::super::records::{
-    INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, REVOKE_KEY, scopes_text,
+    COUNT_TENANT_RUNS, INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, MOVE_TENANT_RUNS,
+    REVOKE_KEY, scopes_text,
 };
-use super::super::{ApiKeyRecord, KeyStore, NewApiKey, StoreError, StoreResult};
+use super::super::{ApiKeyRecord, KeyStore, NewApiKey, StoreError, StoreResult, Tenancy};
 use super::{SqliteStore, connect, migrate};
 
 fn insert(conn: &Connection, key: &NewApiKey) -> StoreResult<()> {
@@ -36,17 +37,17 @@ fn read_key_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<KeyRow> {
     })
 }
 
-fn list(conn: &Connection) -> StoreResult<Vec<ApiKeyRecord>> {
+fn list(conn: &Connection, tenant: Option<&str>) -> StoreResult<Vec<ApiKeyRecord>> {
     conn.prepare_cached(&LIST_KEYS_QUERY)?
-        .query_map([], read_key_row)?
+        .query_map([tenant], read_key_row)?
         .map(|row| row?.into_record())
         .collect()
 }
 
-fn revoke(conn: &Connection, key_id: &str, now_ms: i64) -> StoreResult<bool> {
+fn revoke(conn: &Connection, key_id: &str, tenant: Option<&str>, now_ms: i64) -> StoreResult<bool> {
     Ok(conn
         .prepare_cached(REVOKE_KEY)?
-        .execute(params![now_ms, key_id])?
+        .execute(params![now_ms, key_id, tenant])?
         > 0)
 }
 
@@ -58,19 +59,43 @@ fn by_hash(conn: &Connection, secret_hash: &str) -> StoreResult<Option<ApiKeyRec
         .transpose()
 }
 
+fn tenant_runs(conn: &Connection, tenant: &str) -> StoreResult<u64> {
+    let count: i64 = conn
+        .prepare_cached(COUNT_TENANT_RUNS)?
+        .query_row([tenant], |row| row.get(0))?;
+    Ok(u64::try_from(count).unwrap_or_default())
+}
+
+fn move_runs(conn: &Connection, from: &str, to: &str) -> StoreResult<u64> {
+    let moved = conn
+        .prepare_cached(MOVE_TENANT_RUNS)?
+        .execute(params![to, from])?;
+    Ok(moved as u64)
+}
+
 #[async_trait]
 impl KeyStore for SqliteStore {
     async fn create_key(&self, key: NewApiKey) -> StoreResult<()> {
         self.db.run(move |conn| insert(conn, &key)).await
     }
 
-    async fn list_keys(&self) -> StoreResult<Vec<ApiKeyRecord>> {
-        self.readers.run(list).await
+    async fn list_keys(&self, tenancy: Tenancy<'_>) -> StoreResult<Vec<ApiKeyRecord>> {
+        let tenant = tenancy.param();
+        self.readers
+            .run(move |conn| list(conn, tenant.as_deref()))
+            .await
     }
 
-    async fn revoke_key(&self, key_id: &str, now_ms: i64) -> StoreResult<bool> {
-        let key_id = key_id.to_owned();
-        self.db.run(move |conn| revoke(conn, &key_id, now_ms)).await
+    async fn revoke_key(
+        &self,
+        key_id: &str,
+        tenancy: Tenancy<'_>,
+        now_ms: i64,
+    ) -> StoreResult<bool> {
+        let (key_id, tenant) = (key_id.to_owned(), tenancy.param());
+        self.db
+            .run(move |conn| revoke(conn, &key_id, tenant.as_deref(), now_ms))
+            .await
     }
 
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
@@ -78,6 +103,18 @@ impl KeyStore for SqliteStore {
         self.readers
             .run(move |conn| by_hash(conn, &secret_hash))
             .await
+    }
+
+    async fn tenant_runs(&self, tenant: &str) -> StoreResult<u64> {
+        let tenant = tenant.to_owned();
+        self.readers
+            .run(move |conn| tenant_runs(conn, &tenant))
+            .await
+    }
+
+    async fn move_runs(&self, from: &str, to: &str) -> StoreResult<u64> {
+        let (from, to) = (from.to_owned(), to.to_owned());
+        self.db.run(move |conn| move_runs(conn, &from, &to)).await
     }
 }
 
@@ -123,17 +160,34 @@ impl KeyStore for SqliteKeyFile {
         self.with(move |conn| insert(conn, &key)).await
     }
 
-    async fn list_keys(&self) -> StoreResult<Vec<ApiKeyRecord>> {
-        self.with(list).await
+    async fn list_keys(&self, tenancy: Tenancy<'_>) -> StoreResult<Vec<ApiKeyRecord>> {
+        let tenant = tenancy.param();
+        self.with(move |conn| list(conn, tenant.as_deref())).await
     }
 
-    async fn revoke_key(&self, key_id: &str, now_ms: i64) -> StoreResult<bool> {
-        let key_id = key_id.to_owned();
-        self.with(move |conn| revoke(conn, &key_id, now_ms)).await
+    async fn revoke_key(
+        &self,
+        key_id: &str,
+        tenancy: Tenancy<'_>,
+        now_ms: i64,
+    ) -> StoreResult<bool> {
+        let (key_id, tenant) = (key_id.to_owned(), tenancy.param());
+        self.with(move |conn| revoke(conn, &key_id, tenant.as_deref(), now_ms))
+            .await
     }
 
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
         let secret_hash = secret_hash.to_owned();
         self.with(move |conn| by_hash(conn, &secret_hash)).await
+    }
+
+    async fn tenant_runs(&self, tenant: &str) -> StoreResult<u64> {
+        let tenant = tenant.to_owned();
+        self.with(move |conn| tenant_runs(conn, &tenant)).await
+    }
+
+    async fn move_runs(&self, from: &str, to: &str) -> StoreResult<u64> {
+        let (from, to) = (from.to_owned(), to.to_owned());
+        self.with(move |conn| move_runs(conn, &from, &to)).await
     }
 }

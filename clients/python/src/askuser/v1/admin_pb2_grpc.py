@@ -26,7 +26,8 @@ if _version_not_supported:
 
 
 class AdminServiceStub:
-    """Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope.
+    """Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope
+    and acts on the caller's tenant only; other tenants' keys need `operator`.
     """
 
     def __init__(self, channel):
@@ -63,27 +64,32 @@ class AdminServiceStub:
 
 
 class AdminServiceServicer:
-    """Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope.
+    """Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope
+    and acts on the caller's tenant only; other tenants' keys need `operator`.
     """
 
     def CreateKey(self, request, context):
-        """Creates a key and returns it, once: only its hash is stored. Unknown scopes are
-        INVALID_ARGUMENT.
+        """Creates a key and returns it, once: only its hash is stored. An empty name or tenant, one over
+        128 bytes or holding control characters, unknown or repeated scopes are INVALID_ARGUMENT. A key
+        of another tenant than the caller's, or with a scope the caller lacks (`operator`), is
+        PERMISSION_DENIED (`MISSING_SCOPE`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListKeys(self, request, context):
-        """Lists every key, revoked ones included, oldest first; never a secret.
+        """Lists the caller's tenant's keys (every tenant's for `operator`), revoked ones included,
+        oldest first; never a secret.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def RevokeKey(self, request, context):
-        """Revokes a key: every replica refuses it from its next request. NOT_FOUND (`KEY_NOT_FOUND`)
-        when there is no such key or it is revoked already.
+        """Revokes a key: every replica refuses it from its next request, and streams it opened end
+        within `--principal-recheck`. NOT_FOUND (`KEY_NOT_FOUND`) when there is no such key in the
+        caller's tenant (any tenant for `operator`) or it is revoked already.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -143,7 +149,8 @@ def add_AdminServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class AdminService:
-    """Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope.
+    """Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope
+    and acts on the caller's tenant only; other tenants' keys need `operator`.
     """
 
     @staticmethod

@@ -85,7 +85,7 @@ export interface CreateKeyRequest {
   name: string;
   /**
    * The key's scopes: `runs:start`, `runs:read`, `runs:answer`, `runs:cancel`, `tools:execute`,
-   * `agents:read`, `admin`.
+   * `agents:read`, `admin` (its tenant's), `operator` (every tenant's keys).
    */
   scopes: string[];
 }
@@ -1122,12 +1122,17 @@ export const WebhookDelivery: MessageFns<WebhookDelivery> = {
   },
 };
 
-/** Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope. */
+/**
+ * Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope
+ * and acts on the caller's tenant only; other tenants' keys need `operator`.
+ */
 export type AdminServiceService = typeof AdminServiceService;
 export const AdminServiceService = {
   /**
-   * Creates a key and returns it, once: only its hash is stored. Unknown scopes are
-   * INVALID_ARGUMENT.
+   * Creates a key and returns it, once: only its hash is stored. An empty name or tenant, one over
+   * 128 bytes or holding control characters, unknown or repeated scopes are INVALID_ARGUMENT. A key
+   * of another tenant than the caller's, or with a scope the caller lacks (`operator`), is
+   * PERMISSION_DENIED (`MISSING_SCOPE`).
    */
   createKey: {
     path: "/askuser.v1.AdminService/CreateKey" as const,
@@ -1138,7 +1143,10 @@ export const AdminServiceService = {
     responseSerialize: (value: CreateKeyResponse): Buffer => Buffer.from(CreateKeyResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CreateKeyResponse => CreateKeyResponse.decode(value),
   },
-  /** Lists every key, revoked ones included, oldest first; never a secret. */
+  /**
+   * Lists the caller's tenant's keys (every tenant's for `operator`), revoked ones included,
+   * oldest first; never a secret.
+   */
   listKeys: {
     path: "/askuser.v1.AdminService/ListKeys" as const,
     requestStream: false as const,
@@ -1149,8 +1157,9 @@ export const AdminServiceService = {
     responseDeserialize: (value: Buffer): ListKeysResponse => ListKeysResponse.decode(value),
   },
   /**
-   * Revokes a key: every replica refuses it from its next request. NOT_FOUND (`KEY_NOT_FOUND`)
-   * when there is no such key or it is revoked already.
+   * Revokes a key: every replica refuses it from its next request, and streams it opened end
+   * within `--principal-recheck`. NOT_FOUND (`KEY_NOT_FOUND`) when there is no such key in the
+   * caller's tenant (any tenant for `operator`) or it is revoked already.
    */
   revokeKey: {
     path: "/askuser.v1.AdminService/RevokeKey" as const,
@@ -1196,15 +1205,21 @@ export const AdminServiceService = {
 
 export interface AdminServiceServer extends UntypedServiceImplementation {
   /**
-   * Creates a key and returns it, once: only its hash is stored. Unknown scopes are
-   * INVALID_ARGUMENT.
+   * Creates a key and returns it, once: only its hash is stored. An empty name or tenant, one over
+   * 128 bytes or holding control characters, unknown or repeated scopes are INVALID_ARGUMENT. A key
+   * of another tenant than the caller's, or with a scope the caller lacks (`operator`), is
+   * PERMISSION_DENIED (`MISSING_SCOPE`).
    */
   createKey: handleUnaryCall<CreateKeyRequest, CreateKeyResponse>;
-  /** Lists every key, revoked ones included, oldest first; never a secret. */
+  /**
+   * Lists the caller's tenant's keys (every tenant's for `operator`), revoked ones included,
+   * oldest first; never a secret.
+   */
   listKeys: handleUnaryCall<ListKeysRequest, ListKeysResponse>;
   /**
-   * Revokes a key: every replica refuses it from its next request. NOT_FOUND (`KEY_NOT_FOUND`)
-   * when there is no such key or it is revoked already.
+   * Revokes a key: every replica refuses it from its next request, and streams it opened end
+   * within `--principal-recheck`. NOT_FOUND (`KEY_NOT_FOUND`) when there is no such key in the
+   * caller's tenant (any tenant for `operator`) or it is revoked already.
    */
   revokeKey: handleUnaryCall<RevokeKeyRequest, RevokeKeyResponse>;
   /**
@@ -1222,8 +1237,10 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
 
 export interface AdminServiceClient extends Client {
   /**
-   * Creates a key and returns it, once: only its hash is stored. Unknown scopes are
-   * INVALID_ARGUMENT.
+   * Creates a key and returns it, once: only its hash is stored. An empty name or tenant, one over
+   * 128 bytes or holding control characters, unknown or repeated scopes are INVALID_ARGUMENT. A key
+   * of another tenant than the caller's, or with a scope the caller lacks (`operator`), is
+   * PERMISSION_DENIED (`MISSING_SCOPE`).
    */
   createKey(
     request: CreateKeyRequest,
@@ -1240,7 +1257,10 @@ export interface AdminServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CreateKeyResponse) => void,
   ): ClientUnaryCall;
-  /** Lists every key, revoked ones included, oldest first; never a secret. */
+  /**
+   * Lists the caller's tenant's keys (every tenant's for `operator`), revoked ones included,
+   * oldest first; never a secret.
+   */
   listKeys(
     request: ListKeysRequest,
     callback: (error: ServiceError | null, response: ListKeysResponse) => void,
@@ -1257,8 +1277,9 @@ export interface AdminServiceClient extends Client {
     callback: (error: ServiceError | null, response: ListKeysResponse) => void,
   ): ClientUnaryCall;
   /**
-   * Revokes a key: every replica refuses it from its next request. NOT_FOUND (`KEY_NOT_FOUND`)
-   * when there is no such key or it is revoked already.
+   * Revokes a key: every replica refuses it from its next request, and streams it opened end
+   * within `--principal-recheck`. NOT_FOUND (`KEY_NOT_FOUND`) when there is no such key in the
+   * caller's tenant (any tenant for `operator`) or it is revoked already.
    */
   revokeKey(
     request: RevokeKeyRequest,

@@ -36,7 +36,7 @@ export type CreateKeyRequest = Message<"askuser.v1.CreateKeyRequest"> & {
 
   /**
    * The key's scopes: `runs:start`, `runs:read`, `runs:answer`, `runs:cancel`, `tools:execute`,
-   * `agents:read`, `admin`.
+   * `agents:read`, `admin` (its tenant's), `operator` (every tenant's keys).
    *
    * @generated from field: repeated string scopes = 3;
    */
@@ -460,14 +460,17 @@ export const WebhookDeliveryStatusSchema: GenEnum<WebhookDeliveryStatus> = /*@__
   enumDesc(file_askuser_v1_admin, 0);
 
 /**
- * Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope.
+ * Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope
+ * and acts on the caller's tenant only; other tenants' keys need `operator`.
  *
  * @generated from service askuser.v1.AdminService
  */
 export const AdminService: GenService<{
   /**
-   * Creates a key and returns it, once: only its hash is stored. Unknown scopes are
-   * INVALID_ARGUMENT.
+   * Creates a key and returns it, once: only its hash is stored. An empty name or tenant, one over
+   * 128 bytes or holding control characters, unknown or repeated scopes are INVALID_ARGUMENT. A key
+   * of another tenant than the caller's, or with a scope the caller lacks (`operator`), is
+   * PERMISSION_DENIED (`MISSING_SCOPE`).
    *
    * @generated from rpc askuser.v1.AdminService.CreateKey
    */
@@ -477,7 +480,8 @@ export const AdminService: GenService<{
     output: typeof CreateKeyResponseSchema;
   },
   /**
-   * Lists every key, revoked ones included, oldest first; never a secret.
+   * Lists the caller's tenant's keys (every tenant's for `operator`), revoked ones included,
+   * oldest first; never a secret.
    *
    * @generated from rpc askuser.v1.AdminService.ListKeys
    */
@@ -487,8 +491,9 @@ export const AdminService: GenService<{
     output: typeof ListKeysResponseSchema;
   },
   /**
-   * Revokes a key: every replica refuses it from its next request. NOT_FOUND (`KEY_NOT_FOUND`)
-   * when there is no such key or it is revoked already.
+   * Revokes a key: every replica refuses it from its next request, and streams it opened end
+   * within `--principal-recheck`. NOT_FOUND (`KEY_NOT_FOUND`) when there is no such key in the
+   * caller's tenant (any tenant for `operator`) or it is revoked already.
    *
    * @generated from rpc askuser.v1.AdminService.RevokeKey
    */
