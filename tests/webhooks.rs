@@ -334,7 +334,7 @@ async fn per_run_webhooks_need_an_allowed_url() {
         .collect();
     assert_eq!(fields, ["start.webhooks[0].url"]);
 
-    let allow = format!("{}*", receiver.url.trim_end_matches("/hook"));
+    let allow = format!("{}/", receiver.url.trim_end_matches("/hook"));
     let open = start_server(
         &agents,
         &[
@@ -342,6 +342,8 @@ async fn per_run_webhooks_need_an_allowed_url() {
             &allow,
             "--webhook-secret-env",
             SECRET_ENV,
+            // The receiver listens on 127.0.0.1.
+            "--webhook-deny-private=false",
         ],
     );
     let mut client = open.agents().await;
@@ -513,5 +515,201 @@ async fn three_replicas_deliver_each_event_and_never_one_at_once() {
                 per_id.values().filter(|count| **count > 1).count() as u64,
             ),
         ],
+    );
+}
+
+/// A start with one per-run subscription to `url`, asking for `call.suspended`.
+fn start_with_webhook(url: &str) -> Frame {
+    Frame::Start(pb::StartRun {
+        agent_id: "asker".into(),
+        prompt: "go".into(),
+        webhooks: vec![pb::WebhookSubscription {
+            url: url.into(),
+            events: vec!["call.suspended".into()],
+        }],
+        ..Default::default()
+    })
+}
+
+/// The fields of a refusal's violations.
+fn violated_fields(status: &tonic::Status) -> Vec<String> {
+    common::field_violations(status)
+        .into_iter()
+        .map(|(field, _)| field)
+        .collect()
+}
+
+/// Waits (up to a minute) until the run's deliveries are all done with (not pending).
+async fn settled_deliveries(server: &Server, run_id: &str) -> Vec<pb::WebhookDelivery> {
+    for _ in 0..600 {
+        let listed = deliveries(server, run_id).await;
+        let pending = pb::WebhookDeliveryStatus::Pending as i32;
+        if !listed.is_empty() && listed.iter().all(|d| d.status != pending) {
+            return listed;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the deliveries of {run_id} stayed pending");
+}
+
+/// Issue 22, 2: a pattern binds scheme, host (`*.` one whole label), port and a path prefix on
+/// segment boundaries after normalisation. The text-glob matcher let
+/// `http://127.0.0.1:<port>/.hooks.example.com/x` through `http://*.hooks.example.com/*` (the POST
+/// went to 127.0.0.1), and `/hook/../redirect` through `…/hook/`.
+#[tokio::test]
+async fn allow_patterns_bind_the_host_and_the_path_and_refuse_userinfo() {
+    let receiver = Receiver::start(0);
+    let origin = receiver.url.trim_end_matches("/hook").to_owned();
+    let allow = format!("http://*.hooks.example.com/*,{origin}/hook/");
+    let server = start_server(
+        &asking_agent("1h"),
+        &[
+            "--webhook-allow",
+            &allow,
+            "--webhook-secret-env",
+            SECRET_ENV,
+            "--webhook-deny-private=false",
+        ],
+    );
+    let mut client = server.agents().await;
+    for url in [
+        format!("{origin}/.hooks.example.com/x"),
+        format!("{origin}/?.hooks.example.com/x"),
+        format!("{origin}/#.hooks.example.com/x"),
+        format!("{origin}/hook/../redirect"),
+        format!("{origin}/hook/%2e%2e/x"),
+        format!("{origin}/hook/.%2E/x"),
+        format!("{origin}/hookx"),
+        format!("http://a.hooks.example.com@{}/hook/x", &origin[7..]),
+        format!("http://user:pw@{}/hook/x", &origin[7..]),
+        "http://a.b.hooks.example.com/x".to_owned(),
+        "https://a.hooks.example.com/x".to_owned(),
+    ] {
+        match open_run(&mut client, start_with_webhook(&url)).await {
+            Err(refused) => {
+                assert_eq!(refused.code(), tonic::Code::InvalidArgument, "{url}");
+                assert_eq!(violated_fields(&refused), ["start.webhooks[0].url"], "{url}");
+            }
+            Ok(run) => panic!("{url} was allowed (run {})", run.run_id),
+        }
+    }
+    // What the patterns do allow still is, and a path that normalises into /hook/ is delivered
+    // to its normalised form.
+    let run = open_run(
+        &mut client,
+        start_with_webhook(&format!("{origin}/elsewhere/../hook")),
+    )
+    .await
+    .expect("an allowed URL");
+    receiver
+        .wait_for("the allowed delivery", |r| !r.is_empty())
+        .await;
+    assert_eq!(deliveries(&server, &run.run_id).await[0].url, receiver.url);
+}
+
+/// Issue 22, 2: with `--webhook-deny-private` (on by default) a client's webhook does not reach a
+/// loopback address, even through a name that resolves to one, and the listing says so in one
+/// fixed message whether something listens there or not (no port scan through `last_error`).
+#[tokio::test]
+async fn a_private_destination_is_refused_at_delivery_with_one_message_for_open_and_closed_ports()
+{
+    let receiver = Receiver::start(0);
+    let port = receiver.url.trim_start_matches("http://127.0.0.1:");
+    let port = port.trim_end_matches("/hook");
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("addr").port()
+    };
+    let allow = format!("http://localhost:{port}/,http://127.0.0.1:{closed}/,http://[::1]:{port}/");
+    let server = start_server(
+        &asking_agent("1h"),
+        &["--webhook-allow", &allow, "--webhook-secret-env", SECRET_ENV],
+    );
+    let mut client = server.agents().await;
+    let mut errors = Vec::new();
+    for url in [
+        format!("http://localhost:{port}/hook"),
+        format!("http://127.0.0.1:{closed}/hook"),
+        format!("http://[::1]:{port}/hook"),
+    ] {
+        let run = open_run(&mut client, start_with_webhook(&url))
+            .await
+            .expect("the allow-list lets it start");
+        let listed = settled_deliveries(&server, &run.run_id).await;
+        assert_eq!(listed.len(), 1);
+        assert_eq!(
+            listed[0].status,
+            pb::WebhookDeliveryStatus::Dead as i32,
+            "{url}: {:?}",
+            listed[0]
+        );
+        errors.push(listed[0].last_error.clone());
+    }
+    assert!(
+        receiver.received().is_empty(),
+        "a loopback receiver got a client's webhook"
+    );
+    assert!(errors[0].contains("--webhook-deny-private"), "{errors:?}");
+    assert!(
+        errors.iter().all(|error| *error == errors[0]),
+        "open and closed ports read differently: {errors:?}"
+    );
+}
+
+/// Issue 22, 8: a start's webhook URL is at most `--max-webhook-url-bytes` (2048), and a delivery
+/// row refers to its run's subscription instead of copying its URL (a 300 KB URL was taken, and
+/// copied into every delivery).
+#[tokio::test]
+async fn webhook_urls_are_bounded_and_stored_once_per_run() {
+    let receiver = Receiver::start(0);
+    let origin = receiver.url.trim_end_matches("/hook").to_owned();
+    let server = start_server(
+        &asking_agent("1h"),
+        &[
+            "--webhook-allow",
+            &format!("{origin}/"),
+            "--webhook-secret-env",
+            SECRET_ENV,
+            "--webhook-deny-private=false",
+        ],
+    );
+    let mut client = server.agents().await;
+    let huge = format!("{}/{}", receiver.url, "a".repeat(300 * 1024));
+    let refused = open_run(&mut client, start_with_webhook(&huge))
+        .await
+        .err()
+        .expect("a 300 KB URL was taken");
+    assert_eq!(refused.code(), tonic::Code::InvalidArgument);
+    assert_eq!(violated_fields(&refused), ["start.webhooks[0].url"]);
+
+    let marker = "m".repeat(1500);
+    let url = format!("{}/{marker}", receiver.url);
+    let mut run = open_run(&mut client, start_with_webhook(&url))
+        .await
+        .expect("a 1.5 KB URL");
+    // The suspension's delivery is written with it.
+    run.next_suspended().await;
+    let listed = deliveries(&server, &run.run_id).await;
+    assert_eq!(listed[0].url, url, "the listing names the subscription's URL");
+    let conn = rusqlite::Connection::open(server.data_path().join("askuser.sqlite3"))
+        .expect("open the store");
+    let mut select = conn
+        .prepare("SELECT * FROM webhook_deliveries")
+        .expect("select deliveries");
+    let columns = select.column_count();
+    let rows: Vec<Vec<String>> = select
+        .query_map([], |row| {
+            (0..columns)
+                .map(|i| row.get::<_, rusqlite::types::Value>(i))
+                .map(|value| value.map(|value| format!("{value:?}")))
+                .collect()
+        })
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    assert!(!rows.is_empty());
+    assert!(
+        rows.iter().flatten().all(|value| !value.contains(&marker)),
+        "a delivery row holds a copy of the URL"
     );
 }

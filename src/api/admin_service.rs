@@ -62,7 +62,7 @@ fn delivery_to_proto(delivery: DeliveryRecord) -> pb::WebhookDelivery {
         run_id: delivery.run_id,
         sequence: delivery.sequence,
         event_type: delivery.event.as_str().to_owned(),
-        url: delivery.url,
+        url: delivery.target.map(|target| target.url).unwrap_or_default(),
         attempts: delivery.attempts,
         last_error: delivery.last_error,
         create_time: Some(timestamp(delivery.created_ms)),

@@ -17,6 +17,7 @@ mod pending_feed;
 mod retention;
 mod settle;
 pub mod tools;
+mod webhook_allow;
 mod webhooks;
 mod writes;
 
@@ -46,6 +47,7 @@ pub use ask_user::{AskUserLimits, Violation};
 pub use error::{RejectReason, RuntimeError, short_id};
 pub use hub::Batch;
 pub use pending_feed::{PendingEvent, PendingFilter, PendingStream};
+pub use webhook_allow::AllowPattern;
 pub use webhooks::{RunWebhook, WebhookSettings};
 
 use ask_user::CANCELLED_RESULT;

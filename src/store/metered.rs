@@ -62,11 +62,12 @@ impl DeliveryStore for MeteredStore {
         now_ms: i64,
         lease_until_ms: i64,
         limit: usize,
+        skip_tenants: &[String],
     ) -> StoreResult<Vec<DueDelivery>> {
         timed(
             "claim_deliveries",
             self.inner
-                .claim_deliveries(owner, now_ms, lease_until_ms, limit),
+                .claim_deliveries(owner, now_ms, lease_until_ms, limit, skip_tenants),
         )
         .await
     }

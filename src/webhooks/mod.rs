@@ -4,6 +4,8 @@
 
 mod body;
 mod deliverer;
+mod destination;
+mod shares;
 mod signing;
 
 pub use deliverer::{DelivererSettings, start};

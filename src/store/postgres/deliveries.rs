@@ -20,7 +20,7 @@ use crate::store::{StoreResult, Tenancy};
 
 /// Two replicas claiming at once choose different rows: each skips the rows the other locked.
 static CLAIM_DELIVERIES: LazyLock<String> =
-    LazyLock::new(|| claim_deliveries_sql("FOR UPDATE SKIP LOCKED"));
+    LazyLock::new(|| claim_deliveries_sql("r.tenant = ANY($4::TEXT[])", "FOR UPDATE SKIP LOCKED"));
 
 fn delivery_row(row: &Row) -> DeliveryRow {
     DeliveryRow {
@@ -28,17 +28,17 @@ fn delivery_row(row: &Row) -> DeliveryRow {
         run_id: row.get(1),
         sequence: row.get(2),
         event_type: row.get(3),
-        url: row.get(4),
-        secret_env: row.get(5),
-        tool_call_id: row.get(6),
-        reminder_permille: row.get(7),
-        status: row.get(8),
-        attempts: row.get(9),
-        created_ms: row.get(10),
-        pending_since_ms: row.get(11),
-        next_attempt_ms: row.get(12),
-        last_attempt_ms: row.get(13),
-        last_error: row.get(14),
+        subscription: row.get(4),
+        tool_call_id: row.get(5),
+        reminder_permille: row.get(6),
+        status: row.get(7),
+        attempts: row.get(8),
+        created_ms: row.get(9),
+        pending_since_ms: row.get(10),
+        next_attempt_ms: row.get(11),
+        last_attempt_ms: row.get(12),
+        last_error: row.get(13),
+        plan: row.get(14),
     }
 }
 
@@ -64,12 +64,16 @@ impl DeliveryStore for PostgresStore {
         now_ms: i64,
         lease_until_ms: i64,
         limit: usize,
+        skip_tenants: &[String],
     ) -> StoreResult<Vec<DueDelivery>> {
         let client = self.pool.get().await?;
         let claim = client.prepare_cached(&CLAIM_DELIVERIES).await?;
         let read = client.prepare_cached(&DUE_DELIVERY_QUERY).await?;
         let claimed = client
-            .query(&claim, &[&owner, &lease_until_ms, &now_ms, &(limit as i64)])
+            .query(
+                &claim,
+                &[&owner, &lease_until_ms, &now_ms, &skip_tenants, &(limit as i64)],
+            )
             .await?;
         let ids: Vec<String> = claimed.iter().map(|row| row.get(0)).collect();
         let params: Vec<[&(dyn ToSql + Sync); 1]> = ids.iter().map(|id| [id as _]).collect();

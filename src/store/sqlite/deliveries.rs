@@ -1,5 +1,7 @@
 //! The webhook outbox on SQLite: one process uses the file, so a claim needs no row locks.
 
+use std::sync::LazyLock;
+
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -13,23 +15,28 @@ use crate::store::webhook_records::{
 };
 use crate::store::{StoreResult, Tenancy};
 
+/// The tenants skipped are a JSON array.
+static CLAIM_DELIVERIES: LazyLock<String> = LazyLock::new(|| {
+    claim_deliveries_sql("r.tenant IN (SELECT value FROM json_each($4))", "")
+});
+
 fn delivery_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryRow> {
     Ok(DeliveryRow {
         webhook_id: row.get(0)?,
         run_id: row.get(1)?,
         sequence: row.get(2)?,
         event_type: row.get(3)?,
-        url: row.get(4)?,
-        secret_env: row.get(5)?,
-        tool_call_id: row.get(6)?,
-        reminder_permille: row.get(7)?,
-        status: row.get(8)?,
-        attempts: row.get(9)?,
-        created_ms: row.get(10)?,
-        pending_since_ms: row.get(11)?,
-        next_attempt_ms: row.get(12)?,
-        last_attempt_ms: row.get(13)?,
-        last_error: row.get(14)?,
+        subscription: row.get(4)?,
+        tool_call_id: row.get(5)?,
+        reminder_permille: row.get(6)?,
+        status: row.get(7)?,
+        attempts: row.get(8)?,
+        created_ms: row.get(9)?,
+        pending_since_ms: row.get(10)?,
+        next_attempt_ms: row.get(11)?,
+        last_attempt_ms: row.get(12)?,
+        last_error: row.get(13)?,
+        plan: row.get(14)?,
     })
 }
 
@@ -53,14 +60,16 @@ impl DeliveryStore for SqliteStore {
         now_ms: i64,
         lease_until_ms: i64,
         limit: usize,
+        skip_tenants: &[String],
     ) -> StoreResult<Vec<DueDelivery>> {
         let owner = owner.to_owned();
+        let skip = crate::store::records::to_json(&skip_tenants)?;
         self.db
             .run(move |conn| {
                 let claimed: Vec<String> = conn
-                    .prepare_cached(&claim_deliveries_sql(""))?
+                    .prepare_cached(&CLAIM_DELIVERIES)?
                     .query_map(
-                        params![owner, lease_until_ms, now_ms, limit as i64],
+                        params![owner, lease_until_ms, now_ms, skip, limit as i64],
                         |row| row.get(0),
                     )?
                     .collect::<Result<_, _>>()?;
