@@ -15,6 +15,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use base64::Engine;
+use common::credentials::{create_key, sqlite_store};
 use common::{RunStream, Server, fresh_database, report_figures, scripted_agent_with};
 
 /// A Standard Webhooks secret: `whsec_` and the base64 of its key.
@@ -712,4 +713,97 @@ async fn webhook_urls_are_bounded_and_stored_once_per_run() {
         rows.iter().flatten().all(|value| !value.contains(&marker)),
         "a delivery row holds a copy of the URL"
     );
+}
+
+/// A receiver that takes requests and never answers them: how many it holds.
+fn hanging_receiver() -> (String, Arc<Mutex<usize>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
+    let held = Arc::new(Mutex::new(0usize));
+    let counter = Arc::clone(&held);
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move || {
+            let counter = Arc::clone(&counter);
+            async move {
+                *counter.lock().expect("count") += 1;
+                std::future::pending::<StatusCode>().await
+            }
+        }),
+    );
+    listener.set_nonblocking(true).expect("nonblocking");
+    let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, held)
+}
+
+/// Issue 22, 7: one tenant's receivers that hang hold at most that tenant's share of the
+/// deliverer (`--webhook-max-in-flight-per-tenant`, 8, and per host 4), so another tenant's
+/// delivery goes out while every one of them still hangs. Before, they took all 32 slots and the
+/// other tenant waited for their timeouts.
+#[tokio::test]
+async fn a_tenant_whose_receivers_hang_does_not_hold_up_another_tenants_delivery() {
+    let hanging: Vec<(String, Arc<Mutex<usize>>)> = (0..3).map(|_| hanging_receiver()).collect();
+    let fast = Receiver::start(0);
+    let mut agents = [
+        scripted_agent_with(
+            "slow_asker",
+            "tenants = [\"slow\"]",
+            &[r#"ask = [{ question = "Deploy?" }]"#, r#"say = "done""#],
+        ),
+        scripted_agent_with(
+            "fast_asker",
+            "tenants = [\"fast\"]",
+            &[r#"ask = [{ question = "Deploy?" }]"#, r#"say = "done""#],
+        ),
+    ]
+    .join("\n");
+    for (url, _) in &hanging {
+        agents.push_str(&webhook_table(url, &["call.suspended"]));
+        agents.push_str("agents = [\"slow_asker\"]\n");
+    }
+    agents.push_str(&webhook_table(&fast.url, &["call.suspended"]));
+    agents.push_str("agents = [\"fast_asker\"]\n");
+    let server = start_server(&agents, &["--auth", "keys", "--webhook-timeout", "10m"]);
+    let scopes = "runs:start,runs:read,agents:read";
+    let slow_key = create_key(&sqlite_store(&server), "slow", "slow", scopes);
+    let fast_key = create_key(&sqlite_store(&server), "fast", "fast", scopes);
+    let mut client = server.agents().await;
+    let start = |agent: &str| {
+        Frame::Start(pb::StartRun {
+            agent_id: agent.into(),
+            prompt: "go".into(),
+            ..Default::default()
+        })
+    };
+    // 40 runs, each with three hanging deliveries: far more than every slot of the deliverer.
+    let mut slow_runs = Vec::new();
+    for _ in 0..40 {
+        let mut run = RunStream::open_as(&mut client, Some(&slow_key), start("slow_asker"))
+            .await
+            .expect("a slow tenant's run");
+        run.next_suspended().await;
+        slow_runs.push(run);
+    }
+    let held = || -> usize { hanging.iter().map(|(_, held)| *held.lock().expect("held")).sum() };
+    for _ in 0..600 {
+        if held() >= 8 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(held(), 8, "the slow tenant's attempts fill its share");
+
+    let mut fast_run = RunStream::open_as(&mut client, Some(&fast_key), start("fast_asker"))
+        .await
+        .expect("the other tenant's run");
+    fast_run.next_suspended().await;
+    fast.wait_for("the other tenant's delivery", |r| !r.is_empty())
+        .await;
+    // Every slow attempt still hangs (none is ever answered), and no more were let in.
+    assert_eq!(held(), 8, "the slow tenant took more than its share");
+    for (_, held) in &hanging {
+        assert!(*held.lock().expect("held") <= 4, "a host took more than its share");
+    }
+    drop(slow_runs);
 }
