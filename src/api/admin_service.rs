@@ -13,6 +13,7 @@ use crate::domain::{Scope, now_millis};
 use crate::proto::v1 as pb;
 use crate::proto::v1::admin_service_server::AdminService;
 use crate::runtime::RuntimeError;
+use crate::webhooks::{TenantSecretError, TenantSecrets};
 use crate::store::{
     ApiKeyRecord, DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryStore, KeyStore,
     RedeliverOutcome, StoreError, Tenancy,
@@ -22,11 +23,20 @@ use crate::store::{
 pub struct AdminApi {
     keys: Arc<dyn KeyStore>,
     deliveries: Arc<dyn DeliveryStore>,
+    webhook_secrets: Arc<TenantSecrets>,
 }
 
 impl AdminApi {
-    pub fn new(keys: Arc<dyn KeyStore>, deliveries: Arc<dyn DeliveryStore>) -> Self {
-        Self { keys, deliveries }
+    pub fn new(
+        keys: Arc<dyn KeyStore>,
+        deliveries: Arc<dyn DeliveryStore>,
+        webhook_secrets: Arc<TenantSecrets>,
+    ) -> Self {
+        Self {
+            keys,
+            deliveries,
+            webhook_secrets,
+        }
     }
 }
 
@@ -89,6 +99,14 @@ fn parse_delivery_page_token(token: &str) -> Result<Option<(i64, String)>, ApiEr
 
 fn store_error(error: StoreError) -> ApiError {
     ApiError::Runtime(RuntimeError::Store(error))
+}
+
+fn secret_error(error: TenantSecretError) -> ApiError {
+    match error {
+        TenantSecretError::NoKey => ApiError::NoWebhookSecretsKey,
+        TenantSecretError::Store(error) => store_error(error),
+        error => ApiError::Runtime(RuntimeError::Internal(error.to_string())),
+    }
 }
 
 fn key_to_proto(key: ApiKeyRecord) -> pb::ApiKey {
@@ -223,5 +241,21 @@ impl AdminService for AdminApi {
             }
             RedeliverOutcome::NotFound => Err(ApiError::DeliveryNotFound(webhook_id).into()),
         }
+    }
+
+    async fn rotate_webhook_secret(
+        &self,
+        request: Request<pb::RotateWebhookSecretRequest>,
+    ) -> Result<Response<pb::RotateWebhookSecretResponse>, Status> {
+        let tenant = caller(&request).tenant;
+        let (secret, previous_until_ms) = self
+            .webhook_secrets
+            .rotate(&tenant, now_millis())
+            .await
+            .map_err(secret_error)?;
+        Ok(Response::new(pb::RotateWebhookSecretResponse {
+            secret,
+            previous_expire_time: previous_until_ms.map(timestamp),
+        }))
     }
 }

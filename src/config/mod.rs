@@ -366,12 +366,12 @@ pub struct ServeArgs {
     #[arg(
         long = "webhook-allow",
         env = "ASKUSER_WEBHOOK_ALLOW",
-        value_delimiter = ',',
-        requires = "webhook_secret_env"
+        value_delimiter = ','
     )]
     pub webhook_allow: Vec<AllowPattern>,
-    /// The environment variable holding the secret (`whsec_` and base64) that signs runs' own
-    /// webhooks.
+    /// The environment variable holding the secret (`whsec_` and base64) that signs the default
+    /// tenant's runs' own webhooks until it has its own (`AdminService.RotateWebhookSecret`);
+    /// other tenants always need their own.
     #[arg(long, env = "ASKUSER_WEBHOOK_SECRET_ENV")]
     pub webhook_secret_env: Option<String>,
     /// Fractions of a call's time to live at which a `call.reminder` webhook tells of a call still
@@ -393,6 +393,14 @@ pub struct ServeArgs {
     /// to); `--webhook-deny-private=false` for local development.
     #[arg(long, env = "ASKUSER_WEBHOOK_DENY_PRIVATE", default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub webhook_deny_private: bool,
+    /// The environment variable holding the key (the base64 of 32 bytes) that seals tenants'
+    /// webhook secrets in the store; without it no tenant can have its own.
+    #[arg(long, env = "ASKUSER_WEBHOOK_SECRETS_KEY_ENV")]
+    pub webhook_secrets_key_env: Option<String>,
+    /// How long a tenant's previous webhook secret still signs (beside the new one) after a
+    /// rotation.
+    #[arg(long, env = "ASKUSER_WEBHOOK_SECRET_OVERLAP", default_value = "24h", value_parser = positive_duration)]
+    pub webhook_secret_overlap: Duration,
     /// The longest URL a run's own webhook may have, in bytes.
     #[arg(long, env = "ASKUSER_MAX_WEBHOOK_URL_BYTES", default_value_t = 2048)]
     pub max_webhook_url_bytes: usize,
@@ -584,7 +592,7 @@ pub enum ConfigError {
         message: String,
     },
     /// The flags' webhook secret is unusable.
-    #[error("--webhook-secret-env: {0}")]
+    #[error("--webhook-secret-env / --webhook-secrets-key-env: {0}")]
     WebhookSecret(String),
 }
 

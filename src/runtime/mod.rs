@@ -339,11 +339,15 @@ impl Runtime {
             .filter(|agent| agent.serves(&request.principal.tenant))
             .ok_or_else(|| RuntimeError::AgentNotFound(request.agent_id.clone()))?;
         check_run_tools(agent, &request.tools)?;
-        let webhooks = self
-            .inner
-            .config
-            .webhooks
-            .plan(&agent.webhooks, request.webhooks)?;
+        let tenant = &request.principal.tenant;
+        let tenant_has_secret = !request.webhooks.is_empty()
+            && self.inner.store.webhook_secrets(tenant).await?.is_some();
+        let webhooks = self.inner.config.webhooks.plan(
+            &agent.webhooks,
+            request.webhooks,
+            tenant,
+            tenant_has_secret,
+        )?;
         let ttl = request
             .question_ttl
             .or(agent.question_ttl)

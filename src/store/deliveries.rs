@@ -135,7 +135,17 @@ pub enum RedeliverOutcome {
     NotFound,
 }
 
-/// The outbox's operations besides the writes that fill it (see [`crate::domain::WebhookPlan`]).
+/// A tenant's sealed webhook secrets: the current one, and the one it replaced with when that
+/// stops signing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredWebhookSecrets {
+    pub sealed: String,
+    pub created_ms: i64,
+    pub previous: Option<(String, i64)>,
+}
+
+/// The outbox's operations besides the writes that fill it (see [`crate::domain::WebhookPlan`]),
+/// and the tenants' secrets that sign it.
 #[async_trait]
 pub trait DeliveryStore: Send + Sync {
     /// Leases to `owner` until `lease_until_ms` at most `limit` pending deliveries due at `now_ms`
@@ -158,6 +168,16 @@ pub trait DeliveryStore: Send + Sync {
         outcome: AttemptOutcome,
     ) -> StoreResult<bool>;
     async fn list_deliveries(&self, query: DeliveryQuery) -> StoreResult<Vec<DeliveryRecord>>;
+    /// Makes `sealed` the tenant's webhook secret from `now_ms`; the one it replaces (if any)
+    /// still signs until `previous_until_ms`. An earlier previous one stops at once.
+    async fn rotate_webhook_secret(
+        &self,
+        tenant: &str,
+        sealed: &str,
+        now_ms: i64,
+        previous_until_ms: i64,
+    ) -> StoreResult<()>;
+    async fn webhook_secrets(&self, tenant: &str) -> StoreResult<Option<StoredWebhookSecrets>>;
     /// Makes a delivered or dead delivery (of a run of the tenant) pending again, due at `now_ms`.
     async fn redeliver(
         &self,

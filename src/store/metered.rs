@@ -12,7 +12,7 @@ use super::{
     ApiKeyRecord, AttemptOutcome, CancelOutcome, ClaimOutcome, CommitNotice, CreateOutcome, Decide,
     DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery, EventPage, ExecutedResult, KeyStore,
     Lease, NewApiKey, NewRun, PendingCounts, RedeliverOutcome, RunPendingCall, RunQuery, RunStore,
-    SettleOutcome, StepState, StoreResult, Tenancy, ToolCallRecord, TurnCommit, TurnOutcome,
+    SettleOutcome, StepState, StoreResult, StoredWebhookSecrets, Tenancy, ToolCallRecord, TurnCommit, TurnOutcome,
 };
 use crate::domain::{Event, RunRecord, SettledBy};
 
@@ -89,6 +89,25 @@ impl DeliveryStore for MeteredStore {
 
     async fn list_deliveries(&self, query: DeliveryQuery) -> StoreResult<Vec<DeliveryRecord>> {
         self.inner.list_deliveries(query).await
+    }
+
+    async fn rotate_webhook_secret(
+        &self,
+        tenant: &str,
+        sealed: &str,
+        now_ms: i64,
+        previous_until_ms: i64,
+    ) -> StoreResult<()> {
+        timed(
+            "rotate_webhook_secret",
+            self.inner
+                .rotate_webhook_secret(tenant, sealed, now_ms, previous_until_ms),
+        )
+        .await
+    }
+
+    async fn webhook_secrets(&self, tenant: &str) -> StoreResult<Option<StoredWebhookSecrets>> {
+        self.inner.webhook_secrets(tenant).await
     }
 
     async fn redeliver(

@@ -3,7 +3,9 @@
 
 use std::sync::LazyLock;
 
-use super::deliveries::{AttemptOutcome, DeliveryRecord, DeliveryStatus, DueDelivery, RunSummary};
+use super::deliveries::{
+    AttemptOutcome, DeliveryRecord, DeliveryStatus, DueDelivery, RunSummary, StoredWebhookSecrets,
+};
 use super::records::{from_json, parse_status, to_json, unsigned};
 use super::{StoreError, StoreResult};
 use crate::domain::{Event, NewDelivery, WebhookEvent, WebhookPlan};
@@ -282,3 +284,27 @@ pub(super) const REDELIVER: &str = "UPDATE webhook_deliveries SET status = 'pend
      pending_since_ms = $1, next_attempt_ms = $1, lease_owner = NULL, lease_expires_ms = NULL \
      WHERE webhook_id = $2 AND status IN ('delivered', 'dead') AND EXISTS (SELECT 1 FROM runs r \
      WHERE r.run_id = webhook_deliveries.run_id AND (CAST($3 AS TEXT) IS NULL OR r.tenant = $3))";
+
+/// Makes `$2` tenant `$1`'s secret from `$3`, keeping the one it replaces until `$4`.
+pub(super) const ROTATE_WEBHOOK_SECRET: &str = "INSERT INTO webhook_secrets (tenant, secret, \
+     created_ms) VALUES ($1, $2, $3) ON CONFLICT (tenant) DO UPDATE SET \
+     previous_secret = webhook_secrets.secret, previous_until_ms = $4, secret = excluded.secret, \
+     created_ms = excluded.created_ms";
+
+/// Tenant `$1`'s secrets: sealed secret, its creation, the previous one and until when it signs.
+pub(super) const WEBHOOK_SECRETS_QUERY: &str = "SELECT secret, created_ms, previous_secret, \
+     previous_until_ms FROM webhook_secrets WHERE tenant = $1";
+
+/// A row of [`WEBHOOK_SECRETS_QUERY`] as a record.
+pub(super) fn webhook_secrets_record(
+    sealed: String,
+    created_ms: i64,
+    previous: Option<String>,
+    previous_until_ms: Option<i64>,
+) -> StoredWebhookSecrets {
+    StoredWebhookSecrets {
+        sealed,
+        created_ms,
+        previous: previous.zip(previous_until_ms),
+    }
+}

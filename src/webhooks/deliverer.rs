@@ -14,7 +14,8 @@ use url::{Host, Url};
 use super::body::body;
 use super::destination::{PublicOnly, REFUSED, is_private, was_refused};
 use super::shares::{Limits, Share, Shares};
-use super::signing::{secret_from_env, sign};
+use super::signing::{secret_from_env, sign_all};
+use super::tenant_secrets::TenantSecrets;
 use crate::domain::WebhookEvent;
 use crate::http::request_error;
 use crate::store::{AttemptOutcome, DueDelivery, RunStore};
@@ -53,6 +54,7 @@ struct Deliverer {
     /// For runs' own: connects only to the public addresses it resolved itself, with no proxy.
     public_only: reqwest::Client,
     settings: DelivererSettings,
+    secrets: Arc<TenantSecrets>,
     shares: Arc<Shares>,
     /// This replica's name in delivery leases.
     owner: String,
@@ -62,6 +64,7 @@ struct Deliverer {
 /// leases lapse for another replica (or the next start) to send them again.
 pub fn start(
     store: Arc<dyn RunStore>,
+    secrets: Arc<TenantSecrets>,
     settings: DelivererSettings,
     shutdown: CancellationToken,
 ) -> Result<JoinHandle<()>, reqwest::Error> {
@@ -88,6 +91,7 @@ pub fn start(
         client,
         public_only,
         settings,
+        secrets,
         shares,
         owner: uuid::Uuid::now_v7().simple().to_string(),
     });
@@ -239,15 +243,22 @@ impl Deliverer {
             Ok(body) => body,
             Err(error) => return failed(error.to_string()),
         };
-        let Some(secret_env) = target.secret_env.as_deref() else {
-            return failed("no signing secret".into());
+        let now_ms = self.store.now_ms();
+        // The operator's (and the default tenant's fallback) name a variable; the rest are signed
+        // with the run's tenant's own secrets, two during a rotation's overlap.
+        let secrets = match target.secret_env.as_deref() {
+            Some(secret_env) => match secret_from_env(secret_env) {
+                Ok(secret) => vec![secret],
+                Err(error) => return failed(error.to_string()),
+            },
+            None => match self.secrets.signers(&run.tenant, now_ms).await {
+                Ok(Some(secrets)) => secrets,
+                Ok(None) => return failed("the run's tenant has no webhook secret".into()),
+                Err(error) => return failed(error.to_string()),
+            },
         };
-        let secret = match secret_from_env(secret_env) {
-            Ok(secret) => secret,
-            Err(error) => return failed(error.to_string()),
-        };
-        let timestamp = self.store.now_ms() / 1000;
-        let signature = match sign(&secret, &delivery.webhook_id, timestamp, body.as_bytes()) {
+        let timestamp = now_ms / 1000;
+        let signature = match sign_all(&secrets, &delivery.webhook_id, timestamp, body.as_bytes()) {
             Ok(signature) => signature,
             Err(error) => return failed(error.to_string()),
         };

@@ -11,10 +11,12 @@ use tokio_postgres::types::ToSql;
 use super::PostgresStore;
 use crate::store::deliveries::{
     AttemptOutcome, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery, RedeliverOutcome,
+    StoredWebhookSecrets,
 };
 use crate::store::webhook_records::{
     DELIVERY_COLUMN_COUNT, DELIVERY_IN_TENANT_QUERY, DUE_DELIVERY_QUERY, DeliveryRow, DueRow,
-    FINISH_DELIVERY, LIST_DELIVERIES_QUERY, REDELIVER, claim_deliveries_sql, finish_values,
+    FINISH_DELIVERY, LIST_DELIVERIES_QUERY, REDELIVER, ROTATE_WEBHOOK_SECRET,
+    WEBHOOK_SECRETS_QUERY, claim_deliveries_sql, finish_values, webhook_secrets_record,
 };
 use crate::store::{StoreResult, Tenancy};
 
@@ -129,6 +131,30 @@ impl DeliveryStore for PostgresStore {
         rows.iter()
             .map(|row| delivery_row(row).into_record())
             .collect()
+    }
+
+    async fn rotate_webhook_secret(
+        &self,
+        tenant: &str,
+        sealed: &str,
+        now_ms: i64,
+        previous_until_ms: i64,
+    ) -> StoreResult<()> {
+        let client = self.pool.get().await?;
+        let statement = client.prepare_cached(ROTATE_WEBHOOK_SECRET).await?;
+        client
+            .execute(&statement, &[&tenant, &sealed, &now_ms, &previous_until_ms])
+            .await?;
+        Ok(())
+    }
+
+    async fn webhook_secrets(&self, tenant: &str) -> StoreResult<Option<StoredWebhookSecrets>> {
+        let client = self.pool.get().await?;
+        let statement = client.prepare_cached(WEBHOOK_SECRETS_QUERY).await?;
+        Ok(client
+            .query_opt(&statement, &[&tenant])
+            .await?
+            .map(|row| webhook_secrets_record(row.get(0), row.get(1), row.get(2), row.get(3))))
     }
 
     async fn redeliver(

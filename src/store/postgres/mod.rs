@@ -97,7 +97,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     ),
     (
         9,
-        include_str!("../../../migrations/postgres/0009_webhook_subscriptions.sql"),
+        include_str!("../../../migrations/postgres/0009_webhook_subscriptions_and_secrets.sql"),
     ),
 ];
 

@@ -8,10 +8,12 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::SqliteStore;
 use crate::store::deliveries::{
     AttemptOutcome, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery, RedeliverOutcome,
+    StoredWebhookSecrets,
 };
 use crate::store::webhook_records::{
     DELIVERY_COLUMN_COUNT, DELIVERY_IN_TENANT_QUERY, DUE_DELIVERY_QUERY, DeliveryRow, DueRow,
-    FINISH_DELIVERY, LIST_DELIVERIES_QUERY, REDELIVER, claim_deliveries_sql, finish_values,
+    FINISH_DELIVERY, LIST_DELIVERIES_QUERY, REDELIVER, ROTATE_WEBHOOK_SECRET,
+    WEBHOOK_SECRETS_QUERY, claim_deliveries_sql, finish_values, webhook_secrets_record,
 };
 use crate::store::{StoreResult, Tenancy};
 
@@ -135,6 +137,46 @@ impl DeliveryStore for SqliteStore {
                     )?
                     .collect::<Result<_, _>>()?;
                 rows.into_iter().map(DeliveryRow::into_record).collect()
+            })
+            .await
+    }
+
+    async fn rotate_webhook_secret(
+        &self,
+        tenant: &str,
+        sealed: &str,
+        now_ms: i64,
+        previous_until_ms: i64,
+    ) -> StoreResult<()> {
+        let (tenant, sealed) = (tenant.to_owned(), sealed.to_owned());
+        self.db
+            .run(move |conn| {
+                conn.prepare_cached(ROTATE_WEBHOOK_SECRET)?.execute(params![
+                    tenant,
+                    sealed,
+                    now_ms,
+                    previous_until_ms
+                ])?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn webhook_secrets(&self, tenant: &str) -> StoreResult<Option<StoredWebhookSecrets>> {
+        let tenant = tenant.to_owned();
+        self.readers
+            .run(move |conn| {
+                Ok(conn
+                    .prepare_cached(WEBHOOK_SECRETS_QUERY)?
+                    .query_row([tenant], |row| {
+                        Ok(webhook_secrets_record(
+                            row.get(0)?,
+                            row.get(1)?,
+                            row.get(2)?,
+                            row.get(3)?,
+                        ))
+                    })
+                    .optional()?)
             })
             .await
     }

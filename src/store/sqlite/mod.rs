@@ -64,7 +64,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0006_tenants.sql"),
     include_str!("../../../migrations/postgres/0007_webhooks.sql"),
     include_str!("../../../migrations/postgres/0008_traces_and_timings.sql"),
-    include_str!("../../../migrations/postgres/0009_webhook_subscriptions.sql"),
+    include_str!("../../../migrations/postgres/0009_webhook_subscriptions_and_secrets.sql"),
 ];
 
 /// Version 2: the tokens each run has used so far. (Version 3 is PostgreSQL's own file: its SQL is
