@@ -15,7 +15,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use base64::Engine;
-use common::credentials::{create_key, sqlite_store};
+use common::credentials::{authorized, create_key, sqlite_store};
 use common::{RunStream, Server, fresh_database, report_figures, scripted_agent_with};
 
 /// A Standard Webhooks secret: `whsec_` and the base64 of its key.
@@ -137,8 +137,13 @@ impl Receiver {
 /// Whether `received` is signed with [`SECRET`], checked by hand (HMAC-SHA256 of
 /// `id.timestamp.body`), not by the library that signed it.
 fn signature_verifies(received: &Received) -> bool {
+    signed_with(received, SECRET)
+}
+
+/// Whether one of the signatures of `received` is made with `secret`.
+fn signed_with(received: &Received, secret: &str) -> bool {
     let key = base64::engine::general_purpose::STANDARD
-        .decode(SECRET.trim_start_matches("whsec_"))
+        .decode(secret.trim_start_matches("whsec_"))
         .expect("secret");
     let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &key);
     let signed = format!("{}.{}.{}", received.id, received.timestamp, received.body);
@@ -806,4 +811,108 @@ async fn a_tenant_whose_receivers_hang_does_not_hold_up_another_tenants_delivery
         assert!(*held.lock().expect("held") <= 4, "a host took more than its share");
     }
     drop(slow_runs);
+}
+
+/// Issue 22, 6: each tenant signs its runs' own webhooks with its own secret, made (and shown
+/// once) by `AdminService.RotateWebhookSecret`; a tenant without one may not ask for them; a
+/// rotation signs with the new and the old secret until the overlap ends. Before, one server-wide
+/// secret signed every tenant's, so any tenant could forge deliveries to every other's receiver.
+#[tokio::test]
+async fn each_tenant_signs_its_runs_own_webhooks_with_its_own_secret() {
+    let receiver = Receiver::start(0);
+    let origin = receiver.url.trim_end_matches("/hook").to_owned();
+    let sealing_key = base64::engine::general_purpose::STANDARD.encode([42u8; 32]);
+    let server = Server::start_with_env(
+        Some(&asking_agent("1h")),
+        &[
+            "--auth",
+            "keys",
+            "--webhook-allow",
+            &format!("{origin}/"),
+            "--webhook-secret-env",
+            SECRET_ENV,
+            "--webhook-secrets-key-env",
+            "ASKUSER_TEST_SEALING_KEY",
+            "--webhook-deny-private=false",
+        ],
+        &[
+            (SECRET_ENV, SECRET),
+            ("ASKUSER_TEST_SEALING_KEY", sealing_key.as_str()),
+        ],
+    );
+    let scopes = "runs:start,runs:read,agents:read,admin";
+    let acme = create_key(&sqlite_store(&server), "acme", "acme", scopes);
+    let globex = create_key(&sqlite_store(&server), "globex", "globex", scopes);
+    let mut client = server.agents().await;
+    let mut admin = admin(&server).await;
+    let rotate = |key: &str| authorized(pb::RotateWebhookSecretRequest {}, Some(key));
+
+    // No secret of its own yet: no per-run webhooks (the server-wide one is not acme's).
+    let refused = RunStream::open_as(&mut client, Some(&acme), start_with_webhook(&receiver.url))
+        .await
+        .err()
+        .expect("acme's per-run webhook taken without a secret of its own");
+    assert_eq!(refused.code(), tonic::Code::FailedPrecondition, "{refused:?}");
+    assert_eq!(
+        common::error_reason(&refused).as_deref(),
+        Some("WEBHOOK_SECRET_REQUIRED")
+    );
+
+    let first = admin.rotate_webhook_secret(rotate(&acme)).await;
+    let first = first.expect("acme's secret").into_inner();
+    assert!(first.secret.starts_with("whsec_"));
+    assert!(first.previous_expire_time.is_none());
+    let globex_secret = admin
+        .rotate_webhook_secret(rotate(&globex))
+        .await
+        .expect("globex's secret")
+        .into_inner()
+        .secret;
+    assert_ne!(first.secret, globex_secret);
+
+    let delivered = async |key: &str, count: usize| {
+        let mut run = RunStream::open_as(&mut server.agents().await, Some(key), start_with_webhook(&receiver.url))
+            .await
+            .expect("a per-run webhook");
+        run.next_suspended().await;
+        receiver
+            .wait_for("the delivery", |r| r.len() >= count)
+            .await
+            .pop()
+            .expect("a delivery")
+    };
+    let from_acme = delivered(&acme, 1).await;
+    assert!(signed_with(&from_acme, &first.secret));
+    assert!(!signed_with(&from_acme, &globex_secret));
+    assert!(!signed_with(&from_acme, SECRET));
+    let from_globex = delivered(&globex, 2).await;
+    assert!(signed_with(&from_globex, &globex_secret));
+    assert!(!signed_with(&from_globex, &first.secret));
+
+    // A rotation: the new secret and the old one both sign until the overlap ends.
+    let second = admin
+        .rotate_webhook_secret(rotate(&acme))
+        .await
+        .expect("a rotation")
+        .into_inner();
+    assert!(second.previous_expire_time.is_some());
+    let after = delivered(&acme, 3).await;
+    assert!(signed_with(&after, &second.secret));
+    assert!(signed_with(&after, &first.secret));
+    assert!(!signed_with(&after, &globex_secret));
+    assert_eq!(after.signature.split(' ').count(), 2, "{}", after.signature);
+    drop(client);
+
+    // At rest the secrets are sealed, never as given.
+    let conn = rusqlite::Connection::open(server.data_path().join("askuser.sqlite3"))
+        .expect("open the store");
+    let stored: Vec<String> = conn
+        .prepare("SELECT secret || ' ' || COALESCE(previous_secret, '') FROM webhook_secrets")
+        .and_then(|mut select| select.query_map([], |row| row.get(0))?.collect())
+        .expect("stored secrets");
+    assert_eq!(stored.len(), 2);
+    for secret in [&first.secret, &second.secret, &globex_secret] {
+        let key = secret.trim_start_matches("whsec_");
+        assert!(stored.iter().all(|row| !row.contains(key)), "a secret stored as is");
+    }
 }
