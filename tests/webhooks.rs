@@ -594,7 +594,11 @@ async fn allow_patterns_bind_the_host_and_the_path_and_refuse_userinfo() {
         match open_run(&mut client, start_with_webhook(&url)).await {
             Err(refused) => {
                 assert_eq!(refused.code(), tonic::Code::InvalidArgument, "{url}");
-                assert_eq!(violated_fields(&refused), ["start.webhooks[0].url"], "{url}");
+                assert_eq!(
+                    violated_fields(&refused),
+                    ["start.webhooks[0].url"],
+                    "{url}"
+                );
             }
             Ok(run) => panic!("{url} was allowed (run {})", run.run_id),
         }
@@ -617,8 +621,7 @@ async fn allow_patterns_bind_the_host_and_the_path_and_refuse_userinfo() {
 /// loopback address, even through a name that resolves to one, and the listing says so in one
 /// fixed message whether something listens there or not (no port scan through `last_error`).
 #[tokio::test]
-async fn a_private_destination_is_refused_at_delivery_with_one_message_for_open_and_closed_ports()
-{
+async fn a_private_destination_is_refused_at_delivery_with_one_message_for_open_and_closed_ports() {
     let receiver = Receiver::start(0);
     let port = receiver.url.trim_start_matches("http://127.0.0.1:");
     let port = port.trim_end_matches("/hook");
@@ -629,7 +632,12 @@ async fn a_private_destination_is_refused_at_delivery_with_one_message_for_open_
     let allow = format!("http://localhost:{port}/,http://127.0.0.1:{closed}/,http://[::1]:{port}/");
     let server = start_server(
         &asking_agent("1h"),
-        &["--webhook-allow", &allow, "--webhook-secret-env", SECRET_ENV],
+        &[
+            "--webhook-allow",
+            &allow,
+            "--webhook-secret-env",
+            SECRET_ENV,
+        ],
     );
     let mut client = server.agents().await;
     let mut errors = Vec::new();
@@ -696,7 +704,10 @@ async fn webhook_urls_are_bounded_and_stored_once_per_run() {
     // The suspension's delivery is written with it.
     run.next_suspended().await;
     let listed = deliveries(&server, &run.run_id).await;
-    assert_eq!(listed[0].url, url, "the listing names the subscription's URL");
+    assert_eq!(
+        listed[0].url, url,
+        "the listing names the subscription's URL"
+    );
     let conn = rusqlite::Connection::open(server.data_path().join("askuser.sqlite3"))
         .expect("open the store");
     let mut select = conn
@@ -790,7 +801,12 @@ async fn a_tenant_whose_receivers_hang_does_not_hold_up_another_tenants_delivery
         run.next_suspended().await;
         slow_runs.push(run);
     }
-    let held = || -> usize { hanging.iter().map(|(_, held)| *held.lock().expect("held")).sum() };
+    let held = || -> usize {
+        hanging
+            .iter()
+            .map(|(_, held)| *held.lock().expect("held"))
+            .sum()
+    };
     for _ in 0..600 {
         if held() >= 8 {
             break;
@@ -808,7 +824,10 @@ async fn a_tenant_whose_receivers_hang_does_not_hold_up_another_tenants_delivery
     // Every slow attempt still hangs (none is ever answered), and no more were let in.
     assert_eq!(held(), 8, "the slow tenant took more than its share");
     for (_, held) in &hanging {
-        assert!(*held.lock().expect("held") <= 4, "a host took more than its share");
+        assert!(
+            *held.lock().expect("held") <= 4,
+            "a host took more than its share"
+        );
     }
     drop(slow_runs);
 }
@@ -852,7 +871,11 @@ async fn each_tenant_signs_its_runs_own_webhooks_with_its_own_secret() {
         .await
         .err()
         .expect("acme's per-run webhook taken without a secret of its own");
-    assert_eq!(refused.code(), tonic::Code::FailedPrecondition, "{refused:?}");
+    assert_eq!(
+        refused.code(),
+        tonic::Code::FailedPrecondition,
+        "{refused:?}"
+    );
     assert_eq!(
         common::error_reason(&refused).as_deref(),
         Some("WEBHOOK_SECRET_REQUIRED")
@@ -871,9 +894,13 @@ async fn each_tenant_signs_its_runs_own_webhooks_with_its_own_secret() {
     assert_ne!(first.secret, globex_secret);
 
     let delivered = async |key: &str, count: usize| {
-        let mut run = RunStream::open_as(&mut server.agents().await, Some(key), start_with_webhook(&receiver.url))
-            .await
-            .expect("a per-run webhook");
+        let mut run = RunStream::open_as(
+            &mut server.agents().await,
+            Some(key),
+            start_with_webhook(&receiver.url),
+        )
+        .await
+        .expect("a per-run webhook");
         run.next_suspended().await;
         receiver
             .wait_for("the delivery", |r| r.len() >= count)
@@ -913,6 +940,9 @@ async fn each_tenant_signs_its_runs_own_webhooks_with_its_own_secret() {
     assert_eq!(stored.len(), 2);
     for secret in [&first.secret, &second.secret, &globex_secret] {
         let key = secret.trim_start_matches("whsec_");
-        assert!(stored.iter().all(|row| !row.contains(key)), "a secret stored as is");
+        assert!(
+            stored.iter().all(|row| !row.contains(key)),
+            "a secret stored as is"
+        );
     }
 }

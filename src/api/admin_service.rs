@@ -13,11 +13,11 @@ use crate::domain::{Scope, now_millis};
 use crate::proto::v1 as pb;
 use crate::proto::v1::admin_service_server::AdminService;
 use crate::runtime::RuntimeError;
-use crate::webhooks::{TenantSecretError, TenantSecrets};
 use crate::store::{
     ApiKeyRecord, DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryStore, KeyStore,
     RedeliverOutcome, StoreError, Tenancy,
 };
+use crate::webhooks::{TenantSecretError, TenantSecrets};
 
 /// Handlers of `AdminService`.
 pub struct AdminApi {

@@ -70,7 +70,10 @@ impl FromStr for AllowPattern {
         if segments.last().is_some_and(|last| last == "*") {
             segments.pop();
         }
-        if segments.iter().any(|segment| segment.contains('*') && segment != "*") {
+        if segments
+            .iter()
+            .any(|segment| segment.contains('*') && segment != "*")
+        {
             return Err("`*` stands for a whole path segment only".into());
         }
         if host.to_string().contains('*') {
@@ -145,7 +148,10 @@ mod tests {
         assert!(!allows(pattern, "http://a.b.hooks.example.com/x"));
         assert!(!allows(pattern, "http://ahooks.example.com/x"));
         assert!(!allows(pattern, "http://a.hooks.example.com.evil.org/x"));
-        assert!(!allows(pattern, "http://127.0.0.1:18081/.hooks.example.com/x"));
+        assert!(!allows(
+            pattern,
+            "http://127.0.0.1:18081/.hooks.example.com/x"
+        ));
         assert!(!allows(pattern, "http://127.0.0.1/?.hooks.example.com/x"));
         assert!(!allows(pattern, "http://127.0.0.1/#.hooks.example.com/x"));
         assert!(!allows(pattern, "http://a.hooks.example.com@127.0.0.1/x"));
@@ -160,7 +166,10 @@ mod tests {
         assert!(allows(pattern, "https://hooks.example.com:443/hook"));
         assert!(allows(pattern, "https://hooks.example.com/hook/a/../b?x=1"));
         assert!(!allows(pattern, "https://hooks.example.com/hookx"));
-        assert!(!allows(pattern, "https://hooks.example.com/hook/../redirect"));
+        assert!(!allows(
+            pattern,
+            "https://hooks.example.com/hook/../redirect"
+        ));
         assert!(!allows(pattern, "https://hooks.example.com/hook/%2e%2e/x"));
         assert!(!allows(pattern, "https://hooks.example.com/hook/.%2E/x"));
         assert!(!allows(pattern, "https://hooks.example.com/hook\\..\\x"));

@@ -128,15 +128,28 @@ mod tests {
             "http://169.254.169.254/",
             long.as_str(),
         ];
-        match settings(&["https://hooks.example.com/"]).plan(&[], requested(&urls), DEFAULT_TENANT, false) {
+        match settings(&["https://hooks.example.com/"]).plan(
+            &[],
+            requested(&urls),
+            DEFAULT_TENANT,
+            false,
+        ) {
             Err(RuntimeError::InvalidArgument(violations)) => {
                 let fields: Vec<&str> = violations.iter().map(|v| v.field.as_str()).collect();
                 assert_eq!(fields, ["webhooks[1].url", "webhooks[2].url"]);
-                assert!(violations[1].description.contains("--max-webhook-url-bytes"));
+                assert!(
+                    violations[1]
+                        .description
+                        .contains("--max-webhook-url-bytes")
+                );
             }
             other => panic!("expected violations, got {other:?}"),
         }
-        assert!(settings(&[]).plan(&[], requested(&urls[..1]), DEFAULT_TENANT, false).is_err());
+        assert!(
+            settings(&[])
+                .plan(&[], requested(&urls[..1]), DEFAULT_TENANT, false)
+                .is_err()
+        );
     }
 
     #[test]

@@ -12,7 +12,8 @@ use super::{
     ApiKeyRecord, AttemptOutcome, CancelOutcome, ClaimOutcome, CommitNotice, CreateOutcome, Decide,
     DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery, EventPage, ExecutedResult, KeyStore,
     Lease, NewApiKey, NewRun, PendingCounts, RedeliverOutcome, RunPendingCall, RunQuery, RunStore,
-    SettleOutcome, StepState, StoreResult, StoredWebhookSecrets, Tenancy, ToolCallRecord, TurnCommit, TurnOutcome,
+    SettleOutcome, StepState, StoreResult, StoredWebhookSecrets, Tenancy, ToolCallRecord,
+    TurnCommit, TurnOutcome,
 };
 use crate::domain::{Event, RunRecord, SettledBy};
 

@@ -133,7 +133,12 @@ mod tests {
             let ip: IpAddr = private.parse().expect("address");
             assert!(is_private(ip), "{private}");
         }
-        for public in ["93.184.215.14", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8"] {
+        for public in [
+            "93.184.215.14",
+            "8.8.8.8",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+        ] {
             let ip: IpAddr = public.parse().expect("address");
             assert!(!is_private(ip), "{public}");
         }

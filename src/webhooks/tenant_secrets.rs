@@ -89,8 +89,8 @@ impl Sealer {
             return Err(TenantSecretError::Unsealable);
         }
         let (nonce, sealed) = bytes.split_at(NONCE_LEN);
-        let nonce = Nonce::try_assume_unique_for_key(nonce)
-            .map_err(|_| TenantSecretError::Unsealable)?;
+        let nonce =
+            Nonce::try_assume_unique_for_key(nonce).map_err(|_| TenantSecretError::Unsealable)?;
         let mut sealed = sealed.to_vec();
         let secret = self
             .key
@@ -174,7 +174,12 @@ mod tests {
         let sealed = secrets.seal("acme", secret).expect("seal");
         assert!(!sealed.contains("MfKQ9r8"));
         assert!(secrets.open("acme", &sealed).is_ok());
-        assert!(Sealer::new(&[8; 32]).expect("key").open("acme", &sealed).is_err());
+        assert!(
+            Sealer::new(&[8; 32])
+                .expect("key")
+                .open("acme", &sealed)
+                .is_err()
+        );
         assert!(matches!(
             secrets.open("globex", &sealed),
             Err(TenantSecretError::Unsealable)

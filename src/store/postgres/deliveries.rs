@@ -74,7 +74,13 @@ impl DeliveryStore for PostgresStore {
         let claimed = client
             .query(
                 &claim,
-                &[&owner, &lease_until_ms, &now_ms, &skip_tenants, &(limit as i64)],
+                &[
+                    &owner,
+                    &lease_until_ms,
+                    &now_ms,
+                    &skip_tenants,
+                    &(limit as i64),
+                ],
             )
             .await?;
         let ids: Vec<String> = claimed.iter().map(|row| row.get(0)).collect();

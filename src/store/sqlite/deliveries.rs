@@ -18,9 +18,8 @@ use crate::store::webhook_records::{
 use crate::store::{StoreResult, Tenancy};
 
 /// The tenants skipped are a JSON array.
-static CLAIM_DELIVERIES: LazyLock<String> = LazyLock::new(|| {
-    claim_deliveries_sql("r.tenant IN (SELECT value FROM json_each($4))", "")
-});
+static CLAIM_DELIVERIES: LazyLock<String> =
+    LazyLock::new(|| claim_deliveries_sql("r.tenant IN (SELECT value FROM json_each($4))", ""));
 
 fn delivery_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryRow> {
     Ok(DeliveryRow {
@@ -151,12 +150,8 @@ impl DeliveryStore for SqliteStore {
         let (tenant, sealed) = (tenant.to_owned(), sealed.to_owned());
         self.db
             .run(move |conn| {
-                conn.prepare_cached(ROTATE_WEBHOOK_SECRET)?.execute(params![
-                    tenant,
-                    sealed,
-                    now_ms,
-                    previous_until_ms
-                ])?;
+                conn.prepare_cached(ROTATE_WEBHOOK_SECRET)?
+                    .execute(params![tenant, sealed, now_ms, previous_until_ms])?;
                 Ok(())
             })
             .await

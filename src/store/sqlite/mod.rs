@@ -1350,7 +1350,8 @@ mod tests {
             }
             conn.pragma_update(None, "user_version", 8)
                 .expect("user_version");
-            for (id, sequence, permille) in [("r-1:3:0", 3, None), ("r-1:13:12:r500", 13, Some(500))]
+            for (id, sequence, permille) in
+                [("r-1:3:0", 3, None), ("r-1:13:12:r500", 13, Some(500))]
             {
                 conn.execute(
                     "INSERT INTO webhook_deliveries (webhook_id, run_id, sequence, event_type, \
