@@ -818,9 +818,21 @@ async fn a_tenant_whose_receivers_hang_does_not_hold_up_another_tenants_delivery
     let mut fast_run = RunStream::open_as(&mut client, Some(&fast_key), start("fast_asker"))
         .await
         .expect("the other tenant's run");
+    let suspended_ms = common::now_ms();
     fast_run.next_suspended().await;
-    fast.wait_for("the other tenant's delivery", |r| !r.is_empty())
+    let received = fast
+        .wait_for("the other tenant's delivery", |r| !r.is_empty())
         .await;
+    report_figures(
+        "a tenant's delivery while another's receivers hang",
+        &[
+            ("slow_attempts_hanging", held() as u64),
+            (
+                "ms_to_delivery",
+                u64::try_from(received[0].at_ms - suspended_ms).unwrap_or(0),
+            ),
+        ],
+    );
     // Every slow attempt still hangs (none is ever answered), and no more were let in.
     assert_eq!(held(), 8, "the slow tenant took more than its share");
     for (_, held) in &hanging {
