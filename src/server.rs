@@ -95,11 +95,23 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         crate::webhooks::secret_from_env(name)
             .map_err(|error| crate::config::ConfigError::WebhookSecret(error.to_string()))?;
     }
+    let sealer = args
+        .webhook_secrets_key_env
+        .as_deref()
+        .map(crate::webhooks::Sealer::from_env)
+        .transpose()
+        .map_err(crate::config::ConfigError::WebhookSecret)?;
+    let tenant_secrets = Arc::new(crate::webhooks::TenantSecrets::new(
+        Arc::clone(&store) as Arc<dyn DeliveryStore>,
+        sealer,
+        args.webhook_secret_overlap,
+    ));
     let runtime = Runtime::new(Arc::clone(&store), agents, args.runtime_config());
     runtime.start().await?;
     let stop_deliveries = tokio_util::sync::CancellationToken::new();
     let deliverer = crate::webhooks::start(
         Arc::clone(&store),
+        Arc::clone(&tenant_secrets),
         args.deliverer_settings(),
         stop_deliveries.clone(),
     )
@@ -211,6 +223,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         .add_service(AdminServiceServer::new(AdminApi::new(
             Arc::clone(&store) as Arc<dyn KeyStore>,
             Arc::clone(&store) as Arc<dyn DeliveryStore>,
+            tenant_secrets,
         )))
         .add_service(
             ToolServiceServer::new(ToolApi::new(runtime.clone()))

@@ -132,6 +132,7 @@ on_both_stores! {
         list_runs_filters_by_metadata_creation_time_and_pending_kind,
         a_run_read_shows_its_usage_and_when_calls_waited_and_settled,
         a_runs_trace_context_is_handed_to_its_steps,
+        webhook_secrets_rotate_with_an_overlap,
     ],
     locations: [migrations_are_idempotent],
 }
@@ -2217,4 +2218,39 @@ async fn a_runs_trace_context_is_handed_to_its_steps(store: Arc<dyn RunStore>) {
         .await
         .expect("create run");
     assert_eq!(stored_step(&store, "run-2").await.trace_context, None);
+}
+
+/// A rotation keeps the replaced secret (until the overlap's end) and drops the one before; a
+/// tenant's secrets are its own; a claim may skip tenants (issue 22, 6 and 7).
+async fn webhook_secrets_rotate_with_an_overlap(store: Arc<dyn RunStore>) {
+    assert_eq!(store.webhook_secrets("acme").await.expect("read"), None);
+    store
+        .rotate_webhook_secret("acme", "sealed-1", 1, 10)
+        .await
+        .expect("first");
+    let first = store.webhook_secrets("acme").await.expect("read");
+    assert_eq!(
+        first.map(|s| (s.sealed, s.created_ms, s.previous)),
+        Some(("sealed-1".to_owned(), 1, None))
+    );
+    store
+        .rotate_webhook_secret("acme", "sealed-2", 2, 20)
+        .await
+        .expect("second");
+    store
+        .rotate_webhook_secret("acme", "sealed-3", 3, 30)
+        .await
+        .expect("third");
+    let third = store.webhook_secrets("acme").await.expect("read");
+    assert_eq!(
+        third.map(|s| (s.sealed, s.previous)),
+        Some(("sealed-3".to_owned(), Some(("sealed-2".to_owned(), 30))))
+    );
+    assert_eq!(store.webhook_secrets("globex").await.expect("read"), None);
+    let skipped = ["acme".to_owned(), "globex".to_owned()];
+    let claimed = store
+        .claim_deliveries("me", 100, 200, 10, &skipped)
+        .await
+        .expect("a claim that skips tenants");
+    assert!(claimed.is_empty());
 }

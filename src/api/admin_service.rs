@@ -18,16 +18,26 @@ use crate::store::{
     ApiKeyRecord, DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryStore, KeyStore,
     RedeliverOutcome, StoreError, Tenancy,
 };
+use crate::webhooks::{TenantSecretError, TenantSecrets};
 
 /// Handlers of `AdminService`.
 pub struct AdminApi {
     keys: Arc<dyn KeyStore>,
     deliveries: Arc<dyn DeliveryStore>,
+    webhook_secrets: Arc<TenantSecrets>,
 }
 
 impl AdminApi {
-    pub fn new(keys: Arc<dyn KeyStore>, deliveries: Arc<dyn DeliveryStore>) -> Self {
-        Self { keys, deliveries }
+    pub fn new(
+        keys: Arc<dyn KeyStore>,
+        deliveries: Arc<dyn DeliveryStore>,
+        webhook_secrets: Arc<TenantSecrets>,
+    ) -> Self {
+        Self {
+            keys,
+            deliveries,
+            webhook_secrets,
+        }
     }
 }
 
@@ -63,7 +73,7 @@ fn delivery_to_proto(delivery: DeliveryRecord) -> pb::WebhookDelivery {
         run_id: delivery.run_id,
         sequence: delivery.sequence,
         event_type: delivery.event.as_str().to_owned(),
-        url: delivery.url,
+        url: delivery.target.map(|target| target.url).unwrap_or_default(),
         attempts: delivery.attempts,
         last_error: delivery.last_error,
         create_time: Some(timestamp(delivery.created_ms)),
@@ -140,6 +150,14 @@ fn key_tenancy(caller: &Principal) -> Tenancy<'_> {
 
 fn store_error(error: StoreError) -> ApiError {
     ApiError::Runtime(RuntimeError::Store(error))
+}
+
+fn secret_error(error: TenantSecretError) -> ApiError {
+    match error {
+        TenantSecretError::NoKey => ApiError::NoWebhookSecretsKey,
+        TenantSecretError::Store(error) => store_error(error),
+        error => ApiError::Runtime(RuntimeError::Internal(error.to_string())),
+    }
 }
 
 fn key_to_proto(key: ApiKeyRecord) -> pb::ApiKey {
@@ -279,5 +297,21 @@ impl AdminService for AdminApi {
             }
             RedeliverOutcome::NotFound => Err(ApiError::DeliveryNotFound(webhook_id).into()),
         }
+    }
+
+    async fn rotate_webhook_secret(
+        &self,
+        request: Request<pb::RotateWebhookSecretRequest>,
+    ) -> Result<Response<pb::RotateWebhookSecretResponse>, Status> {
+        let tenant = caller(&request).tenant;
+        let (secret, previous_until_ms) = self
+            .webhook_secrets
+            .rotate(&tenant, now_millis())
+            .await
+            .map_err(secret_error)?;
+        Ok(Response::new(pb::RotateWebhookSecretResponse {
+            secret,
+            previous_expire_time: previous_until_ms.map(timestamp),
+        }))
     }
 }

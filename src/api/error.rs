@@ -38,6 +38,8 @@ pub enum ApiError {
     DeliveryNotFound(String),
     #[error("webhook delivery {0} is {1}: only a delivered or dead one is redelivered")]
     NotRedeliverable(String, &'static str),
+    #[error("this server has no key to seal webhook secrets with (see --webhook-secrets-key-env)")]
+    NoWebhookSecretsKey,
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
 }
@@ -103,6 +105,11 @@ impl From<ApiError> for Status {
             ApiError::NotRedeliverable(..) => with_reason(
                 Code::FailedPrecondition,
                 "NOT_REDELIVERABLE",
+                error.to_string(),
+            ),
+            ApiError::NoWebhookSecretsKey => with_reason(
+                Code::FailedPrecondition,
+                "NO_WEBHOOK_SECRETS_KEY",
                 error.to_string(),
             ),
             ApiError::Runtime(error) => runtime_status(error),
@@ -211,6 +218,9 @@ fn runtime_status(error: RuntimeError) -> Status {
         } => with_reason(Code::FailedPrecondition, reason.code(), message),
         RuntimeError::RunFinished { .. } => {
             with_reason(Code::FailedPrecondition, "RUN_FINISHED", message)
+        }
+        RuntimeError::WebhookSecretRequired(_) => {
+            with_reason(Code::FailedPrecondition, "WEBHOOK_SECRET_REQUIRED", message)
         }
         RuntimeError::ShuttingDown => with_reason(
             Code::Unavailable,

@@ -70,7 +70,9 @@ impl WebhookEntry {
         Ok(WebhookTarget {
             url: self.url.clone(),
             events,
-            secret_env: self.secret_env.clone(),
+            secret_env: Some(self.secret_env.clone()),
+            // The operator wrote it: the private-address rule is for URLs clients give.
+            operator: true,
         })
     }
 

@@ -14,7 +14,7 @@ use crate::auth::AuthArgs;
 use crate::cli::{AnswerArgs, CancelArgs, PendingArgs, RunsArgs, StartArgs, WatchArgs};
 use crate::keys_cli::KeysArgs;
 use crate::redact::redact_url;
-use crate::runtime::{AskUserLimits, RuntimeConfig, WebhookSettings};
+use crate::runtime::{AllowPattern, AskUserLimits, RuntimeConfig, WebhookSettings};
 use crate::store::{PostgresSettings, Synchronous};
 use crate::tls::TlsFiles;
 use crate::webhooks::DelivererSettings;
@@ -366,17 +366,18 @@ pub struct ServeArgs {
     /// webhooks of waiting calls link to `<it>/runs/<run>#<call>`.
     #[arg(long, env = "ASKUSER_PUBLIC_URL")]
     pub public_url: Option<String>,
-    /// URL patterns a run's own webhooks (`StartRun.webhooks`) must match, comma-separated: a
-    /// prefix, or a glob whose `*` matches anything. None: runs may not ask for webhooks.
+    /// URL patterns a run's own webhooks (`StartRun.webhooks`) must match, comma-separated:
+    /// scheme, host (`*.` for one leftmost label), port and a path prefix on segment boundaries,
+    /// e.g. `https://*.hooks.example.com/askuser/`. None: runs may not ask for webhooks.
     #[arg(
         long = "webhook-allow",
         env = "ASKUSER_WEBHOOK_ALLOW",
-        value_delimiter = ',',
-        requires = "webhook_secret_env"
+        value_delimiter = ','
     )]
-    pub webhook_allow: Vec<String>,
-    /// The environment variable holding the secret (`whsec_` and base64) that signs runs' own
-    /// webhooks.
+    pub webhook_allow: Vec<AllowPattern>,
+    /// The environment variable holding the secret (`whsec_` and base64) that signs the default
+    /// tenant's runs' own webhooks until it has its own (`AdminService.RotateWebhookSecret`);
+    /// other tenants always need their own.
     #[arg(long, env = "ASKUSER_WEBHOOK_SECRET_ENV")]
     pub webhook_secret_env: Option<String>,
     /// Fractions of a call's time to live at which a `call.reminder` webhook tells of a call still
@@ -393,6 +394,31 @@ pub struct ServeArgs {
     /// How long a webhook receiver may take to answer.
     #[arg(long, env = "ASKUSER_WEBHOOK_TIMEOUT", default_value = "15s", value_parser = positive_duration)]
     pub webhook_timeout: Duration,
+    /// Refuse to deliver runs' own webhooks to loopback, private, link-local, shared and metadata
+    /// addresses, judged on the addresses their names resolve to when delivered (and connected
+    /// to); `--webhook-deny-private=false` for local development.
+    #[arg(long, env = "ASKUSER_WEBHOOK_DENY_PRIVATE", default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub webhook_deny_private: bool,
+    /// The environment variable holding the key (the base64 of 32 bytes) that seals tenants'
+    /// webhook secrets in the store; without it no tenant can have its own.
+    #[arg(long, env = "ASKUSER_WEBHOOK_SECRETS_KEY_ENV")]
+    pub webhook_secrets_key_env: Option<String>,
+    /// How long a tenant's previous webhook secret still signs (beside the new one) after a
+    /// rotation.
+    #[arg(long, env = "ASKUSER_WEBHOOK_SECRET_OVERLAP", default_value = "24h", value_parser = positive_duration)]
+    pub webhook_secret_overlap: Duration,
+    /// The longest URL a run's own webhook may have, in bytes.
+    #[arg(long, env = "ASKUSER_MAX_WEBHOOK_URL_BYTES", default_value_t = 2048)]
+    pub max_webhook_url_bytes: usize,
+    /// Webhook deliveries one replica attempts at once.
+    #[arg(long, env = "ASKUSER_WEBHOOK_MAX_IN_FLIGHT", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub webhook_max_in_flight: u32,
+    /// Of those, the most for the runs of one tenant.
+    #[arg(long, env = "ASKUSER_WEBHOOK_MAX_IN_FLIGHT_PER_TENANT", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    pub webhook_max_in_flight_per_tenant: u32,
+    /// Of those, the most to one destination host (and port).
+    #[arg(long, env = "ASKUSER_WEBHOOK_MAX_IN_FLIGHT_PER_HOST", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    pub webhook_max_in_flight_per_host: u32,
     #[command(flatten)]
     pub auth: AuthArgs,
 }
@@ -519,6 +545,7 @@ impl ServeArgs {
                 allow: self.webhook_allow.clone(),
                 secret_env: self.webhook_secret_env.clone(),
                 reminders: self.webhook_reminders.clone(),
+                max_url_bytes: self.max_webhook_url_bytes,
             },
         }
     }
@@ -530,6 +557,10 @@ impl ServeArgs {
             max_age: self.webhook_max_age,
             initial_backoff: self.webhook_initial_backoff,
             timeout: self.webhook_timeout,
+            deny_private: self.webhook_deny_private,
+            max_in_flight: self.webhook_max_in_flight as usize,
+            max_in_flight_per_tenant: self.webhook_max_in_flight_per_tenant as usize,
+            max_in_flight_per_host: self.webhook_max_in_flight_per_host as usize,
         }
     }
 }
@@ -567,7 +598,7 @@ pub enum ConfigError {
         message: String,
     },
     /// The flags' webhook secret is unusable.
-    #[error("--webhook-secret-env: {0}")]
+    #[error("--webhook-secret-env / --webhook-secrets-key-env: {0}")]
     WebhookSecret(String),
 }
 

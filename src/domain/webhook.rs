@@ -81,8 +81,14 @@ pub struct WebhookTarget {
     /// The events it wants; empty: every one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<WebhookEvent>,
-    /// The environment variable holding its signing secret (`whsec_…`).
-    pub secret_env: String,
+    /// The environment variable holding its signing secret (`whsec_…`); `None`: signed with the
+    /// secrets of the run's tenant (a start's own subscriptions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_env: Option<String>,
+    /// Written by the operator (the agents file): exempt from `--webhook-deny-private`. Absent
+    /// (as in plans stored before it existed): the private-address rule applies.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub operator: bool,
 }
 
 impl WebhookTarget {
@@ -108,8 +114,8 @@ pub struct NewDelivery {
     pub run_id: String,
     pub sequence: u64,
     pub event: WebhookEvent,
-    pub url: String,
-    pub secret_env: String,
+    /// The index of its subscription in the run's plan (`runs.webhooks`).
+    pub subscription: usize,
     /// A reminder's call and fraction of its TTL, in per mille.
     pub reminder: Option<(String, i64)>,
     /// When it is first due.
@@ -130,8 +136,7 @@ impl WebhookPlan {
                     run_id: event.run_id.clone(),
                     sequence: event.sequence,
                     event: event_type,
-                    url: target.url.clone(),
-                    secret_env: target.secret_env.clone(),
+                    subscription: index,
                     reminder,
                     due_ms,
                 };
@@ -196,7 +201,8 @@ mod tests {
         WebhookTarget {
             url: "https://hooks.example.com/".into(),
             events,
-            secret_env: "S".into(),
+            secret_env: Some("S".into()),
+            operator: true,
         }
     }
 

@@ -81,6 +81,13 @@ pub enum RuntimeError {
     },
     #[error("the server is shutting down")]
     ShuttingDown,
+    /// A start asks for its own webhooks, and its tenant has no secret to sign them with.
+    #[error(
+        "tenant \"{}\" has no webhook secret to sign its runs' own webhooks: make one with \
+         AdminService.RotateWebhookSecret",
+        short_id(.0)
+    )]
+    WebhookSecretRequired(String),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]

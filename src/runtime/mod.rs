@@ -18,6 +18,7 @@ mod retention;
 mod settle;
 mod settle_access;
 pub mod tools;
+mod webhook_allow;
 mod webhooks;
 mod writes;
 
@@ -48,6 +49,7 @@ pub use error::{RejectReason, RuntimeError, short_id};
 pub use hub::Batch;
 pub use pending_feed::{PendingEvent, PendingFilter, PendingStream};
 pub use settle_access::ANY_SCOPE_TO_SETTLE;
+pub use webhook_allow::AllowPattern;
 pub use webhooks::{RunWebhook, WebhookSettings};
 
 use ask_user::CANCELLED_RESULT;
@@ -339,11 +341,15 @@ impl Runtime {
             .filter(|agent| agent.serves(&request.principal.tenant))
             .ok_or_else(|| RuntimeError::AgentNotFound(request.agent_id.clone()))?;
         check_run_tools(agent, &request.tools)?;
-        let webhooks = self
-            .inner
-            .config
-            .webhooks
-            .plan(&agent.webhooks, request.webhooks)?;
+        let tenant = &request.principal.tenant;
+        let tenant_has_secret = !request.webhooks.is_empty()
+            && self.inner.store.webhook_secrets(tenant).await?.is_some();
+        let webhooks = self.inner.config.webhooks.plan(
+            &agent.webhooks,
+            request.webhooks,
+            tenant,
+            tenant_has_secret,
+        )?;
         let ttl = request
             .question_ttl
             .or(agent.question_ttl)

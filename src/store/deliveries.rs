@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 
 use super::{StoreResult, Tenancy};
-use crate::domain::{Event, RunStatus, WebhookEvent};
+use crate::domain::{Event, RunStatus, WebhookEvent, WebhookTarget};
 
 /// Where a delivery stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,8 +50,10 @@ pub struct DeliveryRecord {
     pub run_id: String,
     pub sequence: u64,
     pub event: WebhookEvent,
-    pub url: String,
-    pub secret_env: String,
+    /// Its subscription's index in the run's plan.
+    pub subscription: usize,
+    /// That subscription (URL, signing); `None` when its run was deleted.
+    pub target: Option<WebhookTarget>,
     /// A reminder's call and fraction of the call's TTL, in per mille.
     pub reminder: Option<(String, i64)>,
     pub status: DeliveryStatus,
@@ -100,6 +102,11 @@ pub enum AttemptOutcome {
     Dead {
         error: String,
     },
+    /// Not attempted: its tenant or destination had its share of the deliverer. Pending again
+    /// from `at_ms`, with no attempt counted.
+    Deferred {
+        at_ms: i64,
+    },
     /// Not sent: nothing is left to tell.
     Obsolete {
         reason: String,
@@ -128,17 +135,29 @@ pub enum RedeliverOutcome {
     NotFound,
 }
 
-/// The outbox's operations besides the writes that fill it (see [`crate::domain::WebhookPlan`]).
+/// A tenant's sealed webhook secrets: the current one, and the one it replaced with when that
+/// stops signing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredWebhookSecrets {
+    pub sealed: String,
+    pub created_ms: i64,
+    pub previous: Option<(String, i64)>,
+}
+
+/// The outbox's operations besides the writes that fill it (see [`crate::domain::WebhookPlan`]),
+/// and the tenants' secrets that sign it.
 #[async_trait]
 pub trait DeliveryStore: Send + Sync {
     /// Leases to `owner` until `lease_until_ms` at most `limit` pending deliveries due at `now_ms`
-    /// that no other deliverer holds an unexpired lease on, and returns them.
+    /// that no other deliverer holds an unexpired lease on, of runs of tenants not in
+    /// `skip_tenants` (those at their share of the deliverer), and returns them.
     async fn claim_deliveries(
         &self,
         owner: &str,
         now_ms: i64,
         lease_until_ms: i64,
         limit: usize,
+        skip_tenants: &[String],
     ) -> StoreResult<Vec<DueDelivery>>;
     /// Records an attempt's outcome and ends the lease, if `owner` still holds it; whether it did.
     async fn finish_delivery(
@@ -149,6 +168,16 @@ pub trait DeliveryStore: Send + Sync {
         outcome: AttemptOutcome,
     ) -> StoreResult<bool>;
     async fn list_deliveries(&self, query: DeliveryQuery) -> StoreResult<Vec<DeliveryRecord>>;
+    /// Makes `sealed` the tenant's webhook secret from `now_ms`; the one it replaces (if any)
+    /// still signs until `previous_until_ms`. An earlier previous one stops at once.
+    async fn rotate_webhook_secret(
+        &self,
+        tenant: &str,
+        sealed: &str,
+        now_ms: i64,
+        previous_until_ms: i64,
+    ) -> StoreResult<()>;
+    async fn webhook_secrets(&self, tenant: &str) -> StoreResult<Option<StoredWebhookSecrets>>;
     /// Makes a delivered or dead delivery (of a run of the tenant) pending again, due at `now_ms`.
     async fn redeliver(
         &self,

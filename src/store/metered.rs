@@ -12,7 +12,8 @@ use super::{
     ApiKeyRecord, AttemptOutcome, CancelOutcome, ClaimOutcome, CommitNotice, CreateOutcome, Decide,
     DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery, EventPage, ExecutedResult, KeyStore,
     Lease, NewApiKey, NewRun, PendingCounts, RedeliverOutcome, RunPendingCall, RunQuery, RunStore,
-    SettleOutcome, StepState, StoreResult, Tenancy, ToolCallRecord, TurnCommit, TurnOutcome,
+    SettleOutcome, StepState, StoreResult, StoredWebhookSecrets, Tenancy, ToolCallRecord,
+    TurnCommit, TurnOutcome,
 };
 use crate::domain::{Event, RunRecord, SettledBy};
 
@@ -75,11 +76,12 @@ impl DeliveryStore for MeteredStore {
         now_ms: i64,
         lease_until_ms: i64,
         limit: usize,
+        skip_tenants: &[String],
     ) -> StoreResult<Vec<DueDelivery>> {
         timed(
             "claim_deliveries",
             self.inner
-                .claim_deliveries(owner, now_ms, lease_until_ms, limit),
+                .claim_deliveries(owner, now_ms, lease_until_ms, limit, skip_tenants),
         )
         .await
     }
@@ -101,6 +103,25 @@ impl DeliveryStore for MeteredStore {
 
     async fn list_deliveries(&self, query: DeliveryQuery) -> StoreResult<Vec<DeliveryRecord>> {
         self.inner.list_deliveries(query).await
+    }
+
+    async fn rotate_webhook_secret(
+        &self,
+        tenant: &str,
+        sealed: &str,
+        now_ms: i64,
+        previous_until_ms: i64,
+    ) -> StoreResult<()> {
+        timed(
+            "rotate_webhook_secret",
+            self.inner
+                .rotate_webhook_secret(tenant, sealed, now_ms, previous_until_ms),
+        )
+        .await
+    }
+
+    async fn webhook_secrets(&self, tenant: &str) -> StoreResult<Option<StoredWebhookSecrets>> {
+        self.inner.webhook_secrets(tenant).await
     }
 
     async fn redeliver(

@@ -26,7 +26,7 @@ use crate::domain::{
 
 pub use deliveries::{
     AttemptOutcome, DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryStore, DueDelivery,
-    RedeliverOutcome, RunSummary,
+    RedeliverOutcome, RunSummary, StoredWebhookSecrets,
 };
 pub use keys::{ApiKeyRecord, KeyStore, NewApiKey};
 pub use metered::MeteredStore;

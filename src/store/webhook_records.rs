@@ -3,7 +3,9 @@
 
 use std::sync::LazyLock;
 
-use super::deliveries::{AttemptOutcome, DeliveryRecord, DeliveryStatus, DueDelivery, RunSummary};
+use super::deliveries::{
+    AttemptOutcome, DeliveryRecord, DeliveryStatus, DueDelivery, RunSummary, StoredWebhookSecrets,
+};
 use super::records::{from_json, parse_status, to_json, unsigned};
 use super::{StoreError, StoreResult};
 use crate::domain::{Event, NewDelivery, WebhookEvent, WebhookPlan};
@@ -27,12 +29,12 @@ pub(super) fn deliveries_of(
     }
 }
 
-/// Inserts one delivery: id, run, sequence, type, URL, secret's variable, reminder's call and per
-/// mille, creation time, due time.
+/// Inserts one delivery: id, run, sequence, type, subscription's index in the run's plan,
+/// reminder's call and per mille, creation time, due time.
 pub(super) const INSERT_DELIVERY: &str = "INSERT INTO webhook_deliveries (webhook_id, run_id, \
-     sequence, event_type, url, secret_env, tool_call_id, reminder_permille, status, created_ms, \
-     pending_since_ms, next_attempt_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, \
-     $9, $10)";
+     sequence, event_type, subscription, tool_call_id, reminder_permille, status, created_ms, \
+     pending_since_ms, next_attempt_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $8, \
+     $9)";
 
 /// A delivery's values as [`INSERT_DELIVERY`] takes them (in order).
 pub(super) struct DeliveryInsert<'a> {
@@ -40,8 +42,7 @@ pub(super) struct DeliveryInsert<'a> {
     pub run_id: &'a str,
     pub sequence: i64,
     pub event_type: &'static str,
-    pub url: &'a str,
-    pub secret_env: &'a str,
+    pub subscription: i64,
     pub tool_call_id: Option<&'a str>,
     pub reminder_permille: Option<i64>,
     pub due_ms: i64,
@@ -54,8 +55,7 @@ impl<'a> DeliveryInsert<'a> {
             run_id: &delivery.run_id,
             sequence: delivery.sequence as i64,
             event_type: delivery.event.as_str(),
-            url: &delivery.url,
-            secret_env: &delivery.secret_env,
+            subscription: i64::try_from(delivery.subscription).unwrap_or(i64::MAX),
             tool_call_id: delivery.reminder.as_ref().map(|(call, _)| call.as_str()),
             reminder_permille: delivery.reminder.as_ref().map(|(_, permille)| *permille),
             due_ms: delivery.due_ms,
@@ -64,30 +64,31 @@ impl<'a> DeliveryInsert<'a> {
 }
 
 /// The columns of `webhook_deliveries` that make a [`DeliveryRecord`], in this order.
-pub(super) const DELIVERY_COLUMNS: &str = "webhook_id, run_id, sequence, event_type, url, \
-     secret_env, tool_call_id, reminder_permille, status, attempts, created_ms, pending_since_ms, \
+const DELIVERY_COLUMNS: &str = "webhook_id, run_id, sequence, event_type, subscription, \
+     tool_call_id, reminder_permille, status, attempts, created_ms, pending_since_ms, \
      next_attempt_ms, last_attempt_ms, last_error";
 
-/// How many columns [`DELIVERY_COLUMNS`] has.
+/// How many columns [`DELIVERY_COLUMNS_OF_D`] has.
 pub(super) const DELIVERY_COLUMN_COUNT: usize = 15;
 
-/// [`DELIVERY_COLUMNS`] of the table aliased `d`.
+/// [`DELIVERY_COLUMNS`] of the table aliased `d`, then the plan (`webhooks`) of its run aliased
+/// `r`, which holds the subscription.
 static DELIVERY_COLUMNS_OF_D: LazyLock<String> = LazyLock::new(|| {
-    DELIVERY_COLUMNS
+    let mut columns: Vec<String> = DELIVERY_COLUMNS
         .split(", ")
         .map(|column| format!("d.{column}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    columns.push("r.webhooks".into());
+    columns.join(", ")
 });
 
-/// A `webhook_deliveries` row as read ([`DELIVERY_COLUMNS`]).
+/// A `webhook_deliveries` row as read ([`DELIVERY_COLUMNS_OF_D`]).
 pub(super) struct DeliveryRow {
     pub webhook_id: String,
     pub run_id: String,
     pub sequence: i64,
     pub event_type: String,
-    pub url: String,
-    pub secret_env: String,
+    pub subscription: i64,
     pub tool_call_id: Option<String>,
     pub reminder_permille: Option<i64>,
     pub status: String,
@@ -97,11 +98,23 @@ pub(super) struct DeliveryRow {
     pub next_attempt_ms: i64,
     pub last_attempt_ms: Option<i64>,
     pub last_error: String,
+    /// The run's plan; `None` when the run was deleted.
+    pub plan: Option<String>,
 }
 
 impl DeliveryRow {
     pub fn into_record(self) -> StoreResult<DeliveryRecord> {
+        let subscription = usize::try_from(self.subscription).unwrap_or(usize::MAX);
+        let target = match self.plan.as_deref() {
+            None => None,
+            Some(plan) => from_json::<WebhookPlan>(plan)?
+                .targets
+                .into_iter()
+                .nth(subscription),
+        };
         Ok(DeliveryRecord {
+            subscription,
+            target,
             event: WebhookEvent::parse(&self.event_type).ok_or_else(|| {
                 StoreError::Corrupt(format!("webhook event type {}", self.event_type))
             })?,
@@ -112,8 +125,6 @@ impl DeliveryRow {
             webhook_id: self.webhook_id,
             run_id: self.run_id,
             sequence: unsigned(self.sequence),
-            url: self.url,
-            secret_env: self.secret_env,
             attempts: u32::try_from(self.attempts).unwrap_or(u32::MAX),
             created_ms: self.created_ms,
             pending_since_ms: self.pending_since_ms,
@@ -124,16 +135,18 @@ impl DeliveryRow {
     }
 }
 
-/// Leases (owner `$1`, until `$2`) at most `$4` pending deliveries due at `$3` that nobody holds
-/// an unexpired lease on; `lock` locks the chosen rows on a shared store (PostgreSQL's
+/// Leases (owner `$1`, until `$2`) at most `$5` pending deliveries due at `$3` that nobody holds
+/// an unexpired lease on, of runs whose tenant `r.tenant` is not one of `$4` (`skipped` says how,
+/// per store); `lock` locks the chosen rows on a shared store (PostgreSQL's
 /// `FOR UPDATE SKIP LOCKED`, so that two replicas never choose the same row), and is empty on a
 /// store one process uses.
-pub(super) fn claim_deliveries_sql(lock: &str) -> String {
+pub(super) fn claim_deliveries_sql(skipped: &str, lock: &str) -> String {
     format!(
         "UPDATE webhook_deliveries SET lease_owner = $1, lease_expires_ms = $2 WHERE webhook_id IN \
-         (SELECT webhook_id FROM webhook_deliveries WHERE status = 'pending' \
-         AND next_attempt_ms <= $3 AND (lease_expires_ms IS NULL OR lease_expires_ms <= $3) \
-         ORDER BY next_attempt_ms LIMIT $4 {lock}) RETURNING webhook_id"
+         (SELECT d.webhook_id FROM webhook_deliveries d WHERE d.status = 'pending' \
+         AND d.next_attempt_ms <= $3 AND (d.lease_expires_ms IS NULL OR d.lease_expires_ms <= $3) \
+         AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = d.run_id AND {skipped}) \
+         ORDER BY d.next_attempt_ms LIMIT $5 {lock}) RETURNING webhook_id"
     )
 }
 
@@ -195,42 +208,49 @@ impl DueRow {
 }
 
 /// Records an attempt and ends the lease if `$7` holds it: status, attempts added, next attempt
-/// time, last attempt time (NULL keeps it), last error, delivery.
+/// time, last attempt time (NULL keeps it), last error (NULL keeps it), delivery.
 pub(super) const FINISH_DELIVERY: &str = "UPDATE webhook_deliveries SET status = $1, \
      attempts = attempts + $2, next_attempt_ms = $3, \
-     last_attempt_ms = COALESCE($4, last_attempt_ms), last_error = $5, lease_owner = NULL, \
-     lease_expires_ms = NULL WHERE webhook_id = $6 AND lease_owner = $7";
+     last_attempt_ms = COALESCE($4, last_attempt_ms), last_error = COALESCE($5, last_error), \
+     lease_owner = NULL, lease_expires_ms = NULL WHERE webhook_id = $6 AND lease_owner = $7";
 
 /// What [`FINISH_DELIVERY`] writes for an attempt at `now_ms` that ended with `outcome`, in its
 /// parameters' order up to the last error.
 pub(super) fn finish_values(
     outcome: AttemptOutcome,
     now_ms: i64,
-) -> (&'static str, i64, i64, Option<i64>, String) {
+) -> (&'static str, i64, i64, Option<i64>, Option<String>) {
     match outcome {
         AttemptOutcome::Delivered => (
             DeliveryStatus::Delivered.as_str(),
             1,
             now_ms,
             Some(now_ms),
-            String::new(),
+            Some(String::new()),
         ),
         AttemptOutcome::Retry { at_ms, error } => (
             DeliveryStatus::Pending.as_str(),
             1,
             at_ms,
             Some(now_ms),
-            error,
+            Some(error),
         ),
         AttemptOutcome::Dead { error } => (
             DeliveryStatus::Dead.as_str(),
             1,
             now_ms,
             Some(now_ms),
-            error,
+            Some(error),
         ),
-        AttemptOutcome::Obsolete { reason } => {
-            (DeliveryStatus::Obsolete.as_str(), 0, now_ms, None, reason)
+        AttemptOutcome::Obsolete { reason } => (
+            DeliveryStatus::Obsolete.as_str(),
+            0,
+            now_ms,
+            None,
+            Some(reason),
+        ),
+        AttemptOutcome::Deferred { at_ms } => {
+            (DeliveryStatus::Pending.as_str(), 0, at_ms, None, None)
         }
     }
 }
@@ -264,3 +284,27 @@ pub(super) const REDELIVER: &str = "UPDATE webhook_deliveries SET status = 'pend
      pending_since_ms = $1, next_attempt_ms = $1, lease_owner = NULL, lease_expires_ms = NULL \
      WHERE webhook_id = $2 AND status IN ('delivered', 'dead') AND EXISTS (SELECT 1 FROM runs r \
      WHERE r.run_id = webhook_deliveries.run_id AND (CAST($3 AS TEXT) IS NULL OR r.tenant = $3))";
+
+/// Makes `$2` tenant `$1`'s secret from `$3`, keeping the one it replaces until `$4`.
+pub(super) const ROTATE_WEBHOOK_SECRET: &str = "INSERT INTO webhook_secrets (tenant, secret, \
+     created_ms) VALUES ($1, $2, $3) ON CONFLICT (tenant) DO UPDATE SET \
+     previous_secret = webhook_secrets.secret, previous_until_ms = $4, secret = excluded.secret, \
+     created_ms = excluded.created_ms";
+
+/// Tenant `$1`'s secrets: sealed secret, its creation, the previous one and until when it signs.
+pub(super) const WEBHOOK_SECRETS_QUERY: &str = "SELECT secret, created_ms, previous_secret, \
+     previous_until_ms FROM webhook_secrets WHERE tenant = $1";
+
+/// A row of [`WEBHOOK_SECRETS_QUERY`] as a record.
+pub(super) fn webhook_secrets_record(
+    sealed: String,
+    created_ms: i64,
+    previous: Option<String>,
+    previous_until_ms: Option<i64>,
+) -> StoredWebhookSecrets {
+    StoredWebhookSecrets {
+        sealed,
+        created_ms,
+        previous: previous.zip(previous_until_ms),
+    }
+}

@@ -4,7 +4,11 @@
 
 mod body;
 mod deliverer;
+mod destination;
+mod shares;
 mod signing;
+mod tenant_secrets;
 
 pub use deliverer::{DelivererSettings, start};
 pub use signing::{SigningError, secret_from_env, sign};
+pub use tenant_secrets::{Sealer, TenantSecretError, TenantSecrets};

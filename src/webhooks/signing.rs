@@ -37,6 +37,21 @@ pub fn sign(
         .map_err(|error| SigningError::Sign(error.to_string()))
 }
 
+/// The `webhook-signature` header signed with each of `secrets` (Standard Webhooks: several
+/// space-separated signatures, any of which a receiver accepts), as during a rotation's overlap.
+pub fn sign_all(
+    secrets: &[Webhook],
+    webhook_id: &str,
+    timestamp: i64,
+    body: &[u8],
+) -> Result<String, SigningError> {
+    let signatures: Vec<String> = secrets
+        .iter()
+        .map(|secret| sign(secret, webhook_id, timestamp, body))
+        .collect::<Result<_, _>>()?;
+    Ok(signatures.join(" "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

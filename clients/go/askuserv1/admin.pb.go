@@ -818,6 +818,98 @@ func (x *WebhookDelivery) GetNextAttemptTime() *timestamppb.Timestamp {
 	return nil
 }
 
+// Request of `AdminService.RotateWebhookSecret`: the caller's tenant's secret is rotated.
+type RotateWebhookSecretRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateWebhookSecretRequest) Reset() {
+	*x = RotateWebhookSecretRequest{}
+	mi := &file_askuser_v1_admin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateWebhookSecretRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateWebhookSecretRequest) ProtoMessage() {}
+
+func (x *RotateWebhookSecretRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_admin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateWebhookSecretRequest.ProtoReflect.Descriptor instead.
+func (*RotateWebhookSecretRequest) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_admin_proto_rawDescGZIP(), []int{12}
+}
+
+// Response of `AdminService.RotateWebhookSecret`.
+type RotateWebhookSecretResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The new secret, `whsec_` and base64, to verify deliveries with; shown only here.
+	Secret string `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	// Until when the secret it replaced still signs too; absent when there was none.
+	PreviousExpireTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=previous_expire_time,json=previousExpireTime,proto3" json:"previous_expire_time,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *RotateWebhookSecretResponse) Reset() {
+	*x = RotateWebhookSecretResponse{}
+	mi := &file_askuser_v1_admin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateWebhookSecretResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateWebhookSecretResponse) ProtoMessage() {}
+
+func (x *RotateWebhookSecretResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_admin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateWebhookSecretResponse.ProtoReflect.Descriptor instead.
+func (*RotateWebhookSecretResponse) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_admin_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *RotateWebhookSecretResponse) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *RotateWebhookSecretResponse) GetPreviousExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PreviousExpireTime
+	}
+	return nil
+}
+
 var File_askuser_v1_admin_proto protoreflect.FileDescriptor
 
 const file_askuser_v1_admin_proto_rawDesc = "" +
@@ -878,19 +970,24 @@ const file_askuser_v1_admin_proto_rawDesc = "" +
 	"createTime\x12F\n" +
 	"\x11last_attempt_time\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\x0flastAttemptTime\x12F\n" +
-	"\x11next_attempt_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x0fnextAttemptTime*\xd4\x01\n" +
+	"\x11next_attempt_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\x0fnextAttemptTime\"\x1c\n" +
+	"\x1aRotateWebhookSecretRequest\"\x83\x01\n" +
+	"\x1bRotateWebhookSecretResponse\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\x12L\n" +
+	"\x14previous_expire_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x12previousExpireTime*\xd4\x01\n" +
 	"\x15WebhookDeliveryStatus\x12'\n" +
 	"#WEBHOOK_DELIVERY_STATUS_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fWEBHOOK_DELIVERY_STATUS_PENDING\x10\x01\x12%\n" +
 	"!WEBHOOK_DELIVERY_STATUS_DELIVERED\x10\x02\x12 \n" +
 	"\x1cWEBHOOK_DELIVERY_STATUS_DEAD\x10\x03\x12$\n" +
-	" WEBHOOK_DELIVERY_STATUS_OBSOLETE\x10\x042\xb6\x03\n" +
+	" WEBHOOK_DELIVERY_STATUS_OBSOLETE\x10\x042\x9e\x04\n" +
 	"\fAdminService\x12H\n" +
 	"\tCreateKey\x12\x1c.askuser.v1.CreateKeyRequest\x1a\x1d.askuser.v1.CreateKeyResponse\x12E\n" +
 	"\bListKeys\x12\x1b.askuser.v1.ListKeysRequest\x1a\x1c.askuser.v1.ListKeysResponse\x12H\n" +
 	"\tRevokeKey\x12\x1c.askuser.v1.RevokeKeyRequest\x1a\x1d.askuser.v1.RevokeKeyResponse\x12l\n" +
 	"\x15ListWebhookDeliveries\x12(.askuser.v1.ListWebhookDeliveriesRequest\x1a).askuser.v1.ListWebhookDeliveriesResponse\x12]\n" +
-	"\x10RedeliverWebhook\x12#.askuser.v1.RedeliverWebhookRequest\x1a$.askuser.v1.RedeliverWebhookResponseB\x8b\x01\n" +
+	"\x10RedeliverWebhook\x12#.askuser.v1.RedeliverWebhookRequest\x1a$.askuser.v1.RedeliverWebhookResponse\x12f\n" +
+	"\x13RotateWebhookSecret\x12&.askuser.v1.RotateWebhookSecretRequest\x1a'.askuser.v1.RotateWebhookSecretResponseB\x8b\x01\n" +
 	"\x0edev.askuser.v1B\n" +
 	"AdminProtoP\x01Z=github.com/askuser-dev/askuser/clients/go/askuserv1;askuserv1\xa2\x02\x03AXX\xaa\x02\n" +
 	"Askuser.V1\xca\x02\n" +
@@ -909,7 +1006,7 @@ func file_askuser_v1_admin_proto_rawDescGZIP() []byte {
 }
 
 var file_askuser_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_askuser_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_askuser_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_askuser_v1_admin_proto_goTypes = []any{
 	(WebhookDeliveryStatus)(0),            // 0: askuser.v1.WebhookDeliveryStatus
 	(*CreateKeyRequest)(nil),              // 1: askuser.v1.CreateKeyRequest
@@ -924,35 +1021,40 @@ var file_askuser_v1_admin_proto_goTypes = []any{
 	(*RedeliverWebhookRequest)(nil),       // 10: askuser.v1.RedeliverWebhookRequest
 	(*RedeliverWebhookResponse)(nil),      // 11: askuser.v1.RedeliverWebhookResponse
 	(*WebhookDelivery)(nil),               // 12: askuser.v1.WebhookDelivery
-	(*timestamppb.Timestamp)(nil),         // 13: google.protobuf.Timestamp
+	(*RotateWebhookSecretRequest)(nil),    // 13: askuser.v1.RotateWebhookSecretRequest
+	(*RotateWebhookSecretResponse)(nil),   // 14: askuser.v1.RotateWebhookSecretResponse
+	(*timestamppb.Timestamp)(nil),         // 15: google.protobuf.Timestamp
 }
 var file_askuser_v1_admin_proto_depIdxs = []int32{
 	7,  // 0: askuser.v1.CreateKeyResponse.key:type_name -> askuser.v1.ApiKey
 	7,  // 1: askuser.v1.ListKeysResponse.keys:type_name -> askuser.v1.ApiKey
-	13, // 2: askuser.v1.ApiKey.create_time:type_name -> google.protobuf.Timestamp
-	13, // 3: askuser.v1.ApiKey.revoke_time:type_name -> google.protobuf.Timestamp
+	15, // 2: askuser.v1.ApiKey.create_time:type_name -> google.protobuf.Timestamp
+	15, // 3: askuser.v1.ApiKey.revoke_time:type_name -> google.protobuf.Timestamp
 	0,  // 4: askuser.v1.ListWebhookDeliveriesRequest.status:type_name -> askuser.v1.WebhookDeliveryStatus
 	12, // 5: askuser.v1.ListWebhookDeliveriesResponse.deliveries:type_name -> askuser.v1.WebhookDelivery
 	12, // 6: askuser.v1.RedeliverWebhookResponse.delivery:type_name -> askuser.v1.WebhookDelivery
 	0,  // 7: askuser.v1.WebhookDelivery.status:type_name -> askuser.v1.WebhookDeliveryStatus
-	13, // 8: askuser.v1.WebhookDelivery.create_time:type_name -> google.protobuf.Timestamp
-	13, // 9: askuser.v1.WebhookDelivery.last_attempt_time:type_name -> google.protobuf.Timestamp
-	13, // 10: askuser.v1.WebhookDelivery.next_attempt_time:type_name -> google.protobuf.Timestamp
-	1,  // 11: askuser.v1.AdminService.CreateKey:input_type -> askuser.v1.CreateKeyRequest
-	3,  // 12: askuser.v1.AdminService.ListKeys:input_type -> askuser.v1.ListKeysRequest
-	5,  // 13: askuser.v1.AdminService.RevokeKey:input_type -> askuser.v1.RevokeKeyRequest
-	8,  // 14: askuser.v1.AdminService.ListWebhookDeliveries:input_type -> askuser.v1.ListWebhookDeliveriesRequest
-	10, // 15: askuser.v1.AdminService.RedeliverWebhook:input_type -> askuser.v1.RedeliverWebhookRequest
-	2,  // 16: askuser.v1.AdminService.CreateKey:output_type -> askuser.v1.CreateKeyResponse
-	4,  // 17: askuser.v1.AdminService.ListKeys:output_type -> askuser.v1.ListKeysResponse
-	6,  // 18: askuser.v1.AdminService.RevokeKey:output_type -> askuser.v1.RevokeKeyResponse
-	9,  // 19: askuser.v1.AdminService.ListWebhookDeliveries:output_type -> askuser.v1.ListWebhookDeliveriesResponse
-	11, // 20: askuser.v1.AdminService.RedeliverWebhook:output_type -> askuser.v1.RedeliverWebhookResponse
-	16, // [16:21] is the sub-list for method output_type
-	11, // [11:16] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	15, // 8: askuser.v1.WebhookDelivery.create_time:type_name -> google.protobuf.Timestamp
+	15, // 9: askuser.v1.WebhookDelivery.last_attempt_time:type_name -> google.protobuf.Timestamp
+	15, // 10: askuser.v1.WebhookDelivery.next_attempt_time:type_name -> google.protobuf.Timestamp
+	15, // 11: askuser.v1.RotateWebhookSecretResponse.previous_expire_time:type_name -> google.protobuf.Timestamp
+	1,  // 12: askuser.v1.AdminService.CreateKey:input_type -> askuser.v1.CreateKeyRequest
+	3,  // 13: askuser.v1.AdminService.ListKeys:input_type -> askuser.v1.ListKeysRequest
+	5,  // 14: askuser.v1.AdminService.RevokeKey:input_type -> askuser.v1.RevokeKeyRequest
+	8,  // 15: askuser.v1.AdminService.ListWebhookDeliveries:input_type -> askuser.v1.ListWebhookDeliveriesRequest
+	10, // 16: askuser.v1.AdminService.RedeliverWebhook:input_type -> askuser.v1.RedeliverWebhookRequest
+	13, // 17: askuser.v1.AdminService.RotateWebhookSecret:input_type -> askuser.v1.RotateWebhookSecretRequest
+	2,  // 18: askuser.v1.AdminService.CreateKey:output_type -> askuser.v1.CreateKeyResponse
+	4,  // 19: askuser.v1.AdminService.ListKeys:output_type -> askuser.v1.ListKeysResponse
+	6,  // 20: askuser.v1.AdminService.RevokeKey:output_type -> askuser.v1.RevokeKeyResponse
+	9,  // 21: askuser.v1.AdminService.ListWebhookDeliveries:output_type -> askuser.v1.ListWebhookDeliveriesResponse
+	11, // 22: askuser.v1.AdminService.RedeliverWebhook:output_type -> askuser.v1.RedeliverWebhookResponse
+	14, // 23: askuser.v1.AdminService.RotateWebhookSecret:output_type -> askuser.v1.RotateWebhookSecretResponse
+	18, // [18:24] is the sub-list for method output_type
+	12, // [12:18] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_askuser_v1_admin_proto_init() }
@@ -966,7 +1068,7 @@ func file_askuser_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_askuser_v1_admin_proto_rawDesc), len(file_askuser_v1_admin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,6 +24,7 @@ const (
 	AdminService_RevokeKey_FullMethodName             = "/askuser.v1.AdminService/RevokeKey"
 	AdminService_ListWebhookDeliveries_FullMethodName = "/askuser.v1.AdminService/ListWebhookDeliveries"
 	AdminService_RedeliverWebhook_FullMethodName      = "/askuser.v1.AdminService/RedeliverWebhook"
+	AdminService_RotateWebhookSecret_FullMethodName   = "/askuser.v1.AdminService/RotateWebhookSecret"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -52,6 +53,12 @@ type AdminServiceClient interface {
 	// when there is no such delivery of the caller's tenant; FAILED_PRECONDITION when it is pending
 	// or obsolete.
 	RedeliverWebhook(ctx context.Context, in *RedeliverWebhookRequest, opts ...grpc.CallOption) (*RedeliverWebhookResponse, error)
+	// Makes a new secret that signs the caller's tenant's runs' own webhooks (`StartRun.webhooks`)
+	// and returns it, once: it is stored sealed with the server's key. The secret it replaces still
+	// signs beside it (two signatures in `webhook-signature`) until `previous_expire_time`.
+	// FAILED_PRECONDITION (`NO_WEBHOOK_SECRETS_KEY`) when the server has no
+	// `--webhook-secrets-key-env`.
+	RotateWebhookSecret(ctx context.Context, in *RotateWebhookSecretRequest, opts ...grpc.CallOption) (*RotateWebhookSecretResponse, error)
 }
 
 type adminServiceClient struct {
@@ -112,6 +119,16 @@ func (c *adminServiceClient) RedeliverWebhook(ctx context.Context, in *Redeliver
 	return out, nil
 }
 
+func (c *adminServiceClient) RotateWebhookSecret(ctx context.Context, in *RotateWebhookSecretRequest, opts ...grpc.CallOption) (*RotateWebhookSecretResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RotateWebhookSecretResponse)
+	err := c.cc.Invoke(ctx, AdminService_RotateWebhookSecret_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
@@ -138,6 +155,12 @@ type AdminServiceServer interface {
 	// when there is no such delivery of the caller's tenant; FAILED_PRECONDITION when it is pending
 	// or obsolete.
 	RedeliverWebhook(context.Context, *RedeliverWebhookRequest) (*RedeliverWebhookResponse, error)
+	// Makes a new secret that signs the caller's tenant's runs' own webhooks (`StartRun.webhooks`)
+	// and returns it, once: it is stored sealed with the server's key. The secret it replaces still
+	// signs beside it (two signatures in `webhook-signature`) until `previous_expire_time`.
+	// FAILED_PRECONDITION (`NO_WEBHOOK_SECRETS_KEY`) when the server has no
+	// `--webhook-secrets-key-env`.
+	RotateWebhookSecret(context.Context, *RotateWebhookSecretRequest) (*RotateWebhookSecretResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -162,6 +185,9 @@ func (UnimplementedAdminServiceServer) ListWebhookDeliveries(context.Context, *L
 }
 func (UnimplementedAdminServiceServer) RedeliverWebhook(context.Context, *RedeliverWebhookRequest) (*RedeliverWebhookResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RedeliverWebhook not implemented")
+}
+func (UnimplementedAdminServiceServer) RotateWebhookSecret(context.Context, *RotateWebhookSecretRequest) (*RotateWebhookSecretResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RotateWebhookSecret not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -274,6 +300,24 @@ func _AdminService_RedeliverWebhook_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_RotateWebhookSecret_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RotateWebhookSecretRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).RotateWebhookSecret(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_RotateWebhookSecret_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).RotateWebhookSecret(ctx, req.(*RotateWebhookSecretRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -300,6 +344,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RedeliverWebhook",
 			Handler:    _AdminService_RedeliverWebhook_Handler,
+		},
+		{
+			MethodName: "RotateWebhookSecret",
+			Handler:    _AdminService_RotateWebhookSecret_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -527,9 +527,11 @@ type StartRun struct {
 	// run that earlier start created, from its first event.
 	RequestId string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// Webhooks for this run only, beside the agents file's. Each URL must match one of the server's
-	// `--webhook-allow` patterns (INVALID_ARGUMENT with a field violation on
-	// `start.webhooks[i].url` otherwise, and always on a server without any); deliveries are signed
-	// with the server's `--webhook-secret-env` secret.
+	// `--webhook-allow` patterns and be at most `--max-webhook-url-bytes` long (INVALID_ARGUMENT
+	// with a field violation on `start.webhooks[i].url` otherwise, and always on a server without
+	// any patterns). Deliveries are signed with the secret of the caller's tenant
+	// (`AdminService.RotateWebhookSecret`); FAILED_PRECONDITION (`WEBHOOK_SECRET_REQUIRED`) when it
+	// has none, except for the `default` tenant, signed with the server's `--webhook-secret-env`.
 	Webhooks      []*WebhookSubscription `protobuf:"bytes,7,rep,name=webhooks,proto3" json:"webhooks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

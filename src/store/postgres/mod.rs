@@ -99,6 +99,10 @@ const MIGRATIONS: &[(i64, &str)] = &[
         9,
         include_str!("../../../migrations/postgres/0009_claim_subject.sql"),
     ),
+    (
+        10,
+        include_str!("../../../migrations/postgres/0010_webhook_subscriptions_and_secrets.sql"),
+    ),
 ];
 
 /// The channel commit notices travel on.
@@ -399,12 +403,12 @@ const INSERT_EVENTS: &str = "INSERT INTO events (run_id, sequence, time_ms, body
 
 /// Inserts webhook deliveries ([`DeliveryInsert`]) of one time (`$1`) as arrays, one per column.
 const INSERT_DELIVERIES: &str = "INSERT INTO webhook_deliveries (webhook_id, run_id, sequence, \
-     event_type, url, secret_env, tool_call_id, reminder_permille, status, created_ms, \
-     pending_since_ms, next_attempt_ms) SELECT webhook_id, run_id, sequence, event_type, url, \
-     secret_env, tool_call_id, reminder_permille, 'pending', $1::BIGINT, $1::BIGINT, due_ms \
-     FROM UNNEST($2::TEXT[], $3::TEXT[], $4::BIGINT[], $5::TEXT[], $6::TEXT[], $7::TEXT[], \
-     $8::TEXT[], $9::BIGINT[], $10::BIGINT[]) AS delivery (webhook_id, run_id, sequence, \
-     event_type, url, secret_env, tool_call_id, reminder_permille, due_ms)";
+     event_type, subscription, tool_call_id, reminder_permille, status, created_ms, \
+     pending_since_ms, next_attempt_ms) SELECT webhook_id, run_id, sequence, event_type, \
+     subscription, tool_call_id, reminder_permille, 'pending', $1::BIGINT, $1::BIGINT, due_ms \
+     FROM UNNEST($2::TEXT[], $3::TEXT[], $4::BIGINT[], $5::TEXT[], $6::BIGINT[], $7::TEXT[], \
+     $8::BIGINT[], $9::BIGINT[]) AS delivery (webhook_id, run_id, sequence, event_type, \
+     subscription, tool_call_id, reminder_permille, due_ms)";
 
 /// Takes or renews the lease of a running run unless another owner holds an unexpired one.
 /// Expiry is judged by the database's clock.
@@ -586,13 +590,12 @@ async fn insert_events(
         column(|d| Some(d.run_id.to_owned())),
         number(|d| Some(d.sequence)),
         column(|d| Some(d.event_type.to_owned())),
-        column(|d| Some(d.url.to_owned())),
-        column(|d| Some(d.secret_env.to_owned())),
+        number(|d| Some(d.subscription)),
         column(|d| d.tool_call_id.map(str::to_owned)),
         number(|d| d.reminder_permille),
         number(|d| Some(d.due_ms)),
     );
-    let delivery_params: [&(dyn ToSql + Sync); 10] = [
+    let delivery_params: [&(dyn ToSql + Sync); 9] = [
         &first.time_ms,
         &columns.0,
         &columns.1,
@@ -602,7 +605,6 @@ async fn insert_events(
         &columns.5,
         &columns.6,
         &columns.7,
-        &columns.8,
     ];
     try_join!(exec(client, events_insert, &event_params), async {
         match rows.is_empty() {

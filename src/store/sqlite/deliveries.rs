@@ -1,17 +1,25 @@
 //! The webhook outbox on SQLite: one process uses the file, so a claim needs no row locks.
 
+use std::sync::LazyLock;
+
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteStore;
 use crate::store::deliveries::{
     AttemptOutcome, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery, RedeliverOutcome,
+    StoredWebhookSecrets,
 };
 use crate::store::webhook_records::{
     DELIVERY_COLUMN_COUNT, DELIVERY_IN_TENANT_QUERY, DUE_DELIVERY_QUERY, DeliveryRow, DueRow,
-    FINISH_DELIVERY, LIST_DELIVERIES_QUERY, REDELIVER, claim_deliveries_sql, finish_values,
+    FINISH_DELIVERY, LIST_DELIVERIES_QUERY, REDELIVER, ROTATE_WEBHOOK_SECRET,
+    WEBHOOK_SECRETS_QUERY, claim_deliveries_sql, finish_values, webhook_secrets_record,
 };
 use crate::store::{StoreResult, Tenancy};
+
+/// The tenants skipped are a JSON array.
+static CLAIM_DELIVERIES: LazyLock<String> =
+    LazyLock::new(|| claim_deliveries_sql("r.tenant IN (SELECT value FROM json_each($4))", ""));
 
 fn delivery_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryRow> {
     Ok(DeliveryRow {
@@ -19,17 +27,17 @@ fn delivery_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryRow> {
         run_id: row.get(1)?,
         sequence: row.get(2)?,
         event_type: row.get(3)?,
-        url: row.get(4)?,
-        secret_env: row.get(5)?,
-        tool_call_id: row.get(6)?,
-        reminder_permille: row.get(7)?,
-        status: row.get(8)?,
-        attempts: row.get(9)?,
-        created_ms: row.get(10)?,
-        pending_since_ms: row.get(11)?,
-        next_attempt_ms: row.get(12)?,
-        last_attempt_ms: row.get(13)?,
-        last_error: row.get(14)?,
+        subscription: row.get(4)?,
+        tool_call_id: row.get(5)?,
+        reminder_permille: row.get(6)?,
+        status: row.get(7)?,
+        attempts: row.get(8)?,
+        created_ms: row.get(9)?,
+        pending_since_ms: row.get(10)?,
+        next_attempt_ms: row.get(11)?,
+        last_attempt_ms: row.get(12)?,
+        last_error: row.get(13)?,
+        plan: row.get(14)?,
     })
 }
 
@@ -53,14 +61,16 @@ impl DeliveryStore for SqliteStore {
         now_ms: i64,
         lease_until_ms: i64,
         limit: usize,
+        skip_tenants: &[String],
     ) -> StoreResult<Vec<DueDelivery>> {
         let owner = owner.to_owned();
+        let skip = crate::store::records::to_json(&skip_tenants)?;
         self.db
             .run(move |conn| {
                 let claimed: Vec<String> = conn
-                    .prepare_cached(&claim_deliveries_sql(""))?
+                    .prepare_cached(&CLAIM_DELIVERIES)?
                     .query_map(
-                        params![owner, lease_until_ms, now_ms, limit as i64],
+                        params![owner, lease_until_ms, now_ms, skip, limit as i64],
                         |row| row.get(0),
                     )?
                     .collect::<Result<_, _>>()?;
@@ -126,6 +136,42 @@ impl DeliveryStore for SqliteStore {
                     )?
                     .collect::<Result<_, _>>()?;
                 rows.into_iter().map(DeliveryRow::into_record).collect()
+            })
+            .await
+    }
+
+    async fn rotate_webhook_secret(
+        &self,
+        tenant: &str,
+        sealed: &str,
+        now_ms: i64,
+        previous_until_ms: i64,
+    ) -> StoreResult<()> {
+        let (tenant, sealed) = (tenant.to_owned(), sealed.to_owned());
+        self.db
+            .run(move |conn| {
+                conn.prepare_cached(ROTATE_WEBHOOK_SECRET)?
+                    .execute(params![tenant, sealed, now_ms, previous_until_ms])?;
+                Ok(())
+            })
+            .await
+    }
+
+    async fn webhook_secrets(&self, tenant: &str) -> StoreResult<Option<StoredWebhookSecrets>> {
+        let tenant = tenant.to_owned();
+        self.readers
+            .run(move |conn| {
+                Ok(conn
+                    .prepare_cached(WEBHOOK_SECRETS_QUERY)?
+                    .query_row([tenant], |row| {
+                        Ok(webhook_secrets_record(
+                            row.get(0)?,
+                            row.get(1)?,
+                            row.get(2)?,
+                            row.get(3)?,
+                        ))
+                    })
+                    .optional()?)
             })
             .await
     }

@@ -65,6 +65,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0007_webhooks.sql"),
     include_str!("../../../migrations/postgres/0008_traces_and_timings.sql"),
     include_str!("../../../migrations/postgres/0009_claim_subject.sql"),
+    include_str!("../../../migrations/postgres/0010_webhook_subscriptions_and_secrets.sql"),
 ];
 
 /// Version 2: the tokens each run has used so far. (Version 3 is PostgreSQL's own file: its SQL is
@@ -396,8 +397,7 @@ fn append_events(
             d.run_id,
             d.sequence,
             d.event_type,
-            d.url,
-            d.secret_env,
+            d.subscription,
             d.tool_call_id,
             d.reminder_permille,
             time_ms,
@@ -1339,5 +1339,47 @@ mod tests {
             .and_then(|conn| conn.pragma_query_value(None, "user_version", |row| row.get(0)))
             .expect("user_version");
         assert_eq!(version, MIGRATIONS.len() as i64);
+    }
+
+    /// Version 10 takes each delivery's subscription index from its `webhook-id` and drops the URL
+    /// and secret's variable it copied.
+    #[tokio::test]
+    async fn version_10_numbers_deliveries_by_subscription() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("askuser.sqlite3");
+        {
+            let conn = Connection::open(&path).expect("open");
+            for sql in &MIGRATIONS[..8] {
+                conn.execute_batch(sql).expect("schema v8");
+            }
+            conn.pragma_update(None, "user_version", 8)
+                .expect("user_version");
+            for (id, sequence, permille) in
+                [("r-1:3:0", 3, None), ("r-1:13:12:r500", 13, Some(500))]
+            {
+                conn.execute(
+                    "INSERT INTO webhook_deliveries (webhook_id, run_id, sequence, event_type, \
+                     url, secret_env, tool_call_id, reminder_permille, status, created_ms, \
+                     pending_since_ms, next_attempt_ms) VALUES (?1, 'r-1', ?2, 'run.completed', \
+                     'https://h/', 'S', NULL, ?3, 'pending', 1, 1, 1)",
+                    params![id, sequence, permille],
+                )
+                .expect("a version 8 delivery");
+            }
+        }
+        drop(SqliteStore::open(&path, Synchronous::Normal).expect("open and migrate"));
+        let conn = Connection::open(&path).expect("open");
+        let subscriptions: Vec<(String, i64)> = conn
+            .prepare("SELECT webhook_id, subscription FROM webhook_deliveries ORDER BY sequence")
+            .and_then(|mut select| {
+                select
+                    .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+                    .collect()
+            })
+            .expect("subscriptions");
+        assert_eq!(
+            subscriptions,
+            vec![("r-1:3:0".to_owned(), 0), ("r-1:13:12:r500".to_owned(), 12)]
+        );
     }
 }

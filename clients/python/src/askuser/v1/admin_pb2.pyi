@@ -134,3 +134,15 @@ class WebhookDelivery(_message.Message):
     last_attempt_time: _timestamp_pb2.Timestamp
     next_attempt_time: _timestamp_pb2.Timestamp
     def __init__(self, webhook_id: _Optional[str] = ..., run_id: _Optional[str] = ..., sequence: _Optional[int] = ..., event_type: _Optional[str] = ..., url: _Optional[str] = ..., status: _Optional[_Union[WebhookDeliveryStatus, str]] = ..., attempts: _Optional[int] = ..., last_error: _Optional[str] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_attempt_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., next_attempt_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class RotateWebhookSecretRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RotateWebhookSecretResponse(_message.Message):
+    __slots__ = ("secret", "previous_expire_time")
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
+    secret: str
+    previous_expire_time: _timestamp_pb2.Timestamp
+    def __init__(self, secret: _Optional[str] = ..., previous_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

@@ -61,6 +61,11 @@ class AdminServiceStub:
                 request_serializer=askuser_dot_v1_dot_admin__pb2.RedeliverWebhookRequest.SerializeToString,
                 response_deserializer=askuser_dot_v1_dot_admin__pb2.RedeliverWebhookResponse.FromString,
                 _registered_method=True)
+        self.RotateWebhookSecret = channel.unary_unary(
+                '/askuser.v1.AdminService/RotateWebhookSecret',
+                request_serializer=askuser_dot_v1_dot_admin__pb2.RotateWebhookSecretRequest.SerializeToString,
+                response_deserializer=askuser_dot_v1_dot_admin__pb2.RotateWebhookSecretResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -112,6 +117,17 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RotateWebhookSecret(self, request, context):
+        """Makes a new secret that signs the caller's tenant's runs' own webhooks (`StartRun.webhooks`)
+        and returns it, once: it is stored sealed with the server's key. The secret it replaces still
+        signs beside it (two signatures in `webhook-signature`) until `previous_expire_time`.
+        FAILED_PRECONDITION (`NO_WEBHOOK_SECRETS_KEY`) when the server has no
+        `--webhook-secrets-key-env`.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -139,6 +155,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.RedeliverWebhook,
                     request_deserializer=askuser_dot_v1_dot_admin__pb2.RedeliverWebhookRequest.FromString,
                     response_serializer=askuser_dot_v1_dot_admin__pb2.RedeliverWebhookResponse.SerializeToString,
+            ),
+            'RotateWebhookSecret': grpc.unary_unary_rpc_method_handler(
+                    servicer.RotateWebhookSecret,
+                    request_deserializer=askuser_dot_v1_dot_admin__pb2.RotateWebhookSecretRequest.FromString,
+                    response_serializer=askuser_dot_v1_dot_admin__pb2.RotateWebhookSecretResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -278,6 +299,33 @@ class AdminService:
             '/askuser.v1.AdminService/RedeliverWebhook',
             askuser_dot_v1_dot_admin__pb2.RedeliverWebhookRequest.SerializeToString,
             askuser_dot_v1_dot_admin__pb2.RedeliverWebhookResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RotateWebhookSecret(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/askuser.v1.AdminService/RotateWebhookSecret',
+            askuser_dot_v1_dot_admin__pb2.RotateWebhookSecretRequest.SerializeToString,
+            askuser_dot_v1_dot_admin__pb2.RotateWebhookSecretResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -206,6 +206,18 @@ export interface WebhookDelivery {
   nextAttemptTime: Date | undefined;
 }
 
+/** Request of `AdminService.RotateWebhookSecret`: the caller's tenant's secret is rotated. */
+export interface RotateWebhookSecretRequest {
+}
+
+/** Response of `AdminService.RotateWebhookSecret`. */
+export interface RotateWebhookSecretResponse {
+  /** The new secret, `whsec_` and base64, to verify deliveries with; shown only here. */
+  secret: string;
+  /** Until when the secret it replaced still signs too; absent when there was none. */
+  previousExpireTime: Date | undefined;
+}
+
 function createBaseCreateKeyRequest(): CreateKeyRequest {
   return { tenant: "", name: "", scopes: [] };
 }
@@ -1122,6 +1134,116 @@ export const WebhookDelivery: MessageFns<WebhookDelivery> = {
   },
 };
 
+function createBaseRotateWebhookSecretRequest(): RotateWebhookSecretRequest {
+  return {};
+}
+
+export const RotateWebhookSecretRequest: MessageFns<RotateWebhookSecretRequest> = {
+  encode(_: RotateWebhookSecretRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RotateWebhookSecretRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRotateWebhookSecretRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RotateWebhookSecretRequest>, I>>(base?: I): RotateWebhookSecretRequest {
+    return RotateWebhookSecretRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RotateWebhookSecretRequest>, I>>(_: I): RotateWebhookSecretRequest {
+    const message = createBaseRotateWebhookSecretRequest();
+    return message;
+  },
+};
+
+function createBaseRotateWebhookSecretResponse(): RotateWebhookSecretResponse {
+  return { secret: "", previousExpireTime: undefined };
+}
+
+export const RotateWebhookSecretResponse: MessageFns<RotateWebhookSecretResponse> = {
+  encode(message: RotateWebhookSecretResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.secret !== "") {
+      writer.uint32(10).string(message.secret);
+    }
+    if (message.previousExpireTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.previousExpireTime), writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RotateWebhookSecretResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRotateWebhookSecretResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.secret = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.previousExpireTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RotateWebhookSecretResponse>, I>>(base?: I): RotateWebhookSecretResponse {
+    return RotateWebhookSecretResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RotateWebhookSecretResponse>, I>>(object: I): RotateWebhookSecretResponse {
+    const message = createBaseRotateWebhookSecretResponse();
+    message.secret = object.secret ?? "";
+    message.previousExpireTime = object.previousExpireTime ?? undefined;
+    return message;
+  },
+};
+
 /**
  * Manages API keys and webhook deliveries while servers run. Every RPC needs the `admin` scope
  * and acts on the caller's tenant only; other tenants' keys need `operator`.
@@ -1201,6 +1323,24 @@ export const AdminServiceService = {
       Buffer.from(RedeliverWebhookResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RedeliverWebhookResponse => RedeliverWebhookResponse.decode(value),
   },
+  /**
+   * Makes a new secret that signs the caller's tenant's runs' own webhooks (`StartRun.webhooks`)
+   * and returns it, once: it is stored sealed with the server's key. The secret it replaces still
+   * signs beside it (two signatures in `webhook-signature`) until `previous_expire_time`.
+   * FAILED_PRECONDITION (`NO_WEBHOOK_SECRETS_KEY`) when the server has no
+   * `--webhook-secrets-key-env`.
+   */
+  rotateWebhookSecret: {
+    path: "/askuser.v1.AdminService/RotateWebhookSecret" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RotateWebhookSecretRequest): Buffer =>
+      Buffer.from(RotateWebhookSecretRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RotateWebhookSecretRequest => RotateWebhookSecretRequest.decode(value),
+    responseSerialize: (value: RotateWebhookSecretResponse): Buffer =>
+      Buffer.from(RotateWebhookSecretResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RotateWebhookSecretResponse => RotateWebhookSecretResponse.decode(value),
+  },
 } as const;
 
 export interface AdminServiceServer extends UntypedServiceImplementation {
@@ -1233,6 +1373,14 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
    * or obsolete.
    */
   redeliverWebhook: handleUnaryCall<RedeliverWebhookRequest, RedeliverWebhookResponse>;
+  /**
+   * Makes a new secret that signs the caller's tenant's runs' own webhooks (`StartRun.webhooks`)
+   * and returns it, once: it is stored sealed with the server's key. The secret it replaces still
+   * signs beside it (two signatures in `webhook-signature`) until `previous_expire_time`.
+   * FAILED_PRECONDITION (`NO_WEBHOOK_SECRETS_KEY`) when the server has no
+   * `--webhook-secrets-key-env`.
+   */
+  rotateWebhookSecret: handleUnaryCall<RotateWebhookSecretRequest, RotateWebhookSecretResponse>;
 }
 
 export interface AdminServiceClient extends Client {
@@ -1334,6 +1482,28 @@ export interface AdminServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RedeliverWebhookResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Makes a new secret that signs the caller's tenant's runs' own webhooks (`StartRun.webhooks`)
+   * and returns it, once: it is stored sealed with the server's key. The secret it replaces still
+   * signs beside it (two signatures in `webhook-signature`) until `previous_expire_time`.
+   * FAILED_PRECONDITION (`NO_WEBHOOK_SECRETS_KEY`) when the server has no
+   * `--webhook-secrets-key-env`.
+   */
+  rotateWebhookSecret(
+    request: RotateWebhookSecretRequest,
+    callback: (error: ServiceError | null, response: RotateWebhookSecretResponse) => void,
+  ): ClientUnaryCall;
+  rotateWebhookSecret(
+    request: RotateWebhookSecretRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RotateWebhookSecretResponse) => void,
+  ): ClientUnaryCall;
+  rotateWebhookSecret(
+    request: RotateWebhookSecretRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RotateWebhookSecretResponse) => void,
   ): ClientUnaryCall;
 }
 
