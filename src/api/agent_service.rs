@@ -13,6 +13,7 @@ use tonic::{Request, Response, Status, Streaming};
 use super::caller::caller;
 use super::convert::{self, answer_from_proto};
 use super::error::ApiError;
+use super::inbound::Inbound;
 use super::limits::{self, Field, RequestLimits};
 use crate::auth::AuthError;
 use crate::domain::{Principal, Scope};
@@ -100,7 +101,7 @@ impl AgentApi {
         // Who follows the run (and answers on it).
         principal: Principal,
         // The client's half of a `RunAgent` stream.
-        mut inbound: Option<Streaming<pb::RunAgentRequest>>,
+        mut inbound: Option<Inbound>,
     ) -> FrameStream {
         let heartbeat = self.heartbeat_interval;
         let runtime = self.runtime.clone();
@@ -277,7 +278,8 @@ impl AgentService for AgentApi {
     ) -> Result<Response<Self::RunAgentStream>, Status> {
         let permit = self.stream_permit()?;
         let principal = caller(&request);
-        let mut inbound = request.into_inner();
+        // Read to its end even when the call fails early, so the stream ends without a reset.
+        let mut inbound = Inbound::new(request.into_inner(), self.runtime.clone());
         let first = tokio::time::timeout(self.first_frame_timeout, inbound.message())
             .await
             .map_err(|_| ApiError::NoFirstFrame(self.first_frame_timeout))??

@@ -8,6 +8,7 @@ mod convert;
 mod error;
 #[cfg(test)]
 mod frame_properties;
+mod inbound;
 mod limits;
 mod tool_service;
 

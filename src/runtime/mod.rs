@@ -278,6 +278,11 @@ impl Runtime {
         self.inner.shutdown.cancel();
     }
 
+    /// Completes once the runtime begins to shut down.
+    pub async fn stopping(&self) {
+        self.inner.shutdown.cancelled().await;
+    }
+
     /// Stops starting work, ends followers, waits up to `timeout` for steps in flight, then
     /// flushes the store. A step still running then is redone at the next start.
     pub async fn shutdown(&self, timeout: Duration) {
