@@ -10,6 +10,7 @@ mod error;
 mod frame_properties;
 mod inbound;
 mod limits;
+mod stream_caps;
 mod tool_service;
 
 pub use admin_service::AdminApi;
