@@ -1,7 +1,7 @@
 //! The pending-calls feed: every call waiting for someone across runs, then changes live. It keeps
 //! the calls it has sent per run and, when a run of its tenant changes (here or on another
-//! replica), takes that run's pending calls as the fan-out read them and sends the difference, so a lost or out-of-order notice can never
-//! leave a call unsent or a settled one standing.
+//! replica), takes that run's pending calls as the fan-out read them and sends the difference, so
+//! a lost or out-of-order notice can never leave a call unsent or a settled one standing.
 
 use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
@@ -162,9 +162,9 @@ async fn refresh_run(
                     call: call.clone(),
                 })
                 .collect();
-            (calls, run.settled.clone())
+            (calls, run.settled.as_slice())
         }
-        None => (Vec::new(), Vec::new()),
+        None => (Vec::new(), [].as_slice()),
     };
     diff(inner, tenancy, sent, run_id, calls, Some(settled)).await
 }
@@ -178,7 +178,7 @@ async fn diff(
     sent: &mut Sent,
     run_id: &str,
     calls: Vec<RunPendingCall>,
-    settled: Option<Vec<SettledCall>>,
+    settled: Option<&[SettledCall]>,
 ) -> Result<Vec<PendingEvent>, RuntimeError> {
     let before = sent.remove(run_id).unwrap_or_default();
     let now: HashMap<String, SuspendKind> = calls
@@ -186,17 +186,19 @@ async fn diff(
         .map(|c| (c.call.tool_call_id.clone(), c.call.suspension.kind))
         .collect();
     let gone: Vec<&String> = before.keys().filter(|id| !now.contains_key(*id)).collect();
+    let read;
     let settled = match settled {
         Some(settled) => settled,
-        None if gone.is_empty() => Vec::new(),
+        None if gone.is_empty() => &[],
         None => {
             crate::metrics::pending_feed_read();
-            inner
+            read = inner
                 .store
                 .get_run(run_id, tenancy)
                 .await?
                 .map(|run| run.settled)
-                .unwrap_or_default()
+                .unwrap_or_default();
+            &read
         }
     };
     let mut events = Vec::new();
