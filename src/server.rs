@@ -213,6 +213,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
                     heartbeat_interval: args.heartbeat_interval,
                     max_page_bytes: max_response / 2,
                     max_open_streams: args.max_open_streams,
+                    max_streams_per_principal: args.max_streams_per_principal,
+                    max_streams_per_tenant: args.max_streams_per_tenant,
                     first_frame_timeout: args.first_frame_timeout,
                     limits: args.request_limits(),
                 },

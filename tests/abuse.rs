@@ -373,6 +373,100 @@ async fn streams_beyond_the_server_wide_cap_are_resource_exhausted() {
     assert!(reopened.is_some(), "the freed place was never given back");
 }
 
+/// A pending-calls feed as `key`.
+async fn feed_as(
+    client: &mut askuser::proto::v1::agent_service_client::AgentServiceClient<
+        tonic::transport::Channel,
+    >,
+    key: &str,
+) -> Result<tonic::Streaming<pb::WatchPendingCallsResponse>, tonic::Status> {
+    let request =
+        common::credentials::authorized(pb::WatchPendingCallsRequest::default(), Some(key));
+    client
+        .watch_pending_calls(request)
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+fn assert_refused(outcome: Result<impl std::fmt::Debug, tonic::Status>, reason: &str) {
+    let refused = outcome.expect_err("a stream past the cap");
+    assert_eq!(
+        refused.code(),
+        tonic::Code::ResourceExhausted,
+        "{refused:?}"
+    );
+    assert_eq!(common::error_reason(&refused).as_deref(), Some(reason));
+}
+
+/// Before, one key could hold every stream the server allows (its feeds slowing every tenant);
+/// now each principal and each tenant has a cap of its own, on every streaming RPC.
+#[tokio::test]
+async fn streams_beyond_a_principals_or_a_tenants_cap_are_resource_exhausted() {
+    use common::credentials::{create_key, sqlite_store};
+    let agents = scripted_agent("asker", &[r#"ask = [{ question = "Name?" }]"#]);
+    let server = Server::start_with(
+        Some(&agents),
+        &[
+            "--auth",
+            "keys",
+            "--max-streams-per-principal",
+            "2",
+            "--max-streams-per-tenant",
+            "3",
+        ],
+    );
+    let store = sqlite_store(&server);
+    let scopes = "runs:start,runs:read,runs:answer";
+    let first_key = create_key(&store, "acme", "first", scopes);
+    let second_key = create_key(&store, "acme", "second", scopes);
+    let other_tenant = create_key(&store, "globex", "other", scopes);
+    let mut client = server.agents().await;
+
+    let first_feed = feed_as(&mut client, &first_key).await.expect("first feed");
+    let _second_feed = feed_as(&mut client, &first_key).await.expect("second feed");
+    assert_refused(
+        feed_as(&mut client, &first_key).await,
+        "TOO_MANY_PRINCIPAL_STREAMS",
+    );
+    // Another key of the tenant has room of its own, up to the tenant's cap.
+    let _third_feed = feed_as(&mut client, &second_key).await.expect("third feed");
+    assert_refused(
+        feed_as(&mut client, &second_key).await,
+        "TOO_MANY_TENANT_STREAMS",
+    );
+    // The same cap holds for every streaming RPC.
+    let start = Frame::Start(pb::StartRun {
+        agent_id: "asker".into(),
+        prompt: "go".into(),
+        ..Default::default()
+    });
+    assert_refused(
+        RunStream::open_as(&mut client, Some(&second_key), start.clone())
+            .await
+            .map(|_| ()),
+        "TOO_MANY_TENANT_STREAMS",
+    );
+    // Another tenant is served all the same.
+    let _other_feed = feed_as(&mut client, &other_tenant)
+        .await
+        .expect("other tenant's feed");
+    let mut run = RunStream::open_as(&mut client, Some(&other_tenant), start)
+        .await
+        .expect("other tenant's run");
+    run.next_suspended().await;
+    // A stream that ends gives its place back.
+    drop(first_feed);
+    let mut reopened = None;
+    for _ in 0..100 {
+        if let Ok(feed) = feed_as(&mut client, &second_key).await {
+            reopened = Some(feed);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(reopened.is_some(), "the freed place was never given back");
+}
+
 #[tokio::test]
 async fn a_stream_without_a_first_frame_is_ended() {
     let server = Server::start_with(None, &["--first-frame-timeout", "300ms"]);

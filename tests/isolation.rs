@@ -543,3 +543,87 @@ async fn an_admin_manages_only_its_own_tenants_keys_and_reads_only_its_runs() {
     // Runs stay per tenant, even for the operator.
     assert_eq!(listed(&mut client, &operator).await, Vec::<String>::new());
 }
+
+/// Idle pending-calls feeds a tenant holds open.
+const IDLE_FEEDS: usize = 20;
+
+/// A feed as `key`, read to the end of its snapshot.
+async fn idle_feed(
+    client: &mut AgentServiceClient<Channel>,
+    key: &str,
+) -> tonic::Streaming<pb::WatchPendingCallsResponse> {
+    let request = authorized(pb::WatchPendingCallsRequest::default(), Some(key));
+    let mut feed = client
+        .watch_pending_calls(request)
+        .await
+        .expect("watch pending calls")
+        .into_inner();
+    while !matches!(
+        next_feed_event(&mut feed).await,
+        pb::watch_pending_calls_response::Event::SnapshotDone(_)
+    ) {}
+    feed
+}
+
+async fn next_feed_event(
+    feed: &mut tonic::Streaming<pb::WatchPendingCallsResponse>,
+) -> pb::watch_pending_calls_response::Event {
+    tokio::time::timeout(common::FRAME_TIMEOUT, feed.message())
+        .await
+        .expect("timed out waiting for the feed")
+        .expect("feed")
+        .expect("feed open")
+        .event
+        .expect("an event")
+}
+
+/// The store reads the pending-calls feeds have made so far, from the metrics.
+async fn feed_reads(metrics_addr: &str) -> f64 {
+    let scrape = common::scrape_metrics(metrics_addr).await;
+    common::metric_sample(&scrape, "askuser_pending_feed_store_reads_total").unwrap_or(0.0)
+}
+
+/// Before, every feed read the store again for every commit of every tenant, so one tenant's idle
+/// feeds slowed all the others; now a commit is read once, for its own tenant's feeds only.
+#[tokio::test]
+async fn idle_feeds_of_one_tenant_make_no_store_reads_for_another_tenants_commits() {
+    let metrics_addr = format!("127.0.0.1:{}", common::free_port());
+    let server = Server::start_with(
+        Some(&agents()),
+        &["--auth", "keys", "--metrics-listen", &metrics_addr],
+    );
+    let store = sqlite_store(&server);
+    let acme = create_key(&store, "acme", "acme", SCOPES);
+    let globex = create_key(&store, "globex", "globex", SCOPES);
+    let mut client = server.agents().await;
+    let mut feeds = Vec::new();
+    for _ in 0..IDLE_FEEDS {
+        feeds.push(idle_feed(&mut client, &acme).await);
+    }
+    let before = feed_reads(&metrics_addr).await;
+
+    // Globex's round trips: each commit of a suspension and of an answer.
+    for _ in 0..5 {
+        let (mut stream, run_id, call_id) = suspended_run(&mut client, &globex).await;
+        stream.send(text_answer(&run_id, &call_id, "eu")).await;
+        while stream.try_next().await.expect("frame").is_some() {}
+    }
+    // Then acme's own question: once every feed has sent it, every feed has seen every commit
+    // before it.
+    let (_stream, run_id, _) = suspended_run(&mut client, &acme).await;
+    for feed in &mut feeds {
+        loop {
+            if let pb::watch_pending_calls_response::Event::CallPending(pending) =
+                next_feed_event(feed).await
+                && pending.run_id == run_id
+            {
+                break;
+            }
+        }
+    }
+    let reads = feed_reads(&metrics_addr).await - before;
+    assert_eq!(
+        reads, 1.0,
+        "acme's question is read once for its {IDLE_FEEDS} feeds, and none of globex's commits"
+    );
+}

@@ -832,3 +832,49 @@ async fn followers_catch_up_on_commits_made_while_notices_were_lost() {
         "frames after the gap: {rest:?}"
     );
 }
+
+/// The pending-calls feed's fan-out knows the tenant of the runs started on its own replica; a run
+/// started on another replica it looks up once, in the store: the feed still sees its question
+/// come and go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_feed_on_one_replica_sees_calls_of_runs_started_on_another() {
+    use pb::watch_pending_calls_response::Event as Pending;
+    let agents = scripted_agent(
+        "asker",
+        &[r#"ask = [{ question = "Name?" }]"#, r#"say = "done""#],
+    );
+    let (_url, servers) = replicas(&agents, 2, &[]).await;
+    let mut watcher = servers[0].agents().await;
+    let mut feed = watcher
+        .watch_pending_calls(pb::WatchPendingCallsRequest::default())
+        .await
+        .expect("feed")
+        .into_inner();
+    let mut next = async || {
+        tokio::time::timeout(FRAME_TIMEOUT, feed.message())
+            .await
+            .expect("timed out waiting for the feed")
+            .expect("feed")
+            .expect("feed open")
+            .event
+            .expect("an event")
+    };
+    while !matches!(next().await, Pending::SnapshotDone(_)) {}
+    let mut client = servers[1].agents().await;
+    let mut run = RunStream::start(&mut client, "asker").await;
+    let asked = run.next_suspended().await;
+    let pending = loop {
+        if let Pending::CallPending(pending) = next().await {
+            break pending;
+        }
+    };
+    assert_eq!(pending.run_id, run.run_id);
+    run.send_text(&asked.tool_call_id, "Ada").await;
+    assert_eq!(run.completed_text().await, "done");
+    let settled = loop {
+        if let Pending::CallSettled(settled) = next().await {
+            break settled;
+        }
+    };
+    assert_eq!(settled.run_id, run.run_id);
+}

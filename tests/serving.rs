@@ -526,3 +526,89 @@ async fn sigterm_ends_open_streams_and_exits_cleanly() {
         .expect("terminate");
     assert!(clean, "exit status not success; log:\n{}", server.log());
 }
+
+/// More round trips than h2's default limit on the resets a server makes per connection (1,024,
+/// `--http2-max-local-error-reset-streams`), so that normal runs are seen never to count.
+const ROUND_TRIPS_PAST_THE_RESET_LIMIT: usize = 1_100;
+/// Round trips in flight at once on the one channel: a client's half-close then often crosses the
+/// server's end of the stream, which is when a reset of an ended stream counted.
+const IN_FLIGHT: usize = 8;
+
+/// One `RunAgent` round trip as a backend makes it: start, answer the question, read the stream to
+/// its end, then drop it (the client half-closes only then).
+async fn round_trip(client: &mut AgentServiceClient<Channel>) -> Result<(), String> {
+    let mut run = RunStream::open(
+        client,
+        Frame::Start(pb::StartRun {
+            agent_id: "asker".into(),
+            prompt: "test".into(),
+            ..Default::default()
+        }),
+    )
+    .await
+    .map_err(|status| format!("start: {status:?}"))?;
+    let call = loop {
+        match run.try_next().await {
+            Ok(Some(frame)) => {
+                run.run_id = frame.run_id;
+                if let Some(Event::ToolCallSuspended(call)) = frame.event {
+                    break call;
+                }
+            }
+            Ok(None) => return Err("the stream ended before the question".into()),
+            Err(status) => return Err(format!("before the question: {status:?}")),
+        }
+    };
+    run.send_text(&call.tool_call_id, "Ada").await;
+    loop {
+        match run.try_next().await {
+            Ok(Some(frame)) => {
+                if let Some(Event::RunCompleted(done)) = frame.event {
+                    assert_eq!(done.output_text, "done");
+                }
+            }
+            Ok(None) => return Ok(()),
+            Err(status) => return Err(format!("after the answer: {status:?}")),
+        }
+    }
+}
+
+/// A stream the server ends normally must not count as an error reset: before, the server reset
+/// every `RunAgent` stream it ended while the client's half was open, and when the client's
+/// half-close crossed that reset h2 counted a `STREAM_CLOSED` against the connection; at the limit
+/// it sent GOAWAY ENHANCE_YOUR_CALM and failed the streams in flight. The server here allows only
+/// 4 such resets, so a few hundred runs showed it; now none is made in 1,100.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_run_agent_round_trips_over_one_channel_all_succeed() {
+    let agents = scripted_agent(
+        "asker",
+        &[r#"ask = [{ question = "Name?" }]"#, r#"say = "done""#],
+    );
+    let server = Server::start_with(
+        Some(&agents),
+        &["--http2-max-local-error-reset-streams", "4"],
+    );
+    let client = server.agents().await;
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut workers = tokio::task::JoinSet::<Result<(), String>>::new();
+    for _ in 0..IN_FLIGHT {
+        let mut client = client.clone();
+        let next = std::sync::Arc::clone(&next);
+        workers.spawn(async move {
+            loop {
+                let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if index >= ROUND_TRIPS_PAST_THE_RESET_LIMIT {
+                    return Ok(());
+                }
+                round_trip(&mut client)
+                    .await
+                    .map_err(|error| format!("round trip {index}: {error}"))?;
+            }
+        });
+    }
+    while let Some(worker) = workers.join_next().await {
+        if let Err(error) = worker.expect("worker") {
+            panic!("{error}; log:\n{}", server.log());
+        }
+    }
+}

@@ -13,8 +13,10 @@ use tonic::{Request, Response, Status, Streaming};
 use super::caller::{caller, credential};
 use super::convert::{self, answer_from_proto};
 use super::error::ApiError;
+use super::inbound::Inbound;
 use super::limits::{self, Field, RequestLimits};
 use super::recheck::{rechecked, still_valid};
+use super::stream_caps::{StreamCaps, StreamSlot};
 use crate::auth::{AuthError, Credential};
 use crate::domain::{Principal, Scope};
 use crate::proto::v1 as pb;
@@ -41,6 +43,10 @@ pub struct StreamSettings {
     pub max_page_bytes: usize,
     /// Streaming calls open at once, server-wide.
     pub max_open_streams: usize,
+    /// Streaming calls one principal may have open at once.
+    pub max_streams_per_principal: usize,
+    /// Streaming calls one tenant may have open at once.
+    pub max_streams_per_tenant: usize,
     /// How long `RunAgent` waits for its first frame.
     pub first_frame_timeout: Duration,
     /// What a request may hold.
@@ -56,11 +62,14 @@ pub struct AgentApi {
     limits: RequestLimits,
     /// One permit per open streaming call; a stream holds its permit until it ends.
     open_streams: Arc<Semaphore>,
+    /// Open streams per principal and per tenant.
+    stream_caps: Arc<StreamCaps>,
 }
 
 /// An open streaming call's place among `--max-open-streams`, counted in the open-streams metric
 /// while it lives.
 struct StreamPermit {
+    _slot: StreamSlot,
     _permit: OwnedSemaphorePermit,
     _counted: crate::metrics::OpenStream,
 }
@@ -90,16 +99,22 @@ impl AgentApi {
             first_frame_timeout: settings.first_frame_timeout,
             limits: settings.limits,
             open_streams: Arc::new(Semaphore::new(settings.max_open_streams)),
+            stream_caps: Arc::new(StreamCaps::new(
+                settings.max_streams_per_principal,
+                settings.max_streams_per_tenant,
+            )),
         }
     }
 
-    /// A permit for one more open stream, or RESOURCE_EXHAUSTED when the server has as many open
-    /// as it allows.
-    fn stream_permit(&self) -> Result<StreamPermit, Status> {
+    /// A permit for one more open stream of `principal`, or RESOURCE_EXHAUSTED when its tenant,
+    /// itself or the server has as many open as it allows.
+    fn stream_permit(&self, principal: &Principal) -> Result<StreamPermit, Status> {
+        let slot = self.stream_caps.take(principal)?;
         let permit = Arc::clone(&self.open_streams)
             .try_acquire_owned()
             .map_err(|_| Status::from(ApiError::TooManyStreams))?;
         Ok(StreamPermit {
+            _slot: slot,
             _permit: permit,
             _counted: crate::metrics::stream_opened(),
         })
@@ -116,7 +131,7 @@ impl AgentApi {
         mut events: EventStream,
         follower: Follower,
         // The client's half of a `RunAgent` stream.
-        mut inbound: Option<Streaming<pb::RunAgentRequest>>,
+        mut inbound: Option<Inbound>,
     ) -> FrameStream {
         let Follower {
             principal,
@@ -301,10 +316,11 @@ impl AgentService for AgentApi {
         &self,
         request: Request<Streaming<pb::RunAgentRequest>>,
     ) -> Result<Response<Self::RunAgentStream>, Status> {
-        let permit = self.stream_permit()?;
         let follower = Follower::of(&request);
         let principal = follower.principal.clone();
-        let mut inbound = request.into_inner();
+        let permit = self.stream_permit(&principal)?;
+        // Read to its end even when the call fails early, so the stream ends without a reset.
+        let mut inbound = Inbound::new(request.into_inner(), self.runtime.clone());
         let first = tokio::time::timeout(self.first_frame_timeout, inbound.message())
             .await
             .map_err(|_| ApiError::NoFirstFrame(self.first_frame_timeout))??
@@ -361,9 +377,9 @@ impl AgentService for AgentApi {
         &self,
         request: Request<pb::ResumeRunRequest>,
     ) -> Result<Response<Self::ResumeRunStream>, Status> {
-        let permit = self.stream_permit()?;
         let follower = Follower::of(&request);
         let principal = follower.principal.clone();
+        let permit = self.stream_permit(&principal)?;
         let answer = request
             .into_inner()
             .answer
@@ -392,9 +408,9 @@ impl AgentService for AgentApi {
         &self,
         request: Request<pb::WatchRunRequest>,
     ) -> Result<Response<Self::WatchRunStream>, Status> {
-        let permit = self.stream_permit()?;
         let follower = Follower::of(&request);
         let principal = follower.principal.clone();
+        let permit = self.stream_permit(&principal)?;
         let request = request.into_inner();
         require(&request.run_id, "run_id")?;
         limits::check([("run_id", Field::Id(&request.run_id))], &self.limits)?;
@@ -511,9 +527,9 @@ impl AgentService for AgentApi {
         &self,
         request: Request<pb::WatchPendingCallsRequest>,
     ) -> Result<Response<Self::WatchPendingCallsStream>, Status> {
-        let permit = self.stream_permit()?;
         let principal = caller(&request);
         let credential = credential(&request);
+        let permit = self.stream_permit(&principal)?;
         let request = request.into_inner();
         limits::check(
             [

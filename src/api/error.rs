@@ -30,6 +30,10 @@ pub enum ApiError {
     Protocol(String),
     #[error("the server has as many streams open as it allows; try again later or elsewhere")]
     TooManyStreams,
+    #[error("this tenant has {0} streams open, as many as it may; close one first")]
+    TooManyTenantStreams(usize),
+    #[error("this caller has {0} streams open, as many as it may; close one first")]
+    TooManyPrincipalStreams(usize),
     #[error("no first frame (start or attach) within {}", humantime::format_duration(*.0))]
     NoFirstFrame(std::time::Duration),
     #[error("no API key {0} (or it is revoked already)")]
@@ -91,6 +95,16 @@ impl From<ApiError> for Status {
             ApiError::TooManyStreams => with_reason(
                 Code::ResourceExhausted,
                 "TOO_MANY_STREAMS",
+                error.to_string(),
+            ),
+            ApiError::TooManyTenantStreams(_) => with_reason(
+                Code::ResourceExhausted,
+                "TOO_MANY_TENANT_STREAMS",
+                error.to_string(),
+            ),
+            ApiError::TooManyPrincipalStreams(_) => with_reason(
+                Code::ResourceExhausted,
+                "TOO_MANY_PRINCIPAL_STREAMS",
                 error.to_string(),
             ),
             ApiError::NoFirstFrame(_) => {

@@ -8,8 +8,10 @@ mod convert;
 mod error;
 #[cfg(test)]
 mod frame_properties;
+mod inbound;
 mod limits;
 mod recheck;
+mod stream_caps;
 mod tool_service;
 
 pub use admin_service::AdminApi;

@@ -312,6 +312,14 @@ pub struct ServeArgs {
     /// server; one more is RESOURCE_EXHAUSTED (reason TOO_MANY_STREAMS).
     #[arg(long, env = "ASKUSER_MAX_OPEN_STREAMS", default_value_t = 100_000, value_parser = positive)]
     pub max_open_streams: usize,
+    /// Streaming calls one principal (an API key, a token's subject, a client certificate) may
+    /// have open at once; one more is RESOURCE_EXHAUSTED (reason TOO_MANY_PRINCIPAL_STREAMS).
+    #[arg(long, env = "ASKUSER_MAX_STREAMS_PER_PRINCIPAL", default_value_t = 20_000, value_parser = positive)]
+    pub max_streams_per_principal: usize,
+    /// Streaming calls one tenant may have open at once, all its principals together; one more is
+    /// RESOURCE_EXHAUSTED (reason TOO_MANY_TENANT_STREAMS).
+    #[arg(long, env = "ASKUSER_MAX_STREAMS_PER_TENANT", default_value_t = 50_000, value_parser = positive)]
+    pub max_streams_per_tenant: usize,
     /// Streams a client may reset before the server has accepted them, per connection (the HTTP/2
     /// rapid-reset flood); past it the connection is closed.
     #[arg(long, env = "ASKUSER_HTTP2_MAX_PENDING_ACCEPT_RESET_STREAMS", default_value_t = 20, value_parser = positive)]

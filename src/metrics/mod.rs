@@ -53,6 +53,8 @@ pub const STORE_COMMIT_DURATION: &str = "askuser_store_commit_duration_seconds";
 /// Gauge.
 pub const OPEN_STREAMS: &str = "askuser_open_streams";
 /// Counter.
+pub const PENDING_FEED_READS: &str = "askuser_pending_feed_store_reads_total";
+/// Counter.
 pub const LEASE_TAKEOVERS: &str = "askuser_lease_takeovers_total";
 /// Counter: event.
 pub const WEBHOOK_DELIVERIES: &str = "askuser_webhook_deliveries_total";
@@ -153,6 +155,10 @@ pub(crate) fn describe() {
     );
     describe_gauge!(OPEN_STREAMS, "Streaming calls open on this server");
     describe_counter!(
+        PENDING_FEED_READS,
+        "Store reads made for the pending-calls feeds (snapshots, and runs read after a commit)"
+    );
+    describe_counter!(
         LEASE_TAKEOVERS,
         "Working runs without a live executor that this server took up"
     );
@@ -233,6 +239,11 @@ pub fn http_tool_call(tool: &str, took: Duration, is_error: bool) {
 /// `operation` is the store method (`commit_turn`, `settle_tool_call`, ...).
 pub fn store_commit(operation: &'static str, took: Duration) {
     histogram!(STORE_COMMIT_DURATION, "operation" => operation).record(took.as_secs_f64());
+}
+
+/// One store read made for the pending-calls feeds.
+pub fn pending_feed_read() {
+    counter!(PENDING_FEED_READS).increment(1);
 }
 
 /// One more open stream, counted until the returned guard is dropped.

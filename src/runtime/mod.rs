@@ -13,6 +13,7 @@ mod executor;
 mod hub;
 mod observed;
 mod page_token;
+mod pending_fanout;
 mod pending_feed;
 mod retention;
 mod settle;
@@ -152,6 +153,8 @@ pub(crate) struct Inner {
     agents: HashMap<String, AgentDefinition>,
     config: RuntimeConfig,
     hub: Arc<Hub>,
+    /// Reads commits once for the pending-calls feeds of their run's tenant.
+    pending_fanout: Arc<pending_fanout::PendingFanout>,
     executing: Executing,
     admission: admission::Admission,
     shutdown: CancellationToken,
@@ -251,6 +254,7 @@ impl Runtime {
                 agents,
                 config,
                 hub: Arc::new(Hub::default()),
+                pending_fanout: Arc::default(),
                 executing: Executing::default(),
                 admission,
                 shutdown: CancellationToken::new(),
@@ -268,6 +272,12 @@ impl Runtime {
             let inner = Arc::clone(&self.inner);
             self.inner.tasks.spawn(commit_feed_loop(inner, feed));
         }
+        // Subscribed before the first request can commit anything.
+        let changes = self.inner.hub.subscribe_all();
+        let inner = Arc::clone(&self.inner);
+        self.inner
+            .tasks
+            .spawn(pending_fanout::fanout_loop(inner, changes));
         let inner = Arc::clone(&self.inner);
         self.inner.tasks.spawn(executor::takeover_loop(inner));
         let inner = Arc::clone(&self.inner);
@@ -280,6 +290,11 @@ impl Runtime {
     /// Stops starting work and ends every follower (their streams end with "shutting down").
     pub fn begin_shutdown(&self) {
         self.inner.shutdown.cancel();
+    }
+
+    /// Completes once the runtime begins to shut down.
+    pub async fn stopping(&self) {
+        self.inner.shutdown.cancelled().await;
     }
 
     /// Stops starting work, ends followers, waits up to `timeout` for steps in flight, then
@@ -356,6 +371,10 @@ impl Runtime {
             .map(|ttl| ttl.min(self.inner.config.max_question_ttl));
         let run_id = uuid::Uuid::now_v7().to_string();
         let live = self.inner.hub.subscribe(&run_id);
+        // Its commits then reach only its tenant's pending-calls feeds, with no read to find it.
+        self.inner
+            .pending_fanout
+            .remember(&run_id, &request.principal.tenant);
         let existing = writes::create(
             &self.inner,
             NewRun {

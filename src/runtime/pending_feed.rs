@@ -1,7 +1,7 @@
 //! The pending-calls feed: every call waiting for someone across runs, then changes live. It keeps
-//! the calls it has sent per run and, when a run changes (here or on another replica), reads that
-//! run's pending calls again and sends the difference, so a lost or out-of-order notice can never
-//! leave a call unsent or a settled one standing.
+//! the calls it has sent per run and, when a run of its tenant changes (here or on another
+//! replica), takes that run's pending calls as the fan-out read them and sends the difference, so
+//! a lost or out-of-order notice can never leave a call unsent or a settled one standing.
 
 use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
@@ -11,10 +11,10 @@ use futures::Stream;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::assignees;
-use super::hub::RunChange;
+use super::pending_fanout::TenantChange;
 use super::{Inner, RuntimeError};
 use crate::domain::{
-    EventKind, PendingCall, Principal, SettledBy, SettledCall, SuspendKind, ToolResultKind,
+    PendingCall, Principal, RunRecord, SettledBy, SettledCall, SuspendKind, ToolResultKind,
 };
 use crate::store::{CallStatus, RunPendingCall, Tenancy};
 
@@ -69,8 +69,9 @@ pub(super) fn watch(
     filter: PendingFilter,
     principal: Principal,
 ) -> PendingStream {
-    // Subscribe before the snapshot, so nothing committed in between is missed.
-    let mut changes = inner.hub.subscribe_all();
+    // Subscribe before the snapshot, so nothing committed in between is missed. Only the
+    // viewer's tenant's runs come, each read once for all its feeds.
+    let mut changes = inner.pending_fanout.subscribe(&principal.tenant);
     Box::pin(async_stream::try_stream! {
         let mut sent = Sent::new();
         for event in resync(&inner, &principal, &filter, &mut sent).await? {
@@ -83,20 +84,11 @@ pub(super) fn watch(
                 () = inner.shutdown.cancelled() => Err(RecvError::Closed),
             };
             let events = match change {
-                Ok(RunChange::Committed { run_id, batch }) => {
-                    let relevant = batch.events.is_empty()
-                        || batch.events.iter().any(|e| matches!(
-                            e.kind,
-                            EventKind::ToolCallSuspended { .. }
-                                | EventKind::ToolResult { .. }
-                                | EventKind::RunCancelled { .. }
-                        ));
-                    if !relevant {
-                        continue;
-                    }
-                    refresh_run(&inner, &principal, &filter, &mut sent, &run_id).await?
+                Ok(TenantChange::Run { run_id, run }) => {
+                    refresh_run(&inner, &principal, &filter, &mut sent, &run_id, run.as_deref())
+                        .await?
                 }
-                Ok(RunChange::Missed) | Err(RecvError::Lagged(_)) => {
+                Ok(TenantChange::Missed) | Err(RecvError::Lagged(_)) => {
                     resync(&inner, &principal, &filter, &mut sent).await?
                 }
                 Err(RecvError::Closed) => Err(RuntimeError::ShuttingDown)?,
@@ -119,6 +111,7 @@ async fn resync(
     let mut now: HashMap<String, Vec<RunPendingCall>> = HashMap::new();
     let mut after = None;
     loop {
+        crate::metrics::pending_feed_read();
         let page = inner
             .store
             .pending_calls(tenancy, after.take(), SNAPSHOT_PAGE)
@@ -128,6 +121,7 @@ async fn resync(
             after = Some((last.run_id.clone(), last.call.tool_call_id.clone()));
         }
         for call in page {
+            inner.pending_fanout.remember(&call.run_id, &viewer.tenant);
             if filter.matches(&call.agent_id, &call.call, viewer) {
                 now.entry(call.run_id.clone()).or_default().push(call);
             }
@@ -145,31 +139,32 @@ async fn resync(
     Ok(events)
 }
 
-/// Reads one run's pending calls (none when it is another tenant's) and sends what changed since
-/// `sent`.
+/// Brings what was sent for one run of the viewer's tenant to the run as the fan-out read it
+/// (`None`: gone).
 async fn refresh_run(
     inner: &Inner,
     viewer: &Principal,
     filter: &PendingFilter,
     sent: &mut Sent,
     run_id: &str,
+    run: Option<&RunRecord>,
 ) -> Result<Vec<PendingEvent>, RuntimeError> {
     let tenancy = Tenancy::Only(&viewer.tenant);
-    let (calls, settled) = match inner.store.get_run(run_id, tenancy).await? {
+    let (calls, settled) = match run {
         Some(run) => {
             let calls = run
                 .pending
-                .into_iter()
+                .iter()
                 .filter(|call| filter.matches(&run.agent_id, call, viewer))
                 .map(|call| RunPendingCall {
                     run_id: run.run_id.clone(),
                     agent_id: run.agent_id.clone(),
-                    call,
+                    call: call.clone(),
                 })
                 .collect();
-            (calls, run.settled)
+            (calls, run.settled.as_slice())
         }
-        None => (Vec::new(), Vec::new()),
+        None => (Vec::new(), [].as_slice()),
     };
     diff(inner, tenancy, sent, run_id, calls, Some(settled)).await
 }
@@ -183,7 +178,7 @@ async fn diff(
     sent: &mut Sent,
     run_id: &str,
     calls: Vec<RunPendingCall>,
-    settled: Option<Vec<SettledCall>>,
+    settled: Option<&[SettledCall]>,
 ) -> Result<Vec<PendingEvent>, RuntimeError> {
     let before = sent.remove(run_id).unwrap_or_default();
     let now: HashMap<String, SuspendKind> = calls
@@ -191,15 +186,20 @@ async fn diff(
         .map(|c| (c.call.tool_call_id.clone(), c.call.suspension.kind))
         .collect();
     let gone: Vec<&String> = before.keys().filter(|id| !now.contains_key(*id)).collect();
+    let read;
     let settled = match settled {
         Some(settled) => settled,
-        None if gone.is_empty() => Vec::new(),
-        None => inner
-            .store
-            .get_run(run_id, tenancy)
-            .await?
-            .map(|run| run.settled)
-            .unwrap_or_default(),
+        None if gone.is_empty() => &[],
+        None => {
+            crate::metrics::pending_feed_read();
+            read = inner
+                .store
+                .get_run(run_id, tenancy)
+                .await?
+                .map(|run| run.settled)
+                .unwrap_or_default();
+            &read
+        }
     };
     let mut events = Vec::new();
     for tool_call_id in gone {
@@ -237,6 +237,7 @@ async fn unsettled_kind(
     run_id: &str,
     tool_call_id: &str,
 ) -> Result<Option<ToolResultKind>, RuntimeError> {
+    crate::metrics::pending_feed_read();
     let call = inner
         .store
         .get_tool_call(run_id, tenancy, tool_call_id)

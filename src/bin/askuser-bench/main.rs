@@ -5,6 +5,8 @@
 //! It is a client of the server, outside the server's layers. Every load loop is bounded in count
 //! and in time.
 
+mod feeds;
+mod one_connection;
 mod report;
 mod scenarios;
 mod server;
@@ -76,6 +78,13 @@ struct Args {
     /// Times each throughput scenario is repeated, instead of the plan's.
     #[arg(long)]
     repeats: Option<usize>,
+    /// Round trips of the one-connection scenario, instead of the plan's (1,000,000; --quick
+    /// 50,000).
+    #[arg(long)]
+    one_connection_runs: Option<usize>,
+    /// Idle feeds of the feeds scenario, instead of the plan's (5,000; --quick 1,000).
+    #[arg(long)]
+    feeds: Option<usize>,
     /// Benchmark only this store (default: SQLite, and PostgreSQL with --database-url).
     #[arg(long, value_enum)]
     store: Option<StoreName>,
@@ -127,6 +136,12 @@ async fn run(args: Args) -> Result<(), BenchError> {
                 plan.hold = hold.clone();
             }
             _ => {}
+        }
+        if let Some(runs) = args.one_connection_runs {
+            plan.one_connection_runs = runs;
+        }
+        if let Some(feeds) = args.feeds {
+            plan.feeds = feeds;
         }
         if let Some(repeats) = args.repeats {
             plan.repeats = repeats;

@@ -208,13 +208,38 @@ fn target_cells(figures: &StoreFigures) -> Vec<(String, Verdict)> {
         ),
         None => not_run(),
     });
+    cells.push(match &figures.feeds {
+        Some(feeds) => (
+            format!(
+                "{:.3} ms with {} feeds vs {:.3} ms with none ({:.2}×)",
+                ms(feeds.with.p50),
+                feeds.feeds,
+                ms(feeds.without.p50),
+                feeds.slowdown()
+            ),
+            Verdict::of(feeds.feeds >= 5_000 && feeds.slowdown() <= 2.0),
+        ),
+        None => not_run(),
+    });
+    cells.push(match &figures.one_connection {
+        Some(one) => (
+            format!(
+                "{} round trips, {} failed, in {:.0} s",
+                one.completed,
+                one.failed,
+                one.elapsed.as_secs_f64()
+            ),
+            Verdict::of(one.completed >= 1_000_000 && one.failed == 0),
+        ),
+        None => not_run(),
+    });
     cells
 }
 
 /// One store's figure compared with Mastra's: the figure and the ratio, when it was measured.
 type ComparedFigure = dyn Fn(&StoreFigures) -> Option<(String, String)>;
 
-const TARGETS: [&str; 7] = [
+const TARGETS: [&str; 9] = [
     "sequential ≥ 2,000 round trips/s",
     "resume p50 ≤ 0.5 ms (sequential)",
     "resume p99 ≤ 2 ms (sequential)",
@@ -222,6 +247,8 @@ const TARGETS: [&str; 7] = [
     "1,000,000 suspended runs, server RSS < 100 MB",
     "starts to suspension ≥ 10,000/s",
     "10,000 idle streams < 20 KB RSS each",
+    "another tenant's round trip p50 with 5,000 idle feeds ≤ 2× of none",
+    "1,000,000 round trips over one connection, 0 failed",
 ];
 
 fn ratio(ours: f64, theirs: f64) -> String {
@@ -290,6 +317,57 @@ fn tools_table(out: &mut String, figures: &StoreFigures) {
             scenario.ms(|t| t.resume.p50),
             scenario.ms(|t| t.resume.p99),
             Verdict::of(share >= 0.85).text(),
+        );
+    }
+}
+
+/// The sections of the feeds and one-connection scenarios (issue 22).
+fn fairness_sections(out: &mut String, figures: &StoreFigures) {
+    if let Some(feeds) = &figures.feeds {
+        let _ = writeln!(
+            out,
+            "\n### Idle feeds of another tenant\n\nServer with `--auth keys`. Tenant `busy` makes \
+             {} sequential round trips on one connection with no feed open; then tenant `idle` \
+             opens {} `WatchPendingCalls` feeds over {} connections (each read to its snapshot's \
+             end, in {:.1} s) and leaves them idle, and `busy` makes {} round trips again. Target: \
+             the p50 with the feeds open within 2× of none.\n\n\
+             | feeds open | round trip p50 | p99 | resume p50 | p99 |\n|---|---|---|---|---|\n\
+             | 0 | {:.3} ms | {:.3} ms | {:.3} ms | {:.3} ms |\n\
+             | {} | {:.3} ms | {:.3} ms | {:.3} ms | {:.3} ms |\n\n\
+             With the feeds open: **{:.2}×** the p50 of none.",
+            feeds.runs,
+            feeds.feeds,
+            feeds.connections,
+            feeds.open_elapsed.as_secs_f64(),
+            feeds.runs,
+            ms(feeds.without.p50),
+            ms(feeds.without.p99),
+            ms(feeds.without_resume.p50),
+            ms(feeds.without_resume.p99),
+            feeds.feeds,
+            ms(feeds.with.p50),
+            ms(feeds.with.p99),
+            ms(feeds.with_resume.p50),
+            ms(feeds.with_resume.p99),
+            feeds.slowdown(),
+        );
+    }
+    if let Some(one) = &figures.one_connection {
+        let _ = writeln!(
+            out,
+            "\n### One connection\n\n{} `RunAgent` round trips, {} in flight at all times, over \
+             ONE HTTP/2 connection (every failure counted, none retried): {} completed, **{} \
+             failed**, in {:.1} s ({:.0} round trips/s); round trip p50 {:.3} ms, p99 {:.3} ms, \
+             max {:.3} ms.",
+            one.runs,
+            one.concurrency,
+            one.completed,
+            one.failed,
+            one.elapsed.as_secs_f64(),
+            one.rate(),
+            ms(one.total.p50),
+            ms(one.total.p99),
+            ms(one.total.max),
         );
     }
 }
@@ -550,6 +628,7 @@ pub fn render(
     }
     for (kind, plan, figures) in results {
         store_section(&mut out, kind, plan, figures);
+        fairness_sections(&mut out, figures);
     }
     let _ = writeln!(out, "\n## What limits the figures\n\n{LIMITS}");
     out

@@ -23,14 +23,20 @@ pub enum Scenario {
     Concurrency,
     Hold,
     Streams,
+    /// Another tenant's round trips with thousands of idle pending-calls feeds open, and without.
+    Feeds,
+    /// Many round trips, 16 in flight, over one connection (`--one-connection-runs`).
+    OneConnection,
 }
 
-const ALL_SCENARIOS: [Scenario; 5] = [
+const ALL_SCENARIOS: [Scenario; 7] = [
     Scenario::Sequential,
     Scenario::Tools,
     Scenario::Concurrency,
     Scenario::Hold,
     Scenario::Streams,
+    Scenario::Feeds,
+    Scenario::OneConnection,
 ];
 
 /// The round trips the tools scenario compares, the ask_user one first.
@@ -52,6 +58,12 @@ pub struct Plan {
     pub hold_connections: usize,
     pub streams: usize,
     pub streams_per_connection: usize,
+    /// Idle pending-calls feeds one tenant opens, and another tenant's round trips timed with
+    /// them open and without.
+    pub feeds: usize,
+    pub feed_runs: usize,
+    /// Round trips over one connection.
+    pub one_connection_runs: usize,
     /// The most time any one scenario may take.
     pub time_limit: Duration,
 }
@@ -71,6 +83,9 @@ impl Plan {
                 hold_connections: 16,
                 streams: 2_000,
                 streams_per_connection: 100,
+                feeds: 1_000,
+                feed_runs: 500,
+                one_connection_runs: 50_000,
                 time_limit: Duration::from_secs(300),
             };
         }
@@ -86,6 +101,9 @@ impl Plan {
             hold_connections: 16,
             streams: 10_000,
             streams_per_connection: 100,
+            feeds: 5_000,
+            feed_runs: 2_000,
+            one_connection_runs: 1_000_000,
             time_limit: Duration::from_secs(600),
         }
     }
@@ -99,6 +117,8 @@ impl Plan {
                 sequential_runs: 500,
                 concurrent_runs: 2_000,
                 hold: vec![10_000],
+                feed_runs: 200,
+                one_connection_runs: 10_000,
                 ..Plan::sqlite(true)
             };
         }
@@ -108,6 +128,8 @@ impl Plan {
             sequential_runs: 2_000,
             concurrent_runs: 10_000,
             hold: vec![100_000],
+            feed_runs: 500,
+            one_connection_runs: 100_000,
             ..Plan::sqlite(false)
         }
     }
@@ -123,7 +145,7 @@ pub struct Percentiles {
 }
 
 impl Percentiles {
-    fn of(mut samples: Vec<Duration>) -> Self {
+    pub fn of(mut samples: Vec<Duration>) -> Self {
         samples.sort_unstable();
         let rank = |fraction: f64| {
             let index = ((fraction * samples.len() as f64).ceil() as usize).saturating_sub(1);
@@ -253,6 +275,8 @@ pub struct StoreFigures {
     pub concurrent: Vec<Repeated>,
     pub hold: Option<Hold>,
     pub streams: Option<Streams>,
+    pub feeds: Option<crate::feeds::Feeds>,
+    pub one_connection: Option<crate::one_connection::OneConnection>,
 }
 
 /// User + system CPU time of a process so far, from /proc/PID/stat (in clock ticks of 10 ms).
@@ -308,6 +332,8 @@ pub async fn run_all(
         concurrent: Vec::new(),
         hold: None,
         streams: None,
+        feeds: None,
+        one_connection: None,
     };
     if runs(Scenario::Sequential) {
         println!(
@@ -359,6 +385,25 @@ pub async fn run_all(
             plan.streams
         );
         figures.streams = Some(open_streams(binary, &work_dir.join("streams"), kind, plan).await?);
+    }
+    if runs(Scenario::Feeds) {
+        println!(
+            "== {store}: another tenant's round trips with {} idle feeds open ({} runs each way)",
+            plan.feeds, plan.feed_runs
+        );
+        figures.feeds =
+            Some(crate::feeds::idle_feeds(binary, &work_dir.join("feeds"), kind, plan).await?);
+    }
+    if runs(Scenario::OneConnection) {
+        println!(
+            "== {store}: {} round trips over one connection, {} in flight",
+            plan.one_connection_runs,
+            crate::one_connection::IN_FLIGHT
+        );
+        figures.one_connection = Some(
+            crate::one_connection::one_connection(binary, &work_dir.join("one"), kind, plan)
+                .await?,
+        );
     }
     Ok(figures)
 }

@@ -60,6 +60,16 @@ struct Database {
 impl ServerProcess {
     /// Starts `binary serve` with a store of `kind` under `dir` (created fresh).
     pub async fn start(binary: &Path, dir: &Path, kind: &StoreKind) -> Result<Self, BenchError> {
+        Self::start_with(binary, dir, kind, &[]).await
+    }
+
+    /// [`ServerProcess::start`] with extra `serve` flags (e.g. `--auth keys`).
+    pub async fn start_with(
+        binary: &Path,
+        dir: &Path,
+        kind: &StoreKind,
+        extra_args: &[&str],
+    ) -> Result<Self, BenchError> {
         if dir.exists() {
             std::fs::remove_dir_all(dir)?;
         }
@@ -80,6 +90,7 @@ impl ServerProcess {
             .arg(dir.join("data"))
             .arg("--config")
             .arg(&agents)
+            .args(extra_args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log));
@@ -182,6 +193,28 @@ impl ServerProcess {
                 })
             }
         }
+    }
+
+    /// Creates an API key of `tenant` with every scope but `admin` on the server's store (with
+    /// `askuser keys`); returns the key.
+    pub fn create_key(&self, binary: &Path, tenant: &str) -> Result<String, BenchError> {
+        let mut command = Command::new(binary);
+        command.arg("keys");
+        match &self.database {
+            None => command.arg("--data-dir").arg(self.dir.join("data")),
+            Some(database) => command.arg("--database-url").arg(&database.url),
+        };
+        let output = command
+            .args(["create", "--tenant", tenant, "--name", tenant, "--scopes"])
+            .arg("runs:start,runs:read,runs:answer,runs:cancel,tools:execute,agents:read")
+            .output()?;
+        if !output.status.success() {
+            return Err(BenchError::failed(format!(
+                "askuser keys create: {}",
+                String::from_utf8_lossy(&output.stderr)
+            )));
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
     }
 
     /// SIGTERM, then waits for a graceful exit; drops the scenario's database.

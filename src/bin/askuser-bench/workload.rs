@@ -185,8 +185,32 @@ async fn until_completed(
     }
 }
 
+/// A request carrying `credential` (an API key) as a bearer token, if any.
+pub fn authorized<T>(
+    message: T,
+    credential: Option<&str>,
+) -> Result<tonic::Request<T>, BenchError> {
+    let mut request = tonic::Request::new(message);
+    if let Some(credential) = credential {
+        let value = format!("Bearer {credential}")
+            .parse()
+            .map_err(|_| BenchError::failed("a key that is no header value"))?;
+        request.metadata_mut().insert("authorization", value);
+    }
+    Ok(request)
+}
+
 /// Starts a run of the workload's agent and reads until its call is committed.
 pub async fn start_run(client: &mut Client, workload: &Workload) -> Result<OpenRun, BenchError> {
+    start_run_as(client, workload, None).await
+}
+
+/// [`start_run`] as the holder of `credential`.
+pub async fn start_run_as(
+    client: &mut Client,
+    workload: &Workload,
+    credential: Option<&str>,
+) -> Result<OpenRun, BenchError> {
     let (sender, receiver) = mpsc::channel(2);
     sender
         .send(pb::RunAgentRequest {
@@ -199,7 +223,7 @@ pub async fn start_run(client: &mut Client, workload: &Workload) -> Result<OpenR
         .await
         .map_err(|_| BenchError::failed("request stream closed"))?;
     let mut inbound = client
-        .run_agent(ReceiverStream::new(receiver))
+        .run_agent(authorized(ReceiverStream::new(receiver), credential)?)
         .await?
         .into_inner();
     loop {
@@ -266,8 +290,17 @@ impl OpenRun {
 
 /// One whole round trip on one `RunAgent` stream.
 pub async fn round_trip(client: &mut Client, workload: &Workload) -> Result<RoundTrip, BenchError> {
+    round_trip_as(client, workload, None).await
+}
+
+/// [`round_trip`] as the holder of `credential`.
+pub async fn round_trip_as(
+    client: &mut Client,
+    workload: &Workload,
+    credential: Option<&str>,
+) -> Result<RoundTrip, BenchError> {
     let started = Instant::now();
-    let run = start_run(client, workload).await?;
+    let run = start_run_as(client, workload, credential).await?;
     let resume = run.answer().await?;
     Ok(RoundTrip {
         total: started.elapsed(),

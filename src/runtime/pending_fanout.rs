@@ -1,0 +1,226 @@
+//! One reader for every pending-calls feed: a commit that may change a run's pending calls is read
+//! once, and only when its run's tenant has a feed open; the run as read goes to that tenant's
+//! feeds alone. A feed so costs nothing for another tenant's commits, and a commit costs one read
+//! however many feeds it concerns.
+//!
+//! The reader knows a run's tenant from its start on this server (while any feed is open) or from
+//! a feed's snapshot. Of a run it does not know (started on another replica, or before any feed
+//! was open) it asks the store once per tenant that has feeds open, and remembers the answer.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
+use tracing::warn;
+
+use super::Inner;
+use super::hub::{Batch, RunChange};
+use crate::domain::{EventKind, RunRecord};
+use crate::store::Tenancy;
+
+/// How many changes a tenant's slow feed may fall behind before it reads its snapshot again.
+const TENANT_CAPACITY: usize = 1024;
+/// Runs whose tenant is remembered at most; past it a run's tenant is asked of the store.
+const MAX_OWNERS: usize = 65_536;
+
+/// A change the feeds of one tenant see.
+#[derive(Clone, Debug)]
+pub(super) enum TenantChange {
+    /// A run of the tenant as read after a commit; `None` when it is gone.
+    Run {
+        run_id: String,
+        run: Option<Arc<RunRecord>>,
+    },
+    /// Changes may have been lost: read the snapshot again.
+    Missed,
+}
+
+/// The feeds' channels per tenant, and which tenant each recent run belongs to.
+#[derive(Default)]
+pub(super) struct PendingFanout {
+    tenants: Mutex<HashMap<String, broadcast::Sender<TenantChange>>>,
+    owners: Mutex<HashMap<String, String>>,
+}
+
+impl PendingFanout {
+    /// The changes of `tenant`'s runs from now on, for one feed.
+    pub(super) fn subscribe(self: &Arc<Self>, tenant: &str) -> TenantFeed {
+        let receiver = match self.tenants.lock() {
+            Ok(mut tenants) => tenants
+                .entry(tenant.to_owned())
+                .or_insert_with(|| broadcast::channel(TENANT_CAPACITY).0)
+                .subscribe(),
+            Err(_) => broadcast::channel(1).1,
+        };
+        TenantFeed {
+            fanout: Arc::clone(self),
+            tenant: tenant.to_owned(),
+            receiver: Some(receiver),
+        }
+    }
+
+    /// Notes that `run_id` belongs to `tenant`; only while some feed is open, as only feeds ask.
+    pub(super) fn remember(&self, run_id: &str, tenant: &str) {
+        if !self.tenants.lock().is_ok_and(|t| !t.is_empty()) {
+            return;
+        }
+        if let Ok(mut owners) = self.owners.lock()
+            && (owners.len() < MAX_OWNERS || owners.contains_key(run_id))
+        {
+            owners.insert(run_id.to_owned(), tenant.to_owned());
+        }
+    }
+
+    fn owner(&self, run_id: &str) -> Option<String> {
+        self.owners.lock().ok()?.get(run_id).cloned()
+    }
+
+    fn forget(&self, run_id: &str) {
+        if let Ok(mut owners) = self.owners.lock() {
+            owners.remove(run_id);
+        }
+    }
+
+    /// The sender of `tenant`'s feeds, if any is open.
+    fn sender(&self, tenant: &str) -> Option<broadcast::Sender<TenantChange>> {
+        self.tenants.lock().ok()?.get(tenant).cloned()
+    }
+
+    /// Every tenant with a feed open.
+    fn watched(&self) -> Vec<(String, broadcast::Sender<TenantChange>)> {
+        self.tenants.lock().map_or_else(
+            |_| Vec::new(),
+            |tenants| {
+                tenants
+                    .iter()
+                    .map(|(tenant, sender)| (tenant.clone(), sender.clone()))
+                    .collect()
+            },
+        )
+    }
+
+    fn missed(&self) {
+        for (_, sender) in self.watched() {
+            let _ = sender.send(TenantChange::Missed);
+        }
+    }
+
+    fn release(&self, tenant: &str) {
+        let Ok(mut tenants) = self.tenants.lock() else {
+            return;
+        };
+        if tenants
+            .get(tenant)
+            .is_some_and(|sender| sender.receiver_count() == 0)
+        {
+            tenants.remove(tenant);
+        }
+        if tenants.is_empty()
+            && let Ok(mut owners) = self.owners.lock()
+        {
+            // Nobody asks any more; runs started from now on are not noted either.
+            owners.clear();
+        }
+    }
+}
+
+/// One feed's subscription to its tenant's changes.
+pub(super) struct TenantFeed {
+    fanout: Arc<PendingFanout>,
+    tenant: String,
+    receiver: Option<broadcast::Receiver<TenantChange>>,
+}
+
+impl TenantFeed {
+    pub(super) async fn recv(&mut self) -> Result<TenantChange, RecvError> {
+        match self.receiver.as_mut() {
+            Some(receiver) => receiver.recv().await,
+            None => Err(RecvError::Closed),
+        }
+    }
+}
+
+impl Drop for TenantFeed {
+    fn drop(&mut self) {
+        // The receiver goes before its channel's count is looked at.
+        self.receiver.take();
+        self.fanout.release(&self.tenant);
+    }
+}
+
+/// Whether a commit may change its run's pending calls (a notice from elsewhere may: it carries
+/// no events).
+fn concerns_pending(batch: &Batch) -> bool {
+    batch.events.is_empty()
+        || batch.events.iter().any(|e| {
+            matches!(
+                e.kind,
+                EventKind::ToolCallSuspended { .. }
+                    | EventKind::ToolResult { .. }
+                    | EventKind::RunCancelled { .. }
+            )
+        })
+}
+
+/// Reads each commit that concerns some feed, once, and hands it to its tenant's feeds.
+pub(super) async fn fanout_loop(inner: Arc<Inner>, mut changes: broadcast::Receiver<RunChange>) {
+    let fanout = Arc::clone(&inner.pending_fanout);
+    loop {
+        let change = tokio::select! {
+            change = changes.recv() => change,
+            () = inner.shutdown.cancelled() => return,
+        };
+        match change {
+            Ok(RunChange::Committed { run_id, batch }) => {
+                if concerns_pending(&batch) {
+                    deliver(&inner, &fanout, &run_id).await;
+                }
+                if !batch.events.is_empty() && batch.status.is_terminal() {
+                    fanout.forget(&run_id);
+                }
+            }
+            Ok(RunChange::Missed) | Err(RecvError::Lagged(_)) => fanout.missed(),
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Reads `run_id` for the feeds of its tenant, if that tenant has any open.
+async fn deliver(inner: &Inner, fanout: &PendingFanout, run_id: &str) {
+    let owner = fanout.owner(run_id);
+    let known = owner.is_some();
+    let candidates = match owner {
+        Some(tenant) => match fanout.sender(&tenant) {
+            Some(sender) => vec![(tenant, sender)],
+            // No feed of the run's tenant is open: nothing to read.
+            None => return,
+        },
+        None => fanout.watched(),
+    };
+    for (tenant, sender) in candidates {
+        crate::metrics::pending_feed_read();
+        match inner.store.get_run(run_id, Tenancy::Only(&tenant)).await {
+            Ok(Some(run)) => {
+                fanout.remember(run_id, &tenant);
+                let _ = sender.send(TenantChange::Run {
+                    run_id: run_id.to_owned(),
+                    run: Some(Arc::new(run)),
+                });
+                return;
+            }
+            Ok(None) if known => {
+                let _ = sender.send(TenantChange::Run {
+                    run_id: run_id.to_owned(),
+                    run: None,
+                });
+            }
+            Ok(None) => {}
+            Err(error) => {
+                warn!(%error, run_id, "reading a run for the pending-calls feeds failed");
+                // Its feeds read their snapshot again (and end if the store still fails).
+                let _ = sender.send(TenantChange::Missed);
+            }
+        }
+    }
+}
