@@ -8,6 +8,7 @@ mod admission;
 mod agents;
 pub mod ask_user;
 mod assignees;
+mod claims;
 mod error;
 mod executor;
 mod hub;
@@ -40,8 +41,8 @@ use crate::domain::{
     SuspendKind, ToolDefinition,
 };
 use crate::store::{
-    Approved, CallChange, CancelOutcome, ClaimOutcome, CommitNotice, Decide, NewRun, RunFilter,
-    RunQuery, RunStore, StoreError, Tenancy,
+    Approved, CallChange, CancelOutcome, CommitNotice, Decide, NewRun, RunFilter, RunQuery,
+    RunStore, StoreError, Tenancy,
 };
 
 pub use agents::AgentDefinition;
@@ -172,11 +173,6 @@ pub struct Runtime {
 const REPLAY_PAGE: usize = 512;
 const DEFAULT_PAGE_SIZE: usize = 50;
 const MAX_PAGE_SIZE: usize = 1000;
-
-/// The shortest and longest claim `ClaimCall` grants, and the one it grants by default.
-const MIN_CLAIM: Duration = Duration::from_secs(1);
-const MAX_CLAIM: Duration = Duration::from_secs(3600);
-const DEFAULT_CLAIM: Duration = Duration::from_secs(60);
 
 pub(crate) fn new_tool_call_id() -> String {
     format!("call_{}", uuid::Uuid::now_v7().simple())
@@ -634,81 +630,6 @@ impl Runtime {
             },
             CallPlan::Invalid(why) => return Err(not_runnable(why)),
         }))
-    }
-
-    /// Claims a pending call for `claimant` for `ttl` (default 60 s), so that workers sharing the
-    /// pending-calls feed do not run it twice; returns when the claim lapses.
-    pub async fn claim_call(
-        &self,
-        run_id: &str,
-        principal: &Principal,
-        tool_call_id: &str,
-        claimant: &str,
-        ttl: Option<Duration>,
-    ) -> Result<i64, RuntimeError> {
-        let mut violations = Vec::new();
-        for (field, value) in [
-            ("run_id", run_id),
-            ("tool_call_id", tool_call_id),
-            ("claimant", claimant),
-        ] {
-            if value.is_empty() {
-                violations.push(Violation {
-                    field: field.into(),
-                    description: format!("{field} must not be empty"),
-                });
-            }
-        }
-        let ttl = ttl.unwrap_or(DEFAULT_CLAIM);
-        if !(MIN_CLAIM..=MAX_CLAIM).contains(&ttl) {
-            violations.push(Violation {
-                field: "ttl".into(),
-                description: format!(
-                    "ttl must be between {} and {}",
-                    humantime::format_duration(MIN_CLAIM),
-                    humantime::format_duration(MAX_CLAIM)
-                ),
-            });
-        }
-        if !violations.is_empty() {
-            return Err(RuntimeError::InvalidArgument(violations));
-        }
-        let until_ms = self.inner.store.now_ms().saturating_add(millis(ttl));
-        match self
-            .inner
-            .store
-            .claim_call(
-                run_id,
-                Tenancy::Only(&principal.tenant),
-                tool_call_id,
-                claimant,
-                // The claim is the principal's: another one reusing the name shown in the feed
-                // does not renew it.
-                &principal.subject,
-                until_ms,
-            )
-            .await?
-        {
-            ClaimOutcome::Claimed { until_ms } => Ok(until_ms),
-            ClaimOutcome::Held { claimant, until_ms } => Err(RuntimeError::rejected(
-                RejectReason::AlreadyClaimed,
-                format!(
-                    "tool call \"{}\" is claimed by \"{}\" for {} more",
-                    short_id(tool_call_id),
-                    short_id(&claimant),
-                    humantime::format_duration(Duration::from_millis(
-                        u64::try_from(until_ms - self.inner.store.now_ms()).unwrap_or(0)
-                    ))
-                ),
-            )),
-            ClaimOutcome::NotPending(call) => Err(match settle::not_pending(&call) {
-                RuntimeError::AnswerRejected { message, .. } => {
-                    RuntimeError::rejected(RejectReason::ToolCallNotPending, message)
-                }
-                other => other,
-            }),
-            ClaimOutcome::NotFound => Err(self.unknown_call(run_id, principal, tool_call_id).await),
-        }
     }
 
     async fn unknown_call(
