@@ -10,11 +10,8 @@ use askuser::proto::v1::agent_service_client::AgentServiceClient;
 use askuser::proto::v1::run_agent_request::Frame;
 use askuser::proto::v1::run_agent_response::Event;
 use askuser::proto::v1::watch_pending_calls_response::Event as Pending;
-use common::credentials::{authorized, create_key, sqlite_store};
-use common::{
-    FRAME_TIMEOUT, RunStream, Server, error_reason, pending_snapshot, text_answer,
-    tool_output_answer,
-};
+use common::credentials::{authorized, create_key, resume_as, sqlite_store};
+use common::{FRAME_TIMEOUT, RunStream, Server, pending_snapshot, text_answer, tool_output_answer};
 use tonic::Code;
 use tonic::transport::Channel;
 
@@ -75,29 +72,6 @@ fn approve(run_id: &str, tool_call_id: &str) -> pb::Answer {
     )
 }
 
-/// `ResumeRun` as `key`: the first frame's event, or the refusal's code and reason.
-async fn resume(
-    client: &mut AgentServiceClient<Channel>,
-    key: &str,
-    answer: pb::Answer,
-) -> Result<Event, (Code, Option<String>)> {
-    let request = pb::ResumeRunRequest {
-        answer: Some(answer),
-    };
-    let refused = |status: tonic::Status| (status.code(), error_reason(&status));
-    let mut stream = client
-        .resume_run(authorized(request, Some(key)))
-        .await
-        .map_err(refused)?
-        .into_inner();
-    let frame = tokio::time::timeout(FRAME_TIMEOUT, stream.message())
-        .await
-        .expect("timed out waiting for a frame")
-        .map_err(refused)?
-        .expect("a frame");
-    Ok(frame.event.expect("an event"))
-}
-
 /// The ids of the calls of the pending-calls snapshot `key` sees, with `assigned_to_me` as given.
 async fn snapshot(
     client: &mut AgentServiceClient<Channel>,
@@ -146,7 +120,7 @@ async fn only_assignees_answer_and_the_feed_shows_each_principal_its_own() {
     let run_id = stream.run_id.clone();
 
     // Carol may answer questions in general, but not this one: refused, and it stays pending.
-    let refused = resume(&mut client, &carol, text_answer(&run_id, &call_id, "yes")).await;
+    let refused = resume_as(&mut client, &carol, text_answer(&run_id, &call_id, "yes")).await;
     assert_eq!(
         refused,
         Err((Code::PermissionDenied, Some("NOT_ASSIGNEE".to_owned())))
@@ -248,12 +222,12 @@ async fn a_tools_approvers_decide_and_any_worker_responds_after() {
     // The tool's approvers, not the agent's.
     assert_eq!(approval.assignees, ["key:bob"]);
     let (run_id, call_id) = (stream.run_id.clone(), approval.tool_call_id.clone());
-    let refused = resume(&mut client, &alice, approve(&run_id, &call_id)).await;
+    let refused = resume_as(&mut client, &alice, approve(&run_id, &call_id)).await;
     assert_eq!(
         refused,
         Err((Code::PermissionDenied, Some("NOT_ASSIGNEE".to_owned())))
     );
-    let accepted = resume(&mut client, &bob, approve(&run_id, &call_id)).await;
+    let accepted = resume_as(&mut client, &bob, approve(&run_id, &call_id)).await;
     assert!(
         matches!(accepted, Ok(Event::AnswerAccepted(_))),
         "{accepted:?}"
@@ -263,7 +237,7 @@ async fn a_tools_approvers_decide_and_any_worker_responds_after() {
     let output = stream.next_suspended().await;
     assert_eq!(output.kind, pb::SuspendKind::ClientTool as i32);
     assert!(output.assignees.is_empty(), "{output:?}");
-    let responded = resume(
+    let responded = resume_as(
         &mut client,
         &carol,
         answer(
@@ -373,12 +347,12 @@ async fn each_kind_of_call_is_settled_only_with_its_scope_on_every_path() {
     assert!(rejected.message.contains("runs:answer"), "{rejected:?}");
     assert!(still_pending(&mut client, &owner, &run_id, &call_id).await);
     // The worker may reach ResumeRun, but a question is not its to answer.
-    let refused = resume(&mut client, &worker, text_answer(&run_id, &call_id, "w")).await;
+    let refused = resume_as(&mut client, &worker, text_answer(&run_id, &call_id, "w")).await;
     assert_eq!(
         refused,
         Err((Code::PermissionDenied, Some("MISSING_SCOPE".to_owned())))
     );
-    let accepted = resume(
+    let accepted = resume_as(
         &mut client,
         &answerer,
         text_answer(&run_id, &call_id, "yes"),
@@ -397,13 +371,13 @@ async fn each_kind_of_call_is_settled_only_with_its_scope_on_every_path() {
     let rejected =
         answer_on_attached_stream(&mut client, &reader, &run_id, approve(&run_id, &call_id)).await;
     assert_eq!(rejected.reason, "MISSING_SCOPE", "{rejected:?}");
-    let refused = resume(&mut client, &worker, approve(&run_id, &call_id)).await;
+    let refused = resume_as(&mut client, &worker, approve(&run_id, &call_id)).await;
     assert_eq!(
         refused,
         Err((Code::PermissionDenied, Some("MISSING_SCOPE".to_owned())))
     );
     assert!(still_pending(&mut client, &owner, &run_id, &call_id).await);
-    let accepted = resume(&mut client, &answerer, approve(&run_id, &call_id)).await;
+    let accepted = resume_as(&mut client, &answerer, approve(&run_id, &call_id)).await;
     assert!(
         matches!(accepted, Ok(Event::AnswerAccepted(_))),
         "{accepted:?}"
@@ -421,7 +395,7 @@ async fn each_kind_of_call_is_settled_only_with_its_scope_on_every_path() {
     .await;
     assert_eq!(rejected.reason, "MISSING_SCOPE", "{rejected:?}");
     assert!(rejected.message.contains("tools:execute"), "{rejected:?}");
-    let refused = resume(
+    let refused = resume_as(
         &mut client,
         &answerer,
         tool_output_answer(&run_id, &call_id, "forged output"),
@@ -432,7 +406,7 @@ async fn each_kind_of_call_is_settled_only_with_its_scope_on_every_path() {
         Err((Code::PermissionDenied, Some("MISSING_SCOPE".to_owned())))
     );
     assert!(still_pending(&mut client, &owner, &run_id, &call_id).await);
-    let accepted = resume(
+    let accepted = resume_as(
         &mut client,
         &worker,
         tool_output_answer(&run_id, &call_id, "deployed v2"),

@@ -16,7 +16,7 @@ use askuser::proto::v1::agent_service_client::AgentServiceClient;
 use askuser::proto::v1::tool_service_client::ToolServiceClient;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use common::credentials::{self, authorized, keys, keys_on, sqlite_store};
+use common::credentials::{self, authorized, keys, keys_on, resume_as, sqlite_store};
 use common::{Server, error_reason};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use ring::rand::SystemRandom;
@@ -803,23 +803,18 @@ async fn an_answer_frame_after_revocation_is_refused_at_once() {
         .pending_tool_calls;
     assert_eq!(pending.len(), 1, "{pending:?}");
     assert_eq!(pending[0].tool_call_id, call_id);
-    let mut resumed = client
-        .resume_run(authorized(
-            pb::ResumeRunRequest {
-                answer: Some(common::text_answer(&run.run_id, &call_id, "us-east")),
-            },
-            Some(&valid),
-        ))
-        .await
-        .expect("a valid key answers")
-        .into_inner();
-    let first = resumed.message().await.expect("frame").expect("a frame");
+    let accepted = resume_as(
+        &mut client,
+        &valid,
+        common::text_answer(&run.run_id, &call_id, "us-east"),
+    )
+    .await;
     assert!(
         matches!(
-            first.event,
-            Some(pb::run_agent_response::Event::AnswerAccepted(_))
+            accepted,
+            Ok(pb::run_agent_response::Event::AnswerAccepted(_))
         ),
-        "{first:?}"
+        "a valid key answers: {accepted:?}"
     );
 }
 
@@ -1061,23 +1056,18 @@ async fn runs_made_without_auth_move_to_a_tenant(database_url: Option<&str>) {
     assert_eq!(moved.trim(), "moved 1 runs from default to acme");
     assert_eq!(listed(&mut client).await, [run_id.as_str()]);
     // The moved run is acme's in full: its key answers the waiting call.
-    let mut resumed = client
-        .resume_run(authorized(
-            pb::ResumeRunRequest {
-                answer: Some(common::text_answer(&run_id, &call_id, "eu-west")),
-            },
-            Some(&key),
-        ))
-        .await
-        .expect("acme answers its moved run")
-        .into_inner();
-    let first = resumed.message().await.expect("frame").expect("a frame");
+    let accepted = resume_as(
+        &mut client,
+        &key,
+        common::text_answer(&run_id, &call_id, "eu-west"),
+    )
+    .await;
     assert!(
         matches!(
-            first.event,
-            Some(pb::run_agent_response::Event::AnswerAccepted(_))
+            accepted,
+            Ok(pb::run_agent_response::Event::AnswerAccepted(_))
         ),
-        "{first:?}"
+        "acme answers its moved run: {accepted:?}"
     );
 }
 

@@ -3,6 +3,11 @@
 
 use std::process::Command;
 
+use askuser::proto::v1 as pb;
+use askuser::proto::v1::agent_service_client::AgentServiceClient;
+use askuser::proto::v1::run_agent_response::Event;
+use tonic::transport::Channel;
+
 use super::Server;
 
 /// Runs `askuser keys <args>` on the server's data directory; returns its stdout.
@@ -55,4 +60,27 @@ pub fn authorized<T>(message: T, credential: Option<&str>) -> tonic::Request<T> 
         request.metadata_mut().insert("authorization", value);
     }
     request
+}
+
+/// `ResumeRun` as `key`: the first frame's event, or the refusal's code and reason.
+pub async fn resume_as(
+    client: &mut AgentServiceClient<Channel>,
+    key: &str,
+    answer: pb::Answer,
+) -> Result<Event, (tonic::Code, Option<String>)> {
+    let request = pb::ResumeRunRequest {
+        answer: Some(answer),
+    };
+    let refused = |status: tonic::Status| (status.code(), super::error_reason(&status));
+    let mut stream = client
+        .resume_run(authorized(request, Some(key)))
+        .await
+        .map_err(refused)?
+        .into_inner();
+    let frame = tokio::time::timeout(super::FRAME_TIMEOUT, stream.message())
+        .await
+        .expect("timed out waiting for a frame")
+        .map_err(refused)?
+        .expect("a frame");
+    Ok(frame.event.expect("an event"))
 }
