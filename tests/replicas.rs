@@ -26,13 +26,17 @@ use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 
 /// Starts `count` replicas on one fresh database, each with the agents file and `extra_args`;
-/// returns the database URL and the replicas.
-async fn replicas(agents: &str, count: usize, extra_args: &[&str]) -> (String, Vec<Server>) {
-    let database_url = fresh_database().await;
+/// returns the database URL and the replicas (`None` without PostgreSQL: see `fresh_database`).
+async fn replicas(
+    agents: &str,
+    count: usize,
+    extra_args: &[&str],
+) -> Option<(String, Vec<Server>)> {
+    let database_url = fresh_database().await?;
     let servers = (0..count)
         .map(|_| replica(agents, &database_url, extra_args))
         .collect();
-    (database_url, servers)
+    Some((database_url, servers))
 }
 
 fn replica(agents: &str, database_url: &str, extra_args: &[&str]) -> Server {
@@ -161,7 +165,9 @@ async fn run_started_on_one_replica_is_answered_on_another_and_watched_on_a_thir
     );
     let turns: Vec<&str> = turns.iter().map(String::as_str).collect();
     let agents = scripted_agent_with("relay", "max_steps = 20", &turns);
-    let (_database, servers) = replicas(&agents, 3, &["--lease-ttl", "1s"]).await;
+    let Some((_database, servers)) = replicas(&agents, 3, &["--lease-ttl", "1s"]).await else {
+        return;
+    };
     let (a, b, c) = (&servers[0], &servers[1], &servers[2]);
 
     let mut client_a = a.agents().await;
@@ -361,7 +367,9 @@ async fn race_round(
 /// Races `rounds` runs of `agent` across the replicas and checks each had one winner whose result
 /// is the call's only result; prints the figures under `title`.
 async fn race_across_replicas(title: &str, agent: &str, rounds: usize, make_answer: MakeAnswer) {
-    let (_database, servers) = replicas(&race_agents(), RACE_REPLICAS, &[]).await;
+    let Some((_database, servers)) = replicas(&race_agents(), RACE_REPLICAS, &[]).await else {
+        return;
+    };
     let mut clients = Vec::new();
     for server in &servers {
         clients.push(server.agents().await);
@@ -514,7 +522,9 @@ async fn run_of_a_killed_replica_is_taken_over_and_completes_once() {
             "delay = \"3s\"\nsay = \"slow: {{answer.1}} in {{answer.2}}\"",
         ],
     );
-    let (database, mut servers) = replicas(&agents, 3, &["--lease-ttl", "1s"]).await;
+    let Some((database, mut servers)) = replicas(&agents, 3, &["--lease-ttl", "1s"]).await else {
+        return;
+    };
     let db = postgres_client(&database).await;
 
     // Started on A, first answer on B, second on C: C executes the slow last step.
@@ -629,7 +639,9 @@ async fn sigterm_drains_steps_in_flight_and_survivors_finish_the_runs() {
         ),
     ]
     .concat();
-    let database = fresh_database().await;
+    let Some(database) = fresh_database().await else {
+        return;
+    };
     let db = postgres_client(&database).await;
     // A runs alone until its steps are in flight, so it is sure to execute them.
     let flags = ["--lease-ttl", "2s"];
@@ -766,7 +778,10 @@ async fn followers_catch_up_on_commits_made_while_notices_were_lost() {
     );
     // One pooled connection each: it stays open throughout, so the replicas never need a new
     // connection while new ones are refused below.
-    let (database_url, servers) = replicas(&agents, 2, &["--database-pool-size", "1"]).await;
+    let Some((database_url, servers)) = replicas(&agents, 2, &["--database-pool-size", "1"]).await
+    else {
+        return;
+    };
     let (watcher, answerer) = (&servers[0], &servers[1]);
     let mut answers = answerer.agents().await;
     let mut run = RunStream::start(&mut answers, "pick").await;
@@ -843,7 +858,9 @@ async fn a_feed_on_one_replica_sees_calls_of_runs_started_on_another() {
         "asker",
         &[r#"ask = [{ question = "Name?" }]"#, r#"say = "done""#],
     );
-    let (_url, servers) = replicas(&agents, 2, &[]).await;
+    let Some((_url, servers)) = replicas(&agents, 2, &[]).await else {
+        return;
+    };
     let mut watcher = servers[0].agents().await;
     let mut feed = watcher
         .watch_pending_calls(pb::WatchPendingCallsRequest::default())

@@ -466,7 +466,9 @@ async fn a_delivery_committed_before_a_sigkill_is_delivered_after_the_restart() 
 #[tokio::test]
 async fn three_replicas_deliver_each_event_and_never_one_at_once() {
     const RUNS: usize = 12;
-    let database_url = fresh_database().await;
+    let Some(database_url) = fresh_database().await else {
+        return;
+    };
     let receiver = Receiver::start(0);
     let agents = format!(
         "{}\n{}",
