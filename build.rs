@@ -18,8 +18,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .file_descriptor_set_path(out_dir.join("askuser_descriptor.bin"))
         .compile_with_config(
             config,
-            &["ask_user.proto", "agent.proto", "tool.proto", "admin.proto"]
-                .map(|file| PathBuf::from("proto/askuser/v1").join(file)),
+            &[
+                "ask_user.proto",
+                "agent.proto",
+                "tool.proto",
+                "admin.proto",
+                "errors.proto",
+            ]
+            .map(|file| PathBuf::from("proto/askuser/v1").join(file)),
             &[PathBuf::from("proto"), well_known],
         )?;
     println!("cargo:rerun-if-changed=proto");

@@ -6,6 +6,7 @@ use prost_types::Timestamp;
 
 use super::error::ApiError;
 use super::limits::RequestLimits;
+use super::reason::reject_code;
 use crate::domain::{
     self, AnswerInput, ApprovalDecision, AuthMethod, Event, EventKind, PendingCall, Principal,
     RunRecord, RunStatus, SelectionMode, SettledBy, SettledCall, SuspendKind, ToolDefinition,
@@ -500,12 +501,12 @@ pub fn rejected_frame(
     message: String,
     violations: Vec<Violation>,
 ) -> pb::RunAgentResponse {
-    crate::metrics::answer_rejected(reason.code());
+    crate::metrics::answer_rejected(reject_code(reason));
     unstored_frame(
         run_id,
         pb::run_agent_response::Event::AnswerRejected(pb::AnswerRejected {
             tool_call_id: tool_call_id.to_owned(),
-            reason: reason.code().to_owned(),
+            reason: reject_code(reason).to_owned(),
             message,
             field_violations: violations
                 .into_iter()

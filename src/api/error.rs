@@ -6,8 +6,10 @@ use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 use tracing::error;
 
+use super::reason::reject_code;
 use crate::auth::AuthError;
 use crate::domain::Scope;
+use crate::proto::v1::ErrorReason;
 use crate::runtime::ask_user::describe;
 use crate::runtime::{RejectReason, RuntimeError, Violation};
 use crate::store::StoreError;
@@ -58,22 +60,22 @@ impl ApiError {
     }
 }
 
-fn bad_request(message: String, violations: &[Violation], reason: Option<&str>) -> Status {
+fn bad_request(message: String, violations: &[Violation], reason: Option<ErrorReason>) -> Status {
     let mut details = ErrorDetails::new();
     for violation in violations {
         details.add_bad_request_violation(violation.field.clone(), violation.description.clone());
     }
     if let Some(reason) = reason {
-        details.set_error_info(reason, ERROR_DOMAIN, HashMap::new());
+        details.set_error_info(reason.wire_name(), ERROR_DOMAIN, HashMap::new());
     }
     Status::with_error_details(Code::InvalidArgument, message, details)
 }
 
-fn with_reason(code: Code, reason: &str, message: String) -> Status {
+fn with_reason(code: Code, reason: ErrorReason, message: String) -> Status {
     Status::with_error_details(
         code,
         message,
-        ErrorDetails::with_error_info(reason, ERROR_DOMAIN, HashMap::new()),
+        ErrorDetails::with_error_info(reason.wire_name(), ERROR_DOMAIN, HashMap::new()),
     )
 }
 
@@ -84,46 +86,50 @@ impl From<ApiError> for Status {
                 bad_request(describe(&violations), &violations, None)
             }
             ApiError::InvalidAnswer(violations) => {
-                crate::metrics::answer_rejected(RejectReason::InvalidAnswer.code());
+                crate::metrics::answer_rejected(ErrorReason::InvalidAnswer.wire_name());
                 bad_request(
                     describe(&violations),
                     &violations,
-                    Some(RejectReason::InvalidAnswer.code()),
+                    Some(ErrorReason::InvalidAnswer),
                 )
             }
             ApiError::Protocol(message) => Status::invalid_argument(message),
             ApiError::TooManyStreams => with_reason(
                 Code::ResourceExhausted,
-                "TOO_MANY_STREAMS",
+                ErrorReason::TooManyStreams,
                 error.to_string(),
             ),
             ApiError::TooManyTenantStreams(_) => with_reason(
                 Code::ResourceExhausted,
-                "TOO_MANY_TENANT_STREAMS",
+                ErrorReason::TooManyTenantStreams,
                 error.to_string(),
             ),
             ApiError::TooManyPrincipalStreams(_) => with_reason(
                 Code::ResourceExhausted,
-                "TOO_MANY_PRINCIPAL_STREAMS",
+                ErrorReason::TooManyPrincipalStreams,
                 error.to_string(),
             ),
-            ApiError::NoFirstFrame(_) => {
-                with_reason(Code::DeadlineExceeded, "NO_FIRST_FRAME", error.to_string())
-            }
+            ApiError::NoFirstFrame(_) => with_reason(
+                Code::DeadlineExceeded,
+                ErrorReason::NoFirstFrame,
+                error.to_string(),
+            ),
             ApiError::KeyNotFound(_) => {
-                with_reason(Code::NotFound, "KEY_NOT_FOUND", error.to_string())
+                with_reason(Code::NotFound, ErrorReason::KeyNotFound, error.to_string())
             }
-            ApiError::DeliveryNotFound(_) => {
-                with_reason(Code::NotFound, "DELIVERY_NOT_FOUND", error.to_string())
-            }
+            ApiError::DeliveryNotFound(_) => with_reason(
+                Code::NotFound,
+                ErrorReason::DeliveryNotFound,
+                error.to_string(),
+            ),
             ApiError::NotRedeliverable(..) => with_reason(
                 Code::FailedPrecondition,
-                "NOT_REDELIVERABLE",
+                ErrorReason::NotRedeliverable,
                 error.to_string(),
             ),
             ApiError::NoWebhookSecretsKey => with_reason(
                 Code::FailedPrecondition,
-                "NO_WEBHOOK_SECRETS_KEY",
+                ErrorReason::NoWebhookSecretsKey,
                 error.to_string(),
             ),
             ApiError::Runtime(error) => runtime_status(error),
@@ -138,13 +144,17 @@ impl From<GuardError> for Status {
     fn from(error: GuardError) -> Self {
         let message = error.to_string();
         match error {
-            GuardError::NotGrpc(_) => with_reason(Code::InvalidArgument, "NOT_GRPC", message),
+            GuardError::NotGrpc(_) => {
+                with_reason(Code::InvalidArgument, ErrorReason::NotGrpc, message)
+            }
             GuardError::HostNotAllowed(_) => {
-                with_reason(Code::PermissionDenied, "HOST_NOT_ALLOWED", message)
+                with_reason(Code::PermissionDenied, ErrorReason::HostNotAllowed, message)
             }
-            GuardError::OriginNotAllowed(_) => {
-                with_reason(Code::PermissionDenied, "ORIGIN_NOT_ALLOWED", message)
-            }
+            GuardError::OriginNotAllowed(_) => with_reason(
+                Code::PermissionDenied,
+                ErrorReason::OriginNotAllowed,
+                message,
+            ),
         }
     }
 }
@@ -155,12 +165,16 @@ impl From<AuthError> for Status {
     fn from(error: AuthError) -> Self {
         let message = error.to_string();
         match error {
-            AuthError::MissingCredentials => {
-                with_reason(Code::Unauthenticated, "MISSING_CREDENTIALS", message)
-            }
-            AuthError::InvalidCredentials(_) => {
-                with_reason(Code::Unauthenticated, "INVALID_CREDENTIALS", message)
-            }
+            AuthError::MissingCredentials => with_reason(
+                Code::Unauthenticated,
+                ErrorReason::MissingCredentials,
+                message,
+            ),
+            AuthError::InvalidCredentials(_) => with_reason(
+                Code::Unauthenticated,
+                ErrorReason::InvalidCredentials,
+                message,
+            ),
             AuthError::MissingScope(scope) => missing_scope(scope, message),
             AuthError::Jwks(_) | AuthError::Store(StoreError::Unavailable(_)) => {
                 let correlation_id = logged(&message);
@@ -185,7 +199,7 @@ fn missing_scope(scope: Scope, message: String) -> Status {
         Code::PermissionDenied,
         message,
         ErrorDetails::with_error_info(
-            RejectReason::MissingScope(scope).code(),
+            ErrorReason::MissingScope.wire_name(),
             ERROR_DOMAIN,
             HashMap::from([("scope".to_owned(), scope.as_str().to_owned())]),
         ),
@@ -194,24 +208,24 @@ fn missing_scope(scope: Scope, message: String) -> Status {
 
 fn runtime_status(error: RuntimeError) -> Status {
     if let RuntimeError::AnswerRejected { reason, .. } = &error {
-        crate::metrics::answer_rejected(reason.code());
+        crate::metrics::answer_rejected(reject_code(*reason));
     }
     let message = error.to_string();
     match error {
         RuntimeError::InvalidArgument(violations) => {
             bad_request(describe(&violations), &violations, None)
         }
-        RuntimeError::AgentNotFound(_) => with_reason(Code::NotFound, "AGENT_NOT_FOUND", message),
-        RuntimeError::RunNotFound(_) => with_reason(Code::NotFound, "RUN_NOT_FOUND", message),
+        RuntimeError::AgentNotFound(_) => {
+            with_reason(Code::NotFound, ErrorReason::AgentNotFound, message)
+        }
+        RuntimeError::RunNotFound(_) => {
+            with_reason(Code::NotFound, ErrorReason::RunNotFound, message)
+        }
         RuntimeError::AnswerRejected {
             reason: RejectReason::InvalidAnswer,
             message,
             violations,
-        } => bad_request(
-            message,
-            &violations,
-            Some(RejectReason::InvalidAnswer.code()),
-        ),
+        } => bad_request(message, &violations, Some(ErrorReason::InvalidAnswer)),
         // The same status as a scope the RPC itself needs: the call's kind needs this one.
         RuntimeError::AnswerRejected {
             reason: RejectReason::MissingScope(scope),
@@ -222,23 +236,21 @@ fn runtime_status(error: RuntimeError) -> Status {
             reason: RejectReason::NotAssignee,
             message,
             ..
-        } => with_reason(
-            Code::PermissionDenied,
-            RejectReason::NotAssignee.code(),
-            message,
-        ),
+        } => with_reason(Code::PermissionDenied, ErrorReason::NotAssignee, message),
         RuntimeError::AnswerRejected {
             reason, message, ..
-        } => with_reason(Code::FailedPrecondition, reason.code(), message),
+        } => with_reason(Code::FailedPrecondition, reason.into(), message),
         RuntimeError::RunFinished { .. } => {
-            with_reason(Code::FailedPrecondition, "RUN_FINISHED", message)
+            with_reason(Code::FailedPrecondition, ErrorReason::RunFinished, message)
         }
-        RuntimeError::WebhookSecretRequired(_) => {
-            with_reason(Code::FailedPrecondition, "WEBHOOK_SECRET_REQUIRED", message)
-        }
+        RuntimeError::WebhookSecretRequired(_) => with_reason(
+            Code::FailedPrecondition,
+            ErrorReason::WebhookSecretRequired,
+            message,
+        ),
         RuntimeError::ShuttingDown => with_reason(
             Code::Unavailable,
-            "SHUTTING_DOWN",
+            ErrorReason::ShuttingDown,
             format!("{message}; reattach to the run on another connection"),
         ),
         // The store's and the providers' own words stay in the log: they may name tables, hosts
@@ -278,5 +290,203 @@ mod internal_tests {
         assert_eq!(status.code(), Code::Internal);
         assert!(!status.message().contains("db.internal"), "{status:?}");
         assert!(status.message().contains("correlation id"), "{status:?}");
+    }
+
+    fn reason(status: &Status) -> (Code, String) {
+        let info = status.get_details_error_info().expect("an ErrorInfo");
+        assert_eq!(info.domain, ERROR_DOMAIN);
+        (status.code(), info.reason)
+    }
+
+    /// Every status the server gives a reason keeps the code and the string it had before the
+    /// reasons became an enum: clients match on these.
+    #[test]
+    fn every_status_keeps_its_code_and_reason_string() {
+        let rejected = |reason| RuntimeError::rejected(reason, "refused");
+        let runtime = |error: RuntimeError| Status::from(ApiError::from(error));
+        let api = [
+            (
+                ApiError::TooManyStreams,
+                Code::ResourceExhausted,
+                "TOO_MANY_STREAMS",
+            ),
+            (
+                ApiError::TooManyTenantStreams(1),
+                Code::ResourceExhausted,
+                "TOO_MANY_TENANT_STREAMS",
+            ),
+            (
+                ApiError::TooManyPrincipalStreams(1),
+                Code::ResourceExhausted,
+                "TOO_MANY_PRINCIPAL_STREAMS",
+            ),
+            (
+                ApiError::NoFirstFrame(std::time::Duration::from_secs(1)),
+                Code::DeadlineExceeded,
+                "NO_FIRST_FRAME",
+            ),
+            (
+                ApiError::KeyNotFound("k".into()),
+                Code::NotFound,
+                "KEY_NOT_FOUND",
+            ),
+            (
+                ApiError::DeliveryNotFound("d".into()),
+                Code::NotFound,
+                "DELIVERY_NOT_FOUND",
+            ),
+            (
+                ApiError::NotRedeliverable("d".into(), "pending"),
+                Code::FailedPrecondition,
+                "NOT_REDELIVERABLE",
+            ),
+            (
+                ApiError::NoWebhookSecretsKey,
+                Code::FailedPrecondition,
+                "NO_WEBHOOK_SECRETS_KEY",
+            ),
+            (
+                ApiError::InvalidAnswer(Vec::new()),
+                Code::InvalidArgument,
+                "INVALID_ANSWER",
+            ),
+        ]
+        .map(|(error, code, reason)| (Status::from(error), code, reason));
+        let runtime_errors = [
+            (
+                RuntimeError::AgentNotFound("a".into()),
+                Code::NotFound,
+                "AGENT_NOT_FOUND",
+            ),
+            (
+                RuntimeError::RunNotFound("r".into()),
+                Code::NotFound,
+                "RUN_NOT_FOUND",
+            ),
+            (
+                RuntimeError::RunFinished {
+                    run_id: "r".into(),
+                    status: "completed",
+                },
+                Code::FailedPrecondition,
+                "RUN_FINISHED",
+            ),
+            (
+                RuntimeError::WebhookSecretRequired("acme".into()),
+                Code::FailedPrecondition,
+                "WEBHOOK_SECRET_REQUIRED",
+            ),
+            (
+                RuntimeError::ShuttingDown,
+                Code::Unavailable,
+                "SHUTTING_DOWN",
+            ),
+            (
+                rejected(RejectReason::InvalidAnswer),
+                Code::InvalidArgument,
+                "INVALID_ANSWER",
+            ),
+            (
+                rejected(RejectReason::ToolCallNotPending),
+                Code::FailedPrecondition,
+                "TOOL_CALL_NOT_PENDING",
+            ),
+            (
+                rejected(RejectReason::AlreadyAnswered),
+                Code::FailedPrecondition,
+                "ALREADY_ANSWERED",
+            ),
+            (
+                rejected(RejectReason::QuestionExpired),
+                Code::FailedPrecondition,
+                "QUESTION_EXPIRED",
+            ),
+            (
+                rejected(RejectReason::RunMismatch),
+                Code::FailedPrecondition,
+                "RUN_MISMATCH",
+            ),
+            (
+                rejected(RejectReason::RunNotSuspended),
+                Code::FailedPrecondition,
+                "RUN_NOT_SUSPENDED",
+            ),
+            (
+                rejected(RejectReason::AlreadyClaimed),
+                Code::FailedPrecondition,
+                "ALREADY_CLAIMED",
+            ),
+            (
+                rejected(RejectReason::AnswerIdReused),
+                Code::FailedPrecondition,
+                "ANSWER_ID_REUSED",
+            ),
+            (
+                rejected(RejectReason::NotAssignee),
+                Code::PermissionDenied,
+                "NOT_ASSIGNEE",
+            ),
+            (
+                rejected(RejectReason::MissingScope(Scope::RunsAnswer)),
+                Code::PermissionDenied,
+                "MISSING_SCOPE",
+            ),
+        ]
+        .map(|(error, code, reason)| (runtime(error), code, reason));
+        let guard = [
+            (
+                GuardError::NotGrpc("text/plain".into()),
+                Code::InvalidArgument,
+                "NOT_GRPC",
+            ),
+            (
+                GuardError::HostNotAllowed("evil.example".into()),
+                Code::PermissionDenied,
+                "HOST_NOT_ALLOWED",
+            ),
+            (
+                GuardError::OriginNotAllowed("null".into()),
+                Code::PermissionDenied,
+                "ORIGIN_NOT_ALLOWED",
+            ),
+        ]
+        .map(|(error, code, reason)| (Status::from(error), code, reason));
+        let auth = [
+            (
+                AuthError::MissingCredentials,
+                Code::Unauthenticated,
+                "MISSING_CREDENTIALS",
+            ),
+            (
+                AuthError::InvalidCredentials("bad".into()),
+                Code::Unauthenticated,
+                "INVALID_CREDENTIALS",
+            ),
+            (
+                AuthError::MissingScope(Scope::Admin),
+                Code::PermissionDenied,
+                "MISSING_SCOPE",
+            ),
+        ]
+        .map(|(error, code, reason)| (Status::from(error), code, reason));
+        let all: Vec<_> = [api.as_slice(), &runtime_errors, &guard, &auth].concat();
+        for (status, code, expected) in &all {
+            assert_eq!(
+                reason(status),
+                (*code, (*expected).to_owned()),
+                "{status:?}"
+            );
+        }
+        // Every reason of the enum is one of these (UNSPECIFIED aside): none is declared unsent.
+        let sent: std::collections::HashSet<_> = all.iter().map(|(_, _, r)| *r).collect();
+        let declared = (0..=i32::from(u8::MAX))
+            .filter_map(|n| ErrorReason::try_from(n).ok())
+            .filter(|r| *r != ErrorReason::Unspecified);
+        for reason in declared {
+            assert!(
+                sent.contains(reason.wire_name()),
+                "{reason:?} is sent nowhere here"
+            );
+        }
     }
 }

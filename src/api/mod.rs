@@ -10,6 +10,7 @@ mod error;
 mod frame_properties;
 mod inbound;
 mod limits;
+mod reason;
 mod recheck;
 mod stream_caps;
 mod tool_service;

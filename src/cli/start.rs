@@ -106,7 +106,7 @@ impl Session {
                 // A bad answer leaves the call waiting: ask again. Any other refusal (answered
                 // elsewhere, expired, not ours to answer) means no answer from here can settle it.
                 match self.waiting.get(&rejected.tool_call_id) {
-                    Some(call) if rejected.reason == "INVALID_ANSWER" => {
+                    Some(call) if rejected.reason == pb::ErrorReason::InvalidAnswer.wire_name() => {
                         self.ask(call.clone()).await?
                     }
                     _ => self.waiting.forget(&rejected.tool_call_id),

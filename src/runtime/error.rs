@@ -5,7 +5,7 @@ use crate::model::ModelError;
 use crate::runtime::ask_user::{Violation, describe};
 use crate::store::StoreError;
 
-/// Why an answer was not accepted.
+/// Why an answer was not accepted. The API layer gives each its `ErrorReason` on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RejectReason {
     /// The answer does not fit the question (wrong kind, unknown label, ...).
@@ -28,24 +28,6 @@ pub enum RejectReason {
     NotAssignee,
     /// The caller lacks the scope that settles a call of this kind.
     MissingScope(Scope),
-}
-
-impl RejectReason {
-    /// The `ErrorInfo` / `AnswerRejected` reason code.
-    pub fn code(self) -> &'static str {
-        match self {
-            RejectReason::InvalidAnswer => "INVALID_ANSWER",
-            RejectReason::ToolCallNotPending => "TOOL_CALL_NOT_PENDING",
-            RejectReason::AlreadyAnswered => "ALREADY_ANSWERED",
-            RejectReason::QuestionExpired => "QUESTION_EXPIRED",
-            RejectReason::RunMismatch => "RUN_MISMATCH",
-            RejectReason::RunNotSuspended => "RUN_NOT_SUSPENDED",
-            RejectReason::AlreadyClaimed => "ALREADY_CLAIMED",
-            RejectReason::AnswerIdReused => "ANSWER_ID_REUSED",
-            RejectReason::NotAssignee => "NOT_ASSIGNEE",
-            RejectReason::MissingScope(_) => "MISSING_SCOPE",
-        }
-    }
 }
 
 /// The most characters of an id an error message quotes.

@@ -20,7 +20,8 @@ type Error struct {
 	Message string
 	// Reason is the google.rpc.ErrorInfo reason, e.g. "ALREADY_ANSWERED" (codes.FailedPrecondition),
 	// "MISSING_CREDENTIALS" or "INVALID_CREDENTIALS" (codes.Unauthenticated), "MISSING_SCOPE"
-	// (codes.PermissionDenied); empty without ErrorInfo.
+	// (codes.PermissionDenied); empty without ErrorInfo. The Reason constants (reason.go) name
+	// every reason the server sends.
 	Reason string
 	// Metadata is the google.rpc.ErrorInfo metadata, e.g. Metadata["scope"], the scope a
 	// MISSING_SCOPE call needs; nil without ErrorInfo.

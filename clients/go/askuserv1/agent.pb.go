@@ -1855,7 +1855,7 @@ type AnswerRejected struct {
 	// `QUESTION_EXPIRED`, `RUN_MISMATCH`, `RUN_NOT_SUSPENDED`, `ANSWER_ID_REUSED`, `NOT_ASSIGNEE`
 	// (the call names assignees, and the caller is none of them), `MISSING_SCOPE` (the caller lacks
 	// the scope the call's kind needs: `runs:answer` for a question or an approval, `tools:execute`
-	// for a client tool's output).
+	// for a client tool's output). One of `ErrorReason`'s names without its `ERROR_REASON_` prefix.
 	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	// Human-readable explanation.
 	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`

@@ -40,6 +40,7 @@ const (
 // `google.rpc.ErrorInfo` with domain `askuser.dev` and a reason such as `ALREADY_ANSWERED`,
 // `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED`,
 // `ALREADY_CLAIMED` or `ANSWER_ID_REUSED` (an `answer_id` sent again with other content).
+// `ErrorReason` (errors.proto) lists every reason, when it is sent and with which code.
 type AgentServiceClient interface {
 	// The bidirectional agent stream. The first client frame is `start` (a new run) or `attach` (an
 	// existing run); later frames are answers to that run's questions. The server streams the run's
@@ -221,6 +222,7 @@ func (c *agentServiceClient) ClaimCall(ctx context.Context, in *ClaimCallRequest
 // `google.rpc.ErrorInfo` with domain `askuser.dev` and a reason such as `ALREADY_ANSWERED`,
 // `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED`,
 // `ALREADY_CLAIMED` or `ANSWER_ID_REUSED` (an `answer_id` sent again with other content).
+// `ErrorReason` (errors.proto) lists every reason, when it is sent and with which code.
 type AgentServiceServer interface {
 	// The bidirectional agent stream. The first client frame is `start` (a new run) or `attach` (an
 	// existing run); later frames are answers to that run's questions. The server streams the run's

@@ -12,6 +12,7 @@ export {
 export { type AnswerValue, type CallOptions, type ClaimCallOptions, type ResumeRunOptions, type TokenProvider } from "./common/options";
 export { type TlsOptions } from "./credentials";
 export { AskUserError } from "./error";
+export { Reason } from "./common/reason";
 export { PendingCalls } from "./pending";
 export { type Reconnect } from "./reconnect";
 export { Run, type AnswerOptions, type ToolOutputOptions } from "./run";

@@ -65,7 +65,7 @@ func main() {
 	fmt.Println()
 	output, err = runAgent(ctx, client, *toolAgent, "Check the api", answers, os.Stdout)
 	var e *askuser.Error
-	if errors.As(err, &e) && e.Reason == "AGENT_NOT_FOUND" {
+	if errors.As(err, &e) && e.Reason == askuser.ReasonAgentNotFound {
 		fmt.Printf("This server has no agent %q: serve tests/conformance/agents.toml to see a client tool.\n", *toolAgent)
 		return
 	}

@@ -5,12 +5,12 @@ one, with the same calls. Failures raise `AskUserError`, as the subclass for the
 (`NotFound`, `InvalidArgument`, `DeadlineExceeded`, ...).
 
 The messages are the generated askuser.v1 modules, re-exported here as `agent_pb2`,
-`ask_user_pb2` and `tool_pb2`.
+`ask_user_pb2`, `errors_pb2` and `tool_pb2`. `Reason` names every error reason the server sends.
 """
 
 from importlib.metadata import version as _version
 
-from askuser.v1 import agent_pb2, ask_user_pb2, tool_pb2
+from askuser.v1 import agent_pb2, ask_user_pb2, errors_pb2, tool_pb2
 
 from .aio import AsyncAskUserClient, AsyncPendingCalls, AsyncRun
 from .auth import TLS, TokenProvider
@@ -39,11 +39,13 @@ from .errors import (
     NotFound,
     OutOfRange,
     PermissionDenied,
+    Reason,
     ResourceExhausted,
     Unauthenticated,
     Unavailable,
     Unimplemented,
     Unknown,
+    reason_name,
 )
 
 __version__: str = _version("askuser-client")
@@ -71,6 +73,7 @@ __all__ = [
     "PendingCallEvent",
     "PendingCalls",
     "PermissionDenied",
+    "Reason",
     "Reconnect",
     "ResourceExhausted",
     "Run",
@@ -84,6 +87,8 @@ __all__ = [
     "agent_pb2",
     "ask_user_pb2",
     "build_answer",
+    "errors_pb2",
+    "reason_name",
     "tool_definition",
     "tool_pb2",
 ]

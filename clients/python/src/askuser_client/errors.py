@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import grpc
+from askuser.v1 import errors_pb2
 from google.rpc import error_details_pb2, status_pb2
 
 # The trailer in which gRPC carries a google.rpc.Status with typed details.
@@ -25,10 +26,56 @@ class FieldViolation:
     """What is wrong with it, in plain words."""
 
 
+_REASON_PREFIX = "ERROR_REASON_"
+
+
+class Reason:
+    """The reasons the server sends, as `AskUserError.reason` (`google.rpc.ErrorInfo`) and
+    `AnswerRejected.reason` carry them: the names of the generated enum
+    `askuser.v1.errors_pb2.ErrorReason` without the `ERROR_REASON_` prefix, whose comments say when
+    each is sent and with which code. A server may add reasons: treat one you do not know by its
+    code. E.g. `if error.reason == Reason.ALREADY_ANSWERED: ...`."""
+
+    INVALID_ANSWER: Final = "INVALID_ANSWER"
+    TOOL_CALL_NOT_PENDING: Final = "TOOL_CALL_NOT_PENDING"
+    ALREADY_ANSWERED: Final = "ALREADY_ANSWERED"
+    QUESTION_EXPIRED: Final = "QUESTION_EXPIRED"
+    RUN_MISMATCH: Final = "RUN_MISMATCH"
+    RUN_NOT_SUSPENDED: Final = "RUN_NOT_SUSPENDED"
+    ALREADY_CLAIMED: Final = "ALREADY_CLAIMED"
+    ANSWER_ID_REUSED: Final = "ANSWER_ID_REUSED"
+    NOT_ASSIGNEE: Final = "NOT_ASSIGNEE"
+    MISSING_SCOPE: Final = "MISSING_SCOPE"
+    AGENT_NOT_FOUND: Final = "AGENT_NOT_FOUND"
+    RUN_NOT_FOUND: Final = "RUN_NOT_FOUND"
+    RUN_FINISHED: Final = "RUN_FINISHED"
+    WEBHOOK_SECRET_REQUIRED: Final = "WEBHOOK_SECRET_REQUIRED"
+    SHUTTING_DOWN: Final = "SHUTTING_DOWN"
+    TOO_MANY_STREAMS: Final = "TOO_MANY_STREAMS"
+    TOO_MANY_TENANT_STREAMS: Final = "TOO_MANY_TENANT_STREAMS"
+    TOO_MANY_PRINCIPAL_STREAMS: Final = "TOO_MANY_PRINCIPAL_STREAMS"
+    NO_FIRST_FRAME: Final = "NO_FIRST_FRAME"
+    MISSING_CREDENTIALS: Final = "MISSING_CREDENTIALS"
+    INVALID_CREDENTIALS: Final = "INVALID_CREDENTIALS"
+    HOST_NOT_ALLOWED: Final = "HOST_NOT_ALLOWED"
+    ORIGIN_NOT_ALLOWED: Final = "ORIGIN_NOT_ALLOWED"
+    NOT_GRPC: Final = "NOT_GRPC"
+    KEY_NOT_FOUND: Final = "KEY_NOT_FOUND"
+    DELIVERY_NOT_FOUND: Final = "DELIVERY_NOT_FOUND"
+    NOT_REDELIVERABLE: Final = "NOT_REDELIVERABLE"
+    NO_WEBHOOK_SECRETS_KEY: Final = "NO_WEBHOOK_SECRETS_KEY"
+
+
+def reason_name(reason: errors_pb2.ErrorReason) -> str:
+    """The string the server sends for a value of `ErrorReason`, e.g. `ALREADY_ANSWERED` for
+    `ERROR_REASON_ALREADY_ANSWERED`."""
+    return errors_pb2.ErrorReason.Name(reason).removeprefix(_REASON_PREFIX)
+
+
 class AskUserError(Exception):
     """A call to the askuser server failed.
 
-    `code` is the gRPC status code. `reason` is the `google.rpc.ErrorInfo` reason, e.g.
+    `code` is the gRPC status code. `reason` is the `google.rpc.ErrorInfo` reason (one of `Reason`), e.g.
     `ALREADY_ANSWERED` (FAILED_PRECONDITION), `RUN_NOT_FOUND` (NOT_FOUND), `MISSING_CREDENTIALS` or
     `INVALID_CREDENTIALS` (UNAUTHENTICATED), `MISSING_SCOPE` (PERMISSION_DENIED), and `metadata`
     its metadata (for MISSING_SCOPE, `metadata["scope"]` names the scope the call needs); for

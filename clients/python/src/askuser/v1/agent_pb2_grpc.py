@@ -32,6 +32,7 @@ class AgentServiceStub:
     `google.rpc.ErrorInfo` with domain `askuser.dev` and a reason such as `ALREADY_ANSWERED`,
     `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED`,
     `ALREADY_CLAIMED` or `ANSWER_ID_REUSED` (an `answer_id` sent again with other content).
+    `ErrorReason` (errors.proto) lists every reason, when it is sent and with which code.
     """
 
     def __init__(self, channel):
@@ -94,6 +95,7 @@ class AgentServiceServicer:
     `google.rpc.ErrorInfo` with domain `askuser.dev` and a reason such as `ALREADY_ANSWERED`,
     `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED`,
     `ALREADY_CLAIMED` or `ANSWER_ID_REUSED` (an `answer_id` sent again with other content).
+    `ErrorReason` (errors.proto) lists every reason, when it is sent and with which code.
     """
 
     def RunAgent(self, request_iterator, context):
@@ -244,6 +246,7 @@ class AgentService:
     `google.rpc.ErrorInfo` with domain `askuser.dev` and a reason such as `ALREADY_ANSWERED`,
     `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED`,
     `ALREADY_CLAIMED` or `ANSWER_ID_REUSED` (an `answer_id` sent again with other content).
+    `ErrorReason` (errors.proto) lists every reason, when it is sent and with which code.
     """
 
     @staticmethod

@@ -712,7 +712,7 @@ export interface AnswerRejected {
    * `QUESTION_EXPIRED`, `RUN_MISMATCH`, `RUN_NOT_SUSPENDED`, `ANSWER_ID_REUSED`, `NOT_ASSIGNEE`
    * (the call names assignees, and the caller is none of them), `MISSING_SCOPE` (the caller lacks
    * the scope the call's kind needs: `runs:answer` for a question or an approval, `tools:execute`
-   * for a client tool's output).
+   * for a client tool's output). One of `ErrorReason`'s names without its `ERROR_REASON_` prefix.
    */
   reason: string;
   /** Human-readable explanation. */
@@ -5803,6 +5803,7 @@ export const ListAgentsResponse: MessageFns<ListAgentsResponse> = {
  * `google.rpc.ErrorInfo` with domain `askuser.dev` and a reason such as `ALREADY_ANSWERED`,
  * `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED`,
  * `ALREADY_CLAIMED` or `ANSWER_ID_REUSED` (an `answer_id` sent again with other content).
+ * `ErrorReason` (errors.proto) lists every reason, when it is sent and with which code.
  */
 export type AgentServiceService = typeof AgentServiceService;
 export const AgentServiceService = {

@@ -855,7 +855,7 @@ export type AnswerRejected = Message<"askuser.v1.AnswerRejected"> & {
    * `QUESTION_EXPIRED`, `RUN_MISMATCH`, `RUN_NOT_SUSPENDED`, `ANSWER_ID_REUSED`, `NOT_ASSIGNEE`
    * (the call names assignees, and the caller is none of them), `MISSING_SCOPE` (the caller lacks
    * the scope the call's kind needs: `runs:answer` for a question or an approval, `tools:execute`
-   * for a client tool's output).
+   * for a client tool's output). One of `ErrorReason`'s names without its `ERROR_REASON_` prefix.
    *
    * @generated from field: string reason = 2;
    */
@@ -2305,6 +2305,7 @@ export const ToolKindSchema: GenEnum<ToolKind> = /*@__PURE__*/
  * `google.rpc.ErrorInfo` with domain `askuser.dev` and a reason such as `ALREADY_ANSWERED`,
  * `TOOL_CALL_NOT_PENDING`, `QUESTION_EXPIRED`, `RUN_NOT_SUSPENDED`, `RUN_FINISHED`,
  * `ALREADY_CLAIMED` or `ANSWER_ID_REUSED` (an `answer_id` sent again with other content).
+ * `ErrorReason` (errors.proto) lists every reason, when it is sent and with which code.
  *
  * @generated from service askuser.v1.AgentService
  */

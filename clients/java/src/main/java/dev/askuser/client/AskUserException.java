@@ -77,7 +77,10 @@ public final class AskUserException extends RuntimeException {
     return errorInfo;
   }
 
-  /** The {@code ErrorInfo} reason, e.g. {@code ALREADY_ANSWERED}; empty when there is none. */
+  /**
+   * The {@code ErrorInfo} reason, e.g. {@code ALREADY_ANSWERED} ({@link Reasons} names them all);
+   * empty when there is none.
+   */
   public String reason() {
     return errorInfo.map(ErrorInfo::getReason).orElse("");
   }
