@@ -5,16 +5,16 @@ use std::io::Write;
 
 use crate::auth::api_key;
 use crate::auth::parse_scope;
-use crate::config::ServeArgs;
+use crate::config::StoreArgs;
 use crate::domain::{Scope, now_millis};
 use crate::store::{KeyStore, PostgresStore, SqliteKeyFile, StoreError, Tenancy};
 
 /// `askuser keys`.
 #[derive(Clone, Debug, clap::Args)]
 pub struct KeysArgs {
-    /// The store, as `serve` is given it.
+    /// The store, with `serve`'s store flags.
     #[command(flatten)]
-    pub store: ServeArgs,
+    pub store: StoreArgs,
     #[command(subcommand)]
     pub action: KeysAction,
 }
@@ -71,9 +71,7 @@ pub async fn run(args: KeysArgs) -> Result<(), KeysError> {
         Some(url) => {
             Box::new(PostgresStore::connect(url.expose(), &args.store.postgres_settings()).await?)
         }
-        None => Box::new(SqliteKeyFile::open(
-            &args.store.data_dir.join("askuser.sqlite3"),
-        )?),
+        None => Box::new(SqliteKeyFile::open(&args.store.sqlite_path())?),
     };
     let mut stdout = std::io::stdout();
     match args.action {

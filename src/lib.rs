@@ -75,3 +75,4 @@ pub mod telemetry;
 pub mod tls;
 pub mod web;
 pub mod webhooks;
+pub mod wire;

@@ -1,7 +1,42 @@
 use std::process::ExitCode;
 
-use askuser::config::{Cli, Command};
-use clap::Parser;
+use askuser::cli::{AnswerArgs, CancelArgs, PendingArgs, RunsArgs, StartArgs, WatchArgs};
+use askuser::config::ServeArgs;
+use askuser::keys_cli::KeysArgs;
+use clap::{Parser, Subcommand};
+
+/// The askuser command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "askuser",
+    version,
+    about = "Runs AI agents whose tools can stop and ask a human"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the askuser gRPC API.
+    Serve(Box<ServeArgs>),
+    /// Create, list and revoke API keys, offline against the store (the same store flags as
+    /// serve; a server on the same store sees the change at its next request).
+    Keys(Box<KeysArgs>),
+    /// Start a run of an agent and follow it, answering its questions here.
+    Start(Box<StartArgs>),
+    /// List the calls that wait for someone, across runs (live with --watch).
+    Pending(Box<PendingArgs>),
+    /// Answer a pending call: with a flag (--text, --select, ...), or interactively without one.
+    Answer(Box<AnswerArgs>),
+    /// List runs, newest first.
+    Runs(Box<RunsArgs>),
+    /// Follow a run's events from its start, without answering.
+    Watch(Box<WatchArgs>),
+    /// Cancel a run.
+    Cancel(Box<CancelArgs>),
+}
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -40,5 +75,39 @@ async fn main() -> ExitCode {
         Command::Runs(args) => askuser::cli::exit(askuser::cli::runs::run(*args).await),
         Command::Watch(args) => askuser::cli::exit(askuser::cli::watch::run(*args).await),
         Command::Cancel(args) => askuser::cli::exit(askuser::cli::cancel::run(*args).await),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_tree_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn keys_takes_the_store_flags_and_no_other_serve_flag() {
+        let keys = |flags: &[&str]| {
+            Cli::try_parse_from(["askuser", "keys"].iter().chain(flags)).map(|cli| cli.command)
+        };
+        match keys(&["--data-dir", "somewhere", "list"]) {
+            Ok(Command::Keys(args)) => {
+                assert_eq!(
+                    args.store.sqlite_path(),
+                    std::path::Path::new("somewhere/askuser.sqlite3")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        match keys(&["--database-url", "postgres://db/askuser", "list"]) {
+            Ok(Command::Keys(args)) => assert!(args.store.database_url.is_some()),
+            other => panic!("{other:?}"),
+        }
+        assert!(keys(&["--max-options", "5", "list"]).is_err());
+        assert!(keys(&["list", "--max-options", "5"]).is_err());
     }
 }

@@ -60,7 +60,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         .check_listener(args.listen, args.tls_client_ca.is_some())?;
     let limits = args.limits();
     let agents = load_agents(args.config.as_deref(), &limits)?;
-    let database_url = args.database_url()?;
+    let database_url = args.store.database_url()?;
     // Bound first: the recorder is in place before anything is counted.
     let metrics = match args.metrics_listen {
         Some(addr) => Some(MetricsEndpoint::bind(addr).await?),
@@ -68,11 +68,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     };
     let store: Arc<dyn RunStore> = match &database_url {
         Some(url) => {
-            Arc::new(PostgresStore::connect(url.expose(), &args.postgres_settings()).await?)
+            Arc::new(PostgresStore::connect(url.expose(), &args.store.postgres_settings()).await?)
         }
         None => Arc::new(SqliteStore::open(
-            &args.data_dir.join("askuser.sqlite3"),
-            args.sqlite_synchronous,
+            &args.store.sqlite_path(),
+            args.store.sqlite_synchronous,
         )?),
     };
     let store: Arc<dyn RunStore> = match metrics.is_some() {
@@ -161,7 +161,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             info!(%local, "serving metrics at http://{local}/metrics");
             Some((
                 tokio::spawn(endpoint.serve(metrics_stop.clone().cancelled_owned())),
-                tokio::spawn(crate::metrics::refresh_loop(Arc::clone(&store))),
+                tokio::spawn(crate::runtime::refresh_store_gauges(Arc::clone(&store))),
             ))
         }
         None => None,

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use tonic::{Request, Response, Status};
 
 use super::caller::caller;
-use super::convert::timestamp;
 use super::error::ApiError;
 use crate::auth::{AuthError, api_key};
 use crate::domain::{Principal, Scope, now_millis};
@@ -19,6 +18,7 @@ use crate::store::{
     RedeliverOutcome, StoreError, Tenancy,
 };
 use crate::webhooks::{TenantSecretError, TenantSecrets};
+use crate::wire::timestamp;
 
 /// Handlers of `AdminService`.
 pub struct AdminApi {

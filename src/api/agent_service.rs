@@ -162,7 +162,7 @@ impl AgentApi {
                     event = events.next() => match event {
                         Some(Ok(event)) => {
                             delivered = event.sequence;
-                            yield Ok(convert::event_to_proto(event));
+                            yield Ok(crate::wire::event_to_proto(event));
                         }
                         Some(Err(error)) => {
                             yield Err(Status::from(ApiError::from(error)));
@@ -577,7 +577,7 @@ impl AgentService for AgentApi {
             .await
             .map_err(ApiError::from)?;
         Ok(Response::new(pb::ClaimCallResponse {
-            expire_time: Some(convert::timestamp(until_ms)),
+            expire_time: Some(crate::wire::timestamp(until_ms)),
         }))
     }
 

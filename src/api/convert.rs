@@ -8,9 +8,8 @@ use super::error::ApiError;
 use super::limits::RequestLimits;
 use super::reason::reject_code;
 use crate::domain::{
-    self, AnswerInput, ApprovalDecision, AuthMethod, Event, EventKind, PendingCall, Principal,
-    RunRecord, RunStatus, SelectionMode, SettledBy, SettledCall, SuspendKind, ToolDefinition,
-    ToolResultKind, Usage, WebhookEvent,
+    self, AnswerInput, ApprovalDecision, PendingCall, Principal, RunRecord, RunStatus,
+    SelectionMode, SettledCall, SuspendKind, ToolDefinition, WebhookEvent,
 };
 use crate::proto::v1 as pb;
 use crate::runtime::tools::{ApprovalPolicy, ToolKind, schema_text};
@@ -19,13 +18,10 @@ use crate::runtime::{
     RunWebhook, StartRunRequest, Violation,
 };
 use crate::store::RunFilter;
-
-pub fn timestamp(ms: i64) -> Timestamp {
-    Timestamp {
-        seconds: ms.div_euclid(1000),
-        nanos: i32::try_from(ms.rem_euclid(1000) * 1_000_000).unwrap_or(0),
-    }
-}
+use crate::wire::{
+    kind_to_proto, payload_to_proto, settled_by_to_proto, suspend_kind_to_proto, timestamp,
+    usage_to_proto,
+};
 
 /// Milliseconds since the Unix epoch of a wire timestamp; `field` names it in the error.
 fn millis_of(time: &Timestamp, field: &str) -> Result<i64, ApiError> {
@@ -36,13 +32,6 @@ fn millis_of(time: &Timestamp, field: &str) -> Result<i64, ApiError> {
         .checked_mul(1000)
         .and_then(|ms| ms.checked_add(i64::from(time.nanos / 1_000_000)))
         .ok_or_else(|| ApiError::field(field, format!("{field} is out of range")))
-}
-
-fn usage_to_proto(usage: Usage) -> pb::Usage {
-    pb::Usage {
-        input_tokens: usage.input_tokens,
-        output_tokens: usage.output_tokens,
-    }
 }
 
 pub fn duration_to_proto(duration: Duration) -> prost_types::Duration {
@@ -66,28 +55,6 @@ pub fn duration_from_proto(
             field,
             format!("{field} must be a non-negative duration"),
         )),
-    }
-}
-
-fn mode_to_proto(mode: SelectionMode) -> pb::SelectionMode {
-    match mode {
-        SelectionMode::SingleSelect => pb::SelectionMode::SingleSelect,
-        SelectionMode::MultiSelect => pb::SelectionMode::MultiSelect,
-    }
-}
-
-pub fn payload_to_proto(payload: &domain::SuspendPayload) -> pb::SuspendPayload {
-    pb::SuspendPayload {
-        question: payload.question.clone(),
-        options: payload
-            .options
-            .iter()
-            .map(|o| pb::AskUserOption {
-                label: o.label.clone(),
-                description: o.description.clone(),
-            })
-            .collect(),
-        selection_mode: payload.selection_mode.map(|m| mode_to_proto(m) as i32),
     }
 }
 
@@ -197,27 +164,6 @@ pub fn answer_from_proto(
         answer_id: answer.answer_id,
         principal,
     })
-}
-
-fn kind_to_proto(kind: ToolResultKind) -> pb::ToolResultKind {
-    match kind {
-        ToolResultKind::Answered => pb::ToolResultKind::Answered,
-        ToolResultKind::Declined => pb::ToolResultKind::Declined,
-        ToolResultKind::Expired => pb::ToolResultKind::Expired,
-        ToolResultKind::Cancelled => pb::ToolResultKind::Cancelled,
-        ToolResultKind::InvalidCall => pb::ToolResultKind::InvalidCall,
-        ToolResultKind::Output => pb::ToolResultKind::Output,
-        ToolResultKind::Executed => pb::ToolResultKind::Executed,
-        ToolResultKind::Rejected => pb::ToolResultKind::Rejected,
-    }
-}
-
-fn suspend_kind_to_proto(kind: SuspendKind) -> pb::SuspendKind {
-    match kind {
-        SuspendKind::Question => pb::SuspendKind::Question,
-        SuspendKind::Approval => pb::SuspendKind::Approval,
-        SuspendKind::ClientTool => pb::SuspendKind::ClientTool,
-    }
 }
 
 /// Decodes the filters of `ListRuns`.
@@ -399,78 +345,6 @@ pub fn pending_event_to_proto(event: PendingEvent) -> pb::WatchPendingCallsRespo
     }
 }
 
-pub fn event_to_proto(event: Event) -> pb::RunAgentResponse {
-    use pb::run_agent_response::Event as E;
-    let body = match event.kind {
-        EventKind::RunStarted {
-            agent_id,
-            prompt,
-            metadata,
-        } => E::RunStarted(pb::RunStarted {
-            agent_id,
-            prompt,
-            metadata: metadata.into_iter().collect(),
-        }),
-        EventKind::TextDelta { text } => E::TextDelta(pb::TextDelta { text }),
-        EventKind::ToolCall {
-            tool_call_id,
-            tool_name,
-            arguments_json,
-        } => E::ToolCall(pb::ToolCall {
-            tool_call_id,
-            tool_name,
-            arguments_json,
-        }),
-        EventKind::ToolCallSuspended {
-            tool_call_id,
-            tool_name,
-            payload,
-            expire_ms,
-            kind,
-            arguments_json,
-            approval_reason,
-            assignees,
-        } => E::ToolCallSuspended(pb::ToolCallSuspended {
-            tool_call_id,
-            tool_name,
-            suspend_payload: payload.as_ref().map(payload_to_proto),
-            expire_time: expire_ms.map(timestamp),
-            kind: suspend_kind_to_proto(kind) as i32,
-            arguments_json,
-            approval_reason,
-            assignees,
-        }),
-        EventKind::ToolResult {
-            tool_call_id,
-            content,
-            is_error,
-            kind,
-            settled_by,
-        } => E::ToolResult(pb::ToolResult {
-            tool_call_id,
-            content,
-            is_error,
-            kind: kind_to_proto(kind) as i32,
-            settled_by: settled_by.map(settled_by_to_proto),
-        }),
-        EventKind::RunCompleted { output_text, usage } => E::RunCompleted(pb::RunCompleted {
-            output_text,
-            usage: usage.map(usage_to_proto),
-        }),
-        EventKind::RunFailed { message } => E::RunFailed(pb::RunFailed { message }),
-        EventKind::RunCancelled { reason } => E::RunCancelled(pb::RunCancelled { reason }),
-        EventKind::StepRestarted { reason, attempt } => {
-            E::StepRestarted(pb::StepRestarted { reason, attempt })
-        }
-    };
-    pb::RunAgentResponse {
-        run_id: event.run_id,
-        sequence: event.sequence,
-        time: Some(timestamp(event.time_ms)),
-        event: Some(body),
-    }
-}
-
 /// A frame that is not stored (sequence 0), stamped now.
 pub fn unstored_frame(run_id: &str, event: pb::run_agent_response::Event) -> pb::RunAgentResponse {
     pb::RunAgentResponse {
@@ -622,20 +496,5 @@ pub fn agent_to_proto(agent: &AgentDefinition) -> pb::Agent {
                 approval_condition: tool.approval.condition().unwrap_or_default().to_owned(),
             })
             .collect(),
-    }
-}
-
-fn settled_by_to_proto(settled_by: SettledBy) -> pb::SettledBy {
-    let method = match settled_by.method {
-        AuthMethod::None => pb::AuthMethod::None,
-        AuthMethod::ApiKey => pb::AuthMethod::ApiKey,
-        AuthMethod::Jwt => pb::AuthMethod::Jwt,
-        AuthMethod::Certificate => pb::AuthMethod::Certificate,
-        AuthMethod::Server => pb::AuthMethod::Server,
-    };
-    pb::SettledBy {
-        tenant: settled_by.tenant,
-        subject: settled_by.subject,
-        method: method as i32,
     }
 }

@@ -10,8 +10,8 @@ use proptest::prelude::*;
 use prost::Message;
 
 use super::convert::{
-    answer_from_proto, duration_from_proto, duration_to_proto, event_to_proto, input_from_proto,
-    payload_to_proto, pending_filter, start_from_proto, status_filter, status_to_proto, timestamp,
+    answer_from_proto, duration_from_proto, duration_to_proto, input_from_proto, pending_filter,
+    start_from_proto, status_filter, status_to_proto,
 };
 use super::error::ApiError;
 use super::limits::{self, Field, RequestLimits};
@@ -23,6 +23,7 @@ use crate::proto::v1 as pb;
 use crate::proto::v1::run_agent_request::Frame;
 use crate::runtime::ask_user::{self, AskUserLimits, MAX_VIOLATIONS};
 use crate::runtime::tools::Tool;
+use crate::wire::{event_to_proto, payload_to_proto, timestamp};
 
 /// Cases of the fuzzing properties; the others take proptest's default.
 const FUZZ_CASES: u32 = 4096;

@@ -18,8 +18,6 @@ mod tool_service;
 pub use admin_service::AdminApi;
 pub use agent_service::{AgentApi, StreamSettings};
 pub use client_subject::client_subject;
-pub(crate) use client_subject::common_name;
-pub(crate) use convert::event_to_proto;
 pub use error::{ApiError, ERROR_DOMAIN};
 pub use limits::RequestLimits;
 pub use tool_service::ToolApi;

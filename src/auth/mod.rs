@@ -22,9 +22,9 @@ pub use settings::{AuthArgs, AuthConfigError, AuthMethods, parse_scope};
 
 use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
 
-use crate::api::common_name;
 use crate::domain::{AuthMethod, Principal, Scope};
 use crate::store::{KeyStore, StoreError};
+use crate::tls::common_name;
 
 /// Errors of authentication: each becomes a status in `api::error`.
 #[derive(Debug, thiserror::Error)]

@@ -10,7 +10,7 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 
 use super::CliError;
-use crate::config::positive_duration;
+use crate::config::values::positive_duration;
 use crate::proto::v1 as pb;
 use crate::proto::v1::agent_service_client::AgentServiceClient;
 

@@ -1,4 +1,5 @@
-//! Command line, environment and the agents file.
+//! The settings of `serve` and `keys` from flags and environment, and the agents file (the command
+//! tree itself is main.rs's).
 //!
 //! Every flag can also come from an `ASKUSER_*` environment variable; agents come from a TOML file
 //! (`--config`) or, without one, the built-in demo agents.
@@ -7,60 +8,20 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
-
 use crate::api::RequestLimits;
 use crate::auth::AuthArgs;
-use crate::cli::{AnswerArgs, CancelArgs, PendingArgs, RunsArgs, StartArgs, WatchArgs};
-use crate::keys_cli::KeysArgs;
-use crate::redact::redact_url;
 use crate::runtime::{AllowPattern, AskUserLimits, RuntimeConfig, WebhookSettings};
-use crate::store::{PostgresSettings, Synchronous};
+use crate::telemetry::LogFormat;
 use crate::tls::TlsFiles;
 use crate::webhooks::DelivererSettings;
 
 mod agents_file;
+mod store_args;
+pub mod values;
 
 pub use agents_file::{DEMO_AGENTS, load_agents, parse_agents};
-
-/// The askuser command line.
-#[derive(Debug, Parser)]
-#[command(
-    name = "askuser",
-    version,
-    about = "Runs AI agents whose tools can stop and ask a human"
-)]
-pub struct Cli {
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Serve the askuser gRPC API.
-    Serve(Box<ServeArgs>),
-    /// Create, list and revoke API keys, offline against the store (the same store flags as
-    /// serve; a server on the same store sees the change at its next request).
-    Keys(Box<KeysArgs>),
-    /// Start a run of an agent and follow it, answering its questions here.
-    Start(Box<StartArgs>),
-    /// List the calls that wait for someone, across runs (live with --watch).
-    Pending(Box<PendingArgs>),
-    /// Answer a pending call: with a flag (--text, --select, ...), or interactively without one.
-    Answer(Box<AnswerArgs>),
-    /// List runs, newest first.
-    Runs(Box<RunsArgs>),
-    /// Follow a run's events from its start, without answering.
-    Watch(Box<WatchArgs>),
-    /// Cancel a run.
-    Cancel(Box<CancelArgs>),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
+pub use store_args::{DatabaseUrl, StoreArgs};
+use values::{duration, positive, positive_duration, positive_u32, ttl_fraction};
 
 /// A web origin: scheme, host and optional port, nothing else.
 fn web_origin(text: &str) -> Result<http::HeaderValue, String> {
@@ -73,64 +34,6 @@ fn web_origin(text: &str) -> Result<http::HeaderValue, String> {
     match whole {
         true => http::HeaderValue::from_str(text).map_err(|e| e.to_string()),
         false => Err("expected an origin such as https://inbox.example.com (no path)".into()),
-    }
-}
-
-fn duration(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text).map_err(|e| e.to_string())
-}
-
-/// A duration that must be more than zero (a zero interval would spin, a zero TTL expire at once).
-pub(crate) fn positive_duration(text: &str) -> Result<Duration, String> {
-    match duration(text)? {
-        value if value.is_zero() => Err("must be more than 0".into()),
-        value => Ok(value),
-    }
-}
-
-/// A fraction of a time to live: more than 0, less than 1.
-fn ttl_fraction(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>().map_err(|e| e.to_string())? {
-        value if value > 0.0 && value < 1.0 => Ok(value),
-        _ => Err("must be more than 0 and less than 1".into()),
-    }
-}
-
-/// A 32-bit count that must be at least 1.
-fn positive_u32(text: &str) -> Result<u32, String> {
-    u32::try_from(positive(text)?).map_err(|e| e.to_string())
-}
-
-/// A count or size that must be at least 1.
-fn positive(text: &str) -> Result<usize, String> {
-    match text.parse::<usize>().map_err(|e| e.to_string())? {
-        0 => Err("must be at least 1".into()),
-        value => Ok(value),
-    }
-}
-
-/// A database URL, whose password never shows in debug output or logs.
-#[derive(Clone, PartialEq, Eq)]
-pub struct DatabaseUrl(String);
-
-impl DatabaseUrl {
-    /// The URL itself, for connecting.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::str::FromStr for DatabaseUrl {
-    type Err = std::convert::Infallible;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Ok(DatabaseUrl(text.trim().to_owned()))
-    }
-}
-
-impl std::fmt::Debug for DatabaseUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", redact_url(&self.0))
     }
 }
 
@@ -154,45 +57,8 @@ pub struct ServeArgs {
     /// How often the TLS files are checked for changes.
     #[arg(long, env = "ASKUSER_TLS_RELOAD_INTERVAL", default_value = "5s", value_parser = positive_duration)]
     pub tls_reload_interval: Duration,
-    /// Directory of the SQLite store (unused with --database-url).
-    #[arg(long, env = "ASKUSER_DATA_DIR", default_value = "askuser-data")]
-    pub data_dir: PathBuf,
-    /// PostgreSQL URL (`postgres://user:password@host:port/db`): use a PostgreSQL store shared by
-    /// every replica instead of the embedded SQLite file. Prefer the environment variable or
-    /// --database-url-file to a command line others can read.
-    #[arg(
-        long,
-        env = "ASKUSER_DATABASE_URL",
-        conflicts_with = "database_url_file"
-    )]
-    pub database_url: Option<DatabaseUrl>,
-    /// A file holding the PostgreSQL URL (e.g. a mounted secret), instead of --database-url.
-    #[arg(long, env = "ASKUSER_DATABASE_URL_FILE")]
-    pub database_url_file: Option<PathBuf>,
-    /// Connections in the PostgreSQL pool.
-    #[arg(long, env = "ASKUSER_DATABASE_POOL_SIZE", default_value_t = 16, value_parser = positive)]
-    pub database_pool_size: usize,
-    /// How long a request waits for a free connection of the PostgreSQL pool before it fails with
-    /// UNAVAILABLE.
-    #[arg(long, env = "ASKUSER_DATABASE_POOL_WAIT_TIMEOUT", default_value = "5s", value_parser = positive_duration)]
-    pub database_pool_wait_timeout: Duration,
-    /// How long opening a PostgreSQL connection may take.
-    #[arg(long, env = "ASKUSER_DATABASE_CONNECT_TIMEOUT", default_value = "5s", value_parser = positive_duration)]
-    pub database_connect_timeout: Duration,
-    /// How long checking a pooled PostgreSQL connection before its reuse may take.
-    #[arg(long, env = "ASKUSER_DATABASE_RECYCLE_TIMEOUT", default_value = "5s", value_parser = positive_duration)]
-    pub database_recycle_timeout: Duration,
-    /// PostgreSQL `statement_timeout` of every connection: a longer statement fails (UNAVAILABLE).
-    #[arg(long, env = "ASKUSER_DATABASE_STATEMENT_TIMEOUT", default_value = "30s", value_parser = positive_duration)]
-    pub database_statement_timeout: Duration,
-    /// PostgreSQL `lock_timeout` of every connection: a statement that waits longer for a lock
-    /// fails (UNAVAILABLE).
-    #[arg(long, env = "ASKUSER_DATABASE_LOCK_TIMEOUT", default_value = "10s", value_parser = positive_duration)]
-    pub database_lock_timeout: Duration,
-    /// PostgreSQL `idle_in_transaction_session_timeout` of every connection: the database ends a
-    /// transaction left idle this long, and its locks with it.
-    #[arg(long, env = "ASKUSER_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT", default_value = "60s", value_parser = positive_duration)]
-    pub database_idle_in_transaction_timeout: Duration,
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// Health reports NOT_SERVING once the store (on PostgreSQL: also its LISTEN connection) has
     /// been unreachable this long, and SERVING again when it answers.
     #[arg(long, env = "ASKUSER_STORE_UNHEALTHY_AFTER", default_value = "10s", value_parser = positive_duration)]
@@ -207,14 +73,6 @@ pub struct ServeArgs {
     /// without `OTEL_EXPORTER_OTLP_ENDPOINT`) no traces are made.
     #[arg(long, env = "ASKUSER_OTLP_ENDPOINT")]
     pub otlp_endpoint: Option<String>,
-    /// SQLite durability: `normal` survives a process crash, `full` also a power loss.
-    #[arg(
-        long,
-        env = "ASKUSER_SQLITE_SYNCHRONOUS",
-        value_enum,
-        default_value = "normal"
-    )]
-    pub sqlite_synchronous: Synchronous,
     /// Most options a question may offer.
     #[arg(long, env = "ASKUSER_MAX_OPTIONS", default_value_t = 64, value_parser = positive)]
     pub max_options: usize,
@@ -465,20 +323,6 @@ impl ServeArgs {
             .filter(|endpoint| !endpoint.is_empty())
     }
 
-    /// The PostgreSQL URL, from --database-url or --database-url-file; `None`: SQLite.
-    pub fn database_url(&self) -> Result<Option<DatabaseUrl>, ConfigError> {
-        match (&self.database_url, &self.database_url_file) {
-            (Some(url), _) => Ok(Some(url.clone())),
-            (None, Some(path)) => std::fs::read_to_string(path)
-                .map(|text| Some(DatabaseUrl(text.trim().to_owned())))
-                .map_err(|source| ConfigError::Read {
-                    path: path.clone(),
-                    source,
-                }),
-            (None, None) => Ok(None),
-        }
-    }
-
     /// What a request may hold.
     pub fn request_limits(&self) -> RequestLimits {
         RequestLimits {
@@ -522,18 +366,6 @@ impl ServeArgs {
             .unwrap_or(0)
             .saturating_add(ROOM)
         })
-    }
-
-    pub fn postgres_settings(&self) -> PostgresSettings {
-        PostgresSettings {
-            pool_size: self.database_pool_size,
-            wait_timeout: self.database_pool_wait_timeout,
-            create_timeout: self.database_connect_timeout,
-            recycle_timeout: self.database_recycle_timeout,
-            statement_timeout: self.database_statement_timeout,
-            lock_timeout: self.database_lock_timeout,
-            idle_in_transaction_timeout: self.database_idle_in_transaction_timeout,
-        }
     }
 
     pub fn runtime_config(&self) -> RuntimeConfig {
@@ -629,13 +461,18 @@ mod tests {
         }
     }
 
+    /// `askuser serve`'s flags alone (the command tree is main.rs's).
+    #[derive(clap::Parser)]
+    struct Serve {
+        #[command(flatten)]
+        args: ServeArgs,
+    }
+
     fn serve_args(flags: &[&str]) -> ServeArgs {
-        let cli =
-            Cli::try_parse_from(["askuser", "serve"].iter().chain(flags)).expect("valid flags");
-        match cli.command {
-            Command::Serve(args) => *args,
-            other => panic!("parsed as another command: {other:?}"),
-        }
+        use clap::Parser;
+        Serve::try_parse_from(["serve"].iter().chain(flags))
+            .expect("valid flags")
+            .args
     }
 
     #[test]
@@ -663,23 +500,5 @@ mod tests {
         assert!(!serve_args(&["--no-ui"]).ui());
         assert!(serve_args(&["--no-ui", "--ui"]).ui());
         assert!(!serve_args(&["--ui", "--no-ui"]).ui());
-    }
-
-    #[test]
-    fn database_urls_never_show_their_userinfo_or_query() {
-        let url: DatabaseUrl = "postgres://askuser:s3cret@db.internal:5432/askuser?sslpassword=k3y"
-            .parse()
-            .expect("url");
-        let shown = format!("{url:?}");
-        assert!(
-            !shown.contains("s3cret") && !shown.contains("k3y"),
-            "{shown}"
-        );
-        assert!(shown.contains("db.internal"), "{shown}");
-        assert!(!shown.contains("askuser:"), "the user shows: {shown}");
-        assert_eq!(
-            url.expose(),
-            "postgres://askuser:s3cret@db.internal:5432/askuser?sslpassword=k3y"
-        );
     }
 }

@@ -7,7 +7,6 @@
 //! one means.
 
 mod endpoint;
-mod store_gauges;
 
 use std::time::Duration;
 
@@ -18,7 +17,6 @@ use ::metrics::{
 use crate::domain::{RunStatus, SuspendKind, Usage};
 
 pub use endpoint::{MetricsEndpoint, MetricsError};
-pub use store_gauges::refresh_loop;
 
 /// Counter: agent.
 pub const RUNS_STARTED: &str = "askuser_runs_started_total";
@@ -273,6 +271,17 @@ pub fn webhook_attempt(event: &'static str, delivered: bool) {
         true => counter!(WEBHOOK_DELIVERIES, "event" => event).increment(1),
         false => counter!(WEBHOOK_DELIVERY_FAILURES, "event" => event).increment(1),
     }
+}
+
+/// Runs of `status` not finished, as the store counts them (runtime's `refresh_store_gauges`).
+pub fn runs_unfinished(status: RunStatus, count: u64) {
+    gauge!(RUNS_UNFINISHED, "status" => status.as_str()).set(count as f64);
+}
+
+/// Calls of `kind` waiting, and how long the oldest of them has waited, as the store counts them.
+pub fn calls_pending(kind: SuspendKind, count: u64, oldest_waited_ms: i64) {
+    gauge!(CALLS_PENDING, "kind" => kind.as_str()).set(count as f64);
+    gauge!(CALLS_PENDING_OLDEST, "kind" => kind.as_str()).set(oldest_waited_ms as f64 / 1000.0);
 }
 
 /// Webhook deliveries due and not delivered yet, as the store counts them.

@@ -19,6 +19,7 @@ mod pending_feed;
 mod retention;
 mod settle;
 mod settle_access;
+mod store_gauges;
 pub mod tools;
 mod webhook_allow;
 mod webhooks;
@@ -51,6 +52,7 @@ pub use error::{RejectReason, RuntimeError, short_id};
 pub use hub::Batch;
 pub use pending_feed::{PendingEvent, PendingFilter, PendingStream};
 pub use settle_access::ANY_SCOPE_TO_SETTLE;
+pub use store_gauges::refresh_store_gauges;
 pub use webhook_allow::AllowPattern;
 pub use webhooks::{RunWebhook, WebhookSettings};
 

@@ -18,10 +18,15 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-use crate::config::LogFormat;
-
 pub use propagation::{current_context, run_parent};
 pub use spans::{current_span_context, model_span, record_usage, rpc_span, step_span, tool_span};
+
+/// How log lines on stderr are written (`--log-format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
 
 /// Errors of setting up telemetry.
 #[derive(Debug, thiserror::Error)]

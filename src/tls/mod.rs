@@ -1,12 +1,14 @@
 //! TLS of the gRPC listener: the server's certificate and, for mTLS, the authority its clients'
 //! certificates must chain to, all re-read from their PEM files when the files change.
 
+mod common_name;
 mod incoming;
 mod reload;
 mod server_config;
 
 use std::path::PathBuf;
 
+pub use common_name::common_name;
 pub use incoming::tls_incoming;
 pub use reload::watch_files;
 pub use server_config::load_server_config;

@@ -41,7 +41,7 @@ pub(super) fn body(
             "tenant": run.tenant,
             "metadata": run.metadata,
         },
-        "event": to_json_value(&crate::api::event_to_proto(event))?,
+        "event": to_json_value(&crate::wire::event_to_proto(event))?,
     });
     if let (Some((call_id, _)), Some(base)) = (&call, public_url) {
         data["link"] = Value::String(format!(

@@ -7,11 +7,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ::metrics::gauge;
 use tracing::warn;
 
-use super::{CALLS_PENDING, CALLS_PENDING_OLDEST, RUNS_UNFINISHED};
 use crate::domain::{RunStatus, SuspendKind};
+use crate::metrics;
 use crate::store::RunStore;
 
 /// How often the gauges are read from the store.
@@ -19,7 +18,7 @@ pub const REFRESH_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Reads the gauges from the store now and every [`REFRESH_INTERVAL`]; a failed read leaves them
 /// as they were (and is logged).
-pub async fn refresh_loop(store: Arc<dyn RunStore>) {
+pub async fn refresh_store_gauges(store: Arc<dyn RunStore>) {
     let mut ticks = tokio::time::interval(REFRESH_INTERVAL);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -36,7 +35,7 @@ pub async fn refresh_loop(store: Arc<dyn RunStore>) {
         // than keep its last value.
         for status in [RunStatus::Running, RunStatus::Suspended] {
             let count = counts.runs.get(&status).copied().unwrap_or(0);
-            gauge!(RUNS_UNFINISHED, "status" => status.as_str()).set(count as f64);
+            metrics::runs_unfinished(status, count);
         }
         for kind in [
             SuspendKind::Question,
@@ -44,13 +43,12 @@ pub async fn refresh_loop(store: Arc<dyn RunStore>) {
             SuspendKind::ClientTool,
         ] {
             let count = counts.calls.get(&kind).copied().unwrap_or(0);
-            gauge!(CALLS_PENDING, "kind" => kind.as_str()).set(count as f64);
             let waited_ms = counts
                 .oldest_call_ms
                 .get(&kind)
                 .map_or(0, |since| now_ms.saturating_sub(*since).max(0));
-            gauge!(CALLS_PENDING_OLDEST, "kind" => kind.as_str()).set(waited_ms as f64 / 1000.0);
+            metrics::calls_pending(kind, count, waited_ms);
         }
-        super::webhook_backlog(counts.webhooks_due);
+        metrics::webhook_backlog(counts.webhooks_due);
     }
 }
