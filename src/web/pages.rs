@@ -175,13 +175,7 @@ fn file(asset: &Asset, head: bool) -> Response {
 
 /// A short plain-text answer.
 fn text(status: StatusCode, message: &'static str) -> Response {
-    let mut response = Response::new(Body::from(message));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
+    super::plain_text(status, Body::from(message))
 }
 
 #[cfg(test)]

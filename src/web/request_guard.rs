@@ -263,13 +263,7 @@ fn refusal(error: GuardError, grpc: bool) -> Response<Body> {
         _ if grpc => return tonic::Status::from(error).into_http(),
         _ => StatusCode::FORBIDDEN,
     };
-    let mut response = Response::new(Body::new(format!("{error}\n")));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
+    super::plain_text(status, Body::new(format!("{error}\n")))
 }
 
 #[cfg(test)]
