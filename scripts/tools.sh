@@ -33,7 +33,7 @@ ensure_chromium() {
   fi
 }
 
-# Debian's Prometheus, the real server tests/metrics.rs scrapes the metrics endpoint with and
+# Debian's Prometheus, the real server tests/integration/metrics.rs scrapes the metrics endpoint with and
 # queries through its HTTP API.
 ensure_prometheus() {
   if ! command -v prometheus >/dev/null; then

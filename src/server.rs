@@ -53,75 +53,312 @@ pub enum ServeError {
     Metrics(#[from] crate::metrics::MetricsError),
 }
 
-/// Runs the server until SIGINT or SIGTERM, then shuts down gracefully.
+/// Runs the server until SIGINT or SIGTERM, then shuts down gracefully: builds it, binds
+/// `--listen`, announces the address on stdout and serves.
 pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
     ignore_file_size_signal();
-    args.auth
-        .check_listener(args.listen, args.tls_client_ca.is_some())?;
-    let limits = args.limits();
-    let agents = load_agents(args.config.as_deref(), &limits)?;
-    let database_url = args.store.database_url()?;
-    // Bound first: the recorder is in place before anything is counted.
-    let metrics = match args.metrics_listen {
-        Some(addr) => Some(MetricsEndpoint::bind(addr).await?),
-        None => None,
-    };
-    let store: Arc<dyn RunStore> = match &database_url {
-        Some(url) => {
-            Arc::new(PostgresStore::connect(url.expose(), &args.store.postgres_settings()).await?)
-        }
-        None => Arc::new(SqliteStore::open(
-            &args.store.sqlite_path(),
-            args.store.sqlite_synchronous,
-        )?),
-    };
-    let store: Arc<dyn RunStore> = match metrics.is_some() {
-        true => Arc::new(MeteredStore::new(store)),
-        false => store,
-    };
-    let auth = AuthLayer::new(
-        args.auth
-            .authenticator(
-                args.listen,
-                Arc::clone(&store) as Arc<dyn KeyStore>,
-                args.ui(),
-            )
-            .await?,
-    );
-    if args.auth.auth != crate::auth::AuthMethods::default() {
-        warn_hidden_default_runs(store.as_ref()).await;
-    }
-    if let Some(name) = &args.webhook_secret_env {
-        crate::webhooks::secret_from_env(name)
-            .map_err(|error| crate::config::ConfigError::WebhookSecret(error.to_string()))?;
-    }
-    let sealer = args
-        .webhook_secrets_key_env
-        .as_deref()
-        .map(crate::webhooks::Sealer::from_env)
-        .transpose()
-        .map_err(crate::config::ConfigError::WebhookSecret)?;
-    let tenant_secrets = Arc::new(crate::webhooks::TenantSecrets::new(
-        Arc::clone(&store) as Arc<dyn DeliveryStore>,
-        sealer,
-        args.webhook_secret_overlap,
-    ));
-    let runtime = Runtime::new(Arc::clone(&store), agents, args.runtime_config());
-    runtime.start().await?;
-    let stop_deliveries = tokio_util::sync::CancellationToken::new();
-    let deliverer = crate::webhooks::start(
-        Arc::clone(&store),
-        Arc::clone(&tenant_secrets),
-        args.deliverer_settings(),
-        stop_deliveries.clone(),
-    )
-    .map_err(|error| ServeError::Webhooks(error.to_string()))?;
+    let listen = args.listen;
+    let built = Built::build(args).await?;
+    let listener = TcpListener::bind(listen)
+        .await
+        .map_err(|source| ServeError::Listen {
+            addr: listen,
+            source,
+        })?;
+    // Tests and scripts read this line to find a port chosen by the OS (`announced_address`).
+    let mut stdout = std::io::stdout();
+    writeln!(stdout, "{LISTENING}{}", listener.local_addr()?)?;
+    stdout.flush()?;
+    built.run(listener, wait_for_signal()).await
+}
 
-    let (reporter, health_service) = tonic_health::server::health_reporter();
-    let health = Health::serving(reporter).await;
-    let store_watch = tokio::spawn(
-        Arc::clone(&health).watch_store(Arc::clone(&store), args.store_unhealthy_after),
-    );
+/// What `serve` prints on stdout, before its address, once it listens.
+pub const LISTENING: &str = "askuser listening on ";
+
+/// The address an `askuser serve` child process announces on `stdout` (its first line), waited
+/// for at most `timeout`: how the tests, the conformance runner and the bench find the port the
+/// OS chose. The error says what came instead (nothing, when the server exited).
+pub fn announced_address(
+    stdout: std::process::ChildStdout,
+    timeout: std::time::Duration,
+) -> Result<std::net::SocketAddr, String> {
+    use std::io::BufRead;
+    let (lines, first_line) = std::sync::mpsc::channel();
+    // A thread, so that a server that neither prints nor exits cannot hold the caller forever.
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let _ = lines.send(line);
+    });
+    let line = first_line
+        .recv_timeout(timeout)
+        .map_err(|_| format!("the server did not announce its address within {timeout:?}"))?;
+    line.trim()
+        .strip_prefix(LISTENING)
+        .and_then(|addr| addr.parse().ok())
+        .ok_or_else(|| format!("the server did not start: its first line is {line:?}"))
+}
+
+/// Builds the server and serves on `listener` until `shutdown` completes, then drains and stops
+/// as after a signal. What `serve` does past its listener and the signals: tests run it in-process.
+pub async fn run(
+    listener: TcpListener,
+    args: ServeArgs,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServeError> {
+    Built::build(args).await?.run(listener, shutdown).await
+}
+
+/// A server built and started (store open, runtime and deliverer running), not yet listening.
+pub struct Built {
+    args: ServeArgs,
+    store: Arc<dyn RunStore>,
+    runtime: Runtime,
+    auth: AuthLayer,
+    health: Arc<Health>,
+    /// Health, reflection and the askuser services, the web inbox's pages with `--ui`.
+    routes: Routes,
+    /// The TLS settings, reloaded as the files change.
+    tls_configs: Option<tokio::sync::watch::Receiver<Arc<tokio_rustls::rustls::ServerConfig>>>,
+    metrics: Option<MetricsEndpoint>,
+    postgres: bool,
+    store_watch: tokio::task::JoinHandle<()>,
+    deliverer: tokio::task::JoinHandle<()>,
+    stop_deliveries: tokio_util::sync::CancellationToken,
+}
+
+impl Built {
+    /// Checks the settings, opens the store and starts everything but the listener: what can
+    /// stop the start (unusable TLS files, a bad agents file, an unreachable store) does so here,
+    /// before the address is announced.
+    pub async fn build(args: ServeArgs) -> Result<Built, ServeError> {
+        args.auth
+            .check_listener(args.listen, args.tls_client_ca.is_some())?;
+        let limits = args.limits();
+        let agents = load_agents(args.config.as_deref(), &limits)?;
+        let database_url = args.store.database_url()?;
+        // Bound first: the recorder is in place before anything is counted.
+        let metrics = match args.metrics_listen {
+            Some(addr) => Some(MetricsEndpoint::bind(addr).await?),
+            None => None,
+        };
+        let store: Arc<dyn RunStore> = match &database_url {
+            Some(url) => Arc::new(
+                PostgresStore::connect(url.expose(), &args.store.postgres_settings()).await?,
+            ),
+            None => Arc::new(SqliteStore::open(
+                &args.store.sqlite_path(),
+                args.store.sqlite_synchronous,
+            )?),
+        };
+        let store: Arc<dyn RunStore> = match metrics.is_some() {
+            true => Arc::new(MeteredStore::new(store)),
+            false => store,
+        };
+        let auth = AuthLayer::new(
+            args.auth
+                .authenticator(
+                    args.listen,
+                    Arc::clone(&store) as Arc<dyn KeyStore>,
+                    args.ui(),
+                )
+                .await?,
+        );
+        if args.auth.auth != crate::auth::AuthMethods::default() {
+            warn_hidden_default_runs(store.as_ref()).await;
+        }
+        if let Some(name) = &args.webhook_secret_env {
+            crate::webhooks::secret_from_env(name)
+                .map_err(|error| crate::config::ConfigError::WebhookSecret(error.to_string()))?;
+        }
+        let sealer = args
+            .webhook_secrets_key_env
+            .as_deref()
+            .map(crate::webhooks::Sealer::from_env)
+            .transpose()
+            .map_err(crate::config::ConfigError::WebhookSecret)?;
+        let tenant_secrets = Arc::new(crate::webhooks::TenantSecrets::new(
+            Arc::clone(&store) as Arc<dyn DeliveryStore>,
+            sealer,
+            args.webhook_secret_overlap,
+        ));
+        let runtime = Runtime::new(Arc::clone(&store), agents, args.runtime_config());
+        runtime.start().await?;
+        let stop_deliveries = tokio_util::sync::CancellationToken::new();
+        let deliverer = crate::webhooks::start(
+            Arc::clone(&store),
+            Arc::clone(&tenant_secrets),
+            args.deliverer_settings(),
+            stop_deliveries.clone(),
+        )
+        .map_err(|error| ServeError::Webhooks(error.to_string()))?;
+
+        let (reporter, health_service) = tonic_health::server::health_reporter();
+        let health = Health::serving(reporter).await;
+        let store_watch = tokio::spawn(
+            Arc::clone(&health).watch_store(Arc::clone(&store), args.store_unhealthy_after),
+        );
+        let routes = routes(&args, health_service, &runtime, &store, tenant_secrets)?;
+
+        // Unusable TLS files stop the start, before the address is announced.
+        let tls_configs = args
+            .tls_files()
+            .map(|files| crate::tls::watch_files(files, args.tls_reload_interval))
+            .transpose()?;
+
+        Ok(Built {
+            store,
+            runtime,
+            auth,
+            health,
+            routes,
+            tls_configs,
+            metrics,
+            postgres: database_url.is_some(),
+            store_watch,
+            deliverer,
+            stop_deliveries,
+            args,
+        })
+    }
+
+    /// Serves on `listener` until `shutdown` completes; then health turns NOT_SERVING, and after
+    /// `--drain-delay` the streams end, connections get `--shutdown-timeout` to finish and the
+    /// runtime stops.
+    pub async fn run(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError> {
+        let local = listener.local_addr()?;
+        info!(
+            %local,
+            store = if self.postgres { "postgres" } else { "sqlite" },
+            tls = self.tls_configs.is_some(),
+            "serving askuser.v1"
+        );
+
+        let metrics_stop = tokio_util::sync::CancellationToken::new();
+        let metrics_tasks = match self.metrics {
+            Some(endpoint) => {
+                let local = endpoint.local_addr()?;
+                info!(%local, "serving metrics at http://{local}/metrics");
+                Some((
+                    tokio::spawn(endpoint.serve(metrics_stop.clone().cancelled_owned())),
+                    tokio::spawn(crate::runtime::refresh_store_gauges(Arc::clone(
+                        &self.store,
+                    ))),
+                ))
+            }
+            None => None,
+        };
+
+        let shutdown_runtime = self.runtime.clone();
+        let health = self.health;
+        let signalled = Arc::new(tokio::sync::Notify::new());
+        let signal_seen = Arc::clone(&signalled);
+        let drain_delay = self.args.drain_delay;
+        let shutdown_timeout = self.args.shutdown_timeout;
+        let shutdown_signal = async move {
+            shutdown.await;
+            info!(
+                ?drain_delay,
+                "draining: health NOT_SERVING while still serving"
+            );
+            health.drain().await;
+            // Load balancers and probes see NOT_SERVING before the listener closes.
+            tokio::time::sleep(drain_delay).await;
+            info!("shutting down: ending streams");
+            signal_seen.notify_one();
+            shutdown_runtime.begin_shutdown();
+        };
+
+        let mut builder = Server::builder()
+            // A span per request, a child of the caller's `traceparent` (exported with
+            // --otlp-endpoint).
+            .trace_fn(crate::telemetry::rpc_span)
+            // gRPC-Web from browsers comes over HTTP/1.1 too.
+            .accept_http1(true)
+            .http2_keepalive_interval(Some(self.args.http2_keepalive_interval))
+            .http2_keepalive_timeout(Some(self.args.http2_keepalive_timeout))
+            .max_concurrent_streams(self.args.max_concurrent_streams)
+            .http2_max_pending_accept_reset_streams(Some(
+                self.args.http2_max_pending_accept_reset_streams,
+            ))
+            .http2_max_local_error_reset_streams(Some(
+                self.args.http2_max_local_error_reset_streams,
+            ));
+        if let Some(age) = self.args.max_connection_age {
+            builder = builder
+                .max_connection_age(age)
+                .max_connection_age_grace(self.args.max_connection_age_grace);
+        }
+        // Outermost first: CORS answers preflights, gRPC-Web becomes gRPC (pages pass as they
+        // are), the guard refuses what no HTTP face takes (content type, Host, Origin), then each
+        // request is authenticated as any other.
+        let guard = crate::web::GuardSettings {
+            open: self.args.auth.auth == crate::auth::AuthMethods::default(),
+            insecure_no_auth: self.args.auth.insecure_no_auth,
+            allowed_hosts: self.args.allowed_hosts.clone(),
+            cors_origins: self.args.cors_origins.clone(),
+        };
+        if guard.open && guard.insecure_no_auth && guard.allowed_hosts.is_empty() {
+            warn!("--insecure-no-auth without --allowed-host: the Host header is not checked");
+        }
+        let router = builder
+            .layer(crate::web::cors(&self.args.cors_origins))
+            .layer(crate::web::BrowserLayer::new(self.args.ui()))
+            .layer(crate::web::RequestGuardLayer::new(guard))
+            .layer(self.auth)
+            .add_routes(self.routes);
+        // Without TCP_NODELAY a small frame written while the previous one is unacknowledged
+        // waits for the peer's delayed ACK (~40 ms): every round trip would stall on it.
+        let tcp = TcpIncoming::from(listener).with_nodelay(Some(true));
+        let server: Pin<Box<dyn Future<Output = Result<(), tonic::transport::Error>> + Send>> =
+            match self.tls_configs {
+                Some(configs) => Box::pin(router.serve_with_incoming_shutdown(
+                    crate::tls::tls_incoming(tcp, configs),
+                    shutdown_signal,
+                )),
+                None => Box::pin(router.serve_with_incoming_shutdown(tcp, shutdown_signal)),
+            };
+        // Once signalled, connections get the shutdown timeout to finish; then they are dropped.
+        let deadline = async {
+            signalled.notified().await;
+            tokio::time::sleep(shutdown_timeout).await;
+        };
+        tokio::select! {
+            served = server => served?,
+            () = deadline => warn!("connections still open after the shutdown timeout; closing them"),
+        }
+        self.store_watch.abort();
+        self.stop_deliveries.cancel();
+        if let Err(error) = self.deliverer.await {
+            warn!(%error, "the webhook deliverer failed");
+        }
+        self.runtime.shutdown(shutdown_timeout).await;
+        // Served until the runtime has stopped: a scrape during the drain still sees the figures.
+        if let Some((endpoint, gauges)) = metrics_tasks {
+            gauges.abort();
+            metrics_stop.cancel();
+            let _ = endpoint.await;
+        }
+        info!("stopped");
+        Ok(())
+    }
+}
+
+/// The services a request can reach: health, reflection, the askuser services and, with `--ui`,
+/// the web inbox's pages for what no service takes.
+fn routes(
+    args: &ServeArgs,
+    health_service: tonic_health::pb::health_server::HealthServer<
+        impl tonic_health::pb::health_server::Health,
+    >,
+    runtime: &Runtime,
+    store: &Arc<dyn RunStore>,
+    tenant_secrets: Arc<crate::webhooks::TenantSecrets>,
+) -> Result<Routes, ServeError> {
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
@@ -130,79 +367,10 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1alpha()?;
-
-    // Unusable TLS files stop the start, before the address is announced.
-    let tls_configs = args
-        .tls_files()
-        .map(|files| crate::tls::watch_files(files, args.tls_reload_interval))
-        .transpose()?;
-    let listener = TcpListener::bind(args.listen)
-        .await
-        .map_err(|source| ServeError::Listen {
-            addr: args.listen,
-            source,
-        })?;
-    let local = listener.local_addr()?;
-    // Tests and scripts read this line to find a port chosen by the OS.
-    let mut stdout = std::io::stdout();
-    writeln!(stdout, "askuser listening on {local}")?;
-    stdout.flush()?;
-    info!(
-        %local,
-        store = if database_url.is_some() { "postgres" } else { "sqlite" },
-        tls = tls_configs.is_some(),
-        "serving askuser.v1"
-    );
-
-    let metrics_stop = tokio_util::sync::CancellationToken::new();
-    let metrics_tasks = match metrics {
-        Some(endpoint) => {
-            let local = endpoint.local_addr()?;
-            info!(%local, "serving metrics at http://{local}/metrics");
-            Some((
-                tokio::spawn(endpoint.serve(metrics_stop.clone().cancelled_owned())),
-                tokio::spawn(crate::runtime::refresh_store_gauges(Arc::clone(&store))),
-            ))
-        }
-        None => None,
-    };
-
-    let shutdown_runtime = runtime.clone();
-    let signalled = Arc::new(tokio::sync::Notify::new());
-    let signal_seen = Arc::clone(&signalled);
-    let drain_delay = args.drain_delay;
-    let shutdown_signal = async move {
-        wait_for_signal().await;
-        info!(
-            ?drain_delay,
-            "draining: health NOT_SERVING while still serving"
-        );
-        health.drain().await;
-        // Load balancers and probes see NOT_SERVING before the listener closes.
-        tokio::time::sleep(drain_delay).await;
-        info!("shutting down: ending streams");
-        signal_seen.notify_one();
-        shutdown_runtime.begin_shutdown();
-    };
-
-    // Every message is bounded: a client cannot make one request cost more than the limits allow.
+    // Every message is bounded: a client cannot make one request cost more than the limits
+    // allow.
     let max_request = args.max_message_bytes();
     let max_response = max_request.saturating_mul(4);
-    let mut builder = Server::builder()
-        // A span per request, a child of the caller's `traceparent` (exported with --otlp-endpoint).
-        .trace_fn(crate::telemetry::rpc_span)
-        // gRPC-Web from browsers comes over HTTP/1.1 too.
-        .accept_http1(true)
-        .http2_keepalive_interval(Some(args.http2_keepalive_interval))
-        .http2_keepalive_timeout(Some(args.http2_keepalive_timeout))
-        .max_concurrent_streams(args.max_concurrent_streams)
-        .http2_max_pending_accept_reset_streams(Some(args.http2_max_pending_accept_reset_streams))
-        .http2_max_local_error_reset_streams(Some(args.http2_max_local_error_reset_streams));
-    if let Some(age) = args.max_connection_age {
-        builder = builder
-            .max_connection_age(age)
-            .max_connection_age_grace(args.max_connection_age_grace);
-    }
     let routes = Routes::new(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
@@ -223,8 +391,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
             .max_encoding_message_size(max_response),
         )
         .add_service(AdminServiceServer::new(AdminApi::new(
-            Arc::clone(&store) as Arc<dyn KeyStore>,
-            Arc::clone(&store) as Arc<dyn DeliveryStore>,
+            Arc::clone(store) as Arc<dyn KeyStore>,
+            Arc::clone(store) as Arc<dyn DeliveryStore>,
             tenant_secrets,
         )))
         .add_service(
@@ -237,58 +405,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         true => Routes::from(routes.into_axum_router().fallback(crate::web::respond)),
         false => routes,
     };
-    // Outermost first: CORS answers preflights, gRPC-Web becomes gRPC (pages pass as they are),
-    // the guard refuses what no HTTP face takes (content type, Host, Origin), then each request
-    // is authenticated as any other.
-    let guard = crate::web::GuardSettings {
-        open: args.auth.auth == crate::auth::AuthMethods::default(),
-        insecure_no_auth: args.auth.insecure_no_auth,
-        allowed_hosts: args.allowed_hosts.clone(),
-        cors_origins: args.cors_origins.clone(),
-    };
-    if guard.open && guard.insecure_no_auth && guard.allowed_hosts.is_empty() {
-        warn!("--insecure-no-auth without --allowed-host: the Host header is not checked");
-    }
-    let router = builder
-        .layer(crate::web::cors(&args.cors_origins))
-        .layer(crate::web::BrowserLayer::new(args.ui()))
-        .layer(crate::web::RequestGuardLayer::new(guard))
-        .layer(auth)
-        .add_routes(routes);
-    // Without TCP_NODELAY a small frame written while the previous one is unacknowledged
-    // waits for the peer's delayed ACK (~40 ms): every round trip would stall on it.
-    let tcp = TcpIncoming::from(listener).with_nodelay(Some(true));
-    let server: Pin<Box<dyn Future<Output = Result<(), tonic::transport::Error>> + Send>> =
-        match tls_configs {
-            Some(configs) => Box::pin(router.serve_with_incoming_shutdown(
-                crate::tls::tls_incoming(tcp, configs),
-                shutdown_signal,
-            )),
-            None => Box::pin(router.serve_with_incoming_shutdown(tcp, shutdown_signal)),
-        };
-    // Once signalled, connections get the shutdown timeout to finish; then they are dropped.
-    let deadline = async {
-        signalled.notified().await;
-        tokio::time::sleep(args.shutdown_timeout).await;
-    };
-    tokio::select! {
-        served = server => served?,
-        () = deadline => warn!("connections still open after the shutdown timeout; closing them"),
-    }
-    store_watch.abort();
-    stop_deliveries.cancel();
-    if let Err(error) = deliverer.await {
-        warn!(%error, "the webhook deliverer failed");
-    }
-    runtime.shutdown(args.shutdown_timeout).await;
-    // Served until the runtime has stopped: a scrape during the drain still sees the figures.
-    if let Some((endpoint, gauges)) = metrics_tasks {
-        gauges.abort();
-        metrics_stop.cancel();
-        let _ = endpoint.await;
-    }
-    info!("stopped");
-    Ok(())
+    Ok(routes)
 }
 
 async fn wait_for_signal() {

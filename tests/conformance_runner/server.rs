@@ -2,7 +2,6 @@
 //! a SQLite file, and the two keys, made offline before it starts. `restart_server` kills it and
 //! starts it again on the same port and database.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -13,6 +12,9 @@ use crate::Outcome;
 
 /// The scopes of both keys (tests/conformance/README.md, "The keys").
 const SCOPES: &str = "runs:start,runs:read,runs:answer,runs:cancel,tools:execute,agents:read";
+
+/// How long the server may take to start.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The server binary: ASKUSER_BIN, or the one cargo built with this test.
 fn binary() -> PathBuf {
@@ -48,20 +50,9 @@ impl Process {
             .spawn()
             .map_err(|error| format!("cannot start {}: {error}", binary().display()))?;
         let stdout = child.stdout.take().ok_or("no stdout")?;
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .map_err(|error| error.to_string())?;
-        let addr = line
-            .trim()
-            .strip_prefix("askuser listening on ")
-            .ok_or_else(|| {
-                format!(
-                    "the server did not start ({line:?}); see {}",
-                    self.log.display()
-                )
-            })?;
-        self.listen = addr.to_owned();
+        let addr = askuser::server::announced_address(stdout, START_TIMEOUT)
+            .map_err(|error| format!("{error}; see {}", self.log.display()))?;
+        self.listen = addr.to_string();
         self.child = Some(child);
         Ok(())
     }

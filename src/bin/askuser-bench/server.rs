@@ -1,7 +1,6 @@
 //! The server under test: a real `askuser serve` child process on 127.0.0.1:0 with a fresh store
 //! (a new SQLite data directory, or a new PostgreSQL database) for every scenario.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -102,23 +101,17 @@ impl ServerProcess {
             .stdout
             .take()
             .ok_or_else(|| BenchError::failed("the server's stdout is not piped"))?;
-        let (lines, first_line) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = lines.send(line);
-        });
-        let line = first_line.recv_timeout(START_TIMEOUT).unwrap_or_default();
-        let Some(addr) = line.trim().strip_prefix("askuser listening on ") else {
-            let _ = child.kill();
-            let _ = child.wait();
-            let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
-            return Err(BenchError::failed(format!(
-                "the server did not start (first line {line:?}); log:\n{log}"
-            )));
+        let addr = match askuser::server::announced_address(stdout, START_TIMEOUT) {
+            Ok(addr) => addr,
+            Err(error) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
+                return Err(BenchError::failed(format!("{error}; log:\n{log}")));
+            }
         };
         Ok(ServerProcess {
-            addr: addr.to_owned(),
+            addr: addr.to_string(),
             child,
             dir: dir.to_owned(),
             database,

@@ -1,0 +1,599 @@
+//! The terminal client (`askuser start | pending | answer | runs | watch | cancel`) against the real
+//! server with API keys: its flag paths and `--json` output as scripts use them, and its prompts
+//! driven in a pseudo-terminal as a person uses them.
+
+use crate::common;
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use common::credentials::{create_key, sqlite_store};
+use common::{Server, report_figures};
+use expectrl::Expect;
+use expectrl::session::{OsProcess, OsStream, Session};
+use expectrl::stream::log::LogStream;
+use serde_json::Value;
+
+/// `pick`, `checks` and `name` ask one question each (single select, multi select, free text);
+/// `gate` calls the client tool `deploy`, which always waits for approval first.
+const AGENTS: &str = r#"
+[[tool]]
+name = "deploy"
+kind = "client"
+description = "Deploy a service"
+parameters = { type = "object", properties = { service = { type = "string" }, environment = { enum = ["staging", "production"] } }, required = ["service", "environment"], additionalProperties = false }
+approval = "always"
+
+[[agent]]
+id = "pick"
+[agent.model]
+provider = "scripted"
+[[agent.model.turns]]
+ask = [{ question = "Which environment?", options = [{ label = "staging", description = "safe" }, { label = "production", description = "careful" }] }]
+[[agent.model.turns]]
+say = "Deploying to {{answer.1}}"
+
+[[agent]]
+id = "checks"
+[agent.model]
+provider = "scripted"
+[[agent.model.turns]]
+ask = [{ question = "Which checks?", options = [{ label = "lint" }, { label = "unit" }, { label = "e2e" }], selection_mode = "multi_select" }]
+[[agent.model.turns]]
+say = "Checks [{{answer.1}}]"
+
+[[agent]]
+id = "name"
+[agent.model]
+provider = "scripted"
+[[agent.model.turns]]
+ask = [{ question = "What is your name?" }]
+[[agent.model.turns]]
+say = "Hello, {{answer.1}}!"
+
+[[agent]]
+id = "gate"
+tools = ["deploy"]
+[agent.model]
+provider = "scripted"
+[[agent.model.turns]]
+call = [{ tool = "deploy", arguments = { service = "api", environment = "production" } }]
+[[agent.model.turns]]
+say = "deploy said: {{result.1}}"
+"#;
+
+/// A server with API keys on, and a key that may do everything the client does.
+struct Setup {
+    server: Server,
+    key: String,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let server = Server::start_with(Some(AGENTS), &["--auth", "keys"]);
+        let key = create_key(
+            &sqlite_store(&server),
+            "acme",
+            "alice",
+            "runs:start,runs:read,runs:answer,runs:cancel,tools:execute,agents:read",
+        );
+        Setup { server, key }
+    }
+
+    /// `askuser ARGS` as the key's holder, its stdin not a terminal.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_askuser"));
+        command
+            .args(args)
+            .env("ASKUSER_ADDR", &self.server.addr)
+            .env("ASKUSER_API_KEY", &self.key)
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("run askuser")
+    }
+
+    /// Runs `askuser ARGS`, which must succeed; its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let output = self.run(args);
+        assert!(
+            output.status.success(),
+            "askuser {args:?}: {}\nserver log:\n{}",
+            String::from_utf8_lossy(&output.stderr),
+            self.server.log()
+        );
+        String::from_utf8(output.stdout).expect("utf-8")
+    }
+
+    /// Runs `askuser ARGS --json`, which must succeed; one JSON object per line.
+    fn json(&self, args: &[&str]) -> Vec<Value> {
+        let mut args = args.to_vec();
+        args.push("--json");
+        json_lines(&self.ok(&args))
+    }
+
+    /// Starts a run without a terminal: the stream ends when the run first waits. Its run id and
+    /// the id of the call it waits on.
+    fn start_waiting(&self, agent: &str) -> (String, String) {
+        let frames = self.json(&["start", agent, "go"]);
+        let suspended = frames
+            .iter()
+            .find_map(|frame| frame.get("toolCallSuspended"))
+            .unwrap_or_else(|| panic!("no suspension in {frames:?}"));
+        (text(&frames[0]["runId"]), text(&suspended["toolCallId"]))
+    }
+
+    /// The calls the pending-calls snapshot lists, as (run id, call id, kind).
+    fn pending(&self, extra: &[&str]) -> Vec<(String, String, String)> {
+        let mut args = vec!["pending"];
+        args.extend_from_slice(extra);
+        self.json(&args)
+            .iter()
+            .map(|event| {
+                let pending = &event["callPending"];
+                (
+                    text(&pending["runId"]),
+                    text(&pending["call"]["toolCallId"]),
+                    text(&pending["call"]["kind"]),
+                )
+            })
+            .collect()
+    }
+
+    /// The status of a run, from `askuser runs --json`.
+    fn status(&self, run_id: &str) -> String {
+        self.json(&["runs"])
+            .iter()
+            .find(|run| run["runId"] == run_id)
+            .map(|run| text(&run["status"]))
+            .unwrap_or_else(|| panic!("run {run_id} is not listed"))
+    }
+
+    /// `askuser ARGS` in a 120×40 pseudo-terminal, through `sh` so that its exit status shows as
+    /// `EXIT=<status>` at the end.
+    fn terminal(&self, args: &[&str]) -> Terminal {
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            // The size set before the program starts, so that its first look at it sees it.
+            .arg(r#"stty cols 120 rows 40; "$0" "$@"; echo "EXIT=$?""#)
+            .arg(env!("CARGO_BIN_EXE_askuser"))
+            .args(args)
+            .env("ASKUSER_ADDR", &self.server.addr)
+            .env("ASKUSER_API_KEY", &self.key)
+            .env("TERM", "xterm-256color")
+            // Approvals' edits are asked inline, not in an editor.
+            .env_remove("VISUAL")
+            .env_remove("EDITOR");
+        let log = tempfile::NamedTempFile::new().expect("terminal log");
+        let session = Session::spawn(command).expect("spawn in a pseudo-terminal");
+        let mut session = expectrl::session::log(session, log.reopen().expect("terminal log"))
+            .expect("log the terminal");
+        // A guard against a hang, not a measurement.
+        session.set_expect_timeout(Some(Duration::from_secs(60)));
+        Terminal { session, log }
+    }
+}
+
+fn json_lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
+fn text(value: &Value) -> String {
+    value
+        .as_str()
+        .unwrap_or_else(|| panic!("not a string: {value}"))
+        .to_owned()
+}
+
+fn stderr_of(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A program in a pseudo-terminal, with a log of what went through it for failure messages.
+struct Terminal {
+    session: Session<OsProcess, LogStream<OsStream, std::fs::File>>,
+    log: tempfile::NamedTempFile,
+}
+
+impl Terminal {
+    /// Waits for `needle` in the terminal's output.
+    fn expect(&mut self, needle: &str) {
+        if let Err(error) = self.session.expect(needle) {
+            let log = std::fs::read(self.log.path()).unwrap_or_default();
+            panic!(
+                "waiting for {needle:?} in the terminal: {error}; its traffic:\n{}",
+                String::from_utf8_lossy(&log)
+            );
+        }
+    }
+
+    /// Types keys.
+    fn send(&mut self, keys: &str) {
+        self.session.send(keys).expect("send keys");
+    }
+}
+
+const DOWN: &str = "\x1b[B";
+const ENTER: &str = "\r";
+const CTRL_C: &str = "\x03";
+
+#[test]
+fn start_without_a_terminal_prints_the_json_mapping_and_names_the_call_to_answer() {
+    let setup = Setup::new();
+    let output = setup.run(&["start", "pick", "go", "--json"]);
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let frames = json_lines(&String::from_utf8_lossy(&output.stdout));
+    // The proto3 JSON mapping: lowerCamelCase names, 64-bit integers as strings, enums by name,
+    // timestamps in RFC 3339.
+    let first = &frames[0];
+    assert_eq!(first["sequence"], "1");
+    assert_eq!(first["runStarted"]["agentId"], "pick");
+    assert!(
+        text(&first["time"]).ends_with('Z'),
+        "an RFC 3339 time: {first}"
+    );
+    let suspended = &frames.last().expect("frames")["toolCallSuspended"];
+    assert_eq!(suspended["kind"], "SUSPEND_KIND_QUESTION");
+    assert_eq!(
+        suspended["suspendPayload"]["selectionMode"],
+        "SELECTION_MODE_SINGLE_SELECT"
+    );
+    assert_eq!(
+        suspended["suspendPayload"]["options"][0],
+        serde_json::json!({"label": "staging", "description": "safe"})
+    );
+    let run_id = text(&first["runId"]);
+    let call_id = text(&suspended["toolCallId"]);
+    assert!(
+        stderr_of(&output).contains(&format!("askuser answer {run_id} {call_id}")),
+        "{}",
+        stderr_of(&output)
+    );
+    report_figures("terminal start --json", &[("frames", frames.len() as u64)]);
+}
+
+#[test]
+fn answer_flags_settle_each_kind_and_a_bad_answer_is_one_error_line() {
+    let setup = Setup::new();
+
+    // A label the question does not offer: one line with the code, the reason and the field, exit
+    // status 1, and the question still waits.
+    let (run_id, call_id) = setup.start_waiting("pick");
+    let refused = setup.run(&["answer", &run_id, &call_id, "--select", "moon"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let line = stderr_of(&refused);
+    assert_eq!(line.lines().count(), 1, "{line}");
+    for part in [
+        "INVALID_ARGUMENT",
+        "INVALID_ANSWER",
+        "answer.selections.labels[0]",
+    ] {
+        assert!(line.contains(part), "{part} missing from {line}");
+    }
+    assert!(
+        setup.pending(&[]).contains(&(
+            run_id.clone(),
+            call_id.clone(),
+            "SUSPEND_KIND_QUESTION".into()
+        )),
+        "the question no longer waits"
+    );
+    let answered = setup.ok(&["answer", &run_id, &call_id, "--select", "production"]);
+    assert!(answered.contains("Deploying to production"), "{answered}");
+    assert_eq!(setup.status(&run_id), "RUN_STATUS_COMPLETED");
+
+    let (run_id, call_id) = setup.start_waiting("checks");
+    let answered = setup.ok(&[
+        "answer", &run_id, &call_id, "--select", "lint", "--select", "e2e",
+    ]);
+    assert!(answered.contains("Checks [lint, e2e]"), "{answered}");
+
+    let (run_id, call_id) = setup.start_waiting("checks");
+    let answered = setup.ok(&["answer", &run_id, &call_id, "--none"]);
+    assert!(answered.contains("Checks []"), "{answered}");
+
+    let (run_id, call_id) = setup.start_waiting("name");
+    let answered = setup.ok(&["answer", &run_id, &call_id, "--text", "Ada"]);
+    assert!(answered.contains("Hello, Ada!"), "{answered}");
+
+    let (run_id, call_id) = setup.start_waiting("name");
+    let frames = setup.json(&["answer", &run_id, &call_id, "--decline", "rather not"]);
+    let result = frames
+        .iter()
+        .find_map(|frame| frame.get("toolResult"))
+        .expect("a tool result");
+    assert_eq!(result["kind"], "TOOL_RESULT_KIND_DECLINED");
+    assert_eq!(result["settledBy"]["subject"], "key:alice");
+
+    // Approvals: a rejection; an edit the schema refuses, then one it takes, then the tool's output.
+    let (run_id, call_id) = setup.start_waiting("gate");
+    let answered = setup.ok(&["answer", &run_id, &call_id, "--reject", "not today"]);
+    assert!(answered.contains("not today"), "{answered}");
+    assert_eq!(setup.status(&run_id), "RUN_STATUS_COMPLETED");
+
+    let (run_id, call_id) = setup.start_waiting("gate");
+    let refused = setup.run(&[
+        "answer",
+        &run_id,
+        &call_id,
+        "--edit",
+        r#"{"service":"api","environment":"moon"}"#,
+    ]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        stderr_of(&refused).contains("answer.approval.edit.arguments_json"),
+        "{}",
+        stderr_of(&refused)
+    );
+    let edited = setup.json(&[
+        "answer",
+        &run_id,
+        &call_id,
+        "--edit",
+        r#"{"service":"api","environment":"staging"}"#,
+    ]);
+    let to_run = edited
+        .iter()
+        .find_map(|frame| frame.get("toolCallSuspended"))
+        .expect("the approved call waits for its output");
+    assert_eq!(to_run["kind"], "SUSPEND_KIND_CLIENT_TOOL");
+    assert_eq!(
+        serde_json::from_str::<Value>(&text(&to_run["argumentsJson"])).expect("JSON"),
+        serde_json::json!({"service": "api", "environment": "staging"})
+    );
+    let finished = setup.ok(&["answer", &run_id, &call_id, "--output", "deployed v7"]);
+    assert!(
+        finished.contains("deploy said: User edited the arguments to"),
+        "{finished}"
+    );
+    assert!(finished.contains("Result: deployed v7"), "{finished}");
+
+    let (run_id, call_id) = setup.start_waiting("gate");
+    setup.ok(&["answer", &run_id, &call_id, "--approve"]);
+    assert_eq!(
+        setup.pending(&["--kind", "client-tool"]),
+        vec![(
+            run_id.clone(),
+            call_id.clone(),
+            "SUSPEND_KIND_CLIENT_TOOL".into()
+        )]
+    );
+    let failed = setup.ok(&[
+        "answer", &run_id, &call_id, "--output", "no disk", "--error",
+    ]);
+    assert!(failed.contains("deploy said: no disk"), "{failed}");
+}
+
+#[test]
+fn pending_runs_watch_and_cancel() {
+    let setup = Setup::new();
+    let (question_run, question) = setup.start_waiting("pick");
+    let (approval_run, approval) = setup.start_waiting("gate");
+
+    let mut everything = setup.pending(&[]);
+    everything.sort();
+    let mut expected = vec![
+        (
+            question_run.clone(),
+            question.clone(),
+            "SUSPEND_KIND_QUESTION".to_owned(),
+        ),
+        (
+            approval_run.clone(),
+            approval.clone(),
+            "SUSPEND_KIND_APPROVAL".to_owned(),
+        ),
+    ];
+    expected.sort();
+    assert_eq!(everything, expected);
+    assert_eq!(
+        setup.pending(&["--kind", "approval"]),
+        vec![(
+            approval_run.clone(),
+            approval.clone(),
+            "SUSPEND_KIND_APPROVAL".into()
+        )]
+    );
+    assert_eq!(
+        setup.pending(&["--agent", "pick"]),
+        vec![(
+            question_run.clone(),
+            question.clone(),
+            "SUSPEND_KIND_QUESTION".into()
+        )]
+    );
+    let human = setup.ok(&["pending", "--kind", "question"]);
+    assert!(
+        human.contains("Which environment? [staging | production]"),
+        "{human}"
+    );
+
+    let cancelled = setup.json(&["cancel", &approval_run, "--reason", "changed my mind"]);
+    assert_eq!(cancelled[0]["status"], "RUN_STATUS_CANCELLED");
+    let listed: Vec<String> = setup
+        .json(&["runs", "--status", "cancelled"])
+        .iter()
+        .map(|run| text(&run["runId"]))
+        .collect();
+    assert_eq!(listed, vec![approval_run.clone()]);
+    let suspended: Vec<String> = setup
+        .json(&["runs", "--status", "suspended"])
+        .iter()
+        .map(|run| text(&run["runId"]))
+        .collect();
+    assert_eq!(suspended, vec![question_run.clone()]);
+
+    // `watch` replays a finished run from its start and ends with it.
+    let watched = setup.ok(&["watch", &approval_run]);
+    assert!(
+        watched.contains("run cancelled: changed my mind"),
+        "{watched}"
+    );
+    setup.ok(&["answer", &question_run, &question, "--text", "staging"]);
+    let frames = setup.json(&["watch", &question_run]);
+    let sequences: Vec<u64> = frames
+        .iter()
+        .map(|frame| text(&frame["sequence"]).parse().expect("a number"))
+        .collect();
+    assert_eq!(sequences.first(), Some(&1));
+    assert!(
+        sequences.windows(2).all(|pair| pair[0] < pair[1]),
+        "{sequences:?}"
+    );
+    assert_eq!(
+        frames.last().expect("frames")["runCompleted"]["outputText"],
+        "Deploying to staging"
+    );
+    let after = setup.json(&["watch", &question_run, "--after", "2"]);
+    assert_eq!(after.len(), frames.len() - 2);
+    report_figures(
+        "terminal watch",
+        &[
+            ("frames", frames.len() as u64),
+            ("after_2", after.len() as u64),
+        ],
+    );
+}
+
+#[test]
+fn errors_are_one_line_with_a_failing_status() {
+    let setup = Setup::new();
+    let mut no_key = setup.command(&["runs"]);
+    no_key.env_remove("ASKUSER_API_KEY");
+    let output = no_key.output().expect("run askuser");
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr_of(&output).starts_with("askuser: UNAUTHENTICATED"),
+        "{}",
+        stderr_of(&output)
+    );
+
+    let output = setup.run(&["watch", "no-such-run"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr_of(&output).contains("NOT_FOUND"),
+        "{}",
+        stderr_of(&output)
+    );
+
+    // Without answer flags and without a terminal nothing can be asked.
+    let output = setup.run(&["answer", "some-run", "some-call"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr_of(&output).contains("--text"),
+        "{}",
+        stderr_of(&output)
+    );
+
+    let output = setup.run(&["runs", "--addr", "127.0.0.1:1", "--timeout", "5s"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr_of(&output).starts_with("askuser: cannot connect to 127.0.0.1:1"),
+        "{}",
+        stderr_of(&output)
+    );
+}
+
+#[test]
+fn start_in_a_terminal_asks_a_single_select_with_the_arrow_keys() {
+    let setup = Setup::new();
+    let mut terminal = setup.terminal(&["start", "pick", "go"]);
+    terminal.expect("Which environment?");
+    terminal.expect("careful");
+    terminal.expect("esc to decline");
+    terminal.send(DOWN);
+    terminal.send(ENTER);
+    terminal.expect("Deploying to production");
+    terminal.expect("EXIT=0");
+}
+
+#[test]
+fn start_in_a_terminal_asks_a_multi_select_with_the_space_bar() {
+    let setup = Setup::new();
+    let mut terminal = setup.terminal(&["start", "checks", "go"]);
+    terminal.expect("(none of these)");
+    terminal.expect("space to toggle");
+    terminal.send(" ");
+    terminal.send(DOWN);
+    terminal.send(DOWN);
+    terminal.send(" ");
+    terminal.send(ENTER);
+    terminal.expect("Checks [lint, e2e]");
+    terminal.expect("EXIT=0");
+}
+
+#[test]
+fn start_in_a_terminal_asks_for_text() {
+    let setup = Setup::new();
+    let mut terminal = setup.terminal(&["start", "name", "go"]);
+    terminal.expect("What is your name?");
+    terminal.expect("esc to decline");
+    terminal.send("Ada");
+    terminal.send(ENTER);
+    terminal.expect("Hello, Ada!");
+    terminal.expect("EXIT=0");
+}
+
+#[test]
+fn start_in_a_terminal_asks_an_approval_again_after_a_bad_edit() {
+    let setup = Setup::new();
+    let mut terminal = setup.terminal(&["start", "gate", "go"]);
+    // The tool and its arguments, formatted, then the decision.
+    terminal.expect("deploy waits for approval");
+    terminal.expect("\"environment\": \"production\"");
+    terminal.expect("Run deploy?");
+    terminal.send(DOWN);
+    terminal.send(DOWN);
+    terminal.send(ENTER);
+    terminal.expect("Arguments (JSON):");
+    terminal.expect("esc to go back");
+    // Clear the arguments offered for editing, then type ones the tool's schema refuses.
+    let offered = r#"{"environment":"production","service":"api"}"#;
+    terminal.send(&"\x7f".repeat(offered.len()));
+    terminal.send(r#"{"service":"api","environment":"moon"}"#);
+    terminal.send(ENTER);
+    terminal.expect("answer rejected: INVALID_ANSWER");
+    terminal.expect("answer.approval.edit.arguments_json");
+    // Asked again: approve as called.
+    terminal.expect("Run deploy?");
+    terminal.expect("enter to choose");
+    terminal.send(ENTER);
+    terminal.expect("waits for a worker");
+    let waiting = setup.pending(&["--kind", "client-tool"]);
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    let (run_id, call_id, _) = &waiting[0];
+    setup.ok(&["answer", run_id, call_id, "--output", "shipped"]);
+    terminal.expect("deploy said: shipped");
+    terminal.expect("EXIT=0");
+}
+
+#[test]
+fn answer_in_a_terminal_asks_the_waiting_question() {
+    let setup = Setup::new();
+    let (run_id, call_id) = setup.start_waiting("pick");
+    let mut terminal = setup.terminal(&["answer", &run_id, &call_id]);
+    terminal.expect("Which environment?");
+    terminal.expect("esc to decline");
+    terminal.send(ENTER);
+    terminal.expect("Deploying to staging");
+    terminal.expect("EXIT=0");
+}
+
+#[test]
+fn ctrl_c_leaves_the_run_waiting_and_says_how_to_come_back() {
+    let setup = Setup::new();
+    let mut terminal = setup.terminal(&["start", "pick", "go"]);
+    terminal.expect("esc to decline");
+    terminal.send(CTRL_C);
+    terminal.expect("goes on: follow it with `askuser watch");
+    terminal.expect("EXIT=130");
+    let waiting = setup.pending(&[]);
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    assert_eq!(setup.status(&waiting[0].0), "RUN_STATUS_SUSPENDED");
+}
