@@ -1,8 +1,9 @@
 //! Whether a PostgreSQL test runs. Without a PostgreSQL to run on, a PostgreSQL test returns early
-//! and the test binary says, in one line as it exits, how many did not run and how to run them, so
-//! plain `cargo test` needs no database. Under `ASKUSER_REQUIRE_POSTGRES` (set by scripts/test) a
+//! and the test binary says, in one line as it exits, how many did not run, in which modules, and
+//! how to run them, so plain `cargo test` needs no database. Under `ASKUSER_REQUIRE_POSTGRES` (set by scripts/test) a
 //! missing PostgreSQL fails the test instead: there no PostgreSQL test can be skipped.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, Once, PoisonError};
@@ -14,6 +15,8 @@ const HOW_TO_RUN: &str = "source scripts/postgres.sh && start_postgres, then car
 
 static NOT_RUN: AtomicUsize = AtomicUsize::new(0);
 static REASONS: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+/// How many did not run per module (the harness names a test's thread `module::test`).
+static MODULES: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
 static REPORT_AT_EXIT: Once = Once::new();
 
 /// A PostgreSQL test cannot run because `missing` (e.g. "ASKUSER_TEST_DATABASE_URL is not set"):
@@ -28,6 +31,16 @@ pub fn not_run(missing: &'static str) {
         );
     }
     NOT_RUN.fetch_add(1, Ordering::SeqCst);
+    let module = std::thread::current()
+        .name()
+        .and_then(|test| test.rsplit_once("::"))
+        .map_or("?", |(module, _)| module)
+        .to_owned();
+    *MODULES
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry(module)
+        .or_default() += 1;
     let mut reasons = REASONS.lock().unwrap_or_else(PoisonError::into_inner);
     if !reasons.contains(&missing) {
         reasons.push(missing);
@@ -56,10 +69,17 @@ extern "C" fn report() {
         .unwrap_or_default();
     // Cargo names a test binary `<name>-<hash>`.
     let binary = binary.rsplit_once('-').map_or(&*binary, |(name, _)| name);
+    let modules = MODULES
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .map(|(module, count)| format!("{module} {count}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let tests = if count == 1 { "test" } else { "tests" };
     // Written to the terminal's stderr directly, past the harness, which is done by now.
     let _ = writeln!(
         std::io::stderr(),
-        "postgresql: {count} {tests} of {binary} did not run: {reasons} ({HOW_TO_RUN})"
+        "postgresql: {count} {tests} of {binary} did not run ({modules}): {reasons} ({HOW_TO_RUN})"
     );
 }
