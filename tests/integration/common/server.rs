@@ -185,7 +185,10 @@ impl Server {
     fn spawn_in_process(&mut self) {
         for flag in ["--metrics-listen", "--otlp-endpoint"] {
             assert!(
-                !self.extra_args.iter().any(|arg| arg == flag),
+                !self
+                    .extra_args
+                    .iter()
+                    .any(|arg| arg == flag || arg.starts_with(&format!("{flag}="))),
                 "{flag} sets process-wide state: start the server with Server::process*"
             );
         }
@@ -201,9 +204,8 @@ impl Server {
         let thread = std::thread::Builder::new()
             .name(format!("askuser {addr}"))
             .spawn(move || {
-                // As the binary's `#[tokio::main]`: a multi-threaded runtime.
+                // As the binary's `#[tokio::main]`: a multi-threaded runtime, a worker per core.
                 let runtime = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
                     .enable_all()
                     .build()
                     .expect("runtime");
