@@ -175,6 +175,45 @@ impl RunStream {
         self.send(selections_answer(&self.run_id, tool_call_id, labels))
             .await;
     }
+
+    /// Reads every remaining frame (heartbeats skipped) until the stream ends with OK.
+    pub async fn frames_until_end(&mut self) -> Vec<pb::RunAgentResponse> {
+        collect_frames(&mut self.inbound).await
+    }
+
+    /// Reads the next frame, which must be `answer_rejected` (sequence 0), and returns it.
+    pub async fn next_rejected(&mut self) -> pb::AnswerRejected {
+        let frame = self.next().await;
+        assert_eq!(frame.sequence, 0, "{frame:?}");
+        match frame.event {
+            Some(Event::AnswerRejected(rejected)) => rejected,
+            other => panic!("expected answer_rejected, got {other:?}"),
+        }
+    }
+
+    /// Reads frames until the verdict on an answer to `tool_call_id` (stored events before it are
+    /// skipped).
+    pub async fn next_verdict(&mut self, tool_call_id: &str) -> Verdict {
+        loop {
+            let frame = self.next().await;
+            match frame.event {
+                Some(Event::AnswerAccepted(accepted)) if accepted.tool_call_id == tool_call_id => {
+                    return Verdict::Accepted {
+                        duplicate: accepted.duplicate,
+                    };
+                }
+                Some(Event::AnswerRejected(rejected)) if rejected.tool_call_id == tool_call_id => {
+                    return Verdict::Rejected {
+                        reason: rejected.reason,
+                    };
+                }
+                Some(Event::AnswerAccepted(_) | Event::AnswerRejected(_)) => {
+                    panic!("verdict on another tool call than {tool_call_id}: {frame:?}")
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 pub fn text_answer(run_id: &str, tool_call_id: &str, text: &str) -> pb::Answer {
@@ -287,23 +326,6 @@ pub async fn get_run(client: &mut AgentServiceClient<Channel>, run_id: &str) -> 
         .expect("run")
 }
 
-impl RunStream {
-    /// Reads every remaining frame (heartbeats skipped) until the stream ends with OK.
-    pub async fn frames_until_end(&mut self) -> Vec<pb::RunAgentResponse> {
-        collect_frames(&mut self.inbound).await
-    }
-
-    /// Reads the next frame, which must be `answer_rejected` (sequence 0), and returns it.
-    pub async fn next_rejected(&mut self) -> pb::AnswerRejected {
-        let frame = self.next().await;
-        assert_eq!(frame.sequence, 0, "{frame:?}");
-        match frame.event {
-            Some(Event::AnswerRejected(rejected)) => rejected,
-            other => panic!("expected answer_rejected, got {other:?}"),
-        }
-    }
-}
-
 /// The name of a frame's event, as the `oneof` field in the contract (`tool_result`, ...).
 pub fn event_name(frame: &pb::RunAgentResponse) -> &'static str {
     match &frame.event {
@@ -414,32 +436,6 @@ pub async fn resume_verdict(
             reason: error_reason(&status).expect("FAILED_PRECONDITION without ErrorInfo"),
         },
         Err(status) => panic!("ResumeRun failed with an unexpected status: {status:?}"),
-    }
-}
-
-impl RunStream {
-    /// Reads frames until the verdict on an answer to `tool_call_id` (stored events before it are
-    /// skipped).
-    pub async fn next_verdict(&mut self, tool_call_id: &str) -> Verdict {
-        loop {
-            let frame = self.next().await;
-            match frame.event {
-                Some(Event::AnswerAccepted(accepted)) if accepted.tool_call_id == tool_call_id => {
-                    return Verdict::Accepted {
-                        duplicate: accepted.duplicate,
-                    };
-                }
-                Some(Event::AnswerRejected(rejected)) if rejected.tool_call_id == tool_call_id => {
-                    return Verdict::Rejected {
-                        reason: rejected.reason,
-                    };
-                }
-                Some(Event::AnswerAccepted(_) | Event::AnswerRejected(_)) => {
-                    panic!("verdict on another tool call than {tool_call_id}: {frame:?}")
-                }
-                _ => {}
-            }
-        }
     }
 }
 
