@@ -8,7 +8,9 @@ mod admission;
 mod agents;
 pub mod ask_user;
 mod assignees;
+mod background;
 mod claims;
+mod effects;
 mod error;
 mod executor;
 mod hub;
@@ -16,25 +18,26 @@ mod observed;
 mod page_token;
 mod pending_fanout;
 mod pending_feed;
-mod retention;
 mod settle;
 mod settle_access;
+mod shared;
 mod store_gauges;
+#[cfg(test)]
+mod testing;
+#[cfg(test)]
+mod tests;
 pub mod tools;
 mod webhook_allow;
 mod webhooks;
 mod writes;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::Stream;
-use tokio::sync::Notify;
 use tokio::sync::broadcast::error::RecvError;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 use tracing::warn;
 
 use crate::domain::{
@@ -42,8 +45,8 @@ use crate::domain::{
     SuspendKind, ToolDefinition,
 };
 use crate::store::{
-    Approved, CallChange, CancelOutcome, CommitNotice, Decide, NewRun, RunFilter, RunQuery,
-    RunStore, StoreError, Tenancy,
+    Approved, CallChange, CancelOutcome, Decide, NewRun, RunFilter, RunQuery, RunStore, StoreError,
+    Tenancy,
 };
 
 pub use agents::AgentDefinition;
@@ -57,8 +60,8 @@ pub use webhook_allow::AllowPattern;
 pub use webhooks::{RunWebhook, WebhookSettings};
 
 use ask_user::CANCELLED_RESULT;
-use executor::Executing;
-use hub::{Hub, Subscription};
+use hub::Subscription;
+use shared::Shared;
 use tools::{CallPlan, RunTools, Tool, run_plan};
 use writes::Settled;
 
@@ -149,26 +152,10 @@ pub struct RunPage {
 /// The stream of a followed run's events.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<Event, RuntimeError>> + Send>>;
 
-pub(crate) struct Inner {
-    /// This process's name in run leases.
-    owner: String,
-    store: Arc<dyn RunStore>,
-    agents: HashMap<String, AgentDefinition>,
-    config: RuntimeConfig,
-    hub: Arc<Hub>,
-    /// Reads commits once for the pending-calls feeds of their run's tenant.
-    pending_fanout: Arc<pending_fanout::PendingFanout>,
-    executing: Executing,
-    admission: admission::Admission,
-    shutdown: CancellationToken,
-    tasks: TaskTracker,
-    expiry_wake: Notify,
-}
-
 /// Handle to the runtime; cheap to clone.
 #[derive(Clone)]
 pub struct Runtime {
-    inner: Arc<Inner>,
+    inner: Arc<Shared>,
 }
 
 /// Events read from the store per round trip while replaying.
@@ -239,26 +226,8 @@ impl Runtime {
         agents: Vec<AgentDefinition>,
         config: RuntimeConfig,
     ) -> Self {
-        let admission = admission::Admission::new(
-            config.max_running_steps,
-            config.max_model_requests,
-            agents.iter(),
-        );
-        let agents = agents.into_iter().map(|a| (a.id.clone(), a)).collect();
         Self {
-            inner: Arc::new(Inner {
-                owner: format!("{}-{}", std::process::id(), uuid::Uuid::now_v7().simple()),
-                store,
-                agents,
-                config,
-                hub: Arc::new(Hub::default()),
-                pending_fanout: Arc::default(),
-                executing: Executing::default(),
-                admission,
-                shutdown: CancellationToken::new(),
-                tasks: TaskTracker::new(),
-                expiry_wake: Notify::new(),
-            }),
+            inner: Arc::new(Shared::new(store, agents, config)),
         }
     }
 
@@ -266,23 +235,7 @@ impl Runtime {
     /// that were working when the server stopped), live commit notices from other replicas,
     /// question expiry and retention.
     pub async fn start(&self) -> Result<(), RuntimeError> {
-        if let Some(feed) = self.inner.store.commit_feed().await? {
-            let inner = Arc::clone(&self.inner);
-            self.inner.tasks.spawn(commit_feed_loop(inner, feed));
-        }
-        // Subscribed before the first request can commit anything.
-        let changes = self.inner.hub.subscribe_all();
-        let inner = Arc::clone(&self.inner);
-        self.inner
-            .tasks
-            .spawn(pending_fanout::fanout_loop(inner, changes));
-        let inner = Arc::clone(&self.inner);
-        self.inner.tasks.spawn(executor::takeover_loop(inner));
-        let inner = Arc::clone(&self.inner);
-        self.inner.tasks.spawn(expiry_loop(inner));
-        let inner = Arc::clone(&self.inner);
-        self.inner.tasks.spawn(retention::retention_loop(inner));
-        Ok(())
+        self.inner.start_background().await
     }
 
     /// Stops starting work and ends every follower (their streams end with "shutting down").
@@ -373,9 +326,9 @@ impl Runtime {
         self.inner
             .pending_fanout
             .remember(&run_id, &request.principal.tenant);
-        let existing = writes::create(
-            &self.inner,
-            NewRun {
+        let existing = self
+            .inner
+            .create(NewRun {
                 run_id: run_id.clone(),
                 tenant: request.principal.tenant.clone(),
                 agent_id: request.agent_id,
@@ -387,9 +340,8 @@ impl Runtime {
                 webhooks,
                 // The start's RPC span: the run's steps, wherever they run, join its trace.
                 trace_context: crate::telemetry::current_context(),
-            },
-        )
-        .await?;
+            })
+            .await?;
         if let Some(run_id) = existing {
             // A retried start: follow the run the first one made, from its beginning.
             let events = self.follow(&run_id, &request.principal, 0, FollowUntil::End);
@@ -506,16 +458,17 @@ impl Runtime {
             )
             .ok()
         });
-        let outcome = writes::settle(
-            &self.inner,
-            request.run_id.clone(),
-            Some(request.principal.tenant.clone()),
-            request.tool_call_id.clone(),
-            decide,
-            // A draining server starts no executor: it leaves the run's lease to others.
-            !self.inner.shutdown.is_cancelled(),
-        )
-        .await?;
+        let outcome = self
+            .inner
+            .settle(
+                request.run_id.clone(),
+                Some(request.principal.tenant.clone()),
+                request.tool_call_id.clone(),
+                decide,
+                // A draining server starts no executor: it leaves the run's lease to others.
+                !self.inner.shutdown.is_cancelled(),
+            )
+            .await?;
         let ack = |duplicate, result_sequence, answer_id: &str| AnswerAck {
             tool_call_id: request.tool_call_id.clone(),
             answer_id: answer_id.to_owned(),
@@ -662,7 +615,7 @@ impl Runtime {
     /// The calls that wait for someone across `principal`'s tenant's runs: a snapshot, then
     /// changes live.
     pub fn watch_pending(&self, filter: PendingFilter, principal: Principal) -> PendingStream {
-        pending_feed::watch(Arc::clone(&self.inner), filter, principal)
+        self.inner.watch_pending(filter, principal)
     }
 
     /// The `ListRuns` page token of the page after `last_run_id` (for a page cut short).
@@ -677,15 +630,16 @@ impl Runtime {
         reason: &str,
         principal: &Principal,
     ) -> Result<RunRecord, RuntimeError> {
-        match writes::cancel(
-            &self.inner,
-            run_id.to_owned(),
-            Some(principal.tenant.clone()),
-            reason.to_owned(),
-            CANCELLED_RESULT,
-            SettledBy::from(principal),
-        )
-        .await?
+        match self
+            .inner
+            .cancel(
+                run_id.to_owned(),
+                Some(principal.tenant.clone()),
+                reason.to_owned(),
+                CANCELLED_RESULT,
+                SettledBy::from(principal),
+            )
+            .await?
         {
             CancelOutcome::Cancelled(_) | CancelOutcome::AlreadyCancelled => {}
             CancelOutcome::Finished(status) => {
@@ -802,7 +756,7 @@ fn finished(until: FollowUntil, status: RunStatus, delivered: u64, known_last: u
 }
 
 /// Settles questions as they expire, including those that expired while the server was down.
-async fn expiry_loop(inner: Arc<Inner>) {
+async fn expiry_loop(inner: Arc<Shared>) {
     const IDLE_CHECK: i64 = 60_000;
     loop {
         let wait_ms = match inner.store.next_expiry().await {
@@ -838,14 +792,7 @@ async fn expiry_loop(inner: Arc<Inner>) {
                 let _ = seen.set(call.suspension.kind);
                 Some(CallChange::Settle(settle::expired(call)))
             });
-            let settled = writes::settle(
-                &inner,
-                run_id.clone(),
-                None,
-                tool_call_id.clone(),
-                expired,
-                true,
-            );
+            let settled = inner.settle(run_id.clone(), None, tool_call_id.clone(), expired, true);
             match settled.await {
                 Ok(Settled::Applied { .. }) => {
                     if let Some(kind) = kind.get() {
@@ -855,40 +802,6 @@ async fn expiry_loop(inner: Arc<Inner>) {
                 // Answered or cancelled in the meantime.
                 Ok(_) => {}
                 Err(error) => warn!(%error, run_id, tool_call_id, "expiring a question failed"),
-            }
-        }
-    }
-}
-
-/// Wakes local followers of runs that other replicas committed to.
-async fn commit_feed_loop(
-    inner: Arc<Inner>,
-    mut feed: tokio::sync::mpsc::Receiver<crate::store::CommitNotice>,
-) {
-    loop {
-        let notice = tokio::select! {
-            notice = feed.recv() => notice,
-            () = inner.shutdown.cancelled() => return,
-        };
-        match notice {
-            Some(CommitNotice::Committed {
-                run_id,
-                last_sequence,
-                status,
-            }) => {
-                inner.hub.notify(&run_id, last_sequence);
-                // A question asked on another replica may expire before the next local check.
-                if status == RunStatus::Suspended {
-                    inner.expiry_wake.notify_one();
-                }
-            }
-            Some(CommitNotice::Missed) => {
-                inner.hub.notify_all();
-                inner.expiry_wake.notify_one();
-            }
-            None => {
-                warn!("the store's commit feed ended; followers see other replicas' events late");
-                return;
             }
         }
     }

@@ -9,14 +9,14 @@ use std::time::Duration;
 
 use tracing::warn;
 
-use super::Inner;
+use super::shared::Shared;
 use crate::domain::{Event, EventKind, RunStatus};
 use crate::store::Tenancy;
 
 /// Records how long the call waited, from its suspension (its last before the settle's first
 /// event, `settled_sequence`) to now.
 pub(super) fn settled_by_someone(
-    inner: &Arc<Inner>,
+    inner: &Arc<Shared>,
     run_id: &str,
     tool_call_id: &str,
     settled_sequence: u64,
@@ -50,7 +50,7 @@ pub(super) fn settled_by_someone(
 }
 
 /// Counts a cancelled run under its agent, which the cancel itself does not read.
-pub(super) fn cancelled(inner: &Arc<Inner>, run_id: &str) {
+pub(super) fn cancelled(inner: &Arc<Shared>, run_id: &str) {
     if !inner.config.metrics {
         return;
     }
