@@ -13,6 +13,7 @@ mod claims;
 mod effects;
 mod error;
 mod executor;
+mod follow;
 mod hub;
 mod observed;
 mod page_token;
@@ -37,11 +38,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::Stream;
-use tokio::sync::broadcast::error::RecvError;
 use tracing::warn;
 
 use crate::domain::{
-    AnswerInput, ApprovalDecision, AskUserInput, Event, Principal, RunRecord, RunStatus, SettledBy,
+    AnswerInput, ApprovalDecision, AskUserInput, Event, Principal, RunRecord, SettledBy,
     SuspendKind, ToolDefinition,
 };
 use crate::store::{
@@ -60,7 +60,6 @@ pub use webhook_allow::AllowPattern;
 pub use webhooks::{RunWebhook, WebhookSettings};
 
 use ask_user::CANCELLED_RESULT;
-use hub::Subscription;
 use shared::Shared;
 use tools::{CallPlan, RunTools, Tool, run_plan};
 use writes::Settled;
@@ -158,8 +157,6 @@ pub struct Runtime {
     inner: Arc<Shared>,
 }
 
-/// Events read from the store per round trip while replaying.
-const REPLAY_PAGE: usize = 512;
 const DEFAULT_PAGE_SIZE: usize = 50;
 const MAX_PAGE_SIZE: usize = 1000;
 
@@ -347,7 +344,7 @@ impl Runtime {
             let events = self.follow(&run_id, &request.principal, 0, FollowUntil::End);
             return Ok((run_id, events));
         }
-        let events = self.follow_subscribed(
+        let events = self.inner.follow_subscribed(
             live,
             &run_id,
             Some(request.principal.tenant),
@@ -666,92 +663,8 @@ impl Runtime {
         // Subscribe before reading the store, so nothing committed in between is missed.
         let live = self.inner.hub.subscribe(run_id);
         let tenant = Some(principal.tenant.clone());
-        self.follow_subscribed(live, run_id, tenant, after_sequence, until, true)
-    }
-
-    /// [`Runtime::follow`] on a subscription taken by the caller; `read_store` false skips the
-    /// first read of the store when the subscription saw every commit of the run.
-    fn follow_subscribed(
-        &self,
-        mut live: Subscription,
-        run_id: &str,
-        tenant: Option<String>,
-        after_sequence: u64,
-        until: FollowUntil,
-        mut read_store: bool,
-    ) -> EventStream {
-        let inner = Arc::clone(&self.inner);
-        let run_id = run_id.to_owned();
-        Box::pin(async_stream::try_stream! {
-            let mut delivered = after_sequence;
-            let mut known_last = 0;
-            let mut status = RunStatus::Running;
-            loop {
-                if read_store {
-                    let page = inner
-                        .store
-                        .read_events(&run_id, tenant.as_deref().into(), delivered, REPLAY_PAGE)
-                        .await?
-                        .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
-                    read_store = page.events.len() == REPLAY_PAGE;
-                    for event in page.events {
-                        delivered = event.sequence;
-                        yield event;
-                    }
-                    known_last = page.last_sequence;
-                    status = page.status;
-                    continue;
-                }
-                if finished(until, status, delivered, known_last) {
-                    break;
-                }
-                let batch = tokio::select! {
-                    batch = live.recv() => batch,
-                    () = inner.shutdown.cancelled() => Err(RecvError::Closed),
-                };
-                let batch = match batch {
-                    Ok(batch) => batch,
-                    // Fell behind the live channel: catch up from the store.
-                    Err(RecvError::Lagged(_)) => {
-                        read_store = true;
-                        continue;
-                    }
-                    Err(RecvError::Closed) => Err(RuntimeError::ShuttingDown)?,
-                };
-                let Some(first) = batch.events.first().map(|e| e.sequence) else {
-                    // A notice of a commit made elsewhere: its events are in the store.
-                    read_store |= batch.last_sequence > delivered;
-                    continue;
-                };
-                if first > delivered + 1 {
-                    // Events this follower has not seen came another way (published out of
-                    // order, or committed by another replica); they are in the store.
-                    read_store = true;
-                    continue;
-                }
-                for event in &batch.events {
-                    if event.sequence == delivered + 1 {
-                        delivered = event.sequence;
-                        yield event.clone();
-                    }
-                }
-                if batch.last_sequence >= known_last {
-                    known_last = batch.last_sequence;
-                    status = batch.status;
-                }
-            }
-        })
-    }
-}
-
-/// Whether a follower has seen all it waits for.
-fn finished(until: FollowUntil, status: RunStatus, delivered: u64, known_last: u64) -> bool {
-    if delivered < known_last {
-        return false;
-    }
-    match until {
-        FollowUntil::End => status.is_terminal(),
-        FollowUntil::Idle => status != RunStatus::Running,
+        self.inner
+            .follow_subscribed(live, run_id, tenant, after_sequence, until, true)
     }
 }
 
