@@ -27,7 +27,7 @@ mod writes;
 
 use std::collections::{BTreeMap, HashMap};
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::Stream;
@@ -42,8 +42,8 @@ use crate::domain::{
     SuspendKind, ToolDefinition,
 };
 use crate::store::{
-    Approved, CallChange, CancelOutcome, CommitNotice, Decide, NewRun, RunFilter, RunQuery,
-    RunStore, StoreError, Tenancy,
+    Approved, CallChange, CancelOutcome, CommitNotice, Decide, NewRun, Refusal, RunFilter,
+    RunQuery, RunStore, StoreError, Tenancy,
 };
 
 pub use agents::AgentDefinition;
@@ -490,7 +490,6 @@ impl Runtime {
         // call takes no round trip of its own.
         let limits = self.inner.config.limits;
         let (answer, answer_id) = (request.answer.clone(), request.answer_id.clone());
-        let approved_next = approved.clone();
         let store = Arc::clone(&self.inner.store);
         let principal = request.principal.clone();
         let decide: Decide = Box::new(move |call| {
@@ -499,12 +498,12 @@ impl Runtime {
                 call,
                 &answer,
                 &answer_id,
-                approved_next.as_ref(),
+                approved.as_ref(),
                 &limits,
                 now_ms,
                 &principal,
             )
-            .ok()
+            .map_err(Refusal::from)
         });
         let outcome = writes::settle(
             &self.inner,
@@ -523,16 +522,14 @@ impl Runtime {
             result_sequence,
         };
         match outcome {
-            Settled::Applied { first_sequence } => {
-                observed::settled_by_someone(
-                    &self.inner,
-                    &request.run_id,
-                    &request.tool_call_id,
-                    first_sequence,
-                );
+            Settled::Applied {
+                first_sequence,
+                call,
+            } => {
+                observed::settled_by_someone(&self.inner, &call);
                 Ok(ack(false, first_sequence, &request.answer_id))
             }
-            Settled::Unchanged(call) => {
+            Settled::Unchanged { call, refusal } => {
                 // Even a retry of an earlier answer is acknowledged only to who may settle it.
                 settle_access::check(&call.suspension, &call.tool_call_id, &request.principal)?;
                 if let Some(earlier) = settle::repeated(&call, &request.answer) {
@@ -552,17 +549,8 @@ impl Runtime {
                 if call.status != crate::store::CallStatus::Pending || decided_again {
                     return Err(settle::not_pending(&call));
                 }
-                Err(settle::decide(
-                    &call,
-                    &request.answer,
-                    &request.answer_id,
-                    approved.as_ref(),
-                    &limits,
-                    self.inner.store.now_ms(),
-                    &request.principal,
-                )
-                .err()
-                .unwrap_or_else(|| settle::not_pending(&call)))
+                // Refused in the transaction: why, as `decide` said.
+                Err(refusal.map_or_else(|| settle::not_pending(&call), settle::refused))
             }
             Settled::NotFound => Err(self
                 .unknown_call(&request.run_id, &request.principal, &request.tool_call_id)
@@ -687,7 +675,7 @@ impl Runtime {
         )
         .await?
         {
-            CancelOutcome::Cancelled(_) | CancelOutcome::AlreadyCancelled => {}
+            CancelOutcome::Cancelled { .. } | CancelOutcome::AlreadyCancelled => {}
             CancelOutcome::Finished(status) => {
                 return Err(RuntimeError::RunFinished {
                     run_id: run_id.to_owned(),
@@ -831,13 +819,7 @@ async fn expiry_loop(inner: Arc<Inner>) {
             }
         };
         for (run_id, tool_call_id) in due {
-            // What the call waited for, seen in the settling transaction, for the metrics.
-            let kind = Arc::new(OnceLock::new());
-            let seen = Arc::clone(&kind);
-            let expired: Decide = Box::new(move |call| {
-                let _ = seen.set(call.suspension.kind);
-                Some(CallChange::Settle(settle::expired(call)))
-            });
+            let expired: Decide = Box::new(|call| Ok(CallChange::Settle(settle::expired(call))));
             let settled = writes::settle(
                 &inner,
                 run_id.clone(),
@@ -847,10 +829,8 @@ async fn expiry_loop(inner: Arc<Inner>) {
                 true,
             );
             match settled.await {
-                Ok(Settled::Applied { .. }) => {
-                    if let Some(kind) = kind.get() {
-                        crate::metrics::call_expired(*kind);
-                    }
+                Ok(Settled::Applied { call, .. }) => {
+                    crate::metrics::call_expired(call.suspension.kind);
                 }
                 // Answered or cancelled in the meantime.
                 Ok(_) => {}

@@ -66,7 +66,7 @@ async fn cancel_older_than(inner: &Arc<Inner>, max_age: Duration) {
                 SettledBy::from(&Principal::server()),
             );
             match outcome.await {
-                Ok(CancelOutcome::Cancelled(_)) => cancelled += 1,
+                Ok(CancelOutcome::Cancelled { .. }) => cancelled += 1,
                 // Ended or deleted meanwhile.
                 Ok(_) => {}
                 Err(error) => {

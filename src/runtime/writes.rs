@@ -15,7 +15,7 @@ use super::observed;
 use super::{Inner, RuntimeError};
 use crate::domain::{RunStatus, SettledBy};
 use crate::store::{
-    CancelOutcome, Committed, CreateOutcome, Decide, NewRun, SettleOutcome, StepState,
+    CancelOutcome, Committed, CreateOutcome, Decide, NewRun, Refusal, SettleOutcome, StepState,
     ToolCallRecord,
 };
 
@@ -66,12 +66,17 @@ pub(super) async fn create(
 
 /// What [`settle`] did.
 pub(super) enum Settled {
-    /// Changed; `first_sequence` is the sequence of the change's first event.
+    /// Changed; `first_sequence` is the sequence of the change's first event, `call` the call as
+    /// it was before.
     Applied {
         first_sequence: u64,
+        call: Box<ToolCallRecord>,
     },
-    /// Refused by `decide`, or no longer pending: the call as it is.
-    Unchanged(Box<ToolCallRecord>),
+    /// Refused by `decide` (with its reason), or no longer pending (no reason): the call as it is.
+    Unchanged {
+        call: Box<ToolCallRecord>,
+        refusal: Option<Refusal>,
+    },
     NotFound,
 }
 
@@ -105,13 +110,23 @@ pub(super) async fn settle(
                 committed,
                 step,
                 first_sequence,
+                call,
+                ..
             } => {
                 publish_settled(&inner, &run_id, committed, step);
-                Settled::Applied { first_sequence }
+                Settled::Applied {
+                    first_sequence,
+                    call,
+                }
             }
-            SettleOutcome::Refused(call) | SettleOutcome::NotPending(call) => {
-                Settled::Unchanged(call)
-            }
+            SettleOutcome::Refused(call, refusal) => Settled::Unchanged {
+                call,
+                refusal: Some(refusal),
+            },
+            SettleOutcome::NotPending(call) => Settled::Unchanged {
+                call,
+                refusal: None,
+            },
             SettleOutcome::NotFound => Settled::NotFound,
         })
     })
@@ -141,9 +156,13 @@ pub(super) async fn cancel(
                 &cancelled_by,
             )
             .await?;
-        if let CancelOutcome::Cancelled(committed) = &outcome {
+        if let CancelOutcome::Cancelled {
+            committed,
+            agent_id,
+        } = &outcome
+        {
             inner.hub.publish(&run_id, Batch::from(committed.clone()));
-            observed::cancelled(&inner, &run_id);
+            observed::cancelled(&inner, agent_id);
         }
         Ok(outcome)
     })

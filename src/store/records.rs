@@ -70,37 +70,6 @@ pub(super) const RUN_IN_TENANT: &str = concat!(
     in_tenant!("tenant")
 );
 
-/// The latest event of run `$1` before sequence `$2` whose stored body starts with `$3` (a
-/// [`suspension_prefix`]): sequence, time and body. Read backwards from `$2`, so it stops at the
-/// suspension, usually among the run's last events.
-pub(super) const SUSPENSION_EVENT_QUERY: &str = "SELECT sequence, time_ms, body FROM events \
-     WHERE run_id = $1 AND sequence < $2 AND substr(body, 1, length(CAST($3 AS TEXT))) = $3 \
-     ORDER BY sequence DESC LIMIT 1";
-
-/// How the stored body of a call's `tool_call_suspended` event starts: serde writes an internally
-/// tagged enum's tag first, then its fields in the order declared, the call's id first.
-pub(super) fn suspension_prefix(tool_call_id: &str) -> StoreResult<String> {
-    Ok(format!(
-        "{{\"type\":\"tool_call_suspended\",\"tool_call_id\":{},",
-        to_json(&tool_call_id)?
-    ))
-}
-
-/// A stored event of run `run_id`.
-pub(super) fn stored_event(
-    run_id: &str,
-    sequence: i64,
-    time_ms: i64,
-    body: &str,
-) -> StoreResult<Event> {
-    Ok(Event {
-        run_id: run_id.to_owned(),
-        sequence: unsigned(sequence),
-        time_ms,
-        kind: from_json(body)?,
-    })
-}
-
 /// Runs not finished, by status.
 pub(super) const UNFINISHED_RUNS_COUNT_QUERY: &str = "SELECT status, COUNT(*) FROM runs \
      WHERE status IN ('running', 'suspended') GROUP BY status";
@@ -894,6 +863,7 @@ pub(super) struct RunHead {
     pub lease_owner: Option<String>,
     /// Its webhook plan (`runs.webhooks`), which decides the deliveries its events make.
     pub webhooks: Option<String>,
+    pub agent_id: String,
 }
 
 impl RunHead {
@@ -970,28 +940,5 @@ impl KeyRow {
             created_ms: self.created_ms,
             revoked_ms: self.revoked_ms,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_suspension_is_stored_starting_with_its_prefix() {
-        let suspended = EventKind::ToolCallSuspended {
-            tool_call_id: "call_\"1\"%_".into(),
-            tool_name: "deploy".into(),
-            payload: None,
-            expire_ms: Some(5),
-            kind: SuspendKind::Approval,
-            arguments_json: "{}".into(),
-            approval_reason: String::new(),
-            assignees: Vec::new(),
-        };
-        let body = to_json(&suspended).expect("json");
-        let prefix = suspension_prefix("call_\"1\"%_").expect("prefix");
-        assert!(body.starts_with(&prefix), "{body} / {prefix}");
-        assert!(!body.starts_with(&suspension_prefix("call_").expect("prefix")));
     }
 }

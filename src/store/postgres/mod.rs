@@ -41,13 +41,12 @@ use super::records::{
     EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, OLDEST_PENDING_CALLS_QUERY,
     PENDING_CALLS_COUNT_QUERY, PENDING_COLUMNS, PENDING_FEED_QUERY, PENDING_IN_TENANT_QUERY,
     PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_IN_TENANT,
-    RUN_OF_REQUEST_QUERY, RUN_QUERY, RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY,
-    SUSPENSION_EVENT_QUERY, SettledRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY,
-    ToolCallRow, TranscriptCall, UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY,
-    UNSETTLED_QUERY, UPDATE_CALL, WEBHOOKS_DUE_QUERY, assemble_transcript, between_turns,
-    cancel_events, counting_step_start, executed_events, executing_call, first_step, from_json,
-    kind_name, parse_status, pending_counts, run_tools_column, settled_by_column, stored_event,
-    suspension_prefix, to_json, unsigned, usage_columns,
+    RUN_OF_REQUEST_QUERY, RUN_QUERY, RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY, SettledRow,
+    TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall,
+    UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY, UPDATE_CALL,
+    WEBHOOKS_DUE_QUERY, assemble_transcript, between_turns, cancel_events, counting_step_start,
+    executed_events, executing_call, first_step, from_json, kind_name, parse_status,
+    pending_counts, run_tools_column, settled_by_column, to_json, unsigned, usage_columns,
 };
 use super::run_filter::{Dialect, ListParam, list_runs_query};
 use super::webhook_records::{DeliveryInsert, deliveries_of, webhooks_column};
@@ -393,7 +392,8 @@ async fn rows_of_run(
 
 /// Locks run `$1`'s row if it belongs to tenant `$2` (any tenant's when NULL); what decides
 /// whether a change may happen.
-const LOCK_RUN: &str = "SELECT status, last_sequence, turns, lease_owner, webhooks FROM runs \
+const LOCK_RUN: &str = "SELECT status, last_sequence, turns, lease_owner, webhooks, agent_id \
+     FROM runs \
      WHERE run_id = $1 AND (CAST($2 AS TEXT) IS NULL OR tenant = $2) FOR UPDATE";
 
 /// Inserts a run's events of one time, their sequences and JSON bodies as two arrays.
@@ -513,6 +513,7 @@ async fn lock_run(
                 turns: u32::try_from(row.get::<_, i64>(2)).unwrap_or(u32::MAX),
                 lease_owner: row.get(3),
                 webhooks: row.get(4),
+                agent_id: row.get(5),
             })
         })
         .transpose()
@@ -1262,8 +1263,13 @@ impl RunStore for PostgresStore {
         if call.status != CallStatus::Pending {
             return Ok(tx.rollback(SettleOutcome::NotPending(Box::new(call))).await);
         }
-        let Some(change) = decide(&call) else {
-            return Ok(tx.rollback(SettleOutcome::Refused(Box::new(call))).await);
+        let change = match decide(&call) {
+            Ok(change) => change,
+            Err(refusal) => {
+                return Ok(tx
+                    .rollback(SettleOutcome::Refused(Box::new(call), refusal))
+                    .await);
+            }
         };
         let first_sequence = head.last_sequence + 1;
         let update = CallUpdate::new(&call, change, first_sequence, now)?;
@@ -1347,6 +1353,8 @@ impl RunStore for PostgresStore {
             committed: Committed { events, status },
             step: step.map(Box::new),
             first_sequence,
+            call: Box::new(call),
+            agent_id: head.agent_id,
         })
     }
 
@@ -1614,10 +1622,13 @@ impl RunStore for PostgresStore {
             self.notify(client, &notice, run_id, last_sequence, RunStatus::Cancelled),
             tx.commit(),
         )?;
-        Ok(CancelOutcome::Cancelled(Committed {
-            events,
-            status: RunStatus::Cancelled,
-        }))
+        Ok(CancelOutcome::Cancelled {
+            committed: Committed {
+                events,
+                status: RunStatus::Cancelled,
+            },
+            agent_id: head.agent_id,
+        })
     }
 
     async fn read_events(
@@ -1667,26 +1678,6 @@ impl RunStore for PostgresStore {
             status: parse_status(head.get(0))?,
             last_sequence: unsigned(head.get(1)),
         }))
-    }
-
-    async fn suspension_event(
-        &self,
-        run_id: &str,
-        tool_call_id: &str,
-        before_sequence: u64,
-    ) -> StoreResult<Option<Event>> {
-        let prefix = suspension_prefix(tool_call_id)?;
-        let before = i64::try_from(before_sequence).unwrap_or(i64::MAX);
-        let client = self.pool.get().await?;
-        select(
-            &client,
-            SUSPENSION_EVENT_QUERY,
-            &[&run_id, &before, &prefix],
-        )
-        .await?
-        .first()
-        .map(|row| stored_event(run_id, row.get(0), row.get(1), row.get(2)))
-        .transpose()
     }
 
     async fn pending_counts(&self, now_ms: i64) -> StoreResult<PendingCounts> {

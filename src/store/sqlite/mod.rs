@@ -22,13 +22,12 @@ use super::records::{
     EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, OLDEST_PENDING_CALLS_QUERY,
     PENDING_CALLS_COUNT_QUERY, PENDING_FEED_QUERY, PENDING_QUERY, PRUNABLE_RUNS_QUERY,
     PRUNED_TABLES, PendingRow, RUN_IN_TENANT, RUN_OF_REQUEST_QUERY, RUN_QUERY, RUN_STATE_QUERY,
-    RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY, SUSPENSION_EVENT_QUERY, SettledRow,
-    TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall,
-    UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY, UPDATE_CALL,
-    WEBHOOKS_DUE_QUERY, assemble_transcript, between_turns, cancel_events, counting_step_start,
-    executed_events, executing_call, first_step, from_json, kind_name, parse_status,
-    pending_counts, run_tools_column, settled_by_column, stored_event, suspension_prefix, to_json,
-    usage_columns,
+    RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY, SettledRow, TOOL_CALL_QUERY,
+    TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall, UNFINISHED_BEFORE_QUERY,
+    UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY, UPDATE_CALL, WEBHOOKS_DUE_QUERY,
+    assemble_transcript, between_turns, cancel_events, counting_step_start, executed_events,
+    executing_call, first_step, from_json, kind_name, parse_status, pending_counts,
+    run_tools_column, settled_by_column, to_json, usage_columns,
 };
 use super::run_filter::{Dialect, ListParam, list_runs_query};
 use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of, webhooks_column};
@@ -341,7 +340,8 @@ fn load_executing(conn: &Connection, run_id: &str) -> StoreResult<Vec<ExecutingC
 fn run_head(conn: &Connection, run_id: &str) -> StoreResult<Option<RunHead>> {
     let row = conn
         .prepare_cached(
-            "SELECT status, last_sequence, turns, lease_owner, webhooks FROM runs WHERE run_id = ?1",
+            "SELECT status, last_sequence, turns, lease_owner, webhooks, agent_id FROM runs \
+             WHERE run_id = ?1",
         )?
         .query_row([run_id], |row| {
             Ok((
@@ -350,16 +350,18 @@ fn run_head(conn: &Connection, run_id: &str) -> StoreResult<Option<RunHead>> {
                 row.get::<_, i64>(2)?,
                 row.get::<_, Option<String>>(3)?,
                 row.get::<_, Option<String>>(4)?,
+                row.get::<_, String>(5)?,
             ))
         })
         .optional()?;
-    row.map(|(status, last, turns, lease_owner, webhooks)| {
+    row.map(|(status, last, turns, lease_owner, webhooks, agent_id)| {
         Ok(RunHead {
             status: parse_status(&status)?,
             last_sequence: u64::try_from(last).unwrap_or(0),
             turns: u32::try_from(turns).unwrap_or(u32::MAX),
             lease_owner,
             webhooks,
+            agent_id,
         })
     })
     .transpose()
@@ -791,8 +793,9 @@ impl RunStore for SqliteStore {
             if call.status != CallStatus::Pending {
                 return Ok(SettleOutcome::NotPending(Box::new(call)));
             }
-            let Some(change) = decide(&call) else {
-                return Ok(SettleOutcome::Refused(Box::new(call)));
+            let change = match decide(&call) {
+                Ok(change) => change,
+                Err(refusal) => return Ok(SettleOutcome::Refused(Box::new(call), refusal)),
             };
             let Some(head) = run_head(conn, &run_id)? else {
                 return Ok(SettleOutcome::NotFound);
@@ -854,6 +857,8 @@ impl RunStore for SqliteStore {
                 committed: Committed { events, status },
                 step,
                 first_sequence,
+                call: Box::new(call),
+                agent_id: head.agent_id,
             })
         })
         .await
@@ -1052,10 +1057,13 @@ impl RunStore for SqliteStore {
                  updated_ms = ?4 WHERE run_id = ?1",
             )?
             .execute(params![run_id, reason, last_sequence as i64, now])?;
-            Ok(CancelOutcome::Cancelled(Committed {
-                events,
-                status: RunStatus::Cancelled,
-            }))
+            Ok(CancelOutcome::Cancelled {
+                committed: Committed {
+                    events,
+                    status: RunStatus::Cancelled,
+                },
+                agent_id: head.agent_id,
+            })
         })
         .await
     }
@@ -1104,28 +1112,6 @@ impl RunStore for SqliteStore {
             }))
         })
         .await
-    }
-
-    async fn suspension_event(
-        &self,
-        run_id: &str,
-        tool_call_id: &str,
-        before_sequence: u64,
-    ) -> StoreResult<Option<Event>> {
-        let (run_id, prefix) = (run_id.to_owned(), suspension_prefix(tool_call_id)?);
-        let before = i64::try_from(before_sequence).unwrap_or(i64::MAX);
-        self.readers
-            .run(move |conn| {
-                let row: Option<(i64, i64, String)> = conn
-                    .prepare_cached(SUSPENSION_EVENT_QUERY)?
-                    .query_row(params![run_id, before, prefix], |row| {
-                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-                    })
-                    .optional()?;
-                row.map(|(sequence, time_ms, body)| stored_event(&run_id, sequence, time_ms, &body))
-                    .transpose()
-            })
-            .await
     }
 
     async fn pending_counts(&self, now_ms: i64) -> StoreResult<PendingCounts> {
