@@ -6,6 +6,7 @@
 mod deliveries;
 mod keys;
 mod metered;
+mod ops;
 mod postgres;
 mod postgres_connect;
 mod postgres_tls;

@@ -70,6 +70,23 @@ pub(super) const RUN_IN_TENANT: &str = concat!(
     in_tenant!("tenant")
 );
 
+/// The head of run `$1` ([`RunHead`]) if it belongs to tenant `$2` ([`in_tenant!`]): what decides
+/// whether a change may happen. PostgreSQL reads it `FOR UPDATE` ([`LOCK_RUN`]).
+macro_rules! run_head_query {
+    ($suffix:literal) => {
+        concat!(
+            "SELECT status, last_sequence, turns, lease_owner, webhooks, agent_id FROM runs \
+             WHERE run_id = $1 AND ",
+            in_tenant!("tenant"),
+            $suffix
+        )
+    };
+}
+
+pub(super) const RUN_HEAD_QUERY: &str = run_head_query!("");
+/// [`RUN_HEAD_QUERY`], locking the run's row: changes of one run are serialized across replicas.
+pub(super) const LOCK_RUN: &str = run_head_query!(" FOR UPDATE");
+
 /// Runs not finished, by status.
 pub(super) const UNFINISHED_RUNS_COUNT_QUERY: &str = "SELECT status, COUNT(*) FROM runs \
      WHERE status IN ('running', 'suspended') GROUP BY status";
@@ -535,13 +552,6 @@ impl<'a> CallRow<'a> {
     }
 }
 
-/// Rewrites a pending call as a [`CallUpdate`] says; parameters in order of appearance.
-pub(super) const UPDATE_CALL: &str = "UPDATE tool_calls SET status = $1, suspend_kind = $2, \
-     run_arguments = $3, expire_ms = $4, answer = $5, answer_id = $6, decision = $7, \
-     result_content = $8, result_is_error = $9, result_kind = $10, result_sequence = $11, \
-     assignees = $12, settled_by = $13, settled_ms = $14, suspended_ms = $15, claimant = NULL, \
-     claim_expires_ms = NULL WHERE run_id = $16 AND tool_call_id = $17 AND status = 'pending'";
-
 /// What a [`CallChange`] writes, decided once for both stores: the call's new row values, the
 /// event it appends, and how the run's counts of waiting and executing calls move.
 pub(super) struct CallUpdate {
@@ -867,6 +877,25 @@ pub(super) struct RunHead {
 }
 
 impl RunHead {
+    /// The head from the columns of [`RUN_HEAD_QUERY`], in order.
+    pub fn from_columns(
+        status: &str,
+        last_sequence: i64,
+        turns: i64,
+        lease_owner: Option<String>,
+        webhooks: Option<String>,
+        agent_id: String,
+    ) -> StoreResult<Self> {
+        Ok(RunHead {
+            status: parse_status(status)?,
+            last_sequence: unsigned(last_sequence),
+            turns: u32::try_from(turns).unwrap_or(u32::MAX),
+            lease_owner,
+            webhooks,
+            agent_id,
+        })
+    }
+
     /// Whether a step of `owner` that started at `expected_turns` may still write: the run is
     /// still running at that turn and `owner` still holds its lease.
     pub fn admits_step(&self, owner: &str, expected_turns: u32) -> bool {
