@@ -3,12 +3,12 @@
 //! [`Shared::apply`] carries them out. "After a commit" is written here once.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::hub::Batch;
-use super::observed;
 use super::shared::Shared;
-use crate::domain::RunStatus;
-use crate::store::{Committed, StepState};
+use crate::domain::{RunStatus, SuspendKind};
+use crate::store::{Committed, StepState, ToolCallRecord};
 
 /// The effects of one write to one run.
 #[derive(Default)]
@@ -42,8 +42,33 @@ pub(super) enum Metric {
     RunStarted { agent_id: String },
     /// A step of a run of `agent_id` committed, leaving it `status` (counted if that ends it).
     StepCommitted { agent_id: String, status: RunStatus },
-    /// A run was cancelled; its agent is read off the request's path.
-    RunCancelled,
+    /// A run of `agent_id` was cancelled.
+    RunCancelled { agent_id: String },
+    /// A call that waited for `kind` since `suspended_ms` (unknown for a call stored before that
+    /// was) was answered.
+    Answered {
+        kind: SuspendKind,
+        suspended_ms: Option<i64>,
+    },
+    /// A call that waited for `kind` expired.
+    Expired { kind: SuspendKind },
+}
+
+impl Metric {
+    /// `call` (as it waited) was answered.
+    pub(super) fn answered(call: &ToolCallRecord) -> Self {
+        Metric::Answered {
+            kind: call.suspension.kind,
+            suspended_ms: call.suspended_ms,
+        }
+    }
+
+    /// `call` (as it waited) expired.
+    pub(super) fn expired(call: &ToolCallRecord) -> Self {
+        Metric::Expired {
+            kind: call.suspension.kind,
+        }
+    }
 }
 
 impl Effects {
@@ -113,7 +138,20 @@ impl Shared {
                 Metric::StepCommitted { agent_id, status } => {
                     crate::metrics::run_finished(&agent_id, status)
                 }
-                Metric::RunCancelled => observed::cancelled(self, run_id),
+                // The figures that take the store's clock or a label per agent are kept only when
+                // metrics are (`RuntimeConfig::metrics`).
+                Metric::RunCancelled { agent_id } if self.config.metrics => {
+                    crate::metrics::run_finished(&agent_id, RunStatus::Cancelled)
+                }
+                Metric::Answered {
+                    kind,
+                    suspended_ms: Some(suspended_ms),
+                } if self.config.metrics => {
+                    let waited = self.store.now_ms().saturating_sub(suspended_ms).max(0);
+                    crate::metrics::answered(kind, Duration::from_millis(waited.unsigned_abs()));
+                }
+                Metric::RunCancelled { .. } | Metric::Answered { .. } => {}
+                Metric::Expired { kind } => crate::metrics::call_expired(kind),
             }
         }
         if let Some(committed) = publish {
@@ -127,8 +165,6 @@ impl Shared {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
     use crate::runtime::testing::{Harness, config};
 
@@ -156,7 +192,7 @@ mod tests {
     #[tokio::test]
     async fn an_unknown_outcome_sends_the_runs_followers_to_the_store() {
         let harness = Harness::new(Vec::new(), config());
-        let shared = &harness.runtime.inner;
+        let shared = &harness.runtime.shared;
         let mut follower = shared.hub.subscribe("run-1");
         shared.apply("run-1", Effects::unknown_outcome());
         let notice = follower.recv().await.expect("a notice");
@@ -167,7 +203,7 @@ mod tests {
     #[tokio::test]
     async fn the_expiry_loop_is_woken_only_when_asked() {
         let harness = Harness::new(Vec::new(), config());
-        let shared = &harness.runtime.inner;
+        let shared = &harness.runtime.shared;
         let woken =
             || tokio::time::timeout(Duration::from_millis(50), shared.expiry_wake.notified());
         shared.apply("run-1", Effects::publish(committed(RunStatus::Suspended)));

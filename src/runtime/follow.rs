@@ -26,7 +26,7 @@ impl Shared {
         until: FollowUntil,
         mut read_store: bool,
     ) -> EventStream {
-        let inner = Arc::clone(self);
+        let shared = Arc::clone(self);
         let run_id = run_id.to_owned();
         Box::pin(async_stream::try_stream! {
             let mut delivered = after_sequence;
@@ -34,7 +34,7 @@ impl Shared {
             let mut status = RunStatus::Running;
             loop {
                 if read_store {
-                    let page = inner
+                    let page = shared
                         .store
                         .read_events(&run_id, tenant.as_deref().into(), delivered, REPLAY_PAGE)
                         .await?
@@ -53,7 +53,7 @@ impl Shared {
                 }
                 let batch = tokio::select! {
                     batch = live.recv() => batch,
-                    () = inner.shutdown.cancelled() => Err(RecvError::Closed),
+                    () = shared.shutdown.cancelled() => Err(RecvError::Closed),
                 };
                 let batch = match batch {
                     Ok(batch) => batch,

@@ -6,6 +6,7 @@
 
 mod admission;
 mod agents;
+mod answer;
 pub mod ask_user;
 mod assignees;
 mod background;
@@ -15,7 +16,6 @@ mod error;
 mod executor;
 mod follow;
 mod hub;
-mod observed;
 mod page_token;
 mod pending_fanout;
 mod pending_feed;
@@ -34,20 +34,16 @@ mod writes;
 
 use std::collections::BTreeMap;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::Stream;
 use tracing::warn;
 
 use crate::domain::{
-    AnswerInput, ApprovalDecision, AskUserInput, Event, Principal, RunRecord, SettledBy,
-    SuspendKind, ToolDefinition,
+    AnswerInput, AskUserInput, Event, Principal, RunRecord, SettledBy, ToolDefinition,
 };
-use crate::store::{
-    Approved, CallChange, CancelOutcome, Decide, NewRun, RunFilter, RunQuery, RunStore, StoreError,
-    Tenancy,
-};
+use crate::store::{CancelOutcome, NewRun, RunFilter, RunQuery, RunStore, Tenancy};
 
 pub use agents::AgentDefinition;
 pub use ask_user::{AskUserLimits, Violation};
@@ -61,8 +57,7 @@ pub use webhooks::{RunWebhook, WebhookSettings};
 
 use ask_user::CANCELLED_RESULT;
 use shared::Shared;
-use tools::{CallPlan, RunTools, Tool, run_plan};
-use writes::Settled;
+use tools::Tool;
 
 /// Settings of the runtime.
 #[derive(Clone, Debug)]
@@ -154,7 +149,7 @@ pub type EventStream = Pin<Box<dyn Stream<Item = Result<Event, RuntimeError>> + 
 /// Handle to the runtime; cheap to clone.
 #[derive(Clone)]
 pub struct Runtime {
-    inner: Arc<Shared>,
+    shared: Arc<Shared>,
 }
 
 const DEFAULT_PAGE_SIZE: usize = 50;
@@ -224,7 +219,7 @@ impl Runtime {
         config: RuntimeConfig,
     ) -> Self {
         Self {
-            inner: Arc::new(Shared::new(store, agents, config)),
+            shared: Arc::new(Shared::new(store, agents, config)),
         }
     }
 
@@ -232,31 +227,31 @@ impl Runtime {
     /// that were working when the server stopped), live commit notices from other replicas,
     /// question expiry and retention.
     pub async fn start(&self) -> Result<(), RuntimeError> {
-        self.inner.start_background().await
+        self.shared.start_background().await
     }
 
     /// Stops starting work and ends every follower (their streams end with "shutting down").
     pub fn begin_shutdown(&self) {
-        self.inner.shutdown.cancel();
+        self.shared.shutdown.cancel();
     }
 
     /// Completes once the runtime begins to shut down.
     pub async fn stopping(&self) {
-        self.inner.shutdown.cancelled().await;
+        self.shared.shutdown.cancelled().await;
     }
 
     /// Stops starting work, ends followers, waits up to `timeout` for steps in flight, then
     /// flushes the store. A step still running then is redone at the next start.
     pub async fn shutdown(&self, timeout: Duration) {
         self.begin_shutdown();
-        self.inner.tasks.close();
-        if tokio::time::timeout(timeout, self.inner.tasks.wait())
+        self.shared.tasks.close();
+        if tokio::time::timeout(timeout, self.shared.tasks.wait())
             .await
             .is_err()
         {
             warn!("steps still running at shutdown; they run again at the next start");
         }
-        if let Err(error) = self.inner.store.close().await {
+        if let Err(error) = self.shared.store.close().await {
             warn!(%error, "store flush at shutdown failed");
         }
     }
@@ -264,7 +259,7 @@ impl Runtime {
     /// The agents `principal`'s tenant may see, ordered by id.
     pub fn agents(&self, principal: &Principal) -> Vec<&AgentDefinition> {
         let mut agents: Vec<&AgentDefinition> = self
-            .inner
+            .shared
             .agents
             .values()
             .filter(|agent| agent.serves(&principal.tenant))
@@ -275,7 +270,7 @@ impl Runtime {
 
     /// Runs `ask_user` outside a run: validates and returns the fallback text.
     pub fn ask_user_fallback(&self, input: &AskUserInput) -> Result<String, RuntimeError> {
-        ask_user::validate(input, &self.inner.config.limits)
+        ask_user::validate(input, &self.shared.config.limits)
             .map(|payload| ask_user::fallback_text(&payload))
             .map_err(RuntimeError::InvalidArgument)
     }
@@ -287,7 +282,7 @@ impl Runtime {
         &self,
         request: StartRunRequest,
     ) -> Result<(String, EventStream), RuntimeError> {
-        if self.inner.shutdown.is_cancelled() {
+        if self.shared.shutdown.is_cancelled() {
             return Err(RuntimeError::ShuttingDown);
         }
         if request.agent_id.is_empty() {
@@ -298,7 +293,7 @@ impl Runtime {
         }
         // An agent kept from the caller's tenant is, to it, no agent at all.
         let agent = self
-            .inner
+            .shared
             .agents
             .get(&request.agent_id)
             .filter(|agent| agent.serves(&request.principal.tenant))
@@ -306,8 +301,8 @@ impl Runtime {
         check_run_tools(agent, &request.tools)?;
         let tenant = &request.principal.tenant;
         let tenant_has_secret = !request.webhooks.is_empty()
-            && self.inner.store.webhook_secrets(tenant).await?.is_some();
-        let webhooks = self.inner.config.webhooks.plan(
+            && self.shared.store.webhook_secrets(tenant).await?.is_some();
+        let webhooks = self.shared.config.webhooks.plan(
             &agent.webhooks,
             request.webhooks,
             tenant,
@@ -316,15 +311,15 @@ impl Runtime {
         let ttl = request
             .question_ttl
             .or(agent.question_ttl)
-            .map(|ttl| ttl.min(self.inner.config.max_question_ttl));
+            .map(|ttl| ttl.min(self.shared.config.max_question_ttl));
         let run_id = uuid::Uuid::now_v7().to_string();
-        let live = self.inner.hub.subscribe(&run_id);
+        let live = self.shared.hub.subscribe(&run_id);
         // Its commits then reach only its tenant's pending-calls feeds, with no read to find it.
-        self.inner
+        self.shared
             .pending_fanout
             .remember(&run_id, &request.principal.tenant);
         let existing = self
-            .inner
+            .shared
             .create(NewRun {
                 run_id: run_id.clone(),
                 tenant: request.principal.tenant.clone(),
@@ -344,7 +339,7 @@ impl Runtime {
             let events = self.follow(&run_id, &request.principal, 0, FollowUntil::End);
             return Ok((run_id, events));
         }
-        let events = self.inner.follow_subscribed(
+        let events = self.shared.follow_subscribed(
             live,
             &run_id,
             Some(request.principal.tenant),
@@ -361,7 +356,7 @@ impl Runtime {
         run_id: &str,
         principal: &Principal,
     ) -> Result<RunRecord, RuntimeError> {
-        self.inner
+        self.shared
             .store
             .get_run(run_id, Tenancy::Only(&principal.tenant))
             .await?
@@ -392,7 +387,7 @@ impl Runtime {
             .transpose()
             .map_err(|violation| RuntimeError::InvalidArgument(vec![violation]))?;
         let mut runs = self
-            .inner
+            .shared
             .store
             .list_runs(RunQuery {
                 tenant: Some(principal.tenant.clone()),
@@ -419,200 +414,13 @@ impl Runtime {
     /// against the call, then changes the pending call with a compare-and-set in the store. A retry
     /// of an accepted answer (same `answer_id`, or the same content) is acknowledged as a duplicate.
     pub async fn answer(&self, request: AnswerRequest) -> Result<AnswerAck, RuntimeError> {
-        if request.tool_call_id.is_empty() {
-            return Err(RuntimeError::AnswerRejected {
-                reason: RejectReason::InvalidAnswer,
-                message: "tool_call_id must not be empty".into(),
-                violations: vec![Violation {
-                    field: "answer.tool_call_id".into(),
-                    description: "tool_call_id must not be empty".into(),
-                }],
-            });
-        }
-        let approved = match &request.answer {
-            AnswerInput::Approval(ApprovalDecision::Approve | ApprovalDecision::Edit { .. }) => {
-                self.approved_call(&request).await?
-            }
-            _ => None,
-        };
-        // The answer is checked against the call inside the changing transaction, so reading the
-        // call takes no round trip of its own.
-        let limits = self.inner.config.limits;
-        let (answer, answer_id) = (request.answer.clone(), request.answer_id.clone());
-        let approved_next = approved.clone();
-        let store = Arc::clone(&self.inner.store);
-        let principal = request.principal.clone();
-        let decide: Decide = Box::new(move |call| {
-            let now_ms = store.now_ms();
-            settle::decide(
-                call,
-                &answer,
-                &answer_id,
-                approved_next.as_ref(),
-                &limits,
-                now_ms,
-                &principal,
-            )
-            .ok()
-        });
-        let outcome = self
-            .inner
-            .settle(
-                request.run_id.clone(),
-                Some(request.principal.tenant.clone()),
-                request.tool_call_id.clone(),
-                decide,
-                // A draining server starts no executor: it leaves the run's lease to others.
-                !self.inner.shutdown.is_cancelled(),
-            )
-            .await?;
-        let ack = |duplicate, result_sequence, answer_id: &str| AnswerAck {
-            tool_call_id: request.tool_call_id.clone(),
-            answer_id: answer_id.to_owned(),
-            duplicate,
-            result_sequence,
-        };
-        match outcome {
-            Settled::Applied { first_sequence } => {
-                observed::settled_by_someone(
-                    &self.inner,
-                    &request.run_id,
-                    &request.tool_call_id,
-                    first_sequence,
-                );
-                Ok(ack(false, first_sequence, &request.answer_id))
-            }
-            Settled::Unchanged(call) => {
-                // Even a retry of an earlier answer is acknowledged only to who may settle it.
-                settle_access::check(&call.suspension, &call.tool_call_id, &request.principal)?;
-                if let Some(earlier) = settle::repeated(&call, &request.answer) {
-                    return Ok(ack(true, earlier.sequence, earlier.answer_id));
-                }
-                if settle::key_reused(&call, &request.answer_id) {
-                    return Err(RuntimeError::rejected(
-                        RejectReason::AnswerIdReused,
-                        format!(
-                            "answer_id \"{}\" was accepted for another answer to tool call \"{}\"",
-                            request.answer_id, request.tool_call_id
-                        ),
-                    ));
-                }
-                let decided_again =
-                    call.decision.is_some() && matches!(request.answer, AnswerInput::Approval(_));
-                if call.status != crate::store::CallStatus::Pending || decided_again {
-                    return Err(settle::not_pending(&call));
-                }
-                Err(settle::decide(
-                    &call,
-                    &request.answer,
-                    &request.answer_id,
-                    approved.as_ref(),
-                    &limits,
-                    self.inner.store.now_ms(),
-                    &request.principal,
-                )
-                .err()
-                .unwrap_or_else(|| settle::not_pending(&call)))
-            }
-            Settled::NotFound => Err(self
-                .unknown_call(&request.run_id, &request.principal, &request.tool_call_id)
-                .await),
-        }
-    }
-
-    /// What a call waiting for approval becomes when approved (as called, or with edited
-    /// arguments, checked here against the tool's schema); `None` when it no longer waits for
-    /// approval.
-    async fn approved_call(
-        &self,
-        request: &AnswerRequest,
-    ) -> Result<Option<Approved>, RuntimeError> {
-        let run = self.get_run(&request.run_id, &request.principal).await?;
-        let Some(call) = run.pending.iter().find(|c| {
-            c.tool_call_id == request.tool_call_id && c.suspension.kind == SuspendKind::Approval
-        }) else {
-            return Ok(None);
-        };
-        if settle_access::check(&call.suspension, &call.tool_call_id, &request.principal).is_err() {
-            // The settle refuses it, before the edit is looked at.
-            return Ok(None);
-        }
-        let not_runnable =
-            |why: String| RuntimeError::rejected(RejectReason::ToolCallNotPending, why);
-        let agent = self.inner.agents.get(&run.agent_id).ok_or_else(|| {
-            not_runnable(format!(
-                "agent \"{}\" is not configured on this server",
-                run.agent_id
-            ))
-        })?;
-        let tools = RunTools::new(&agent.tools, &run.run_tools).map_err(StoreError::Corrupt)?;
-        let tool = tools.get(&call.tool_name).ok_or_else(|| {
-            not_runnable(format!(
-                "tool \"{}\" is not configured on this server",
-                call.tool_name
-            ))
-        })?;
-        let arguments_json = match &request.answer {
-            AnswerInput::Approval(ApprovalDecision::Edit { arguments_json }) => tool
-                .schema
-                .check(arguments_json)
-                .map(|(_, canonical)| canonical)
-                .map_err(|error| {
-                    let description =
-                        format!("the edited arguments do not fit {}: {error}", tool.name);
-                    RuntimeError::AnswerRejected {
-                        reason: RejectReason::InvalidAnswer,
-                        message: description.clone(),
-                        violations: vec![Violation {
-                            field: "answer.approval.edit.arguments_json".into(),
-                            description,
-                        }],
-                    }
-                })?,
-            _ => call.suspension.arguments_json.clone(),
-        };
-        Ok(Some(match run_plan(tool, arguments_json) {
-            CallPlan::Execute { arguments_json } => Approved::Execute { arguments_json },
-            CallPlan::Suspend {
-                suspension,
-                timeout,
-            } => Approved::Suspend {
-                suspension,
-                expire_ms: expire_at(self.inner.store.now_ms(), timeout, run.question_ttl_ms),
-            },
-            CallPlan::Invalid(why) => return Err(not_runnable(why)),
-        }))
-    }
-
-    async fn unknown_call(
-        &self,
-        run_id: &str,
-        principal: &Principal,
-        tool_call_id: &str,
-    ) -> RuntimeError {
-        match self
-            .inner
-            .store
-            .get_run(run_id, Tenancy::Only(&principal.tenant))
-            .await
-        {
-            Ok(Some(_)) => RuntimeError::rejected(
-                RejectReason::ToolCallNotPending,
-                format!(
-                    "run \"{}\" has no tool call \"{}\"",
-                    short_id(run_id),
-                    short_id(tool_call_id)
-                ),
-            ),
-            Ok(None) => RuntimeError::RunNotFound(run_id.to_owned()),
-            Err(error) => error.into(),
-        }
+        self.shared.answer(request).await
     }
 
     /// The calls that wait for someone across `principal`'s tenant's runs: a snapshot, then
     /// changes live.
     pub fn watch_pending(&self, filter: PendingFilter, principal: Principal) -> PendingStream {
-        self.inner.watch_pending(filter, principal)
+        self.shared.watch_pending(filter, principal)
     }
 
     /// The `ListRuns` page token of the page after `last_run_id` (for a page cut short).
@@ -628,7 +436,7 @@ impl Runtime {
         principal: &Principal,
     ) -> Result<RunRecord, RuntimeError> {
         match self
-            .inner
+            .shared
             .cancel(
                 run_id.to_owned(),
                 Some(principal.tenant.clone()),
@@ -638,7 +446,7 @@ impl Runtime {
             )
             .await?
         {
-            CancelOutcome::Cancelled(_) | CancelOutcome::AlreadyCancelled => {}
+            CancelOutcome::Cancelled { .. } | CancelOutcome::AlreadyCancelled => {}
             CancelOutcome::Finished(status) => {
                 return Err(RuntimeError::RunFinished {
                     run_id: run_id.to_owned(),
@@ -661,61 +469,9 @@ impl Runtime {
         until: FollowUntil,
     ) -> EventStream {
         // Subscribe before reading the store, so nothing committed in between is missed.
-        let live = self.inner.hub.subscribe(run_id);
+        let live = self.shared.hub.subscribe(run_id);
         let tenant = Some(principal.tenant.clone());
-        self.inner
+        self.shared
             .follow_subscribed(live, run_id, tenant, after_sequence, until, true)
-    }
-}
-
-/// Settles questions as they expire, including those that expired while the server was down.
-async fn expiry_loop(inner: Arc<Shared>) {
-    const IDLE_CHECK: i64 = 60_000;
-    loop {
-        let wait_ms = match inner.store.next_expiry().await {
-            Ok(Some(at)) => (at - inner.store.now_ms()).clamp(0, IDLE_CHECK),
-            Ok(None) => IDLE_CHECK,
-            Err(error) => {
-                warn!(%error, "reading the next question expiry failed");
-                IDLE_CHECK / 10
-            }
-        };
-        if wait_ms > 0 {
-            tokio::select! {
-                () = tokio::time::sleep(Duration::from_millis(wait_ms.unsigned_abs())) => {}
-                () = inner.expiry_wake.notified() => continue,
-                () = inner.shutdown.cancelled() => return,
-            }
-        }
-        if inner.shutdown.is_cancelled() {
-            return;
-        }
-        let due = match inner.store.due_expiries(inner.store.now_ms(), 256).await {
-            Ok(due) => due,
-            Err(error) => {
-                warn!(%error, "reading expired questions failed");
-                continue;
-            }
-        };
-        for (run_id, tool_call_id) in due {
-            // What the call waited for, seen in the settling transaction, for the metrics.
-            let kind = Arc::new(OnceLock::new());
-            let seen = Arc::clone(&kind);
-            let expired: Decide = Box::new(move |call| {
-                let _ = seen.set(call.suspension.kind);
-                Some(CallChange::Settle(settle::expired(call)))
-            });
-            let settled = inner.settle(run_id.clone(), None, tool_call_id.clone(), expired, true);
-            match settled.await {
-                Ok(Settled::Applied { .. }) => {
-                    if let Some(kind) = kind.get() {
-                        crate::metrics::call_expired(*kind);
-                    }
-                }
-                // Answered or cancelled in the meantime.
-                Ok(_) => {}
-                Err(error) => warn!(%error, run_id, tool_call_id, "expiring a question failed"),
-            }
-        }
     }
 }

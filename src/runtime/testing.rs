@@ -13,7 +13,7 @@ use super::{
     AgentDefinition, AskUserLimits, FollowUntil, Runtime, RuntimeConfig, StartRunRequest,
     WebhookSettings,
 };
-use crate::domain::{AuthMethod, Principal, RunRecord, Scope};
+use crate::domain::{AuthMethod, Principal, RunRecord, Scope, ToolDefinition};
 use crate::model::{ScriptedModel, ScriptedTurn};
 use crate::store::{RunStore, SqliteStore, Synchronous};
 
@@ -99,6 +99,18 @@ impl Harness {
         principal: &Principal,
         question_ttl: Option<Duration>,
     ) -> RunRecord {
+        self.run_with_tools_until_idle(agent_id, principal, question_ttl, Vec::new())
+            .await
+    }
+
+    /// [`Harness::run_until_idle`] for a run given client `tools`.
+    pub(super) async fn run_with_tools_until_idle(
+        &self,
+        agent_id: &str,
+        principal: &Principal,
+        question_ttl: Option<Duration>,
+        tools: Vec<ToolDefinition>,
+    ) -> RunRecord {
         let (run_id, _) = self
             .runtime
             .start_run(StartRunRequest {
@@ -106,7 +118,7 @@ impl Harness {
                 prompt: "Hi".into(),
                 metadata: BTreeMap::new(),
                 question_ttl,
-                tools: Vec::new(),
+                tools,
                 request_id: String::new(),
                 principal: principal.clone(),
                 webhooks: Vec::new(),

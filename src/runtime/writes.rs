@@ -13,7 +13,16 @@ use super::RuntimeError;
 use super::effects::{Effects, Metric};
 use super::shared::Shared;
 use crate::domain::SettledBy;
-use crate::store::{CancelOutcome, CreateOutcome, Decide, NewRun, SettleOutcome, ToolCallRecord};
+use crate::store::{
+    CancelOutcome, CreateOutcome, Decide, NewRun, Refusal, SettleOutcome, ToolCallRecord,
+};
+
+/// A call of a run of `tenant` (of any tenant when `None`).
+pub(super) struct CallRef {
+    pub(super) run_id: String,
+    pub(super) tenant: Option<String>,
+    pub(super) tool_call_id: String,
+}
 
 /// What [`Shared::settle`] did.
 pub(super) enum Settled {
@@ -21,8 +30,11 @@ pub(super) enum Settled {
     Applied {
         first_sequence: u64,
     },
-    /// Refused by `decide`, or no longer pending: the call as it is.
-    Unchanged(Box<ToolCallRecord>),
+    /// Refused by `decide` (with its reason), or no longer pending (no reason): the call as it is.
+    Unchanged {
+        call: Box<ToolCallRecord>,
+        refusal: Option<Refusal>,
+    },
     NotFound,
 }
 
@@ -83,15 +95,20 @@ impl Shared {
 
     /// Settles a pending call of a run of `tenant` (of any tenant when `None`) with `decide`,
     /// publishes the change and, when the run works again, makes sure it is executed (taking its
-    /// lease along with the commit when `take_lease`).
+    /// lease along with the commit when `take_lease`). `metric` is the figure a settled call
+    /// counts toward, from the call as it waited.
     pub(super) async fn settle(
         self: &Arc<Self>,
-        run_id: String,
-        tenant: Option<String>,
-        tool_call_id: String,
+        call: CallRef,
         decide: Decide,
+        metric: fn(&ToolCallRecord) -> Metric,
         take_lease: bool,
     ) -> Result<Settled, RuntimeError> {
+        let CallRef {
+            run_id,
+            tenant,
+            tool_call_id,
+        } = call;
         let shared = Arc::clone(self);
         self.detached(run_id.clone(), async move {
             let outcome = shared
@@ -109,13 +126,28 @@ impl Shared {
                     committed,
                     step,
                     first_sequence,
+                    call,
+                    agent_id: _,
                 } => (
                     Settled::Applied { first_sequence },
-                    Effects::publish(committed).kick_if_running(step.map(|step| *step)),
+                    Effects::publish(committed)
+                        .metric(metric(&call))
+                        .kick_if_running(step.map(|step| *step)),
                 ),
-                SettleOutcome::Refused(call) | SettleOutcome::NotPending(call) => {
-                    (Settled::Unchanged(call), Effects::default())
-                }
+                SettleOutcome::Refused(call, refusal) => (
+                    Settled::Unchanged {
+                        call,
+                        refusal: Some(refusal),
+                    },
+                    Effects::default(),
+                ),
+                SettleOutcome::NotPending(call) => (
+                    Settled::Unchanged {
+                        call,
+                        refusal: None,
+                    },
+                    Effects::default(),
+                ),
                 SettleOutcome::NotFound => (Settled::NotFound, Effects::default()),
             })
         })
@@ -144,9 +176,12 @@ impl Shared {
                 )
                 .await?;
             let effects = match &outcome {
-                CancelOutcome::Cancelled(committed) => {
-                    Effects::publish(committed.clone()).metric(Metric::RunCancelled)
-                }
+                CancelOutcome::Cancelled {
+                    committed,
+                    agent_id,
+                } => Effects::publish(committed.clone()).metric(Metric::RunCancelled {
+                    agent_id: agent_id.clone(),
+                }),
                 _ => Effects::default(),
             };
             Ok((outcome, effects))

@@ -15,7 +15,7 @@ use super::{
     SettleOutcome, StepState, StoreResult, StoredWebhookSecrets, Tenancy, ToolCallRecord,
     TurnCommit, TurnOutcome,
 };
-use crate::domain::{Event, RunRecord, SettledBy};
+use crate::domain::{RunRecord, SettledBy};
 
 /// [`RunStore`] `inner`, its writes timed.
 pub struct MeteredStore {
@@ -280,17 +280,6 @@ impl RunStore for MeteredStore {
     ) -> StoreResult<Option<EventPage>> {
         self.inner
             .read_events(run_id, tenancy, after_sequence, limit)
-            .await
-    }
-
-    async fn suspension_event(
-        &self,
-        run_id: &str,
-        tool_call_id: &str,
-        before_sequence: u64,
-    ) -> StoreResult<Option<Event>> {
-        self.inner
-            .suspension_event(run_id, tool_call_id, before_sequence)
             .await
     }
 

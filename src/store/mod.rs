@@ -6,6 +6,7 @@
 mod deliveries;
 mod keys;
 mod metered;
+mod ops;
 mod postgres;
 mod postgres_connect;
 mod postgres_tls;
@@ -387,12 +388,16 @@ pub enum Approved {
     Execute { arguments_json: String },
 }
 
+/// Why a [`Decide`] refused to change a call: the decider's own error, carried out of the
+/// transaction as it is (the decider downcasts it back).
+pub type Refusal = Box<dyn std::error::Error + Send + Sync>;
+
 /// How to change a pending call, decided in the changing transaction from the call as it is
-/// there (e.g. after checking an answer against its question); `None` refuses to change it.
-pub type Decide = Box<dyn FnOnce(&ToolCallRecord) -> Option<CallChange> + Send>;
+/// there (e.g. after checking an answer against its question); an error refuses to change it.
+pub type Decide = Box<dyn FnOnce(&ToolCallRecord) -> Result<CallChange, Refusal> + Send>;
 
 /// Outcome of [`RunStore::settle_tool_call`].
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub enum SettleOutcome {
     /// Changed. When that left the run running again and the settler took its lease, `step` is the
     /// state of its next step. `first_sequence` is the sequence of the change's first event (or
@@ -401,9 +406,13 @@ pub enum SettleOutcome {
         committed: Committed,
         step: Option<Box<StepState>>,
         first_sequence: u64,
+        /// The call as it was before the change: what it waited for, and since when.
+        call: Box<ToolCallRecord>,
+        /// The agent of the call's run.
+        agent_id: String,
     },
-    /// `decide` refused to settle the pending call, returned as it is.
-    Refused(Box<ToolCallRecord>),
+    /// `decide` refused to settle the pending call, returned as it is, with its reason.
+    Refused(Box<ToolCallRecord>, Refusal),
     /// The call was no longer pending; it is returned as it is now.
     NotPending(Box<ToolCallRecord>),
     NotFound,
@@ -437,7 +446,11 @@ pub struct RunPendingCall {
 /// Outcome of [`RunStore::cancel_run`].
 #[derive(Clone, Debug)]
 pub enum CancelOutcome {
-    Cancelled(Committed),
+    Cancelled {
+        committed: Committed,
+        /// The agent of the cancelled run.
+        agent_id: String,
+    },
     AlreadyCancelled,
     Finished(RunStatus),
     NotFound,
@@ -610,14 +623,6 @@ pub trait RunStore: KeyStore + DeliveryStore + Send + Sync + 'static {
         after_sequence: u64,
         limit: usize,
     ) -> StoreResult<Option<EventPage>>;
-    /// The latest `tool_call_suspended` event of a call before sequence `before_sequence`: when
-    /// (and as what) the call last started waiting; `None` when there is none.
-    async fn suspension_event(
-        &self,
-        run_id: &str,
-        tool_call_id: &str,
-        before_sequence: u64,
-    ) -> StoreResult<Option<Event>>;
     /// Runs not finished and calls waiting, over every tenant's runs.
     /// What waits now (`now_ms`: for the webhook deliveries due).
     async fn pending_counts(&self, now_ms: i64) -> StoreResult<PendingCounts>;

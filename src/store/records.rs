@@ -70,36 +70,22 @@ pub(super) const RUN_IN_TENANT: &str = concat!(
     in_tenant!("tenant")
 );
 
-/// The latest event of run `$1` before sequence `$2` whose stored body starts with `$3` (a
-/// [`suspension_prefix`]): sequence, time and body. Read backwards from `$2`, so it stops at the
-/// suspension, usually among the run's last events.
-pub(super) const SUSPENSION_EVENT_QUERY: &str = "SELECT sequence, time_ms, body FROM events \
-     WHERE run_id = $1 AND sequence < $2 AND substr(body, 1, length(CAST($3 AS TEXT))) = $3 \
-     ORDER BY sequence DESC LIMIT 1";
-
-/// How the stored body of a call's `tool_call_suspended` event starts: serde writes an internally
-/// tagged enum's tag first, then its fields in the order declared, the call's id first.
-pub(super) fn suspension_prefix(tool_call_id: &str) -> StoreResult<String> {
-    Ok(format!(
-        "{{\"type\":\"tool_call_suspended\",\"tool_call_id\":{},",
-        to_json(&tool_call_id)?
-    ))
+/// The head of run `$1` ([`RunHead`]) if it belongs to tenant `$2` ([`in_tenant!`]): what decides
+/// whether a change may happen. PostgreSQL reads it `FOR UPDATE` ([`LOCK_RUN`]).
+macro_rules! run_head_query {
+    ($suffix:literal) => {
+        concat!(
+            "SELECT status, last_sequence, turns, lease_owner, webhooks, agent_id FROM runs \
+             WHERE run_id = $1 AND ",
+            in_tenant!("tenant"),
+            $suffix
+        )
+    };
 }
 
-/// A stored event of run `run_id`.
-pub(super) fn stored_event(
-    run_id: &str,
-    sequence: i64,
-    time_ms: i64,
-    body: &str,
-) -> StoreResult<Event> {
-    Ok(Event {
-        run_id: run_id.to_owned(),
-        sequence: unsigned(sequence),
-        time_ms,
-        kind: from_json(body)?,
-    })
-}
+pub(super) const RUN_HEAD_QUERY: &str = run_head_query!("");
+/// [`RUN_HEAD_QUERY`], locking the run's row: changes of one run are serialized across replicas.
+pub(super) const LOCK_RUN: &str = run_head_query!(" FOR UPDATE");
 
 /// Runs not finished, by status.
 pub(super) const UNFINISHED_RUNS_COUNT_QUERY: &str = "SELECT status, COUNT(*) FROM runs \
@@ -566,13 +552,6 @@ impl<'a> CallRow<'a> {
     }
 }
 
-/// Rewrites a pending call as a [`CallUpdate`] says; parameters in order of appearance.
-pub(super) const UPDATE_CALL: &str = "UPDATE tool_calls SET status = $1, suspend_kind = $2, \
-     run_arguments = $3, expire_ms = $4, answer = $5, answer_id = $6, decision = $7, \
-     result_content = $8, result_is_error = $9, result_kind = $10, result_sequence = $11, \
-     assignees = $12, settled_by = $13, settled_ms = $14, suspended_ms = $15, claimant = NULL, \
-     claim_expires_ms = NULL WHERE run_id = $16 AND tool_call_id = $17 AND status = 'pending'";
-
 /// What a [`CallChange`] writes, decided once for both stores: the call's new row values, the
 /// event it appends, and how the run's counts of waiting and executing calls move.
 pub(super) struct CallUpdate {
@@ -894,9 +873,29 @@ pub(super) struct RunHead {
     pub lease_owner: Option<String>,
     /// Its webhook plan (`runs.webhooks`), which decides the deliveries its events make.
     pub webhooks: Option<String>,
+    pub agent_id: String,
 }
 
 impl RunHead {
+    /// The head from the columns of [`RUN_HEAD_QUERY`], in order.
+    pub fn from_columns(
+        status: &str,
+        last_sequence: i64,
+        turns: i64,
+        lease_owner: Option<String>,
+        webhooks: Option<String>,
+        agent_id: String,
+    ) -> StoreResult<Self> {
+        Ok(RunHead {
+            status: parse_status(status)?,
+            last_sequence: unsigned(last_sequence),
+            turns: u32::try_from(turns).unwrap_or(u32::MAX),
+            lease_owner,
+            webhooks,
+            agent_id,
+        })
+    }
+
     /// Whether a step of `owner` that started at `expected_turns` may still write: the run is
     /// still running at that turn and `owner` still holds its lease.
     pub fn admits_step(&self, owner: &str, expected_turns: u32) -> bool {
@@ -970,28 +969,5 @@ impl KeyRow {
             created_ms: self.created_ms,
             revoked_ms: self.revoked_ms,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_suspension_is_stored_starting_with_its_prefix() {
-        let suspended = EventKind::ToolCallSuspended {
-            tool_call_id: "call_\"1\"%_".into(),
-            tool_name: "deploy".into(),
-            payload: None,
-            expire_ms: Some(5),
-            kind: SuspendKind::Approval,
-            arguments_json: "{}".into(),
-            approval_reason: String::new(),
-            assignees: Vec::new(),
-        };
-        let body = to_json(&suspended).expect("json");
-        let prefix = suspension_prefix("call_\"1\"%_").expect("prefix");
-        assert!(body.starts_with(&prefix), "{body} / {prefix}");
-        assert!(!body.starts_with(&suspension_prefix("call_").expect("prefix")));
     }
 }

@@ -3,6 +3,7 @@
 //! loop lives with the fan-out.)
 
 mod commit_feed;
+mod expiry;
 mod retention;
 mod takeover;
 
@@ -21,7 +22,7 @@ impl Shared {
         let changes = self.hub.subscribe_all();
         self.tasks.spawn(Arc::clone(self).fanout_loop(changes));
         self.tasks.spawn(Arc::clone(self).takeover_loop());
-        self.tasks.spawn(super::expiry_loop(Arc::clone(self)));
+        self.tasks.spawn(Arc::clone(self).expiry_loop());
         self.tasks.spawn(Arc::clone(self).retention_loop());
         Ok(())
     }

@@ -67,7 +67,7 @@ impl Shared {
                     SettledBy::from(&Principal::server()),
                 );
                 match outcome.await {
-                    Ok(CancelOutcome::Cancelled(_)) => cancelled += 1,
+                    Ok(CancelOutcome::Cancelled { .. }) => cancelled += 1,
                     // Ended or deleted meanwhile.
                     Ok(_) => {}
                     Err(error) => {

@@ -2,4 +2,6 @@
 //! (see [`super::testing`]).
 
 mod answers;
+mod approvals;
+mod expiry;
 mod takeover;

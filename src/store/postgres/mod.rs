@@ -35,19 +35,20 @@ mod commit_feed;
 mod deliveries;
 mod keys;
 
+use super::ops::settle::{SettleReads, Settling};
+use super::ops::{SqlValue, Write, cancel, new_events, settle};
 use super::postgres_connect::{Connection, PostgresSettings, connection, pool};
 use super::records::{
-    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
-    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, OLDEST_PENDING_CALLS_QUERY,
-    PENDING_CALLS_COUNT_QUERY, PENDING_COLUMNS, PENDING_FEED_QUERY, PENDING_IN_TENANT_QUERY,
-    PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_IN_TENANT,
-    RUN_OF_REQUEST_QUERY, RUN_QUERY, RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY,
-    SUSPENSION_EVENT_QUERY, SettledRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY,
-    ToolCallRow, TranscriptCall, UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY,
-    UNSETTLED_QUERY, UPDATE_CALL, WEBHOOKS_DUE_QUERY, assemble_transcript, between_turns,
-    cancel_events, counting_step_start, executed_events, executing_call, first_step, from_json,
-    kind_name, parse_status, pending_counts, run_tools_column, settled_by_column, stored_event,
-    suspension_prefix, to_json, unsigned, usage_columns,
+    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, EXECUTED_UPDATE,
+    EXECUTING_QUERY, INSERT_RUN, LOCK_RUN, OLDEST_PENDING_CALLS_QUERY, PENDING_CALLS_COUNT_QUERY,
+    PENDING_COLUMNS, PENDING_FEED_QUERY, PENDING_IN_TENANT_QUERY, PENDING_QUERY,
+    PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_IN_TENANT, RUN_OF_REQUEST_QUERY, RUN_QUERY,
+    RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY, SettledRow, TOOL_CALL_QUERY,
+    TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall, UNFINISHED_BEFORE_QUERY,
+    UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY, WEBHOOKS_DUE_QUERY, assemble_transcript,
+    between_turns, counting_step_start, executed_events, executing_call, first_step, from_json,
+    parse_status, pending_counts, run_tools_column, settled_by_column, to_json, unsigned,
+    usage_columns,
 };
 use super::run_filter::{Dialect, ListParam, list_runs_query};
 use super::webhook_records::{DeliveryInsert, deliveries_of, webhooks_column};
@@ -57,9 +58,7 @@ use super::{
     RunQuery, RunStore, SettleOutcome, StepState, StoreError, StoreResult, Tenancy, ToolCallRecord,
     TurnCommit, TurnOutcome,
 };
-use crate::domain::{
-    Event, EventKind, PendingCall, RunRecord, RunStatus, SettledBy, ToolResultKind, now_millis,
-};
+use crate::domain::{Event, EventKind, PendingCall, RunRecord, RunStatus, SettledBy, now_millis};
 
 /// The schema migrations, applied in order; never edit a released one, add the next.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -281,6 +280,16 @@ async fn exec(
     Ok(client.execute(statement, params).await?)
 }
 
+/// Runs a write of a plan, prepared as `statement` (from the write's text).
+async fn exec_write(
+    client: &impl GenericClient,
+    statement: &Statement,
+    write: &Write,
+) -> StoreResult<u64> {
+    let params: Vec<_> = write.params.iter().map(SqlValue::as_postgres).collect();
+    exec(client, statement, &params).await
+}
+
 /// Begins a transaction that reads at read committed, as writes do: they lock the run first.
 const BEGIN: &str = "BEGIN";
 
@@ -390,11 +399,6 @@ async fn rows_of_run(
 ) -> StoreResult<Vec<Row>> {
     Ok(client.query(statement, &[&run_id]).await?)
 }
-
-/// Locks run `$1`'s row if it belongs to tenant `$2` (any tenant's when NULL); what decides
-/// whether a change may happen.
-const LOCK_RUN: &str = "SELECT status, last_sequence, turns, lease_owner, webhooks FROM runs \
-     WHERE run_id = $1 AND (CAST($2 AS TEXT) IS NULL OR tenant = $2) FOR UPDATE";
 
 /// Inserts a run's events of one time, their sequences and JSON bodies as two arrays.
 const INSERT_EVENTS: &str = "INSERT INTO events (run_id, sequence, time_ms, body) \
@@ -507,13 +511,14 @@ async fn lock_run(
         .query_opt(statement, &[&run_id, &tenant])
         .await?
         .map(|row| {
-            Ok(RunHead {
-                status: parse_status(row.get(0))?,
-                last_sequence: unsigned(row.get(1)),
-                turns: u32::try_from(row.get::<_, i64>(2)).unwrap_or(u32::MAX),
-                lease_owner: row.get(3),
-                webhooks: row.get(4),
-            })
+            RunHead::from_columns(
+                row.get(0),
+                row.get(1),
+                row.get(2),
+                row.get(3),
+                row.get(4),
+                row.get(5),
+            )
         })
         .transpose()
 }
@@ -542,20 +547,6 @@ async fn call_counts(
 ) -> StoreResult<(i64, i64)> {
     let row = client.query_one(statement, &[&run_id]).await?;
     Ok((row.get(0), row.get(1)))
-}
-
-/// `kinds` as the events that follow `last_sequence`.
-fn new_events(run_id: &str, last_sequence: u64, kinds: Vec<EventKind>, time_ms: i64) -> Vec<Event> {
-    kinds
-        .into_iter()
-        .zip(last_sequence + 1..)
-        .map(|(kind, sequence)| Event {
-            run_id: run_id.to_owned(),
-            sequence,
-            time_ms,
-            kind,
-        })
-        .collect()
 }
 
 /// Inserts events of one run and time ([`new_events`]) with one statement ([`INSERT_EVENTS`]),
@@ -1239,47 +1230,36 @@ impl RunStore for PostgresStore {
                 CALL_COUNTS_QUERY,
                 INSERT_EVENTS,
                 INSERT_DELIVERIES,
-                UPDATE_CALL,
-                "UPDATE runs SET status = $2, last_sequence = $3, updated_ms = $4 WHERE run_id = $1",
+                settle::UPDATE_CALL,
+                settle::UPDATE_RUN,
                 NOTIFY,
             ],
         )
         .await?;
         // Lock the run first: settles of one run are serialized across replicas, and the reads
         // after the lock in this flight see the run as locked. The lock is what checks the
-        // tenant: the call read in the same flight is not returned unless it passed.
+        // tenant: the call read in the same flight is not used unless it passed.
         let tenant = tenancy.param();
-        let ((), head, call, (pending, executing)) = try_join!(
+        let ((), head, call, counts) = try_join!(
             tx.begin(),
             lock_run(client, &lock, run_id, tenant.as_deref()),
             fetch_tool_call(client, &call_query, run_id, tool_call_id),
             call_counts(client, &count, run_id),
         )?;
-        let (Some(head), Some(call)) = (head, call) else {
-            return Ok(tx.rollback(SettleOutcome::NotFound).await);
+        let reads = SettleReads {
+            call: match (&head, call) {
+                (Some(_), Some(call)) => Some(tool_call_record(&call, run_id, tool_call_id)?),
+                _ => None,
+            },
+            head,
+            counts,
         };
-        let call = tool_call_record(&call, run_id, tool_call_id)?;
-        if call.status != CallStatus::Pending {
-            return Ok(tx.rollback(SettleOutcome::NotPending(Box::new(call))).await);
-        }
-        let Some(change) = decide(&call) else {
-            return Ok(tx.rollback(SettleOutcome::Refused(Box::new(call))).await);
+        let plan = match settle::plan(run_id, tool_call_id, reads, decide, now)? {
+            Settling::Unchanged(outcome) => return Ok(tx.rollback(outcome).await),
+            Settling::Write(plan) => plan,
         };
-        let first_sequence = head.last_sequence + 1;
-        let update = CallUpdate::new(&call, change, first_sequence, now)?;
-        let events = new_events(
-            run_id,
-            head.last_sequence,
-            update.event.clone().into_iter().collect(),
-            now,
-        );
-        let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-        let status = between_turns(
-            pending + update.pending_delta,
-            executing + update.executing_delta,
-        );
         let next_step = match lease {
-            Some(lease) if status == RunStatus::Running => {
+            Some(lease) if plan.runs_again() => {
                 Some((lease, StepStatements::prepare(client).await?))
             }
             _ => None,
@@ -1288,43 +1268,11 @@ impl RunStore for PostgresStore {
             insert_events(
                 client,
                 [&events_insert, &deliveries_insert],
-                head.webhooks.as_deref(),
-                &events,
+                plan.webhooks.as_deref(),
+                &plan.events,
             ),
-            async {
-                exec(
-                    client,
-                    &call_update,
-                    &[
-                        &update.status.as_str(),
-                        &update.suspend_kind,
-                        &update.run_arguments,
-                        &update.expire_ms,
-                        &update.answer,
-                        &update.answer_id,
-                        &update.decision,
-                        &update.result_content,
-                        &update.result_is_error,
-                        &update.result_kind,
-                        &update.result_sequence,
-                        &update.assignees,
-                        &update.settled_by,
-                        &update.settled_ms,
-                        &update.suspended_ms,
-                        &run_id,
-                        &tool_call_id,
-                    ],
-                )
-                .await
-            },
-            async {
-                exec(
-                    client,
-                    &run_update,
-                    &[&run_id, &status.as_str(), &(last_sequence as i64), &now],
-                )
-                .await
-            },
+            exec_write(client, &call_update, &plan.call_update),
+            exec_write(client, &run_update, &plan.run_update),
             async {
                 match &next_step {
                     Some((lease, statements)) => {
@@ -1333,7 +1281,7 @@ impl RunStore for PostgresStore {
                     None => Ok(None),
                 }
             },
-            self.notify(client, &notice, run_id, last_sequence, status),
+            self.notify(client, &notice, run_id, plan.last_sequence, plan.status),
             tx.commit(),
         )?;
         // Cannot happen (every writer of a call locks its run first); the flight has committed
@@ -1343,11 +1291,7 @@ impl RunStore for PostgresStore {
                 "tool call {tool_call_id} changed under its run's lock"
             )));
         }
-        Ok(SettleOutcome::Settled {
-            committed: Committed { events, status },
-            step: step.map(Box::new),
-            first_sequence,
-        })
+        Ok(plan.outcome(step))
     }
 
     async fn commit_executed(
@@ -1540,84 +1484,65 @@ impl RunStore for PostgresStore {
                 UNSETTLED_QUERY,
                 INSERT_EVENTS,
                 INSERT_DELIVERIES,
-                // Each pending call with the sequence of its result, as two arrays.
+                // Every call with the sequence of its result, as two arrays: one statement.
                 "UPDATE tool_calls SET status = 'cancelled', result_content = $2, \
                  result_kind = $3, result_sequence = settled.sequence, settled_by = $6, \
                  settled_ms = $7 \
                  FROM UNNEST($4::TEXT[], $5::BIGINT[]) AS settled (tool_call_id, sequence) \
                  WHERE run_id = $1 AND tool_calls.tool_call_id = settled.tool_call_id",
-                "UPDATE runs SET status = 'cancelled', error_message = $2, last_sequence = $3, \
-                 updated_ms = $4, lease_owner = NULL, lease_expires_ms = NULL WHERE run_id = $1",
+                cancel::UPDATE_RUN,
                 NOTIFY,
             ],
         )
         .await?;
         let tenant = tenancy.param();
-        let ((), head, pending) = try_join!(
+        let ((), head, unsettled) = try_join!(
             tx.begin(),
             lock_run(client, &lock, run_id, tenant.as_deref()),
             rows_of_run(client, &pending_query, run_id),
         )?;
-        let Some(head) = head else {
-            return Ok(tx.rollback(CancelOutcome::NotFound).await);
+        let unsettled = unsettled.iter().map(|row| row.get(0)).collect();
+        let plan = match cancel::plan(
+            run_id,
+            head,
+            unsettled,
+            reason,
+            call_content,
+            cancelled_by,
+            now,
+        )? {
+            Ok(plan) => plan,
+            Err(outcome) => return Ok(tx.rollback(outcome).await),
         };
-        match head.status {
-            RunStatus::Cancelled => return Ok(tx.rollback(CancelOutcome::AlreadyCancelled).await),
-            RunStatus::Completed | RunStatus::Failed => {
-                return Ok(tx.rollback(CancelOutcome::Finished(head.status)).await);
-            }
-            RunStatus::Running | RunStatus::Suspended => {}
-        }
-        let pending: Vec<String> = pending.iter().map(|row| row.get(0)).collect();
-        let kinds = cancel_events(&pending, call_content, reason, cancelled_by);
-        let events = new_events(run_id, head.last_sequence, kinds, now);
-        let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-        let cancelled = kind_name(ToolResultKind::Cancelled)?;
-        let call_ids: Vec<&str> = pending.iter().map(String::as_str).collect();
-        // The calls' results are the first events, in the order of the calls.
-        let sequences: Vec<i64> = events
-            .iter()
-            .take(call_ids.len())
-            .map(|e| e.sequence as i64)
-            .collect();
+        let calls = &plan.calls;
+        let calls_params: [&(dyn ToSql + Sync); 7] = [
+            &run_id,
+            &calls.content,
+            &calls.kind,
+            &calls.tool_call_ids,
+            &calls.sequences,
+            &calls.settled_by,
+            &calls.settled_ms,
+        ];
         try_join!(
             insert_events(
                 client,
                 [&events_insert, &deliveries_insert],
-                head.webhooks.as_deref(),
-                &events,
+                plan.webhooks.as_deref(),
+                &plan.events,
             ),
-            async {
-                exec(
-                    client,
-                    &calls_update,
-                    &[
-                        &run_id,
-                        &call_content,
-                        &cancelled,
-                        &call_ids,
-                        &sequences,
-                        &settled_by_column(Some(cancelled_by))?,
-                        &now,
-                    ],
-                )
-                .await
-            },
-            async {
-                exec(
-                    client,
-                    &run_update,
-                    &[&run_id, &reason, &(last_sequence as i64), &now],
-                )
-                .await
-            },
-            self.notify(client, &notice, run_id, last_sequence, RunStatus::Cancelled),
+            exec(client, &calls_update, &calls_params),
+            exec_write(client, &run_update, &plan.run_update),
+            self.notify(
+                client,
+                &notice,
+                run_id,
+                plan.last_sequence,
+                RunStatus::Cancelled
+            ),
             tx.commit(),
         )?;
-        Ok(CancelOutcome::Cancelled(Committed {
-            events,
-            status: RunStatus::Cancelled,
-        }))
+        Ok(plan.outcome())
     }
 
     async fn read_events(
@@ -1667,26 +1592,6 @@ impl RunStore for PostgresStore {
             status: parse_status(head.get(0))?,
             last_sequence: unsigned(head.get(1)),
         }))
-    }
-
-    async fn suspension_event(
-        &self,
-        run_id: &str,
-        tool_call_id: &str,
-        before_sequence: u64,
-    ) -> StoreResult<Option<Event>> {
-        let prefix = suspension_prefix(tool_call_id)?;
-        let before = i64::try_from(before_sequence).unwrap_or(i64::MAX);
-        let client = self.pool.get().await?;
-        select(
-            &client,
-            SUSPENSION_EVENT_QUERY,
-            &[&run_id, &before, &prefix],
-        )
-        .await?
-        .first()
-        .map(|row| stored_event(run_id, row.get(0), row.get(1), row.get(2)))
-        .transpose()
     }
 
     async fn pending_counts(&self, now_ms: i64) -> StoreResult<PendingCounts> {

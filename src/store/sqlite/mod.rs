@@ -1,5 +1,6 @@
 //! The embedded default store: one SQLite file in WAL mode.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::LazyLock;
 
@@ -17,18 +18,18 @@ mod group_commit;
 mod keys;
 mod readers;
 
+use super::ops::settle::{SettleReads, Settling};
+use super::ops::{Write, cancel, new_events, settle};
 use super::records::{
-    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
-    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, OLDEST_PENDING_CALLS_QUERY,
-    PENDING_CALLS_COUNT_QUERY, PENDING_FEED_QUERY, PENDING_QUERY, PRUNABLE_RUNS_QUERY,
-    PRUNED_TABLES, PendingRow, RUN_IN_TENANT, RUN_OF_REQUEST_QUERY, RUN_QUERY, RUN_STATE_QUERY,
-    RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY, SUSPENSION_EVENT_QUERY, SettledRow,
-    TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall,
-    UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY, UPDATE_CALL,
-    WEBHOOKS_DUE_QUERY, assemble_transcript, between_turns, cancel_events, counting_step_start,
-    executed_events, executing_call, first_step, from_json, kind_name, parse_status,
-    pending_counts, run_tools_column, settled_by_column, stored_event, suspension_prefix, to_json,
-    usage_columns,
+    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, EXECUTED_UPDATE,
+    EXECUTING_QUERY, INSERT_RUN, OLDEST_PENDING_CALLS_QUERY, PENDING_CALLS_COUNT_QUERY,
+    PENDING_COLUMNS, PENDING_FEED_QUERY, PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES,
+    PendingRow, RUN_HEAD_QUERY, RUN_IN_TENANT, RUN_OF_REQUEST_QUERY, RUN_QUERY, RUN_STATE_QUERY,
+    RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY, SettledRow, TOOL_CALL_QUERY,
+    TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall, UNFINISHED_BEFORE_QUERY,
+    UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY, WEBHOOKS_DUE_QUERY, assemble_transcript,
+    between_turns, counting_step_start, executed_events, executing_call, first_step, from_json,
+    parse_status, pending_counts, run_tools_column, settled_by_column, to_json, usage_columns,
 };
 use super::run_filter::{Dialect, ListParam, list_runs_query};
 use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of, webhooks_column};
@@ -39,8 +40,7 @@ use super::{
     TurnCommit, TurnOutcome,
 };
 use crate::domain::{
-    Event, EventKind, Message, PendingCall, RunRecord, RunStatus, SettledBy, ToolResultKind,
-    now_millis,
+    Event, EventKind, Message, PendingCall, RunRecord, RunStatus, SettledBy, now_millis,
 };
 
 /// How hard SQLite works to make a commit durable.
@@ -338,31 +338,43 @@ fn load_executing(conn: &Connection, run_id: &str) -> StoreResult<Vec<ExecutingC
         .collect()
 }
 
-fn run_head(conn: &Connection, run_id: &str) -> StoreResult<Option<RunHead>> {
+/// The run's head ([`RUN_HEAD_QUERY`]); `None` when there is no such run (of `tenant`, when
+/// given).
+fn run_head(conn: &Connection, run_id: &str, tenant: Option<&str>) -> StoreResult<Option<RunHead>> {
     let row = conn
-        .prepare_cached(
-            "SELECT status, last_sequence, turns, lease_owner, webhooks FROM runs WHERE run_id = ?1",
-        )?
-        .query_row([run_id], |row| {
+        .prepare_cached(RUN_HEAD_QUERY)?
+        .query_row(params![run_id, tenant], |row| {
             Ok((
                 row.get::<_, String>(0)?,
                 row.get::<_, i64>(1)?,
                 row.get::<_, i64>(2)?,
                 row.get::<_, Option<String>>(3)?,
                 row.get::<_, Option<String>>(4)?,
+                row.get::<_, String>(5)?,
             ))
         })
         .optional()?;
-    row.map(|(status, last, turns, lease_owner, webhooks)| {
-        Ok(RunHead {
-            status: parse_status(&status)?,
-            last_sequence: u64::try_from(last).unwrap_or(0),
-            turns: u32::try_from(turns).unwrap_or(u32::MAX),
-            lease_owner,
-            webhooks,
-        })
+    row.map(|(status, last, turns, lease_owner, webhooks, agent_id)| {
+        RunHead::from_columns(&status, last, turns, lease_owner, webhooks, agent_id)
     })
     .transpose()
+}
+
+/// The pending calls ([`PENDING_COLUMNS`], then the run's id) of the runs whose ids are in the
+/// JSON array `$1`, in the order made.
+static LISTED_PENDING_QUERY: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {PENDING_COLUMNS}, run_id FROM tool_calls \
+         WHERE run_id IN (SELECT value FROM json_each($1)) AND status = 'pending' \
+         ORDER BY turn, position"
+    )
+});
+
+/// Runs a write of a plan.
+fn execute(conn: &Connection, write: &Write) -> StoreResult<usize> {
+    Ok(conn
+        .prepare_cached(write.sql)?
+        .execute(rusqlite::params_from_iter(&write.params))?)
 }
 
 /// Appends events after `last_sequence`, with the webhook deliveries they make for a run whose
@@ -375,22 +387,30 @@ fn append_events(
     kinds: Vec<EventKind>,
     time_ms: i64,
 ) -> StoreResult<Vec<Event>> {
+    let events = new_events(run_id, last_sequence, kinds, time_ms);
+    insert_events(conn, webhooks, &events)?;
+    Ok(events)
+}
+
+/// Inserts events of one run, with the webhook deliveries they make for a run whose plan is
+/// `webhooks` (`runs.webhooks`).
+fn insert_events(conn: &Connection, webhooks: Option<&str>, events: &[Event]) -> StoreResult<()> {
+    let Some(first) = events.first() else {
+        return Ok(());
+    };
     let mut stmt = conn.prepare_cached(
         "INSERT INTO events (run_id, sequence, time_ms, body) VALUES (?1, ?2, ?3, ?4)",
     )?;
-    let mut events = Vec::with_capacity(kinds.len());
-    for (offset, kind) in kinds.into_iter().enumerate() {
-        let sequence = last_sequence + 1 + offset as u64;
-        stmt.execute(params![run_id, sequence as i64, time_ms, to_json(&kind)?])?;
-        events.push(Event {
-            run_id: run_id.to_owned(),
-            sequence,
-            time_ms,
-            kind,
-        });
+    for event in events {
+        stmt.execute(params![
+            event.run_id,
+            event.sequence as i64,
+            event.time_ms,
+            to_json(&event.kind)?
+        ])?;
     }
     let mut insert = conn.prepare_cached(INSERT_DELIVERY)?;
-    for delivery in deliveries_of(webhooks, &events)? {
+    for delivery in deliveries_of(webhooks, events)? {
         let d = DeliveryInsert::new(&delivery);
         insert.execute(params![
             d.webhook_id,
@@ -400,11 +420,11 @@ fn append_events(
             d.subscription,
             d.tool_call_id,
             d.reminder_permille,
-            time_ms,
+            first.time_ms,
             d.due_ms
         ])?;
     }
-    Ok(events)
+    Ok(())
 }
 
 /// How many of the run's calls wait for someone, and how many the server runs.
@@ -602,10 +622,25 @@ impl RunStore for SqliteStore {
                     .prepare_cached(&sql)?
                     .query_map(rusqlite::params_from_iter(args.iter()), read_run_row)?
                     .collect::<Result<_, _>>()?;
+                if raws.is_empty() {
+                    return Ok(Vec::new());
+                }
+                // The pending calls of every run listed, with one query; [`PENDING_COLUMNS`] first.
+                let run_ids = to_json(&raws.iter().map(|raw| &raw.run_id).collect::<Vec<_>>())?;
+                let rows: Vec<(String, PendingRow)> = conn
+                    .prepare_cached(&LISTED_PENDING_QUERY)?
+                    .query_map([run_ids], |row| {
+                        Ok((row.get(11)?, read_pending_row(row, 0)?))
+                    })?
+                    .collect::<Result<_, _>>()?;
+                let mut pending: HashMap<String, Vec<PendingCall>> = HashMap::new();
+                for (run_id, row) in rows {
+                    pending.entry(run_id).or_default().push(row.into_pending()?);
+                }
                 raws.into_iter()
                     .map(|raw| {
-                        let pending = load_pending(conn, &raw.run_id)?;
-                        raw.into_record(pending)
+                        let calls = pending.remove(&raw.run_id).unwrap_or_default();
+                        raw.into_record(calls)
                     })
                     .collect()
             })
@@ -639,7 +674,7 @@ impl RunStore for SqliteStore {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         self.db.run(move |conn| {
             let now = now_millis();
-            let Some(head) = run_head(conn, &run_id)? else {
+            let Some(head) = run_head(conn, &run_id, None)? else {
                 return Ok(TurnOutcome::Stale);
             };
             if !head.admits_step(owner.as_str(), expected_turns) {
@@ -731,7 +766,7 @@ impl RunStore for SqliteStore {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         self.db.run(move |conn| {
             let now = now_millis();
-            let Some(head) = run_head(conn, &run_id)? else {
+            let Some(head) = run_head(conn, &run_id, None)? else {
                 return Ok(TurnOutcome::Stale);
             };
             if !head.admits_step(owner.as_str(), expected_turns) {
@@ -780,83 +815,37 @@ impl RunStore for SqliteStore {
         let (run_id, tenant, tool_call_id) =
             (run_id.to_owned(), tenancy.param(), tool_call_id.to_owned());
         let lease = lease.map(|lease| (lease.owner.to_owned(), lease.until_ms));
-        self.db.run(move |conn| {
-            let now = now_millis();
-            if !run_in_tenant(conn, &run_id, tenant.as_deref())? {
-                return Ok(SettleOutcome::NotFound);
-            }
-            let Some(call) = load_tool_call(conn, &run_id, &tool_call_id)? else {
-                return Ok(SettleOutcome::NotFound);
-            };
-            if call.status != CallStatus::Pending {
-                return Ok(SettleOutcome::NotPending(Box::new(call)));
-            }
-            let Some(change) = decide(&call) else {
-                return Ok(SettleOutcome::Refused(Box::new(call)));
-            };
-            let Some(head) = run_head(conn, &run_id)? else {
-                return Ok(SettleOutcome::NotFound);
-            };
-            let (pending, executing) = call_counts(conn, &run_id)?;
-            let first_sequence = head.last_sequence + 1;
-            let update = CallUpdate::new(&call, change, first_sequence, now)?;
-            let events = append_events(
-                conn,
-                head.webhooks.as_deref(),
-                &run_id,
-                head.last_sequence,
-                update.event.clone().into_iter().collect(),
-                now,
-            )?;
-            let changed = conn.prepare_cached(UPDATE_CALL)?.execute(params![
-                update.status.as_str(),
-                update.suspend_kind,
-                update.run_arguments,
-                update.expire_ms,
-                update.answer,
-                update.answer_id,
-                update.decision,
-                update.result_content,
-                update.result_is_error,
-                update.result_kind,
-                update.result_sequence,
-                update.assignees,
-                update.settled_by,
-                update.settled_ms,
-                update.suspended_ms,
-                run_id,
-                tool_call_id
-            ])?;
-            if changed != 1 {
-                return Err(StoreError::Corrupt(format!(
-                    "tool call {tool_call_id} changed inside its own transaction"
-                )));
-            }
-            let status = between_turns(
-                pending + update.pending_delta,
-                executing + update.executing_delta,
-            );
-            let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-            conn.prepare_cached(
-                "UPDATE runs SET status = ?2, last_sequence = ?3, updated_ms = ?4 WHERE run_id = ?1",
-            )?
-            .execute(params![run_id, status.as_str(), last_sequence as i64, now])?;
-            let step = match lease {
-                Some((owner, until_ms))
-                    if status == RunStatus::Running
-                        && take_step_lease(conn, &run_id, &owner, until_ms)? =>
+        self.db
+            .run(move |conn| {
+                let reads = SettleReads {
+                    head: run_head(conn, &run_id, tenant.as_deref())?,
+                    call: load_tool_call(conn, &run_id, &tool_call_id)?,
+                    counts: call_counts(conn, &run_id)?,
+                };
+                let plan = match settle::plan(&run_id, &tool_call_id, reads, decide, now_millis())?
                 {
-                    read_step(conn, &run_id)?.map(Box::new)
+                    Settling::Unchanged(outcome) => return Ok(outcome),
+                    Settling::Write(plan) => plan,
+                };
+                insert_events(conn, plan.webhooks.as_deref(), &plan.events)?;
+                if execute(conn, &plan.call_update)? != 1 {
+                    return Err(StoreError::Corrupt(format!(
+                        "tool call {tool_call_id} changed inside its own transaction"
+                    )));
                 }
-                _ => None,
-            };
-            Ok(SettleOutcome::Settled {
-                committed: Committed { events, status },
-                step,
-                first_sequence,
+                execute(conn, &plan.run_update)?;
+                let step = match lease {
+                    Some((owner, until_ms))
+                        if plan.runs_again()
+                            && take_step_lease(conn, &run_id, &owner, until_ms)? =>
+                    {
+                        read_step(conn, &run_id)?
+                    }
+                    _ => None,
+                };
+                Ok(plan.outcome(step))
             })
-        })
-        .await
+            .await
     }
 
     async fn commit_executed(
@@ -870,7 +859,7 @@ impl RunStore for SqliteStore {
         self.db
             .run(move |conn| {
                 let now = now_millis();
-                let Some(head) = run_head(conn, &run_id)? else {
+                let Some(head) = run_head(conn, &run_id, None)? else {
                     return Ok(TurnOutcome::Stale);
                 };
                 if !head.admits_step(owner.as_str(), expected_turns) {
@@ -1007,57 +996,47 @@ impl RunStore for SqliteStore {
             reason.to_owned(),
             call_content.to_owned(),
         );
-        self.db.run(move |conn| {
-            let now = now_millis();
-            if !run_in_tenant(conn, &run_id, tenant.as_deref())? {
-                return Ok(CancelOutcome::NotFound);
-            }
-            let Some(head) = run_head(conn, &run_id)? else {
-                return Ok(CancelOutcome::NotFound);
-            };
-            match head.status {
-                RunStatus::Cancelled => return Ok(CancelOutcome::AlreadyCancelled),
-                RunStatus::Completed | RunStatus::Failed => {
-                    return Ok(CancelOutcome::Finished(head.status));
-                }
-                RunStatus::Running | RunStatus::Suspended => {}
-            }
-            let pending: Vec<String> = conn
-                .prepare_cached(UNSETTLED_QUERY)?
-                .query_map([&run_id], |row| row.get(0))?
-                .collect::<Result<_, _>>()?;
-            let kinds = cancel_events(&pending, &call_content, &reason, &cancelled_by);
-            let events = append_events(conn, head.webhooks.as_deref(), &run_id, head.last_sequence, kinds, now)?;
-            {
+        self.db
+            .run(move |conn| {
+                let head = run_head(conn, &run_id, tenant.as_deref())?;
+                let unsettled: Vec<String> = conn
+                    .prepare_cached(UNSETTLED_QUERY)?
+                    .query_map([&run_id], |row| row.get(0))?
+                    .collect::<Result<_, _>>()?;
+                let plan = match cancel::plan(
+                    &run_id,
+                    head,
+                    unsettled,
+                    &reason,
+                    &call_content,
+                    &cancelled_by,
+                    now_millis(),
+                )? {
+                    Ok(plan) => plan,
+                    Err(outcome) => return Ok(outcome),
+                };
+                insert_events(conn, plan.webhooks.as_deref(), &plan.events)?;
+                let calls = &plan.calls;
                 let mut settle = conn.prepare_cached(
-                    "UPDATE tool_calls SET status = 'cancelled', result_content = ?3, result_kind = ?4, \
-                     result_sequence = ?5, settled_by = ?6, settled_ms = ?7 \
+                    "UPDATE tool_calls SET status = 'cancelled', result_content = ?3, \
+                     result_kind = ?4, result_sequence = ?5, settled_by = ?6, settled_ms = ?7 \
                      WHERE run_id = ?1 AND tool_call_id = ?2",
                 )?;
-                for (tool_call_id, event) in pending.iter().zip(&events) {
+                for (tool_call_id, sequence) in calls.tool_call_ids.iter().zip(&calls.sequences) {
                     settle.execute(params![
                         run_id,
                         tool_call_id,
-                        call_content,
-                        kind_name(ToolResultKind::Cancelled)?,
-                        event.sequence as i64,
-                        settled_by_column(Some(&cancelled_by))?,
-                        event.time_ms
+                        calls.content,
+                        calls.kind,
+                        sequence,
+                        calls.settled_by,
+                        calls.settled_ms
                     ])?;
                 }
-            }
-            let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-            conn.prepare_cached(
-                "UPDATE runs SET status = 'cancelled', error_message = ?2, last_sequence = ?3, \
-                 updated_ms = ?4 WHERE run_id = ?1",
-            )?
-            .execute(params![run_id, reason, last_sequence as i64, now])?;
-            Ok(CancelOutcome::Cancelled(Committed {
-                events,
-                status: RunStatus::Cancelled,
-            }))
-        })
-        .await
+                execute(conn, &plan.run_update)?;
+                Ok(plan.outcome())
+            })
+            .await
     }
 
     async fn read_events(
@@ -1104,28 +1083,6 @@ impl RunStore for SqliteStore {
             }))
         })
         .await
-    }
-
-    async fn suspension_event(
-        &self,
-        run_id: &str,
-        tool_call_id: &str,
-        before_sequence: u64,
-    ) -> StoreResult<Option<Event>> {
-        let (run_id, prefix) = (run_id.to_owned(), suspension_prefix(tool_call_id)?);
-        let before = i64::try_from(before_sequence).unwrap_or(i64::MAX);
-        self.readers
-            .run(move |conn| {
-                let row: Option<(i64, i64, String)> = conn
-                    .prepare_cached(SUSPENSION_EVENT_QUERY)?
-                    .query_row(params![run_id, before, prefix], |row| {
-                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-                    })
-                    .optional()?;
-                row.map(|(sequence, time_ms, body)| stored_event(&run_id, sequence, time_ms, &body))
-                    .transpose()
-            })
-            .await
     }
 
     async fn pending_counts(&self, now_ms: i64) -> StoreResult<PendingCounts> {
