@@ -35,8 +35,11 @@ mod commit_feed;
 mod deliveries;
 mod keys;
 
+use super::ops::commit_executed::ExecutedReads;
 use super::ops::settle::{SettleReads, Settling};
-use super::ops::{SqlValue, Write, cancel, new_events, settle};
+use super::ops::{
+    SqlValue, Write, cancel, commit_executed, commit_turn, create, new_events, settle,
+};
 use super::postgres_connect::{Connection, PostgresSettings, connection, pool};
 use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, EXECUTED_UPDATE,
@@ -46,17 +49,16 @@ use super::records::{
     RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY, SettledRow, TOOL_CALL_QUERY,
     TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall, UNFINISHED_BEFORE_QUERY,
     UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY, WEBHOOKS_DUE_QUERY, assemble_transcript,
-    between_turns, counting_step_start, executed_events, executing_call, first_step, from_json,
-    parse_status, pending_counts, run_tools_column, settled_by_column, to_json, unsigned,
-    usage_columns,
+    counting_step_start, executing_call, from_json, parse_status, pending_counts, to_json,
+    unsigned,
 };
 use super::run_filter::{Dialect, ListParam, list_runs_query};
-use super::webhook_records::{DeliveryInsert, deliveries_of, webhooks_column};
+use super::webhook_records::{DeliveryInsert, deliveries_of};
 use super::{
-    CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, Committed, CreateOutcome, Created,
-    Decide, EventPage, ExecutedResult, Lease, NewRun, PendingCounts, RunEnd, RunPendingCall,
-    RunQuery, RunStore, SettleOutcome, StepState, StoreError, StoreResult, Tenancy, ToolCallRecord,
-    TurnCommit, TurnOutcome,
+    CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, Committed, CreateOutcome, Decide,
+    EventPage, ExecutedResult, Lease, NewRun, PendingCounts, RunPendingCall, RunQuery, RunStore,
+    SettleOutcome, StepState, StoreError, StoreResult, Tenancy, ToolCallRecord, TurnCommit,
+    TurnOutcome,
 };
 use crate::domain::{Event, EventKind, PendingCall, RunRecord, RunStatus, SettledBy, now_millis};
 
@@ -824,47 +826,16 @@ impl RunStore for PostgresStore {
             ],
         )
         .await?;
-        let metadata = to_json(&run.metadata)?;
-        let run_tools = run_tools_column(&run)?;
-        let webhooks = webhooks_column(run.webhooks.as_ref())?;
-        let started = EventKind::RunStarted {
-            agent_id: run.agent_id.clone(),
-            prompt: run.prompt.clone(),
-            metadata: run.metadata.clone(),
-        };
-        let events = new_events(&run.run_id, 0, vec![started], now);
-        let insert = async {
-            exec(
-                client,
-                &insert_run,
-                &[
-                    &run.run_id,
-                    &run.agent_id,
-                    &run.prompt,
-                    &metadata,
-                    &run.question_ttl_ms,
-                    &now,
-                    &run_tools,
-                    &lease.map(|lease| lease.owner),
-                    &lease.map(|lease| lease.until_ms),
-                    &run.request_id,
-                    &run.tenant,
-                    &webhooks,
-                    &run.trace_context,
-                ],
-            )
-            .await
-        };
-        if let Some(request_id) = &run.request_id {
+        let (tenant, request_id) = (run.tenant.clone(), run.request_id.clone());
+        let run_id = run.run_id.clone();
+        let plan = create::plan(run, lease, now)?;
+        let insert = exec_write(client, &insert_run, &plan.run_insert);
+        if let Some(request_id) = &request_id {
             // A start that may repeat an earlier one: look for the earlier run first. Two starts
             // of one key at once both find none; the unique index makes the second insert wait
             // for the first and fail once it commits, and the second then returns its run.
             let ((), found) = try_join!(tx.begin(), async {
-                Ok::<_, StoreError>(
-                    client
-                        .query_opt(&existing, &[&run.tenant, request_id])
-                        .await?,
-                )
+                Ok::<_, StoreError>(client.query_opt(&existing, &[&tenant, request_id]).await?)
             })?;
             if let Some(row) = found {
                 let run_id = row.get(0);
@@ -878,7 +849,7 @@ impl RunStore for PostgresStore {
                     let client = self.pool.get().await?;
                     let [existing] = prepare(&client, [RUN_OF_REQUEST_QUERY]).await?;
                     let row = client
-                        .query_opt(&existing, &[&run.tenant, request_id])
+                        .query_opt(&existing, &[&tenant, request_id])
                         .await?
                         .ok_or_else(|| {
                             StoreError::Corrupt("a request id without its run".into())
@@ -891,10 +862,10 @@ impl RunStore for PostgresStore {
                 insert_events(
                     client,
                     [&events_insert, &deliveries_insert],
-                    webhooks.as_deref(),
-                    &events,
+                    plan.webhooks.as_deref(),
+                    &plan.events,
                 ),
-                self.notify(client, &notice, &run.run_id, 1, RunStatus::Running),
+                self.notify(client, &notice, &run_id, 1, RunStatus::Running),
                 tx.commit(),
             )?;
         } else {
@@ -904,20 +875,14 @@ impl RunStore for PostgresStore {
                 insert_events(
                     client,
                     [&events_insert, &deliveries_insert],
-                    webhooks.as_deref(),
-                    &events,
+                    plan.webhooks.as_deref(),
+                    &plan.events,
                 ),
-                self.notify(client, &notice, &run.run_id, 1, RunStatus::Running),
+                self.notify(client, &notice, &run_id, 1, RunStatus::Running),
                 tx.commit(),
             )?;
         }
-        Ok(CreateOutcome::Created(Box::new(Created {
-            committed: Committed {
-                events,
-                status: RunStatus::Running,
-            },
-            step: first_step(run, now)?,
-        })))
+        Ok(plan.outcome())
     }
 
     async fn get_run(&self, run_id: &str, tenancy: Tenancy<'_>) -> StoreResult<Option<RunRecord>> {
@@ -1034,7 +999,7 @@ impl RunStore for PostgresStore {
         run_id: &str,
         owner: &str,
         expected_turns: u32,
-        commit: TurnCommit,
+        mut commit: TurnCommit,
     ) -> StoreResult<TurnOutcome> {
         let tx = TxClient::get(&self.pool, BEGIN).await?;
         let client = tx.client()?;
@@ -1051,85 +1016,39 @@ impl RunStore for PostgresStore {
             client,
             [
                 LOCK_RUN,
-                "INSERT INTO turns (run_id, turn, text) VALUES ($1, $2, $3)",
+                commit_turn::INSERT_TURN,
                 INSERT_EVENTS,
                 INSERT_DELIVERIES,
                 INSERT_CALLS,
-                "UPDATE runs SET status = $2, turns = $3, last_sequence = $4, output_text = $5, \
-                 error_message = $6, updated_ms = $7, step_attempt = 0, step_starts = 0, \
-                 input_tokens = $8, \
-                 output_tokens = $9, \
-                 lease_owner = CASE WHEN $2 = 'running' THEN lease_owner END, \
-                 lease_expires_ms = CASE WHEN $2 = 'running' THEN lease_expires_ms END \
-                 WHERE run_id = $1",
+                commit_turn::UPDATE_RUN,
                 NOTIFY,
             ],
         )
         .await?;
         let ((), head) = try_join!(tx.begin(), lock_run(client, &lock, run_id, None))?;
-        let Some(head) = head.filter(|head| head.admits_step(owner, expected_turns)) else {
+        let step = (owner, expected_turns);
+        let Some(plan) = commit_turn::plan(run_id, head, step, &mut commit, now)? else {
             return Ok(tx.rollback(TurnOutcome::Stale).await);
         };
-        let turns = head.turns + u32::from(commit.assistant_text.is_some());
-        let events = new_events(run_id, head.last_sequence, commit.events, now);
-        let calls = commit
-            .tool_calls
-            .iter()
-            .enumerate()
-            .map(|(position, call)| CallRow::new(position, call, &events))
-            .collect::<StoreResult<Vec<_>>>()?;
-        let count = |status| calls.iter().filter(|c| c.status == status).count() as i64;
-        let (status, output_text, error_message) = RunEnd::run_after(
-            commit.end.as_ref(),
-            count(CallStatus::Pending),
-            count(CallStatus::Executing),
-        );
-        let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-        let turn = i64::from(turns) - 1;
-        let (input_tokens, output_tokens) = usage_columns(commit.usage);
         try_join!(
             async {
-                match &commit.assistant_text {
-                    Some(text) => {
-                        exec(
-                            client,
-                            &turn_insert,
-                            &[&run_id, &i64::from(head.turns), text],
-                        )
-                        .await
-                    }
+                match &plan.turn_insert {
+                    Some(write) => exec_write(client, &turn_insert, write).await,
                     None => Ok(0),
                 }
             },
             insert_events(
                 client,
                 [&events_insert, &deliveries_insert],
-                head.webhooks.as_deref(),
-                &events,
+                plan.webhooks.as_deref(),
+                &plan.events,
             ),
-            insert_calls(client, &call_insert, run_id, turn, &calls),
-            async {
-                exec(
-                    client,
-                    &run_update,
-                    &[
-                        &run_id,
-                        &status.as_str(),
-                        &i64::from(turns),
-                        &(last_sequence as i64),
-                        &output_text,
-                        &error_message,
-                        &now,
-                        &input_tokens,
-                        &output_tokens,
-                    ],
-                )
-                .await
-            },
-            self.notify(client, &notice, run_id, last_sequence, status),
+            insert_calls(client, &call_insert, run_id, plan.turn, &plan.calls),
+            exec_write(client, &run_update, &plan.run_update),
+            self.notify(client, &notice, run_id, plan.last_sequence, plan.status),
             tx.commit(),
         )?;
-        Ok(TurnOutcome::Committed(Committed { events, status }))
+        Ok(plan.outcome())
     }
 
     async fn append_step_events(
@@ -1320,52 +1239,27 @@ impl RunStore for PostgresStore {
                 INSERT_DELIVERIES,
                 EXECUTED_UPDATE,
                 CALL_COUNTS_QUERY,
-                "UPDATE runs SET status = $2, last_sequence = $3, updated_ms = $4, step_starts = 0, \
-                 lease_owner = CASE WHEN $2 = 'running' THEN lease_owner END, \
-                 lease_expires_ms = CASE WHEN $2 = 'running' THEN lease_expires_ms END \
-                 WHERE run_id = $1",
+                commit_executed::UPDATE_RUN,
                 NOTIFY,
             ],
         )
         .await?;
-        let ((), head, (pending, executing)) = try_join!(
+        let ((), head, counts) = try_join!(
             tx.begin(),
             lock_run(client, &lock, run_id, None),
             call_counts(client, &count, run_id),
         )?;
-        let Some(head) = head.filter(|head| head.admits_step(owner, expected_turns)) else {
+        let reads = ExecutedReads { head, counts };
+        let step = (owner, expected_turns);
+        let Some(plan) = commit_executed::plan(run_id, reads, step, &results, now)? else {
             return Ok(tx.rollback(TurnOutcome::Stale).await);
         };
-        let kinds = executed_events(&results);
-        let events = new_events(run_id, head.last_sequence, kinds, now);
-        let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-        let status = between_turns(pending, executing - results.len() as i64);
-        let updates = results.iter().zip(&events).map(|(result, event)| {
-            let sequence = event.sequence as i64;
+        let updates = plan.call_updates.iter().map(|write| {
             let call_update = &call_update;
             async move {
-                let settled_by = settled_by_column(result.settled_by.as_ref())?;
-                let changed = exec(
-                    client,
-                    call_update,
-                    &[
-                        &result.content,
-                        &result.is_error,
-                        &sequence,
-                        &settled_by,
-                        &event.time_ms,
-                        &run_id,
-                        &result.tool_call_id,
-                    ],
-                )
-                .await?;
-                if changed == 1 {
-                    Ok(())
-                } else {
-                    Err(StoreError::Corrupt(format!(
-                        "executed call {} was not executing",
-                        result.tool_call_id
-                    )))
+                match exec_write(client, call_update, write).await? {
+                    1 => Ok(()),
+                    _ => Err(commit_executed::not_executing(write)),
                 }
             }
         });
@@ -1373,22 +1267,15 @@ impl RunStore for PostgresStore {
             insert_events(
                 client,
                 [&events_insert, &deliveries_insert],
-                head.webhooks.as_deref(),
-                &events,
+                plan.webhooks.as_deref(),
+                &plan.events,
             ),
             futures::future::try_join_all(updates),
-            async {
-                exec(
-                    client,
-                    &run_update,
-                    &[&run_id, &status.as_str(), &(last_sequence as i64), &now],
-                )
-                .await
-            },
-            self.notify(client, &notice, run_id, last_sequence, status),
+            exec_write(client, &run_update, &plan.run_update),
+            self.notify(client, &notice, run_id, plan.last_sequence, plan.status),
             tx.commit(),
         )?;
-        Ok(TurnOutcome::Committed(Committed { events, status }))
+        Ok(plan.outcome())
     }
 
     async fn claim_call(
