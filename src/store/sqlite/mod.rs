@@ -555,7 +555,7 @@ impl RunStore for SqliteStore {
     ) -> StoreResult<CreateOutcome> {
         let lease = lease.map(|lease| (lease.owner.to_owned(), lease.until_ms));
         self.db
-            .run(move |conn| {
+            .commit("create_run", move |conn| {
                 if let Some(request_id) = &run.request_id {
                     let existing: Option<String> = conn
                         .prepare_cached(RUN_OF_REQUEST_QUERY)?
@@ -625,7 +625,7 @@ impl RunStore for SqliteStore {
         let run_id = run_id.to_owned();
         let lease = lease.map(|lease| (lease.owner.to_owned(), lease.until_ms));
         self.db
-            .run(move |conn| match lease {
+            .commit("load_step", move |conn| match lease {
                 Some((owner, until_ms)) if !take_step_lease(conn, &run_id, &owner, until_ms)? => {
                     Ok(None)
                 }
@@ -643,7 +643,7 @@ impl RunStore for SqliteStore {
     ) -> StoreResult<TurnOutcome> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         self.db
-            .run(move |conn| {
+            .commit("commit_turn", move |conn| {
                 let head = run_head(conn, &run_id, None)?;
                 let step = (owner.as_str(), expected_turns);
                 let Some(plan) = commit_turn::plan(&run_id, head, step, &mut commit, now_millis())?
@@ -698,7 +698,7 @@ impl RunStore for SqliteStore {
         events: Vec<EventKind>,
     ) -> StoreResult<TurnOutcome> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
-        self.db.run(move |conn| {
+        self.db.commit("append_step_events", move |conn| {
             let now = now_millis();
             let Some(head) = run_head(conn, &run_id, None)? else {
                 return Ok(TurnOutcome::Stale);
@@ -750,7 +750,7 @@ impl RunStore for SqliteStore {
             (run_id.to_owned(), tenancy.param(), tool_call_id.to_owned());
         let lease = lease.map(|lease| (lease.owner.to_owned(), lease.until_ms));
         self.db
-            .run(move |conn| {
+            .commit("settle_tool_call", move |conn| {
                 let reads = SettleReads {
                     head: run_head(conn, &run_id, tenant.as_deref())?,
                     call: load_tool_call(conn, &run_id, &tool_call_id)?,
@@ -791,7 +791,7 @@ impl RunStore for SqliteStore {
     ) -> StoreResult<TurnOutcome> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         self.db
-            .run(move |conn| {
+            .commit("commit_executed", move |conn| {
                 let reads = ExecutedReads {
                     head: run_head(conn, &run_id, None)?,
                     counts: call_counts(conn, &run_id)?,
@@ -831,7 +831,7 @@ impl RunStore for SqliteStore {
             subject.to_owned(),
         );
         self.db
-            .run(move |conn| {
+            .commit("claim_call", move |conn| {
                 if !run_in_tenant(conn, &run_id, tenant.as_deref())? {
                     return Ok(ClaimOutcome::NotFound);
                 }
@@ -904,7 +904,7 @@ impl RunStore for SqliteStore {
             call_content.to_owned(),
         );
         self.db
-            .run(move |conn| {
+            .commit("cancel_run", move |conn| {
                 let head = run_head(conn, &run_id, tenant.as_deref())?;
                 let unsettled: Vec<String> = conn
                     .prepare_cached(UNSETTLED_QUERY)?
@@ -1041,7 +1041,7 @@ impl RunStore for SqliteStore {
 
     async fn prune_finished(&self, before_ms: i64, limit: usize) -> StoreResult<u64> {
         self.db
-            .run(move |conn| {
+            .commit("prune_finished", move |conn| {
                 let runs: Vec<String> = conn
                     .prepare_cached(PRUNABLE_RUNS_QUERY)?
                     .query_map(params![before_ms, limit as i64], |row| row.get(0))?
@@ -1075,14 +1075,16 @@ impl RunStore for SqliteStore {
     async fn acquire_lease(&self, run_id: &str, owner: &str, until_ms: i64) -> StoreResult<bool> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         self.db
-            .run(move |conn| take_lease(conn, &run_id, &owner, until_ms))
+            .commit("acquire_lease", move |conn| {
+                take_lease(conn, &run_id, &owner, until_ms)
+            })
             .await
     }
 
     async fn release_lease(&self, run_id: &str, owner: &str) -> StoreResult<()> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         self.db
-            .run(move |conn| {
+            .commit("release_lease", move |conn| {
                 conn.prepare_cached(
                     "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL \
                  WHERE run_id = ?1 AND lease_owner = ?2",
