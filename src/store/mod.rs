@@ -5,7 +5,6 @@
 
 mod deliveries;
 mod keys;
-mod metered;
 mod ops;
 mod postgres;
 mod postgres_connect;
@@ -30,7 +29,6 @@ pub use deliveries::{
     RedeliverOutcome, RunSummary, StoredWebhookSecrets,
 };
 pub use keys::{ApiKeyRecord, KeyStore, NewApiKey};
-pub use metered::MeteredStore;
 pub use postgres::PostgresStore;
 pub use postgres_connect::PostgresSettings;
 pub use sqlite::{SqliteKeyFile, SqliteStore, Synchronous};
@@ -73,6 +71,19 @@ impl StoreError {
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Awaits `write`, recording how long it took (failed or not) under `operation` for the metrics
+/// (`askuser_store_commit_duration_seconds`, by operation): each store's writes time themselves
+/// this way, measured as the server waits for a commit. A no-op without metrics.
+pub(crate) async fn timed<T>(
+    operation: &'static str,
+    write: impl std::future::Future<Output = T>,
+) -> T {
+    let started = std::time::Instant::now();
+    let outcome = write.await;
+    crate::metrics::store_commit(operation, started.elapsed());
+    outcome
+}
 
 /// Whose runs a read or a change may see: one tenant's (a caller's), or every tenant's (the
 /// server's own work: executors, expiry, retention). The condition is part of each store query,

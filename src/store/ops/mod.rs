@@ -7,6 +7,9 @@
 //! `$n` parameters that way, so the same text binds the same values on both stores.
 
 pub(super) mod cancel;
+pub(super) mod commit_executed;
+pub(super) mod commit_turn;
+pub(super) mod create;
 pub(super) mod settle;
 
 use crate::domain::{Event, EventKind};

@@ -18,6 +18,7 @@
 //! flight joins no `try_join_all` of more than 30 futures, which may poll some only later, after
 //! the `COMMIT` (a turn's calls are thus one statement, like its events).
 
+use crate::store::timed;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, LazyLock};
@@ -35,8 +36,11 @@ mod commit_feed;
 mod deliveries;
 mod keys;
 
+use super::ops::commit_executed::ExecutedReads;
 use super::ops::settle::{SettleReads, Settling};
-use super::ops::{SqlValue, Write, cancel, new_events, settle};
+use super::ops::{
+    SqlValue, Write, cancel, commit_executed, commit_turn, create, new_events, settle,
+};
 use super::postgres_connect::{Connection, PostgresSettings, connection, pool};
 use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, EXECUTED_UPDATE,
@@ -46,17 +50,16 @@ use super::records::{
     RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY, SettledRow, TOOL_CALL_QUERY,
     TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall, UNFINISHED_BEFORE_QUERY,
     UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY, WEBHOOKS_DUE_QUERY, assemble_transcript,
-    between_turns, counting_step_start, executed_events, executing_call, first_step, from_json,
-    parse_status, pending_counts, run_tools_column, settled_by_column, to_json, unsigned,
-    usage_columns,
+    counting_step_start, executing_call, from_json, parse_status, pending_counts, to_json,
+    unsigned,
 };
 use super::run_filter::{Dialect, ListParam, list_runs_query};
-use super::webhook_records::{DeliveryInsert, deliveries_of, webhooks_column};
+use super::webhook_records::{DeliveryInsert, deliveries_of};
 use super::{
-    CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, Committed, CreateOutcome, Created,
-    Decide, EventPage, ExecutedResult, Lease, NewRun, PendingCounts, RunEnd, RunPendingCall,
-    RunQuery, RunStore, SettleOutcome, StepState, StoreError, StoreResult, Tenancy, ToolCallRecord,
-    TurnCommit, TurnOutcome,
+    CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, Committed, CreateOutcome, Decide,
+    EventPage, ExecutedResult, Lease, NewRun, PendingCounts, RunPendingCall, RunQuery, RunStore,
+    SettleOutcome, StepState, StoreError, StoreResult, Tenancy, ToolCallRecord, TurnCommit,
+    TurnOutcome,
 };
 use crate::domain::{Event, EventKind, PendingCall, RunRecord, RunStatus, SettledBy, now_millis};
 
@@ -804,120 +807,86 @@ impl RunStore for PostgresStore {
         run: NewRun,
         lease: Option<Lease<'_>>,
     ) -> StoreResult<CreateOutcome> {
-        let tx = TxClient::get(&self.pool, BEGIN).await?;
-        let client = tx.client()?;
-        let now = self.now_ms();
-        let [
-            insert_run,
-            events_insert,
-            deliveries_insert,
-            notice,
-            existing,
-        ] = prepare(
-            client,
-            [
-                INSERT_RUN,
-                INSERT_EVENTS,
-                INSERT_DELIVERIES,
-                NOTIFY,
-                RUN_OF_REQUEST_QUERY,
-            ],
-        )
-        .await?;
-        let metadata = to_json(&run.metadata)?;
-        let run_tools = run_tools_column(&run)?;
-        let webhooks = webhooks_column(run.webhooks.as_ref())?;
-        let started = EventKind::RunStarted {
-            agent_id: run.agent_id.clone(),
-            prompt: run.prompt.clone(),
-            metadata: run.metadata.clone(),
-        };
-        let events = new_events(&run.run_id, 0, vec![started], now);
-        let insert = async {
-            exec(
+        timed("create_run", async {
+            let tx = TxClient::get(&self.pool, BEGIN).await?;
+            let client = tx.client()?;
+            let now = self.now_ms();
+            let [
+                insert_run,
+                events_insert,
+                deliveries_insert,
+                notice,
+                existing,
+            ] = prepare(
                 client,
-                &insert_run,
-                &[
-                    &run.run_id,
-                    &run.agent_id,
-                    &run.prompt,
-                    &metadata,
-                    &run.question_ttl_ms,
-                    &now,
-                    &run_tools,
-                    &lease.map(|lease| lease.owner),
-                    &lease.map(|lease| lease.until_ms),
-                    &run.request_id,
-                    &run.tenant,
-                    &webhooks,
-                    &run.trace_context,
+                [
+                    INSERT_RUN,
+                    INSERT_EVENTS,
+                    INSERT_DELIVERIES,
+                    NOTIFY,
+                    RUN_OF_REQUEST_QUERY,
                 ],
             )
-            .await
-        };
-        if let Some(request_id) = &run.request_id {
-            // A start that may repeat an earlier one: look for the earlier run first. Two starts
-            // of one key at once both find none; the unique index makes the second insert wait
-            // for the first and fail once it commits, and the second then returns its run.
-            let ((), found) = try_join!(tx.begin(), async {
-                Ok::<_, StoreError>(
-                    client
-                        .query_opt(&existing, &[&run.tenant, request_id])
-                        .await?,
-                )
-            })?;
-            if let Some(row) = found {
-                let run_id = row.get(0);
-                return Ok(tx.rollback(CreateOutcome::Existing { run_id }).await);
-            }
-            match insert.await {
-                Ok(_) => {}
-                // A concurrent start of the same key committed first.
-                Err(StoreError::UniqueViolation) => {
-                    drop(tx);
-                    let client = self.pool.get().await?;
-                    let [existing] = prepare(&client, [RUN_OF_REQUEST_QUERY]).await?;
-                    let row = client
-                        .query_opt(&existing, &[&run.tenant, request_id])
-                        .await?
-                        .ok_or_else(|| {
-                            StoreError::Corrupt("a request id without its run".into())
-                        })?;
-                    return Ok(CreateOutcome::Existing { run_id: row.get(0) });
+            .await?;
+            let (tenant, request_id) = (run.tenant.clone(), run.request_id.clone());
+            let run_id = run.run_id.clone();
+            let plan = create::plan(run, lease, now)?;
+            let insert = exec_write(client, &insert_run, &plan.run_insert);
+            if let Some(request_id) = &request_id {
+                // A start that may repeat an earlier one: look for the earlier run first. Two starts
+                // of one key at once both find none; the unique index makes the second insert wait
+                // for the first and fail once it commits, and the second then returns its run.
+                let ((), found) = try_join!(tx.begin(), async {
+                    Ok::<_, StoreError>(client.query_opt(&existing, &[&tenant, request_id]).await?)
+                })?;
+                if let Some(row) = found {
+                    let run_id = row.get(0);
+                    return Ok(tx.rollback(CreateOutcome::Existing { run_id }).await);
                 }
-                Err(error) => return Err(error),
+                match insert.await {
+                    Ok(_) => {}
+                    // A concurrent start of the same key committed first.
+                    Err(StoreError::UniqueViolation) => {
+                        drop(tx);
+                        let client = self.pool.get().await?;
+                        let [existing] = prepare(&client, [RUN_OF_REQUEST_QUERY]).await?;
+                        let row = client
+                            .query_opt(&existing, &[&tenant, request_id])
+                            .await?
+                            .ok_or_else(|| {
+                                StoreError::Corrupt("a request id without its run".into())
+                            })?;
+                        return Ok(CreateOutcome::Existing { run_id: row.get(0) });
+                    }
+                    Err(error) => return Err(error),
+                }
+                try_join!(
+                    insert_events(
+                        client,
+                        [&events_insert, &deliveries_insert],
+                        plan.webhooks.as_deref(),
+                        &plan.events,
+                    ),
+                    self.notify(client, &notice, &run_id, 1, RunStatus::Running),
+                    tx.commit(),
+                )?;
+            } else {
+                try_join!(
+                    tx.begin(),
+                    insert,
+                    insert_events(
+                        client,
+                        [&events_insert, &deliveries_insert],
+                        plan.webhooks.as_deref(),
+                        &plan.events,
+                    ),
+                    self.notify(client, &notice, &run_id, 1, RunStatus::Running),
+                    tx.commit(),
+                )?;
             }
-            try_join!(
-                insert_events(
-                    client,
-                    [&events_insert, &deliveries_insert],
-                    webhooks.as_deref(),
-                    &events,
-                ),
-                self.notify(client, &notice, &run.run_id, 1, RunStatus::Running),
-                tx.commit(),
-            )?;
-        } else {
-            try_join!(
-                tx.begin(),
-                insert,
-                insert_events(
-                    client,
-                    [&events_insert, &deliveries_insert],
-                    webhooks.as_deref(),
-                    &events,
-                ),
-                self.notify(client, &notice, &run.run_id, 1, RunStatus::Running),
-                tx.commit(),
-            )?;
-        }
-        Ok(CreateOutcome::Created(Box::new(Created {
-            committed: Committed {
-                events,
-                status: RunStatus::Running,
-            },
-            step: first_step(run, now)?,
-        })))
+            Ok(plan.outcome())
+        })
+        .await
     }
 
     async fn get_run(&self, run_id: &str, tenancy: Tenancy<'_>) -> StoreResult<Option<RunRecord>> {
@@ -1010,23 +979,26 @@ impl RunStore for PostgresStore {
         run_id: &str,
         lease: Option<Lease<'_>>,
     ) -> StoreResult<Option<StepState>> {
-        // Taking the lease locks the run's row, and every writer of a run locks it first: the
-        // reads after it see one state of the run at any isolation level. A plain read takes a
-        // snapshot instead.
-        let begin = if lease.is_some() {
-            BEGIN
-        } else {
-            BEGIN_SNAPSHOT
-        };
-        let tx = TxClient::get(&self.pool, begin).await?;
-        let client = tx.client()?;
-        let statements = StepStatements::prepare(client).await?;
-        let ((), step, ()) = try_join!(
-            tx.begin(),
-            read_step(client, &statements, run_id, lease),
-            tx.commit(),
-        )?;
-        Ok(step)
+        timed("load_step", async {
+            // Taking the lease locks the run's row, and every writer of a run locks it first: the
+            // reads after it see one state of the run at any isolation level. A plain read takes a
+            // snapshot instead.
+            let begin = if lease.is_some() {
+                BEGIN
+            } else {
+                BEGIN_SNAPSHOT
+            };
+            let tx = TxClient::get(&self.pool, begin).await?;
+            let client = tx.client()?;
+            let statements = StepStatements::prepare(client).await?;
+            let ((), step, ()) = try_join!(
+                tx.begin(),
+                read_step(client, &statements, run_id, lease),
+                tx.commit(),
+            )?;
+            Ok(step)
+        })
+        .await
     }
 
     async fn commit_turn(
@@ -1034,102 +1006,59 @@ impl RunStore for PostgresStore {
         run_id: &str,
         owner: &str,
         expected_turns: u32,
-        commit: TurnCommit,
+        mut commit: TurnCommit,
     ) -> StoreResult<TurnOutcome> {
-        let tx = TxClient::get(&self.pool, BEGIN).await?;
-        let client = tx.client()?;
-        let now = self.now_ms();
-        let [
-            lock,
-            turn_insert,
-            events_insert,
-            deliveries_insert,
-            call_insert,
-            run_update,
-            notice,
-        ] = prepare(
-            client,
-            [
-                LOCK_RUN,
-                "INSERT INTO turns (run_id, turn, text) VALUES ($1, $2, $3)",
-                INSERT_EVENTS,
-                INSERT_DELIVERIES,
-                INSERT_CALLS,
-                "UPDATE runs SET status = $2, turns = $3, last_sequence = $4, output_text = $5, \
-                 error_message = $6, updated_ms = $7, step_attempt = 0, step_starts = 0, \
-                 input_tokens = $8, \
-                 output_tokens = $9, \
-                 lease_owner = CASE WHEN $2 = 'running' THEN lease_owner END, \
-                 lease_expires_ms = CASE WHEN $2 = 'running' THEN lease_expires_ms END \
-                 WHERE run_id = $1",
-                NOTIFY,
-            ],
-        )
-        .await?;
-        let ((), head) = try_join!(tx.begin(), lock_run(client, &lock, run_id, None))?;
-        let Some(head) = head.filter(|head| head.admits_step(owner, expected_turns)) else {
-            return Ok(tx.rollback(TurnOutcome::Stale).await);
-        };
-        let turns = head.turns + u32::from(commit.assistant_text.is_some());
-        let events = new_events(run_id, head.last_sequence, commit.events, now);
-        let calls = commit
-            .tool_calls
-            .iter()
-            .enumerate()
-            .map(|(position, call)| CallRow::new(position, call, &events))
-            .collect::<StoreResult<Vec<_>>>()?;
-        let count = |status| calls.iter().filter(|c| c.status == status).count() as i64;
-        let (status, output_text, error_message) = RunEnd::run_after(
-            commit.end.as_ref(),
-            count(CallStatus::Pending),
-            count(CallStatus::Executing),
-        );
-        let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-        let turn = i64::from(turns) - 1;
-        let (input_tokens, output_tokens) = usage_columns(commit.usage);
-        try_join!(
-            async {
-                match &commit.assistant_text {
-                    Some(text) => {
-                        exec(
-                            client,
-                            &turn_insert,
-                            &[&run_id, &i64::from(head.turns), text],
-                        )
-                        .await
-                    }
-                    None => Ok(0),
-                }
-            },
-            insert_events(
+        timed("commit_turn", async {
+            let tx = TxClient::get(&self.pool, BEGIN).await?;
+            let client = tx.client()?;
+            let now = self.now_ms();
+            let [
+                lock,
+                turn_insert,
+                events_insert,
+                deliveries_insert,
+                call_insert,
+                run_update,
+                notice,
+            ] = prepare(
                 client,
-                [&events_insert, &deliveries_insert],
-                head.webhooks.as_deref(),
-                &events,
-            ),
-            insert_calls(client, &call_insert, run_id, turn, &calls),
-            async {
-                exec(
+                [
+                    LOCK_RUN,
+                    commit_turn::INSERT_TURN,
+                    INSERT_EVENTS,
+                    INSERT_DELIVERIES,
+                    INSERT_CALLS,
+                    commit_turn::UPDATE_RUN,
+                    NOTIFY,
+                ],
+            )
+            .await?;
+            let ((), head) = try_join!(tx.begin(), lock_run(client, &lock, run_id, None))?;
+            let step = (owner, expected_turns);
+            let Some(plan) = commit_turn::plan(run_id, head, step, &mut commit, now)? else {
+                return Ok(tx.rollback(TurnOutcome::Stale).await);
+            };
+            try_join!(
+                async {
+                    match &plan.turn_insert {
+                        Some(write) => exec_write(client, &turn_insert, write).await,
+                        None => Ok(0),
+                    }
+                },
+                insert_events(
                     client,
-                    &run_update,
-                    &[
-                        &run_id,
-                        &status.as_str(),
-                        &i64::from(turns),
-                        &(last_sequence as i64),
-                        &output_text,
-                        &error_message,
-                        &now,
-                        &input_tokens,
-                        &output_tokens,
-                    ],
-                )
-                .await
-            },
-            self.notify(client, &notice, run_id, last_sequence, status),
-            tx.commit(),
-        )?;
-        Ok(TurnOutcome::Committed(Committed { events, status }))
+                    [&events_insert, &deliveries_insert],
+                    plan.webhooks.as_deref(),
+                    &plan.events,
+                ),
+                insert_calls(client, &call_insert, run_id, plan.turn, &plan.calls),
+                exec_write(client, &run_update, &plan.run_update),
+                self.notify(client, &notice, run_id, plan.last_sequence, plan.status),
+                tx.commit(),
+            )?;
+            Ok(plan.outcome())
+        })
+        .await
     }
 
     async fn append_step_events(
@@ -1140,49 +1069,52 @@ impl RunStore for PostgresStore {
         attempt: u32,
         events: Vec<EventKind>,
     ) -> StoreResult<TurnOutcome> {
-        let tx = TxClient::get(&self.pool, BEGIN).await?;
-        let client = tx.client()?;
-        let now = self.now_ms();
-        let [lock, events_insert, deliveries_insert, run_update, notice] = prepare(
-            client,
-            [
-                LOCK_RUN,
-                INSERT_EVENTS,
-                INSERT_DELIVERIES,
-                "UPDATE runs SET last_sequence = $2, step_attempt = $3, updated_ms = $4 \
-                 WHERE run_id = $1",
-                NOTIFY,
-            ],
-        )
-        .await?;
-        let ((), head) = try_join!(tx.begin(), lock_run(client, &lock, run_id, None))?;
-        let Some(head) = head.filter(|head| head.admits_step(owner, expected_turns)) else {
-            return Ok(tx.rollback(TurnOutcome::Stale).await);
-        };
-        let events = new_events(run_id, head.last_sequence, events, now);
-        let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-        try_join!(
-            insert_events(
+        timed("append_step_events", async {
+            let tx = TxClient::get(&self.pool, BEGIN).await?;
+            let client = tx.client()?;
+            let now = self.now_ms();
+            let [lock, events_insert, deliveries_insert, run_update, notice] = prepare(
                 client,
-                [&events_insert, &deliveries_insert],
-                head.webhooks.as_deref(),
-                &events,
-            ),
-            async {
-                exec(
+                [
+                    LOCK_RUN,
+                    INSERT_EVENTS,
+                    INSERT_DELIVERIES,
+                    "UPDATE runs SET last_sequence = $2, step_attempt = $3, updated_ms = $4 \
+                 WHERE run_id = $1",
+                    NOTIFY,
+                ],
+            )
+            .await?;
+            let ((), head) = try_join!(tx.begin(), lock_run(client, &lock, run_id, None))?;
+            let Some(head) = head.filter(|head| head.admits_step(owner, expected_turns)) else {
+                return Ok(tx.rollback(TurnOutcome::Stale).await);
+            };
+            let events = new_events(run_id, head.last_sequence, events, now);
+            let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
+            try_join!(
+                insert_events(
                     client,
-                    &run_update,
-                    &[&run_id, &(last_sequence as i64), &i64::from(attempt), &now],
-                )
-                .await
-            },
-            self.notify(client, &notice, run_id, last_sequence, RunStatus::Running),
-            tx.commit(),
-        )?;
-        Ok(TurnOutcome::Committed(Committed {
-            events,
-            status: RunStatus::Running,
-        }))
+                    [&events_insert, &deliveries_insert],
+                    head.webhooks.as_deref(),
+                    &events,
+                ),
+                async {
+                    exec(
+                        client,
+                        &run_update,
+                        &[&run_id, &(last_sequence as i64), &i64::from(attempt), &now],
+                    )
+                    .await
+                },
+                self.notify(client, &notice, run_id, last_sequence, RunStatus::Running),
+                tx.commit(),
+            )?;
+            Ok(TurnOutcome::Committed(Committed {
+                events,
+                status: RunStatus::Running,
+            }))
+        })
+        .await
     }
 
     async fn get_tool_call(
@@ -1210,88 +1142,91 @@ impl RunStore for PostgresStore {
         decide: Decide,
         lease: Option<Lease<'_>>,
     ) -> StoreResult<SettleOutcome> {
-        let tx = TxClient::get(&self.pool, BEGIN).await?;
-        let client = tx.client()?;
-        let now = self.now_ms();
-        let [
-            lock,
-            call_query,
-            count,
-            events_insert,
-            deliveries_insert,
-            call_update,
-            run_update,
-            notice,
-        ] = prepare(
-            client,
-            [
-                LOCK_RUN,
-                TOOL_CALL_QUERY,
-                CALL_COUNTS_QUERY,
-                INSERT_EVENTS,
-                INSERT_DELIVERIES,
-                settle::UPDATE_CALL,
-                settle::UPDATE_RUN,
-                NOTIFY,
-            ],
-        )
-        .await?;
-        // Lock the run first: settles of one run are serialized across replicas, and the reads
-        // after the lock in this flight see the run as locked. The lock is what checks the
-        // tenant: the call read in the same flight is not used unless it passed.
-        let tenant = tenancy.param();
-        let ((), head, call, counts) = try_join!(
-            tx.begin(),
-            lock_run(client, &lock, run_id, tenant.as_deref()),
-            fetch_tool_call(client, &call_query, run_id, tool_call_id),
-            call_counts(client, &count, run_id),
-        )?;
-        let reads = SettleReads {
-            call: match (&head, call) {
-                (Some(_), Some(call)) => Some(tool_call_record(&call, run_id, tool_call_id)?),
-                _ => None,
-            },
-            head,
-            counts,
-        };
-        let plan = match settle::plan(run_id, tool_call_id, reads, decide, now)? {
-            Settling::Unchanged(outcome) => return Ok(tx.rollback(outcome).await),
-            Settling::Write(plan) => plan,
-        };
-        let next_step = match lease {
-            Some(lease) if plan.runs_again() => {
-                Some((lease, StepStatements::prepare(client).await?))
-            }
-            _ => None,
-        };
-        let (_, changed, _, step, _, ()) = try_join!(
-            insert_events(
+        timed("settle_tool_call", async {
+            let tx = TxClient::get(&self.pool, BEGIN).await?;
+            let client = tx.client()?;
+            let now = self.now_ms();
+            let [
+                lock,
+                call_query,
+                count,
+                events_insert,
+                deliveries_insert,
+                call_update,
+                run_update,
+                notice,
+            ] = prepare(
                 client,
-                [&events_insert, &deliveries_insert],
-                plan.webhooks.as_deref(),
-                &plan.events,
-            ),
-            exec_write(client, &call_update, &plan.call_update),
-            exec_write(client, &run_update, &plan.run_update),
-            async {
-                match &next_step {
-                    Some((lease, statements)) => {
-                        read_step(client, statements, run_id, Some(*lease)).await
-                    }
-                    None => Ok(None),
+                [
+                    LOCK_RUN,
+                    TOOL_CALL_QUERY,
+                    CALL_COUNTS_QUERY,
+                    INSERT_EVENTS,
+                    INSERT_DELIVERIES,
+                    settle::UPDATE_CALL,
+                    settle::UPDATE_RUN,
+                    NOTIFY,
+                ],
+            )
+            .await?;
+            // Lock the run first: settles of one run are serialized across replicas, and the reads
+            // after the lock in this flight see the run as locked. The lock is what checks the
+            // tenant: the call read in the same flight is not used unless it passed.
+            let tenant = tenancy.param();
+            let ((), head, call, counts) = try_join!(
+                tx.begin(),
+                lock_run(client, &lock, run_id, tenant.as_deref()),
+                fetch_tool_call(client, &call_query, run_id, tool_call_id),
+                call_counts(client, &count, run_id),
+            )?;
+            let reads = SettleReads {
+                call: match (&head, call) {
+                    (Some(_), Some(call)) => Some(tool_call_record(&call, run_id, tool_call_id)?),
+                    _ => None,
+                },
+                head,
+                counts,
+            };
+            let plan = match settle::plan(run_id, tool_call_id, reads, decide, now)? {
+                Settling::Unchanged(outcome) => return Ok(tx.rollback(outcome).await),
+                Settling::Write(plan) => plan,
+            };
+            let next_step = match lease {
+                Some(lease) if plan.runs_again() => {
+                    Some((lease, StepStatements::prepare(client).await?))
                 }
-            },
-            self.notify(client, &notice, run_id, plan.last_sequence, plan.status),
-            tx.commit(),
-        )?;
-        // Cannot happen (every writer of a call locks its run first); the flight has committed
-        // by now, so this only reports it.
-        if changed != 1 {
-            return Err(StoreError::Corrupt(format!(
-                "tool call {tool_call_id} changed under its run's lock"
-            )));
-        }
-        Ok(plan.outcome(step))
+                _ => None,
+            };
+            let (_, changed, _, step, _, ()) = try_join!(
+                insert_events(
+                    client,
+                    [&events_insert, &deliveries_insert],
+                    plan.webhooks.as_deref(),
+                    &plan.events,
+                ),
+                exec_write(client, &call_update, &plan.call_update),
+                exec_write(client, &run_update, &plan.run_update),
+                async {
+                    match &next_step {
+                        Some((lease, statements)) => {
+                            read_step(client, statements, run_id, Some(*lease)).await
+                        }
+                        None => Ok(None),
+                    }
+                },
+                self.notify(client, &notice, run_id, plan.last_sequence, plan.status),
+                tx.commit(),
+            )?;
+            // Cannot happen (every writer of a call locks its run first); the flight has committed
+            // by now, so this only reports it.
+            if changed != 1 {
+                return Err(StoreError::Corrupt(format!(
+                    "tool call {tool_call_id} changed under its run's lock"
+                )));
+            }
+            Ok(plan.outcome(step))
+        })
+        .await
     }
 
     async fn commit_executed(
@@ -1301,94 +1236,65 @@ impl RunStore for PostgresStore {
         expected_turns: u32,
         results: Vec<ExecutedResult>,
     ) -> StoreResult<TurnOutcome> {
-        let tx = TxClient::get(&self.pool, BEGIN).await?;
-        let client = tx.client()?;
-        let now = self.now_ms();
-        let [
-            lock,
-            events_insert,
-            deliveries_insert,
-            call_update,
-            count,
-            run_update,
-            notice,
-        ] = prepare(
-            client,
-            [
-                LOCK_RUN,
-                INSERT_EVENTS,
-                INSERT_DELIVERIES,
-                EXECUTED_UPDATE,
-                CALL_COUNTS_QUERY,
-                "UPDATE runs SET status = $2, last_sequence = $3, updated_ms = $4, step_starts = 0, \
-                 lease_owner = CASE WHEN $2 = 'running' THEN lease_owner END, \
-                 lease_expires_ms = CASE WHEN $2 = 'running' THEN lease_expires_ms END \
-                 WHERE run_id = $1",
-                NOTIFY,
-            ],
-        )
-        .await?;
-        let ((), head, (pending, executing)) = try_join!(
-            tx.begin(),
-            lock_run(client, &lock, run_id, None),
-            call_counts(client, &count, run_id),
-        )?;
-        let Some(head) = head.filter(|head| head.admits_step(owner, expected_turns)) else {
-            return Ok(tx.rollback(TurnOutcome::Stale).await);
-        };
-        let kinds = executed_events(&results);
-        let events = new_events(run_id, head.last_sequence, kinds, now);
-        let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-        let status = between_turns(pending, executing - results.len() as i64);
-        let updates = results.iter().zip(&events).map(|(result, event)| {
-            let sequence = event.sequence as i64;
-            let call_update = &call_update;
-            async move {
-                let settled_by = settled_by_column(result.settled_by.as_ref())?;
-                let changed = exec(
-                    client,
-                    call_update,
-                    &[
-                        &result.content,
-                        &result.is_error,
-                        &sequence,
-                        &settled_by,
-                        &event.time_ms,
-                        &run_id,
-                        &result.tool_call_id,
-                    ],
-                )
-                .await?;
-                if changed == 1 {
-                    Ok(())
-                } else {
-                    Err(StoreError::Corrupt(format!(
-                        "executed call {} was not executing",
-                        result.tool_call_id
-                    )))
-                }
-            }
-        });
-        try_join!(
-            insert_events(
+        timed("commit_executed", async {
+            let tx = TxClient::get(&self.pool, BEGIN).await?;
+            let client = tx.client()?;
+            let now = self.now_ms();
+            let [
+                lock,
+                events_insert,
+                deliveries_insert,
+                call_update,
+                count,
+                run_update,
+                notice,
+            ] = prepare(
                 client,
-                [&events_insert, &deliveries_insert],
-                head.webhooks.as_deref(),
-                &events,
-            ),
-            futures::future::try_join_all(updates),
-            async {
-                exec(
+                [
+                    LOCK_RUN,
+                    INSERT_EVENTS,
+                    INSERT_DELIVERIES,
+                    EXECUTED_UPDATE,
+                    CALL_COUNTS_QUERY,
+                    commit_executed::UPDATE_RUN,
+                    NOTIFY,
+                ],
+            )
+            .await?;
+            let ((), head, counts) = try_join!(
+                tx.begin(),
+                lock_run(client, &lock, run_id, None),
+                call_counts(client, &count, run_id),
+            )?;
+            let reads = ExecutedReads { head, counts };
+            let step = (owner, expected_turns);
+            let Some(plan) = commit_executed::plan(run_id, reads, step, &results, now)? else {
+                return Ok(tx.rollback(TurnOutcome::Stale).await);
+            };
+            let updates = plan.call_updates.iter().map(|write| {
+                let call_update = &call_update;
+                async move {
+                    match exec_write(client, call_update, write).await? {
+                        1 => Ok(()),
+                        _ => Err(commit_executed::not_executing(write)),
+                    }
+                }
+            });
+            try_join!(
+                insert_events(
                     client,
-                    &run_update,
-                    &[&run_id, &status.as_str(), &(last_sequence as i64), &now],
-                )
-                .await
-            },
-            self.notify(client, &notice, run_id, last_sequence, status),
-            tx.commit(),
-        )?;
-        Ok(TurnOutcome::Committed(Committed { events, status }))
+                    [&events_insert, &deliveries_insert],
+                    plan.webhooks.as_deref(),
+                    &plan.events,
+                ),
+                futures::future::try_join_all(updates),
+                exec_write(client, &run_update, &plan.run_update),
+                self.notify(client, &notice, run_id, plan.last_sequence, plan.status),
+                tx.commit(),
+            )?;
+            Ok(plan.outcome())
+        })
+        .await
     }
 
     async fn claim_call(
@@ -1400,43 +1306,46 @@ impl RunStore for PostgresStore {
         subject: &str,
         until_ms: i64,
     ) -> StoreResult<ClaimOutcome> {
-        let client = self.pool.get().await?;
-        if !run_in_tenant(&client, run_id, tenancy).await? {
-            return Ok(ClaimOutcome::NotFound);
-        }
-        let [claim, call_query, claim_query] =
-            prepare(&client, [CLAIM_UPDATE, TOOL_CALL_QUERY, CLAIM_QUERY]).await?;
-        let claimed = exec(
-            &client,
-            &claim,
-            &[
-                &claimant,
-                &subject,
-                &until_ms,
-                &run_id,
-                &tool_call_id,
-                &self.now_ms(),
-            ],
-        )
-        .await?;
-        if claimed == 1 {
-            return Ok(ClaimOutcome::Claimed { until_ms });
-        }
-        let (call, holder) = try_join!(
-            fetch_tool_call(&client, &call_query, run_id, tool_call_id),
-            fetch_tool_call(&client, &claim_query, run_id, tool_call_id),
-        )?;
-        let (Some(call), Some(holder)) = (call, holder) else {
-            return Ok(ClaimOutcome::NotFound);
-        };
-        let call = tool_call_record(&call, run_id, tool_call_id)?;
-        if call.status != CallStatus::Pending {
-            return Ok(ClaimOutcome::NotPending(Box::new(call)));
-        }
-        Ok(ClaimOutcome::Held {
-            claimant: holder.get::<_, Option<String>>(0).unwrap_or_default(),
-            until_ms: holder.get::<_, Option<i64>>(1).unwrap_or(0),
+        timed("claim_call", async {
+            let client = self.pool.get().await?;
+            if !run_in_tenant(&client, run_id, tenancy).await? {
+                return Ok(ClaimOutcome::NotFound);
+            }
+            let [claim, call_query, claim_query] =
+                prepare(&client, [CLAIM_UPDATE, TOOL_CALL_QUERY, CLAIM_QUERY]).await?;
+            let claimed = exec(
+                &client,
+                &claim,
+                &[
+                    &claimant,
+                    &subject,
+                    &until_ms,
+                    &run_id,
+                    &tool_call_id,
+                    &self.now_ms(),
+                ],
+            )
+            .await?;
+            if claimed == 1 {
+                return Ok(ClaimOutcome::Claimed { until_ms });
+            }
+            let (call, holder) = try_join!(
+                fetch_tool_call(&client, &call_query, run_id, tool_call_id),
+                fetch_tool_call(&client, &claim_query, run_id, tool_call_id),
+            )?;
+            let (Some(call), Some(holder)) = (call, holder) else {
+                return Ok(ClaimOutcome::NotFound);
+            };
+            let call = tool_call_record(&call, run_id, tool_call_id)?;
+            if call.status != CallStatus::Pending {
+                return Ok(ClaimOutcome::NotPending(Box::new(call)));
+            }
+            Ok(ClaimOutcome::Held {
+                claimant: holder.get::<_, Option<String>>(0).unwrap_or_default(),
+                until_ms: holder.get::<_, Option<i64>>(1).unwrap_or(0),
+            })
         })
+        .await
     }
 
     async fn pending_calls(
@@ -1466,83 +1375,86 @@ impl RunStore for PostgresStore {
         call_content: &str,
         cancelled_by: &SettledBy,
     ) -> StoreResult<CancelOutcome> {
-        let tx = TxClient::get(&self.pool, BEGIN).await?;
-        let client = tx.client()?;
-        let now = self.now_ms();
-        let [
-            lock,
-            pending_query,
-            events_insert,
-            deliveries_insert,
-            calls_update,
-            run_update,
-            notice,
-        ] = prepare(
-            client,
-            [
-                LOCK_RUN,
-                UNSETTLED_QUERY,
-                INSERT_EVENTS,
-                INSERT_DELIVERIES,
-                // Every call with the sequence of its result, as two arrays: one statement.
-                "UPDATE tool_calls SET status = 'cancelled', result_content = $2, \
+        timed("cancel_run", async {
+            let tx = TxClient::get(&self.pool, BEGIN).await?;
+            let client = tx.client()?;
+            let now = self.now_ms();
+            let [
+                lock,
+                pending_query,
+                events_insert,
+                deliveries_insert,
+                calls_update,
+                run_update,
+                notice,
+            ] = prepare(
+                client,
+                [
+                    LOCK_RUN,
+                    UNSETTLED_QUERY,
+                    INSERT_EVENTS,
+                    INSERT_DELIVERIES,
+                    // Every call with the sequence of its result, as two arrays: one statement.
+                    "UPDATE tool_calls SET status = 'cancelled', result_content = $2, \
                  result_kind = $3, result_sequence = settled.sequence, settled_by = $6, \
                  settled_ms = $7 \
                  FROM UNNEST($4::TEXT[], $5::BIGINT[]) AS settled (tool_call_id, sequence) \
                  WHERE run_id = $1 AND tool_calls.tool_call_id = settled.tool_call_id",
-                cancel::UPDATE_RUN,
-                NOTIFY,
-            ],
-        )
-        .await?;
-        let tenant = tenancy.param();
-        let ((), head, unsettled) = try_join!(
-            tx.begin(),
-            lock_run(client, &lock, run_id, tenant.as_deref()),
-            rows_of_run(client, &pending_query, run_id),
-        )?;
-        let unsettled = unsettled.iter().map(|row| row.get(0)).collect();
-        let plan = match cancel::plan(
-            run_id,
-            head,
-            unsettled,
-            reason,
-            call_content,
-            cancelled_by,
-            now,
-        )? {
-            Ok(plan) => plan,
-            Err(outcome) => return Ok(tx.rollback(outcome).await),
-        };
-        let calls = &plan.calls;
-        let calls_params: [&(dyn ToSql + Sync); 7] = [
-            &run_id,
-            &calls.content,
-            &calls.kind,
-            &calls.tool_call_ids,
-            &calls.sequences,
-            &calls.settled_by,
-            &calls.settled_ms,
-        ];
-        try_join!(
-            insert_events(
-                client,
-                [&events_insert, &deliveries_insert],
-                plan.webhooks.as_deref(),
-                &plan.events,
-            ),
-            exec(client, &calls_update, &calls_params),
-            exec_write(client, &run_update, &plan.run_update),
-            self.notify(
-                client,
-                &notice,
+                    cancel::UPDATE_RUN,
+                    NOTIFY,
+                ],
+            )
+            .await?;
+            let tenant = tenancy.param();
+            let ((), head, unsettled) = try_join!(
+                tx.begin(),
+                lock_run(client, &lock, run_id, tenant.as_deref()),
+                rows_of_run(client, &pending_query, run_id),
+            )?;
+            let unsettled = unsettled.iter().map(|row| row.get(0)).collect();
+            let plan = match cancel::plan(
                 run_id,
-                plan.last_sequence,
-                RunStatus::Cancelled
-            ),
-            tx.commit(),
-        )?;
-        Ok(plan.outcome())
+                head,
+                unsettled,
+                reason,
+                call_content,
+                cancelled_by,
+                now,
+            )? {
+                Ok(plan) => plan,
+                Err(outcome) => return Ok(tx.rollback(outcome).await),
+            };
+            let calls = &plan.calls;
+            let calls_params: [&(dyn ToSql + Sync); 7] = [
+                &run_id,
+                &calls.content,
+                &calls.kind,
+                &calls.tool_call_ids,
+                &calls.sequences,
+                &calls.settled_by,
+                &calls.settled_ms,
+            ];
+            try_join!(
+                insert_events(
+                    client,
+                    [&events_insert, &deliveries_insert],
+                    plan.webhooks.as_deref(),
+                    &plan.events,
+                ),
+                exec(client, &calls_update, &calls_params),
+                exec_write(client, &run_update, &plan.run_update),
+                self.notify(
+                    client,
+                    &notice,
+                    run_id,
+                    plan.last_sequence,
+                    RunStatus::Cancelled
+                ),
+                tx.commit(),
+            )?;
+            Ok(plan.outcome())
+        })
+        .await
     }
 
     async fn read_events(
@@ -1638,38 +1550,41 @@ impl RunStore for PostgresStore {
     }
 
     async fn prune_finished(&self, before_ms: i64, limit: usize) -> StoreResult<u64> {
-        let tx = TxClient::get(&self.pool, BEGIN).await?;
-        let client = tx.client()?;
-        let [lock, prunable] = prepare(
-            client,
-            ["SELECT pg_try_advisory_xact_lock($1)", PRUNABLE_RUNS_QUERY],
-        )
-        .await?;
-        let deletes =
-            PRUNED_TABLES.map(|table| format!("DELETE FROM {table} WHERE run_id = ANY($1)"));
-        let deletes = prepare(client, deletes.each_ref().map(String::as_str)).await?;
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let ((), locked, runs) = try_join!(
-            tx.begin(),
-            async {
-                Ok(client
-                    .query_one(&lock, &[&PRUNE_LOCK])
-                    .await?
-                    .get::<_, bool>(0))
-            },
-            async { Ok(client.query(&prunable, &[&before_ms, &limit]).await?) },
-        )?;
-        // Another replica prunes now; it goes on until nothing is left.
-        if !locked || runs.is_empty() {
-            return Ok(tx.rollback(0).await);
-        }
-        let runs: Vec<String> = runs.iter().map(|row| row.get(0)).collect();
-        let by_id: &[&(dyn ToSql + Sync)] = &[&runs];
-        try_join!(
-            try_join_all(deletes.iter().map(|delete| exec(client, delete, by_id))),
-            tx.commit(),
-        )?;
-        Ok(runs.len() as u64)
+        timed("prune_finished", async {
+            let tx = TxClient::get(&self.pool, BEGIN).await?;
+            let client = tx.client()?;
+            let [lock, prunable] = prepare(
+                client,
+                ["SELECT pg_try_advisory_xact_lock($1)", PRUNABLE_RUNS_QUERY],
+            )
+            .await?;
+            let deletes =
+                PRUNED_TABLES.map(|table| format!("DELETE FROM {table} WHERE run_id = ANY($1)"));
+            let deletes = prepare(client, deletes.each_ref().map(String::as_str)).await?;
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let ((), locked, runs) = try_join!(
+                tx.begin(),
+                async {
+                    Ok(client
+                        .query_one(&lock, &[&PRUNE_LOCK])
+                        .await?
+                        .get::<_, bool>(0))
+                },
+                async { Ok(client.query(&prunable, &[&before_ms, &limit]).await?) },
+            )?;
+            // Another replica prunes now; it goes on until nothing is left.
+            if !locked || runs.is_empty() {
+                return Ok(tx.rollback(0).await);
+            }
+            let runs: Vec<String> = runs.iter().map(|row| row.get(0)).collect();
+            let by_id: &[&(dyn ToSql + Sync)] = &[&runs];
+            try_join!(
+                try_join_all(deletes.iter().map(|delete| exec(client, delete, by_id))),
+                tx.commit(),
+            )?;
+            Ok(runs.len() as u64)
+        })
+        .await
     }
 
     async fn unfinished_before(&self, before_ms: i64, limit: usize) -> StoreResult<Vec<String>> {
@@ -1686,21 +1601,27 @@ impl RunStore for PostgresStore {
     }
 
     async fn acquire_lease(&self, run_id: &str, owner: &str, until_ms: i64) -> StoreResult<bool> {
-        let client = self.pool.get().await?;
-        let [statement] = prepare(&client, [TAKE_LEASE]).await?;
-        take_lease(&client, &statement, run_id, Lease { owner, until_ms }).await
+        timed("acquire_lease", async {
+            let client = self.pool.get().await?;
+            let [statement] = prepare(&client, [TAKE_LEASE]).await?;
+            take_lease(&client, &statement, run_id, Lease { owner, until_ms }).await
+        })
+        .await
     }
 
     async fn release_lease(&self, run_id: &str, owner: &str) -> StoreResult<()> {
-        let client = self.pool.get().await?;
-        execute(
-            &client,
-            "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL \
+        timed("release_lease", async {
+            let client = self.pool.get().await?;
+            execute(
+                &client,
+                "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL \
                  WHERE run_id = $1 AND lease_owner = $2",
-            &[&run_id, &owner],
-        )
-        .await?;
-        Ok(())
+                &[&run_id, &owner],
+            )
+            .await?;
+            Ok(())
+        })
+        .await
     }
 
     async fn unleased_runs(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<String>> {

@@ -18,24 +18,24 @@ mod group_commit;
 mod keys;
 mod readers;
 
+use super::ops::commit_executed::ExecutedReads;
 use super::ops::settle::{SettleReads, Settling};
-use super::ops::{Write, cancel, new_events, settle};
+use super::ops::{Write, cancel, commit_executed, commit_turn, create, new_events, settle};
 use super::records::{
-    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, EXECUTED_UPDATE,
-    EXECUTING_QUERY, INSERT_RUN, OLDEST_PENDING_CALLS_QUERY, PENDING_CALLS_COUNT_QUERY,
-    PENDING_COLUMNS, PENDING_FEED_QUERY, PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES,
-    PendingRow, RUN_HEAD_QUERY, RUN_IN_TENANT, RUN_OF_REQUEST_QUERY, RUN_QUERY, RUN_STATE_QUERY,
-    RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY, SettledRow, TOOL_CALL_QUERY,
-    TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall, UNFINISHED_BEFORE_QUERY,
-    UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY, WEBHOOKS_DUE_QUERY, assemble_transcript,
-    between_turns, counting_step_start, executed_events, executing_call, first_step, from_json,
-    parse_status, pending_counts, run_tools_column, settled_by_column, to_json, usage_columns,
+    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, EXECUTING_QUERY,
+    OLDEST_PENDING_CALLS_QUERY, PENDING_CALLS_COUNT_QUERY, PENDING_COLUMNS, PENDING_FEED_QUERY,
+    PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_HEAD_QUERY, RUN_IN_TENANT,
+    RUN_OF_REQUEST_QUERY, RUN_QUERY, RUN_STATE_QUERY, RunHead, RunRow, SETTLED_QUERY,
+    STEP_RUN_QUERY, SettledRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow,
+    TranscriptCall, UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY,
+    WEBHOOKS_DUE_QUERY, assemble_transcript, counting_step_start, executing_call, from_json,
+    parse_status, pending_counts, to_json,
 };
 use super::run_filter::{Dialect, ListParam, list_runs_query};
-use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of, webhooks_column};
+use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of};
 use super::{
-    CallStatus, CancelOutcome, ClaimOutcome, Committed, CreateOutcome, Created, Decide, EventPage,
-    ExecutedResult, ExecutingCall, Lease, NewRun, PendingCounts, RunEnd, RunPendingCall, RunQuery,
+    CallStatus, CancelOutcome, ClaimOutcome, Committed, CreateOutcome, Decide, EventPage,
+    ExecutedResult, ExecutingCall, Lease, NewRun, PendingCounts, RunPendingCall, RunQuery,
     RunStore, SettleOutcome, StepState, StoreError, StoreResult, Tenancy, ToolCallRecord,
     TurnCommit, TurnOutcome,
 };
@@ -553,10 +553,9 @@ impl RunStore for SqliteStore {
         run: NewRun,
         lease: Option<Lease<'_>>,
     ) -> StoreResult<CreateOutcome> {
-        let owner = lease.map(|lease| lease.owner.to_owned());
-        let lease_until_ms = lease.map(|lease| lease.until_ms);
+        let lease = lease.map(|lease| (lease.owner.to_owned(), lease.until_ms));
         self.db
-            .run(move |conn| {
+            .commit("create_run", move |conn| {
                 if let Some(request_id) = &run.request_id {
                     let existing: Option<String> = conn
                         .prepare_cached(RUN_OF_REQUEST_QUERY)?
@@ -566,43 +565,14 @@ impl RunStore for SqliteStore {
                         return Ok(CreateOutcome::Existing { run_id });
                     }
                 }
-                let now = now_millis();
-                let webhooks = webhooks_column(run.webhooks.as_ref())?;
-                conn.prepare_cached(INSERT_RUN)?.execute(params![
-                    run.run_id,
-                    run.agent_id,
-                    run.prompt,
-                    to_json(&run.metadata)?,
-                    run.question_ttl_ms,
-                    now,
-                    run_tools_column(&run)?,
+                let lease = lease.as_ref().map(|(owner, until_ms)| Lease {
                     owner,
-                    lease_until_ms,
-                    run.request_id,
-                    run.tenant,
-                    webhooks,
-                    run.trace_context
-                ])?;
-                let started = EventKind::RunStarted {
-                    agent_id: run.agent_id.clone(),
-                    prompt: run.prompt.clone(),
-                    metadata: run.metadata.clone(),
-                };
-                let events = append_events(
-                    conn,
-                    webhooks.as_deref(),
-                    &run.run_id,
-                    0,
-                    vec![started],
-                    now,
-                )?;
-                Ok(CreateOutcome::Created(Box::new(Created {
-                    committed: Committed {
-                        events,
-                        status: RunStatus::Running,
-                    },
-                    step: first_step(run, now)?,
-                })))
+                    until_ms: *until_ms,
+                });
+                let plan = create::plan(run, lease, now_millis())?;
+                execute(conn, &plan.run_insert)?;
+                insert_events(conn, plan.webhooks.as_deref(), &plan.events)?;
+                Ok(plan.outcome())
             })
             .await
     }
@@ -655,7 +625,7 @@ impl RunStore for SqliteStore {
         let run_id = run_id.to_owned();
         let lease = lease.map(|lease| (lease.owner.to_owned(), lease.until_ms));
         self.db
-            .run(move |conn| match lease {
+            .commit("load_step", move |conn| match lease {
                 Some((owner, until_ms)) if !take_step_lease(conn, &run_id, &owner, until_ms)? => {
                     Ok(None)
                 }
@@ -669,45 +639,33 @@ impl RunStore for SqliteStore {
         run_id: &str,
         owner: &str,
         expected_turns: u32,
-        commit: TurnCommit,
+        mut commit: TurnCommit,
     ) -> StoreResult<TurnOutcome> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
-        self.db.run(move |conn| {
-            let now = now_millis();
-            let Some(head) = run_head(conn, &run_id, None)? else {
-                return Ok(TurnOutcome::Stale);
-            };
-            if !head.admits_step(owner.as_str(), expected_turns) {
-                return Ok(TurnOutcome::Stale);
-            }
-            let mut turns = head.turns;
-            if let Some(text) = &commit.assistant_text {
-                conn.prepare_cached("INSERT INTO turns (run_id, turn, text) VALUES (?1, ?2, ?3)")?
-                    .execute(params![run_id, i64::from(turns), text])?;
-                turns += 1;
-            }
-            let events = append_events(conn, head.webhooks.as_deref(), &run_id, head.last_sequence, commit.events, now)?;
-            let rows = commit
-                .tool_calls
-                .iter()
-                .enumerate()
-                .map(|(position, call)| CallRow::new(position, call, &events))
-                .collect::<StoreResult<Vec<_>>>()?;
-            let count = |status| rows.iter().filter(|r| r.status == status).count() as i64;
-            let (pending, executing) = (count(CallStatus::Pending), count(CallStatus::Executing));
-            {
+        self.db
+            .commit("commit_turn", move |conn| {
+                let head = run_head(conn, &run_id, None)?;
+                let step = (owner.as_str(), expected_turns);
+                let Some(plan) = commit_turn::plan(&run_id, head, step, &mut commit, now_millis())?
+                else {
+                    return Ok(TurnOutcome::Stale);
+                };
+                if let Some(turn_insert) = &plan.turn_insert {
+                    execute(conn, turn_insert)?;
+                }
+                insert_events(conn, plan.webhooks.as_deref(), &plan.events)?;
                 let mut insert = conn.prepare_cached(
-                    "INSERT INTO tool_calls (run_id, tool_call_id, turn, position, tool_name, arguments_json, \
-                     status, payload, expire_ms, result_content, result_is_error, result_kind, result_sequence, \
-                     suspend_kind, run_arguments, approval_reason, assignees, suspended_ms) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                    "INSERT INTO tool_calls (run_id, tool_call_id, turn, position, tool_name, \
+                     arguments_json, status, payload, expire_ms, result_content, result_is_error, \
+                     result_kind, result_sequence, suspend_kind, run_arguments, approval_reason, \
+                     assignees, suspended_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, \
+                     ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
                 )?;
-                let turn = i64::from(turns) - 1;
-                for row in &rows {
+                for row in &plan.calls {
                     insert.execute(params![
                         run_id,
                         row.call.tool_call_id,
-                        turn,
+                        plan.turn,
                         row.position,
                         row.call.tool_name,
                         row.call.arguments_json,
@@ -725,34 +683,10 @@ impl RunStore for SqliteStore {
                         row.suspended_ms
                     ])?;
                 }
-            }
-            let (status, output_text, error_message) =
-                RunEnd::run_after(commit.end.as_ref(), pending, executing);
-            let (input_tokens, output_tokens) = usage_columns(commit.usage);
-            let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-            conn.prepare_cached(
-                "UPDATE runs SET status = ?2, turns = ?3, last_sequence = ?4, output_text = ?5, \
-                 error_message = ?6, updated_ms = ?7, step_attempt = 0, step_starts = 0, \
-                 input_tokens = ?8, \
-                 output_tokens = ?9, \
-                 lease_owner = CASE WHEN ?2 = 'running' THEN lease_owner END, \
-                 lease_expires_ms = CASE WHEN ?2 = 'running' THEN lease_expires_ms END \
-                 WHERE run_id = ?1",
-            )?
-            .execute(params![
-                run_id,
-                status.as_str(),
-                i64::from(turns),
-                last_sequence as i64,
-                output_text,
-                error_message,
-                now,
-                input_tokens,
-                output_tokens
-            ])?;
-            Ok(TurnOutcome::Committed(Committed { events, status }))
-        })
-        .await
+                execute(conn, &plan.run_update)?;
+                Ok(plan.outcome())
+            })
+            .await
     }
 
     async fn append_step_events(
@@ -764,7 +698,7 @@ impl RunStore for SqliteStore {
         events: Vec<EventKind>,
     ) -> StoreResult<TurnOutcome> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
-        self.db.run(move |conn| {
+        self.db.commit("append_step_events", move |conn| {
             let now = now_millis();
             let Some(head) = run_head(conn, &run_id, None)? else {
                 return Ok(TurnOutcome::Stale);
@@ -816,7 +750,7 @@ impl RunStore for SqliteStore {
             (run_id.to_owned(), tenancy.param(), tool_call_id.to_owned());
         let lease = lease.map(|lease| (lease.owner.to_owned(), lease.until_ms));
         self.db
-            .run(move |conn| {
+            .commit("settle_tool_call", move |conn| {
                 let reads = SettleReads {
                     head: run_head(conn, &run_id, tenant.as_deref())?,
                     call: load_tool_call(conn, &run_id, &tool_call_id)?,
@@ -857,52 +791,25 @@ impl RunStore for SqliteStore {
     ) -> StoreResult<TurnOutcome> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         self.db
-            .run(move |conn| {
-                let now = now_millis();
-                let Some(head) = run_head(conn, &run_id, None)? else {
+            .commit("commit_executed", move |conn| {
+                let reads = ExecutedReads {
+                    head: run_head(conn, &run_id, None)?,
+                    counts: call_counts(conn, &run_id)?,
+                };
+                let step = (owner.as_str(), expected_turns);
+                let Some(plan) =
+                    commit_executed::plan(&run_id, reads, step, &results, now_millis())?
+                else {
                     return Ok(TurnOutcome::Stale);
                 };
-                if !head.admits_step(owner.as_str(), expected_turns) {
-                    return Ok(TurnOutcome::Stale);
-                }
-                let kinds = executed_events(&results);
-                let events = append_events(conn, head.webhooks.as_deref(), &run_id, head.last_sequence, kinds, now)?;
-                {
-                    let mut update = conn.prepare_cached(EXECUTED_UPDATE)?;
-                    for (result, event) in results.iter().zip(&events) {
-                        let changed = update.execute(params![
-                            result.content,
-                            result.is_error,
-                            event.sequence as i64,
-                            settled_by_column(result.settled_by.as_ref())?,
-                            event.time_ms,
-                            run_id,
-                            result.tool_call_id
-                        ])?;
-                        if changed != 1 {
-                            return Err(StoreError::Corrupt(format!(
-                                "executed call {} was not executing",
-                                result.tool_call_id
-                            )));
-                        }
+                insert_events(conn, plan.webhooks.as_deref(), &plan.events)?;
+                for call_update in &plan.call_updates {
+                    if execute(conn, call_update)? != 1 {
+                        return Err(commit_executed::not_executing(call_update));
                     }
                 }
-                let (pending, executing) = call_counts(conn, &run_id)?;
-                let status = between_turns(pending, executing);
-                let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-                conn.prepare_cached(
-                    "UPDATE runs SET status = ?2, last_sequence = ?3, updated_ms = ?4, step_starts = 0, \
-                 lease_owner = CASE WHEN ?2 = 'running' THEN lease_owner END, \
-                 lease_expires_ms = CASE WHEN ?2 = 'running' THEN lease_expires_ms END \
-                 WHERE run_id = ?1",
-                )?
-                .execute(params![
-                    run_id,
-                    status.as_str(),
-                    last_sequence as i64,
-                    now
-                ])?;
-                Ok(TurnOutcome::Committed(Committed { events, status }))
+                execute(conn, &plan.run_update)?;
+                Ok(plan.outcome())
             })
             .await
     }
@@ -924,7 +831,7 @@ impl RunStore for SqliteStore {
             subject.to_owned(),
         );
         self.db
-            .run(move |conn| {
+            .commit("claim_call", move |conn| {
                 if !run_in_tenant(conn, &run_id, tenant.as_deref())? {
                     return Ok(ClaimOutcome::NotFound);
                 }
@@ -997,7 +904,7 @@ impl RunStore for SqliteStore {
             call_content.to_owned(),
         );
         self.db
-            .run(move |conn| {
+            .commit("cancel_run", move |conn| {
                 let head = run_head(conn, &run_id, tenant.as_deref())?;
                 let unsettled: Vec<String> = conn
                     .prepare_cached(UNSETTLED_QUERY)?
@@ -1134,7 +1041,7 @@ impl RunStore for SqliteStore {
 
     async fn prune_finished(&self, before_ms: i64, limit: usize) -> StoreResult<u64> {
         self.db
-            .run(move |conn| {
+            .commit("prune_finished", move |conn| {
                 let runs: Vec<String> = conn
                     .prepare_cached(PRUNABLE_RUNS_QUERY)?
                     .query_map(params![before_ms, limit as i64], |row| row.get(0))?
@@ -1168,14 +1075,16 @@ impl RunStore for SqliteStore {
     async fn acquire_lease(&self, run_id: &str, owner: &str, until_ms: i64) -> StoreResult<bool> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         self.db
-            .run(move |conn| take_lease(conn, &run_id, &owner, until_ms))
+            .commit("acquire_lease", move |conn| {
+                take_lease(conn, &run_id, &owner, until_ms)
+            })
             .await
     }
 
     async fn release_lease(&self, run_id: &str, owner: &str) -> StoreResult<()> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         self.db
-            .run(move |conn| {
+            .commit("release_lease", move |conn| {
                 conn.prepare_cached(
                     "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL \
                  WHERE run_id = ?1 AND lease_owner = ?2",
