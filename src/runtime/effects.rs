@@ -138,8 +138,7 @@ impl Shared {
                 Metric::StepCommitted { agent_id, status } => {
                     crate::metrics::run_finished(&agent_id, status)
                 }
-                // The figures that take the store's clock or a label per agent are kept only when
-                // metrics are (`RuntimeConfig::metrics`).
+                // These two are kept only when metrics are (`RuntimeConfig::metrics`).
                 Metric::RunCancelled { agent_id } if self.config.metrics => {
                     crate::metrics::run_finished(&agent_id, RunStatus::Cancelled)
                 }
