@@ -254,7 +254,7 @@ impl RunEnd {
         match end {
             Some(RunEnd::Completed { output_text }) => (RunStatus::Completed, output_text, ""),
             Some(RunEnd::Failed { message }) => (RunStatus::Failed, "", message),
-            None => (records::between_turns(pending, executing), "", ""),
+            None => (ops::calls::between_turns(pending, executing), "", ""),
         }
     }
 }

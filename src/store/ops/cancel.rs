@@ -1,9 +1,10 @@
 //! Cancelling a run: its unsettled calls settled as cancelled, then `run_cancelled`, decided once
 //! for both stores.
 
+use super::calls::cancel_events;
 use super::{Write, new_events};
 use crate::domain::{Event, RunStatus, SettledBy, ToolResultKind};
-use crate::store::records::{RunHead, cancel_events, kind_name, settled_by_column};
+use crate::store::records::{RunHead, kind_name, settled_by_column};
 use crate::store::{CancelOutcome, Committed, StoreResult};
 
 /// Ends the run as cancelled, and its lease with it.

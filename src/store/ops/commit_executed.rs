@@ -1,10 +1,9 @@
 //! Committing the results of calls the server ran, decided once for both stores.
 
+use super::calls::{between_turns, executed_events};
 use super::{Write, new_events};
 use crate::domain::{Event, RunStatus};
-use crate::store::records::{
-    EXECUTED_UPDATE, RunHead, between_turns, executed_events, settled_by_column,
-};
+use crate::store::records::{EXECUTED_UPDATE, RunHead, settled_by_column};
 use crate::store::{Committed, ExecutedResult, StoreResult, TurnOutcome};
 
 /// The run after its calls ran: waiting if calls still wait for someone, else working on (a run

@@ -1,9 +1,10 @@
 //! Committing a model turn: its text, events and calls, and the run's state after it, decided
 //! once for both stores.
 
+use super::calls::CallRow;
 use super::{Write, new_events};
 use crate::domain::{Event, RunStatus};
-use crate::store::records::{CallRow, RunHead, usage_columns};
+use crate::store::records::{RunHead, usage_columns};
 use crate::store::{CallStatus, Committed, RunEnd, StoreResult, TurnCommit, TurnOutcome};
 
 /// Records the turn's assistant text.

@@ -6,6 +6,7 @@
 //! SQL text here uses `$n` parameters numbered in the order they first appear: SQLite numbers
 //! `$n` parameters that way, so the same text binds the same values on both stores.
 
+pub(super) mod calls;
 pub(super) mod cancel;
 pub(super) mod commit_executed;
 pub(super) mod commit_turn;

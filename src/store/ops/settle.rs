@@ -1,8 +1,9 @@
 //! Settling a pending tool call: the compare-and-set, decided once for both stores.
 
+use super::calls::{CallUpdate, between_turns};
 use super::{SqlValue, Write, new_events};
 use crate::domain::{Event, RunStatus};
-use crate::store::records::{CallUpdate, RunHead, between_turns};
+use crate::store::records::RunHead;
 use crate::store::{
     CallStatus, Committed, Decide, SettleOutcome, StepState, StoreResult, ToolCallRecord,
 };

@@ -1,7 +1,6 @@
 //! The webhook outbox on PostgreSQL: the same table and SQL as SQLite's (`webhook_records`), with
 //! claims that skip rows another replica is claiming (`FOR UPDATE SKIP LOCKED`).
 
-use crate::store::timed;
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
@@ -14,6 +13,7 @@ use crate::store::deliveries::{
     AttemptOutcome, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery, RedeliverOutcome,
     StoredWebhookSecrets,
 };
+use crate::store::timed;
 use crate::store::webhook_records::{
     DELIVERY_COLUMN_COUNT, DELIVERY_IN_TENANT_QUERY, DUE_DELIVERY_QUERY, DeliveryRow, DueRow,
     FINISH_DELIVERY, LIST_DELIVERIES_QUERY, REDELIVER, ROTATE_WEBHOOK_SECRET,

@@ -1,6 +1,5 @@
 //! API keys in PostgreSQL: the same `api_keys` table and SQL as SQLite's (`records`).
 
-use crate::store::timed;
 use async_trait::async_trait;
 use tokio_postgres::Row;
 
@@ -9,6 +8,7 @@ use crate::store::records::{
     COUNT_TENANT_RUNS, INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, MOVE_TENANT_RUNS,
     REVOKE_KEY, scopes_text,
 };
+use crate::store::timed;
 use crate::store::{ApiKeyRecord, KeyStore, NewApiKey, StoreResult, Tenancy};
 
 fn key_row(row: &Row) -> KeyRow {
