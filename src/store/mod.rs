@@ -5,6 +5,7 @@
 
 mod deliveries;
 mod keys;
+mod migrations;
 mod ops;
 mod postgres;
 mod postgres_connect;

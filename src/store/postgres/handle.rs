@@ -99,19 +99,18 @@ impl PostgresStore {
         )
         .await?
         .get(0);
-        if let Some(newest) = MIGRATIONS.last().map(|m| m.0)
-            && applied > newest
-        {
+        let newest = MIGRATIONS.len() as i64;
+        if applied > newest {
             return Err(StoreError::Corrupt(format!(
                 "database schema version {applied} is newer than this server's {newest}"
             )));
         }
-        for (version, sql) in MIGRATIONS.iter().filter(|m| m.0 > applied) {
+        for (version, sql) in (1_i64..).zip(MIGRATIONS.iter()).filter(|m| m.0 > applied) {
             tx.batch_execute(sql).await?;
             execute(
                 &tx,
                 "INSERT INTO askuser_schema_migrations (version, applied_ms) VALUES ($1, $2)",
-                &[version, &self.now_ms()],
+                &[&version, &self.now_ms()],
             )
             .await?;
         }

@@ -5,18 +5,8 @@ use super::*;
 
 /// The schema's versions, each the statements that bring the previous one to it (the first from
 /// an empty file); never edit a released one, add the next.
-pub(super) const MIGRATIONS: &[&str] = &[
-    SCHEMA_V1,
-    USAGE_V2,
-    include_str!("../../../migrations/postgres/0003_tools.sql"),
-    include_str!("../../../migrations/postgres/0004_step_starts.sql"),
-    include_str!("../../../migrations/postgres/0005_keys.sql"),
-    include_str!("../../../migrations/postgres/0006_tenants.sql"),
-    include_str!("../../../migrations/postgres/0007_webhooks.sql"),
-    include_str!("../../../migrations/postgres/0008_traces_and_timings.sql"),
-    include_str!("../../../migrations/postgres/0009_claim_subject.sql"),
-    include_str!("../../../migrations/postgres/0010_webhook_subscriptions_and_secrets.sql"),
-];
+pub(super) static MIGRATIONS: LazyLock<Vec<&'static str>> =
+    LazyLock::new(|| crate::store::migrations::versions(&[SCHEMA_V1, USAGE_V2]));
 
 /// Version 2: the tokens each run has used so far. (Version 3 is PostgreSQL's own file: its SQL is
 /// the same on both.)
