@@ -21,7 +21,7 @@ use crate::proto::v1::admin_service_server::AdminServiceServer;
 use crate::proto::v1::agent_service_server::AgentServiceServer;
 use crate::proto::v1::tool_service_server::ToolServiceServer;
 use crate::runtime::Runtime;
-use crate::store::{DeliveryStore, KeyStore, MeteredStore, PostgresStore, RunStore, SqliteStore};
+use crate::store::{DeliveryStore, KeyStore, PostgresStore, RunStore, SqliteStore};
 
 /// Errors that stop the server from starting or serving.
 #[derive(Debug, thiserror::Error)]
@@ -150,10 +150,6 @@ impl Built {
                 &args.store.sqlite_path(),
                 args.store.sqlite_synchronous,
             )?),
-        };
-        let store: Arc<dyn RunStore> = match metrics.is_some() {
-            true => Arc::new(MeteredStore::new(store)),
-            false => store,
         };
         let auth = AuthLayer::new(
             args.auth

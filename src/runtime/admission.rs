@@ -65,3 +65,83 @@ impl Admission {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use futures::FutureExt;
+
+    use super::*;
+    use crate::runtime::testing::agent;
+
+    const SAYS_DONE: &str = "[[turn]]\nsay = \"Done\"\n";
+
+    fn limited(id: &str, max_concurrent_steps: Option<usize>) -> AgentDefinition {
+        AgentDefinition {
+            max_concurrent_steps,
+            ..agent(id, SAYS_DONE)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_step_past_the_servers_limit_waits_for_room() {
+        let agents = [limited("a", None)];
+        let admission = Admission::new(2, 8, agents.iter());
+        let first = admission.step("a").await;
+        let _second = admission.step("a").await;
+        let mut third = Box::pin(admission.step("a"));
+        assert!((&mut third).now_or_never().is_none(), "no room for a third");
+        drop(first);
+        tokio::time::timeout(Duration::from_secs(1), third)
+            .await
+            .expect("room once a step ends");
+    }
+
+    #[tokio::test]
+    async fn a_step_waiting_for_its_agent_holds_no_server_wide_room() {
+        let agents = [limited("slow", Some(1)), limited("other", None)];
+        let admission = Admission::new(2, 8, agents.iter());
+        let slow = admission.step("slow").await;
+        let mut slow_again = Box::pin(admission.step("slow"));
+        assert!(
+            (&mut slow_again).now_or_never().is_none(),
+            "its agent allows one"
+        );
+        // The server allows two: one is taken, the waiting step holds none.
+        let other = admission.step("other").now_or_never();
+        assert!(other.is_some(), "another agent's step finds room");
+        let mut third = Box::pin(admission.step("other"));
+        assert!(
+            (&mut third).now_or_never().is_none(),
+            "the server's two are taken"
+        );
+        drop(slow);
+        drop(third);
+        tokio::time::timeout(Duration::from_secs(1), slow_again)
+            .await
+            .expect("room once its agent's step ends");
+    }
+
+    #[tokio::test]
+    async fn model_requests_are_limited_per_endpoint() {
+        let agents = [limited("a", None)];
+        let endpoint = agents[0].model.endpoint().to_owned();
+        let admission = Admission::new(8, 1, agents.iter());
+        let first = admission.model_request(&endpoint).await;
+        assert!(first.is_some());
+        let mut second = Box::pin(admission.model_request(&endpoint));
+        assert!(
+            (&mut second).now_or_never().is_none(),
+            "one request at a time"
+        );
+        // An endpoint no agent uses is not limited.
+        let elsewhere = admission
+            .model_request("https://elsewhere.example")
+            .now_or_never();
+        assert!(matches!(elsewhere, Some(None)));
+        drop(first);
+        let second = tokio::time::timeout(Duration::from_secs(1), second).await;
+        assert!(second.expect("room once the first ends").is_some());
+    }
+}

@@ -51,9 +51,9 @@ impl Runtime {
         if !violations.is_empty() {
             return Err(RuntimeError::InvalidArgument(violations));
         }
-        let until_ms = self.inner.store.now_ms().saturating_add(millis(ttl));
+        let until_ms = self.shared.store.now_ms().saturating_add(millis(ttl));
         match self
-            .inner
+            .shared
             .store
             .claim_call(
                 run_id,
@@ -75,7 +75,7 @@ impl Runtime {
                     short_id(tool_call_id),
                     short_id(&claimant),
                     humantime::format_duration(Duration::from_millis(
-                        u64::try_from(until_ms - self.inner.store.now_ms()).unwrap_or(0)
+                        u64::try_from(until_ms - self.shared.store.now_ms()).unwrap_or(0)
                     ))
                 ),
             )),
@@ -85,7 +85,10 @@ impl Runtime {
                 }
                 other => other,
             }),
-            ClaimOutcome::NotFound => Err(self.unknown_call(run_id, principal, tool_call_id).await),
+            ClaimOutcome::NotFound => Err(self
+                .shared
+                .unknown_call(run_id, principal, tool_call_id)
+                .await),
         }
     }
 }

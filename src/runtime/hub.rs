@@ -162,3 +162,90 @@ impl Drop for Subscription {
         self.hub.release(&self.run_id);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tokio::sync::broadcast::error::TryRecvError;
+
+    use super::*;
+    use crate::domain::{EventKind, now_millis};
+
+    fn batch(run_id: &str, sequence: u64, status: RunStatus) -> Batch {
+        Batch {
+            events: vec![Event {
+                run_id: run_id.to_owned(),
+                sequence,
+                time_ms: now_millis(),
+                kind: EventKind::TextDelta { text: "hi".into() },
+            }],
+            status,
+            last_sequence: sequence,
+        }
+    }
+
+    fn try_recv(subscription: &mut Subscription) -> Result<Arc<Batch>, TryRecvError> {
+        subscription
+            .receiver
+            .as_mut()
+            .map_or(Err(TryRecvError::Closed), |r| r.try_recv())
+    }
+
+    #[test]
+    fn a_commit_reaches_its_runs_followers_and_every_run_subscriber_only() {
+        let hub = Arc::new(Hub::default());
+        let mut mine = hub.subscribe("run-1");
+        let mut theirs = hub.subscribe("run-2");
+        let mut all = hub.subscribe_all();
+        hub.publish("run-1", batch("run-1", 3, RunStatus::Suspended));
+
+        let seen = try_recv(&mut mine).expect("the run's follower sees it");
+        assert_eq!(seen.last_sequence, 3);
+        assert_eq!(seen.status, RunStatus::Suspended);
+        assert!(matches!(try_recv(&mut theirs), Err(TryRecvError::Empty)));
+        match all.try_recv() {
+            Ok(RunChange::Committed { run_id, batch }) => {
+                assert_eq!(run_id, "run-1");
+                assert!(Arc::ptr_eq(&batch, &seen), "one batch, shared");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn notices_carry_no_events_and_send_followers_to_the_store() {
+        let hub = Arc::new(Hub::default());
+        let mut one = hub.subscribe("run-1");
+        let mut two = hub.subscribe("run-2");
+        let mut all = hub.subscribe_all();
+        hub.notify("run-1", 7);
+        let notice = try_recv(&mut one).expect("a notice");
+        assert!(notice.events.is_empty());
+        assert_eq!(notice.last_sequence, 7);
+        assert!(matches!(try_recv(&mut two), Err(TryRecvError::Empty)));
+        assert!(matches!(all.try_recv(), Ok(RunChange::Committed { .. })));
+
+        hub.notify_all();
+        for subscription in [&mut one, &mut two] {
+            let notice = try_recv(subscription).expect("every follower hears it");
+            assert!(notice.events.is_empty());
+            assert_eq!(notice.last_sequence, u64::MAX);
+        }
+        assert!(matches!(all.try_recv(), Ok(RunChange::Missed)));
+    }
+
+    #[test]
+    fn a_runs_channel_goes_with_its_last_follower() {
+        let hub = Arc::new(Hub::default());
+        let first = hub.subscribe("run-1");
+        let second = hub.subscribe("run-1");
+        let channels = |hub: &Hub| hub.channels.lock().map(|c| c.len()).unwrap_or(usize::MAX);
+        assert_eq!(channels(&hub), 1);
+        drop(first);
+        assert_eq!(channels(&hub), 1, "a follower is left");
+        drop(second);
+        assert_eq!(channels(&hub), 0);
+        // Publishing to a run nobody follows is fine, and creates nothing.
+        hub.publish("run-1", batch("run-1", 1, RunStatus::Running));
+        assert_eq!(channels(&hub), 0);
+    }
+}

@@ -14,8 +14,8 @@ use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 use tracing::warn;
 
-use super::Inner;
 use super::hub::{Batch, RunChange};
+use super::shared::Shared;
 use crate::domain::{EventKind, RunRecord};
 use crate::store::Tenancy;
 
@@ -163,63 +163,65 @@ fn concerns_pending(batch: &Batch) -> bool {
         })
 }
 
-/// Reads each commit that concerns some feed, once, and hands it to its tenant's feeds.
-pub(super) async fn fanout_loop(inner: Arc<Inner>, mut changes: broadcast::Receiver<RunChange>) {
-    let fanout = Arc::clone(&inner.pending_fanout);
-    loop {
-        let change = tokio::select! {
-            change = changes.recv() => change,
-            () = inner.shutdown.cancelled() => return,
-        };
-        match change {
-            Ok(RunChange::Committed { run_id, batch }) => {
-                if concerns_pending(&batch) {
-                    deliver(&inner, &fanout, &run_id).await;
+impl Shared {
+    /// Reads each commit that concerns some feed, once, and hands it to its tenant's feeds.
+    pub(super) async fn fanout_loop(self: Arc<Self>, mut changes: broadcast::Receiver<RunChange>) {
+        let fanout = Arc::clone(&self.pending_fanout);
+        loop {
+            let change = tokio::select! {
+                change = changes.recv() => change,
+                () = self.shutdown.cancelled() => return,
+            };
+            match change {
+                Ok(RunChange::Committed { run_id, batch }) => {
+                    if concerns_pending(&batch) {
+                        self.deliver(&fanout, &run_id).await;
+                    }
+                    if !batch.events.is_empty() && batch.status.is_terminal() {
+                        fanout.forget(&run_id);
+                    }
                 }
-                if !batch.events.is_empty() && batch.status.is_terminal() {
-                    fanout.forget(&run_id);
-                }
+                Ok(RunChange::Missed) | Err(RecvError::Lagged(_)) => fanout.missed(),
+                Err(RecvError::Closed) => return,
             }
-            Ok(RunChange::Missed) | Err(RecvError::Lagged(_)) => fanout.missed(),
-            Err(RecvError::Closed) => return,
         }
     }
-}
 
-/// Reads `run_id` for the feeds of its tenant, if that tenant has any open.
-async fn deliver(inner: &Inner, fanout: &PendingFanout, run_id: &str) {
-    let owner = fanout.owner(run_id);
-    let known = owner.is_some();
-    let candidates = match owner {
-        Some(tenant) => match fanout.sender(&tenant) {
-            Some(sender) => vec![(tenant, sender)],
-            // No feed of the run's tenant is open: nothing to read.
-            None => return,
-        },
-        None => fanout.watched(),
-    };
-    for (tenant, sender) in candidates {
-        crate::metrics::pending_feed_read();
-        match inner.store.get_run(run_id, Tenancy::Only(&tenant)).await {
-            Ok(Some(run)) => {
-                fanout.remember(run_id, &tenant);
-                let _ = sender.send(TenantChange::Run {
-                    run_id: run_id.to_owned(),
-                    run: Some(Arc::new(run)),
-                });
-                return;
-            }
-            Ok(None) if known => {
-                let _ = sender.send(TenantChange::Run {
-                    run_id: run_id.to_owned(),
-                    run: None,
-                });
-            }
-            Ok(None) => {}
-            Err(error) => {
-                warn!(%error, run_id, "reading a run for the pending-calls feeds failed");
-                // Its feeds read their snapshot again (and end if the store still fails).
-                let _ = sender.send(TenantChange::Missed);
+    /// Reads `run_id` for the feeds of its tenant, if that tenant has any open.
+    async fn deliver(&self, fanout: &PendingFanout, run_id: &str) {
+        let owner = fanout.owner(run_id);
+        let known = owner.is_some();
+        let candidates = match owner {
+            Some(tenant) => match fanout.sender(&tenant) {
+                Some(sender) => vec![(tenant, sender)],
+                // No feed of the run's tenant is open: nothing to read.
+                None => return,
+            },
+            None => fanout.watched(),
+        };
+        for (tenant, sender) in candidates {
+            crate::metrics::pending_feed_read();
+            match self.store.get_run(run_id, Tenancy::Only(&tenant)).await {
+                Ok(Some(run)) => {
+                    fanout.remember(run_id, &tenant);
+                    let _ = sender.send(TenantChange::Run {
+                        run_id: run_id.to_owned(),
+                        run: Some(Arc::new(run)),
+                    });
+                    return;
+                }
+                Ok(None) if known => {
+                    let _ = sender.send(TenantChange::Run {
+                        run_id: run_id.to_owned(),
+                        run: None,
+                    });
+                }
+                Ok(None) => {}
+                Err(error) => {
+                    warn!(%error, run_id, "reading a run for the pending-calls feeds failed");
+                    // Its feeds read their snapshot again (and end if the store still fails).
+                    let _ = sender.send(TenantChange::Missed);
+                }
             }
         }
     }

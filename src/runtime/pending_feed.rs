@@ -10,9 +10,10 @@ use std::sync::Arc;
 use futures::Stream;
 use tokio::sync::broadcast::error::RecvError;
 
+use super::RuntimeError;
 use super::assignees;
 use super::pending_fanout::TenantChange;
-use super::{Inner, RuntimeError};
+use super::shared::Shared;
 use crate::domain::{
     PendingCall, Principal, RunRecord, SettledBy, SettledCall, SuspendKind, ToolResultKind,
 };
@@ -64,185 +65,191 @@ const SNAPSHOT_PAGE: usize = 512;
 /// What a feed has sent: per run, each waiting call with what it waits for.
 type Sent = HashMap<String, HashMap<String, SuspendKind>>;
 
-pub(super) fn watch(
-    inner: Arc<Inner>,
-    filter: PendingFilter,
-    principal: Principal,
-) -> PendingStream {
-    // Subscribe before the snapshot, so nothing committed in between is missed. Only the
-    // viewer's tenant's runs come, each read once for all its feeds.
-    let mut changes = inner.pending_fanout.subscribe(&principal.tenant);
-    Box::pin(async_stream::try_stream! {
-        let mut sent = Sent::new();
-        for event in resync(&inner, &principal, &filter, &mut sent).await? {
-            yield event;
-        }
-        yield PendingEvent::SnapshotDone;
-        loop {
-            let change = tokio::select! {
-                change = changes.recv() => change,
-                () = inner.shutdown.cancelled() => Err(RecvError::Closed),
-            };
-            let events = match change {
-                Ok(TenantChange::Run { run_id, run }) => {
-                    refresh_run(&inner, &principal, &filter, &mut sent, &run_id, run.as_deref())
-                        .await?
-                }
-                Ok(TenantChange::Missed) | Err(RecvError::Lagged(_)) => {
-                    resync(&inner, &principal, &filter, &mut sent).await?
-                }
-                Err(RecvError::Closed) => Err(RuntimeError::ShuttingDown)?,
-            };
-            for event in events {
+impl Shared {
+    /// The calls that wait for someone across `principal`'s tenant's runs: a snapshot, then changes
+    /// live.
+    pub(super) fn watch_pending(
+        self: &Arc<Self>,
+        filter: PendingFilter,
+        principal: Principal,
+    ) -> PendingStream {
+        let shared = Arc::clone(self);
+        // Subscribe before the snapshot, so nothing committed in between is missed. Only the
+        // viewer's tenant's runs come, each read once for all its feeds.
+        let mut changes = shared.pending_fanout.subscribe(&principal.tenant);
+        Box::pin(async_stream::try_stream! {
+            let mut sent = Sent::new();
+            for event in shared.resync(&principal, &filter, &mut sent).await? {
                 yield event;
             }
-        }
-    })
-}
+            yield PendingEvent::SnapshotDone;
+            loop {
+                let change = tokio::select! {
+                    change = changes.recv() => change,
+                    () = shared.shutdown.cancelled() => Err(RecvError::Closed),
+                };
+                let events = match change {
+                    Ok(TenantChange::Run { run_id, run }) => {
+                        shared.refresh_run(&principal, &filter, &mut sent, &run_id, run.as_deref())
+                            .await?
+                    }
+                    Ok(TenantChange::Missed) | Err(RecvError::Lagged(_)) => {
+                        shared.resync(&principal, &filter, &mut sent).await?
+                    }
+                    Err(RecvError::Closed) => Err(RuntimeError::ShuttingDown)?,
+                };
+                for event in events {
+                    yield event;
+                }
+            }
+        })
+    }
 
-/// Reads every pending call of the viewer's tenant's runs and sends what changed since `sent`.
-async fn resync(
-    inner: &Inner,
-    viewer: &Principal,
-    filter: &PendingFilter,
-    sent: &mut Sent,
-) -> Result<Vec<PendingEvent>, RuntimeError> {
-    let tenancy = Tenancy::Only(&viewer.tenant);
-    let mut now: HashMap<String, Vec<RunPendingCall>> = HashMap::new();
-    let mut after = None;
-    loop {
-        crate::metrics::pending_feed_read();
-        let page = inner
-            .store
-            .pending_calls(tenancy, after.take(), SNAPSHOT_PAGE)
-            .await?;
-        let full = page.len() == SNAPSHOT_PAGE;
-        if let Some(last) = page.last() {
-            after = Some((last.run_id.clone(), last.call.tool_call_id.clone()));
-        }
-        for call in page {
-            inner.pending_fanout.remember(&call.run_id, &viewer.tenant);
-            if filter.matches(&call.agent_id, &call.call, viewer) {
-                now.entry(call.run_id.clone()).or_default().push(call);
+    /// Reads every pending call of the viewer's tenant's runs and sends what changed since `sent`.
+    async fn resync(
+        &self,
+        viewer: &Principal,
+        filter: &PendingFilter,
+        sent: &mut Sent,
+    ) -> Result<Vec<PendingEvent>, RuntimeError> {
+        let tenancy = Tenancy::Only(&viewer.tenant);
+        let mut now: HashMap<String, Vec<RunPendingCall>> = HashMap::new();
+        let mut after = None;
+        loop {
+            crate::metrics::pending_feed_read();
+            let page = self
+                .store
+                .pending_calls(tenancy, after.take(), SNAPSHOT_PAGE)
+                .await?;
+            let full = page.len() == SNAPSHOT_PAGE;
+            if let Some(last) = page.last() {
+                after = Some((last.run_id.clone(), last.call.tool_call_id.clone()));
+            }
+            for call in page {
+                self.pending_fanout.remember(&call.run_id, &viewer.tenant);
+                if filter.matches(&call.agent_id, &call.call, viewer) {
+                    now.entry(call.run_id.clone()).or_default().push(call);
+                }
+            }
+            if !full {
+                break;
             }
         }
-        if !full {
-            break;
+        let runs: HashSet<String> = sent.keys().chain(now.keys()).cloned().collect();
+        let mut events = Vec::new();
+        for run_id in runs {
+            let calls = now.remove(&run_id).unwrap_or_default();
+            events.extend(self.diff(tenancy, sent, &run_id, calls, None).await?);
         }
+        Ok(events)
     }
-    let runs: HashSet<String> = sent.keys().chain(now.keys()).cloned().collect();
-    let mut events = Vec::new();
-    for run_id in runs {
-        let calls = now.remove(&run_id).unwrap_or_default();
-        events.extend(diff(inner, tenancy, sent, &run_id, calls, None).await?);
-    }
-    Ok(events)
-}
 
-/// Brings what was sent for one run of the viewer's tenant to the run as the fan-out read it
-/// (`None`: gone).
-async fn refresh_run(
-    inner: &Inner,
-    viewer: &Principal,
-    filter: &PendingFilter,
-    sent: &mut Sent,
-    run_id: &str,
-    run: Option<&RunRecord>,
-) -> Result<Vec<PendingEvent>, RuntimeError> {
-    let tenancy = Tenancy::Only(&viewer.tenant);
-    let (calls, settled) = match run {
-        Some(run) => {
-            let calls = run
-                .pending
-                .iter()
-                .filter(|call| filter.matches(&run.agent_id, call, viewer))
-                .map(|call| RunPendingCall {
-                    run_id: run.run_id.clone(),
-                    agent_id: run.agent_id.clone(),
-                    call: call.clone(),
-                })
-                .collect();
-            (calls, run.settled.as_slice())
-        }
-        None => (Vec::new(), [].as_slice()),
-    };
-    diff(inner, tenancy, sent, run_id, calls, Some(settled)).await
-}
-
-/// The events that bring what was sent for a run to `calls`, and records them as sent.
-/// `settled` is the run's settled calls when the caller has read the run; without them the run is
-/// read only if a sent call stopped waiting.
-async fn diff(
-    inner: &Inner,
-    tenancy: Tenancy<'_>,
-    sent: &mut Sent,
-    run_id: &str,
-    calls: Vec<RunPendingCall>,
-    settled: Option<&[SettledCall]>,
-) -> Result<Vec<PendingEvent>, RuntimeError> {
-    let before = sent.remove(run_id).unwrap_or_default();
-    let now: HashMap<String, SuspendKind> = calls
-        .iter()
-        .map(|c| (c.call.tool_call_id.clone(), c.call.suspension.kind))
-        .collect();
-    let gone: Vec<&String> = before.keys().filter(|id| !now.contains_key(*id)).collect();
-    let read;
-    let settled = match settled {
-        Some(settled) => settled,
-        None if gone.is_empty() => &[],
-        None => {
-            crate::metrics::pending_feed_read();
-            read = inner
-                .store
-                .get_run(run_id, tenancy)
-                .await?
-                .map(|run| run.settled)
-                .unwrap_or_default();
-            &read
-        }
-    };
-    let mut events = Vec::new();
-    for tool_call_id in gone {
-        let (kind, settled_by) = match settled.iter().find(|c| &c.tool_call_id == tool_call_id) {
-            Some(call) => (Some(call.kind), call.settled_by.clone()),
-            // No result yet (an approved tool runs), or the run is gone.
-            None => (
-                unsettled_kind(inner, tenancy, run_id, tool_call_id).await?,
-                None,
-            ),
+    /// Brings what was sent for one run of the viewer's tenant to the run as the fan-out read it
+    /// (`None`: gone).
+    async fn refresh_run(
+        &self,
+        viewer: &Principal,
+        filter: &PendingFilter,
+        sent: &mut Sent,
+        run_id: &str,
+        run: Option<&RunRecord>,
+    ) -> Result<Vec<PendingEvent>, RuntimeError> {
+        let tenancy = Tenancy::Only(&viewer.tenant);
+        let (calls, settled) = match run {
+            Some(run) => {
+                let calls = run
+                    .pending
+                    .iter()
+                    .filter(|call| filter.matches(&run.agent_id, call, viewer))
+                    .map(|call| RunPendingCall {
+                        run_id: run.run_id.clone(),
+                        agent_id: run.agent_id.clone(),
+                        call: call.clone(),
+                    })
+                    .collect();
+                (calls, run.settled.as_slice())
+            }
+            None => (Vec::new(), [].as_slice()),
         };
-        events.push(PendingEvent::Settled {
-            run_id: run_id.to_owned(),
-            tool_call_id: tool_call_id.clone(),
-            kind,
-            settled_by,
-        });
+        self.diff(tenancy, sent, run_id, calls, Some(settled)).await
     }
-    for call in calls {
-        if before.get(&call.call.tool_call_id) != Some(&call.call.suspension.kind) {
-            events.push(PendingEvent::Pending(Box::new(call)));
-        }
-    }
-    if !now.is_empty() {
-        sent.insert(run_id.to_owned(), now);
-    }
-    Ok(events)
-}
 
-/// The result kind of a call that stopped waiting but is not among its run's settled calls, from
-/// the call itself.
-async fn unsettled_kind(
-    inner: &Inner,
-    tenancy: Tenancy<'_>,
-    run_id: &str,
-    tool_call_id: &str,
-) -> Result<Option<ToolResultKind>, RuntimeError> {
-    crate::metrics::pending_feed_read();
-    let call = inner
-        .store
-        .get_tool_call(run_id, tenancy, tool_call_id)
-        .await?;
-    Ok(call.and_then(|call| result_kind(call.status)))
+    /// The events that bring what was sent for a run to `calls`, and records them as sent.
+    /// `settled` is the run's settled calls when the caller has read the run; without them the run
+    /// is read only if a sent call stopped waiting.
+    async fn diff(
+        &self,
+        tenancy: Tenancy<'_>,
+        sent: &mut Sent,
+        run_id: &str,
+        calls: Vec<RunPendingCall>,
+        settled: Option<&[SettledCall]>,
+    ) -> Result<Vec<PendingEvent>, RuntimeError> {
+        let before = sent.remove(run_id).unwrap_or_default();
+        let now: HashMap<String, SuspendKind> = calls
+            .iter()
+            .map(|c| (c.call.tool_call_id.clone(), c.call.suspension.kind))
+            .collect();
+        let gone: Vec<&String> = before.keys().filter(|id| !now.contains_key(*id)).collect();
+        let read;
+        let settled = match settled {
+            Some(settled) => settled,
+            None if gone.is_empty() => &[],
+            None => {
+                crate::metrics::pending_feed_read();
+                read = self
+                    .store
+                    .get_run(run_id, tenancy)
+                    .await?
+                    .map(|run| run.settled)
+                    .unwrap_or_default();
+                &read
+            }
+        };
+        let mut events = Vec::new();
+        for tool_call_id in gone {
+            let (kind, settled_by) = match settled.iter().find(|c| &c.tool_call_id == tool_call_id)
+            {
+                Some(call) => (Some(call.kind), call.settled_by.clone()),
+                // No result yet (an approved tool runs), or the run is gone.
+                None => (
+                    self.unsettled_kind(tenancy, run_id, tool_call_id).await?,
+                    None,
+                ),
+            };
+            events.push(PendingEvent::Settled {
+                run_id: run_id.to_owned(),
+                tool_call_id: tool_call_id.clone(),
+                kind,
+                settled_by,
+            });
+        }
+        for call in calls {
+            if before.get(&call.call.tool_call_id) != Some(&call.call.suspension.kind) {
+                events.push(PendingEvent::Pending(Box::new(call)));
+            }
+        }
+        if !now.is_empty() {
+            sent.insert(run_id.to_owned(), now);
+        }
+        Ok(events)
+    }
+
+    /// The result kind of a call that stopped waiting but is not among its run's settled calls,
+    /// from the call itself.
+    async fn unsettled_kind(
+        &self,
+        tenancy: Tenancy<'_>,
+        run_id: &str,
+        tool_call_id: &str,
+    ) -> Result<Option<ToolResultKind>, RuntimeError> {
+        crate::metrics::pending_feed_read();
+        let call = self
+            .store
+            .get_tool_call(run_id, tenancy, tool_call_id)
+            .await?;
+        Ok(call.and_then(|call| result_kind(call.status)))
+    }
 }
 
 /// The result kind of a call that stopped waiting; `None` while the server runs it.

@@ -9,7 +9,7 @@ use super::settle_access;
 use crate::domain::{
     AnswerInput, ApprovalDecision, Principal, SettledBy, SuspendKind, ToolResultKind,
 };
-use crate::store::{Approved, CallChange, CallStatus, Settlement, ToolCallRecord};
+use crate::store::{Approved, CallChange, CallStatus, Refusal, Settlement, ToolCallRecord};
 
 /// The result of an approval that expired: the tool never ran.
 pub const APPROVAL_EXPIRED_RESULT: &str = "No decision: the approval request expired";
@@ -171,6 +171,15 @@ fn kind_name(kind: SuspendKind) -> &'static str {
         SuspendKind::Question => "an answer",
         SuspendKind::Approval => "an approval",
         SuspendKind::ClientTool => "a client tool's output",
+    }
+}
+
+/// The error a [`decide`] refused with, back from the store's transaction.
+pub fn refused(refusal: Refusal) -> RuntimeError {
+    match refusal.downcast::<RuntimeError>() {
+        Ok(error) => *error,
+        // Only `decide`'s errors are carried: anything else is a bug, reported as one.
+        Err(other) => RuntimeError::Internal(format!("a settle was refused: {other}")),
     }
 }
 

@@ -9,157 +9,183 @@ use std::future::Future;
 use std::sync::Arc;
 use tracing::Instrument;
 
-use super::executor::{kick, lease};
-use super::hub::Batch;
-use super::observed;
-use super::{Inner, RuntimeError};
-use crate::domain::{RunStatus, SettledBy};
+use super::RuntimeError;
+use super::effects::{Effects, Metric};
+use super::shared::Shared;
+use crate::domain::SettledBy;
 use crate::store::{
-    CancelOutcome, Committed, CreateOutcome, Decide, NewRun, SettleOutcome, StepState,
-    ToolCallRecord,
+    CancelOutcome, CreateOutcome, Decide, NewRun, Refusal, SettleOutcome, ToolCallRecord,
 };
 
-/// Runs `work` (a write to `run_id`) to its end on its own task (tracked, so shutdown waits for
-/// it) and returns its outcome to whoever still waits. A write that failed may still have been
-/// made (its reply was lost): the run's followers here are told to read the store, since the
-/// store's notice of it, if any, is this replica's own and not delivered to them.
-async fn detached<T, F>(inner: &Inner, run_id: &str, work: F) -> Result<T, RuntimeError>
-where
-    T: Send + 'static,
-    F: Future<Output = Result<T, RuntimeError>> + Send + 'static,
-{
-    let outcome = inner
-        .tasks
-        // In the caller's span: the steps the write kicks link to it.
-        .spawn(work.in_current_span())
-        .await
-        .map_err(|error| RuntimeError::Internal(format!("a write task failed: {error}")))?;
-    if let Err(RuntimeError::Store(_)) = &outcome {
-        inner.hub.notify(run_id, u64::MAX);
-    }
-    outcome
+/// A call of a run of `tenant` (of any tenant when `None`).
+pub(super) struct CallRef {
+    pub(super) run_id: String,
+    pub(super) tenant: Option<String>,
+    pub(super) tool_call_id: String,
 }
 
-/// Creates a run, publishes its start and kicks its first step. Returns the id of the run an
-/// earlier start with the same request id made, if there was one (then nothing was written).
-pub(super) async fn create(
-    inner: &Arc<Inner>,
-    run: NewRun,
-) -> Result<Option<String>, RuntimeError> {
-    let task_inner = Arc::clone(inner);
-    let run_id = run.run_id.clone();
-    detached(inner, &run_id, async move {
-        let inner = task_inner;
-        let (run_id, agent_id) = (run.run_id.clone(), run.agent_id.clone());
-        match inner.store.create_run(run, Some(lease(&inner))).await? {
-            CreateOutcome::Created(created) => {
-                crate::metrics::run_started(&agent_id);
-                inner.hub.publish(&run_id, Batch::from(created.committed));
-                kick(&inner, &run_id, Some(created.step));
-                Ok(None)
-            }
-            CreateOutcome::Existing { run_id } => Ok(Some(run_id)),
-        }
-    })
-    .await
-}
-
-/// What [`settle`] did.
+/// What [`Shared::settle`] did.
 pub(super) enum Settled {
     /// Changed; `first_sequence` is the sequence of the change's first event.
     Applied {
         first_sequence: u64,
     },
-    /// Refused by `decide`, or no longer pending: the call as it is.
-    Unchanged(Box<ToolCallRecord>),
+    /// Refused by `decide` (with its reason), or no longer pending (no reason): the call as it is.
+    Unchanged {
+        call: Box<ToolCallRecord>,
+        refusal: Option<Refusal>,
+    },
     NotFound,
 }
 
-/// Settles a pending call of a run of `tenant` (of any tenant when `None`) with `decide`,
-/// publishes the change and, when the run works again, makes sure it is executed (taking its
-/// lease along with the commit when `take_lease`).
-pub(super) async fn settle(
-    inner: &Arc<Inner>,
-    run_id: String,
-    tenant: Option<String>,
-    tool_call_id: String,
-    decide: Decide,
-    take_lease: bool,
-) -> Result<Settled, RuntimeError> {
-    let task_inner = Arc::clone(inner);
-    let notified = run_id.clone();
-    detached(inner, &notified, async move {
-        let inner = task_inner;
-        let outcome = inner
-            .store
-            .settle_tool_call(
-                &run_id,
-                tenant.as_deref().into(),
-                &tool_call_id,
-                decide,
-                take_lease.then(|| lease(&inner)),
+impl Shared {
+    /// Runs `write` (a write to `run_id`) to its end on its own task (tracked, so shutdown waits
+    /// for it), applies its effects there, and returns its outcome to whoever still waits. A write
+    /// that failed may still have been made: its outcome is unknown to the run's followers too.
+    async fn detached<T, F>(self: &Arc<Self>, run_id: String, write: F) -> Result<T, RuntimeError>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<(T, Effects), RuntimeError>> + Send + 'static,
+    {
+        let shared = Arc::clone(self);
+        let work = async move {
+            match write.await {
+                Ok((value, effects)) => {
+                    shared.apply(&run_id, effects);
+                    Ok(value)
+                }
+                Err(error) => {
+                    if let RuntimeError::Store(_) = &error {
+                        shared.apply(&run_id, Effects::unknown_outcome());
+                    }
+                    Err(error)
+                }
+            }
+        };
+        self.tasks
+            // In the caller's span: the steps the write kicks link to it.
+            .spawn(work.in_current_span())
+            .await
+            .map_err(|error| RuntimeError::Internal(format!("a write task failed: {error}")))?
+    }
+
+    /// Creates a run, publishes its start and kicks its first step. Returns the id of the run an
+    /// earlier start with the same request id made, if there was one (then nothing was written).
+    pub(super) async fn create(
+        self: &Arc<Self>,
+        run: NewRun,
+    ) -> Result<Option<String>, RuntimeError> {
+        let shared = Arc::clone(self);
+        self.detached(run.run_id.clone(), async move {
+            let agent_id = run.agent_id.clone();
+            Ok(
+                match shared.store.create_run(run, Some(shared.lease())).await? {
+                    CreateOutcome::Created(created) => (
+                        None,
+                        Effects::publish(created.committed)
+                            .metric(Metric::RunStarted { agent_id })
+                            .kick(Some(created.step)),
+                    ),
+                    CreateOutcome::Existing { run_id } => (Some(run_id), Effects::default()),
+                },
             )
-            .await?;
-        Ok(match outcome {
-            SettleOutcome::Settled {
-                committed,
-                step,
-                first_sequence,
-            } => {
-                publish_settled(&inner, &run_id, committed, step);
-                Settled::Applied { first_sequence }
-            }
-            SettleOutcome::Refused(call) | SettleOutcome::NotPending(call) => {
-                Settled::Unchanged(call)
-            }
-            SettleOutcome::NotFound => Settled::NotFound,
         })
-    })
-    .await
-}
+        .await
+    }
 
-/// Cancels a run of `tenant` (of any tenant when `None`) and publishes the cancellation.
-pub(super) async fn cancel(
-    inner: &Arc<Inner>,
-    run_id: String,
-    tenant: Option<String>,
-    reason: String,
-    call_content: &'static str,
-    cancelled_by: SettledBy,
-) -> Result<CancelOutcome, RuntimeError> {
-    let task_inner = Arc::clone(inner);
-    let notified = run_id.clone();
-    detached(inner, &notified, async move {
-        let inner = task_inner;
-        let outcome = inner
-            .store
-            .cancel_run(
-                &run_id,
-                tenant.as_deref().into(),
-                &reason,
-                call_content,
-                &cancelled_by,
-            )
-            .await?;
-        if let CancelOutcome::Cancelled(committed) = &outcome {
-            inner.hub.publish(&run_id, Batch::from(committed.clone()));
-            observed::cancelled(&inner, &run_id);
-        }
-        Ok(outcome)
-    })
-    .await
-}
+    /// Settles a pending call of a run of `tenant` (of any tenant when `None`) with `decide`,
+    /// publishes the change and, when the run works again, makes sure it is executed (taking its
+    /// lease along with the commit when `take_lease`). `metric` is the figure a settled call
+    /// counts toward, from the call as it waited.
+    pub(super) async fn settle(
+        self: &Arc<Self>,
+        call: CallRef,
+        decide: Decide,
+        metric: fn(&ToolCallRecord) -> Metric,
+        take_lease: bool,
+    ) -> Result<Settled, RuntimeError> {
+        let CallRef {
+            run_id,
+            tenant,
+            tool_call_id,
+        } = call;
+        let shared = Arc::clone(self);
+        self.detached(run_id.clone(), async move {
+            let outcome = shared
+                .store
+                .settle_tool_call(
+                    &run_id,
+                    tenant.as_deref().into(),
+                    &tool_call_id,
+                    decide,
+                    take_lease.then(|| shared.lease()),
+                )
+                .await?;
+            Ok(match outcome {
+                SettleOutcome::Settled {
+                    committed,
+                    step,
+                    first_sequence,
+                    call,
+                    agent_id: _,
+                } => (
+                    Settled::Applied { first_sequence },
+                    Effects::publish(committed)
+                        .metric(metric(&call))
+                        .kick_if_running(step.map(|step| *step)),
+                ),
+                SettleOutcome::Refused(call, refusal) => (
+                    Settled::Unchanged {
+                        call,
+                        refusal: Some(refusal),
+                    },
+                    Effects::default(),
+                ),
+                SettleOutcome::NotPending(call) => (
+                    Settled::Unchanged {
+                        call,
+                        refusal: None,
+                    },
+                    Effects::default(),
+                ),
+                SettleOutcome::NotFound => (Settled::NotFound, Effects::default()),
+            })
+        })
+        .await
+    }
 
-/// Publishes a settlement's commit and, when the run works again, makes sure it is executed.
-fn publish_settled(
-    inner: &Arc<Inner>,
-    run_id: &str,
-    committed: Committed,
-    step: Option<Box<StepState>>,
-) {
-    let status = committed.status;
-    inner.hub.publish(run_id, Batch::from(committed));
-    if status == RunStatus::Running {
-        kick(inner, run_id, step.map(|step| *step));
+    /// Cancels a run of `tenant` (of any tenant when `None`) and publishes the cancellation.
+    pub(super) async fn cancel(
+        self: &Arc<Self>,
+        run_id: String,
+        tenant: Option<String>,
+        reason: String,
+        call_content: &'static str,
+        cancelled_by: SettledBy,
+    ) -> Result<CancelOutcome, RuntimeError> {
+        let shared = Arc::clone(self);
+        self.detached(run_id.clone(), async move {
+            let outcome = shared
+                .store
+                .cancel_run(
+                    &run_id,
+                    tenant.as_deref().into(),
+                    &reason,
+                    call_content,
+                    &cancelled_by,
+                )
+                .await?;
+            let effects = match &outcome {
+                CancelOutcome::Cancelled {
+                    committed,
+                    agent_id,
+                } => Effects::publish(committed.clone()).metric(Metric::RunCancelled {
+                    agent_id: agent_id.clone(),
+                }),
+                _ => Effects::default(),
+            };
+            Ok((outcome, effects))
+        })
+        .await
     }
 }

@@ -5,7 +5,8 @@
 
 mod deliveries;
 mod keys;
-mod metered;
+mod migrations;
+mod ops;
 mod postgres;
 mod postgres_connect;
 mod postgres_tls;
@@ -29,7 +30,6 @@ pub use deliveries::{
     RedeliverOutcome, RunSummary, StoredWebhookSecrets,
 };
 pub use keys::{ApiKeyRecord, KeyStore, NewApiKey};
-pub use metered::MeteredStore;
 pub use postgres::PostgresStore;
 pub use postgres_connect::PostgresSettings;
 pub use sqlite::{SqliteKeyFile, SqliteStore, Synchronous};
@@ -72,6 +72,19 @@ impl StoreError {
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Awaits `write`, recording how long it took (failed or not) under `operation` for the metrics
+/// (`askuser_store_commit_duration_seconds`, by operation): each store's writes time themselves
+/// this way, measured as the server waits for a commit. A no-op without metrics.
+pub(crate) async fn timed<T>(
+    operation: &'static str,
+    write: impl std::future::Future<Output = T>,
+) -> T {
+    let started = std::time::Instant::now();
+    let outcome = write.await;
+    crate::metrics::store_commit(operation, started.elapsed());
+    outcome
+}
 
 /// Whose runs a read or a change may see: one tenant's (a caller's), or every tenant's (the
 /// server's own work: executors, expiry, retention). The condition is part of each store query,
@@ -242,7 +255,7 @@ impl RunEnd {
         match end {
             Some(RunEnd::Completed { output_text }) => (RunStatus::Completed, output_text, ""),
             Some(RunEnd::Failed { message }) => (RunStatus::Failed, "", message),
-            None => (records::between_turns(pending, executing), "", ""),
+            None => (ops::calls::between_turns(pending, executing), "", ""),
         }
     }
 }
@@ -387,12 +400,16 @@ pub enum Approved {
     Execute { arguments_json: String },
 }
 
+/// Why a [`Decide`] refused to change a call: the decider's own error, carried out of the
+/// transaction as it is (the decider downcasts it back).
+pub type Refusal = Box<dyn std::error::Error + Send + Sync>;
+
 /// How to change a pending call, decided in the changing transaction from the call as it is
-/// there (e.g. after checking an answer against its question); `None` refuses to change it.
-pub type Decide = Box<dyn FnOnce(&ToolCallRecord) -> Option<CallChange> + Send>;
+/// there (e.g. after checking an answer against its question); an error refuses to change it.
+pub type Decide = Box<dyn FnOnce(&ToolCallRecord) -> Result<CallChange, Refusal> + Send>;
 
 /// Outcome of [`RunStore::settle_tool_call`].
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub enum SettleOutcome {
     /// Changed. When that left the run running again and the settler took its lease, `step` is the
     /// state of its next step. `first_sequence` is the sequence of the change's first event (or
@@ -401,9 +418,13 @@ pub enum SettleOutcome {
         committed: Committed,
         step: Option<Box<StepState>>,
         first_sequence: u64,
+        /// The call as it was before the change: what it waited for, and since when.
+        call: Box<ToolCallRecord>,
+        /// The agent of the call's run.
+        agent_id: String,
     },
-    /// `decide` refused to settle the pending call, returned as it is.
-    Refused(Box<ToolCallRecord>),
+    /// `decide` refused to settle the pending call, returned as it is, with its reason.
+    Refused(Box<ToolCallRecord>, Refusal),
     /// The call was no longer pending; it is returned as it is now.
     NotPending(Box<ToolCallRecord>),
     NotFound,
@@ -437,7 +458,11 @@ pub struct RunPendingCall {
 /// Outcome of [`RunStore::cancel_run`].
 #[derive(Clone, Debug)]
 pub enum CancelOutcome {
-    Cancelled(Committed),
+    Cancelled {
+        committed: Committed,
+        /// The agent of the cancelled run.
+        agent_id: String,
+    },
     AlreadyCancelled,
     Finished(RunStatus),
     NotFound,
@@ -610,14 +635,6 @@ pub trait RunStore: KeyStore + DeliveryStore + Send + Sync + 'static {
         after_sequence: u64,
         limit: usize,
     ) -> StoreResult<Option<EventPage>>;
-    /// The latest `tool_call_suspended` event of a call before sequence `before_sequence`: when
-    /// (and as what) the call last started waiting; `None` when there is none.
-    async fn suspension_event(
-        &self,
-        run_id: &str,
-        tool_call_id: &str,
-        before_sequence: u64,
-    ) -> StoreResult<Option<Event>>;
     /// Runs not finished and calls waiting, over every tenant's runs.
     /// What waits now (`now_ms`: for the webhook deliveries due).
     async fn pending_counts(&self, now_ms: i64) -> StoreResult<PendingCounts>;

@@ -5,13 +5,12 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use super::{
-    ApiKeyRecord, Approved, CallChange, CallStatus, Decision, Event, ExecutedResult, ExecutingCall,
-    NewCallState, NewRun, NewToolCall, PendingCounts, RunPendingCall, StepState, StoreError,
-    StoreResult, ToolCallRecord,
+    ApiKeyRecord, CallStatus, Decision, ExecutingCall, NewRun, PendingCounts, RunPendingCall,
+    StepState, StoreError, StoreResult, ToolCallRecord,
 };
 use crate::domain::{
-    AnswerInput, ApprovalDecision, EventKind, Message, ModelToolCall, PendingCall, RunRecord,
-    RunStatus, Scope, SettledBy, SettledCall, SuspendKind, Suspension, ToolResultKind, Usage,
+    AnswerInput, ApprovalDecision, Message, ModelToolCall, PendingCall, RunRecord, RunStatus,
+    Scope, SettledBy, SettledCall, SuspendKind, Suspension, ToolResultKind, Usage,
 };
 
 pub(super) fn to_json<T: serde::Serialize>(value: &T) -> StoreResult<String> {
@@ -70,36 +69,22 @@ pub(super) const RUN_IN_TENANT: &str = concat!(
     in_tenant!("tenant")
 );
 
-/// The latest event of run `$1` before sequence `$2` whose stored body starts with `$3` (a
-/// [`suspension_prefix`]): sequence, time and body. Read backwards from `$2`, so it stops at the
-/// suspension, usually among the run's last events.
-pub(super) const SUSPENSION_EVENT_QUERY: &str = "SELECT sequence, time_ms, body FROM events \
-     WHERE run_id = $1 AND sequence < $2 AND substr(body, 1, length(CAST($3 AS TEXT))) = $3 \
-     ORDER BY sequence DESC LIMIT 1";
-
-/// How the stored body of a call's `tool_call_suspended` event starts: serde writes an internally
-/// tagged enum's tag first, then its fields in the order declared, the call's id first.
-pub(super) fn suspension_prefix(tool_call_id: &str) -> StoreResult<String> {
-    Ok(format!(
-        "{{\"type\":\"tool_call_suspended\",\"tool_call_id\":{},",
-        to_json(&tool_call_id)?
-    ))
+/// The head of run `$1` ([`RunHead`]) if it belongs to tenant `$2` ([`in_tenant!`]): what decides
+/// whether a change may happen. PostgreSQL reads it `FOR UPDATE` ([`LOCK_RUN`]).
+macro_rules! run_head_query {
+    ($suffix:literal) => {
+        concat!(
+            "SELECT status, last_sequence, turns, lease_owner, webhooks, agent_id FROM runs \
+             WHERE run_id = $1 AND ",
+            in_tenant!("tenant"),
+            $suffix
+        )
+    };
 }
 
-/// A stored event of run `run_id`.
-pub(super) fn stored_event(
-    run_id: &str,
-    sequence: i64,
-    time_ms: i64,
-    body: &str,
-) -> StoreResult<Event> {
-    Ok(Event {
-        run_id: run_id.to_owned(),
-        sequence: unsigned(sequence),
-        time_ms,
-        kind: from_json(body)?,
-    })
-}
+pub(super) const RUN_HEAD_QUERY: &str = run_head_query!("");
+/// [`RUN_HEAD_QUERY`], locking the run's row: changes of one run are serialized across replicas.
+pub(super) const LOCK_RUN: &str = run_head_query!(" FOR UPDATE");
 
 /// Runs not finished, by status.
 pub(super) const UNFINISHED_RUNS_COUNT_QUERY: &str = "SELECT status, COUNT(*) FROM runs \
@@ -466,276 +451,6 @@ pub(super) const CALL_COUNTS_QUERY: &str = "SELECT \
 pub(super) const UNSETTLED_QUERY: &str = "SELECT tool_call_id FROM tool_calls \
      WHERE run_id = $1 AND status IN ('pending', 'executing') ORDER BY turn, position";
 
-/// A run's state between turns: working while the server runs a call, waiting while a call waits
-/// for someone, and working (the model's next turn) once every call has its result.
-pub(super) fn between_turns(pending: i64, executing: i64) -> RunStatus {
-    if executing > 0 {
-        RunStatus::Running
-    } else if pending > 0 {
-        RunStatus::Suspended
-    } else {
-        RunStatus::Running
-    }
-}
-
-/// A new turn's `tool_calls` row, decided once for both stores.
-pub(super) struct CallRow<'a> {
-    pub call: &'a NewToolCall,
-    pub position: i64,
-    pub status: CallStatus,
-    pub payload: Option<String>,
-    pub expire_ms: Option<i64>,
-    pub suspend_kind: &'static str,
-    pub run_arguments: &'a str,
-    pub approval_reason: &'a str,
-    pub assignees: Option<String>,
-    pub content: Option<&'a str>,
-    pub is_error: bool,
-    pub kind: Option<String>,
-    pub result_sequence: i64,
-    /// When the call started waiting: the time of its `tool_call_suspended` event.
-    pub suspended_ms: Option<i64>,
-}
-
-impl<'a> CallRow<'a> {
-    /// The row of the call made at `position`; `events` are the turn's, which hold the result of
-    /// a call settled at once.
-    pub fn new(position: usize, call: &'a NewToolCall, events: &[Event]) -> StoreResult<Self> {
-        let mut row = CallRow {
-            call,
-            position: position as i64,
-            status: CallStatus::Pending,
-            payload: None,
-            expire_ms: None,
-            suspend_kind: SuspendKind::Question.as_str(),
-            run_arguments: "",
-            approval_reason: "",
-            assignees: None,
-            content: None,
-            is_error: false,
-            kind: None,
-            result_sequence: 0,
-            suspended_ms: None,
-        };
-        match &call.state {
-            NewCallState::Pending {
-                suspension,
-                expire_ms,
-            } => {
-                row.payload = suspension.payload.as_ref().map(to_json).transpose()?;
-                row.expire_ms = *expire_ms;
-                row.suspend_kind = suspension.kind.as_str();
-                row.run_arguments = &suspension.arguments_json;
-                row.approval_reason = &suspension.approval_reason;
-                row.assignees = assignees_column(&suspension.assignees)?;
-                row.suspended_ms = events
-                    .iter()
-                    .find(|e| match &e.kind {
-                        EventKind::ToolCallSuspended { tool_call_id, .. } => {
-                            *tool_call_id == call.tool_call_id
-                        }
-                        _ => false,
-                    })
-                    .map(|e| e.time_ms);
-            }
-            NewCallState::Executing { arguments_json } => {
-                row.status = CallStatus::Executing;
-                row.run_arguments = arguments_json;
-            }
-            NewCallState::Settled {
-                content,
-                is_error,
-                kind,
-            } => {
-                row.status = CallStatus::Invalid;
-                row.content = Some(content);
-                row.is_error = *is_error;
-                row.kind = Some(kind_name(*kind)?);
-                row.result_sequence = events
-                    .iter()
-                    .find(|e| match &e.kind {
-                        EventKind::ToolResult { tool_call_id, .. } => {
-                            *tool_call_id == call.tool_call_id
-                        }
-                        _ => false,
-                    })
-                    .map_or(0, |e| e.sequence as i64);
-            }
-        }
-        Ok(row)
-    }
-}
-
-/// Rewrites a pending call as a [`CallUpdate`] says; parameters in order of appearance.
-pub(super) const UPDATE_CALL: &str = "UPDATE tool_calls SET status = $1, suspend_kind = $2, \
-     run_arguments = $3, expire_ms = $4, answer = $5, answer_id = $6, decision = $7, \
-     result_content = $8, result_is_error = $9, result_kind = $10, result_sequence = $11, \
-     assignees = $12, settled_by = $13, settled_ms = $14, suspended_ms = $15, claimant = NULL, \
-     claim_expires_ms = NULL WHERE run_id = $16 AND tool_call_id = $17 AND status = 'pending'";
-
-/// What a [`CallChange`] writes, decided once for both stores: the call's new row values, the
-/// event it appends, and how the run's counts of waiting and executing calls move.
-pub(super) struct CallUpdate {
-    pub status: CallStatus,
-    pub suspend_kind: &'static str,
-    pub run_arguments: String,
-    pub expire_ms: Option<i64>,
-    pub answer: Option<String>,
-    pub answer_id: String,
-    pub decision: Option<String>,
-    pub result_content: Option<String>,
-    pub result_is_error: bool,
-    pub result_kind: Option<String>,
-    pub result_sequence: i64,
-    pub assignees: Option<String>,
-    /// Who settled the call (JSON) and when, once it is settled.
-    pub settled_by: Option<String>,
-    pub settled_ms: Option<i64>,
-    /// When the call (last) started waiting: now, when the change makes it wait again.
-    pub suspended_ms: Option<i64>,
-    pub event: Option<EventKind>,
-    /// Change of the run's waiting calls (this one stops waiting: -1) and executing calls.
-    pub pending_delta: i64,
-    pub executing_delta: i64,
-}
-
-impl CallUpdate {
-    /// The update of `call` by `change` at `time_ms`, whose event (if any) gets `sequence`.
-    pub fn new(
-        call: &ToolCallRecord,
-        change: CallChange,
-        sequence: u64,
-        time_ms: i64,
-    ) -> StoreResult<Self> {
-        let keep = CallUpdate {
-            status: call.status,
-            suspend_kind: call.suspension.kind.as_str(),
-            run_arguments: call.suspension.arguments_json.clone(),
-            expire_ms: call.expire_ms,
-            answer: None,
-            answer_id: String::new(),
-            decision: call.decision.as_ref().map(to_json).transpose()?,
-            result_content: None,
-            result_is_error: false,
-            result_kind: None,
-            result_sequence: 0,
-            assignees: assignees_column(&call.suspension.assignees)?,
-            settled_by: None,
-            settled_ms: None,
-            suspended_ms: call.suspended_ms,
-            event: None,
-            pending_delta: 0,
-            executing_delta: 0,
-        };
-        Ok(match change {
-            CallChange::Settle(settlement) => CallUpdate {
-                status: settlement.status,
-                answer: settlement.answer.as_ref().map(to_json).transpose()?,
-                answer_id: settlement.answer_id,
-                result_kind: Some(kind_name(settlement.kind)?),
-                result_is_error: settlement.is_error,
-                result_sequence: sequence as i64,
-                settled_by: settlement.settled_by.as_ref().map(to_json).transpose()?,
-                settled_ms: Some(time_ms),
-                event: Some(EventKind::ToolResult {
-                    tool_call_id: call.tool_call_id.clone(),
-                    content: settlement.content.clone(),
-                    is_error: settlement.is_error,
-                    kind: settlement.kind,
-                    settled_by: settlement.settled_by,
-                }),
-                result_content: Some(settlement.content),
-                pending_delta: -1,
-                ..keep
-            },
-            CallChange::Approve {
-                decision,
-                answer_id,
-                next,
-                by,
-            } => {
-                let decision = Some(to_json(&Decision {
-                    decision,
-                    answer_id,
-                    sequence,
-                    by: Some(by),
-                })?);
-                match next {
-                    Approved::Suspend {
-                        suspension,
-                        expire_ms,
-                    } => CallUpdate {
-                        status: CallStatus::Pending,
-                        suspend_kind: suspension.kind.as_str(),
-                        run_arguments: suspension.arguments_json.clone(),
-                        expire_ms,
-                        decision,
-                        assignees: assignees_column(&suspension.assignees)?,
-                        suspended_ms: Some(time_ms),
-                        event: Some(EventKind::ToolCallSuspended {
-                            tool_call_id: call.tool_call_id.clone(),
-                            tool_name: call.tool_name.clone(),
-                            payload: suspension.payload,
-                            expire_ms,
-                            kind: suspension.kind,
-                            arguments_json: suspension.arguments_json,
-                            approval_reason: suspension.approval_reason,
-                            assignees: suspension.assignees,
-                        }),
-                        ..keep
-                    },
-                    Approved::Execute { arguments_json } => CallUpdate {
-                        status: CallStatus::Executing,
-                        run_arguments: arguments_json,
-                        expire_ms: None,
-                        decision,
-                        pending_delta: -1,
-                        executing_delta: 1,
-                        ..keep
-                    },
-                }
-            }
-        })
-    }
-}
-
-/// The `tool_result` events of calls the server ran, in the order of `results`.
-pub(super) fn executed_events(results: &[ExecutedResult]) -> Vec<EventKind> {
-    results
-        .iter()
-        .map(|r| EventKind::ToolResult {
-            tool_call_id: r.tool_call_id.clone(),
-            content: r.content.clone(),
-            is_error: r.is_error,
-            kind: ToolResultKind::Executed,
-            settled_by: r.settled_by.clone(),
-        })
-        .collect()
-}
-
-/// The events of a cancellation: a `tool_result` for each call still unsettled (with
-/// `call_content`), then `run_cancelled`.
-pub(super) fn cancel_events(
-    unsettled: &[String],
-    call_content: &str,
-    reason: &str,
-    cancelled_by: &SettledBy,
-) -> Vec<EventKind> {
-    unsettled
-        .iter()
-        .map(|tool_call_id| EventKind::ToolResult {
-            tool_call_id: tool_call_id.clone(),
-            content: call_content.to_owned(),
-            is_error: false,
-            kind: ToolResultKind::Cancelled,
-            settled_by: Some(cancelled_by.clone()),
-        })
-        .chain(std::iter::once(EventKind::RunCancelled {
-            reason: reason.to_owned(),
-        }))
-        .collect()
-}
-
 /// Settles an executing call with its result; parameters in order of appearance.
 pub(super) const EXECUTED_UPDATE: &str = "UPDATE tool_calls SET status = 'executed', \
      result_content = $1, result_is_error = $2, result_kind = 'executed', result_sequence = $3, \
@@ -894,9 +609,29 @@ pub(super) struct RunHead {
     pub lease_owner: Option<String>,
     /// Its webhook plan (`runs.webhooks`), which decides the deliveries its events make.
     pub webhooks: Option<String>,
+    pub agent_id: String,
 }
 
 impl RunHead {
+    /// The head from the columns of [`RUN_HEAD_QUERY`], in order.
+    pub fn from_columns(
+        status: &str,
+        last_sequence: i64,
+        turns: i64,
+        lease_owner: Option<String>,
+        webhooks: Option<String>,
+        agent_id: String,
+    ) -> StoreResult<Self> {
+        Ok(RunHead {
+            status: parse_status(status)?,
+            last_sequence: unsigned(last_sequence),
+            turns: u32::try_from(turns).unwrap_or(u32::MAX),
+            lease_owner,
+            webhooks,
+            agent_id,
+        })
+    }
+
     /// Whether a step of `owner` that started at `expected_turns` may still write: the run is
     /// still running at that turn and `owner` still holds its lease.
     pub fn admits_step(&self, owner: &str, expected_turns: u32) -> bool {
@@ -970,28 +705,5 @@ impl KeyRow {
             created_ms: self.created_ms,
             revoked_ms: self.revoked_ms,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_suspension_is_stored_starting_with_its_prefix() {
-        let suspended = EventKind::ToolCallSuspended {
-            tool_call_id: "call_\"1\"%_".into(),
-            tool_name: "deploy".into(),
-            payload: None,
-            expire_ms: Some(5),
-            kind: SuspendKind::Approval,
-            arguments_json: "{}".into(),
-            approval_reason: String::new(),
-            assignees: Vec::new(),
-        };
-        let body = to_json(&suspended).expect("json");
-        let prefix = suspension_prefix("call_\"1\"%_").expect("prefix");
-        assert!(body.starts_with(&prefix), "{body} / {prefix}");
-        assert!(!body.starts_with(&suspension_prefix("call_").expect("prefix")));
     }
 }

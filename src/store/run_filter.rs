@@ -2,15 +2,9 @@
 //! creation time, pending kind, metadata) and the page are conditions of the query, so paging
 //! combines with any of them. Only how JSON is read differs by store ([`Dialect`]).
 
+use super::ops::SqlValue;
 use super::records::{RUN_COLUMNS, to_json};
 use super::{RunQuery, StoreResult};
-
-/// A parameter of a run listing's query.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum ListParam {
-    Text(String),
-    Int(i64),
-}
 
 /// The SQL a store speaks, where the two differ: how JSON text is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,11 +20,11 @@ pub(super) enum Dialect {
 pub(super) fn list_runs_query(
     query: &RunQuery,
     dialect: Dialect,
-) -> StoreResult<(String, Vec<ListParam>)> {
+) -> StoreResult<(String, Vec<SqlValue>)> {
     let mut sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE TRUE");
     let mut params = Vec::new();
     // Appends ` AND template`, each `{}` in it numbered as the next of `values`.
-    let mut condition = |sql: &mut String, template: &str, values: Vec<ListParam>| {
+    let mut condition = |sql: &mut String, template: &str, values: Vec<SqlValue>| {
         sql.push_str(" AND ");
         let mut pieces = template.split("{}");
         sql.push_str(pieces.next().unwrap_or_default());
@@ -44,35 +38,35 @@ pub(super) fn list_runs_query(
         condition(
             &mut sql,
             "tenant = {}",
-            vec![ListParam::Text(tenant.clone())],
+            vec![SqlValue::from(tenant.clone())],
         );
     }
     if let Some(status) = filter.status {
         condition(
             &mut sql,
             "status = {}",
-            vec![ListParam::Text(status.as_str().into())],
+            vec![SqlValue::from(status.as_str())],
         );
     }
     if let Some(agent_id) = &filter.agent_id {
         condition(
             &mut sql,
             "agent_id = {}",
-            vec![ListParam::Text(agent_id.clone())],
+            vec![SqlValue::from(agent_id.clone())],
         );
     }
     if let Some(after) = filter.created_after_ms {
-        condition(&mut sql, "created_ms >= {}", vec![ListParam::Int(after)]);
+        condition(&mut sql, "created_ms >= {}", vec![SqlValue::from(after)]);
     }
     if let Some(before) = filter.created_before_ms {
-        condition(&mut sql, "created_ms < {}", vec![ListParam::Int(before)]);
+        condition(&mut sql, "created_ms < {}", vec![SqlValue::from(before)]);
     }
     if let Some(kind) = filter.pending_kind {
         condition(
             &mut sql,
             "EXISTS (SELECT 1 FROM tool_calls c WHERE c.run_id = runs.run_id \
              AND c.status = 'pending' AND c.suspend_kind = {})",
-            vec![ListParam::Text(kind.as_str().into())],
+            vec![SqlValue::from(kind.as_str())],
         );
     }
     if !filter.metadata.is_empty() {
@@ -81,7 +75,7 @@ pub(super) fn list_runs_query(
             Dialect::Postgres => condition(
                 &mut sql,
                 "CAST(metadata AS JSONB) @> CAST(CAST({} AS TEXT) AS JSONB)",
-                vec![ListParam::Text(to_json(&filter.metadata)?)],
+                vec![SqlValue::from(to_json(&filter.metadata)?)],
             ),
             // An entry each: the key, then its value.
             Dialect::Sqlite => {
@@ -90,7 +84,7 @@ pub(super) fn list_runs_query(
                         &mut sql,
                         "EXISTS (SELECT 1 FROM json_each(runs.metadata) m WHERE m.key = {} \
                          AND m.value = {})",
-                        vec![ListParam::Text(key.clone()), ListParam::Text(value.clone())],
+                        vec![SqlValue::from(key.clone()), SqlValue::from(value.clone())],
                     );
                 }
             }
@@ -100,7 +94,7 @@ pub(super) fn list_runs_query(
         condition(
             &mut sql,
             "run_id < {}",
-            vec![ListParam::Text(before.clone())],
+            vec![SqlValue::from(before.clone())],
         );
     }
     sql.push_str(&format!(" ORDER BY run_id DESC LIMIT {}", query.limit));

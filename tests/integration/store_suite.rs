@@ -337,7 +337,7 @@ async fn suspended_run(store: &Arc<dyn RunStore>, run_id: &str, call_ids: &[&str
 
 /// Settles as `settlement` says, whatever the call.
 fn settle_with(settlement: Settlement) -> Decide {
-    Box::new(move |_| Some(CallChange::Settle(settlement)))
+    Box::new(move |_| Ok(CallChange::Settle(settlement)))
 }
 
 fn answered(text: &str, answer_id: &str) -> Settlement {
@@ -768,15 +768,17 @@ async fn a_refused_settlement_leaves_the_call_pending(store: Arc<dyn RunStore>) 
             CallStatus::Pending,
             "only a pending call is decided on"
         );
-        None
+        Err("the answer does not fit".into())
     });
     let outcome = store
         .settle_tool_call("run-1", Tenancy::Any, "call-1", refuse, Some(lease(OWNER)))
         .await
         .expect("settle tool call");
-    let SettleOutcome::Refused(call) = outcome else {
+    let SettleOutcome::Refused(call, refusal) = outcome else {
         panic!("a refused settlement settled: {outcome:?}");
     };
+    // Why, as `decide` said: carried out of the transaction.
+    assert_eq!(refusal.to_string(), "the answer does not fit");
     assert_eq!(call.tool_call_id, "call-1");
     assert_eq!(call.status, CallStatus::Pending);
     assert_eq!(call.suspension, question("call-1?"));
@@ -792,7 +794,7 @@ async fn a_refused_settlement_leaves_the_call_pending(store: Arc<dyn RunStore>) 
 /// lock, and the next change of the run on another connection would wait for it forever.
 async fn changes_that_end_unmade_leave_no_transaction_open(store: Arc<dyn RunStore>) {
     fn refuse() -> Decide {
-        Box::new(|_| None)
+        Box::new(|_| Err("refused".into()))
     }
     async fn refused(store: &Arc<dyn RunStore>) {
         let outcome = store
@@ -805,7 +807,7 @@ async fn changes_that_end_unmade_leave_no_transaction_open(store: Arc<dyn RunSto
             )
             .await
             .expect("settle tool call");
-        assert!(matches!(outcome, SettleOutcome::Refused(_)), "{outcome:?}");
+        assert!(matches!(outcome, SettleOutcome::Refused(..)), "{outcome:?}");
     }
     /// Polls `operation` at most `polls` times, then drops it.
     async fn abandoned_after(polls: usize, operation: impl Future) {
@@ -991,7 +993,7 @@ async fn concurrent_settles_have_exactly_one_winner(store: Arc<dyn RunStore>) {
                     assert_eq!(call.answer, Some(AnswerInput::Text(winner.clone())));
                     assert_eq!(&call.answer_id, winner, "{text} saw another answer");
                 }
-                SettleOutcome::Refused(_) | SettleOutcome::NotFound => {
+                SettleOutcome::Refused(..) | SettleOutcome::NotFound => {
                     panic!("round {round}: {text} got {outcome:?}")
                 }
             }
@@ -1108,7 +1110,10 @@ async fn transcript_is_each_turn_followed_by_its_results_in_call_order(store: Ar
 async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>) {
     suspended_run(&store, "run-1", &["call-1", "call-2"]).await;
     settle_pending(&store, "run-1", "call-1", answered("yes", "")).await;
-    let CancelOutcome::Cancelled(cancelled) = store
+    let CancelOutcome::Cancelled {
+        committed: cancelled,
+        agent_id,
+    } = store
         .cancel_run(
             "run-1",
             Tenancy::Any,
@@ -1121,6 +1126,7 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
     else {
         panic!("a suspended run was not cancelled");
     };
+    assert_eq!(agent_id, "agent");
     assert_eq!(cancelled.status, RunStatus::Cancelled);
     let kinds: Vec<&EventKind> = cancelled.events.iter().map(|e| &e.kind).collect();
     assert_eq!(
@@ -1192,7 +1198,10 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
 
     // A working run has no calls to settle.
     leased_run(&store, "run-2").await;
-    let CancelOutcome::Cancelled(cancelled) = store
+    let CancelOutcome::Cancelled {
+        committed: cancelled,
+        ..
+    } = store
         .cancel_run("run-2", Tenancy::Any, "stop", "x", &canceller())
         .await
         .expect("cancel run")
@@ -1854,7 +1863,7 @@ async fn a_calls_assignees_are_kept_with_it(store: Arc<dyn RunStore>) {
 }
 
 /// What the metrics' gauges and time to answer read: runs and calls waiting, and when a call
-/// started waiting (its `tool_call_suspended` event, found by the call's exact id).
+/// started waiting (returned by the settle, as its `tool_call_suspended` event says).
 async fn the_metrics_read_what_waits_and_since_when(store: Arc<dyn RunStore>) {
     let empty = store
         .pending_counts(now_millis())
@@ -1893,41 +1902,36 @@ async fn the_metrics_read_what_waits_and_since_when(store: Arc<dyn RunStore>) {
         HashMap::from([(SuspendKind::Question, first_suspended)])
     );
 
-    let suspension = |tool_call_id: &'static str, before: u64| {
-        let store = Arc::clone(&store);
-        async move {
-            store
-                .suspension_event("waiting", tool_call_id, before)
-                .await
-                .expect("suspension event")
-        }
+    // A settle returns the call as it waited: what for, and since when (the time of its own
+    // `tool_call_suspended` event, not that of a call whose id starts the same).
+    let page = store
+        .read_events("waiting", Tenancy::Any, 0, 100)
+        .await
+        .expect("read events")
+        .expect("run exists");
+    let suspended_at = |id: &str| {
+        page.events
+            .iter()
+            .find_map(|event| match &event.kind {
+                EventKind::ToolCallSuspended { tool_call_id, .. } if tool_call_id == id => {
+                    Some(event.time_ms)
+                }
+                _ => None,
+            })
+            .expect("the call's suspension")
     };
-    let event = suspension("call_1", u64::MAX)
-        .await
-        .expect("call_1 suspended");
-    match &event.kind {
-        EventKind::ToolCallSuspended {
-            tool_call_id, kind, ..
-        } => {
-            assert_eq!(
-                (tool_call_id.as_str(), *kind),
-                ("call_1", SuspendKind::Question)
-            );
-        }
-        other => panic!("not a suspension: {other:?}"),
+    for (tool_call_id, answer) in [("call_1", "a"), ("call_10", "b")] {
+        let outcome = settle(&store, "waiting", tool_call_id, answered(answer, "")).await;
+        let SettleOutcome::Settled { call, agent_id, .. } = outcome else {
+            panic!("{tool_call_id} was not settled: {outcome:?}");
+        };
+        assert_eq!(call.tool_call_id, tool_call_id);
+        assert_eq!(call.status, CallStatus::Pending);
+        assert_eq!(call.suspension.kind, SuspendKind::Question);
+        assert_eq!(call.suspended_ms, Some(suspended_at(tool_call_id)));
+        assert!(call.suspended_ms > Some(0));
+        assert_eq!(agent_id, "agent");
     }
-    assert!(event.time_ms > 0);
-    // An id that another call's id starts with is not confused with it.
-    let tenth = suspension("call_10", u64::MAX)
-        .await
-        .expect("call_10 suspended");
-    assert_ne!(tenth.sequence, event.sequence);
-    assert!(suspension("call_", u64::MAX).await.is_none());
-    // Only events before the given sequence count.
-    assert!(suspension("call_1", event.sequence).await.is_none());
-
-    settle_pending(&store, "waiting", "call_1", answered("a", "a-1")).await;
-    settle_pending(&store, "waiting", "call_10", answered("b", "b-1")).await;
     let counts = store
         .pending_counts(now_millis())
         .await

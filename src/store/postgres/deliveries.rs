@@ -13,6 +13,7 @@ use crate::store::deliveries::{
     AttemptOutcome, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery, RedeliverOutcome,
     StoredWebhookSecrets,
 };
+use crate::store::timed;
 use crate::store::webhook_records::{
     DELIVERY_COLUMN_COUNT, DELIVERY_IN_TENANT_QUERY, DUE_DELIVERY_QUERY, DeliveryRow, DueRow,
     FINISH_DELIVERY, LIST_DELIVERIES_QUERY, REDELIVER, ROTATE_WEBHOOK_SECRET,
@@ -68,26 +69,29 @@ impl DeliveryStore for PostgresStore {
         limit: usize,
         skip_tenants: &[String],
     ) -> StoreResult<Vec<DueDelivery>> {
-        let client = self.pool.get().await?;
-        let claim = client.prepare_cached(&CLAIM_DELIVERIES).await?;
-        let read = client.prepare_cached(&DUE_DELIVERY_QUERY).await?;
-        let claimed = client
-            .query(
-                &claim,
-                &[
-                    &owner,
-                    &lease_until_ms,
-                    &now_ms,
-                    &skip_tenants,
-                    &(limit as i64),
-                ],
-            )
-            .await?;
-        let ids: Vec<String> = claimed.iter().map(|row| row.get(0)).collect();
-        let params: Vec<[&(dyn ToSql + Sync); 1]> = ids.iter().map(|id| [id as _]).collect();
-        let rows =
-            try_join_all(params.iter().map(|params| client.query_one(&read, params))).await?;
-        rows.iter().map(|row| due_row(row).into_due()).collect()
+        timed("claim_deliveries", async {
+            let client = self.pool.get().await?;
+            let claim = client.prepare_cached(&CLAIM_DELIVERIES).await?;
+            let read = client.prepare_cached(&DUE_DELIVERY_QUERY).await?;
+            let claimed = client
+                .query(
+                    &claim,
+                    &[
+                        &owner,
+                        &lease_until_ms,
+                        &now_ms,
+                        &skip_tenants,
+                        &(limit as i64),
+                    ],
+                )
+                .await?;
+            let ids: Vec<String> = claimed.iter().map(|row| row.get(0)).collect();
+            let params: Vec<[&(dyn ToSql + Sync); 1]> = ids.iter().map(|id| [id as _]).collect();
+            let rows =
+                try_join_all(params.iter().map(|params| client.query_one(&read, params))).await?;
+            rows.iter().map(|row| due_row(row).into_due()).collect()
+        })
+        .await
     }
 
     async fn finish_delivery(
@@ -97,24 +101,27 @@ impl DeliveryStore for PostgresStore {
         now_ms: i64,
         outcome: AttemptOutcome,
     ) -> StoreResult<bool> {
-        let client = self.pool.get().await?;
-        let statement = client.prepare_cached(FINISH_DELIVERY).await?;
-        let (status, attempts, next_ms, attempt_ms, error) = finish_values(outcome, now_ms);
-        let changed = client
-            .execute(
-                &statement,
-                &[
-                    &status,
-                    &attempts,
-                    &next_ms,
-                    &attempt_ms,
-                    &error,
-                    &webhook_id,
-                    &owner,
-                ],
-            )
-            .await?;
-        Ok(changed == 1)
+        timed("finish_delivery", async {
+            let client = self.pool.get().await?;
+            let statement = client.prepare_cached(FINISH_DELIVERY).await?;
+            let (status, attempts, next_ms, attempt_ms, error) = finish_values(outcome, now_ms);
+            let changed = client
+                .execute(
+                    &statement,
+                    &[
+                        &status,
+                        &attempts,
+                        &next_ms,
+                        &attempt_ms,
+                        &error,
+                        &webhook_id,
+                        &owner,
+                    ],
+                )
+                .await?;
+            Ok(changed == 1)
+        })
+        .await
     }
 
     async fn list_deliveries(&self, query: DeliveryQuery) -> StoreResult<Vec<DeliveryRecord>> {
@@ -146,12 +153,15 @@ impl DeliveryStore for PostgresStore {
         now_ms: i64,
         previous_until_ms: i64,
     ) -> StoreResult<()> {
-        let client = self.pool.get().await?;
-        let statement = client.prepare_cached(ROTATE_WEBHOOK_SECRET).await?;
-        client
-            .execute(&statement, &[&tenant, &sealed, &now_ms, &previous_until_ms])
-            .await?;
-        Ok(())
+        timed("rotate_webhook_secret", async {
+            let client = self.pool.get().await?;
+            let statement = client.prepare_cached(ROTATE_WEBHOOK_SECRET).await?;
+            client
+                .execute(&statement, &[&tenant, &sealed, &now_ms, &previous_until_ms])
+                .await?;
+            Ok(())
+        })
+        .await
     }
 
     async fn webhook_secrets(&self, tenant: &str) -> StoreResult<Option<StoredWebhookSecrets>> {
@@ -169,23 +179,26 @@ impl DeliveryStore for PostgresStore {
         tenancy: Tenancy<'_>,
         now_ms: i64,
     ) -> StoreResult<RedeliverOutcome> {
-        let client = self.pool.get().await?;
-        let redeliver = client.prepare_cached(REDELIVER).await?;
-        let read = client.prepare_cached(&DELIVERY_IN_TENANT_QUERY).await?;
-        let tenant = tenancy.param();
-        let changed = client
-            .execute(&redeliver, &[&now_ms, &webhook_id, &tenant])
-            .await?;
-        let row = client.query_opt(&read, &[&webhook_id, &tenant]).await?;
-        Ok(match row {
-            None => RedeliverOutcome::NotFound,
-            Some(row) => {
-                let delivery = delivery_row(&row).into_record()?;
-                match changed {
-                    1 => RedeliverOutcome::Redelivered(delivery),
-                    _ => RedeliverOutcome::Unchanged(delivery),
+        timed("redeliver", async {
+            let client = self.pool.get().await?;
+            let redeliver = client.prepare_cached(REDELIVER).await?;
+            let read = client.prepare_cached(&DELIVERY_IN_TENANT_QUERY).await?;
+            let tenant = tenancy.param();
+            let changed = client
+                .execute(&redeliver, &[&now_ms, &webhook_id, &tenant])
+                .await?;
+            let row = client.query_opt(&read, &[&webhook_id, &tenant]).await?;
+            Ok(match row {
+                None => RedeliverOutcome::NotFound,
+                Some(row) => {
+                    let delivery = delivery_row(&row).into_record()?;
+                    match changed {
+                        1 => RedeliverOutcome::Redelivered(delivery),
+                        _ => RedeliverOutcome::Unchanged(delivery),
+                    }
                 }
-            }
+            })
         })
+        .await
     }
 }

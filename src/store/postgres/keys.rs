@@ -8,6 +8,7 @@ use crate::store::records::{
     COUNT_TENANT_RUNS, INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, MOVE_TENANT_RUNS,
     REVOKE_KEY, scopes_text,
 };
+use crate::store::timed;
 use crate::store::{ApiKeyRecord, KeyStore, NewApiKey, StoreResult, Tenancy};
 
 fn key_row(row: &Row) -> KeyRow {
@@ -24,22 +25,25 @@ fn key_row(row: &Row) -> KeyRow {
 #[async_trait]
 impl KeyStore for PostgresStore {
     async fn create_key(&self, key: NewApiKey) -> StoreResult<()> {
-        let client = self.pool.get().await?;
-        let statement = client.prepare_cached(INSERT_KEY).await?;
-        client
-            .execute(
-                &statement,
-                &[
-                    &key.key_id,
-                    &key.tenant,
-                    &key.name,
-                    &scopes_text(&key.scopes),
-                    &key.secret_hash,
-                    &key.created_ms,
-                ],
-            )
-            .await?;
-        Ok(())
+        timed("create_key", async {
+            let client = self.pool.get().await?;
+            let statement = client.prepare_cached(INSERT_KEY).await?;
+            client
+                .execute(
+                    &statement,
+                    &[
+                        &key.key_id,
+                        &key.tenant,
+                        &key.name,
+                        &scopes_text(&key.scopes),
+                        &key.secret_hash,
+                        &key.created_ms,
+                    ],
+                )
+                .await?;
+            Ok(())
+        })
+        .await
     }
 
     async fn list_keys(&self, tenancy: Tenancy<'_>) -> StoreResult<Vec<ApiKeyRecord>> {
@@ -59,13 +63,16 @@ impl KeyStore for PostgresStore {
         tenancy: Tenancy<'_>,
         now_ms: i64,
     ) -> StoreResult<bool> {
-        let client = self.pool.get().await?;
-        let statement = client.prepare_cached(REVOKE_KEY).await?;
-        let tenant = tenancy.param();
-        Ok(client
-            .execute(&statement, &[&now_ms, &key_id, &tenant])
-            .await?
-            > 0)
+        timed("revoke_key", async {
+            let client = self.pool.get().await?;
+            let statement = client.prepare_cached(REVOKE_KEY).await?;
+            let tenant = tenancy.param();
+            Ok(client
+                .execute(&statement, &[&now_ms, &key_id, &tenant])
+                .await?
+                > 0)
+        })
+        .await
     }
 
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
@@ -86,8 +93,11 @@ impl KeyStore for PostgresStore {
     }
 
     async fn move_runs(&self, from: &str, to: &str) -> StoreResult<u64> {
-        let client = self.pool.get().await?;
-        let statement = client.prepare_cached(MOVE_TENANT_RUNS).await?;
-        Ok(client.execute(&statement, &[&to, &from]).await?)
+        timed("move_runs", async {
+            let client = self.pool.get().await?;
+            let statement = client.prepare_cached(MOVE_TENANT_RUNS).await?;
+            Ok(client.execute(&statement, &[&to, &from]).await?)
+        })
+        .await
     }
 }

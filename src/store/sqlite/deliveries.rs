@@ -66,7 +66,7 @@ impl DeliveryStore for SqliteStore {
         let owner = owner.to_owned();
         let skip = crate::store::records::to_json(&skip_tenants)?;
         self.db
-            .run(move |conn| {
+            .commit("claim_deliveries", move |conn| {
                 let claimed: Vec<String> = conn
                     .prepare_cached(&CLAIM_DELIVERIES)?
                     .query_map(
@@ -107,7 +107,7 @@ impl DeliveryStore for SqliteStore {
     ) -> StoreResult<bool> {
         let (webhook_id, owner) = (webhook_id.to_owned(), owner.to_owned());
         self.db
-            .run(move |conn| {
+            .commit("finish_delivery", move |conn| {
                 let (status, attempts, next_ms, attempt_ms, error) = finish_values(outcome, now_ms);
                 let changed = conn.prepare_cached(FINISH_DELIVERY)?.execute(params![
                     status, attempts, next_ms, attempt_ms, error, webhook_id, owner
@@ -149,7 +149,7 @@ impl DeliveryStore for SqliteStore {
     ) -> StoreResult<()> {
         let (tenant, sealed) = (tenant.to_owned(), sealed.to_owned());
         self.db
-            .run(move |conn| {
+            .commit("rotate_webhook_secret", move |conn| {
                 conn.prepare_cached(ROTATE_WEBHOOK_SECRET)?
                     .execute(params![tenant, sealed, now_ms, previous_until_ms])?;
                 Ok(())
@@ -184,7 +184,7 @@ impl DeliveryStore for SqliteStore {
     ) -> StoreResult<RedeliverOutcome> {
         let (webhook_id, tenant) = (webhook_id.to_owned(), tenancy.param());
         self.db
-            .run(move |conn| {
+            .commit("redeliver", move |conn| {
                 let changed = conn
                     .prepare_cached(REDELIVER)?
                     .execute(params![now_ms, webhook_id, tenant])?;

@@ -104,6 +104,16 @@ impl GroupCommit {
         self.submit(Request::Batched, work).await
     }
 
+    /// [`Self::run`], timed under `operation` for the metrics
+    /// (`askuser_store_commit_duration_seconds`): as the caller waits, batching included.
+    pub async fn commit<T, F>(&self, operation: &'static str, work: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+    {
+        crate::store::timed(operation, self.run(work)).await
+    }
+
     /// Runs `work` by itself, outside any transaction.
     pub async fn run_alone<T, F>(&self, work: F) -> StoreResult<T>
     where

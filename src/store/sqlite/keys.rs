@@ -76,7 +76,9 @@ fn move_runs(conn: &Connection, from: &str, to: &str) -> StoreResult<u64> {
 #[async_trait]
 impl KeyStore for SqliteStore {
     async fn create_key(&self, key: NewApiKey) -> StoreResult<()> {
-        self.db.run(move |conn| insert(conn, &key)).await
+        self.db
+            .commit("create_key", move |conn| insert(conn, &key))
+            .await
     }
 
     async fn list_keys(&self, tenancy: Tenancy<'_>) -> StoreResult<Vec<ApiKeyRecord>> {
@@ -94,7 +96,9 @@ impl KeyStore for SqliteStore {
     ) -> StoreResult<bool> {
         let (key_id, tenant) = (key_id.to_owned(), tenancy.param());
         self.db
-            .run(move |conn| revoke(conn, &key_id, tenant.as_deref(), now_ms))
+            .commit("revoke_key", move |conn| {
+                revoke(conn, &key_id, tenant.as_deref(), now_ms)
+            })
             .await
     }
 
@@ -114,7 +118,9 @@ impl KeyStore for SqliteStore {
 
     async fn move_runs(&self, from: &str, to: &str) -> StoreResult<u64> {
         let (from, to) = (from.to_owned(), to.to_owned());
-        self.db.run(move |conn| move_runs(conn, &from, &to)).await
+        self.db
+            .commit("move_runs", move |conn| move_runs(conn, &from, &to))
+            .await
     }
 }
 

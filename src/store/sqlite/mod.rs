@@ -1,5 +1,6 @@
 //! The embedded default store: one SQLite file in WAL mode.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::LazyLock;
 
@@ -16,31 +17,35 @@ mod deliveries;
 mod group_commit;
 mod keys;
 mod readers;
+mod rows;
+mod schema;
 
+use rows::*;
+use schema::*;
+
+use super::ops::commit_executed::ExecutedReads;
+use super::ops::settle::{SettleReads, Settling};
+use super::ops::{Write, cancel, commit_executed, commit_turn, create, new_events, settle};
 use super::records::{
-    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, CallRow, CallUpdate,
-    EXECUTED_UPDATE, EXECUTING_QUERY, INSERT_RUN, OLDEST_PENDING_CALLS_QUERY,
-    PENDING_CALLS_COUNT_QUERY, PENDING_FEED_QUERY, PENDING_QUERY, PRUNABLE_RUNS_QUERY,
-    PRUNED_TABLES, PendingRow, RUN_IN_TENANT, RUN_OF_REQUEST_QUERY, RUN_QUERY, RUN_STATE_QUERY,
-    RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY, SUSPENSION_EVENT_QUERY, SettledRow,
-    TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall,
-    UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY, UPDATE_CALL,
-    WEBHOOKS_DUE_QUERY, assemble_transcript, between_turns, cancel_events, counting_step_start,
-    executed_events, executing_call, first_step, from_json, kind_name, parse_status,
-    pending_counts, run_tools_column, settled_by_column, stored_event, suspension_prefix, to_json,
-    usage_columns,
+    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, EXECUTING_QUERY,
+    OLDEST_PENDING_CALLS_QUERY, PENDING_CALLS_COUNT_QUERY, PENDING_COLUMNS, PENDING_FEED_QUERY,
+    PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_HEAD_QUERY, RUN_IN_TENANT,
+    RUN_OF_REQUEST_QUERY, RUN_QUERY, RUN_STATE_QUERY, RunHead, RunRow, SETTLED_QUERY,
+    STEP_RUN_QUERY, SettledRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow,
+    TranscriptCall, UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY,
+    WEBHOOKS_DUE_QUERY, assemble_transcript, counting_step_start, executing_call, from_json,
+    parse_status, pending_counts, to_json,
 };
-use super::run_filter::{Dialect, ListParam, list_runs_query};
-use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of, webhooks_column};
+use super::run_filter::{Dialect, list_runs_query};
+use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of};
 use super::{
-    CallStatus, CancelOutcome, ClaimOutcome, Committed, CreateOutcome, Created, Decide, EventPage,
-    ExecutedResult, ExecutingCall, Lease, NewRun, PendingCounts, RunEnd, RunPendingCall, RunQuery,
+    CallStatus, CancelOutcome, ClaimOutcome, Committed, CreateOutcome, Decide, EventPage,
+    ExecutedResult, ExecutingCall, Lease, NewRun, PendingCounts, RunPendingCall, RunQuery,
     RunStore, SettleOutcome, StepState, StoreError, StoreResult, Tenancy, ToolCallRecord,
     TurnCommit, TurnOutcome,
 };
 use crate::domain::{
-    Event, EventKind, Message, PendingCall, RunRecord, RunStatus, SettledBy, ToolResultKind,
-    now_millis,
+    Event, EventKind, Message, PendingCall, RunRecord, RunStatus, SettledBy, now_millis,
 };
 
 /// How hard SQLite works to make a commit durable.
@@ -52,82 +57,6 @@ pub enum Synchronous {
     /// WAL with `synchronous=FULL`: every commit is fsynced and survives a power loss too.
     Full,
 }
-
-/// The schema's versions, each the statements that bring the previous one to it (the first from
-/// an empty file); never edit a released one, add the next.
-const MIGRATIONS: &[&str] = &[
-    SCHEMA_V1,
-    USAGE_V2,
-    include_str!("../../../migrations/postgres/0003_tools.sql"),
-    include_str!("../../../migrations/postgres/0004_step_starts.sql"),
-    include_str!("../../../migrations/postgres/0005_keys.sql"),
-    include_str!("../../../migrations/postgres/0006_tenants.sql"),
-    include_str!("../../../migrations/postgres/0007_webhooks.sql"),
-    include_str!("../../../migrations/postgres/0008_traces_and_timings.sql"),
-    include_str!("../../../migrations/postgres/0009_claim_subject.sql"),
-    include_str!("../../../migrations/postgres/0010_webhook_subscriptions_and_secrets.sql"),
-];
-
-/// Version 2: the tokens each run has used so far. (Version 3 is PostgreSQL's own file: its SQL is
-/// the same on both.)
-const USAGE_V2: &str = "
-ALTER TABLE runs ADD COLUMN input_tokens INTEGER;
-ALTER TABLE runs ADD COLUMN output_tokens INTEGER;
-";
-
-const SCHEMA_V1: &str = "
-CREATE TABLE runs (
-    run_id TEXT PRIMARY KEY,
-    agent_id TEXT NOT NULL,
-    status TEXT NOT NULL,
-    prompt TEXT NOT NULL,
-    metadata TEXT NOT NULL,
-    output_text TEXT NOT NULL DEFAULT '',
-    error_message TEXT NOT NULL DEFAULT '',
-    last_sequence INTEGER NOT NULL,
-    turns INTEGER NOT NULL DEFAULT 0,
-    question_ttl_ms INTEGER,
-    step_attempt INTEGER NOT NULL DEFAULT 0,
-    lease_owner TEXT,
-    lease_expires_ms INTEGER,
-    created_ms INTEGER NOT NULL,
-    updated_ms INTEGER NOT NULL
-);
-CREATE INDEX runs_by_status ON runs (status, run_id);
-CREATE INDEX runs_by_agent ON runs (agent_id, run_id);
-CREATE TABLE turns (
-    run_id TEXT NOT NULL,
-    turn INTEGER NOT NULL,
-    text TEXT NOT NULL,
-    PRIMARY KEY (run_id, turn)
-) WITHOUT ROWID;
-CREATE TABLE tool_calls (
-    run_id TEXT NOT NULL,
-    tool_call_id TEXT NOT NULL,
-    turn INTEGER NOT NULL,
-    position INTEGER NOT NULL,
-    tool_name TEXT NOT NULL,
-    arguments_json TEXT NOT NULL,
-    status TEXT NOT NULL,
-    payload TEXT,
-    expire_ms INTEGER,
-    answer TEXT,
-    answer_id TEXT NOT NULL DEFAULT '',
-    result_content TEXT,
-    result_is_error INTEGER NOT NULL DEFAULT 0,
-    result_kind TEXT,
-    result_sequence INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (run_id, tool_call_id)
-) WITHOUT ROWID;
-CREATE INDEX tool_calls_by_expiry ON tool_calls (expire_ms) WHERE status = 'pending' AND expire_ms IS NOT NULL;
-CREATE TABLE events (
-    run_id TEXT NOT NULL,
-    sequence INTEGER NOT NULL,
-    time_ms INTEGER NOT NULL,
-    body TEXT NOT NULL,
-    PRIMARY KEY (run_id, sequence)
-) WITHOUT ROWID;
-";
 
 /// A [`RunStore`] on one SQLite file: a group-commit task owns the connection every write uses;
 /// reads have connections of their own, and a checkpoint thread has another.
@@ -192,340 +121,6 @@ impl SqliteStore {
     }
 }
 
-impl rusqlite::ToSql for ListParam {
-    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
-        match self {
-            ListParam::Text(text) => text.to_sql(),
-            ListParam::Int(number) => number.to_sql(),
-        }
-    }
-}
-
-/// Opens a connection that waits out the other's short locks: the checkpointer's restart waits
-/// for the writer's batch, the writer for a restart.
-fn connect(path: &Path) -> StoreResult<Connection> {
-    let conn = Connection::open(path)?;
-    conn.busy_handler(Some(|attempt| {
-        // Polls every 100 µs for up to 5 s: the locks are held for a batch or a restart at most.
-        std::thread::sleep(std::time::Duration::from_micros(100));
-        attempt < 50_000
-    }))?;
-    Ok(conn)
-}
-
-fn migrate(conn: &mut Connection) -> StoreResult<()> {
-    let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
-    let newest = MIGRATIONS.len() as i64;
-    if version > newest {
-        return Err(StoreError::Corrupt(format!(
-            "database schema version {version} is newer than this server's {newest}"
-        )));
-    }
-    if version == newest {
-        return Ok(());
-    }
-    let tx = conn.transaction()?;
-    for sql in &MIGRATIONS[usize::try_from(version).unwrap_or(0)..] {
-        tx.execute_batch(sql)?;
-    }
-    tx.pragma_update(None, "user_version", newest)?;
-    tx.commit()?;
-    Ok(())
-}
-
-fn read_run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
-    Ok(RunRow {
-        run_id: row.get(0)?,
-        agent_id: row.get(1)?,
-        status: row.get(2)?,
-        prompt: row.get(3)?,
-        metadata: row.get(4)?,
-        output_text: row.get(5)?,
-        error_message: row.get(6)?,
-        last_sequence: row.get(7)?,
-        turns: row.get(8)?,
-        question_ttl_ms: row.get(9)?,
-        created_ms: row.get(10)?,
-        updated_ms: row.get(11)?,
-        run_tools: row.get(12)?,
-        input_tokens: row.get(13)?,
-        output_tokens: row.get(14)?,
-    })
-}
-
-/// Run `run_id` if it belongs to `tenant` (to any tenant when `None`).
-fn load_run(
-    conn: &Connection,
-    run_id: &str,
-    tenant: Option<&str>,
-) -> StoreResult<Option<RunRecord>> {
-    let raw = conn
-        .prepare_cached(&RUN_QUERY)?
-        .query_row(params![run_id, tenant], read_run_row)
-        .optional()?;
-    let Some(raw) = raw else {
-        return Ok(None);
-    };
-    let pending = load_pending(conn, run_id)?;
-    let settled: Vec<SettledRow> = conn
-        .prepare_cached(SETTLED_QUERY)?
-        .query_map(params![run_id, tenant], |row| {
-            Ok(SettledRow {
-                tool_call_id: row.get(0)?,
-                tool_name: row.get(1)?,
-                result_kind: row.get(2)?,
-                settled_by: row.get(3)?,
-                settled_ms: row.get(4)?,
-                result_sequence: row.get(5)?,
-                suspended_ms: row.get(6)?,
-            })
-        })?
-        .collect::<Result<_, _>>()?;
-    let mut run = raw.into_record(pending)?;
-    run.settled = settled
-        .into_iter()
-        .map(SettledRow::into_settled)
-        .collect::<StoreResult<_>>()?;
-    Ok(Some(run))
-}
-
-/// A [`PendingRow`] from its columns, starting at `first`.
-fn read_pending_row(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<PendingRow> {
-    Ok(PendingRow {
-        tool_call_id: row.get(first)?,
-        tool_name: row.get(first + 1)?,
-        payload: row.get(first + 2)?,
-        expire_ms: row.get(first + 3)?,
-        suspend_kind: row.get(first + 4)?,
-        run_arguments: row.get(first + 5)?,
-        approval_reason: row.get(first + 6)?,
-        claimant: row.get(first + 7)?,
-        claim_expires_ms: row.get(first + 8)?,
-        assignees: row.get(first + 9)?,
-        suspended_ms: row.get(first + 10)?,
-    })
-}
-
-/// Whether the run belongs to `tenant` ([`RUN_IN_TENANT`]); any run does when `None`.
-fn run_in_tenant(conn: &Connection, run_id: &str, tenant: Option<&str>) -> StoreResult<bool> {
-    if tenant.is_none() {
-        return Ok(true);
-    }
-    Ok(conn
-        .prepare_cached(RUN_IN_TENANT)?
-        .query_row(params![run_id, tenant], |_| Ok(()))
-        .optional()?
-        .is_some())
-}
-
-fn load_pending(conn: &Connection, run_id: &str) -> StoreResult<Vec<PendingCall>> {
-    let rows: Vec<PendingRow> = conn
-        .prepare_cached(&PENDING_QUERY)?
-        .query_map([run_id], |row| read_pending_row(row, 0))?
-        .collect::<Result<_, _>>()?;
-    rows.into_iter().map(PendingRow::into_pending).collect()
-}
-
-fn load_executing(conn: &Connection, run_id: &str) -> StoreResult<Vec<ExecutingCall>> {
-    let rows: Vec<(String, String, String, Option<String>)> = conn
-        .prepare_cached(EXECUTING_QUERY)?
-        .query_map([run_id], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
-        })?
-        .collect::<Result<_, _>>()?;
-    rows.into_iter()
-        .map(|(id, name, arguments, decision)| executing_call(id, name, arguments, decision))
-        .collect()
-}
-
-fn run_head(conn: &Connection, run_id: &str) -> StoreResult<Option<RunHead>> {
-    let row = conn
-        .prepare_cached(
-            "SELECT status, last_sequence, turns, lease_owner, webhooks FROM runs WHERE run_id = ?1",
-        )?
-        .query_row([run_id], |row| {
-            Ok((
-                row.get::<_, String>(0)?,
-                row.get::<_, i64>(1)?,
-                row.get::<_, i64>(2)?,
-                row.get::<_, Option<String>>(3)?,
-                row.get::<_, Option<String>>(4)?,
-            ))
-        })
-        .optional()?;
-    row.map(|(status, last, turns, lease_owner, webhooks)| {
-        Ok(RunHead {
-            status: parse_status(&status)?,
-            last_sequence: u64::try_from(last).unwrap_or(0),
-            turns: u32::try_from(turns).unwrap_or(u32::MAX),
-            lease_owner,
-            webhooks,
-        })
-    })
-    .transpose()
-}
-
-/// Appends events after `last_sequence`, with the webhook deliveries they make for a run whose
-/// plan is `webhooks` (`runs.webhooks`); returns them with their sequences.
-fn append_events(
-    conn: &Connection,
-    webhooks: Option<&str>,
-    run_id: &str,
-    last_sequence: u64,
-    kinds: Vec<EventKind>,
-    time_ms: i64,
-) -> StoreResult<Vec<Event>> {
-    let mut stmt = conn.prepare_cached(
-        "INSERT INTO events (run_id, sequence, time_ms, body) VALUES (?1, ?2, ?3, ?4)",
-    )?;
-    let mut events = Vec::with_capacity(kinds.len());
-    for (offset, kind) in kinds.into_iter().enumerate() {
-        let sequence = last_sequence + 1 + offset as u64;
-        stmt.execute(params![run_id, sequence as i64, time_ms, to_json(&kind)?])?;
-        events.push(Event {
-            run_id: run_id.to_owned(),
-            sequence,
-            time_ms,
-            kind,
-        });
-    }
-    let mut insert = conn.prepare_cached(INSERT_DELIVERY)?;
-    for delivery in deliveries_of(webhooks, &events)? {
-        let d = DeliveryInsert::new(&delivery);
-        insert.execute(params![
-            d.webhook_id,
-            d.run_id,
-            d.sequence,
-            d.event_type,
-            d.subscription,
-            d.tool_call_id,
-            d.reminder_permille,
-            time_ms,
-            d.due_ms
-        ])?;
-    }
-    Ok(events)
-}
-
-/// How many of the run's calls wait for someone, and how many the server runs.
-fn call_counts(conn: &Connection, run_id: &str) -> StoreResult<(i64, i64)> {
-    Ok(conn
-        .prepare_cached(CALL_COUNTS_QUERY)?
-        .query_row([run_id], |row| Ok((row.get(0)?, row.get(1)?)))?)
-}
-
-fn load_tool_call(
-    conn: &Connection,
-    run_id: &str,
-    tool_call_id: &str,
-) -> StoreResult<Option<ToolCallRecord>> {
-    conn.prepare_cached(TOOL_CALL_QUERY)?
-        .query_row([run_id, tool_call_id], |row| {
-            Ok(ToolCallRow {
-                tool_name: row.get(0)?,
-                status: row.get(1)?,
-                payload: row.get(2)?,
-                expire_ms: row.get(3)?,
-                answer: row.get(4)?,
-                answer_id: row.get(5)?,
-                result_sequence: row.get(6)?,
-                suspend_kind: row.get(7)?,
-                run_arguments: row.get(8)?,
-                approval_reason: row.get(9)?,
-                decision: row.get(10)?,
-                assignees: row.get(11)?,
-                suspended_ms: row.get(12)?,
-            })
-        })
-        .optional()?
-        .map(|row| row.into_record(run_id, tool_call_id))
-        .transpose()
-}
-
-fn load_transcript(conn: &Connection, run: &RunRecord) -> StoreResult<Vec<Message>> {
-    let turns: Vec<(i64, String)> = conn
-        .prepare_cached(TURNS_QUERY)?
-        .query_map([&run.run_id], |row| Ok((row.get(0)?, row.get(1)?)))?
-        .collect::<Result<_, _>>()?;
-    let calls: Vec<TranscriptCall> = conn
-        .prepare_cached(TRANSCRIPT_CALLS_QUERY)?
-        .query_map([&run.run_id], |row| {
-            Ok(TranscriptCall {
-                turn: row.get(0)?,
-                tool_call_id: row.get(1)?,
-                tool_name: row.get(2)?,
-                arguments_json: row.get(3)?,
-                result_content: row.get(4)?,
-                result_kind: row.get(5)?,
-                result_is_error: row.get(6)?,
-            })
-        })?
-        .collect::<Result<_, _>>()?;
-    assemble_transcript(&run.prompt, turns, &calls)
-}
-
-/// The state a step of a run starts from; `None` when there is no such run.
-fn read_step(conn: &Connection, run_id: &str) -> StoreResult<Option<StepState>> {
-    let row = conn
-        .prepare_cached(&STEP_RUN_QUERY)?
-        .query_row([run_id], |row| {
-            Ok((
-                read_run_row(row)?,
-                row.get::<_, i64>(AFTER_RUN_COLUMNS)?,
-                row.get::<_, i64>(AFTER_RUN_COLUMNS + 1)?,
-                row.get(AFTER_RUN_COLUMNS + 2)?,
-            ))
-        })
-        .optional()?;
-    let Some((raw, step_attempt, step_starts, trace_context)) = row else {
-        return Ok(None);
-    };
-    let run = raw.into_record(load_pending(conn, run_id)?)?;
-    let transcript = load_transcript(conn, &run)?;
-    Ok(Some(StepState {
-        run,
-        transcript,
-        step_attempt: u32::try_from(step_attempt).unwrap_or(0),
-        step_starts: u32::try_from(step_starts).unwrap_or(u32::MAX),
-        executing: load_executing(conn, run_id)?,
-        trace_context,
-    }))
-}
-
-/// Takes or renews the lease of a running run unless another owner holds an unexpired one.
-const TAKE_LEASE: &str = "UPDATE runs SET lease_owner = ?2, lease_expires_ms = ?3 WHERE run_id = ?1 \
-     AND status = 'running' AND (lease_owner IS NULL OR lease_owner = ?2 OR lease_expires_ms < ?4)";
-
-static TAKE_STEP_LEASE: LazyLock<String> = LazyLock::new(|| counting_step_start(TAKE_LEASE));
-
-/// Takes or renews the lease of a running run unless another owner holds an unexpired one.
-fn take_lease(conn: &Connection, run_id: &str, owner: &str, until_ms: i64) -> StoreResult<bool> {
-    lease_statement(conn, TAKE_LEASE, run_id, owner, until_ms)
-}
-
-/// [`take_lease`] to start the run's next step: counts the start.
-fn take_step_lease(
-    conn: &Connection,
-    run_id: &str,
-    owner: &str,
-    until_ms: i64,
-) -> StoreResult<bool> {
-    lease_statement(conn, &TAKE_STEP_LEASE, run_id, owner, until_ms)
-}
-
-fn lease_statement(
-    conn: &Connection,
-    sql: &str,
-    run_id: &str,
-    owner: &str,
-    until_ms: i64,
-) -> StoreResult<bool> {
-    let taken =
-        conn.prepare_cached(sql)?
-            .execute(params![run_id, owner, until_ms, now_millis()])?;
-    Ok(taken == 1)
-}
-
 #[async_trait]
 impl RunStore for SqliteStore {
     async fn create_run(
@@ -533,10 +128,9 @@ impl RunStore for SqliteStore {
         run: NewRun,
         lease: Option<Lease<'_>>,
     ) -> StoreResult<CreateOutcome> {
-        let owner = lease.map(|lease| lease.owner.to_owned());
-        let lease_until_ms = lease.map(|lease| lease.until_ms);
+        let lease = lease.map(|lease| (lease.owner.to_owned(), lease.until_ms));
         self.db
-            .run(move |conn| {
+            .commit("create_run", move |conn| {
                 if let Some(request_id) = &run.request_id {
                     let existing: Option<String> = conn
                         .prepare_cached(RUN_OF_REQUEST_QUERY)?
@@ -546,43 +140,14 @@ impl RunStore for SqliteStore {
                         return Ok(CreateOutcome::Existing { run_id });
                     }
                 }
-                let now = now_millis();
-                let webhooks = webhooks_column(run.webhooks.as_ref())?;
-                conn.prepare_cached(INSERT_RUN)?.execute(params![
-                    run.run_id,
-                    run.agent_id,
-                    run.prompt,
-                    to_json(&run.metadata)?,
-                    run.question_ttl_ms,
-                    now,
-                    run_tools_column(&run)?,
+                let lease = lease.as_ref().map(|(owner, until_ms)| Lease {
                     owner,
-                    lease_until_ms,
-                    run.request_id,
-                    run.tenant,
-                    webhooks,
-                    run.trace_context
-                ])?;
-                let started = EventKind::RunStarted {
-                    agent_id: run.agent_id.clone(),
-                    prompt: run.prompt.clone(),
-                    metadata: run.metadata.clone(),
-                };
-                let events = append_events(
-                    conn,
-                    webhooks.as_deref(),
-                    &run.run_id,
-                    0,
-                    vec![started],
-                    now,
-                )?;
-                Ok(CreateOutcome::Created(Box::new(Created {
-                    committed: Committed {
-                        events,
-                        status: RunStatus::Running,
-                    },
-                    step: first_step(run, now)?,
-                })))
+                    until_ms: *until_ms,
+                });
+                let plan = create::plan(run, lease, now_millis())?;
+                execute(conn, &plan.run_insert)?;
+                insert_events(conn, plan.webhooks.as_deref(), &plan.events)?;
+                Ok(plan.outcome())
             })
             .await
     }
@@ -602,10 +167,25 @@ impl RunStore for SqliteStore {
                     .prepare_cached(&sql)?
                     .query_map(rusqlite::params_from_iter(args.iter()), read_run_row)?
                     .collect::<Result<_, _>>()?;
+                if raws.is_empty() {
+                    return Ok(Vec::new());
+                }
+                // The pending calls of every run listed, with one query; [`PENDING_COLUMNS`] first.
+                let run_ids = to_json(&raws.iter().map(|raw| &raw.run_id).collect::<Vec<_>>())?;
+                let rows: Vec<(String, PendingRow)> = conn
+                    .prepare_cached(&LISTED_PENDING_QUERY)?
+                    .query_map([run_ids], |row| {
+                        Ok((row.get(11)?, read_pending_row(row, 0)?))
+                    })?
+                    .collect::<Result<_, _>>()?;
+                let mut pending: HashMap<String, Vec<PendingCall>> = HashMap::new();
+                for (run_id, row) in rows {
+                    pending.entry(run_id).or_default().push(row.into_pending()?);
+                }
                 raws.into_iter()
                     .map(|raw| {
-                        let pending = load_pending(conn, &raw.run_id)?;
-                        raw.into_record(pending)
+                        let calls = pending.remove(&raw.run_id).unwrap_or_default();
+                        raw.into_record(calls)
                     })
                     .collect()
             })
@@ -620,7 +200,7 @@ impl RunStore for SqliteStore {
         let run_id = run_id.to_owned();
         let lease = lease.map(|lease| (lease.owner.to_owned(), lease.until_ms));
         self.db
-            .run(move |conn| match lease {
+            .commit("load_step", move |conn| match lease {
                 Some((owner, until_ms)) if !take_step_lease(conn, &run_id, &owner, until_ms)? => {
                     Ok(None)
                 }
@@ -634,45 +214,33 @@ impl RunStore for SqliteStore {
         run_id: &str,
         owner: &str,
         expected_turns: u32,
-        commit: TurnCommit,
+        mut commit: TurnCommit,
     ) -> StoreResult<TurnOutcome> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
-        self.db.run(move |conn| {
-            let now = now_millis();
-            let Some(head) = run_head(conn, &run_id)? else {
-                return Ok(TurnOutcome::Stale);
-            };
-            if !head.admits_step(owner.as_str(), expected_turns) {
-                return Ok(TurnOutcome::Stale);
-            }
-            let mut turns = head.turns;
-            if let Some(text) = &commit.assistant_text {
-                conn.prepare_cached("INSERT INTO turns (run_id, turn, text) VALUES (?1, ?2, ?3)")?
-                    .execute(params![run_id, i64::from(turns), text])?;
-                turns += 1;
-            }
-            let events = append_events(conn, head.webhooks.as_deref(), &run_id, head.last_sequence, commit.events, now)?;
-            let rows = commit
-                .tool_calls
-                .iter()
-                .enumerate()
-                .map(|(position, call)| CallRow::new(position, call, &events))
-                .collect::<StoreResult<Vec<_>>>()?;
-            let count = |status| rows.iter().filter(|r| r.status == status).count() as i64;
-            let (pending, executing) = (count(CallStatus::Pending), count(CallStatus::Executing));
-            {
+        self.db
+            .commit("commit_turn", move |conn| {
+                let head = run_head(conn, &run_id, None)?;
+                let step = (owner.as_str(), expected_turns);
+                let Some(plan) = commit_turn::plan(&run_id, head, step, &mut commit, now_millis())?
+                else {
+                    return Ok(TurnOutcome::Stale);
+                };
+                if let Some(turn_insert) = &plan.turn_insert {
+                    execute(conn, turn_insert)?;
+                }
+                insert_events(conn, plan.webhooks.as_deref(), &plan.events)?;
                 let mut insert = conn.prepare_cached(
-                    "INSERT INTO tool_calls (run_id, tool_call_id, turn, position, tool_name, arguments_json, \
-                     status, payload, expire_ms, result_content, result_is_error, result_kind, result_sequence, \
-                     suspend_kind, run_arguments, approval_reason, assignees, suspended_ms) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                    "INSERT INTO tool_calls (run_id, tool_call_id, turn, position, tool_name, \
+                     arguments_json, status, payload, expire_ms, result_content, result_is_error, \
+                     result_kind, result_sequence, suspend_kind, run_arguments, approval_reason, \
+                     assignees, suspended_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, \
+                     ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
                 )?;
-                let turn = i64::from(turns) - 1;
-                for row in &rows {
+                for row in &plan.calls {
                     insert.execute(params![
                         run_id,
                         row.call.tool_call_id,
-                        turn,
+                        plan.turn,
                         row.position,
                         row.call.tool_name,
                         row.call.arguments_json,
@@ -690,34 +258,10 @@ impl RunStore for SqliteStore {
                         row.suspended_ms
                     ])?;
                 }
-            }
-            let (status, output_text, error_message) =
-                RunEnd::run_after(commit.end.as_ref(), pending, executing);
-            let (input_tokens, output_tokens) = usage_columns(commit.usage);
-            let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-            conn.prepare_cached(
-                "UPDATE runs SET status = ?2, turns = ?3, last_sequence = ?4, output_text = ?5, \
-                 error_message = ?6, updated_ms = ?7, step_attempt = 0, step_starts = 0, \
-                 input_tokens = ?8, \
-                 output_tokens = ?9, \
-                 lease_owner = CASE WHEN ?2 = 'running' THEN lease_owner END, \
-                 lease_expires_ms = CASE WHEN ?2 = 'running' THEN lease_expires_ms END \
-                 WHERE run_id = ?1",
-            )?
-            .execute(params![
-                run_id,
-                status.as_str(),
-                i64::from(turns),
-                last_sequence as i64,
-                output_text,
-                error_message,
-                now,
-                input_tokens,
-                output_tokens
-            ])?;
-            Ok(TurnOutcome::Committed(Committed { events, status }))
-        })
-        .await
+                execute(conn, &plan.run_update)?;
+                Ok(plan.outcome())
+            })
+            .await
     }
 
     async fn append_step_events(
@@ -729,9 +273,9 @@ impl RunStore for SqliteStore {
         events: Vec<EventKind>,
     ) -> StoreResult<TurnOutcome> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
-        self.db.run(move |conn| {
+        self.db.commit("append_step_events", move |conn| {
             let now = now_millis();
-            let Some(head) = run_head(conn, &run_id)? else {
+            let Some(head) = run_head(conn, &run_id, None)? else {
                 return Ok(TurnOutcome::Stale);
             };
             if !head.admits_step(owner.as_str(), expected_turns) {
@@ -780,83 +324,37 @@ impl RunStore for SqliteStore {
         let (run_id, tenant, tool_call_id) =
             (run_id.to_owned(), tenancy.param(), tool_call_id.to_owned());
         let lease = lease.map(|lease| (lease.owner.to_owned(), lease.until_ms));
-        self.db.run(move |conn| {
-            let now = now_millis();
-            if !run_in_tenant(conn, &run_id, tenant.as_deref())? {
-                return Ok(SettleOutcome::NotFound);
-            }
-            let Some(call) = load_tool_call(conn, &run_id, &tool_call_id)? else {
-                return Ok(SettleOutcome::NotFound);
-            };
-            if call.status != CallStatus::Pending {
-                return Ok(SettleOutcome::NotPending(Box::new(call)));
-            }
-            let Some(change) = decide(&call) else {
-                return Ok(SettleOutcome::Refused(Box::new(call)));
-            };
-            let Some(head) = run_head(conn, &run_id)? else {
-                return Ok(SettleOutcome::NotFound);
-            };
-            let (pending, executing) = call_counts(conn, &run_id)?;
-            let first_sequence = head.last_sequence + 1;
-            let update = CallUpdate::new(&call, change, first_sequence, now)?;
-            let events = append_events(
-                conn,
-                head.webhooks.as_deref(),
-                &run_id,
-                head.last_sequence,
-                update.event.clone().into_iter().collect(),
-                now,
-            )?;
-            let changed = conn.prepare_cached(UPDATE_CALL)?.execute(params![
-                update.status.as_str(),
-                update.suspend_kind,
-                update.run_arguments,
-                update.expire_ms,
-                update.answer,
-                update.answer_id,
-                update.decision,
-                update.result_content,
-                update.result_is_error,
-                update.result_kind,
-                update.result_sequence,
-                update.assignees,
-                update.settled_by,
-                update.settled_ms,
-                update.suspended_ms,
-                run_id,
-                tool_call_id
-            ])?;
-            if changed != 1 {
-                return Err(StoreError::Corrupt(format!(
-                    "tool call {tool_call_id} changed inside its own transaction"
-                )));
-            }
-            let status = between_turns(
-                pending + update.pending_delta,
-                executing + update.executing_delta,
-            );
-            let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-            conn.prepare_cached(
-                "UPDATE runs SET status = ?2, last_sequence = ?3, updated_ms = ?4 WHERE run_id = ?1",
-            )?
-            .execute(params![run_id, status.as_str(), last_sequence as i64, now])?;
-            let step = match lease {
-                Some((owner, until_ms))
-                    if status == RunStatus::Running
-                        && take_step_lease(conn, &run_id, &owner, until_ms)? =>
+        self.db
+            .commit("settle_tool_call", move |conn| {
+                let reads = SettleReads {
+                    head: run_head(conn, &run_id, tenant.as_deref())?,
+                    call: load_tool_call(conn, &run_id, &tool_call_id)?,
+                    counts: call_counts(conn, &run_id)?,
+                };
+                let plan = match settle::plan(&run_id, &tool_call_id, reads, decide, now_millis())?
                 {
-                    read_step(conn, &run_id)?.map(Box::new)
+                    Settling::Unchanged(outcome) => return Ok(outcome),
+                    Settling::Write(plan) => plan,
+                };
+                insert_events(conn, plan.webhooks.as_deref(), &plan.events)?;
+                if execute(conn, &plan.call_update)? != 1 {
+                    return Err(StoreError::Corrupt(format!(
+                        "tool call {tool_call_id} changed inside its own transaction"
+                    )));
                 }
-                _ => None,
-            };
-            Ok(SettleOutcome::Settled {
-                committed: Committed { events, status },
-                step,
-                first_sequence,
+                execute(conn, &plan.run_update)?;
+                let step = match lease {
+                    Some((owner, until_ms))
+                        if plan.runs_again()
+                            && take_step_lease(conn, &run_id, &owner, until_ms)? =>
+                    {
+                        read_step(conn, &run_id)?
+                    }
+                    _ => None,
+                };
+                Ok(plan.outcome(step))
             })
-        })
-        .await
+            .await
     }
 
     async fn commit_executed(
@@ -868,52 +366,25 @@ impl RunStore for SqliteStore {
     ) -> StoreResult<TurnOutcome> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         self.db
-            .run(move |conn| {
-                let now = now_millis();
-                let Some(head) = run_head(conn, &run_id)? else {
+            .commit("commit_executed", move |conn| {
+                let reads = ExecutedReads {
+                    head: run_head(conn, &run_id, None)?,
+                    counts: call_counts(conn, &run_id)?,
+                };
+                let step = (owner.as_str(), expected_turns);
+                let Some(plan) =
+                    commit_executed::plan(&run_id, reads, step, &results, now_millis())?
+                else {
                     return Ok(TurnOutcome::Stale);
                 };
-                if !head.admits_step(owner.as_str(), expected_turns) {
-                    return Ok(TurnOutcome::Stale);
-                }
-                let kinds = executed_events(&results);
-                let events = append_events(conn, head.webhooks.as_deref(), &run_id, head.last_sequence, kinds, now)?;
-                {
-                    let mut update = conn.prepare_cached(EXECUTED_UPDATE)?;
-                    for (result, event) in results.iter().zip(&events) {
-                        let changed = update.execute(params![
-                            result.content,
-                            result.is_error,
-                            event.sequence as i64,
-                            settled_by_column(result.settled_by.as_ref())?,
-                            event.time_ms,
-                            run_id,
-                            result.tool_call_id
-                        ])?;
-                        if changed != 1 {
-                            return Err(StoreError::Corrupt(format!(
-                                "executed call {} was not executing",
-                                result.tool_call_id
-                            )));
-                        }
+                insert_events(conn, plan.webhooks.as_deref(), &plan.events)?;
+                for call_update in &plan.call_updates {
+                    if execute(conn, call_update)? != 1 {
+                        return Err(commit_executed::not_executing(call_update));
                     }
                 }
-                let (pending, executing) = call_counts(conn, &run_id)?;
-                let status = between_turns(pending, executing);
-                let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-                conn.prepare_cached(
-                    "UPDATE runs SET status = ?2, last_sequence = ?3, updated_ms = ?4, step_starts = 0, \
-                 lease_owner = CASE WHEN ?2 = 'running' THEN lease_owner END, \
-                 lease_expires_ms = CASE WHEN ?2 = 'running' THEN lease_expires_ms END \
-                 WHERE run_id = ?1",
-                )?
-                .execute(params![
-                    run_id,
-                    status.as_str(),
-                    last_sequence as i64,
-                    now
-                ])?;
-                Ok(TurnOutcome::Committed(Committed { events, status }))
+                execute(conn, &plan.run_update)?;
+                Ok(plan.outcome())
             })
             .await
     }
@@ -935,7 +406,7 @@ impl RunStore for SqliteStore {
             subject.to_owned(),
         );
         self.db
-            .run(move |conn| {
+            .commit("claim_call", move |conn| {
                 if !run_in_tenant(conn, &run_id, tenant.as_deref())? {
                     return Ok(ClaimOutcome::NotFound);
                 }
@@ -1007,57 +478,47 @@ impl RunStore for SqliteStore {
             reason.to_owned(),
             call_content.to_owned(),
         );
-        self.db.run(move |conn| {
-            let now = now_millis();
-            if !run_in_tenant(conn, &run_id, tenant.as_deref())? {
-                return Ok(CancelOutcome::NotFound);
-            }
-            let Some(head) = run_head(conn, &run_id)? else {
-                return Ok(CancelOutcome::NotFound);
-            };
-            match head.status {
-                RunStatus::Cancelled => return Ok(CancelOutcome::AlreadyCancelled),
-                RunStatus::Completed | RunStatus::Failed => {
-                    return Ok(CancelOutcome::Finished(head.status));
-                }
-                RunStatus::Running | RunStatus::Suspended => {}
-            }
-            let pending: Vec<String> = conn
-                .prepare_cached(UNSETTLED_QUERY)?
-                .query_map([&run_id], |row| row.get(0))?
-                .collect::<Result<_, _>>()?;
-            let kinds = cancel_events(&pending, &call_content, &reason, &cancelled_by);
-            let events = append_events(conn, head.webhooks.as_deref(), &run_id, head.last_sequence, kinds, now)?;
-            {
+        self.db
+            .commit("cancel_run", move |conn| {
+                let head = run_head(conn, &run_id, tenant.as_deref())?;
+                let unsettled: Vec<String> = conn
+                    .prepare_cached(UNSETTLED_QUERY)?
+                    .query_map([&run_id], |row| row.get(0))?
+                    .collect::<Result<_, _>>()?;
+                let plan = match cancel::plan(
+                    &run_id,
+                    head,
+                    unsettled,
+                    &reason,
+                    &call_content,
+                    &cancelled_by,
+                    now_millis(),
+                )? {
+                    Ok(plan) => plan,
+                    Err(outcome) => return Ok(outcome),
+                };
+                insert_events(conn, plan.webhooks.as_deref(), &plan.events)?;
+                let calls = &plan.calls;
                 let mut settle = conn.prepare_cached(
-                    "UPDATE tool_calls SET status = 'cancelled', result_content = ?3, result_kind = ?4, \
-                     result_sequence = ?5, settled_by = ?6, settled_ms = ?7 \
+                    "UPDATE tool_calls SET status = 'cancelled', result_content = ?3, \
+                     result_kind = ?4, result_sequence = ?5, settled_by = ?6, settled_ms = ?7 \
                      WHERE run_id = ?1 AND tool_call_id = ?2",
                 )?;
-                for (tool_call_id, event) in pending.iter().zip(&events) {
+                for (tool_call_id, sequence) in calls.tool_call_ids.iter().zip(&calls.sequences) {
                     settle.execute(params![
                         run_id,
                         tool_call_id,
-                        call_content,
-                        kind_name(ToolResultKind::Cancelled)?,
-                        event.sequence as i64,
-                        settled_by_column(Some(&cancelled_by))?,
-                        event.time_ms
+                        calls.content,
+                        calls.kind,
+                        sequence,
+                        calls.settled_by,
+                        calls.settled_ms
                     ])?;
                 }
-            }
-            let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-            conn.prepare_cached(
-                "UPDATE runs SET status = 'cancelled', error_message = ?2, last_sequence = ?3, \
-                 updated_ms = ?4 WHERE run_id = ?1",
-            )?
-            .execute(params![run_id, reason, last_sequence as i64, now])?;
-            Ok(CancelOutcome::Cancelled(Committed {
-                events,
-                status: RunStatus::Cancelled,
-            }))
-        })
-        .await
+                execute(conn, &plan.run_update)?;
+                Ok(plan.outcome())
+            })
+            .await
     }
 
     async fn read_events(
@@ -1104,28 +565,6 @@ impl RunStore for SqliteStore {
             }))
         })
         .await
-    }
-
-    async fn suspension_event(
-        &self,
-        run_id: &str,
-        tool_call_id: &str,
-        before_sequence: u64,
-    ) -> StoreResult<Option<Event>> {
-        let (run_id, prefix) = (run_id.to_owned(), suspension_prefix(tool_call_id)?);
-        let before = i64::try_from(before_sequence).unwrap_or(i64::MAX);
-        self.readers
-            .run(move |conn| {
-                let row: Option<(i64, i64, String)> = conn
-                    .prepare_cached(SUSPENSION_EVENT_QUERY)?
-                    .query_row(params![run_id, before, prefix], |row| {
-                        Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-                    })
-                    .optional()?;
-                row.map(|(sequence, time_ms, body)| stored_event(&run_id, sequence, time_ms, &body))
-                    .transpose()
-            })
-            .await
     }
 
     async fn pending_counts(&self, now_ms: i64) -> StoreResult<PendingCounts> {
@@ -1177,7 +616,7 @@ impl RunStore for SqliteStore {
 
     async fn prune_finished(&self, before_ms: i64, limit: usize) -> StoreResult<u64> {
         self.db
-            .run(move |conn| {
+            .commit("prune_finished", move |conn| {
                 let runs: Vec<String> = conn
                     .prepare_cached(PRUNABLE_RUNS_QUERY)?
                     .query_map(params![before_ms, limit as i64], |row| row.get(0))?
@@ -1211,14 +650,16 @@ impl RunStore for SqliteStore {
     async fn acquire_lease(&self, run_id: &str, owner: &str, until_ms: i64) -> StoreResult<bool> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         self.db
-            .run(move |conn| take_lease(conn, &run_id, &owner, until_ms))
+            .commit("acquire_lease", move |conn| {
+                take_lease(conn, &run_id, &owner, until_ms)
+            })
             .await
     }
 
     async fn release_lease(&self, run_id: &str, owner: &str) -> StoreResult<()> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         self.db
-            .run(move |conn| {
+            .commit("release_lease", move |conn| {
                 conn.prepare_cached(
                     "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL \
                  WHERE run_id = ?1 AND lease_owner = ?2",

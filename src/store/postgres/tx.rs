@@ -1,0 +1,170 @@
+//! The flight plumbing: statements prepared once per pooled connection, and [`TxClient`], whose
+//! `BEGIN` and `COMMIT` travel in the flights of a transaction.
+//!
+//! Round trips, not fsyncs, bound this store, so statements go in *flights*. tokio-postgres sends
+//! a request when its future is first polled and matches replies in order, so futures joined with
+//! `try_join!` travel together and cost one round trip between them. The server still runs them
+//! one by one in the order sent (the order of the join: `try_join!` polls its futures in order,
+//! and each sends all its statements on its first poll), in the same transaction: a flight may
+//! take the run's lock first and read or write under it, and a read sees the writes sent before
+//! it. `BEGIN` and `COMMIT` are statements of flights too ([`TxClient`]), so a change is a flight
+//! of `BEGIN` and the reads that decide it (the lock first), then one of every write, `pg_notify`
+//! and `COMMIT`: two round trips, one for a change that needs no reads. A change decided against
+//! after its reads ends with `ROLLBACK`. A flight's statements are prepared before it starts
+//! ([`prepare()`]), as a future still waiting on its own preparation would send out of order; and a
+//! flight joins no `try_join_all` of more than 30 futures, which may poll some only later, after
+//! the `COMMIT` (a turn's calls are thus one statement, like its events).
+
+use super::*;
+
+/// Runs a statement prepared once per pooled connection: it then takes one round trip to the
+/// server instead of two (parse, then execute).
+pub(super) async fn execute(
+    client: &impl GenericClient,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> StoreResult<u64> {
+    exec(client, &client.prepare_cached(sql).await?, params).await
+}
+
+/// [`execute`] for a query's rows.
+pub(super) async fn select(
+    client: &impl GenericClient,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> StoreResult<Vec<Row>> {
+    let statement = client.prepare_cached(sql).await?;
+    Ok(client.query(&statement, params).await?)
+}
+
+/// [`execute`] for a query of exactly one row.
+pub(super) async fn select_one(
+    client: &impl GenericClient,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> StoreResult<Row> {
+    let statement = client.prepare_cached(sql).await?;
+    Ok(client.query_one(&statement, params).await?)
+}
+
+/// Prepares the statements of a flight, together. Each is prepared once per pooled connection;
+/// after that this costs no round trip.
+pub(super) async fn prepare<const N: usize>(
+    client: &impl GenericClient,
+    sql: [&str; N],
+) -> StoreResult<[Statement; N]> {
+    let statements = try_join_all(sql.map(|sql| client.prepare_cached(sql))).await?;
+    <[Statement; N]>::try_from(statements)
+        .map_err(|_| StoreError::Postgres("a statement of a flight went unprepared".into()))
+}
+
+/// Runs a prepared statement; the number of rows it changed.
+pub(super) async fn exec(
+    client: &impl GenericClient,
+    statement: &Statement,
+    params: &[&(dyn ToSql + Sync)],
+) -> StoreResult<u64> {
+    Ok(client.execute(statement, params).await?)
+}
+
+/// Runs a write of a plan, prepared as `statement` (from the write's text).
+pub(super) async fn exec_write(
+    client: &impl GenericClient,
+    statement: &Statement,
+    write: &Write,
+) -> StoreResult<u64> {
+    let params: Vec<_> = write.params.iter().map(SqlValue::as_postgres).collect();
+    exec(client, statement, &params).await
+}
+
+/// Begins a transaction that reads at read committed, as writes do: they lock the run first.
+pub(super) const BEGIN: &str = "BEGIN";
+
+/// Begins a transaction whose reads share one snapshot.
+pub(super) const BEGIN_SNAPSHOT: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ";
+
+/// A pooled connection for one transaction whose `BEGIN` and `COMMIT` are statements of its
+/// first and last flights ([`Self::begin`], [`Self::commit`]) rather than round trips of their
+/// own; one that changes nothing after all ends with [`Self::rollback`].
+///
+/// The pool gives a connection back out as long as it is alive, in whatever state: one returned
+/// inside a transaction would run its next user's statements in it and hold its locks meanwhile.
+/// So this guard knows whether a transaction may be open, from when `BEGIN` is sent until
+/// `COMMIT` or `ROLLBACK` has answered, and dropped in that state it detaches the connection from
+/// the pool and drops it, which closes it: PostgreSQL rolls the transaction back. That is when
+/// the operation's future was dropped during or between flights, and when a flight failed:
+/// `try_join!` returns at its first error, before `COMMIT` answered, maybe before it was sent (a
+/// statement that fails to encode fails at once, and the flight's later statements are never
+/// sent). Errors are rare, and a new connection is cheap next to a leaked transaction.
+pub(super) struct TxClient {
+    /// `Some` until dropped.
+    client: Option<Client>,
+    begin: Statement,
+    commit: Statement,
+    rollback: Statement,
+    /// Whether a transaction may be open.
+    open: AtomicBool,
+}
+
+impl TxClient {
+    /// A connection of the pool, for a transaction begun by `begin` ([`BEGIN`] or
+    /// [`BEGIN_SNAPSHOT`]).
+    pub(super) async fn get(pool: &Pool, begin: &str) -> StoreResult<Self> {
+        let client = pool.get().await?;
+        let [begin, commit, rollback] = prepare(&client, [begin, "COMMIT", "ROLLBACK"]).await?;
+        Ok(Self {
+            client: Some(client),
+            begin,
+            commit,
+            rollback,
+            open: AtomicBool::new(false),
+        })
+    }
+
+    pub(super) fn client(&self) -> StoreResult<&Client> {
+        self.client
+            .as_ref()
+            .ok_or_else(|| StoreError::Postgres("the connection was detached".into()))
+    }
+
+    pub(super) async fn run(&self, statement: &Statement) -> StoreResult<()> {
+        exec(self.client()?, statement, &[]).await?;
+        Ok(())
+    }
+
+    /// `BEGIN`: the first statement of the first flight.
+    pub(super) async fn begin(&self) -> StoreResult<()> {
+        self.open.store(true, Ordering::Relaxed);
+        self.run(&self.begin).await
+    }
+
+    /// `COMMIT`: the last statement of the last flight. Once it has answered, no transaction is
+    /// open, even when it rolled back one that a failed statement of the flight had aborted
+    /// (the flight then returns that statement's error).
+    pub(super) async fn commit(&self) -> StoreResult<()> {
+        self.run(&self.commit).await?;
+        self.open.store(false, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Ends with `ROLLBACK` a transaction that changes nothing after all, and gives back
+    /// `outcome`, which its reads decided: should `ROLLBACK` fail, the connection is dropped.
+    pub(super) async fn rollback<T>(&self, outcome: T) -> T {
+        match self.run(&self.rollback).await {
+            Ok(()) => self.open.store(false, Ordering::Relaxed),
+            Err(error) => warn!(%error, "ROLLBACK failed; the connection is dropped"),
+        }
+        outcome
+    }
+}
+
+impl Drop for TxClient {
+    fn drop(&mut self) {
+        if self.open.load(Ordering::Relaxed)
+            && let Some(client) = self.client.take()
+        {
+            // Dropping the detached connection aborts its task, which closes the socket.
+            drop(Client::take(client));
+        }
+    }
+}
