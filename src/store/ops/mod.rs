@@ -12,6 +12,7 @@ pub(super) mod commit_executed;
 pub(super) mod commit_turn;
 pub(super) mod create;
 pub(super) mod settle;
+pub(super) mod step_events;
 
 use crate::domain::{Event, EventKind};
 

@@ -37,7 +37,7 @@ use tx::*;
 use super::ops::commit_executed::ExecutedReads;
 use super::ops::settle::{SettleReads, Settling};
 use super::ops::{
-    SqlValue, Write, cancel, commit_executed, commit_turn, create, new_events, settle,
+    SqlValue, Write, cancel, commit_executed, commit_turn, create, settle, step_events,
 };
 use super::postgres_connect::{Connection, PostgresSettings, connection, pool};
 use super::records::{
@@ -54,8 +54,8 @@ use super::records::{
 use super::run_filter::{Dialect, list_runs_query};
 use super::webhook_records::{DeliveryInsert, deliveries_of};
 use super::{
-    CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, Committed, CreateOutcome, Decide,
-    EventPage, ExecutedResult, Lease, NewRun, PendingCounts, RunPendingCall, RunQuery, RunStore,
+    CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, CreateOutcome, Decide, EventPage,
+    ExecutedResult, Lease, NewRun, PendingCounts, RunPendingCall, RunQuery, RunStore,
     SettleOutcome, StepState, StoreError, StoreResult, Tenancy, ToolCallRecord, TurnCommit,
     TurnOutcome, timed,
 };
@@ -302,40 +302,34 @@ impl RunStore for PostgresStore {
                     LOCK_RUN,
                     INSERT_EVENTS,
                     INSERT_DELIVERIES,
-                    "UPDATE runs SET last_sequence = $2, step_attempt = $3, updated_ms = $4 \
-                 WHERE run_id = $1",
+                    step_events::UPDATE_RUN,
                     NOTIFY,
                 ],
             )
             .await?;
             let ((), head) = try_join!(tx.begin(), lock_run(client, &lock, run_id, None))?;
-            let Some(head) = head.filter(|head| head.admits_step(owner, expected_turns)) else {
+            let step = (owner, expected_turns);
+            let Some(plan) = step_events::plan(run_id, head, step, attempt, events, now)? else {
                 return Ok(tx.rollback(TurnOutcome::Stale).await);
             };
-            let events = new_events(run_id, head.last_sequence, events, now);
-            let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
             try_join!(
                 insert_events(
                     client,
                     [&events_insert, &deliveries_insert],
-                    head.webhooks.as_deref(),
-                    &events,
+                    plan.webhooks.as_deref(),
+                    &plan.events,
                 ),
-                async {
-                    exec(
-                        client,
-                        &run_update,
-                        &[&run_id, &(last_sequence as i64), &i64::from(attempt), &now],
-                    )
-                    .await
-                },
-                self.notify(client, &notice, run_id, last_sequence, RunStatus::Running),
+                exec_write(client, &run_update, &plan.run_update),
+                self.notify(
+                    client,
+                    &notice,
+                    run_id,
+                    plan.last_sequence,
+                    RunStatus::Running
+                ),
                 tx.commit(),
             )?;
-            Ok(TurnOutcome::Committed(Committed {
-                events,
-                status: RunStatus::Running,
-            }))
+            Ok(plan.outcome())
         })
         .await
     }

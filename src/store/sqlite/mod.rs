@@ -25,7 +25,7 @@ use schema::*;
 
 use super::ops::commit_executed::ExecutedReads;
 use super::ops::settle::{SettleReads, Settling};
-use super::ops::{Write, cancel, commit_executed, commit_turn, create, new_events, settle};
+use super::ops::{Write, cancel, commit_executed, commit_turn, create, settle, step_events};
 use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, EXECUTING_QUERY,
     OLDEST_PENDING_CALLS_QUERY, PENDING_CALLS_COUNT_QUERY, PENDING_COLUMNS, PENDING_FEED_QUERY,
@@ -39,14 +39,11 @@ use super::records::{
 use super::run_filter::{Dialect, list_runs_query};
 use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of};
 use super::{
-    CallStatus, CancelOutcome, ClaimOutcome, Committed, CreateOutcome, Decide, EventPage,
-    ExecutedResult, ExecutingCall, Lease, NewRun, PendingCounts, RunPendingCall, RunQuery,
-    RunStore, SettleOutcome, StepState, StoreError, StoreResult, Tenancy, ToolCallRecord,
-    TurnCommit, TurnOutcome,
+    CallStatus, CancelOutcome, ClaimOutcome, CreateOutcome, Decide, EventPage, ExecutedResult,
+    ExecutingCall, Lease, NewRun, PendingCounts, RunPendingCall, RunQuery, RunStore, SettleOutcome,
+    StepState, StoreError, StoreResult, Tenancy, ToolCallRecord, TurnCommit, TurnOutcome,
 };
-use crate::domain::{
-    Event, EventKind, Message, PendingCall, RunRecord, RunStatus, SettledBy, now_millis,
-};
+use crate::domain::{Event, EventKind, Message, PendingCall, RunRecord, SettledBy, now_millis};
 
 /// How hard SQLite works to make a commit durable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -273,26 +270,20 @@ impl RunStore for SqliteStore {
         events: Vec<EventKind>,
     ) -> StoreResult<TurnOutcome> {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
-        self.db.commit("append_step_events", move |conn| {
-            let now = now_millis();
-            let Some(head) = run_head(conn, &run_id, None)? else {
-                return Ok(TurnOutcome::Stale);
-            };
-            if !head.admits_step(owner.as_str(), expected_turns) {
-                return Ok(TurnOutcome::Stale);
-            }
-            let events = append_events(conn, head.webhooks.as_deref(), &run_id, head.last_sequence, events, now)?;
-            let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
-            conn.prepare_cached(
-                "UPDATE runs SET last_sequence = ?2, step_attempt = ?3, updated_ms = ?4 WHERE run_id = ?1",
-            )?
-            .execute(params![run_id, last_sequence as i64, i64::from(attempt), now])?;
-            Ok(TurnOutcome::Committed(Committed {
-                events,
-                status: RunStatus::Running,
-            }))
-        })
-        .await
+        self.db
+            .commit("append_step_events", move |conn| {
+                let head = run_head(conn, &run_id, None)?;
+                let step = (owner.as_str(), expected_turns);
+                let Some(plan) =
+                    step_events::plan(&run_id, head, step, attempt, events, now_millis())?
+                else {
+                    return Ok(TurnOutcome::Stale);
+                };
+                insert_events(conn, plan.webhooks.as_deref(), &plan.events)?;
+                execute(conn, &plan.run_update)?;
+                Ok(plan.outcome())
+            })
+            .await
     }
 
     async fn get_tool_call(

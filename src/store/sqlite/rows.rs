@@ -158,21 +158,6 @@ pub(super) fn execute(conn: &Connection, write: &Write) -> StoreResult<usize> {
         .execute(rusqlite::params_from_iter(&write.params))?)
 }
 
-/// Appends events after `last_sequence`, with the webhook deliveries they make for a run whose
-/// plan is `webhooks` (`runs.webhooks`); returns them with their sequences.
-pub(super) fn append_events(
-    conn: &Connection,
-    webhooks: Option<&str>,
-    run_id: &str,
-    last_sequence: u64,
-    kinds: Vec<EventKind>,
-    time_ms: i64,
-) -> StoreResult<Vec<Event>> {
-    let events = new_events(run_id, last_sequence, kinds, time_ms);
-    insert_events(conn, webhooks, &events)?;
-    Ok(events)
-}
-
 /// Inserts events of one run, with the webhook deliveries they make for a run whose plan is
 /// `webhooks` (`runs.webhooks`).
 pub(super) fn insert_events(
