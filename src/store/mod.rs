@@ -13,16 +13,14 @@ mod postgres_tls;
 mod records;
 mod run_filter;
 mod sqlite;
+mod tables;
 mod webhook_records;
 
 use std::collections::{BTreeMap, HashMap};
 
-use async_trait::async_trait;
-
 use crate::domain::{
     AnswerInput, ApprovalDecision, Event, EventKind, Message, PendingCall, RunRecord, RunStatus,
     SettledBy, SuspendKind, Suspension, ToolDefinition, ToolResultKind, Usage, WebhookPlan,
-    now_millis,
 };
 
 pub use deliveries::{
@@ -33,6 +31,7 @@ pub use keys::{ApiKeyRecord, KeyStore, NewApiKey};
 pub use postgres::PostgresStore;
 pub use postgres_connect::PostgresSettings;
 pub use sqlite::{SqliteKeyFile, SqliteStore, Synchronous};
+pub use tables::{EventTable, RunTable, StoreService, ToolCallTable};
 
 /// Errors of the store layer.
 #[derive(Debug, thiserror::Error)]
@@ -132,7 +131,7 @@ pub struct NewRun {
     pub trace_context: Option<String>,
 }
 
-/// Outcome of [`RunStore::create_run`].
+/// Outcome of [`RunTable::create_run`].
 #[derive(Clone, Debug)]
 pub enum CreateOutcome {
     Created(Box<Created>),
@@ -267,7 +266,7 @@ pub struct Committed {
     pub status: RunStatus,
 }
 
-/// Outcome of [`RunStore::commit_turn`].
+/// Outcome of [`RunTable::commit_turn`].
 #[derive(Clone, Debug)]
 pub enum TurnOutcome {
     Committed(Committed),
@@ -408,7 +407,7 @@ pub type Refusal = Box<dyn std::error::Error + Send + Sync>;
 /// there (e.g. after checking an answer against its question); an error refuses to change it.
 pub type Decide = Box<dyn FnOnce(&ToolCallRecord) -> Result<CallChange, Refusal> + Send>;
 
-/// Outcome of [`RunStore::settle_tool_call`].
+/// Outcome of [`ToolCallTable::settle_tool_call`].
 #[derive(Debug)]
 pub enum SettleOutcome {
     /// Changed. When that left the run running again and the settler took its lease, `step` is the
@@ -430,7 +429,7 @@ pub enum SettleOutcome {
     NotFound,
 }
 
-/// Outcome of [`RunStore::claim_call`].
+/// Outcome of [`ToolCallTable::claim_call`].
 #[derive(Clone, Debug)]
 pub enum ClaimOutcome {
     /// The caller holds the claim until this time.
@@ -455,7 +454,7 @@ pub struct RunPendingCall {
     pub call: PendingCall,
 }
 
-/// Outcome of [`RunStore::cancel_run`].
+/// Outcome of [`RunTable::cancel_run`].
 #[derive(Clone, Debug)]
 pub enum CancelOutcome {
     Cancelled {
@@ -533,141 +532,29 @@ pub struct PendingCounts {
     pub webhooks_due: u64,
 }
 
-/// Durable storage of runs.
-#[async_trait]
-pub trait RunStore: KeyStore + DeliveryStore + Send + Sync + 'static {
-    /// Creates a running run (leased to `lease.owner` when given) and its `run_started` event
-    /// (sequence 1), unless a run was created with the same request id before.
-    async fn create_run(&self, run: NewRun, lease: Option<Lease<'_>>)
-    -> StoreResult<CreateOutcome>;
-    async fn get_run(&self, run_id: &str, tenancy: Tenancy<'_>) -> StoreResult<Option<RunRecord>>;
-    async fn list_runs(&self, query: RunQuery) -> StoreResult<Vec<RunRecord>>;
-    /// The state the run's next step starts from; `None` when there is no such run. With `lease`,
-    /// first takes (or renews) the run's lease as [`RunStore::acquire_lease`] does, in the same
-    /// transaction, and reads nothing (`None`) unless it got it.
-    async fn load_step(
-        &self,
-        run_id: &str,
-        lease: Option<Lease<'_>>,
-    ) -> StoreResult<Option<StepState>>;
-    /// Commits a model turn if the run is still running with `expected_turns` turns and `owner`
-    /// still holds its lease. A turn that leaves the run not running also ends the lease.
-    async fn commit_turn(
-        &self,
-        run_id: &str,
-        owner: &str,
-        expected_turns: u32,
-        commit: TurnCommit,
-    ) -> StoreResult<TurnOutcome>;
-    /// Appends events of a step still in progress (live text deltas), on the same conditions as
-    /// [`RunStore::commit_turn`], and records that `attempt` of the step has streamed.
-    async fn append_step_events(
-        &self,
-        run_id: &str,
-        owner: &str,
-        expected_turns: u32,
-        attempt: u32,
-        events: Vec<EventKind>,
-    ) -> StoreResult<TurnOutcome>;
-    async fn get_tool_call(
-        &self,
-        run_id: &str,
-        tenancy: Tenancy<'_>,
-        tool_call_id: &str,
-    ) -> StoreResult<Option<ToolCallRecord>>;
-    /// Settles a tool call if, and only if, it is still pending (compare-and-set), as `decide` says
-    /// given the pending call. When that leaves the run running again and `lease` is given, takes
-    /// the run's lease as [`RunStore::load_step`] does and returns its step.
-    async fn settle_tool_call(
-        &self,
-        run_id: &str,
-        tenancy: Tenancy<'_>,
-        tool_call_id: &str,
-        decide: Decide,
-        lease: Option<Lease<'_>>,
-    ) -> StoreResult<SettleOutcome>;
-    /// Commits the results of calls the server ran, on the same conditions as
-    /// [`RunStore::commit_turn`]; the run then waits if calls still wait for someone, and otherwise
-    /// goes on to its next turn.
-    async fn commit_executed(
-        &self,
-        run_id: &str,
-        owner: &str,
-        expected_turns: u32,
-        results: Vec<ExecutedResult>,
-    ) -> StoreResult<TurnOutcome>;
-    /// Claims a pending call for `claimant` of the principal `subject` (of the run's tenant) until
-    /// `until_ms`, unless another claimant holds an unexpired claim; the same claimant of the same
-    /// principal renews its own, the same claimant name of another principal does not.
-    async fn claim_call(
-        &self,
-        run_id: &str,
-        tenancy: Tenancy<'_>,
-        tool_call_id: &str,
-        claimant: &str,
-        subject: &str,
-        until_ms: i64,
-    ) -> StoreResult<ClaimOutcome>;
-    /// Pending calls of every run, ordered by run and call id, after the given (run id, call id),
-    /// at most `limit`.
-    async fn pending_calls(
-        &self,
-        tenancy: Tenancy<'_>,
-        after: Option<(String, String)>,
-        limit: usize,
-    ) -> StoreResult<Vec<RunPendingCall>>;
-    /// Cancels a running or suspended run: its pending and executing calls are settled with
-    /// `call_content` and a `run_cancelled` event ends the log.
-    async fn cancel_run(
-        &self,
-        run_id: &str,
-        tenancy: Tenancy<'_>,
-        reason: &str,
-        call_content: &str,
-        cancelled_by: &SettledBy,
-    ) -> StoreResult<CancelOutcome>;
-    /// Events with a sequence above `after_sequence`, at most `limit`, and the run's state; `None`
-    /// when the run does not exist.
-    async fn read_events(
-        &self,
-        run_id: &str,
-        tenancy: Tenancy<'_>,
-        after_sequence: u64,
-        limit: usize,
-    ) -> StoreResult<Option<EventPage>>;
-    /// Runs not finished and calls waiting, over every tenant's runs.
-    /// What waits now (`now_ms`: for the webhook deliveries due).
-    async fn pending_counts(&self, now_ms: i64) -> StoreResult<PendingCounts>;
-    /// Pending calls whose expiry is at or before `now_ms`, as (run id, tool call id).
-    async fn due_expiries(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<(String, String)>>;
-    /// The earliest expiry of any pending call.
-    async fn next_expiry(&self) -> StoreResult<Option<i64>>;
-    /// Deletes at most `limit` finished runs last updated before `before_ms`, in
-    /// one transaction; returns how many. A shared store prunes from one process at a time: 0
-    /// while another is pruning.
-    async fn prune_finished(&self, before_ms: i64, limit: usize) -> StoreResult<u64>;
-    /// Runs still running or suspended that were created before `before_ms`, oldest first, at
-    /// most `limit`.
-    async fn unfinished_before(&self, before_ms: i64, limit: usize) -> StoreResult<Vec<String>>;
-    /// Takes (or renews) the lease to execute a running run until `until_ms`, unless another owner
-    /// holds an unexpired one. Returns whether `owner` holds it now.
-    async fn acquire_lease(&self, run_id: &str, owner: &str, until_ms: i64) -> StoreResult<bool>;
-    /// Gives a lease up, if `owner` holds it.
-    async fn release_lease(&self, run_id: &str, owner: &str) -> StoreResult<()>;
-    /// Running runs that no executor holds (no lease, or an expired one), oldest change first.
-    async fn unleased_runs(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<String>>;
-    /// Notices of commits made by any process sharing this store, for live followers across
-    /// replicas; `None` for a store only this process uses.
-    async fn commit_feed(&self) -> StoreResult<Option<tokio::sync::mpsc::Receiver<CommitNotice>>>;
-    /// Flushes everything to durable storage before the process exits.
-    async fn close(&self) -> StoreResult<()>;
-    /// Checks, cheaply, that the store serves: an error while it (or, on a shared store, its
-    /// commit feed) is unreachable. A shared store also measures its clock again.
-    async fn ping(&self) -> StoreResult<()>;
-    /// Milliseconds since the Unix epoch on the store's clock, which every lease, claim and expiry
-    /// is measured against: on a shared store the database's clock, so that replicas whose own
-    /// clocks disagree still agree on when a lease or a question runs out.
-    fn now_ms(&self) -> i64 {
-        now_millis()
-    }
+/// Durable storage of runs: every table's role, implemented by each store.
+pub trait RunStore:
+    RunTable
+    + ToolCallTable
+    + EventTable
+    + KeyStore
+    + DeliveryStore
+    + StoreService
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<T> RunStore for T where
+    T: RunTable
+        + ToolCallTable
+        + EventTable
+        + KeyStore
+        + DeliveryStore
+        + StoreService
+        + Send
+        + Sync
+        + 'static
+{
 }

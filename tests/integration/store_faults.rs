@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use askuser::proto::v1 as pb;
 use askuser::proto::v1::agent_service_client::AgentServiceClient;
 use askuser::proto::v1::run_agent_response::Event;
-use askuser::store::{PostgresSettings, PostgresStore, RunStore};
+use askuser::store::{PostgresSettings, PostgresStore, StoreService};
 use common::{
     FRAME_TIMEOUT, RunStream, Server, TcpProxy, fresh_database, get_run, next_status,
     postgres_client, report_figures, resume, scripted_agent, text_answer, url_address, url_through,

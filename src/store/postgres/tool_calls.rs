@@ -1,0 +1,301 @@
+//! PostgreSQL's tool calls: settling, claiming, listing and expiring them ([`ToolCallTable`]).
+
+use async_trait::async_trait;
+
+use super::*;
+
+#[async_trait]
+impl ToolCallTable for PostgresStore {
+    async fn get_tool_call(
+        &self,
+        run_id: &str,
+        tenancy: Tenancy<'_>,
+        tool_call_id: &str,
+    ) -> StoreResult<Option<ToolCallRecord>> {
+        let client = self.pool.get().await?;
+        if !run_in_tenant(&client, run_id, tenancy).await? {
+            return Ok(None);
+        }
+        let [query] = prepare(&client, [TOOL_CALL_QUERY]).await?;
+        fetch_tool_call(&client, &query, run_id, tool_call_id)
+            .await?
+            .map(|row| tool_call_record(&row, run_id, tool_call_id))
+            .transpose()
+    }
+
+    async fn settle_tool_call(
+        &self,
+        run_id: &str,
+        tenancy: Tenancy<'_>,
+        tool_call_id: &str,
+        decide: Decide,
+        lease: Option<Lease<'_>>,
+    ) -> StoreResult<SettleOutcome> {
+        timed("settle_tool_call", async {
+            let tx = TxClient::get(&self.pool, BEGIN).await?;
+            let client = tx.client()?;
+            let now = self.now_ms();
+            let [
+                lock,
+                call_query,
+                count,
+                events_insert,
+                deliveries_insert,
+                call_update,
+                run_update,
+                notice,
+            ] = prepare(
+                client,
+                [
+                    LOCK_RUN,
+                    TOOL_CALL_QUERY,
+                    CALL_COUNTS_QUERY,
+                    INSERT_EVENTS,
+                    INSERT_DELIVERIES,
+                    settle::UPDATE_CALL,
+                    settle::UPDATE_RUN,
+                    NOTIFY,
+                ],
+            )
+            .await?;
+            // Lock the run first: settles of one run are serialized across replicas, and the reads
+            // after the lock in this flight see the run as locked. The lock is what checks the
+            // tenant: the call read in the same flight is not used unless it passed.
+            let tenant = tenancy.param();
+            let ((), head, call, counts) = try_join!(
+                tx.begin(),
+                lock_run(client, &lock, run_id, tenant.as_deref()),
+                fetch_tool_call(client, &call_query, run_id, tool_call_id),
+                call_counts(client, &count, run_id),
+            )?;
+            let reads = SettleReads {
+                call: match (&head, call) {
+                    (Some(_), Some(call)) => Some(tool_call_record(&call, run_id, tool_call_id)?),
+                    _ => None,
+                },
+                head,
+                counts,
+            };
+            let plan = match settle::plan(run_id, tool_call_id, reads, decide, now)? {
+                Settling::Unchanged(outcome) => return Ok(tx.rollback(outcome).await),
+                Settling::Write(plan) => plan,
+            };
+            let next_step = match lease {
+                Some(lease) if plan.runs_again() => {
+                    Some((lease, StepStatements::prepare(client).await?))
+                }
+                _ => None,
+            };
+            let (_, changed, _, step, _, ()) = try_join!(
+                insert_events(
+                    client,
+                    [&events_insert, &deliveries_insert],
+                    plan.webhooks.as_deref(),
+                    &plan.events,
+                ),
+                exec_write(client, &call_update, &plan.call_update),
+                exec_write(client, &run_update, &plan.run_update),
+                async {
+                    match &next_step {
+                        Some((lease, statements)) => {
+                            read_step(client, statements, run_id, Some(*lease)).await
+                        }
+                        None => Ok(None),
+                    }
+                },
+                self.notify(client, &notice, run_id, plan.last_sequence, plan.status),
+                tx.commit(),
+            )?;
+            // Cannot happen (every writer of a call locks its run first); the flight has committed
+            // by now, so this only reports it.
+            if changed != 1 {
+                return Err(StoreError::Corrupt(format!(
+                    "tool call {tool_call_id} changed under its run's lock"
+                )));
+            }
+            Ok(plan.outcome(step))
+        })
+        .await
+    }
+
+    async fn commit_executed(
+        &self,
+        run_id: &str,
+        owner: &str,
+        expected_turns: u32,
+        results: Vec<ExecutedResult>,
+    ) -> StoreResult<TurnOutcome> {
+        timed("commit_executed", async {
+            let tx = TxClient::get(&self.pool, BEGIN).await?;
+            let client = tx.client()?;
+            let now = self.now_ms();
+            let [
+                lock,
+                events_insert,
+                deliveries_insert,
+                call_update,
+                count,
+                run_update,
+                notice,
+            ] = prepare(
+                client,
+                [
+                    LOCK_RUN,
+                    INSERT_EVENTS,
+                    INSERT_DELIVERIES,
+                    EXECUTED_UPDATE,
+                    CALL_COUNTS_QUERY,
+                    commit_executed::UPDATE_RUN,
+                    NOTIFY,
+                ],
+            )
+            .await?;
+            let ((), head, counts) = try_join!(
+                tx.begin(),
+                lock_run(client, &lock, run_id, None),
+                call_counts(client, &count, run_id),
+            )?;
+            let reads = ExecutedReads { head, counts };
+            let step = (owner, expected_turns);
+            let Some(plan) = commit_executed::plan(run_id, reads, step, &results, now)? else {
+                return Ok(tx.rollback(TurnOutcome::Stale).await);
+            };
+            let updates = plan.call_updates.iter().map(|write| {
+                let call_update = &call_update;
+                async move {
+                    match exec_write(client, call_update, write).await? {
+                        1 => Ok(()),
+                        _ => Err(commit_executed::not_executing(write)),
+                    }
+                }
+            });
+            try_join!(
+                insert_events(
+                    client,
+                    [&events_insert, &deliveries_insert],
+                    plan.webhooks.as_deref(),
+                    &plan.events,
+                ),
+                futures::future::try_join_all(updates),
+                exec_write(client, &run_update, &plan.run_update),
+                self.notify(client, &notice, run_id, plan.last_sequence, plan.status),
+                tx.commit(),
+            )?;
+            Ok(plan.outcome())
+        })
+        .await
+    }
+
+    async fn claim_call(
+        &self,
+        run_id: &str,
+        tenancy: Tenancy<'_>,
+        tool_call_id: &str,
+        claimant: &str,
+        subject: &str,
+        until_ms: i64,
+    ) -> StoreResult<ClaimOutcome> {
+        timed("claim_call", async {
+            let client = self.pool.get().await?;
+            if !run_in_tenant(&client, run_id, tenancy).await? {
+                return Ok(ClaimOutcome::NotFound);
+            }
+            let [claim, call_query, claim_query] =
+                prepare(&client, [CLAIM_UPDATE, TOOL_CALL_QUERY, CLAIM_QUERY]).await?;
+            let claimed = exec(
+                &client,
+                &claim,
+                &[
+                    &claimant,
+                    &subject,
+                    &until_ms,
+                    &run_id,
+                    &tool_call_id,
+                    &self.now_ms(),
+                ],
+            )
+            .await?;
+            if claimed == 1 {
+                return Ok(ClaimOutcome::Claimed { until_ms });
+            }
+            let (call, holder) = try_join!(
+                fetch_tool_call(&client, &call_query, run_id, tool_call_id),
+                fetch_tool_call(&client, &claim_query, run_id, tool_call_id),
+            )?;
+            let (Some(call), Some(holder)) = (call, holder) else {
+                return Ok(ClaimOutcome::NotFound);
+            };
+            let call = tool_call_record(&call, run_id, tool_call_id)?;
+            if call.status != CallStatus::Pending {
+                return Ok(ClaimOutcome::NotPending(Box::new(call)));
+            }
+            Ok(ClaimOutcome::Held {
+                claimant: holder.get::<_, Option<String>>(0).unwrap_or_default(),
+                until_ms: holder.get::<_, Option<i64>>(1).unwrap_or(0),
+            })
+        })
+        .await
+    }
+
+    async fn pending_calls(
+        &self,
+        tenancy: Tenancy<'_>,
+        after: Option<(String, String)>,
+        limit: usize,
+    ) -> StoreResult<Vec<RunPendingCall>> {
+        let client = self.pool.get().await?;
+        let (run_id, call_id) = after.unwrap_or_default();
+        select(
+            &client,
+            &PENDING_FEED_QUERY,
+            &[&run_id, &call_id, &tenancy.param(), &(limit as i64)],
+        )
+        .await?
+        .iter()
+        .map(|row| pending_row(row, 2).into_run_pending(row.get(0), row.get(1)))
+        .collect()
+    }
+
+    async fn pending_counts(&self, now_ms: i64) -> StoreResult<PendingCounts> {
+        let client = self.pool.get().await?;
+        let counts = |rows: Vec<Row>| -> Vec<(String, i64)> {
+            rows.iter().map(|row| (row.get(0), row.get(1))).collect()
+        };
+        let now_ms = [&now_ms as &(dyn ToSql + Sync)];
+        let (runs, calls, oldest, webhooks_due) = try_join!(
+            select(&client, UNFINISHED_RUNS_COUNT_QUERY, &[]),
+            select(&client, PENDING_CALLS_COUNT_QUERY, &[]),
+            select(&client, OLDEST_PENDING_CALLS_QUERY, &[]),
+            select_one(&client, WEBHOOKS_DUE_QUERY, &now_ms),
+        )?;
+        pending_counts(
+            counts(runs),
+            counts(calls),
+            counts(oldest),
+            webhooks_due.get(0),
+        )
+    }
+
+    async fn due_expiries(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<(String, String)>> {
+        let client = self.pool.get().await?;
+        Ok(select(
+            &client,
+            "SELECT run_id, tool_call_id FROM tool_calls WHERE status = 'pending' \
+                 AND expire_ms IS NOT NULL AND expire_ms <= $1 ORDER BY expire_ms LIMIT $2",
+            &[&now_ms, &(limit as i64)],
+        )
+        .await?
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect())
+    }
+
+    async fn next_expiry(&self) -> StoreResult<Option<i64>> {
+        let client = self.pool.get().await?;
+        Ok(select_one(&client, "SELECT MIN(expire_ms) FROM tool_calls WHERE status = 'pending' AND expire_ms IS NOT NULL",
+                &[],
+            )
+            .await?
+            .get(0))
+    }
+}

@@ -1,0 +1,223 @@
+//! SQLite's tool calls: settling, claiming, listing and expiring them ([`ToolCallTable`]).
+
+use async_trait::async_trait;
+
+use super::*;
+
+#[async_trait]
+impl ToolCallTable for SqliteStore {
+    async fn get_tool_call(
+        &self,
+        run_id: &str,
+        tenancy: Tenancy<'_>,
+        tool_call_id: &str,
+    ) -> StoreResult<Option<ToolCallRecord>> {
+        let (run_id, tenant, tool_call_id) =
+            (run_id.to_owned(), tenancy.param(), tool_call_id.to_owned());
+        self.db
+            .run(move |conn| {
+                if !run_in_tenant(conn, &run_id, tenant.as_deref())? {
+                    return Ok(None);
+                }
+                load_tool_call(conn, &run_id, &tool_call_id)
+            })
+            .await
+    }
+
+    async fn settle_tool_call(
+        &self,
+        run_id: &str,
+        tenancy: Tenancy<'_>,
+        tool_call_id: &str,
+        decide: Decide,
+        lease: Option<Lease<'_>>,
+    ) -> StoreResult<SettleOutcome> {
+        let (run_id, tenant, tool_call_id) =
+            (run_id.to_owned(), tenancy.param(), tool_call_id.to_owned());
+        let lease = lease.map(|lease| (lease.owner.to_owned(), lease.until_ms));
+        self.db
+            .commit("settle_tool_call", move |conn| {
+                let reads = SettleReads {
+                    head: run_head(conn, &run_id, tenant.as_deref())?,
+                    call: load_tool_call(conn, &run_id, &tool_call_id)?,
+                    counts: call_counts(conn, &run_id)?,
+                };
+                let plan = match settle::plan(&run_id, &tool_call_id, reads, decide, now_millis())?
+                {
+                    Settling::Unchanged(outcome) => return Ok(outcome),
+                    Settling::Write(plan) => plan,
+                };
+                insert_events(conn, plan.webhooks.as_deref(), &plan.events)?;
+                if execute(conn, &plan.call_update)? != 1 {
+                    return Err(StoreError::Corrupt(format!(
+                        "tool call {tool_call_id} changed inside its own transaction"
+                    )));
+                }
+                execute(conn, &plan.run_update)?;
+                let step = match lease {
+                    Some((owner, until_ms))
+                        if plan.runs_again()
+                            && take_step_lease(conn, &run_id, &owner, until_ms)? =>
+                    {
+                        read_step(conn, &run_id)?
+                    }
+                    _ => None,
+                };
+                Ok(plan.outcome(step))
+            })
+            .await
+    }
+
+    async fn commit_executed(
+        &self,
+        run_id: &str,
+        owner: &str,
+        expected_turns: u32,
+        results: Vec<ExecutedResult>,
+    ) -> StoreResult<TurnOutcome> {
+        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        self.db
+            .commit("commit_executed", move |conn| {
+                let reads = ExecutedReads {
+                    head: run_head(conn, &run_id, None)?,
+                    counts: call_counts(conn, &run_id)?,
+                };
+                let step = (owner.as_str(), expected_turns);
+                let Some(plan) =
+                    commit_executed::plan(&run_id, reads, step, &results, now_millis())?
+                else {
+                    return Ok(TurnOutcome::Stale);
+                };
+                insert_events(conn, plan.webhooks.as_deref(), &plan.events)?;
+                for call_update in &plan.call_updates {
+                    if execute(conn, call_update)? != 1 {
+                        return Err(commit_executed::not_executing(call_update));
+                    }
+                }
+                execute(conn, &plan.run_update)?;
+                Ok(plan.outcome())
+            })
+            .await
+    }
+
+    async fn claim_call(
+        &self,
+        run_id: &str,
+        tenancy: Tenancy<'_>,
+        tool_call_id: &str,
+        claimant: &str,
+        subject: &str,
+        until_ms: i64,
+    ) -> StoreResult<ClaimOutcome> {
+        let (run_id, tenant, tool_call_id, claimant, subject) = (
+            run_id.to_owned(),
+            tenancy.param(),
+            tool_call_id.to_owned(),
+            claimant.to_owned(),
+            subject.to_owned(),
+        );
+        self.db
+            .commit("claim_call", move |conn| {
+                if !run_in_tenant(conn, &run_id, tenant.as_deref())? {
+                    return Ok(ClaimOutcome::NotFound);
+                }
+                let claimed = conn.prepare_cached(CLAIM_UPDATE)?.execute(params![
+                    claimant,
+                    subject,
+                    until_ms,
+                    run_id,
+                    tool_call_id,
+                    now_millis()
+                ])?;
+                if claimed == 1 {
+                    return Ok(ClaimOutcome::Claimed { until_ms });
+                }
+                let Some(call) = load_tool_call(conn, &run_id, &tool_call_id)? else {
+                    return Ok(ClaimOutcome::NotFound);
+                };
+                if call.status != CallStatus::Pending {
+                    return Ok(ClaimOutcome::NotPending(Box::new(call)));
+                }
+                let (holder, until): (Option<String>, Option<i64>) = conn
+                    .prepare_cached(CLAIM_QUERY)?
+                    .query_row([&run_id, &tool_call_id], |row| {
+                        Ok((row.get(0)?, row.get(1)?))
+                    })?;
+                Ok(ClaimOutcome::Held {
+                    claimant: holder.unwrap_or_default(),
+                    until_ms: until.unwrap_or(0),
+                })
+            })
+            .await
+    }
+
+    async fn pending_calls(
+        &self,
+        tenancy: Tenancy<'_>,
+        after: Option<(String, String)>,
+        limit: usize,
+    ) -> StoreResult<Vec<RunPendingCall>> {
+        let tenant = tenancy.param();
+        self.readers
+            .run(move |conn| {
+                let (run_id, call_id) = after.unwrap_or_default();
+                let rows: Vec<(String, String, PendingRow)> = conn
+                    .prepare_cached(&PENDING_FEED_QUERY)?
+                    .query_map(params![run_id, call_id, tenant, limit as i64], |row| {
+                        Ok((row.get(0)?, row.get(1)?, read_pending_row(row, 2)?))
+                    })?
+                    .collect::<Result<_, _>>()?;
+                rows.into_iter()
+                    .map(|(run_id, agent_id, row)| row.into_run_pending(run_id, agent_id))
+                    .collect()
+            })
+            .await
+    }
+
+    async fn pending_counts(&self, now_ms: i64) -> StoreResult<PendingCounts> {
+        self.readers
+            .run(move |conn| {
+                let counts = |sql| -> StoreResult<Vec<(String, i64)>> {
+                    Ok(conn
+                        .prepare_cached(sql)?
+                        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+                        .collect::<Result<_, _>>()?)
+                };
+                let runs = counts(UNFINISHED_RUNS_COUNT_QUERY)?;
+                let calls = counts(PENDING_CALLS_COUNT_QUERY)?;
+                let oldest = counts(OLDEST_PENDING_CALLS_QUERY)?;
+                let webhooks_due = conn
+                    .prepare_cached(WEBHOOKS_DUE_QUERY)?
+                    .query_row([now_ms], |row| row.get(0))?;
+                pending_counts(runs, calls, oldest, webhooks_due)
+            })
+            .await
+    }
+
+    async fn due_expiries(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<(String, String)>> {
+        self.readers
+            .run(move |conn| {
+                Ok(conn
+                    .prepare_cached(
+                        "SELECT run_id, tool_call_id FROM tool_calls WHERE status = 'pending' \
+                     AND expire_ms IS NOT NULL AND expire_ms <= ?1 ORDER BY expire_ms LIMIT ?2",
+                    )?
+                    .query_map(params![now_ms, limit as i64], |row| {
+                        Ok((row.get(0)?, row.get(1)?))
+                    })?
+                    .collect::<Result<_, _>>()?)
+            })
+            .await
+    }
+
+    async fn next_expiry(&self) -> StoreResult<Option<i64>> {
+        self.readers.run(|conn| {
+            Ok(conn
+                .prepare_cached(
+                    "SELECT MIN(expire_ms) FROM tool_calls WHERE status = 'pending' AND expire_ms IS NOT NULL",
+                )?
+                .query_row([], |row| row.get(0))?)
+        })
+        .await
+    }
+}

@@ -1,0 +1,12 @@
+//! The store's contract, one role trait per table (and one for the store as a whole); a
+//! [`RunStore`](super::RunStore) is all of them.
+
+mod events;
+mod runs;
+mod service;
+mod tool_calls;
+
+pub use events::EventTable;
+pub use runs::RunTable;
+pub use service::StoreService;
+pub use tool_calls::ToolCallTable;

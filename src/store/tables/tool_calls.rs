@@ -1,0 +1,68 @@
+//! Tool calls: reading, settling, claiming, listing and expiring them, and the results of the calls the server ran.
+
+use async_trait::async_trait;
+
+use crate::store::{
+    ClaimOutcome, Decide, ExecutedResult, Lease, PendingCounts, RunPendingCall, SettleOutcome,
+    StoreResult, Tenancy, ToolCallRecord, TurnOutcome,
+};
+
+/// Tool calls: reading, settling, claiming, listing and expiring them, and the results of the calls the server ran.
+#[async_trait]
+pub trait ToolCallTable: Send + Sync {
+    async fn get_tool_call(
+        &self,
+        run_id: &str,
+        tenancy: Tenancy<'_>,
+        tool_call_id: &str,
+    ) -> StoreResult<Option<ToolCallRecord>>;
+    /// Settles a tool call if, and only if, it is still pending (compare-and-set), as `decide` says
+    /// given the pending call. When that leaves the run running again and `lease` is given, takes
+    /// the run's lease as [`RunTable::load_step`](super::RunTable::load_step) does and returns its
+    /// step.
+    async fn settle_tool_call(
+        &self,
+        run_id: &str,
+        tenancy: Tenancy<'_>,
+        tool_call_id: &str,
+        decide: Decide,
+        lease: Option<Lease<'_>>,
+    ) -> StoreResult<SettleOutcome>;
+    /// Commits the results of calls the server ran, on the same conditions as
+    /// [`RunTable::commit_turn`](super::RunTable::commit_turn); the run then waits if calls still
+    /// wait for someone, and otherwise goes on to its next turn.
+    async fn commit_executed(
+        &self,
+        run_id: &str,
+        owner: &str,
+        expected_turns: u32,
+        results: Vec<ExecutedResult>,
+    ) -> StoreResult<TurnOutcome>;
+    /// Claims a pending call for `claimant` of the principal `subject` (of the run's tenant) until
+    /// `until_ms`, unless another claimant holds an unexpired claim; the same claimant of the same
+    /// principal renews its own, the same claimant name of another principal does not.
+    async fn claim_call(
+        &self,
+        run_id: &str,
+        tenancy: Tenancy<'_>,
+        tool_call_id: &str,
+        claimant: &str,
+        subject: &str,
+        until_ms: i64,
+    ) -> StoreResult<ClaimOutcome>;
+    /// Pending calls of every run, ordered by run and call id, after the given (run id, call id),
+    /// at most `limit`.
+    async fn pending_calls(
+        &self,
+        tenancy: Tenancy<'_>,
+        after: Option<(String, String)>,
+        limit: usize,
+    ) -> StoreResult<Vec<RunPendingCall>>;
+    /// Runs not finished and calls waiting, over every tenant's runs.
+    /// What waits now (`now_ms`: for the webhook deliveries due).
+    async fn pending_counts(&self, now_ms: i64) -> StoreResult<PendingCounts>;
+    /// Pending calls whose expiry is at or before `now_ms`, as (run id, tool call id).
+    async fn due_expiries(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<(String, String)>>;
+    /// The earliest expiry of any pending call.
+    async fn next_expiry(&self) -> StoreResult<Option<i64>>;
+}
