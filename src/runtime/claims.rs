@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::error::{RejectReason, RuntimeError, short_id};
 use super::{Runtime, Violation, millis, settle};
 use crate::domain::Principal;
-use crate::store::{ClaimOutcome, Tenancy};
+use crate::store::{Claim, ClaimOutcome, Tenancy};
 
 /// The shortest and longest claim `ClaimCall` grants, and the one it grants by default.
 const MIN_CLAIM: Duration = Duration::from_secs(1);
@@ -55,16 +55,16 @@ impl Runtime {
         match self
             .shared
             .store
-            .claim_call(
+            .claim_call(Claim {
                 run_id,
-                Tenancy::Only(&principal.tenant),
+                tenancy: Tenancy::Only(&principal.tenant),
                 tool_call_id,
                 claimant,
                 // The claim is the principal's: another one reusing the name shown in the feed
                 // does not renew it.
-                &principal.subject,
+                subject: &principal.subject,
                 until_ms,
-            )
+            })
             .await?
         {
             ClaimOutcome::Claimed { until_ms } => Ok(until_ms),

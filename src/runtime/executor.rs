@@ -20,8 +20,8 @@ use super::tools::{CallPlan, RunTools, ToolKind, plan_call};
 use crate::domain::{EventKind, Message, ModelToolCall, RunStatus, SuspendKind, Usage};
 use crate::model::{ModelError, ModelEvent, ModelRequest};
 use crate::store::{
-    ExecutedResult, ExecutingCall, NewCallState, NewToolCall, RunEnd, StepState, StoreError,
-    TurnCommit, TurnOutcome,
+    ExecutedResult, ExecutingCall, NewCallState, NewToolCall, RunEnd, StepEvents, StepState,
+    StoreError, TurnCommit, TurnOutcome,
 };
 use crate::telemetry;
 
@@ -645,13 +645,13 @@ impl TurnInProgress<'_> {
         match self
             .shared
             .store
-            .append_step_events(
-                self.run_id,
-                &self.shared.owner,
-                self.expected_turns,
-                self.attempt,
-                events.clone(),
-            )
+            .append_step_events(StepEvents {
+                run_id: self.run_id,
+                owner: &self.shared.owner,
+                expected_turns: self.expected_turns,
+                attempt: self.attempt,
+                events: events.clone(),
+            })
             .await
         {
             Ok(TurnOutcome::Committed(committed)) => {

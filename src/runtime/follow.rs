@@ -10,6 +10,7 @@ use super::hub::Subscription;
 use super::shared::Shared;
 use super::{EventStream, FollowUntil, RuntimeError};
 use crate::domain::RunStatus;
+use crate::store::EventQuery;
 
 /// Events read from the store per round trip while replaying.
 const REPLAY_PAGE: usize = 512;
@@ -36,7 +37,12 @@ impl Shared {
                 if read_store {
                     let page = shared
                         .store
-                        .read_events(&run_id, tenant.as_deref().into(), delivered, REPLAY_PAGE)
+                        .read_events(EventQuery {
+                            run_id: &run_id,
+                            tenancy: tenant.as_deref().into(),
+                            after_sequence: delivered,
+                            limit: REPLAY_PAGE,
+                        })
                         .await?
                         .ok_or_else(|| RuntimeError::RunNotFound(run_id.clone()))?;
                     read_store = page.events.len() == REPLAY_PAGE;

@@ -14,7 +14,8 @@ use super::effects::{Effects, Metric};
 use super::shared::Shared;
 use crate::domain::SettledBy;
 use crate::store::{
-    CancelOutcome, CreateOutcome, Decide, NewRun, Refusal, SettleOutcome, ToolCallRecord,
+    CancelOutcome, Cancellation, CreateOutcome, Decide, NewRun, Refusal, SettleOutcome,
+    ToolCallRecord,
 };
 
 /// A call of a run of `tenant` (of any tenant when `None`).
@@ -167,13 +168,13 @@ impl Shared {
         self.detached(run_id.clone(), async move {
             let outcome = shared
                 .store
-                .cancel_run(
-                    &run_id,
-                    tenant.as_deref().into(),
-                    &reason,
+                .cancel_run(Cancellation {
+                    run_id: &run_id,
+                    tenancy: tenant.as_deref().into(),
+                    reason: &reason,
                     call_content,
-                    &cancelled_by,
-                )
+                    cancelled_by: &cancelled_by,
+                })
                 .await?;
             let effects = match &outcome {
                 CancelOutcome::Cancelled {

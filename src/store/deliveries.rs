@@ -144,21 +144,26 @@ pub struct StoredWebhookSecrets {
     pub previous: Option<(String, i64)>,
 }
 
+/// A deliverer's claim, for [`DeliveryStore::claim_deliveries`]: leases to `owner` until
+/// `lease_until_ms` at most `limit` pending deliveries due at `now_ms`, of runs of tenants not in
+/// `skip_tenants` (those at their share of the deliverer). One value, so that each store's
+/// signature stays short.
+#[derive(Clone, Copy, Debug)]
+pub struct DeliveryClaim<'a> {
+    pub owner: &'a str,
+    pub now_ms: i64,
+    pub lease_until_ms: i64,
+    pub limit: usize,
+    pub skip_tenants: &'a [String],
+}
+
 /// The outbox's operations besides the writes that fill it (see [`crate::domain::WebhookPlan`]),
 /// and the tenants' secrets that sign it.
 #[async_trait]
 pub trait DeliveryStore: Send + Sync {
-    /// Leases to `owner` until `lease_until_ms` at most `limit` pending deliveries due at `now_ms`
-    /// that no other deliverer holds an unexpired lease on, of runs of tenants not in
-    /// `skip_tenants` (those at their share of the deliverer), and returns them.
-    async fn claim_deliveries(
-        &self,
-        owner: &str,
-        now_ms: i64,
-        lease_until_ms: i64,
-        limit: usize,
-        skip_tenants: &[String],
-    ) -> StoreResult<Vec<DueDelivery>>;
+    /// Takes `claim` on pending deliveries that no other deliverer holds an unexpired lease on,
+    /// and returns them.
+    async fn claim_deliveries(&self, claim: DeliveryClaim<'_>) -> StoreResult<Vec<DueDelivery>>;
     /// Records an attempt's outcome and ends the lease, if `owner` still holds it; whether it did.
     async fn finish_delivery(
         &self,

@@ -24,14 +24,16 @@ use crate::domain::{
 };
 
 pub use deliveries::{
-    AttemptOutcome, DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryStore, DueDelivery,
-    RedeliverOutcome, RunSummary, StoredWebhookSecrets,
+    AttemptOutcome, DeliveryClaim, DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryStore,
+    DueDelivery, RedeliverOutcome, RunSummary, StoredWebhookSecrets,
 };
 pub use keys::{ApiKeyRecord, KeyStore, NewApiKey};
 pub use postgres::PostgresStore;
 pub use postgres_connect::PostgresSettings;
 pub use sqlite::{SqliteKeyFile, SqliteStore, Synchronous};
-pub use tables::{EventTable, RunTable, StoreService, ToolCallTable};
+pub use tables::{
+    Cancellation, Claim, EventQuery, EventTable, RunTable, StepEvents, StoreService, ToolCallTable,
+};
 
 /// Errors of the store layer.
 #[derive(Debug, thiserror::Error)]

@@ -18,7 +18,7 @@ use super::signing::{secret_from_env, sign_all};
 use super::tenant_secrets::TenantSecrets;
 use crate::domain::WebhookEvent;
 use crate::http::request_error;
-use crate::store::{AttemptOutcome, DueDelivery, RunStore};
+use crate::store::{AttemptOutcome, DeliveryClaim, DueDelivery, RunStore};
 
 /// How often the outbox is looked at while nothing is due.
 const POLL_INTERVAL: Duration = Duration::from_millis(250);
@@ -127,7 +127,13 @@ impl Deliverer {
                 let full = self.shares.full_tenants();
                 match self
                     .store
-                    .claim_deliveries(&self.owner, now, now + self.lease_ms(), free, &full)
+                    .claim_deliveries(DeliveryClaim {
+                        owner: &self.owner,
+                        now_ms: now,
+                        lease_until_ms: now + self.lease_ms(),
+                        limit: free,
+                        skip_tenants: &full,
+                    })
                     .await
                 {
                     Ok(due) => {

@@ -14,10 +14,10 @@ use askuser::domain::{
     SuspendPayload, Suspension, ToolResultKind, Usage, now_millis,
 };
 use askuser::store::{
-    CallChange, CallStatus, CancelOutcome, ClaimOutcome, Committed, CreateOutcome, Decide, Lease,
-    NewCallState, NewRun, NewToolCall, PostgresSettings, PostgresStore, RunEnd, RunFilter,
-    RunQuery, RunStore, SettleOutcome, Settlement, SqliteStore, StepState, Synchronous, Tenancy,
-    TurnCommit, TurnOutcome,
+    CallChange, CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome, Committed,
+    CreateOutcome, Decide, DeliveryClaim, EventQuery, Lease, NewCallState, NewRun, NewToolCall,
+    PostgresSettings, PostgresStore, RunEnd, RunFilter, RunQuery, RunStore, SettleOutcome,
+    Settlement, SqliteStore, StepEvents, StepState, Synchronous, Tenancy, TurnCommit, TurnOutcome,
 };
 use futures::future::join_all;
 
@@ -386,7 +386,12 @@ async fn settle_pending(
 /// The run's whole event log, as kinds in sequence order; asserts the sequences are 1, 2, 3, ...
 async fn event_log(store: &Arc<dyn RunStore>, run_id: &str) -> Vec<EventKind> {
     let page = store
-        .read_events(run_id, Tenancy::Any, 0, 10_000)
+        .read_events(EventQuery {
+            run_id,
+            tenancy: Tenancy::Any,
+            after_sequence: 0,
+            limit: 10_000,
+        })
         .await
         .expect("read events")
         .expect("run exists");
@@ -426,7 +431,12 @@ async fn create_run_starts_the_log_with_run_started(store: Arc<dyn RunStore>) {
     assert_eq!(created.events[0].kind, started);
 
     let page = store
-        .read_events("run-1", Tenancy::Any, 0, 100)
+        .read_events(EventQuery {
+            run_id: "run-1",
+            tenancy: Tenancy::Any,
+            after_sequence: 0,
+            limit: 100,
+        })
         .await
         .expect("read events")
         .expect("run exists");
@@ -434,7 +444,12 @@ async fn create_run_starts_the_log_with_run_started(store: Arc<dyn RunStore>) {
     assert_eq!(page.status, RunStatus::Running);
     assert_eq!(page.last_sequence, 1);
     let after = store
-        .read_events("run-1", Tenancy::Any, 1, 100)
+        .read_events(EventQuery {
+            run_id: "run-1",
+            tenancy: Tenancy::Any,
+            after_sequence: 1,
+            limit: 100,
+        })
         .await
         .expect("read events")
         .expect("run exists");
@@ -463,7 +478,12 @@ async fn create_run_starts_the_log_with_run_started(store: Arc<dyn RunStore>) {
     );
     assert!(
         store
-            .read_events("run-2", Tenancy::Any, 0, 100)
+            .read_events(EventQuery {
+                run_id: "run-2",
+                tenancy: Tenancy::Any,
+                after_sequence: 0,
+                limit: 100
+            })
             .await
             .expect("read events")
             .is_none()
@@ -529,15 +549,15 @@ async fn commits_are_refused_unless_the_run_is_where_the_executor_left_it(
             .expect("commit turn");
         assert!(matches!(outcome, TurnOutcome::Stale), "{outcome:?}");
         let outcome = store
-            .append_step_events(
+            .append_step_events(StepEvents {
                 run_id,
                 owner,
-                turns,
-                1,
-                vec![EventKind::TextDelta {
+                expected_turns: turns,
+                attempt: 1,
+                events: vec![EventKind::TextDelta {
                     text: "too late".into(),
                 }],
-            )
+            })
             .await
             .expect("append step events");
         assert!(matches!(outcome, TurnOutcome::Stale), "{outcome:?}");
@@ -584,7 +604,13 @@ async fn commits_are_refused_unless_the_run_is_where_the_executor_left_it(
     // Cancelled while the executor held the lease at the right turn.
     leased_run(&store, "run-3").await;
     store
-        .cancel_run("run-3", Tenancy::Any, "stop", "Cancelled", &canceller())
+        .cancel_run(Cancellation {
+            run_id: "run-3",
+            tenancy: Tenancy::Any,
+            reason: "stop",
+            call_content: "Cancelled",
+            cancelled_by: &canceller(),
+        })
         .await
         .expect("cancel run");
     refused(&store, "run-3", OWNER, 0).await;
@@ -638,7 +664,13 @@ async fn step_events_are_appended_and_their_attempt_recorded(store: Arc<dyn RunS
     }
     async fn append(store: &Arc<dyn RunStore>, owner: &str, attempt: u32, events: Vec<EventKind>) {
         let outcome = store
-            .append_step_events("run-1", owner, 0, attempt, events)
+            .append_step_events(StepEvents {
+                run_id: "run-1",
+                owner,
+                expected_turns: 0,
+                attempt,
+                events,
+            })
             .await
             .expect("append step events");
         match (owner, outcome) {
@@ -1114,13 +1146,13 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
         committed: cancelled,
         agent_id,
     } = store
-        .cancel_run(
-            "run-1",
-            Tenancy::Any,
-            "user left",
-            "The run was cancelled",
-            &canceller(),
-        )
+        .cancel_run(Cancellation {
+            run_id: "run-1",
+            tenancy: Tenancy::Any,
+            reason: "user left",
+            call_content: "The run was cancelled",
+            cancelled_by: &canceller(),
+        })
         .await
         .expect("cancel run")
     else {
@@ -1188,7 +1220,13 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
     let log = event_log(&store, "run-1").await;
     assert!(matches!(
         store
-            .cancel_run("run-1", Tenancy::Any, "again", "x", &canceller())
+            .cancel_run(Cancellation {
+                run_id: "run-1",
+                tenancy: Tenancy::Any,
+                reason: "again",
+                call_content: "x",
+                cancelled_by: &canceller()
+            })
             .await
             .expect("cancel run"),
         CancelOutcome::AlreadyCancelled
@@ -1202,7 +1240,13 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
         committed: cancelled,
         ..
     } = store
-        .cancel_run("run-2", Tenancy::Any, "stop", "x", &canceller())
+        .cancel_run(Cancellation {
+            run_id: "run-2",
+            tenancy: Tenancy::Any,
+            reason: "stop",
+            call_content: "x",
+            cancelled_by: &canceller(),
+        })
         .await
         .expect("cancel run")
     else {
@@ -1222,7 +1266,13 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
     ] {
         let log = event_log(&store, run_id).await;
         let outcome = store
-            .cancel_run(run_id, Tenancy::Any, "too late", "x", &canceller())
+            .cancel_run(Cancellation {
+                run_id,
+                tenancy: Tenancy::Any,
+                reason: "too late",
+                call_content: "x",
+                cancelled_by: &canceller(),
+            })
             .await
             .expect("cancel run");
         assert!(
@@ -1233,7 +1283,13 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
     }
     assert!(matches!(
         store
-            .cancel_run("run-9", Tenancy::Any, "x", "x", &canceller())
+            .cancel_run(Cancellation {
+                run_id: "run-9",
+                tenancy: Tenancy::Any,
+                reason: "x",
+                call_content: "x",
+                cancelled_by: &canceller()
+            })
             .await
             .expect("cancel run"),
         CancelOutcome::NotFound
@@ -1287,7 +1343,13 @@ async fn expiries_come_due_earliest_first(store: Arc<dyn RunStore>) {
 
     // Settled by cancellation: nothing left to expire.
     store
-        .cancel_run("run-1", Tenancy::Any, "stop", "x", &canceller())
+        .cancel_run(Cancellation {
+            run_id: "run-1",
+            tenancy: Tenancy::Any,
+            reason: "stop",
+            call_content: "x",
+            cancelled_by: &canceller(),
+        })
         .await
         .expect("cancel run");
     assert_eq!(store.next_expiry().await.expect("next expiry"), None);
@@ -1301,7 +1363,13 @@ async fn prune_removes_only_finished_runs_older_than_the_cutoff(store: Arc<dyn R
     commit(&store, "failed", 0, failing_turn("broken")).await;
     suspended_run(&store, "cancelled", &["call-1"]).await;
     store
-        .cancel_run("cancelled", Tenancy::Any, "stop", "x", &canceller())
+        .cancel_run(Cancellation {
+            run_id: "cancelled",
+            tenancy: Tenancy::Any,
+            reason: "stop",
+            call_content: "x",
+            cancelled_by: &canceller(),
+        })
         .await
         .expect("cancel run");
     suspended_run(&store, "suspended", &["call-1"]).await;
@@ -1338,7 +1406,12 @@ async fn prune_removes_only_finished_runs_older_than_the_cutoff(store: Arc<dyn R
         );
         assert!(
             store
-                .read_events(run_id, Tenancy::Any, 0, 10)
+                .read_events(EventQuery {
+                    run_id,
+                    tenancy: Tenancy::Any,
+                    after_sequence: 0,
+                    limit: 10
+                })
                 .await
                 .expect("read events")
                 .is_none()
@@ -1614,7 +1687,13 @@ async fn leases_exclude_other_owners_until_they_expire(store: Arc<dyn RunStore>)
     assert!(acquire(&store, "run-old", OTHER_OWNER, minute()).await);
     assert!(!acquire(&store, "run-old", OWNER, minute()).await);
     store
-        .cancel_run("run-new", Tenancy::Any, "stop", "x", &canceller())
+        .cancel_run(Cancellation {
+            run_id: "run-new",
+            tenancy: Tenancy::Any,
+            reason: "stop",
+            call_content: "x",
+            cancelled_by: &canceller(),
+        })
         .await
         .expect("cancel run");
     assert!(!acquire(&store, "run-new", OWNER, minute()).await);
@@ -1729,7 +1808,12 @@ async fn another_tenants_run_is_not_found_and_left_unchanged(store: Arc<dyn RunS
     assert!(store.get_run("run-1", other).await.expect("get").is_none());
     assert!(
         store
-            .read_events("run-1", other, 0, 100)
+            .read_events(EventQuery {
+                run_id: "run-1",
+                tenancy: other,
+                after_sequence: 0,
+                limit: 100
+            })
             .await
             .expect("read")
             .is_none()
@@ -1751,7 +1835,14 @@ async fn another_tenants_run_is_not_found_and_left_unchanged(store: Arc<dyn RunS
         let store = Arc::clone(&store);
         let until_ms = now_millis() + 60_000;
         async move {
-            let claimed = store.claim_call("run-1", tenancy, "call-1", "worker", "key:w", until_ms);
+            let claimed = store.claim_call(Claim {
+                run_id: "run-1",
+                tenancy,
+                tool_call_id: "call-1",
+                claimant: "worker",
+                subject: "key:w",
+                until_ms,
+            });
             claimed.await.expect("claim")
         }
     };
@@ -1760,7 +1851,13 @@ async fn another_tenants_run_is_not_found_and_left_unchanged(store: Arc<dyn RunS
     let claimed = claim_as(other).await;
     assert!(matches!(claimed, ClaimOutcome::NotFound), "{claimed:?}");
     let cancelled = store
-        .cancel_run("run-1", other, "no", "cancelled", &canceller())
+        .cancel_run(Cancellation {
+            run_id: "run-1",
+            tenancy: other,
+            reason: "no",
+            call_content: "cancelled",
+            cancelled_by: &canceller(),
+        })
         .await
         .expect("cancel");
     assert!(
@@ -1795,7 +1892,15 @@ async fn another_tenants_run_is_not_found_and_left_unchanged(store: Arc<dyn RunS
         .expect("get")
         .expect("own run");
     assert_eq!(run.pending.len(), 1);
-    let page = store.read_events("run-1", own, 0, 100).await.expect("read");
+    let page = store
+        .read_events(EventQuery {
+            run_id: "run-1",
+            tenancy: own,
+            after_sequence: 0,
+            limit: 100,
+        })
+        .await
+        .expect("read");
     assert_eq!(page.map(|page| page.events.len()), Some(log.len()));
     let feed = store.pending_calls(own, None, 100).await.expect("feed");
     assert_eq!(feed.len(), 1);
@@ -1905,7 +2010,12 @@ async fn the_metrics_read_what_waits_and_since_when(store: Arc<dyn RunStore>) {
     // A settle returns the call as it waited: what for, and since when (the time of its own
     // `tool_call_suspended` event, not that of a call whose id starts the same).
     let page = store
-        .read_events("waiting", Tenancy::Any, 0, 100)
+        .read_events(EventQuery {
+            run_id: "waiting",
+            tenancy: Tenancy::Any,
+            after_sequence: 0,
+            limit: 100,
+        })
         .await
         .expect("read events")
         .expect("run exists");
@@ -2259,7 +2369,13 @@ async fn webhook_secrets_rotate_with_an_overlap(store: Arc<dyn RunStore>) {
     assert_eq!(store.webhook_secrets("globex").await.expect("read"), None);
     let skipped = ["acme".to_owned(), "globex".to_owned()];
     let claimed = store
-        .claim_deliveries("me", 100, 200, 10, &skipped)
+        .claim_deliveries(DeliveryClaim {
+            owner: "me",
+            now_ms: 100,
+            lease_until_ms: 200,
+            limit: 10,
+            skip_tenants: &skipped,
+        })
         .await
         .expect("a claim that skips tenants");
     assert!(claimed.is_empty());

@@ -10,15 +10,12 @@ use tokio_postgres::types::ToSql;
 
 use super::PostgresStore;
 use crate::store::deliveries::{
-    AttemptOutcome, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery, RedeliverOutcome,
-    StoredWebhookSecrets,
+    AttemptOutcome, DeliveryClaim, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery,
+    RedeliverOutcome, StoredWebhookSecrets,
 };
 use crate::store::timed;
-use crate::store::webhook_records::{
-    DELIVERY_COLUMN_COUNT, DELIVERY_IN_TENANT_QUERY, DUE_DELIVERY_QUERY, DeliveryRow, DueRow,
-    FINISH_DELIVERY, LIST_DELIVERIES_QUERY, REDELIVER, ROTATE_WEBHOOK_SECRET,
-    WEBHOOK_SECRETS_QUERY, claim_deliveries_sql, finish_values, webhook_secrets_record,
-};
+// The outbox's statements and rows, which both stores share.
+use crate::store::webhook_records::*;
 use crate::store::{StoreResult, Tenancy};
 
 /// Two replicas claiming at once choose different rows: each skips the rows the other locked.
@@ -61,14 +58,14 @@ fn due_row(row: &Row) -> DueRow {
 
 #[async_trait]
 impl DeliveryStore for PostgresStore {
-    async fn claim_deliveries(
-        &self,
-        owner: &str,
-        now_ms: i64,
-        lease_until_ms: i64,
-        limit: usize,
-        skip_tenants: &[String],
-    ) -> StoreResult<Vec<DueDelivery>> {
+    async fn claim_deliveries(&self, claim: DeliveryClaim<'_>) -> StoreResult<Vec<DueDelivery>> {
+        let DeliveryClaim {
+            owner,
+            now_ms,
+            lease_until_ms,
+            limit,
+            skip_tenants,
+        } = claim;
         timed("claim_deliveries", async {
             let client = self.pool.get().await?;
             let claim = client.prepare_cached(&CLAIM_DELIVERIES).await?;

@@ -6,14 +6,14 @@ use super::*;
 
 #[async_trait]
 impl EventTable for PostgresStore {
-    async fn append_step_events(
-        &self,
-        run_id: &str,
-        owner: &str,
-        expected_turns: u32,
-        attempt: u32,
-        events: Vec<EventKind>,
-    ) -> StoreResult<TurnOutcome> {
+    async fn append_step_events(&self, step: StepEvents<'_>) -> StoreResult<TurnOutcome> {
+        let StepEvents {
+            run_id,
+            owner,
+            expected_turns,
+            attempt,
+            events,
+        } = step;
         timed("append_step_events", async {
             let tx = TxClient::get(&self.pool, BEGIN).await?;
             let client = tx.client()?;
@@ -56,13 +56,13 @@ impl EventTable for PostgresStore {
         .await
     }
 
-    async fn read_events(
-        &self,
-        run_id: &str,
-        tenancy: Tenancy<'_>,
-        after_sequence: u64,
-        limit: usize,
-    ) -> StoreResult<Option<EventPage>> {
+    async fn read_events(&self, query: EventQuery<'_>) -> StoreResult<Option<EventPage>> {
+        let EventQuery {
+            run_id,
+            tenancy,
+            after_sequence,
+            limit,
+        } = query;
         let client = self.pool.get().await?;
         // One statement, so the run's state and its events come from one snapshot: one row per
         // event, or one without an event (NULLs) when there is none.

@@ -57,12 +57,13 @@ use super::records::{
 use super::run_filter::{Dialect, list_runs_query};
 use super::webhook_records::{DeliveryInsert, deliveries_of};
 use super::{
-    CallStatus, CancelOutcome, ClaimOutcome, CommitNotice, CreateOutcome, Decide, EventPage,
-    EventTable, ExecutedResult, Lease, NewRun, PendingCounts, RunPendingCall, RunQuery, RunTable,
-    SettleOutcome, StepState, StoreError, StoreResult, StoreService, Tenancy, ToolCallRecord,
-    ToolCallTable, TurnCommit, TurnOutcome, timed,
+    CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome, CommitNotice, CreateOutcome,
+    Decide, EventPage, EventQuery, EventTable, ExecutedResult, Lease, NewRun, PendingCounts,
+    RunPendingCall, RunQuery, RunTable, SettleOutcome, StepEvents, StepState, StoreError,
+    StoreResult, StoreService, Tenancy, ToolCallRecord, ToolCallTable, TurnCommit, TurnOutcome,
+    timed,
 };
-use crate::domain::{Event, EventKind, PendingCall, RunRecord, RunStatus, SettledBy, now_millis};
+use crate::domain::{Event, PendingCall, RunRecord, RunStatus, now_millis};
 
 #[async_trait]
 impl StoreService for PostgresStore {

@@ -227,14 +227,14 @@ impl RunTable for PostgresStore {
         .await
     }
 
-    async fn cancel_run(
-        &self,
-        run_id: &str,
-        tenancy: Tenancy<'_>,
-        reason: &str,
-        call_content: &str,
-        cancelled_by: &SettledBy,
-    ) -> StoreResult<CancelOutcome> {
+    async fn cancel_run(&self, cancellation: Cancellation<'_>) -> StoreResult<CancelOutcome> {
+        let Cancellation {
+            run_id,
+            tenancy,
+            reason,
+            call_content,
+            cancelled_by,
+        } = cancellation;
         timed("cancel_run", async {
             let tx = TxClient::get(&self.pool, BEGIN).await?;
             let client = tx.client()?;

@@ -186,15 +186,15 @@ impl ToolCallTable for PostgresStore {
         .await
     }
 
-    async fn claim_call(
-        &self,
-        run_id: &str,
-        tenancy: Tenancy<'_>,
-        tool_call_id: &str,
-        claimant: &str,
-        subject: &str,
-        until_ms: i64,
-    ) -> StoreResult<ClaimOutcome> {
+    async fn claim_call(&self, claim: Claim<'_>) -> StoreResult<ClaimOutcome> {
+        let Claim {
+            run_id,
+            tenancy,
+            tool_call_id,
+            claimant,
+            subject,
+            until_ms,
+        } = claim;
         timed("claim_call", async {
             let client = self.pool.get().await?;
             if !run_in_tenant(&client, run_id, tenancy).await? {

@@ -7,14 +7,11 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteStore;
 use crate::store::deliveries::{
-    AttemptOutcome, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery, RedeliverOutcome,
-    StoredWebhookSecrets,
+    AttemptOutcome, DeliveryClaim, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery,
+    RedeliverOutcome, StoredWebhookSecrets,
 };
-use crate::store::webhook_records::{
-    DELIVERY_COLUMN_COUNT, DELIVERY_IN_TENANT_QUERY, DUE_DELIVERY_QUERY, DeliveryRow, DueRow,
-    FINISH_DELIVERY, LIST_DELIVERIES_QUERY, REDELIVER, ROTATE_WEBHOOK_SECRET,
-    WEBHOOK_SECRETS_QUERY, claim_deliveries_sql, finish_values, webhook_secrets_record,
-};
+// The outbox's statements and rows, which both stores share.
+use crate::store::webhook_records::*;
 use crate::store::{StoreResult, Tenancy};
 
 /// The tenants skipped are a JSON array.
@@ -55,16 +52,14 @@ fn delivery_in_tenant(
 
 #[async_trait]
 impl DeliveryStore for SqliteStore {
-    async fn claim_deliveries(
-        &self,
-        owner: &str,
-        now_ms: i64,
-        lease_until_ms: i64,
-        limit: usize,
-        skip_tenants: &[String],
-    ) -> StoreResult<Vec<DueDelivery>> {
-        let owner = owner.to_owned();
-        let skip = crate::store::records::to_json(&skip_tenants)?;
+    async fn claim_deliveries(&self, claim: DeliveryClaim<'_>) -> StoreResult<Vec<DueDelivery>> {
+        let (owner, now_ms, lease_until_ms, limit) = (
+            claim.owner.to_owned(),
+            claim.now_ms,
+            claim.lease_until_ms,
+            claim.limit,
+        );
+        let skip = crate::store::records::to_json(&claim.skip_tenants)?;
         self.db
             .commit("claim_deliveries", move |conn| {
                 let claimed: Vec<String> = conn

@@ -6,15 +6,9 @@ use super::*;
 
 #[async_trait]
 impl EventTable for SqliteStore {
-    async fn append_step_events(
-        &self,
-        run_id: &str,
-        owner: &str,
-        expected_turns: u32,
-        attempt: u32,
-        events: Vec<EventKind>,
-    ) -> StoreResult<TurnOutcome> {
-        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+    async fn append_step_events(&self, step: StepEvents<'_>) -> StoreResult<TurnOutcome> {
+        let (run_id, owner) = (step.run_id.to_owned(), step.owner.to_owned());
+        let (expected_turns, attempt, events) = (step.expected_turns, step.attempt, step.events);
         self.db
             .commit("append_step_events", move |conn| {
                 let head = run_head(conn, &run_id, None)?;
@@ -31,14 +25,9 @@ impl EventTable for SqliteStore {
             .await
     }
 
-    async fn read_events(
-        &self,
-        run_id: &str,
-        tenancy: Tenancy<'_>,
-        after_sequence: u64,
-        limit: usize,
-    ) -> StoreResult<Option<EventPage>> {
-        let (run_id, tenant) = (run_id.to_owned(), tenancy.param());
+    async fn read_events(&self, query: EventQuery<'_>) -> StoreResult<Option<EventPage>> {
+        let (run_id, tenant) = (query.run_id.to_owned(), query.tenancy.param());
+        let (after_sequence, limit) = (query.after_sequence, query.limit);
         self.readers.run(move |conn| {
             let Some((status, last_sequence)) = conn
                 .prepare_cached(RUN_STATE_QUERY)?

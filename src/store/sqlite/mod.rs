@@ -42,12 +42,12 @@ use super::records::{
 use super::run_filter::{Dialect, list_runs_query};
 use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of};
 use super::{
-    CallStatus, CancelOutcome, ClaimOutcome, CreateOutcome, Decide, EventPage, EventTable,
-    ExecutedResult, ExecutingCall, Lease, NewRun, PendingCounts, RunPendingCall, RunQuery,
-    RunTable, SettleOutcome, StepState, StoreError, StoreResult, StoreService, Tenancy,
-    ToolCallRecord, ToolCallTable, TurnCommit, TurnOutcome,
+    CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome, CreateOutcome, Decide, EventPage,
+    EventQuery, EventTable, ExecutedResult, ExecutingCall, Lease, NewRun, PendingCounts,
+    RunPendingCall, RunQuery, RunTable, SettleOutcome, StepEvents, StepState, StoreError,
+    StoreResult, StoreService, Tenancy, ToolCallRecord, ToolCallTable, TurnCommit, TurnOutcome,
 };
-use crate::domain::{Event, EventKind, Message, PendingCall, RunRecord, SettledBy, now_millis};
+use crate::domain::{Event, Message, PendingCall, RunRecord, now_millis};
 
 /// How hard SQLite works to make a commit durable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

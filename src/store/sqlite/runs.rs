@@ -147,20 +147,13 @@ impl RunTable for SqliteStore {
             .await
     }
 
-    async fn cancel_run(
-        &self,
-        run_id: &str,
-        tenancy: Tenancy<'_>,
-        reason: &str,
-        call_content: &str,
-        cancelled_by: &SettledBy,
-    ) -> StoreResult<CancelOutcome> {
-        let cancelled_by = cancelled_by.clone();
+    async fn cancel_run(&self, cancellation: Cancellation<'_>) -> StoreResult<CancelOutcome> {
+        let cancelled_by = cancellation.cancelled_by.clone();
         let (run_id, tenant, reason, call_content) = (
-            run_id.to_owned(),
-            tenancy.param(),
-            reason.to_owned(),
-            call_content.to_owned(),
+            cancellation.run_id.to_owned(),
+            cancellation.tenancy.param(),
+            cancellation.reason.to_owned(),
+            cancellation.call_content.to_owned(),
         );
         self.db
             .commit("cancel_run", move |conn| {

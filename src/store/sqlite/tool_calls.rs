@@ -100,21 +100,14 @@ impl ToolCallTable for SqliteStore {
             .await
     }
 
-    async fn claim_call(
-        &self,
-        run_id: &str,
-        tenancy: Tenancy<'_>,
-        tool_call_id: &str,
-        claimant: &str,
-        subject: &str,
-        until_ms: i64,
-    ) -> StoreResult<ClaimOutcome> {
+    async fn claim_call(&self, claim: Claim<'_>) -> StoreResult<ClaimOutcome> {
+        let until_ms = claim.until_ms;
         let (run_id, tenant, tool_call_id, claimant, subject) = (
-            run_id.to_owned(),
-            tenancy.param(),
-            tool_call_id.to_owned(),
-            claimant.to_owned(),
-            subject.to_owned(),
+            claim.run_id.to_owned(),
+            claim.tenancy.param(),
+            claim.tool_call_id.to_owned(),
+            claim.claimant.to_owned(),
+            claim.subject.to_owned(),
         );
         self.db
             .commit("claim_call", move |conn| {

@@ -6,7 +6,7 @@ mod runs;
 mod service;
 mod tool_calls;
 
-pub use events::EventTable;
-pub use runs::RunTable;
+pub use events::{EventQuery, EventTable, StepEvents};
+pub use runs::{Cancellation, RunTable};
 pub use service::StoreService;
-pub use tool_calls::ToolCallTable;
+pub use tool_calls::{Claim, ToolCallTable};

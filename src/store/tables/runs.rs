@@ -8,6 +8,18 @@ use crate::store::{
     TurnCommit, TurnOutcome,
 };
 
+/// A cancellation, for [`RunTable::cancel_run`]: run `run_id` (of `tenancy`) cancelled by
+/// `cancelled_by` for `reason`, its unsettled calls settled with `call_content`. One value, so
+/// that each store's signature stays short.
+#[derive(Clone, Copy, Debug)]
+pub struct Cancellation<'a> {
+    pub run_id: &'a str,
+    pub tenancy: Tenancy<'a>,
+    pub reason: &'a str,
+    pub call_content: &'a str,
+    pub cancelled_by: &'a SettledBy,
+}
+
 /// Runs: creating, reading, listing, stepping, cancelling and pruning them, and the leases of their executors.
 #[async_trait]
 pub trait RunTable: Send + Sync {
@@ -34,16 +46,9 @@ pub trait RunTable: Send + Sync {
         expected_turns: u32,
         commit: TurnCommit,
     ) -> StoreResult<TurnOutcome>;
-    /// Cancels a running or suspended run: its pending and executing calls are settled with
-    /// `call_content` and a `run_cancelled` event ends the log.
-    async fn cancel_run(
-        &self,
-        run_id: &str,
-        tenancy: Tenancy<'_>,
-        reason: &str,
-        call_content: &str,
-        cancelled_by: &SettledBy,
-    ) -> StoreResult<CancelOutcome>;
+    /// Cancels a running or suspended run as `cancellation` says: its pending and executing calls are
+    /// settled with `call_content` and a `run_cancelled` event ends the log.
+    async fn cancel_run(&self, cancellation: Cancellation<'_>) -> StoreResult<CancelOutcome>;
     /// Deletes at most `limit` finished runs last updated before `before_ms`, in
     /// one transaction; returns how many. A shared store prunes from one process at a time: 0
     /// while another is pruning.

@@ -7,6 +7,19 @@ use crate::store::{
     StoreResult, Tenancy, ToolCallRecord, TurnOutcome,
 };
 
+/// A claim on a pending call, for [`ToolCallTable::claim_call`]: `claimant` of the principal
+/// `subject` (of the run's tenant) holds call `tool_call_id` of run `run_id` until `until_ms`.
+/// One value, so that each store's signature stays short.
+#[derive(Clone, Copy, Debug)]
+pub struct Claim<'a> {
+    pub run_id: &'a str,
+    pub tenancy: Tenancy<'a>,
+    pub tool_call_id: &'a str,
+    pub claimant: &'a str,
+    pub subject: &'a str,
+    pub until_ms: i64,
+}
+
 /// Tool calls: reading, settling, claiming, listing and expiring them, and the results of the calls the server ran.
 #[async_trait]
 pub trait ToolCallTable: Send + Sync {
@@ -38,18 +51,9 @@ pub trait ToolCallTable: Send + Sync {
         expected_turns: u32,
         results: Vec<ExecutedResult>,
     ) -> StoreResult<TurnOutcome>;
-    /// Claims a pending call for `claimant` of the principal `subject` (of the run's tenant) until
-    /// `until_ms`, unless another claimant holds an unexpired claim; the same claimant of the same
+    /// Takes `claim` on a pending call unless another claimant holds an unexpired claim; the same claimant of the same
     /// principal renews its own, the same claimant name of another principal does not.
-    async fn claim_call(
-        &self,
-        run_id: &str,
-        tenancy: Tenancy<'_>,
-        tool_call_id: &str,
-        claimant: &str,
-        subject: &str,
-        until_ms: i64,
-    ) -> StoreResult<ClaimOutcome>;
+    async fn claim_call(&self, claim: Claim<'_>) -> StoreResult<ClaimOutcome>;
     /// Pending calls of every run, ordered by run and call id, after the given (run id, call id),
     /// at most `limit`.
     async fn pending_calls(
