@@ -20,7 +20,7 @@ use super::tools::{CallPlan, RunTools, ToolKind, plan_call};
 use crate::domain::{EventKind, Message, ModelToolCall, RunStatus, SuspendKind, Usage};
 use crate::model::{ModelError, ModelEvent, ModelRequest};
 use crate::store::{
-    ExecutedResult, ExecutingCall, NewCallState, NewToolCall, RunEnd, StepEvents, StepState,
+    ExecutedResult, ExecutingCall, NewCallState, NewToolCall, RunEnd, Step, StepEvents, StepState,
     StoreError, TurnCommit, TurnOutcome,
 };
 use crate::telemetry;
@@ -390,7 +390,14 @@ impl Shared {
         });
         match self
             .store
-            .commit_turn(run_id, &self.owner, expected_turns, commit)
+            .commit_turn(
+                Step {
+                    run_id,
+                    owner: &self.owner,
+                    expected_turns,
+                },
+                commit,
+            )
             .await?
         {
             TurnOutcome::Committed(committed) => {
@@ -572,8 +579,14 @@ impl Shared {
         .await;
         let committed = self
             .retrying(run_id, || {
-                self.store
-                    .commit_executed(run_id, &self.owner, state.run.turns, results.clone())
+                self.store.commit_executed(
+                    Step {
+                        run_id,
+                        owner: &self.owner,
+                        expected_turns: state.run.turns,
+                    },
+                    results.clone(),
+                )
             })
             .await?;
         match committed {

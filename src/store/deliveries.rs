@@ -157,6 +157,16 @@ pub struct DeliveryClaim<'a> {
     pub skip_tenants: &'a [String],
 }
 
+/// An attempt of delivery `webhook_id` by `owner` that ended at `now_ms`, for
+/// [`DeliveryStore::finish_delivery`].
+#[derive(Clone, Debug)]
+pub struct FinishedAttempt<'a> {
+    pub webhook_id: &'a str,
+    pub owner: &'a str,
+    pub now_ms: i64,
+    pub outcome: AttemptOutcome,
+}
+
 /// The outbox's operations besides the writes that fill it (see [`crate::domain::WebhookPlan`]),
 /// and the tenants' secrets that sign it.
 #[async_trait]
@@ -164,14 +174,9 @@ pub trait DeliveryStore: Send + Sync {
     /// Takes `claim` on pending deliveries that no other deliverer holds an unexpired lease on,
     /// and returns them.
     async fn claim_deliveries(&self, claim: DeliveryClaim<'_>) -> StoreResult<Vec<DueDelivery>>;
-    /// Records an attempt's outcome and ends the lease, if `owner` still holds it; whether it did.
-    async fn finish_delivery(
-        &self,
-        webhook_id: &str,
-        owner: &str,
-        now_ms: i64,
-        outcome: AttemptOutcome,
-    ) -> StoreResult<bool>;
+    /// Records an attempt's outcome and ends the lease, if its `owner` still holds it; whether it
+    /// did.
+    async fn finish_delivery(&self, attempt: FinishedAttempt<'_>) -> StoreResult<bool>;
     async fn list_deliveries(&self, query: DeliveryQuery) -> StoreResult<Vec<DeliveryRecord>>;
     /// Makes `sealed` the tenant's webhook secret from `now_ms`; the one it replaces (if any)
     /// still signs until `previous_until_ms`. An earlier previous one stops at once.

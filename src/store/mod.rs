@@ -25,14 +25,15 @@ use crate::domain::{
 
 pub use deliveries::{
     AttemptOutcome, DeliveryClaim, DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryStore,
-    DueDelivery, RedeliverOutcome, RunSummary, StoredWebhookSecrets,
+    DueDelivery, FinishedAttempt, RedeliverOutcome, RunSummary, StoredWebhookSecrets,
 };
 pub use keys::{ApiKeyRecord, KeyStore, NewApiKey};
 pub use postgres::PostgresStore;
 pub use postgres_connect::PostgresSettings;
 pub use sqlite::{SqliteKeyFile, SqliteStore, Synchronous};
 pub use tables::{
-    Cancellation, Claim, EventQuery, EventTable, RunTable, StepEvents, StoreService, ToolCallTable,
+    Cancellation, Claim, EventQuery, EventTable, RunTable, Step, StepEvents, StoreService,
+    ToolCallTable,
 };
 
 /// Errors of the store layer.

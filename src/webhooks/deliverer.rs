@@ -18,7 +18,7 @@ use super::signing::{secret_from_env, sign_all};
 use super::tenant_secrets::TenantSecrets;
 use crate::domain::WebhookEvent;
 use crate::http::request_error;
-use crate::store::{AttemptOutcome, DeliveryClaim, DueDelivery, RunStore};
+use crate::store::{AttemptOutcome, DeliveryClaim, DueDelivery, FinishedAttempt, RunStore};
 
 /// How often the outbox is looked at while nothing is due.
 const POLL_INTERVAL: Duration = Duration::from_millis(250);
@@ -177,7 +177,12 @@ impl Deliverer {
         let outcome = AttemptOutcome::Deferred { at_ms };
         if let Err(error) = self
             .store
-            .finish_delivery(webhook_id, &self.owner, now, outcome)
+            .finish_delivery(FinishedAttempt {
+                webhook_id,
+                owner: &self.owner,
+                now_ms: now,
+                outcome,
+            })
             .await
         {
             warn!(%error, webhook_id, "deferring a webhook delivery failed");
@@ -200,7 +205,12 @@ impl Deliverer {
         let now = self.store.now_ms();
         if let Err(error) = self
             .store
-            .finish_delivery(&webhook_id, &self.owner, now, outcome)
+            .finish_delivery(FinishedAttempt {
+                webhook_id: &webhook_id,
+                owner: &self.owner,
+                now_ms: now,
+                outcome,
+            })
             .await
         {
             // The lease lapses and the delivery is attempted again.

@@ -17,7 +17,8 @@ use askuser::store::{
     CallChange, CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome, Committed,
     CreateOutcome, Decide, DeliveryClaim, EventQuery, Lease, NewCallState, NewRun, NewToolCall,
     PostgresSettings, PostgresStore, RunEnd, RunFilter, RunQuery, RunStore, SettleOutcome,
-    Settlement, SqliteStore, StepEvents, StepState, Synchronous, Tenancy, TurnCommit, TurnOutcome,
+    Settlement, SqliteStore, Step, StepEvents, StepState, Synchronous, Tenancy, TurnCommit,
+    TurnOutcome,
 };
 use futures::future::join_all;
 
@@ -318,7 +319,14 @@ async fn commit(
     commit: TurnCommit,
 ) -> Committed {
     match store
-        .commit_turn(run_id, OWNER, expected_turns, commit)
+        .commit_turn(
+            Step {
+                run_id,
+                owner: OWNER,
+                expected_turns,
+            },
+            commit,
+        )
         .await
         .expect("commit turn")
     {
@@ -544,7 +552,14 @@ async fn commits_are_refused_unless_the_run_is_where_the_executor_left_it(
     async fn refused(store: &Arc<dyn RunStore>, run_id: &str, owner: &str, turns: u32) {
         let before = event_log(store, run_id).await;
         let outcome = store
-            .commit_turn(run_id, owner, turns, completing_turn("too late"))
+            .commit_turn(
+                Step {
+                    run_id,
+                    owner,
+                    expected_turns: turns,
+                },
+                completing_turn("too late"),
+            )
             .await
             .expect("commit turn");
         assert!(matches!(outcome, TurnOutcome::Stale), "{outcome:?}");
@@ -626,7 +641,14 @@ async fn commits_are_refused_unless_the_run_is_where_the_executor_left_it(
 
     // A run that does not exist.
     let outcome = store
-        .commit_turn("no-such-run", OWNER, 0, completing_turn("x"))
+        .commit_turn(
+            Step {
+                run_id: "no-such-run",
+                owner: OWNER,
+                expected_turns: 0,
+            },
+            completing_turn("x"),
+        )
         .await
         .expect("commit turn");
     assert!(matches!(outcome, TurnOutcome::Stale), "{outcome:?}");
@@ -859,7 +881,14 @@ async fn changes_that_end_unmade_leave_no_transaction_open(store: Arc<dyn RunSto
         for _ in 0..12 {
             refused(&store).await;
             let stale = store
-                .commit_turn("run-1", OTHER_OWNER, 1, TurnCommit::default())
+                .commit_turn(
+                    Step {
+                        run_id: "run-1",
+                        owner: OTHER_OWNER,
+                        expected_turns: 1,
+                    },
+                    TurnCommit::default(),
+                )
                 .await
                 .expect("commit turn");
             assert!(matches!(stale, TurnOutcome::Stale));

@@ -10,7 +10,7 @@ use tokio_postgres::types::ToSql;
 
 use super::PostgresStore;
 use crate::store::deliveries::{
-    AttemptOutcome, DeliveryClaim, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery,
+    DeliveryClaim, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery, FinishedAttempt,
     RedeliverOutcome, StoredWebhookSecrets,
 };
 use crate::store::timed;
@@ -91,13 +91,13 @@ impl DeliveryStore for PostgresStore {
         .await
     }
 
-    async fn finish_delivery(
-        &self,
-        webhook_id: &str,
-        owner: &str,
-        now_ms: i64,
-        outcome: AttemptOutcome,
-    ) -> StoreResult<bool> {
+    async fn finish_delivery(&self, attempt: FinishedAttempt<'_>) -> StoreResult<bool> {
+        let FinishedAttempt {
+            webhook_id,
+            owner,
+            now_ms,
+            outcome,
+        } = attempt;
         timed("finish_delivery", async {
             let client = self.pool.get().await?;
             let statement = client.prepare_cached(FINISH_DELIVERY).await?;

@@ -59,7 +59,7 @@ use super::webhook_records::{DeliveryInsert, deliveries_of};
 use super::{
     CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome, CommitNotice, CreateOutcome,
     Decide, EventPage, EventQuery, EventTable, ExecutedResult, Lease, NewRun, PendingCounts,
-    RunPendingCall, RunQuery, RunTable, SettleOutcome, StepEvents, StepState, StoreError,
+    RunPendingCall, RunQuery, RunTable, SettleOutcome, Step, StepEvents, StepState, StoreError,
     StoreResult, StoreService, Tenancy, ToolCallRecord, ToolCallTable, TurnCommit, TurnOutcome,
     timed,
 };

@@ -169,11 +169,14 @@ impl RunTable for PostgresStore {
 
     async fn commit_turn(
         &self,
-        run_id: &str,
-        owner: &str,
-        expected_turns: u32,
+        step: Step<'_>,
         mut commit: TurnCommit,
     ) -> StoreResult<TurnOutcome> {
+        let Step {
+            run_id,
+            owner,
+            expected_turns,
+        } = step;
         timed("commit_turn", async {
             let tx = TxClient::get(&self.pool, BEGIN).await?;
             let client = tx.client()?;

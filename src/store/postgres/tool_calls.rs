@@ -120,11 +120,14 @@ impl ToolCallTable for PostgresStore {
 
     async fn commit_executed(
         &self,
-        run_id: &str,
-        owner: &str,
-        expected_turns: u32,
+        step: Step<'_>,
         results: Vec<ExecutedResult>,
     ) -> StoreResult<TurnOutcome> {
+        let Step {
+            run_id,
+            owner,
+            expected_turns,
+        } = step;
         timed("commit_executed", async {
             let tx = TxClient::get(&self.pool, BEGIN).await?;
             let client = tx.client()?;

@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::SqliteStore;
 use crate::store::deliveries::{
-    AttemptOutcome, DeliveryClaim, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery,
+    DeliveryClaim, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery, FinishedAttempt,
     RedeliverOutcome, StoredWebhookSecrets,
 };
 // The outbox's statements and rows, which both stores share.
@@ -93,14 +93,9 @@ impl DeliveryStore for SqliteStore {
             .await
     }
 
-    async fn finish_delivery(
-        &self,
-        webhook_id: &str,
-        owner: &str,
-        now_ms: i64,
-        outcome: AttemptOutcome,
-    ) -> StoreResult<bool> {
-        let (webhook_id, owner) = (webhook_id.to_owned(), owner.to_owned());
+    async fn finish_delivery(&self, attempt: FinishedAttempt<'_>) -> StoreResult<bool> {
+        let (webhook_id, owner) = (attempt.webhook_id.to_owned(), attempt.owner.to_owned());
+        let (now_ms, outcome) = (attempt.now_ms, attempt.outcome);
         self.db
             .commit("finish_delivery", move |conn| {
                 let (status, attempts, next_ms, attempt_ms, error) = finish_values(outcome, now_ms);

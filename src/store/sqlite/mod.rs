@@ -44,7 +44,7 @@ use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of};
 use super::{
     CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome, CreateOutcome, Decide, EventPage,
     EventQuery, EventTable, ExecutedResult, ExecutingCall, Lease, NewRun, PendingCounts,
-    RunPendingCall, RunQuery, RunTable, SettleOutcome, StepEvents, StepState, StoreError,
+    RunPendingCall, RunQuery, RunTable, SettleOutcome, Step, StepEvents, StepState, StoreError,
     StoreResult, StoreService, Tenancy, ToolCallRecord, ToolCallTable, TurnCommit, TurnOutcome,
 };
 use crate::domain::{Event, Message, PendingCall, RunRecord, now_millis};
@@ -203,7 +203,12 @@ mod tests {
             usage,
             ..TurnCommit::default()
         };
-        let outcome = store.commit_turn("run-1", "me", 0, commit).await;
+        let step = Step {
+            run_id: "run-1",
+            owner: "me",
+            expected_turns: 0,
+        };
+        let outcome = store.commit_turn(step, commit).await;
         assert!(
             matches!(outcome, Ok(TurnOutcome::Committed(_))),
             "{outcome:?}"

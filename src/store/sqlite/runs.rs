@@ -94,12 +94,11 @@ impl RunTable for SqliteStore {
 
     async fn commit_turn(
         &self,
-        run_id: &str,
-        owner: &str,
-        expected_turns: u32,
+        step: Step<'_>,
         mut commit: TurnCommit,
     ) -> StoreResult<TurnOutcome> {
-        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        let (run_id, owner) = (step.run_id.to_owned(), step.owner.to_owned());
+        let expected_turns = step.expected_turns;
         self.db
             .commit("commit_turn", move |conn| {
                 let head = run_head(conn, &run_id, None)?;

@@ -70,12 +70,11 @@ impl ToolCallTable for SqliteStore {
 
     async fn commit_executed(
         &self,
-        run_id: &str,
-        owner: &str,
-        expected_turns: u32,
+        step: Step<'_>,
         results: Vec<ExecutedResult>,
     ) -> StoreResult<TurnOutcome> {
-        let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
+        let (run_id, owner) = (step.run_id.to_owned(), step.owner.to_owned());
+        let expected_turns = step.expected_turns;
         self.db
             .commit("commit_executed", move |conn| {
                 let reads = ExecutedReads {

@@ -7,6 +7,6 @@ mod service;
 mod tool_calls;
 
 pub use events::{EventQuery, EventTable, StepEvents};
-pub use runs::{Cancellation, RunTable};
+pub use runs::{Cancellation, RunTable, Step};
 pub use service::StoreService;
 pub use tool_calls::{Claim, ToolCallTable};

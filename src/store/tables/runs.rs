@@ -20,6 +20,15 @@ pub struct Cancellation<'a> {
     pub cancelled_by: &'a SettledBy,
 }
 
+/// The step a write belongs to: of run `run_id`, which `owner` executes after `expected_turns`
+/// turns. A write of a step that is no longer the run's current one is stale.
+#[derive(Clone, Copy, Debug)]
+pub struct Step<'a> {
+    pub run_id: &'a str,
+    pub owner: &'a str,
+    pub expected_turns: u32,
+}
+
 /// Runs: creating, reading, listing, stepping, cancelling and pruning them, and the leases of their executors.
 #[async_trait]
 pub trait RunTable: Send + Sync {
@@ -37,15 +46,9 @@ pub trait RunTable: Send + Sync {
         run_id: &str,
         lease: Option<Lease<'_>>,
     ) -> StoreResult<Option<StepState>>;
-    /// Commits a model turn if the run is still running with `expected_turns` turns and `owner`
-    /// still holds its lease. A turn that leaves the run not running also ends the lease.
-    async fn commit_turn(
-        &self,
-        run_id: &str,
-        owner: &str,
-        expected_turns: u32,
-        commit: TurnCommit,
-    ) -> StoreResult<TurnOutcome>;
+    /// Commits a model turn of `step` if the run is still running with `expected_turns` turns and
+    /// `owner` still holds its lease. A turn that leaves the run not running also ends the lease.
+    async fn commit_turn(&self, step: Step<'_>, commit: TurnCommit) -> StoreResult<TurnOutcome>;
     /// Cancels a running or suspended run as `cancellation` says: its pending and executing calls are
     /// settled with `call_content` and a `run_cancelled` event ends the log.
     async fn cancel_run(&self, cancellation: Cancellation<'_>) -> StoreResult<CancelOutcome>;

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use crate::store::{
     ClaimOutcome, Decide, ExecutedResult, Lease, PendingCounts, RunPendingCall, SettleOutcome,
-    StoreResult, Tenancy, ToolCallRecord, TurnOutcome,
+    Step, StoreResult, Tenancy, ToolCallRecord, TurnOutcome,
 };
 
 /// A claim on a pending call, for [`ToolCallTable::claim_call`]: `claimant` of the principal
@@ -46,9 +46,7 @@ pub trait ToolCallTable: Send + Sync {
     /// wait for someone, and otherwise goes on to its next turn.
     async fn commit_executed(
         &self,
-        run_id: &str,
-        owner: &str,
-        expected_turns: u32,
+        step: Step<'_>,
         results: Vec<ExecutedResult>,
     ) -> StoreResult<TurnOutcome>;
     /// Takes `claim` on a pending call unless another claimant holds an unexpired claim; the same claimant of the same
