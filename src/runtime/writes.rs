@@ -14,8 +14,8 @@ use super::effects::{Effects, Metric};
 use super::shared::Shared;
 use crate::domain::SettledBy;
 use crate::store::{
-    CancelOutcome, Cancellation, CreateOutcome, Decide, NewRun, Refusal, SettleOutcome,
-    ToolCallRecord,
+    CallSettlement, CancelOutcome, Cancellation, CreateOutcome, Decide, NewRun, Refusal,
+    SettleOutcome, ToolCallRecord,
 };
 
 /// A call of a run of `tenant` (of any tenant when `None`).
@@ -114,13 +114,13 @@ impl Shared {
         self.detached(run_id.clone(), async move {
             let outcome = shared
                 .store
-                .settle_tool_call(
-                    &run_id,
-                    tenant.as_deref().into(),
-                    &tool_call_id,
+                .settle_tool_call(CallSettlement {
+                    run_id: &run_id,
+                    tenancy: tenant.as_deref().into(),
+                    tool_call_id: &tool_call_id,
                     decide,
-                    take_lease.then(|| shared.lease()),
-                )
+                    lease: take_lease.then(|| shared.lease()),
+                })
                 .await?;
             Ok(match outcome {
                 SettleOutcome::Settled {

@@ -167,6 +167,16 @@ pub struct FinishedAttempt<'a> {
     pub outcome: AttemptOutcome,
 }
 
+/// A new webhook secret, for [`DeliveryStore::rotate_webhook_secret`]: `sealed` signs `tenant`'s
+/// deliveries from `now_ms`, and the one it replaces until `previous_until_ms`.
+#[derive(Clone, Copy, Debug)]
+pub struct SecretRotation<'a> {
+    pub tenant: &'a str,
+    pub sealed: &'a str,
+    pub now_ms: i64,
+    pub previous_until_ms: i64,
+}
+
 /// The outbox's operations besides the writes that fill it (see [`crate::domain::WebhookPlan`]),
 /// and the tenants' secrets that sign it.
 #[async_trait]
@@ -178,15 +188,9 @@ pub trait DeliveryStore: Send + Sync {
     /// did.
     async fn finish_delivery(&self, attempt: FinishedAttempt<'_>) -> StoreResult<bool>;
     async fn list_deliveries(&self, query: DeliveryQuery) -> StoreResult<Vec<DeliveryRecord>>;
-    /// Makes `sealed` the tenant's webhook secret from `now_ms`; the one it replaces (if any)
-    /// still signs until `previous_until_ms`. An earlier previous one stops at once.
-    async fn rotate_webhook_secret(
-        &self,
-        tenant: &str,
-        sealed: &str,
-        now_ms: i64,
-        previous_until_ms: i64,
-    ) -> StoreResult<()>;
+    /// Makes the `rotation`'s secret the tenant's; the one it replaces (if any) still signs until
+    /// `previous_until_ms`. An earlier previous one stops at once.
+    async fn rotate_webhook_secret(&self, rotation: SecretRotation<'_>) -> StoreResult<()>;
     async fn webhook_secrets(&self, tenant: &str) -> StoreResult<Option<StoredWebhookSecrets>>;
     /// Makes a delivered or dead delivery (of a run of the tenant) pending again, due at `now_ms`.
     async fn redeliver(

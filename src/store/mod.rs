@@ -25,15 +25,16 @@ use crate::domain::{
 
 pub use deliveries::{
     AttemptOutcome, DeliveryClaim, DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryStore,
-    DueDelivery, FinishedAttempt, RedeliverOutcome, RunSummary, StoredWebhookSecrets,
+    DueDelivery, FinishedAttempt, RedeliverOutcome, RunSummary, SecretRotation,
+    StoredWebhookSecrets,
 };
 pub use keys::{ApiKeyRecord, KeyStore, NewApiKey};
 pub use postgres::PostgresStore;
 pub use postgres_connect::PostgresSettings;
 pub use sqlite::{SqliteKeyFile, SqliteStore, Synchronous};
 pub use tables::{
-    Cancellation, Claim, EventQuery, EventTable, RunTable, Step, StepEvents, StoreService,
-    ToolCallTable,
+    CallSettlement, Cancellation, Claim, EventQuery, EventTable, RunTable, Step, StepEvents,
+    StoreService, ToolCallTable,
 };
 
 /// Errors of the store layer.

@@ -14,7 +14,7 @@ use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundK
 use ring::rand::{SecureRandom, SystemRandom};
 use standardwebhooks::Webhook;
 
-use crate::store::{DeliveryStore, StoreError};
+use crate::store::{DeliveryStore, SecretRotation, StoreError};
 
 /// Bytes of a secret made here (Standard Webhooks takes 24 to 64).
 const SECRET_BYTES: usize = 32;
@@ -132,7 +132,12 @@ impl TenantSecrets {
         let had_one = self.store.webhook_secrets(tenant).await?.is_some();
         let until_ms = now_ms + i64::try_from(self.overlap.as_millis()).unwrap_or(i64::MAX);
         self.store
-            .rotate_webhook_secret(tenant, &sealed, now_ms, until_ms)
+            .rotate_webhook_secret(SecretRotation {
+                tenant,
+                sealed: &sealed,
+                now_ms,
+                previous_until_ms: until_ms,
+            })
             .await?;
         Ok((secret, had_one.then_some(until_ms)))
     }

@@ -14,11 +14,11 @@ use askuser::domain::{
     SuspendPayload, Suspension, ToolResultKind, Usage, now_millis,
 };
 use askuser::store::{
-    CallChange, CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome, Committed,
-    CreateOutcome, Decide, DeliveryClaim, EventQuery, Lease, NewCallState, NewRun, NewToolCall,
-    PostgresSettings, PostgresStore, RunEnd, RunFilter, RunQuery, RunStore, SettleOutcome,
-    Settlement, SqliteStore, Step, StepEvents, StepState, Synchronous, Tenancy, TurnCommit,
-    TurnOutcome,
+    CallChange, CallSettlement, CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome,
+    Committed, CreateOutcome, Decide, DeliveryClaim, EventQuery, Lease, NewCallState, NewRun,
+    NewToolCall, PostgresSettings, PostgresStore, RunEnd, RunFilter, RunQuery, RunStore,
+    SecretRotation, SettleOutcome, Settlement, SqliteStore, Step, StepEvents, StepState,
+    Synchronous, Tenancy, TurnCommit, TurnOutcome,
 };
 use futures::future::join_all;
 
@@ -367,13 +367,13 @@ async fn settle(
     settlement: Settlement,
 ) -> SettleOutcome {
     store
-        .settle_tool_call(
+        .settle_tool_call(CallSettlement {
             run_id,
-            Tenancy::Any,
+            tenancy: Tenancy::Any,
             tool_call_id,
-            settle_with(settlement),
-            None,
-        )
+            decide: settle_with(settlement),
+            lease: None,
+        })
         .await
         .expect("settle tool call")
 }
@@ -825,7 +825,13 @@ async fn a_refused_settlement_leaves_the_call_pending(store: Arc<dyn RunStore>) 
         Err("the answer does not fit".into())
     });
     let outcome = store
-        .settle_tool_call("run-1", Tenancy::Any, "call-1", refuse, Some(lease(OWNER)))
+        .settle_tool_call(CallSettlement {
+            run_id: "run-1",
+            tenancy: Tenancy::Any,
+            tool_call_id: "call-1",
+            decide: refuse,
+            lease: Some(lease(OWNER)),
+        })
         .await
         .expect("settle tool call");
     let SettleOutcome::Refused(call, refusal) = outcome else {
@@ -852,13 +858,13 @@ async fn changes_that_end_unmade_leave_no_transaction_open(store: Arc<dyn RunSto
     }
     async fn refused(store: &Arc<dyn RunStore>) {
         let outcome = store
-            .settle_tool_call(
-                "run-1",
-                Tenancy::Any,
-                "call-1",
-                refuse(),
-                Some(lease(OWNER)),
-            )
+            .settle_tool_call(CallSettlement {
+                run_id: "run-1",
+                tenancy: Tenancy::Any,
+                tool_call_id: "call-1",
+                decide: refuse(),
+                lease: Some(lease(OWNER)),
+            })
             .await
             .expect("settle tool call");
         assert!(matches!(outcome, SettleOutcome::Refused(..)), "{outcome:?}");
@@ -899,7 +905,13 @@ async fn changes_that_end_unmade_leave_no_transaction_open(store: Arc<dyn RunSto
         }
         join_all((0..12).map(|_| refused(&store))).await;
         for polls in 0..200 {
-            let settle = store.settle_tool_call("run-1", Tenancy::Any, "call-1", refuse(), None);
+            let settle = store.settle_tool_call(CallSettlement {
+                run_id: "run-1",
+                tenancy: Tenancy::Any,
+                tool_call_id: "call-1",
+                decide: refuse(),
+                lease: None,
+            });
             abandoned_after(polls, settle).await;
         }
         assert_eq!(event_log(&store, "run-1").await, log);
@@ -920,13 +932,13 @@ async fn leases_taken_with_a_commit_hand_over_the_next_step(store: Arc<dyn RunSt
     }
     async fn settle_leased(store: &Arc<dyn RunStore>, tool_call_id: &str) -> SettleOutcome {
         store
-            .settle_tool_call(
-                "run-1",
-                Tenancy::Any,
+            .settle_tool_call(CallSettlement {
+                run_id: "run-1",
+                tenancy: Tenancy::Any,
                 tool_call_id,
-                settle_with(answered(tool_call_id, "")),
-                Some(lease(OTHER_OWNER)),
-            )
+                decide: settle_with(answered(tool_call_id, "")),
+                lease: Some(lease(OTHER_OWNER)),
+            })
             .await
             .expect("settle tool call")
     }
@@ -1020,13 +1032,13 @@ async fn concurrent_settles_have_exactly_one_winner(store: Arc<dyn RunStore>) {
                 barrier.wait().await;
                 let text = format!("answer {settler}");
                 let outcome = store
-                    .settle_tool_call(
-                        &run_id,
-                        Tenancy::Any,
-                        "call-1",
-                        settle_with(answered(&text, &text)),
-                        None,
-                    )
+                    .settle_tool_call(CallSettlement {
+                        run_id: &run_id,
+                        tenancy: Tenancy::Any,
+                        tool_call_id: "call-1",
+                        decide: settle_with(answered(&text, &text)),
+                        lease: None,
+                    })
                     .await
                     .expect("settle tool call");
                 (text, outcome)
@@ -1856,7 +1868,13 @@ async fn another_tenants_run_is_not_found_and_left_unchanged(store: Arc<dyn RunS
         let store = Arc::clone(&store);
         async move {
             let decide = settle_with(answered("x", "a"));
-            let settled = store.settle_tool_call("run-1", tenancy, "call-1", decide, None);
+            let settled = store.settle_tool_call(CallSettlement {
+                run_id: "run-1",
+                tenancy,
+                tool_call_id: "call-1",
+                decide,
+                lease: None,
+            });
             settled.await.expect("settle")
         }
     };
@@ -2374,7 +2392,12 @@ async fn a_runs_trace_context_is_handed_to_its_steps(store: Arc<dyn RunStore>) {
 async fn webhook_secrets_rotate_with_an_overlap(store: Arc<dyn RunStore>) {
     assert_eq!(store.webhook_secrets("acme").await.expect("read"), None);
     store
-        .rotate_webhook_secret("acme", "sealed-1", 1, 10)
+        .rotate_webhook_secret(SecretRotation {
+            tenant: "acme",
+            sealed: "sealed-1",
+            now_ms: 1,
+            previous_until_ms: 10,
+        })
         .await
         .expect("first");
     let first = store.webhook_secrets("acme").await.expect("read");
@@ -2383,11 +2406,21 @@ async fn webhook_secrets_rotate_with_an_overlap(store: Arc<dyn RunStore>) {
         Some(("sealed-1".to_owned(), 1, None))
     );
     store
-        .rotate_webhook_secret("acme", "sealed-2", 2, 20)
+        .rotate_webhook_secret(SecretRotation {
+            tenant: "acme",
+            sealed: "sealed-2",
+            now_ms: 2,
+            previous_until_ms: 20,
+        })
         .await
         .expect("second");
     store
-        .rotate_webhook_secret("acme", "sealed-3", 3, 30)
+        .rotate_webhook_secret(SecretRotation {
+            tenant: "acme",
+            sealed: "sealed-3",
+            now_ms: 3,
+            previous_until_ms: 30,
+        })
         .await
         .expect("third");
     let third = store.webhook_secrets("acme").await.expect("read");

@@ -11,7 +11,7 @@ use tokio_postgres::types::ToSql;
 use super::PostgresStore;
 use crate::store::deliveries::{
     DeliveryClaim, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery, FinishedAttempt,
-    RedeliverOutcome, StoredWebhookSecrets,
+    RedeliverOutcome, SecretRotation, StoredWebhookSecrets,
 };
 use crate::store::timed;
 // The outbox's statements and rows, which both stores share.
@@ -143,18 +143,20 @@ impl DeliveryStore for PostgresStore {
             .collect()
     }
 
-    async fn rotate_webhook_secret(
-        &self,
-        tenant: &str,
-        sealed: &str,
-        now_ms: i64,
-        previous_until_ms: i64,
-    ) -> StoreResult<()> {
+    async fn rotate_webhook_secret(&self, rotation: SecretRotation<'_>) -> StoreResult<()> {
         timed("rotate_webhook_secret", async {
             let client = self.pool.get().await?;
             let statement = client.prepare_cached(ROTATE_WEBHOOK_SECRET).await?;
             client
-                .execute(&statement, &[&tenant, &sealed, &now_ms, &previous_until_ms])
+                .execute(
+                    &statement,
+                    &[
+                        &rotation.tenant,
+                        &rotation.sealed,
+                        &rotation.now_ms,
+                        &rotation.previous_until_ms,
+                    ],
+                )
                 .await?;
             Ok(())
         })

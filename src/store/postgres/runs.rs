@@ -167,11 +167,8 @@ impl RunTable for PostgresStore {
         .await
     }
 
-    async fn commit_turn(
-        &self,
-        step: Step<'_>,
-        mut commit: TurnCommit,
-    ) -> StoreResult<TurnOutcome> {
+    async fn commit_turn(&self, step: Step<'_>, commit: TurnCommit) -> StoreResult<TurnOutcome> {
+        let mut commit = commit;
         let Step {
             run_id,
             owner,

@@ -23,14 +23,14 @@ impl ToolCallTable for PostgresStore {
             .transpose()
     }
 
-    async fn settle_tool_call(
-        &self,
-        run_id: &str,
-        tenancy: Tenancy<'_>,
-        tool_call_id: &str,
-        decide: Decide,
-        lease: Option<Lease<'_>>,
-    ) -> StoreResult<SettleOutcome> {
+    async fn settle_tool_call(&self, settlement: CallSettlement<'_>) -> StoreResult<SettleOutcome> {
+        let CallSettlement {
+            run_id,
+            tenancy,
+            tool_call_id,
+            decide,
+            lease,
+        } = settlement;
         timed("settle_tool_call", async {
             let tx = TxClient::get(&self.pool, BEGIN).await?;
             let client = tx.client()?;

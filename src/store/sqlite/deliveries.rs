@@ -8,7 +8,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::SqliteStore;
 use crate::store::deliveries::{
     DeliveryClaim, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery, FinishedAttempt,
-    RedeliverOutcome, StoredWebhookSecrets,
+    RedeliverOutcome, SecretRotation, StoredWebhookSecrets,
 };
 // The outbox's statements and rows, which both stores share.
 use crate::store::webhook_records::*;
@@ -130,14 +130,9 @@ impl DeliveryStore for SqliteStore {
             .await
     }
 
-    async fn rotate_webhook_secret(
-        &self,
-        tenant: &str,
-        sealed: &str,
-        now_ms: i64,
-        previous_until_ms: i64,
-    ) -> StoreResult<()> {
-        let (tenant, sealed) = (tenant.to_owned(), sealed.to_owned());
+    async fn rotate_webhook_secret(&self, rotation: SecretRotation<'_>) -> StoreResult<()> {
+        let (tenant, sealed) = (rotation.tenant.to_owned(), rotation.sealed.to_owned());
+        let (now_ms, previous_until_ms) = (rotation.now_ms, rotation.previous_until_ms);
         self.db
             .commit("rotate_webhook_secret", move |conn| {
                 conn.prepare_cached(ROTATE_WEBHOOK_SECRET)?

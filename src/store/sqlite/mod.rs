@@ -42,8 +42,8 @@ use super::records::{
 use super::run_filter::{Dialect, list_runs_query};
 use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of};
 use super::{
-    CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome, CreateOutcome, Decide, EventPage,
-    EventQuery, EventTable, ExecutedResult, ExecutingCall, Lease, NewRun, PendingCounts,
+    CallSettlement, CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome, CreateOutcome,
+    EventPage, EventQuery, EventTable, ExecutedResult, ExecutingCall, Lease, NewRun, PendingCounts,
     RunPendingCall, RunQuery, RunTable, SettleOutcome, Step, StepEvents, StepState, StoreError,
     StoreResult, StoreService, Tenancy, ToolCallRecord, ToolCallTable, TurnCommit, TurnOutcome,
 };

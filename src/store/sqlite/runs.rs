@@ -92,11 +92,8 @@ impl RunTable for SqliteStore {
             .await
     }
 
-    async fn commit_turn(
-        &self,
-        step: Step<'_>,
-        mut commit: TurnCommit,
-    ) -> StoreResult<TurnOutcome> {
+    async fn commit_turn(&self, step: Step<'_>, commit: TurnCommit) -> StoreResult<TurnOutcome> {
+        let mut commit = commit;
         let (run_id, owner) = (step.run_id.to_owned(), step.owner.to_owned());
         let expected_turns = step.expected_turns;
         self.db

@@ -24,17 +24,16 @@ impl ToolCallTable for SqliteStore {
             .await
     }
 
-    async fn settle_tool_call(
-        &self,
-        run_id: &str,
-        tenancy: Tenancy<'_>,
-        tool_call_id: &str,
-        decide: Decide,
-        lease: Option<Lease<'_>>,
-    ) -> StoreResult<SettleOutcome> {
-        let (run_id, tenant, tool_call_id) =
-            (run_id.to_owned(), tenancy.param(), tool_call_id.to_owned());
-        let lease = lease.map(|lease| (lease.owner.to_owned(), lease.until_ms));
+    async fn settle_tool_call(&self, settlement: CallSettlement<'_>) -> StoreResult<SettleOutcome> {
+        let (run_id, tenant, tool_call_id) = (
+            settlement.run_id.to_owned(),
+            settlement.tenancy.param(),
+            settlement.tool_call_id.to_owned(),
+        );
+        let decide = settlement.decide;
+        let lease = settlement
+            .lease
+            .map(|lease| (lease.owner.to_owned(), lease.until_ms));
         self.db
             .commit("settle_tool_call", move |conn| {
                 let reads = SettleReads {

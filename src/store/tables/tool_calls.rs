@@ -20,6 +20,16 @@ pub struct Claim<'a> {
     pub until_ms: i64,
 }
 
+/// A settlement of a pending call, for [`ToolCallTable::settle_tool_call`]: call `tool_call_id` of
+/// run `run_id` (of `tenancy`) changed as `decide` says, and the run's lease taken with `lease`.
+pub struct CallSettlement<'a> {
+    pub run_id: &'a str,
+    pub tenancy: Tenancy<'a>,
+    pub tool_call_id: &'a str,
+    pub decide: Decide,
+    pub lease: Option<Lease<'a>>,
+}
+
 /// Tool calls: reading, settling, claiming, listing and expiring them, and the results of the calls the server ran.
 #[async_trait]
 pub trait ToolCallTable: Send + Sync {
@@ -33,14 +43,7 @@ pub trait ToolCallTable: Send + Sync {
     /// given the pending call. When that leaves the run running again and `lease` is given, takes
     /// the run's lease as [`RunTable::load_step`](super::RunTable::load_step) does and returns its
     /// step.
-    async fn settle_tool_call(
-        &self,
-        run_id: &str,
-        tenancy: Tenancy<'_>,
-        tool_call_id: &str,
-        decide: Decide,
-        lease: Option<Lease<'_>>,
-    ) -> StoreResult<SettleOutcome>;
+    async fn settle_tool_call(&self, settlement: CallSettlement<'_>) -> StoreResult<SettleOutcome>;
     /// Commits the results of calls the server ran, on the same conditions as
     /// [`RunTable::commit_turn`](super::RunTable::commit_turn); the run then waits if calls still
     /// wait for someone, and otherwise goes on to its next turn.
