@@ -7,7 +7,7 @@ use crate::auth::api_key;
 use crate::auth::parse_scope;
 use crate::config::StoreArgs;
 use crate::domain::{Scope, now_millis};
-use crate::store::{KeyStore, PostgresStore, SqliteKeyFile, StoreError, Tenancy};
+use crate::store::{KeyRevocation, KeyStore, PostgresStore, SqliteKeyFile, StoreError, Tenancy};
 
 /// `askuser keys`.
 #[derive(Clone, Debug, clap::Args)]
@@ -103,7 +103,11 @@ pub async fn run(args: KeysArgs) -> Result<(), KeysError> {
         }
         KeysAction::Revoke { key_id } => {
             if !store
-                .revoke_key(&key_id, Tenancy::Any, now_millis())
+                .revoke_key(KeyRevocation {
+                    key_id: &key_id,
+                    tenancy: Tenancy::Any,
+                    now_ms: now_millis(),
+                })
                 .await?
             {
                 return Err(KeysError::NoSuchKey(key_id));

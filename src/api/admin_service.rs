@@ -14,8 +14,8 @@ use crate::proto::v1 as pb;
 use crate::proto::v1::admin_service_server::AdminService;
 use crate::runtime::{RuntimeError, Violation};
 use crate::store::{
-    ApiKeyRecord, DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryStore, KeyStore,
-    RedeliverOutcome, StoreError, Tenancy,
+    ApiKeyRecord, DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryStore, KeyRevocation,
+    KeyStore, RedeliverOutcome, Redelivery, StoreError, Tenancy,
 };
 use crate::webhooks::{TenantSecretError, TenantSecrets};
 use crate::wire::timestamp;
@@ -228,7 +228,11 @@ impl AdminService for AdminApi {
         // Another tenant's key is NOT_FOUND, as a key nobody made.
         if !self
             .keys
-            .revoke_key(&key_id, key_tenancy(&caller), now_millis())
+            .revoke_key(KeyRevocation {
+                key_id: &key_id,
+                tenancy: key_tenancy(&caller),
+                now_ms: now_millis(),
+            })
             .await
             .map_err(store_error)?
         {
@@ -283,7 +287,11 @@ impl AdminService for AdminApi {
         let webhook_id = request.into_inner().webhook_id;
         let outcome = self
             .deliveries
-            .redeliver(&webhook_id, Tenancy::Only(&tenant), now_millis())
+            .redeliver(Redelivery {
+                webhook_id: &webhook_id,
+                tenancy: Tenancy::Only(&tenant),
+                now_ms: now_millis(),
+            })
             .await
             .map_err(store_error)?;
         match outcome {

@@ -177,6 +177,15 @@ pub struct SecretRotation<'a> {
     pub previous_until_ms: i64,
 }
 
+/// A redelivery, for [`DeliveryStore::redeliver`]: delivery `webhook_id` (of a run of `tenancy`)
+/// due again at `now_ms`.
+#[derive(Clone, Copy, Debug)]
+pub struct Redelivery<'a> {
+    pub webhook_id: &'a str,
+    pub tenancy: Tenancy<'a>,
+    pub now_ms: i64,
+}
+
 /// The outbox's operations besides the writes that fill it (see [`crate::domain::WebhookPlan`]),
 /// and the tenants' secrets that sign it.
 #[async_trait]
@@ -192,11 +201,7 @@ pub trait DeliveryStore: Send + Sync {
     /// `previous_until_ms`. An earlier previous one stops at once.
     async fn rotate_webhook_secret(&self, rotation: SecretRotation<'_>) -> StoreResult<()>;
     async fn webhook_secrets(&self, tenant: &str) -> StoreResult<Option<StoredWebhookSecrets>>;
-    /// Makes a delivered or dead delivery (of a run of the tenant) pending again, due at `now_ms`.
-    async fn redeliver(
-        &self,
-        webhook_id: &str,
-        tenancy: Tenancy<'_>,
-        now_ms: i64,
-    ) -> StoreResult<RedeliverOutcome>;
+    /// Makes a delivered or dead delivery (of a run of the tenant) pending again, as `redelivery`
+    /// says.
+    async fn redeliver(&self, redelivery: Redelivery<'_>) -> StoreResult<RedeliverOutcome>;
 }

@@ -41,6 +41,15 @@ pub struct ApiKeyRecord {
     pub revoked_ms: Option<i64>,
 }
 
+/// A revocation, for [`KeyStore::revoke_key`]: key `key_id` of `tenancy`'s tenant (of any tenant
+/// for `Any`) revoked at `now_ms`.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyRevocation<'a> {
+    pub key_id: &'a str,
+    pub tenancy: Tenancy<'a>,
+    pub now_ms: i64,
+}
+
 /// Where API keys live: in the run store itself, so that every replica sees a key (and its
 /// revocation) as soon as it is written. It also moves runs between tenants, which `askuser keys`
 /// does offline beside the keys.
@@ -50,14 +59,9 @@ pub trait KeyStore: Send + Sync + 'static {
     /// The keys of `tenancy`'s tenant (every tenant's for `Any`), revoked ones included, oldest
     /// first.
     async fn list_keys(&self, tenancy: Tenancy<'_>) -> StoreResult<Vec<ApiKeyRecord>>;
-    /// Revokes a key of `tenancy`'s tenant at `now_ms`; false when there is no such key (in that
-    /// tenant) or it was revoked before.
-    async fn revoke_key(
-        &self,
-        key_id: &str,
-        tenancy: Tenancy<'_>,
-        now_ms: i64,
-    ) -> StoreResult<bool>;
+    /// Revokes a key as `revocation` says; false when there is no such key (in that tenant) or it
+    /// was revoked before.
+    async fn revoke_key(&self, revocation: KeyRevocation<'_>) -> StoreResult<bool>;
     /// The key whose secret hashes to `secret_hash`, revoked or not.
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>>;
     /// How many runs belong to `tenant`.

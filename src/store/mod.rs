@@ -25,10 +25,10 @@ use crate::domain::{
 
 pub use deliveries::{
     AttemptOutcome, DeliveryClaim, DeliveryQuery, DeliveryRecord, DeliveryStatus, DeliveryStore,
-    DueDelivery, FinishedAttempt, RedeliverOutcome, RunSummary, SecretRotation,
+    DueDelivery, FinishedAttempt, RedeliverOutcome, Redelivery, RunSummary, SecretRotation,
     StoredWebhookSecrets,
 };
-pub use keys::{ApiKeyRecord, KeyStore, NewApiKey};
+pub use keys::{ApiKeyRecord, KeyRevocation, KeyStore, NewApiKey};
 pub use postgres::PostgresStore;
 pub use postgres_connect::PostgresSettings;
 pub use sqlite::{SqliteKeyFile, SqliteStore, Synchronous};

@@ -11,12 +11,12 @@ use tokio_postgres::types::ToSql;
 use super::PostgresStore;
 use crate::store::deliveries::{
     DeliveryClaim, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery, FinishedAttempt,
-    RedeliverOutcome, SecretRotation, StoredWebhookSecrets,
+    RedeliverOutcome, Redelivery, SecretRotation, StoredWebhookSecrets,
 };
 use crate::store::timed;
 // The outbox's statements and rows, which both stores share.
+use crate::store::StoreResult;
 use crate::store::webhook_records::*;
-use crate::store::{StoreResult, Tenancy};
 
 /// Two replicas claiming at once choose different rows: each skips the rows the other locked.
 static CLAIM_DELIVERIES: LazyLock<String> =
@@ -172,12 +172,12 @@ impl DeliveryStore for PostgresStore {
             .map(|row| webhook_secrets_record(row.get(0), row.get(1), row.get(2), row.get(3))))
     }
 
-    async fn redeliver(
-        &self,
-        webhook_id: &str,
-        tenancy: Tenancy<'_>,
-        now_ms: i64,
-    ) -> StoreResult<RedeliverOutcome> {
+    async fn redeliver(&self, redelivery: Redelivery<'_>) -> StoreResult<RedeliverOutcome> {
+        let Redelivery {
+            webhook_id,
+            tenancy,
+            now_ms,
+        } = redelivery;
         timed("redeliver", async {
             let client = self.pool.get().await?;
             let redeliver = client.prepare_cached(REDELIVER).await?;

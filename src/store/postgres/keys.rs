@@ -9,7 +9,7 @@ use crate::store::records::{
     REVOKE_KEY, scopes_text,
 };
 use crate::store::timed;
-use crate::store::{ApiKeyRecord, KeyStore, NewApiKey, StoreResult, Tenancy};
+use crate::store::{ApiKeyRecord, KeyRevocation, KeyStore, NewApiKey, StoreResult, Tenancy};
 
 fn key_row(row: &Row) -> KeyRow {
     KeyRow {
@@ -57,12 +57,12 @@ impl KeyStore for PostgresStore {
             .collect()
     }
 
-    async fn revoke_key(
-        &self,
-        key_id: &str,
-        tenancy: Tenancy<'_>,
-        now_ms: i64,
-    ) -> StoreResult<bool> {
+    async fn revoke_key(&self, revocation: KeyRevocation<'_>) -> StoreResult<bool> {
+        let KeyRevocation {
+            key_id,
+            tenancy,
+            now_ms,
+        } = revocation;
         timed("revoke_key", async {
             let client = self.pool.get().await?;
             let statement = client.prepare_cached(REVOKE_KEY).await?;

@@ -8,11 +8,11 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::SqliteStore;
 use crate::store::deliveries::{
     DeliveryClaim, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery, FinishedAttempt,
-    RedeliverOutcome, SecretRotation, StoredWebhookSecrets,
+    RedeliverOutcome, Redelivery, SecretRotation, StoredWebhookSecrets,
 };
 // The outbox's statements and rows, which both stores share.
+use crate::store::StoreResult;
 use crate::store::webhook_records::*;
-use crate::store::{StoreResult, Tenancy};
 
 /// The tenants skipped are a JSON array.
 static CLAIM_DELIVERIES: LazyLock<String> =
@@ -161,13 +161,9 @@ impl DeliveryStore for SqliteStore {
             .await
     }
 
-    async fn redeliver(
-        &self,
-        webhook_id: &str,
-        tenancy: Tenancy<'_>,
-        now_ms: i64,
-    ) -> StoreResult<RedeliverOutcome> {
-        let (webhook_id, tenant) = (webhook_id.to_owned(), tenancy.param());
+    async fn redeliver(&self, redelivery: Redelivery<'_>) -> StoreResult<RedeliverOutcome> {
+        let (webhook_id, tenant) = (redelivery.webhook_id.to_owned(), redelivery.tenancy.param());
+        let now_ms = redelivery.now_ms;
         self.db
             .commit("redeliver", move |conn| {
                 let changed = conn

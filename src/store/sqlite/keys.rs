@@ -11,7 +11,9 @@ use super::super::records::{
     COUNT_TENANT_RUNS, INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, MOVE_TENANT_RUNS,
     REVOKE_KEY, scopes_text,
 };
-use super::super::{ApiKeyRecord, KeyStore, NewApiKey, StoreError, StoreResult, Tenancy};
+use super::super::{
+    ApiKeyRecord, KeyRevocation, KeyStore, NewApiKey, StoreError, StoreResult, Tenancy,
+};
 use super::{SqliteStore, connect, migrate};
 
 fn insert(conn: &Connection, key: &NewApiKey) -> StoreResult<()> {
@@ -88,13 +90,9 @@ impl KeyStore for SqliteStore {
             .await
     }
 
-    async fn revoke_key(
-        &self,
-        key_id: &str,
-        tenancy: Tenancy<'_>,
-        now_ms: i64,
-    ) -> StoreResult<bool> {
-        let (key_id, tenant) = (key_id.to_owned(), tenancy.param());
+    async fn revoke_key(&self, revocation: KeyRevocation<'_>) -> StoreResult<bool> {
+        let now_ms = revocation.now_ms;
+        let (key_id, tenant) = (revocation.key_id.to_owned(), revocation.tenancy.param());
         self.db
             .commit("revoke_key", move |conn| {
                 revoke(conn, &key_id, tenant.as_deref(), now_ms)
@@ -171,13 +169,9 @@ impl KeyStore for SqliteKeyFile {
         self.with(move |conn| list(conn, tenant.as_deref())).await
     }
 
-    async fn revoke_key(
-        &self,
-        key_id: &str,
-        tenancy: Tenancy<'_>,
-        now_ms: i64,
-    ) -> StoreResult<bool> {
-        let (key_id, tenant) = (key_id.to_owned(), tenancy.param());
+    async fn revoke_key(&self, revocation: KeyRevocation<'_>) -> StoreResult<bool> {
+        let now_ms = revocation.now_ms;
+        let (key_id, tenant) = (revocation.key_id.to_owned(), revocation.tenancy.param());
         self.with(move |conn| revoke(conn, &key_id, tenant.as_deref(), now_ms))
             .await
     }
