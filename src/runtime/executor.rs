@@ -20,8 +20,8 @@ use super::tools::{CallPlan, RunTools, ToolKind, plan_call};
 use crate::domain::{EventKind, Message, ModelToolCall, RunStatus, SuspendKind, Usage};
 use crate::model::{ModelError, ModelEvent, ModelRequest};
 use crate::store::{
-    ExecutedResult, ExecutingCall, NewCallState, NewToolCall, RunEnd, Step, StepEvents, StepState,
-    StoreError, TurnCommit, TurnOutcome,
+    ExecutedResult, ExecutedResults, ExecutingCall, NewCallState, NewToolCall, RunEnd, Step,
+    StepEvents, StepState, StoreError, TurnCommit, TurnOutcome,
 };
 use crate::telemetry;
 
@@ -579,14 +579,14 @@ impl Shared {
         .await;
         let committed = self
             .retrying(run_id, || {
-                self.store.commit_executed(
-                    Step {
+                self.store.commit_executed(ExecutedResults {
+                    step: Step {
                         run_id,
                         owner: &self.owner,
                         expected_turns: state.run.turns,
                     },
-                    results.clone(),
-                )
+                    results: results.clone(),
+                })
             })
             .await?;
         match committed {

@@ -118,11 +118,8 @@ impl ToolCallTable for PostgresStore {
         .await
     }
 
-    async fn commit_executed(
-        &self,
-        step: Step<'_>,
-        results: Vec<ExecutedResult>,
-    ) -> StoreResult<TurnOutcome> {
+    async fn commit_executed(&self, executed: ExecutedResults<'_>) -> StoreResult<TurnOutcome> {
+        let (step, results) = (executed.step, executed.results);
         let Step {
             run_id,
             owner,

@@ -43,9 +43,10 @@ use super::run_filter::{Dialect, list_runs_query};
 use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of};
 use super::{
     CallSettlement, CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome, CreateOutcome,
-    EventPage, EventQuery, EventTable, ExecutedResult, ExecutingCall, Lease, NewRun, PendingCounts,
-    RunPendingCall, RunQuery, RunTable, SettleOutcome, Step, StepEvents, StepState, StoreError,
-    StoreResult, StoreService, Tenancy, ToolCallRecord, ToolCallTable, TurnCommit, TurnOutcome,
+    EventPage, EventQuery, EventTable, ExecutedResults, ExecutingCall, Lease, NewRun,
+    PendingCounts, RunPendingCall, RunQuery, RunTable, SettleOutcome, Step, StepEvents, StepState,
+    StoreError, StoreResult, StoreService, Tenancy, ToolCallRecord, ToolCallTable, TurnCommit,
+    TurnOutcome,
 };
 use crate::domain::{Event, Message, PendingCall, RunRecord, now_millis};
 

@@ -67,11 +67,8 @@ impl ToolCallTable for SqliteStore {
             .await
     }
 
-    async fn commit_executed(
-        &self,
-        step: Step<'_>,
-        results: Vec<ExecutedResult>,
-    ) -> StoreResult<TurnOutcome> {
+    async fn commit_executed(&self, executed: ExecutedResults<'_>) -> StoreResult<TurnOutcome> {
+        let (step, results) = (executed.step, executed.results);
         let (run_id, owner) = (step.run_id.to_owned(), step.owner.to_owned());
         let expected_turns = step.expected_turns;
         self.db

@@ -30,6 +30,13 @@ pub struct CallSettlement<'a> {
     pub lease: Option<Lease<'a>>,
 }
 
+/// The results of the calls the server ran in `step`, for [`ToolCallTable::commit_executed`].
+#[derive(Clone, Debug)]
+pub struct ExecutedResults<'a> {
+    pub step: Step<'a>,
+    pub results: Vec<ExecutedResult>,
+}
+
 /// Tool calls: reading, settling, claiming, listing and expiring them, and the results of the calls the server ran.
 #[async_trait]
 pub trait ToolCallTable: Send + Sync {
@@ -47,13 +54,10 @@ pub trait ToolCallTable: Send + Sync {
     /// Commits the results of calls the server ran, on the same conditions as
     /// [`RunTable::commit_turn`](super::RunTable::commit_turn); the run then waits if calls still
     /// wait for someone, and otherwise goes on to its next turn.
-    async fn commit_executed(
-        &self,
-        step: Step<'_>,
-        results: Vec<ExecutedResult>,
-    ) -> StoreResult<TurnOutcome>;
-    /// Takes `claim` on a pending call unless another claimant holds an unexpired claim; the same claimant of the same
-    /// principal renews its own, the same claimant name of another principal does not.
+    async fn commit_executed(&self, executed: ExecutedResults<'_>) -> StoreResult<TurnOutcome>;
+    /// Takes `claim` on a pending call unless another claimant holds an unexpired claim; the same
+    /// claimant of the same principal renews its own, the same claimant name of another principal
+    /// does not.
     async fn claim_call(&self, claim: Claim<'_>) -> StoreResult<ClaimOutcome>;
     /// Pending calls of every run, ordered by run and call id, after the given (run id, call id),
     /// at most `limit`.
