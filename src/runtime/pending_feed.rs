@@ -17,7 +17,7 @@ use super::shared::Shared;
 use crate::domain::{
     PendingCall, Principal, RunRecord, SettledBy, SettledCall, SuspendKind, ToolResultKind,
 };
-use crate::store::{CallStatus, RunPendingCall, Tenancy};
+use crate::store::{CallStatus, PendingQuery, RunPendingCall, Tenancy};
 
 /// Which calls a feed sends; an empty list matches everything.
 #[derive(Clone, Debug, Default)]
@@ -119,7 +119,11 @@ impl Shared {
             crate::metrics::pending_feed_read();
             let page = self
                 .store
-                .pending_calls(tenancy, after.take(), SNAPSHOT_PAGE)
+                .pending_calls(PendingQuery {
+                    tenancy,
+                    after: after.take(),
+                    limit: SNAPSHOT_PAGE,
+                })
                 .await?;
             let full = page.len() == SNAPSHOT_PAGE;
             if let Some(last) = page.last() {

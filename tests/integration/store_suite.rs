@@ -16,8 +16,8 @@ use askuser::domain::{
 use askuser::store::{
     CallChange, CallSettlement, CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome,
     Committed, CreateOutcome, Decide, DeliveryClaim, EventQuery, Lease, NewCallState, NewRun,
-    NewToolCall, PostgresSettings, PostgresStore, RunEnd, RunFilter, RunQuery, RunStore,
-    SecretRotation, SettleOutcome, Settlement, SqliteStore, Step, StepEvents, StepState,
+    NewToolCall, PendingQuery, PostgresSettings, PostgresStore, RunEnd, RunFilter, RunQuery,
+    RunStore, SecretRotation, SettleOutcome, Settlement, SqliteStore, Step, StepEvents, StepState,
     Synchronous, Tenancy, TurnCommit, TurnOutcome,
 };
 use futures::future::join_all;
@@ -1913,7 +1913,11 @@ async fn another_tenants_run_is_not_found_and_left_unchanged(store: Arc<dyn RunS
     );
     assert!(
         store
-            .pending_calls(other, None, 100)
+            .pending_calls(PendingQuery {
+                tenancy: other,
+                after: None,
+                limit: 100
+            })
             .await
             .expect("feed")
             .is_empty()
@@ -1949,7 +1953,14 @@ async fn another_tenants_run_is_not_found_and_left_unchanged(store: Arc<dyn RunS
         .await
         .expect("read");
     assert_eq!(page.map(|page| page.events.len()), Some(log.len()));
-    let feed = store.pending_calls(own, None, 100).await.expect("feed");
+    let feed = store
+        .pending_calls(PendingQuery {
+            tenancy: own,
+            after: None,
+            limit: 100,
+        })
+        .await
+        .expect("feed");
     assert_eq!(feed.len(), 1);
     let listed_own = store.list_runs(listed("default")).await.expect("list");
     assert_eq!(listed_own.len(), 1);
@@ -2000,7 +2011,11 @@ async fn a_calls_assignees_are_kept_with_it(store: Arc<dyn RunStore>) {
         .expect("call");
     assert_eq!(call.suspension.assignees, assignees);
     let feed = store
-        .pending_calls(Tenancy::Any, None, 10)
+        .pending_calls(PendingQuery {
+            tenancy: Tenancy::Any,
+            after: None,
+            limit: 10,
+        })
         .await
         .expect("feed");
     assert_eq!(feed[0].call.suspension.assignees, assignees);

@@ -237,12 +237,12 @@ impl ToolCallTable for PostgresStore {
         .await
     }
 
-    async fn pending_calls(
-        &self,
-        tenancy: Tenancy<'_>,
-        after: Option<(String, String)>,
-        limit: usize,
-    ) -> StoreResult<Vec<RunPendingCall>> {
+    async fn pending_calls(&self, query: PendingQuery<'_>) -> StoreResult<Vec<RunPendingCall>> {
+        let PendingQuery {
+            tenancy,
+            after,
+            limit,
+        } = query;
         let client = self.pool.get().await?;
         let (run_id, call_id) = after.unwrap_or_default();
         select(

@@ -44,9 +44,9 @@ use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of};
 use super::{
     CallSettlement, CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome, CreateOutcome,
     EventPage, EventQuery, EventTable, ExecutedResults, ExecutingCall, Lease, NewRun,
-    PendingCounts, RunPendingCall, RunQuery, RunTable, SettleOutcome, Step, StepEvents, StepState,
-    StoreError, StoreResult, StoreService, Tenancy, ToolCallRecord, ToolCallTable, TurnCommit,
-    TurnOutcome,
+    PendingCounts, PendingQuery, RunPendingCall, RunQuery, RunTable, SettleOutcome, Step,
+    StepEvents, StepState, StoreError, StoreResult, StoreService, Tenancy, ToolCallRecord,
+    ToolCallTable, TurnCommit, TurnOutcome,
 };
 use crate::domain::{Event, Message, PendingCall, RunRecord, now_millis};
 

@@ -139,13 +139,8 @@ impl ToolCallTable for SqliteStore {
             .await
     }
 
-    async fn pending_calls(
-        &self,
-        tenancy: Tenancy<'_>,
-        after: Option<(String, String)>,
-        limit: usize,
-    ) -> StoreResult<Vec<RunPendingCall>> {
-        let tenant = tenancy.param();
+    async fn pending_calls(&self, query: PendingQuery<'_>) -> StoreResult<Vec<RunPendingCall>> {
+        let (tenant, after, limit) = (query.tenancy.param(), query.after, query.limit);
         self.readers
             .run(move |conn| {
                 let (run_id, call_id) = after.unwrap_or_default();

@@ -37,6 +37,15 @@ pub struct ExecutedResults<'a> {
     pub results: Vec<ExecutedResult>,
 }
 
+/// A page of the pending calls of `tenancy`'s runs, for [`ToolCallTable::pending_calls`]: those
+/// after the given (run id, call id), at most `limit`.
+#[derive(Clone, Debug)]
+pub struct PendingQuery<'a> {
+    pub tenancy: Tenancy<'a>,
+    pub after: Option<(String, String)>,
+    pub limit: usize,
+}
+
 /// Tool calls: reading, settling, claiming, listing and expiring them, and the results of the calls the server ran.
 #[async_trait]
 pub trait ToolCallTable: Send + Sync {
@@ -61,12 +70,7 @@ pub trait ToolCallTable: Send + Sync {
     async fn claim_call(&self, claim: Claim<'_>) -> StoreResult<ClaimOutcome>;
     /// Pending calls of every run, ordered by run and call id, after the given (run id, call id),
     /// at most `limit`.
-    async fn pending_calls(
-        &self,
-        tenancy: Tenancy<'_>,
-        after: Option<(String, String)>,
-        limit: usize,
-    ) -> StoreResult<Vec<RunPendingCall>>;
+    async fn pending_calls(&self, query: PendingQuery<'_>) -> StoreResult<Vec<RunPendingCall>>;
     /// Runs not finished and calls waiting, over every tenant's runs.
     /// What waits now (`now_ms`: for the webhook deliveries due).
     async fn pending_counts(&self, now_ms: i64) -> StoreResult<PendingCounts>;
