@@ -250,7 +250,11 @@ impl Shared {
         crate::metrics::pending_feed_read();
         let call = self
             .store
-            .get_tool_call(run_id, tenancy, tool_call_id)
+            .get_tool_call(crate::store::CallOfRun {
+                run_id,
+                tenancy,
+                tool_call_id,
+            })
             .await?;
         Ok(call.and_then(|call| result_kind(call.status)))
     }

@@ -33,8 +33,8 @@ pub use postgres::PostgresStore;
 pub use postgres_connect::PostgresSettings;
 pub use sqlite::{SqliteKeyFile, SqliteStore, Synchronous};
 pub use tables::{
-    CallSettlement, Cancellation, Claim, EventQuery, EventTable, ExecutedResults, PendingQuery,
-    RunTable, Step, StepEvents, StoreService, ToolCallTable,
+    CallOfRun, CallSettlement, Cancellation, Claim, EventQuery, EventTable, ExecutedResults,
+    PendingQuery, RunTable, Step, StepEvents, StoreService, ToolCallTable,
 };
 
 /// Errors of the store layer.

@@ -14,11 +14,11 @@ use askuser::domain::{
     SuspendPayload, Suspension, ToolResultKind, Usage, now_millis,
 };
 use askuser::store::{
-    CallChange, CallSettlement, CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome,
-    Committed, CreateOutcome, Decide, DeliveryClaim, EventQuery, Lease, NewCallState, NewRun,
-    NewToolCall, PendingQuery, PostgresSettings, PostgresStore, RunEnd, RunFilter, RunQuery,
-    RunStore, SecretRotation, SettleOutcome, Settlement, SqliteStore, Step, StepEvents, StepState,
-    Synchronous, Tenancy, TurnCommit, TurnOutcome,
+    CallChange, CallOfRun, CallSettlement, CallStatus, CancelOutcome, Cancellation, Claim,
+    ClaimOutcome, Committed, CreateOutcome, Decide, DeliveryClaim, EventQuery, Lease, NewCallState,
+    NewRun, NewToolCall, PendingQuery, PostgresSettings, PostgresStore, RunEnd, RunFilter,
+    RunQuery, RunStore, SecretRotation, SettleOutcome, Settlement, SqliteStore, Step, StepEvents,
+    StepState, Synchronous, Tenancy, TurnCommit, TurnOutcome,
 };
 use futures::future::join_all;
 
@@ -536,7 +536,11 @@ async fn suspending_turn_lists_pending_calls_in_the_order_asked(store: Arc<dyn R
     assert_eq!(run.pending[0].tool_name, "ask_user");
 
     let call = store
-        .get_tool_call("run-1", Tenancy::Any, "call-a")
+        .get_tool_call(CallOfRun {
+            run_id: "run-1",
+            tenancy: Tenancy::Any,
+            tool_call_id: "call-a",
+        })
         .await
         .expect("get tool call")
         .expect("call exists");
@@ -775,7 +779,11 @@ async fn settling_is_a_compare_and_set(store: Arc<dyn RunStore>) {
     assert_eq!(call.result_sequence, result_sequence);
     assert_eq!(event_log(&store, "run-1").await, log);
     let stored = store
-        .get_tool_call("run-1", Tenancy::Any, "call-1")
+        .get_tool_call(CallOfRun {
+            run_id: "run-1",
+            tenancy: Tenancy::Any,
+            tool_call_id: "call-1",
+        })
         .await
         .expect("get tool call")
         .expect("call exists");
@@ -1243,7 +1251,11 @@ async fn cancel_settles_pending_calls_and_ends_the_log(store: Arc<dyn RunStore>)
     assert!(run.pending.is_empty());
     assert_eq!(run.last_sequence, cancelled.events[1].sequence);
     let call = store
-        .get_tool_call("run-1", Tenancy::Any, "call-2")
+        .get_tool_call(CallOfRun {
+            run_id: "run-1",
+            tenancy: Tenancy::Any,
+            tool_call_id: "call-2",
+        })
         .await
         .expect("get tool call")
         .expect("call exists");
@@ -1460,7 +1472,11 @@ async fn prune_removes_only_finished_runs_older_than_the_cutoff(store: Arc<dyn R
     }
     assert!(
         store
-            .get_tool_call("cancelled", Tenancy::Any, "call-1")
+            .get_tool_call(CallOfRun {
+                run_id: "cancelled",
+                tenancy: Tenancy::Any,
+                tool_call_id: "call-1",
+            })
             .await
             .expect("get tool call")
             .is_none()
@@ -1860,7 +1876,11 @@ async fn another_tenants_run_is_not_found_and_left_unchanged(store: Arc<dyn RunS
             .is_none()
     );
     let call = store
-        .get_tool_call("run-1", other, "call-1")
+        .get_tool_call(CallOfRun {
+            run_id: "run-1",
+            tenancy: other,
+            tool_call_id: "call-1",
+        })
         .await
         .expect("get call");
     assert!(call.is_none());
@@ -2005,7 +2025,11 @@ async fn a_calls_assignees_are_kept_with_it(store: Arc<dyn RunStore>) {
         .collect();
     assert_eq!(kept, [&assignees[..], &[]]);
     let call = store
-        .get_tool_call("run-1", Tenancy::Any, "call-1")
+        .get_tool_call(CallOfRun {
+            run_id: "run-1",
+            tenancy: Tenancy::Any,
+            tool_call_id: "call-1",
+        })
         .await
         .expect("get call")
         .expect("call");

@@ -57,8 +57,8 @@ use super::records::{
 use super::run_filter::{Dialect, list_runs_query};
 use super::webhook_records::{DeliveryInsert, deliveries_of};
 use super::{
-    CallSettlement, CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome, CommitNotice,
-    CreateOutcome, EventPage, EventQuery, EventTable, ExecutedResults, Lease, NewRun,
+    CallOfRun, CallSettlement, CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome,
+    CommitNotice, CreateOutcome, EventPage, EventQuery, EventTable, ExecutedResults, Lease, NewRun,
     PendingCounts, PendingQuery, RunPendingCall, RunQuery, RunTable, SettleOutcome, Step,
     StepEvents, StepState, StoreError, StoreResult, StoreService, Tenancy, ToolCallRecord,
     ToolCallTable, TurnCommit, TurnOutcome, timed,

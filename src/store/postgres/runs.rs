@@ -6,11 +6,7 @@ use super::*;
 
 #[async_trait]
 impl RunTable for PostgresStore {
-    async fn create_run(
-        &self,
-        run: NewRun,
-        lease: Option<Lease<'_>>,
-    ) -> StoreResult<CreateOutcome> {
+    async fn create_run(&self, run: NewRun, by: Option<Lease<'_>>) -> StoreResult<CreateOutcome> {
         timed("create_run", async {
             let tx = TxClient::get(&self.pool, BEGIN).await?;
             let client = tx.client()?;
@@ -34,7 +30,7 @@ impl RunTable for PostgresStore {
             .await?;
             let (tenant, request_id) = (run.tenant.clone(), run.request_id.clone());
             let run_id = run.run_id.clone();
-            let plan = create::plan(run, lease, now)?;
+            let plan = create::plan(run, by, now)?;
             let insert = exec_write(client, &insert_run, &plan.run_insert);
             if let Some(request_id) = &request_id {
                 // A start that may repeat an earlier one: look for the earlier run first. Two starts

@@ -6,14 +6,10 @@ use super::*;
 
 #[async_trait]
 impl ToolCallTable for PostgresStore {
-    async fn get_tool_call(
-        &self,
-        run_id: &str,
-        tenancy: Tenancy<'_>,
-        tool_call_id: &str,
-    ) -> StoreResult<Option<ToolCallRecord>> {
+    async fn get_tool_call(&self, call: CallOfRun<'_>) -> StoreResult<Option<ToolCallRecord>> {
+        let (run_id, tool_call_id) = (call.run_id, call.tool_call_id);
         let client = self.pool.get().await?;
-        if !run_in_tenant(&client, run_id, tenancy).await? {
+        if !run_in_tenant(&client, run_id, call.tenancy).await? {
             return Ok(None);
         }
         let [query] = prepare(&client, [TOOL_CALL_QUERY]).await?;

@@ -42,9 +42,9 @@ use super::records::{
 use super::run_filter::{Dialect, list_runs_query};
 use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of};
 use super::{
-    CallSettlement, CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome, CreateOutcome,
-    EventPage, EventQuery, EventTable, ExecutedResults, ExecutingCall, Lease, NewRun,
-    PendingCounts, PendingQuery, RunPendingCall, RunQuery, RunTable, SettleOutcome, Step,
+    CallOfRun, CallSettlement, CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome,
+    CreateOutcome, EventPage, EventQuery, EventTable, ExecutedResults, ExecutingCall, Lease,
+    NewRun, PendingCounts, PendingQuery, RunPendingCall, RunQuery, RunTable, SettleOutcome, Step,
     StepEvents, StepState, StoreError, StoreResult, StoreService, Tenancy, ToolCallRecord,
     ToolCallTable, TurnCommit, TurnOutcome,
 };

@@ -6,12 +6,8 @@ use super::*;
 
 #[async_trait]
 impl RunTable for SqliteStore {
-    async fn create_run(
-        &self,
-        run: NewRun,
-        lease: Option<Lease<'_>>,
-    ) -> StoreResult<CreateOutcome> {
-        let lease = lease.map(|lease| (lease.owner.to_owned(), lease.until_ms));
+    async fn create_run(&self, run: NewRun, by: Option<Lease<'_>>) -> StoreResult<CreateOutcome> {
+        let lease = by.map(|lease| (lease.owner.to_owned(), lease.until_ms));
         self.db
             .commit("create_run", move |conn| {
                 if let Some(request_id) = &run.request_id {

@@ -6,14 +6,9 @@ use super::*;
 
 #[async_trait]
 impl ToolCallTable for SqliteStore {
-    async fn get_tool_call(
-        &self,
-        run_id: &str,
-        tenancy: Tenancy<'_>,
-        tool_call_id: &str,
-    ) -> StoreResult<Option<ToolCallRecord>> {
-        let (run_id, tenant, tool_call_id) =
-            (run_id.to_owned(), tenancy.param(), tool_call_id.to_owned());
+    async fn get_tool_call(&self, call: CallOfRun<'_>) -> StoreResult<Option<ToolCallRecord>> {
+        let tenant = call.tenancy.param();
+        let (run_id, tool_call_id) = (call.run_id.to_owned(), call.tool_call_id.to_owned());
         self.db
             .run(move |conn| {
                 if !run_in_tenant(conn, &run_id, tenant.as_deref())? {

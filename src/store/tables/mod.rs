@@ -9,4 +9,6 @@ mod tool_calls;
 pub use events::{EventQuery, EventTable, StepEvents};
 pub use runs::{Cancellation, RunTable, Step};
 pub use service::StoreService;
-pub use tool_calls::{CallSettlement, Claim, ExecutedResults, PendingQuery, ToolCallTable};
+pub use tool_calls::{
+    CallOfRun, CallSettlement, Claim, ExecutedResults, PendingQuery, ToolCallTable,
+};

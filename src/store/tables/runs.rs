@@ -32,10 +32,9 @@ pub struct Step<'a> {
 /// Runs: creating, reading, listing, stepping, cancelling and pruning them, and the leases of their executors.
 #[async_trait]
 pub trait RunTable: Send + Sync {
-    /// Creates a running run (leased to `lease.owner` when given) and its `run_started` event
+    /// Creates a running run (leased `by` the given owner, when given) and its `run_started` event
     /// (sequence 1), unless a run was created with the same request id before.
-    async fn create_run(&self, run: NewRun, lease: Option<Lease<'_>>)
-    -> StoreResult<CreateOutcome>;
+    async fn create_run(&self, run: NewRun, by: Option<Lease<'_>>) -> StoreResult<CreateOutcome>;
     async fn get_run(&self, run_id: &str, tenancy: Tenancy<'_>) -> StoreResult<Option<RunRecord>>;
     async fn list_runs(&self, query: RunQuery) -> StoreResult<Vec<RunRecord>>;
     /// The state the run's next step starts from; `None` when there is no such run. With `lease`,

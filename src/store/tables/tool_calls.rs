@@ -7,6 +7,14 @@ use crate::store::{
     Step, StoreResult, Tenancy, ToolCallRecord, TurnOutcome,
 };
 
+/// One tool call of a run, as `tenancy` may see it: for [`ToolCallTable::get_tool_call`].
+#[derive(Clone, Copy, Debug)]
+pub struct CallOfRun<'a> {
+    pub run_id: &'a str,
+    pub tenancy: Tenancy<'a>,
+    pub tool_call_id: &'a str,
+}
+
 /// A claim on a pending call, for [`ToolCallTable::claim_call`]: `claimant` of the principal
 /// `subject` (of the run's tenant) holds call `tool_call_id` of run `run_id` until `until_ms`.
 /// One value, so that each store's signature stays short.
@@ -49,12 +57,7 @@ pub struct PendingQuery<'a> {
 /// Tool calls: reading, settling, claiming, listing and expiring them, and the results of the calls the server ran.
 #[async_trait]
 pub trait ToolCallTable: Send + Sync {
-    async fn get_tool_call(
-        &self,
-        run_id: &str,
-        tenancy: Tenancy<'_>,
-        tool_call_id: &str,
-    ) -> StoreResult<Option<ToolCallRecord>>;
+    async fn get_tool_call(&self, call: CallOfRun<'_>) -> StoreResult<Option<ToolCallRecord>>;
     /// Settles a tool call if, and only if, it is still pending (compare-and-set), as `decide` says
     /// given the pending call. When that leaves the run running again and `lease` is given, takes
     /// the run's lease as [`RunTable::load_step`](super::RunTable::load_step) does and returns its
