@@ -6,6 +6,7 @@
 //! and in time.
 
 mod feeds;
+mod floor;
 mod one_connection;
 mod report;
 mod scenarios;
@@ -78,6 +79,16 @@ struct Args {
     /// Times each throughput scenario is repeated, instead of the plan's.
     #[arg(long)]
     repeats: Option<usize>,
+    /// Concurrency levels of the concurrency scenario and the floor, instead of the plan's
+    /// (16,64,256).
+    #[arg(long, value_delimiter = ',')]
+    concurrency: Option<Vec<usize>>,
+    /// Measured runs at each concurrency level, instead of the plan's.
+    #[arg(long)]
+    concurrent_runs: Option<usize>,
+    /// Measured sequential runs, instead of the plan's.
+    #[arg(long)]
+    sequential_runs: Option<usize>,
     /// Round trips of the one-connection scenario, instead of the plan's (1,000,000; --quick
     /// 50,000).
     #[arg(long)]
@@ -91,14 +102,26 @@ struct Args {
     /// How the bench was invoked, for the report.
     #[arg(long, default_value = "askuser-bench")]
     command: String,
+    /// Serve the transport floor (src/bin/askuser-bench/floor.rs) instead of benchmarking: the
+    /// bench starts itself so for the floor scenario.
+    #[arg(long, hide = true)]
+    serve_floor: bool,
 }
 
-// One thread: the load generator takes at most one of the machine's cores, and spends none of
-// it waking threads of its own.
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    match run(args).await {
+    let outcome = if args.serve_floor {
+        floor::serve().map_err(BenchError::from)
+    } else {
+        // One thread: the load generator takes at most one of the machine's cores, and spends
+        // none of it waking threads of its own.
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(BenchError::from)
+            .and_then(|runtime| runtime.block_on(run(args)))
+    };
+    match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("askuser-bench: {error}");
@@ -130,6 +153,7 @@ async fn run(args: Args) -> Result<(), BenchError> {
     let machine = report::Machine::detect(args.database_url.as_deref()).await;
     println!("{}", machine.summary());
     let mut results = Vec::new();
+    let mut floor = None;
     for (kind, mut plan) in stores {
         match (&kind, &args.hold, &args.pg_hold) {
             (StoreKind::Sqlite, Some(hold), _) | (StoreKind::Postgres { .. }, _, Some(hold)) => {
@@ -146,14 +170,33 @@ async fn run(args: Args) -> Result<(), BenchError> {
         if let Some(repeats) = args.repeats {
             plan.repeats = repeats;
         }
+        if let Some(levels) = &args.concurrency {
+            plan.concurrency_levels = levels.clone();
+        }
+        if let Some(runs) = args.concurrent_runs {
+            plan.concurrent_runs = runs;
+        }
+        if let Some(runs) = args.sequential_runs {
+            plan.sequential_runs = runs;
+        }
         if !args.only.is_empty() {
             plan.scenarios = args.only.clone();
+        }
+        // The floor once, with the first store's plan, before any store's figures.
+        if floor.is_none() && plan.scenarios.contains(&Scenario::Floor) {
+            floor = Some(scenarios::floor(&work_dir, &plan).await?);
         }
         let figures = scenarios::run_all(&args.server, &work_dir, &kind, &plan).await?;
         results.push((kind, plan, figures));
     }
     let _ = std::fs::remove_dir_all(&work_dir);
-    let text = report::render(&machine, &args.command, args.quick, &results);
+    let text = report::render(
+        &machine,
+        &args.command,
+        args.quick,
+        floor.as_ref(),
+        &results,
+    );
     std::fs::write(&args.out, text)?;
     println!("wrote {}", args.out.display());
     Ok(())

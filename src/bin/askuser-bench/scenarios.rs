@@ -9,7 +9,7 @@ use askuser::proto::v1 as pb;
 use rand::seq::IndexedRandom;
 
 use crate::BenchError;
-use crate::server::{ServerProcess, StoreKind, StoreSize};
+use crate::server::{Launch, ServerProcess, StoreKind, StoreSize};
 use crate::workload::{
     self, APPROVAL, ASK_USER, CLIENT_TOOL, Client, OpenRun, RoundTrip, Suspension, Workload,
 };
@@ -27,10 +27,18 @@ pub enum Scenario {
     Feeds,
     /// Many round trips, 16 in flight, over one connection (`--one-connection-runs`).
     OneConnection,
+    /// The sequential and concurrent round trips on a bare tonic service (the transport floor,
+    /// src/bin/askuser-bench/floor.rs), which every round-trip rate is shown against.
+    Floor,
+    /// Sequential round trips with `--auth keys`, and with metrics kept, against the defaults,
+    /// interleaved repeat by repeat.
+    Features,
 }
 
-const ALL_SCENARIOS: [Scenario; 7] = [
+const ALL_SCENARIOS: [Scenario; 9] = [
+    Scenario::Floor,
     Scenario::Sequential,
+    Scenario::Features,
     Scenario::Tools,
     Scenario::Concurrency,
     Scenario::Hold,
@@ -170,6 +178,8 @@ pub struct Throughput {
     /// CPU time (user + system) the server and the bench used meanwhile.
     pub server_cpu: Duration,
     pub client_cpu: Duration,
+    /// Frames a round trip received before the answer and after it.
+    pub frames: (usize, usize),
 }
 
 impl Throughput {
@@ -277,6 +287,41 @@ pub struct StoreFigures {
     pub streams: Option<Streams>,
     pub feeds: Option<crate::feeds::Feeds>,
     pub one_connection: Option<crate::one_connection::OneConnection>,
+    pub features: Option<Features>,
+}
+
+/// The transport floor's figures: sequential, and at each concurrency level of the plan.
+#[derive(Clone, Debug)]
+pub struct FloorFigures {
+    pub sequential: Repeated,
+    pub concurrent: Vec<Repeated>,
+}
+
+impl FloorFigures {
+    /// The floor's figures at `concurrency` (1: sequential).
+    pub fn at(&self, concurrency: usize) -> Option<&Repeated> {
+        if concurrency == 1 {
+            return Some(&self.sequential);
+        }
+        self.concurrent
+            .iter()
+            .find(|c| c.concurrency == concurrency)
+    }
+}
+
+/// Sequential round trips with the defaults, with `--auth keys` and with metrics kept.
+#[derive(Clone, Debug)]
+pub struct Features {
+    pub defaults: Repeated,
+    pub auth: Repeated,
+    pub metrics: Repeated,
+}
+
+impl Features {
+    /// What a feature costs: the fraction of the defaults' rate it loses (negative: none).
+    pub fn cost(with: &Repeated, defaults: &Repeated) -> f64 {
+        1.0 - with.rate() / defaults.rate()
+    }
 }
 
 /// User + system CPU time of a process so far, from /proc/PID/stat (in clock ticks of 10 ms).
@@ -302,7 +347,7 @@ fn print_throughput(label: &str, figures: &Throughput) {
     println!(
         "  {label}: {} runs in {:.2} s = {:.0} round trips/s; resume p50 {:.3} ms p99 {:.3} ms \
          p99.9 {:.3} ms max {:.3} ms; round trip p50 {:.3} ms p99 {:.3} ms; CPU per round \
-         trip: server {:.0} µs, bench {:.0} µs",
+         trip: server {:.0} µs, bench {:.0} µs; frames {} before the answer, {} after",
         figures.runs,
         figures.elapsed.as_secs_f64(),
         figures.rate(),
@@ -314,6 +359,8 @@ fn print_throughput(label: &str, figures: &Throughput) {
         ms(figures.total.p99),
         figures.server_cpu_per_run().as_secs_f64() * 1e6,
         figures.client_cpu_per_run().as_secs_f64() * 1e6,
+        figures.frames.0,
+        figures.frames.1,
     );
 }
 
@@ -326,6 +373,12 @@ pub async fn run_all(
 ) -> Result<StoreFigures, BenchError> {
     let store = kind.name();
     let runs = |scenario| plan.scenarios.contains(&scenario);
+    let server = Launch::Server {
+        binary,
+        kind,
+        flags: &[],
+        key_tenant: None,
+    };
     let mut figures = StoreFigures {
         sequential: None,
         tools: Vec::new(),
@@ -334,13 +387,14 @@ pub async fn run_all(
         streams: None,
         feeds: None,
         one_connection: None,
+        features: None,
     };
     if runs(Scenario::Sequential) {
         println!(
             "== {store}: sequential round trips ({} runs x {} repeats)",
             plan.sequential_runs, plan.repeats
         );
-        figures.sequential = Some(repeated(binary, work_dir, kind, plan, 1, 1, &ASK_USER).await?);
+        figures.sequential = Some(repeated(server, work_dir, plan, Shape::SEQUENTIAL).await?);
     }
     if runs(Scenario::Tools) {
         for workload in &TOOL_WORKLOADS {
@@ -348,32 +402,25 @@ pub async fn run_all(
                 "== {store}: sequential {} round trips ({} runs x {} repeats)",
                 workload.name, plan.sequential_runs, plan.repeats
             );
+            let shape = Shape {
+                workload,
+                ..Shape::SEQUENTIAL
+            };
             figures
                 .tools
-                .push(repeated(binary, work_dir, kind, plan, 1, 1, workload).await?);
+                .push(repeated(server, work_dir, plan, shape).await?);
         }
     }
+    if runs(Scenario::Features) {
+        println!(
+            "== {store}: sequential round trips with the defaults, --auth keys and metrics \
+             ({} runs x {} repeats each, interleaved)",
+            plan.sequential_runs, plan.repeats
+        );
+        figures.features = Some(features(binary, work_dir, kind, plan).await?);
+    }
     if runs(Scenario::Concurrency) {
-        for &concurrency in &plan.concurrency_levels {
-            let connections = connections_for(concurrency);
-            println!(
-                "== {store}: round trips at concurrency {concurrency} over {connections} \
-                 connection(s) ({} runs x {} repeats)",
-                plan.concurrent_runs, plan.repeats
-            );
-            figures.concurrent.push(
-                repeated(
-                    binary,
-                    work_dir,
-                    kind,
-                    plan,
-                    concurrency,
-                    connections,
-                    &ASK_USER,
-                )
-                .await?,
-            );
-        }
+        figures.concurrent = at_each_concurrency(server, store, work_dir, plan).await?;
     }
     if runs(Scenario::Hold) && !plan.hold.is_empty() {
         println!("== {store}: hold {:?} runs suspended", plan.hold);
@@ -414,51 +461,55 @@ fn connections_for(concurrency: usize) -> usize {
     concurrency.div_ceil(16)
 }
 
-async fn repeated(
-    binary: &Path,
+/// A throughput scenario's shape: `concurrency` streams in flight over `connections`
+/// connections, each running `workload`.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape<'a> {
+    pub concurrency: usize,
+    pub connections: usize,
+    pub workload: &'a Workload,
+}
+
+impl Shape<'_> {
+    pub const SEQUENTIAL: Shape<'static> = Shape {
+        concurrency: 1,
+        connections: 1,
+        workload: &ASK_USER,
+    };
+
+    fn runs(&self, plan: &Plan) -> usize {
+        if self.concurrency == 1 {
+            plan.sequential_runs
+        } else {
+            plan.concurrent_runs
+        }
+    }
+}
+
+/// `shape` on a fresh server of `launch`, `plan.repeats` times.
+pub async fn repeated(
+    launch: Launch<'_>,
     work_dir: &Path,
-    kind: &StoreKind,
     plan: &Plan,
-    concurrency: usize,
-    connections: usize,
-    workload: &Workload,
+    shape: Shape<'_>,
 ) -> Result<Repeated, BenchError> {
     let mut repeats = Vec::with_capacity(plan.repeats);
-    let runs = if concurrency == 1 {
-        plan.sequential_runs
-    } else {
-        plan.concurrent_runs
-    };
     for repeat in 0..plan.repeats {
-        let dir = work_dir.join(format!("c{concurrency}-r{repeat}"));
-        let server = ServerProcess::start(binary, &dir, kind).await?;
-        let clients = server.connect(connections).await?;
-        // Warm up connections, allocator and caches; not measured.
-        let deadline = Instant::now() + plan.time_limit;
-        round_trips(&clients, concurrency, plan.warmup_runs, deadline, workload).await?;
-        let started = Instant::now();
-        let server_cpu = cpu_time(server.pid())?;
-        let client_cpu = cpu_time(std::process::id())?;
-        let trips = round_trips(&clients, concurrency, runs, deadline, workload).await?;
-        let figures = Throughput {
-            runs: trips.len(),
-            elapsed: started.elapsed(),
-            total: Percentiles::of(trips.iter().map(|t| t.total).collect()),
-            resume: Percentiles::of(trips.iter().map(|t| t.resume).collect()),
-            server_cpu: cpu_time(server.pid())?.saturating_sub(server_cpu),
-            client_cpu: cpu_time(std::process::id())?.saturating_sub(client_cpu),
-        };
+        let dir = work_dir.join(format!("c{}-r{repeat}", shape.concurrency));
+        let figures = measure(launch, &dir, plan, shape).await?;
         print_throughput(&format!("repeat {}", repeat + 1), &figures);
         repeats.push(figures);
-        drop(clients);
-        server.stop().await?;
-        let _ = std::fs::remove_dir_all(&dir);
     }
     let result = Repeated {
-        concurrency,
-        connections,
+        concurrency: shape.concurrency,
+        connections: shape.connections,
         repeats,
     };
+    print_median(&result);
+    Ok(result)
+}
+
+pub fn print_median(result: &Repeated) {
     println!(
         "  median: {:.0} round trips/s; resume p50 {:.3} ms p99 {:.3} ms p99.9 {:.3} ms",
         result.rate(),
@@ -466,25 +517,165 @@ async fn repeated(
         result.ms(|t| t.resume.p99),
         result.ms(|t| t.resume.p999),
     );
-    Ok(result)
+}
+
+/// One measured batch of `shape` on a fresh server of `launch` in `dir`, after a warm-up.
+pub async fn measure(
+    launch: Launch<'_>,
+    dir: &Path,
+    plan: &Plan,
+    shape: Shape<'_>,
+) -> Result<Throughput, BenchError> {
+    let server = launch.start(dir).await?;
+    let credential = match launch {
+        Launch::Server {
+            binary,
+            key_tenant: Some(tenant),
+            ..
+        } => Some(server.create_key(binary, tenant)?),
+        _ => None,
+    };
+    let clients = server.connect(shape.connections).await?;
+    // Warm up connections, allocator and caches; not measured.
+    let deadline = Instant::now() + plan.time_limit;
+    let credential = credential.as_deref();
+    round_trips(&clients, shape, plan.warmup_runs, deadline, credential).await?;
+    let started = Instant::now();
+    let server_cpu = cpu_time(server.pid())?;
+    let client_cpu = cpu_time(std::process::id())?;
+    let trips = round_trips(&clients, shape, shape.runs(plan), deadline, credential).await?;
+    let figures = Throughput {
+        runs: trips.len(),
+        elapsed: started.elapsed(),
+        total: Percentiles::of(trips.iter().map(|t| t.total).collect()),
+        resume: Percentiles::of(trips.iter().map(|t| t.resume).collect()),
+        server_cpu: cpu_time(server.pid())?.saturating_sub(server_cpu),
+        client_cpu: cpu_time(std::process::id())?.saturating_sub(client_cpu),
+        frames: trips.first().map_or((0, 0), |trip| trip.frames),
+    };
+    drop(clients);
+    server.stop().await?;
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(figures)
 }
 
 async fn round_trips(
     clients: &[Client],
-    concurrency: usize,
+    shape: Shape<'_>,
     runs: usize,
     deadline: Instant,
-    workload: &Workload,
+    credential: Option<&str>,
 ) -> Result<Vec<RoundTrip>, BenchError> {
-    let workload = *workload;
+    let workload = *shape.workload;
+    let credential: Option<Arc<str>> = credential.map(Arc::from);
     workload::run_concurrently(
         clients,
-        concurrency,
+        shape.concurrency,
         runs,
         deadline,
-        move |mut client, _| async move { workload::round_trip(&mut client, &workload).await },
+        move |mut client, _| {
+            let credential = credential.clone();
+            async move {
+                workload::round_trip_as(&mut client, &workload, credential.as_deref()).await
+            }
+        },
     )
     .await
+}
+
+/// The ask_user round trips at each concurrency level of `plan` on `launch` (called `name`).
+async fn at_each_concurrency(
+    launch: Launch<'_>,
+    name: &str,
+    work_dir: &Path,
+    plan: &Plan,
+) -> Result<Vec<Repeated>, BenchError> {
+    let mut results = Vec::new();
+    for &concurrency in &plan.concurrency_levels {
+        let connections = connections_for(concurrency);
+        println!(
+            "== {name}: round trips at concurrency {concurrency} over {connections} \
+             connection(s) ({} runs x {} repeats)",
+            plan.concurrent_runs, plan.repeats
+        );
+        let shape = Shape {
+            concurrency,
+            connections,
+            workload: &ASK_USER,
+        };
+        results.push(repeated(launch, work_dir, plan, shape).await?);
+    }
+    Ok(results)
+}
+
+/// The transport floor, sequential and at each concurrency level of `plan`.
+pub async fn floor(work_dir: &Path, plan: &Plan) -> Result<FloorFigures, BenchError> {
+    println!(
+        "== the transport floor: sequential round trips ({} runs x {} repeats)",
+        plan.sequential_runs, plan.repeats
+    );
+    let dir = work_dir.join("floor");
+    let sequential = repeated(Launch::Floor, &dir, plan, Shape::SEQUENTIAL).await?;
+    let concurrent = at_each_concurrency(Launch::Floor, "the transport floor", &dir, plan).await?;
+    Ok(FloorFigures {
+        sequential,
+        concurrent,
+    })
+}
+
+/// Sequential round trips with the defaults, with `--auth keys` (each trip presenting an API
+/// key) and with metrics kept (`--metrics-listen`), one of each per repeat so that drift in the
+/// machine's speed falls on all three alike.
+async fn features(
+    binary: &Path,
+    work_dir: &Path,
+    kind: &StoreKind,
+    plan: &Plan,
+) -> Result<Features, BenchError> {
+    let launches = [
+        ("defaults", &[][..], None),
+        ("--auth keys", &["--auth", "keys"][..], Some("bench")),
+        (
+            "--metrics-listen",
+            &["--metrics-listen", "127.0.0.1:0"][..],
+            None,
+        ),
+    ];
+    let mut repeats: [Vec<Throughput>; 3] = Default::default();
+    for repeat in 0..plan.repeats {
+        for (index, (name, flags, key_tenant)) in launches.iter().enumerate() {
+            let launch = Launch::Server {
+                binary,
+                kind,
+                flags,
+                key_tenant: *key_tenant,
+            };
+            let dir = work_dir.join(format!("features-{index}-r{repeat}"));
+            let figures = measure(launch, &dir, plan, Shape::SEQUENTIAL).await?;
+            print_throughput(&format!("{name}, repeat {}", repeat + 1), &figures);
+            repeats[index].push(figures);
+        }
+    }
+    let [defaults, auth, metrics] = repeats.map(|repeats| Repeated {
+        concurrency: 1,
+        connections: 1,
+        repeats,
+    });
+    let features = Features {
+        defaults,
+        auth,
+        metrics,
+    };
+    println!(
+        "  medians: defaults {:.0}, --auth keys {:.0} ({:+.1} %), metrics {:.0} ({:+.1} %) round \
+         trips/s",
+        features.defaults.rate(),
+        features.auth.rate(),
+        -100.0 * Features::cost(&features.auth, &features.defaults),
+        features.metrics.rate(),
+        -100.0 * Features::cost(&features.metrics, &features.defaults),
+    );
+    Ok(features)
 }
 
 /// Drives runs to suspension and leaves them (their streams closed); at each size of the plan

@@ -33,6 +33,34 @@ impl StoreKind {
     }
 }
 
+/// What a throughput scenario runs against: the askuser server on a store, or the transport floor.
+#[derive(Clone, Copy, Debug)]
+pub enum Launch<'a> {
+    Server {
+        binary: &'a Path,
+        kind: &'a StoreKind,
+        /// Extra `serve` flags, e.g. `--auth keys`.
+        flags: &'a [&'a str],
+        /// With `--auth keys`: the tenant of the API key the round trips present.
+        key_tenant: Option<&'a str>,
+    },
+    Floor,
+}
+
+impl Launch<'_> {
+    pub async fn start(&self, dir: &Path) -> Result<ServerProcess, BenchError> {
+        match *self {
+            Launch::Server {
+                binary,
+                kind,
+                flags,
+                ..
+            } => ServerProcess::start_with(binary, dir, kind, flags).await,
+            Launch::Floor => ServerProcess::start_floor(dir).await,
+        }
+    }
+}
+
 /// Bytes a store takes on disk.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StoreSize {
@@ -77,7 +105,6 @@ impl ServerProcess {
             StoreKind::Sqlite => None,
             StoreKind::Postgres { admin_url } => Some(Database::create(admin_url, dir).await?),
         };
-        let log = std::fs::File::create(dir.join("server.log"))?;
         let agents = dir.join("agents.toml");
         std::fs::write(&agents, crate::workload::BENCH_AGENTS)?;
         let mut command = Command::new(binary);
@@ -89,13 +116,35 @@ impl ServerProcess {
             .arg(dir.join("data"))
             .arg("--config")
             .arg(&agents)
-            .args(extra_args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(log));
+            .args(extra_args);
         if let Some(database) = &database {
             command.arg("--database-url").arg(&database.url);
         }
+        Self::spawn(command, dir, database)
+    }
+
+    /// Starts the transport floor ([`crate::floor`]): this program with `--serve-floor`.
+    pub async fn start_floor(dir: &Path) -> Result<Self, BenchError> {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir)?;
+        }
+        std::fs::create_dir_all(dir)?;
+        let mut command = Command::new(std::env::current_exe()?);
+        command.arg("--serve-floor");
+        Self::spawn(command, dir, None)
+    }
+
+    /// Runs `command` with its stderr in `dir/server.log` and waits for its address on stdout.
+    fn spawn(
+        mut command: Command,
+        dir: &Path,
+        database: Option<Database>,
+    ) -> Result<Self, BenchError> {
+        let log = std::fs::File::create(dir.join("server.log"))?;
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log));
         let mut child = command.spawn()?;
         let stdout = child
             .stdout

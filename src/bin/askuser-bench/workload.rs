@@ -114,6 +114,8 @@ pub struct OpenRun {
     inbound: Streaming<pb::RunAgentResponse>,
     workload: Workload,
     pub suspension: Suspension,
+    /// Frames received up to and including `tool_call_suspended`.
+    frames_before: usize,
 }
 
 /// The timings of one round trip.
@@ -123,6 +125,9 @@ pub struct RoundTrip {
     pub total: Duration,
     /// Answer sent → run_completed seen.
     pub resume: Duration,
+    /// Frames received before the answer, and after it up to `run_completed` (heartbeats aside):
+    /// the pattern the transport floor imitates.
+    pub frames: (usize, usize),
 }
 
 async fn next_frame(
@@ -149,18 +154,23 @@ async fn expect_end(inbound: &mut Streaming<pb::RunAgentResponse>) -> Result<(),
     }
 }
 
-/// Reads frames until `run_completed` and checks its text; other ends are failures.
+/// Reads frames until `run_completed` and checks its text; other ends are failures. Returns the
+/// frames read, heartbeats aside.
 async fn until_completed(
     inbound: &mut Streaming<pb::RunAgentResponse>,
     workload: &Workload,
-) -> Result<(), BenchError> {
+) -> Result<usize, BenchError> {
+    let mut frames = 0;
     loop {
         let Some(frame) = next_frame(inbound).await? else {
             return Err(BenchError::failed("the stream ended before run_completed"));
         };
+        if !matches!(frame.event, Some(Event::Heartbeat(_))) {
+            frames += 1;
+        }
         match frame.event {
             Some(Event::RunCompleted(done)) if done.output_text == workload.output => {
-                return Ok(());
+                return Ok(frames);
             }
             Some(Event::RunCompleted(done)) => {
                 return Err(BenchError::failed(format!(
@@ -226,12 +236,16 @@ pub async fn start_run_as(
         .run_agent(authorized(ReceiverStream::new(receiver), credential)?)
         .await?
         .into_inner();
+    let mut frames_before = 0;
     loop {
         let Some(frame) = next_frame(&mut inbound).await? else {
             return Err(BenchError::failed(
                 "the stream ended before tool_call_suspended",
             ));
         };
+        if !matches!(frame.event, Some(Event::Heartbeat(_))) {
+            frames_before += 1;
+        }
         match frame.event {
             Some(Event::ToolCallSuspended(suspended)) => {
                 if suspended.kind != workload.kind as i32 {
@@ -248,6 +262,7 @@ pub async fn start_run_as(
                         run_id: frame.run_id,
                         tool_call_id: suspended.tool_call_id,
                     },
+                    frames_before,
                 });
             }
             Some(Event::RunFailed(failed)) => {
@@ -272,8 +287,8 @@ fn answer(suspension: &Suspension, workload: &Workload) -> pb::Answer {
 
 impl OpenRun {
     /// Answers on the stream and reads until the run completes; returns answer sent →
-    /// `run_completed` seen.
-    pub async fn answer(mut self) -> Result<Duration, BenchError> {
+    /// `run_completed` seen, and the frames read before and after the answer.
+    pub async fn answer(mut self) -> Result<(Duration, (usize, usize)), BenchError> {
         let sent = Instant::now();
         self.sender
             .send(pb::RunAgentRequest {
@@ -281,10 +296,10 @@ impl OpenRun {
             })
             .await
             .map_err(|_| BenchError::failed("request stream closed"))?;
-        until_completed(&mut self.inbound, &self.workload).await?;
+        let frames_after = until_completed(&mut self.inbound, &self.workload).await?;
         let resume = sent.elapsed();
         expect_end(&mut self.inbound).await?;
-        Ok(resume)
+        Ok((resume, (self.frames_before, frames_after)))
     }
 }
 
@@ -301,10 +316,11 @@ pub async fn round_trip_as(
 ) -> Result<RoundTrip, BenchError> {
     let started = Instant::now();
     let run = start_run_as(client, workload, credential).await?;
-    let resume = run.answer().await?;
+    let (resume, frames) = run.answer().await?;
     Ok(RoundTrip {
         total: started.elapsed(),
         resume,
+        frames,
     })
 }
 
