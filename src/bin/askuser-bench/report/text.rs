@@ -1,0 +1,80 @@
+//! The report's fixed text: how figures are taken, and what limits them.
+
+/// How the figures are taken; the same for every run of the bench.
+pub(super) const METHOD: &str = "\
+Workload \"ask-user round trip\": the demo agent `environment` (src/demo_agents.toml) asks \
+\"Which environment?\" with the options staging / production (single select); after the answer \
+the scripted model says \"Deploying to <answer>\". One round trip = `RunAgent` start → \
+`tool_call_suspended` (sent only after its commit) → answer `staging` on the same stream → \
+`run_completed` seen, its text checked to be \"Deploying to staging\", and the stream's end read.
+
+- The server is the release binary `askuser serve --listen 127.0.0.1:0`, started as a child \
+  process for every scenario and every repeat with a fresh store: a new data directory for \
+  SQLite, a new database for PostgreSQL. It runs with its defaults (log level info).
+- The client is `askuser-bench` (src/bin/askuser-bench), using the crate's generated tonic \
+  client over loopback on the same 2 cores, on one thread (a current-thread Tokio runtime): the \
+  figures include the client's own CPU use. \"CPU per round trip\" is the user + system time of \
+  the server process (all its threads) and of the bench over the measured runs (from \
+  /proc/PID/stat), divided by the runs.
+- Round trips/s = measured runs ÷ wall time. Resume latency = answer sent → `run_completed` \
+  received (client clock). Round trip latency = start sent → `run_completed` received. \
+  Percentiles are nearest-rank; the figures against the targets are medians over the repeats.
+- Server RSS is `VmRSS` of /proc/PID/status; \"per stream\" = (RSS with the streams open − RSS \
+  before) ÷ streams. Store size: the SQLite database and WAL files, or PostgreSQL's \
+  `pg_database_size` (its WAL is not included).
+- Durability: SQLite runs in WAL mode with `synchronous=NORMAL`, the server's default: a commit \
+  is in the WAL file (written, not fsynced) before its events are announced, so it survives a \
+  crash of the process; a power loss or OS crash can lose the last commits but never corrupts \
+  the database (`--sqlite-synchronous full` fsyncs every commit and survives power loss too). \
+  PostgreSQL runs with `fsync = on`, `synchronous_commit = on` and `full_page_writes = on`: \
+  every commit is flushed to its WAL before the server announces it.
+- Every load loop is bounded in count and in time; the bench fails (exit status 1) if any run \
+  does not end as expected.
+";
+
+/// What the profiles (perf, on the bench's own scenarios) showed limits each figure.
+pub(super) const LIMITS: &str = "\
+- Sequential round trips: nothing of one round trip overlaps the next, so the rate is one over a \
+  critical path made of CPU time run one piece after another: the bench's and the server's (the \
+  table above), on 2 vCPUs where waking a sleeping thread is dear (perf: about a third of the \
+  bench's samples and a fifth of the server's are in the scheduler's switch and wake-up paths; a \
+  `perf sched` timeline shows the bench and the server's two workers taking turns, seldom \
+  running at once). A round trip is four durable commits in a row (run created, question \
+  suspended, answer settled, run completed), each announced only after it is in the WAL, plus \
+  two gRPC exchanges. SQLite is about 40% of the server's CPU time, half of that writing WAL \
+  frames (about 24, ~100 KB, per round trip: every commit rewrites each B-tree page it touches). \
+  Tried and measured against the same build, none moving the median beyond the run-to-run spread \
+  (about ±8%): one Tokio worker instead of two (server CPU −15%, same rate: the saving was off \
+  the critical path); running a batch in the task of the caller that finds the store idle rather \
+  than in the store's own task (about 6% slower); one connection with exclusive locking and \
+  checkpoints inside commits (no file-lock calls, which `perf stat` counted at ~23 `fcntl` per \
+  round trip before, and a resume p99 of 0.37 ms instead of 0.6 ms, but the same rate, and \
+  checkpoint stalls doubled the p99 at 64 and 256 streams); mimalloc. Schemas keyed by rowid or \
+  with a partial status index were simulated: 3–4% fewer WAL frames (21% with no status index at \
+  all), a few percent of the server's CPU at most.
+- Resume latency: the answer's settling commit and the completing turn's commit, one store \
+  operation each (the question is checked inside the settling transaction, and that transaction \
+  also takes the run's lease and reads the next step's state).
+- Concurrency: both cores are busy; the store's group commit puts every operation queued during \
+  a batch into the next transaction, so a commit's WAL write is shared by up to 256 operations \
+  and the server's CPU time per round trip drops to well under half of the sequential one. \
+  Beyond 64 streams the throughput stays flat and only the queueing latency grows.
+- Starts to suspension: two commits per start (create, suspend), group-committed; the limit is \
+  CPU (the server's per start, in the hold table, plus the bench's).
+- Server RSS with many suspended runs: a suspended run holds no memory in the server (no task, \
+  no channel, no cache entry); what grows is SQLite's page cache (bounded at its default 2 MB) \
+  and allocator slack.
+- Idle streams: each stream holds its HTTP/2 stream state, its task and body future, a broadcast \
+  receiver (channel capacity 16 batches) and 1 KiB codec buffers per direction (tonic's default \
+  is 8 KiB each, allocated up front).
+- PostgreSQL: a change is one or two round trips to the database: its statements go in pipelined \
+  flights, `BEGIN` in the first and `COMMIT` in the last (7 round trips per ask-user round trip, \
+  from 37 before), and every commit waits for its WAL flush (fdatasync takes about 0.12 ms on \
+  this disk, by `pg_test_fsync`). Sequentially, four commits' round trips and flushes and \
+  PostgreSQL's CPU time for about 34 statements (counted in the code) lie on the critical path. \
+  With 16 or more streams both cores are busy (at 64 streams `vmstat` showed ~12% idle and \
+  ~50,000 context switches a second, on the build before `BEGIN` and `COMMIT` joined the \
+  flights), shared by the PostgreSQL backends, the server (its CPU per round trip is above: the \
+  client side of the database protocol costs it more than SQLite does) and the bench. PostgreSQL \
+  on a machine of its own was not measured.
+";
