@@ -99,6 +99,10 @@ struct Args {
     /// Benchmark only this store (default: SQLite, and PostgreSQL with --database-url).
     #[arg(long, value_enum)]
     store: Option<StoreName>,
+    /// Mastra's figures, measured before this run by bench/mastra (`scripts/bench --compare
+    /// mastra`), to compare with.
+    #[arg(long)]
+    mastra: Option<PathBuf>,
     /// How the bench was invoked, for the report.
     #[arg(long, default_value = "askuser-bench")]
     command: String,
@@ -150,6 +154,11 @@ async fn run(args: Args) -> Result<(), BenchError> {
         }
         _ => {}
     }
+    let mastra = args
+        .mastra
+        .as_deref()
+        .map(report::MastraFigures::read)
+        .transpose()?;
     let machine = report::Machine::detect(args.database_url.as_deref()).await;
     println!("{}", machine.summary());
     let mut results = Vec::new();
@@ -195,6 +204,7 @@ async fn run(args: Args) -> Result<(), BenchError> {
         &args.command,
         args.quick,
         floor.as_ref(),
+        mastra.as_ref(),
         &results,
     );
     std::fs::write(&args.out, text)?;

@@ -9,21 +9,15 @@ use crate::scenarios::{FloorFigures, Plan, Repeated, StoreFigures, TOOL_WORKLOAD
 use crate::server::{StoreKind, postgres_client};
 
 mod floor;
+mod mastra;
 mod targets;
 mod text;
+
+pub use mastra::MastraFigures;
 
 use floor::{features_table, floor_line, floor_section};
 use targets::{TARGETS, Verdict, target_cells};
 use text::{LIMITS, METHOD};
-
-/// Mastra 1.71 with LibSQL on 2 cores, the reference the targets were set against.
-const MASTRA_SEQUENTIAL: f64 = 85.0;
-const MASTRA_CONCURRENT: &str = "80–86 (50 concurrent)";
-const MASTRA_CONCURRENT_MID: f64 = 83.0;
-const MASTRA_RESUME_P50_MS: f64 = 5.8;
-const MASTRA_RESUME_P99_MS: &str = "12–16";
-const MASTRA_RESUME_P99_MID_MS: f64 = 14.0;
-const MASTRA_BYTES_PER_SUSPENDED_RUN: f64 = 65_000.0;
 
 /// What the bench ran on.
 pub struct Machine {
@@ -128,13 +122,6 @@ fn ms(duration: Duration) -> f64 {
 
 fn mb(kib: u64) -> f64 {
     (kib * 1024) as f64 / 1e6
-}
-
-/// One store's figure compared with Mastra's: the figure and the ratio, when it was measured.
-type ComparedFigure = dyn Fn(&StoreFigures) -> Option<(String, String)>;
-
-fn ratio(ours: f64, theirs: f64) -> String {
-    format!("{:.1}×", ours / theirs)
 }
 
 fn throughput_table(out: &mut String, scenario: &Repeated) {
@@ -401,6 +388,7 @@ pub fn render(
     command: &str,
     quick: bool,
     floor: Option<&FloorFigures>,
+    mastra: Option<&MastraFigures>,
     results: &[(StoreKind, Plan, StoreFigures)],
 ) -> String {
     let mut out = String::new();
@@ -463,76 +451,7 @@ pub fn render(
     if let Some(floor) = floor {
         floor_section(&mut out, floor, results);
     }
-    let _ = writeln!(out, "\n## Compared with Mastra\n");
-    let _ = writeln!(
-        out,
-        "Mastra 1.71 with LibSQL on 2 cores: ~85 runs/s sequential, 80–86 runs/s at 50 concurrent, \
-         resume 5.8 ms p50 / 12–16 ms p99, ~65 KB RSS per suspended run. Ratios are askuser ÷ \
-         Mastra for rates and Mastra ÷ askuser for latencies and memory (higher is better for \
-         askuser; ranges are taken at their middle).\n"
-    );
-    let mut header = String::from("| figure | Mastra |");
-    let mut rule = String::from("|---|---|");
-    for (kind, _, _) in results {
-        header.push_str(&format!(" {} | ratio |", kind.name()));
-        rule.push_str("---|---|");
-    }
-    let _ = writeln!(out, "{header}\n{rule}");
-    let rows: [(&str, String, &ComparedFigure); 5] = [
-        (
-            "sequential runs/s",
-            format!("{MASTRA_SEQUENTIAL:.0}"),
-            &|f| {
-                let rate = f.sequential.as_ref()?.rate();
-                Some((format!("{rate:.0}"), ratio(rate, MASTRA_SEQUENTIAL)))
-            },
-        ),
-        (
-            "concurrent runs/s (askuser: 64 concurrent)",
-            MASTRA_CONCURRENT.into(),
-            &|f| {
-                f.concurrent.iter().find(|c| c.concurrency == 64).map(|c| {
-                    (
-                        format!("{:.0}", c.rate()),
-                        ratio(c.rate(), MASTRA_CONCURRENT_MID),
-                    )
-                })
-            },
-        ),
-        ("resume p50", format!("{MASTRA_RESUME_P50_MS} ms"), &|f| {
-            let p50 = f.sequential.as_ref()?.ms(|t| t.resume.p50);
-            Some((format!("{p50:.3} ms"), ratio(MASTRA_RESUME_P50_MS, p50)))
-        }),
-        ("resume p99", format!("{MASTRA_RESUME_P99_MS} ms"), &|f| {
-            let p99 = f.sequential.as_ref()?.ms(|t| t.resume.p99);
-            Some((format!("{p99:.3} ms"), ratio(MASTRA_RESUME_P99_MID_MS, p99)))
-        }),
-        ("RSS per suspended run", "~65 KB".into(), &|f| {
-            let hold = f.hold.as_ref()?;
-            let last = hold.points.last()?;
-            let per_run = (last.rss_kib.saturating_sub(hold.baseline_rss_kib) * 1024) as f64
-                / last.runs as f64;
-            Some((
-                format!(
-                    "{per_run:.0} bytes (({:.1} − {:.1} MB) ÷ {} runs)",
-                    mb(last.rss_kib),
-                    mb(hold.baseline_rss_kib),
-                    last.runs
-                ),
-                ratio(MASTRA_BYTES_PER_SUSPENDED_RUN, per_run.max(1.0)),
-            ))
-        }),
-    ];
-    for (name, mastra, figure) in rows {
-        let mut line = format!("| {name} | {mastra} |");
-        for (_, _, figures) in results {
-            match figure(figures) {
-                Some((ours, ratio)) => line.push_str(&format!(" {ours} | {ratio} |")),
-                None => line.push_str(" not run | |"),
-            }
-        }
-        let _ = writeln!(out, "{line}");
-    }
+    mastra::section(&mut out, mastra, results);
     for (kind, plan, figures) in results {
         store_section(&mut out, kind, plan, floor, figures);
         fairness_sections(&mut out, figures);
