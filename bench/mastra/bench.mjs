@@ -461,8 +461,8 @@ function summary(report) {
   return [
     `Mastra ${report.mastra_version} with @mastra/libsql ${report.libsql_version} (@libsql/client ${report.libsql_client_version}), ai ${report.ai_version}, Node ${report.node_version}`,
     `  suspension: snapshot "suspended" in the store at the announcement for ${k.suspended_in_store_at_announce} of ${k.checked_runs} runs, at the stream's end for ${k.suspended_in_store_at_stream_end}; deleted after completion for ${k.deleted_after_completion}`,
-    `  sequential: ${s.runs} round trips in ${s.seconds.toFixed(1)} s = ${s.rate.toFixed(1)}/s; resume p50 ${ms(s.resume_p50_ms)}, p99 ${ms(s.resume_p99_ms)}; round trip p50 ${ms(s.total_p50_ms)}, p99 ${ms(s.total_p99_ms)}; CPU ${(s.cpu_us_per_run / 1000).toFixed(2)} ms per round trip`,
-    `  concurrency ${c.concurrency}: ${c.runs} round trips in ${c.seconds.toFixed(1)} s = ${c.rate.toFixed(1)}/s; resume p50 ${ms(c.resume_p50_ms)}, p99 ${ms(c.resume_p99_ms)}; CPU ${(c.cpu_us_per_run / 1000).toFixed(2)} ms per round trip`,
+    `  sequential: ${s.runs} round trips in ${s.seconds.toFixed(1)} s = ${s.rate.toFixed(1)}/s; resume p50 ${ms(s.resume_p50_ms)}, p99 ${ms(s.resume_p99_ms)}; round trip p50 ${ms(s.total_p50_ms)}, p99 ${ms(s.total_p99_ms)}; CPU ${(s.cpu_us_per_run / 1000).toFixed(2)} ms per round trip (${Math.round(s.cpu_share * 100)} % of wall time)`,
+    `  concurrency ${c.concurrency}: ${c.runs} round trips in ${c.seconds.toFixed(1)} s = ${c.rate.toFixed(1)}/s; resume p50 ${ms(c.resume_p50_ms)}, p99 ${ms(c.resume_p99_ms)}; CPU ${(c.cpu_us_per_run / 1000).toFixed(2)} ms per round trip (${Math.round(c.cpu_share * 100)} % of wall time)`,
     `  hold: ${h.runs} suspended runs (${h.starts_per_second.toFixed(1)} starts/s at ${h.concurrency} in flight): RSS ${(h.rss_before_bytes / 1e6).toFixed(1)} → ${(h.rss_after_bytes / 1e6).toFixed(1)} MB = ${(h.bytes_per_run / 1000).toFixed(1)} KB per run; store ${(h.store_bytes / 1e6).toFixed(1)} MB; ${h.resumed} answered and completed`,
   ].join('\n');
 }
