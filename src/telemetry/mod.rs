@@ -78,15 +78,23 @@ pub fn init(format: LogFormat, otlp_endpoint: Option<&str>) -> Result<Telemetry,
             )
         })
         .transpose()?;
+    if provider.is_some() {
+        spans::export_spans();
+    }
     let traces = provider.as_ref().map(|provider| {
         tracing_opentelemetry::layer()
             .with_tracer(provider.tracer("askuser"))
             .with_filter(Targets::new().with_target(SPAN_TARGETS, LevelFilter::INFO))
     });
-    tracing_subscriber::registry()
-        .with(logs)
-        .with(traces)
-        .try_init()?;
+    // Without an exporter the registry holds the log layer alone. An absent `Option` layer says it
+    // wants every callsite, which made h2's trace-level spans live on every frame.
+    match traces {
+        Some(traces) => tracing_subscriber::registry()
+            .with(logs)
+            .with(traces)
+            .try_init()?,
+        None => tracing_subscriber::registry().with(logs).try_init()?,
+    }
     Ok(Telemetry { provider })
 }
 

@@ -1,5 +1,7 @@
 //! The spans askuser makes, with their names and attributes (see docs/monitoring.md).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use opentelemetry::trace::{SpanContext, TraceContextExt};
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -7,9 +9,26 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 use super::propagation;
 use crate::domain::Usage;
 
+/// Whether spans go anywhere (`--otlp-endpoint`). Log lines carry no span context, so without an
+/// exporter a span is work nobody reads: every function here then returns [`Span::none`], and a
+/// request pays nothing for tracing.
+static EXPORTED: AtomicBool = AtomicBool::new(false);
+
+/// Called once by [`super::init`] when spans are exported.
+pub(super) fn export_spans() {
+    EXPORTED.store(true, Ordering::Relaxed);
+}
+
+fn exported() -> bool {
+    EXPORTED.load(Ordering::Relaxed)
+}
+
 /// The span of one request: a gRPC call is named `package.Service/Method`, a child of the
 /// caller's `traceparent` when it sent one.
 pub fn rpc_span(request: &http::Request<()>) -> Span {
+    if !exported() {
+        return Span::none();
+    }
     let path = request.uri().path();
     let (service, method) = path
         .trim_start_matches('/')
@@ -53,6 +72,9 @@ pub fn step_span(
     stored: Option<&str>,
     cause: Option<&SpanContext>,
 ) -> Span {
+    if !exported() {
+        return Span::none();
+    }
     let span = tracing::info_span!(
         target: "askuser::runtime",
         parent: None,
@@ -78,6 +100,9 @@ pub fn step_span(
 
 /// The span of one model call, within the current step; [`record_usage`] adds its tokens.
 pub fn model_span(provider: &str, model: &str) -> Span {
+    if !exported() {
+        return Span::none();
+    }
     tracing::info_span!(
         target: "askuser::model",
         "model",
@@ -101,6 +126,9 @@ pub fn record_usage(span: &Span, usage: Option<Usage>) {
 /// The span of one tool call a step handles: `kind` is who runs the tool (`ask_user`, `client`,
 /// `http`), `outcome` what the step did with it (`suspended`, `executed`, `invalid`).
 pub fn tool_span(tool: &str, kind: &str, tool_call_id: &str, outcome: &str) -> Span {
+    if !exported() {
+        return Span::none();
+    }
     tracing::info_span!(
         target: "askuser::tools",
         "tool",
@@ -114,6 +142,9 @@ pub fn tool_span(tool: &str, kind: &str, tool_call_id: &str, outcome: &str) -> S
 
 /// The context of the current span, when it is exported: what a step links to as its cause.
 pub fn current_span_context() -> Option<SpanContext> {
+    if !exported() {
+        return None;
+    }
     let context = Span::current().context();
     let span_context = context.span().span_context().clone();
     span_context.is_valid().then_some(span_context)

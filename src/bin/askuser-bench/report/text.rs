@@ -34,6 +34,12 @@ the scripted model says \"Deploying to <answer>\". One round trip = `RunAgent` s
 
 /// What the profiles (perf, on the bench's own scenarios) showed limits each figure.
 pub(super) const LIMITS: &str = "\
+- Where the server's CPU time goes at 64 concurrent: `scripts/profile` records it with perf and \
+  writes a flame graph (docs/profile/sqlite-c64.svg) and the share of each kind of work \
+  (docs/profile/sqlite-c64.txt). On 2 December 2026: SQLite 21 % and the kernel's file writes \
+  and reads for it 20 %, askuser's own code 15 %, malloc and free 10 %, loopback TCP 7 %, HTTP/2 \
+  7 %, memory copies 5 %, Tokio 5 %, the scheduler 4 %, tonic 3 %, tracing under 1 % (it was 8 % \
+  before h2's trace-level spans stopped being made when nothing exports them).
 - Sequential round trips: nothing of one round trip overlaps the next, so the rate is one over a \
   critical path made of CPU time run one piece after another: the bench's and the server's (the \
   table above), on 2 vCPUs where waking a sleeping thread is dear (perf: about a third of the \
