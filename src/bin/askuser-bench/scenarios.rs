@@ -290,6 +290,25 @@ pub struct StoreFigures {
     pub features: Option<Features>,
 }
 
+impl StoreFigures {
+    /// The ask_user round trips at `concurrency` (1: sequential).
+    pub fn at(&self, concurrency: usize) -> Option<&Repeated> {
+        at_concurrency(self.sequential.as_ref(), &self.concurrent, concurrency)
+    }
+}
+
+/// The sequential figures at concurrency 1, else those at `concurrency` among `concurrent`.
+fn at_concurrency<'a>(
+    sequential: Option<&'a Repeated>,
+    concurrent: &'a [Repeated],
+    concurrency: usize,
+) -> Option<&'a Repeated> {
+    if concurrency == 1 {
+        return sequential;
+    }
+    concurrent.iter().find(|c| c.concurrency == concurrency)
+}
+
 /// The transport floor's figures: sequential, and at each concurrency level of the plan.
 #[derive(Clone, Debug)]
 pub struct FloorFigures {
@@ -300,12 +319,7 @@ pub struct FloorFigures {
 impl FloorFigures {
     /// The floor's figures at `concurrency` (1: sequential).
     pub fn at(&self, concurrency: usize) -> Option<&Repeated> {
-        if concurrency == 1 {
-            return Some(&self.sequential);
-        }
-        self.concurrent
-            .iter()
-            .find(|c| c.concurrency == concurrency)
+        at_concurrency(Some(&self.sequential), &self.concurrent, concurrency)
     }
 }
 

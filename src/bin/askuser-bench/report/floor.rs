@@ -64,16 +64,6 @@ pub(super) fn floor_section(
             " µs",
         ));
     }
-    let at = |figures: &StoreFigures, concurrency: usize| -> Option<Repeated> {
-        if concurrency == 1 {
-            return figures.sequential.clone();
-        }
-        figures
-            .concurrent
-            .iter()
-            .find(|c| c.concurrency == concurrency)
-            .cloned()
-    };
     for (name, concurrency, figure, higher_is_better, unit) in rows {
         let Some(base) = floor.at(concurrency) else {
             continue;
@@ -82,9 +72,9 @@ pub(super) fn floor_section(
         let digits = if unit == " ms" { 3 } else { 0 };
         let mut line = format!("| {name} | {base_value:.digits$}{unit} |");
         for (_, _, figures) in results {
-            match at(figures, concurrency) {
+            match figures.at(concurrency) {
                 Some(ours) => {
-                    let value = figure(&ours);
+                    let value = figure(ours);
                     let share = if higher_is_better {
                         percent_of(value, base_value)
                     } else {

@@ -111,10 +111,7 @@ pub fn section(
             format!("round trips/s at concurrency {}", concurrent.concurrency),
             format!("{:.0} ({} runs)", concurrent.rate, concurrent.runs),
             Box::new(|f: &StoreFigures| {
-                let at = f
-                    .concurrent
-                    .iter()
-                    .find(|c| c.concurrency == concurrent.concurrency)?;
+                let at = f.at(concurrent.concurrency)?;
                 Some((
                     format!("{:.0}", at.rate()),
                     times(at.rate(), concurrent.rate),

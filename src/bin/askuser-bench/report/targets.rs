@@ -75,7 +75,7 @@ pub(super) fn target_cells(
         }
     };
     let not_run = || ("not run".to_owned(), Verdict::NotMeasured);
-    let at_64 = figures.concurrent.iter().find(|c| c.concurrency == 64);
+    let at_64 = figures.at(64);
     let mut cells = Vec::new();
     match &figures.sequential {
         Some(sequential) => {
