@@ -10,10 +10,10 @@ use tempfile::TempDir;
 
 use super::tools::Tool;
 use super::{
-    AgentDefinition, AskUserLimits, FollowUntil, Runtime, RuntimeConfig, StartRunRequest,
-    WebhookSettings,
+    AgentDefinition, AnswerAck, AnswerRequest, AskUserLimits, FollowUntil, Runtime, RuntimeConfig,
+    RuntimeError, StartRunRequest, WebhookSettings,
 };
-use crate::domain::{AuthMethod, Principal, RunRecord, Scope, ToolDefinition};
+use crate::domain::{AnswerInput, AuthMethod, Principal, RunRecord, Scope, ToolDefinition};
 use crate::model::{ScriptedModel, ScriptedTurn};
 use crate::store::{RunStore, SqliteStore, Synchronous};
 
@@ -79,6 +79,26 @@ pub(super) struct Harness {
 }
 
 impl Harness {
+    /// Answers call `call` of `run` as `by`, as an API request would.
+    pub(super) async fn answer(
+        &self,
+        run: &RunRecord,
+        call: &str,
+        answer: AnswerInput,
+        answer_id: &str,
+        by: &Principal,
+    ) -> Result<AnswerAck, RuntimeError> {
+        self.runtime
+            .answer(AnswerRequest {
+                run_id: run.run_id.clone(),
+                tool_call_id: call.to_owned(),
+                answer,
+                answer_id: answer_id.to_owned(),
+                principal: by.clone(),
+            })
+            .await
+    }
+
     pub(super) fn new(agents: Vec<AgentDefinition>, config: RuntimeConfig) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let store: Arc<dyn RunStore> = Arc::new(

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::domain::{AnswerInput, Principal, RunRecord, RunStatus, Scope};
 use crate::runtime::testing::{Harness, agent, config, principal};
-use crate::runtime::{AnswerAck, AnswerRequest, RejectReason, RuntimeError};
+use crate::runtime::{AnswerAck, RejectReason, RuntimeError};
 
 /// Asks a name, then says hello with the answer.
 const ASKS_A_NAME: &str = r#"
@@ -27,26 +27,6 @@ async fn waiting(harness: &Harness, asker: &Principal) -> (RunRecord, String) {
     assert_eq!(run.pending.len(), 1, "{run:?}");
     let call = run.pending[0].tool_call_id.clone();
     (run, call)
-}
-
-async fn answer(
-    harness: &Harness,
-    run: &RunRecord,
-    call: &str,
-    answer: AnswerInput,
-    answer_id: &str,
-    by: &Principal,
-) -> Result<AnswerAck, RuntimeError> {
-    harness
-        .runtime
-        .answer(AnswerRequest {
-            run_id: run.run_id.clone(),
-            tool_call_id: call.to_owned(),
-            answer,
-            answer_id: answer_id.to_owned(),
-            principal: by.clone(),
-        })
-        .await
 }
 
 fn text(text: &str) -> AnswerInput {
@@ -72,13 +52,13 @@ async fn an_answer_applies_once_and_its_retries_are_acknowledged_as_duplicates()
     let ada = answerer("ada");
     let (run, call) = waiting(&harness, &ada).await;
 
-    let first = answer(&harness, &run, &call, text("Ada"), "k1", &ada).await;
+    let first = harness.answer(&run, &call, text("Ada"), "k1", &ada).await;
     let first = first.expect("the answer is taken");
     assert!(!first.duplicate);
     assert!(first.result_sequence > 0);
 
     // The same key again: nothing is applied twice.
-    let again = answer(&harness, &run, &call, text("Ada"), "k1", &ada).await;
+    let again = harness.answer(&run, &call, text("Ada"), "k1", &ada).await;
     assert_eq!(
         again.expect("a retry"),
         AnswerAck {
@@ -87,21 +67,21 @@ async fn an_answer_applies_once_and_its_retries_are_acknowledged_as_duplicates()
         }
     );
     // The same content under another key is the same answer, acknowledged under its first key.
-    let other_key = answer(&harness, &run, &call, text("Ada"), "k2", &ada).await;
+    let other_key = harness.answer(&run, &call, text("Ada"), "k2", &ada).await;
     let other_key = other_key.expect("a retry under another key");
     assert!(other_key.duplicate);
     assert_eq!(other_key.answer_id, "k1");
     assert_eq!(other_key.result_sequence, first.result_sequence);
 
     // Other content under the first key is a reused key, not a retry.
-    let reused = answer(&harness, &run, &call, text("Grace"), "k1", &ada).await;
+    let reused = harness.answer(&run, &call, text("Grace"), "k1", &ada).await;
     assert_eq!(
         reason(&reused),
         Some(RejectReason::AnswerIdReused),
         "{reused:?}"
     );
     // Other content under a new key comes too late.
-    let late = answer(&harness, &run, &call, text("Grace"), "k3", &ada).await;
+    let late = harness.answer(&run, &call, text("Grace"), "k3", &ada).await;
     assert_eq!(
         reason(&late),
         Some(RejectReason::AlreadyAnswered),
@@ -123,7 +103,7 @@ async fn an_answer_of_the_wrong_kind_is_refused_and_the_question_still_waits() {
         content: "42".into(),
         is_error: false,
     };
-    let refused = answer(&harness, &run, &call, output, "k1", &ada).await;
+    let refused = harness.answer(&run, &call, output, "k1", &ada).await;
     match &refused {
         Err(RuntimeError::AnswerRejected {
             reason: RejectReason::InvalidAnswer,
@@ -135,7 +115,7 @@ async fn an_answer_of_the_wrong_kind_is_refused_and_the_question_still_waits() {
     assert!(still_waits(&harness, &run, &call, &ada).await);
 
     // The refused answer's key is not spent: it takes the right answer.
-    let taken = answer(&harness, &run, &call, text("Ada"), "k1", &ada).await;
+    let taken = harness.answer(&run, &call, text("Ada"), "k1", &ada).await;
     assert!(!taken.expect("the answer is taken").duplicate);
     assert!(!still_waits(&harness, &run, &call, &ada).await);
 }
@@ -148,11 +128,13 @@ async fn only_an_assignee_with_the_answer_scope_settles_a_question() {
     let ada = answerer("ada");
     let (run, call) = waiting(&harness, &ada).await;
 
-    let bob = answer(&harness, &run, &call, text("Bob"), "", &answerer("bob")).await;
+    let bob = harness
+        .answer(&run, &call, text("Bob"), "", &answerer("bob"))
+        .await;
     assert_eq!(reason(&bob), Some(RejectReason::NotAssignee), "{bob:?}");
     // A worker's key settles client tool calls, not questions, even for an assignee.
     let worker = principal("ada", &[Scope::RunsRead, Scope::ToolsExecute]);
-    let worker = answer(&harness, &run, &call, text("Ada"), "", &worker).await;
+    let worker = harness.answer(&run, &call, text("Ada"), "", &worker).await;
     assert_eq!(
         reason(&worker),
         Some(RejectReason::MissingScope(Scope::RunsAnswer)),
@@ -163,14 +145,16 @@ async fn only_an_assignee_with_the_answer_scope_settles_a_question() {
         tenant: "other".into(),
         ..answerer("ada")
     };
-    let stranger = answer(&harness, &run, &call, text("Ada"), "", &stranger).await;
+    let stranger = harness
+        .answer(&run, &call, text("Ada"), "", &stranger)
+        .await;
     assert!(
         matches!(stranger, Err(RuntimeError::RunNotFound(_))),
         "{stranger:?}"
     );
     assert!(still_waits(&harness, &run, &call, &ada).await);
 
-    let taken = answer(&harness, &run, &call, text("Ada"), "", &ada).await;
+    let taken = harness.answer(&run, &call, text("Ada"), "", &ada).await;
     assert!(!taken.expect("the assignee's answer").duplicate);
 }
 
@@ -185,7 +169,7 @@ async fn a_question_past_its_time_takes_no_answer_before_the_expiry_loop_settles
     let call = run.pending[0].tool_call_id.clone();
     tokio::time::sleep(Duration::from_millis(20)).await;
 
-    let late = answer(&harness, &run, &call, text("Ada"), "", &ada).await;
+    let late = harness.answer(&run, &call, text("Ada"), "", &ada).await;
     assert_eq!(
         reason(&late),
         Some(RejectReason::QuestionExpired),
@@ -200,7 +184,9 @@ async fn an_answer_to_an_unknown_call_or_run_is_refused() {
     let ada = answerer("ada");
     let (run, call) = waiting(&harness, &ada).await;
 
-    let unknown_call = answer(&harness, &run, "call_nope", text("Ada"), "", &ada).await;
+    let unknown_call = harness
+        .answer(&run, "call_nope", text("Ada"), "", &ada)
+        .await;
     assert_eq!(
         reason(&unknown_call),
         Some(RejectReason::ToolCallNotPending),
@@ -210,7 +196,7 @@ async fn an_answer_to_an_unknown_call_or_run_is_refused() {
         run_id: "no-such-run".into(),
         ..run.clone()
     };
-    let unknown_run = answer(&harness, &gone, &call, text("Ada"), "", &ada).await;
+    let unknown_run = harness.answer(&gone, &call, text("Ada"), "", &ada).await;
     assert!(
         matches!(unknown_run, Err(RuntimeError::RunNotFound(_))),
         "{unknown_run:?}"

@@ -2,11 +2,10 @@
 //! schema, an approved client tool call then waits for its output, and a decision is taken once.
 
 use crate::domain::{
-    AnswerInput, ApprovalDecision, Principal, RunRecord, RunStatus, Scope, SuspendKind,
-    ToolDefinition,
+    AnswerInput, ApprovalDecision, RunRecord, RunStatus, Scope, SuspendKind, ToolDefinition,
 };
 use crate::runtime::testing::{Harness, agent, config, principal};
-use crate::runtime::{AnswerAck, AnswerRequest, RejectReason, RuntimeError};
+use crate::runtime::{AnswerAck, RejectReason, RuntimeError};
 
 /// Calls the client tool `deploy`, then says what it returned.
 const DEPLOYS: &str = r#"
@@ -24,26 +23,6 @@ fn deploy() -> ToolDefinition {
         parameters_json_schema: r#"{"type":"object","properties":{"env":{"type":"string"}},"required":["env"],"additionalProperties":false}"#.into(),
         approval_always: true,
     }
-}
-
-async fn decide(
-    harness: &Harness,
-    run: &RunRecord,
-    call: &str,
-    answer: AnswerInput,
-    answer_id: &str,
-    by: &Principal,
-) -> Result<AnswerAck, RuntimeError> {
-    harness
-        .runtime
-        .answer(AnswerRequest {
-            run_id: run.run_id.clone(),
-            tool_call_id: call.to_owned(),
-            answer,
-            answer_id: answer_id.to_owned(),
-            principal: by.clone(),
-        })
-        .await
 }
 
 fn approval(decision: ApprovalDecision) -> AnswerInput {
@@ -82,7 +61,9 @@ async fn an_approval_is_decided_once_and_the_approved_call_waits_for_its_output(
     let bad_edit = ApprovalDecision::Edit {
         arguments_json: r#"{"env": 7}"#.into(),
     };
-    let refused = decide(&harness, &run, &call, approval(bad_edit), "e1", &ada).await;
+    let refused = harness
+        .answer(&run, &call, approval(bad_edit), "e1", &ada)
+        .await;
     match &refused {
         Err(RuntimeError::AnswerRejected {
             reason: RejectReason::InvalidAnswer,
@@ -100,23 +81,19 @@ async fn an_approval_is_decided_once_and_the_approved_call_waits_for_its_output(
         content: "ok".into(),
         is_error: false,
     };
-    let early = decide(&harness, &run, &call, output.clone(), "o0", &ada).await;
+    let early = harness
+        .answer(&run, &call, output.clone(), "o0", &ada)
+        .await;
     assert_eq!(
         reason(&early),
         Some(RejectReason::InvalidAnswer),
         "{early:?}"
     );
 
-    let approved = decide(
-        &harness,
-        &run,
-        &call,
-        approval(ApprovalDecision::Approve),
-        "a1",
-        &ada,
-    )
-    .await
-    .expect("the approval is taken");
+    let approved = harness
+        .answer(&run, &call, approval(ApprovalDecision::Approve), "a1", &ada)
+        .await
+        .expect("the approval is taken");
     assert!(!approved.duplicate);
     // A client tool call, once approved, waits for a worker's output.
     assert_eq!(
@@ -129,15 +106,15 @@ async fn an_approval_is_decided_once_and_the_approved_call_waits_for_its_output(
         "lead",
         &[Scope::RunsRead, Scope::RunsAnswer, Scope::ToolsExecute],
     );
-    let again = decide(
-        &harness,
-        &run,
-        &call,
-        approval(ApprovalDecision::Approve),
-        "a2",
-        &lead,
-    )
-    .await;
+    let again = harness
+        .answer(
+            &run,
+            &call,
+            approval(ApprovalDecision::Approve),
+            "a2",
+            &lead,
+        )
+        .await;
     assert_eq!(
         again.expect("a retry"),
         AnswerAck {
@@ -149,7 +126,9 @@ async fn an_approval_is_decided_once_and_the_approved_call_waits_for_its_output(
     let reject = ApprovalDecision::Reject {
         reason: "changed my mind".into(),
     };
-    let late = decide(&harness, &run, &call, approval(reject), "r1", &lead).await;
+    let late = harness
+        .answer(&run, &call, approval(reject), "r1", &lead)
+        .await;
     assert_eq!(
         reason(&late),
         Some(RejectReason::AlreadyAnswered),
@@ -158,13 +137,15 @@ async fn an_approval_is_decided_once_and_the_approved_call_waits_for_its_output(
 
     // The output is a worker's to give.
     let worker = principal("worker", &[Scope::RunsRead, Scope::ToolsExecute]);
-    let person = decide(&harness, &run, &call, output.clone(), "o1", &ada).await;
+    let person = harness
+        .answer(&run, &call, output.clone(), "o1", &ada)
+        .await;
     assert_eq!(
         reason(&person),
         Some(RejectReason::MissingScope(Scope::ToolsExecute)),
         "{person:?}"
     );
-    let given = decide(&harness, &run, &call, output, "o1", &worker).await;
+    let given = harness.answer(&run, &call, output, "o1", &worker).await;
     assert!(!given.expect("the output is taken").duplicate);
     let run = harness.idle(&run.run_id, &ada).await;
     assert_eq!(run.status, RunStatus::Completed);
@@ -182,7 +163,9 @@ async fn a_rejected_call_never_runs_and_its_run_goes_on() {
     let reject = ApprovalDecision::Reject {
         reason: "not today".into(),
     };
-    let rejected = decide(&harness, &run, &call, approval(reject), "r1", &ada).await;
+    let rejected = harness
+        .answer(&run, &call, approval(reject), "r1", &ada)
+        .await;
     assert!(!rejected.expect("the rejection is taken").duplicate);
     let run = harness.idle(&run.run_id, &ada).await;
     assert_eq!(run.status, RunStatus::Completed);
@@ -191,15 +174,9 @@ async fn a_rejected_call_never_runs_and_its_run_goes_on() {
         "Deployed: User rejected the call: not today"
     );
     // Approving a rejected call comes too late.
-    let late = decide(
-        &harness,
-        &run,
-        &call,
-        approval(ApprovalDecision::Approve),
-        "a1",
-        &ada,
-    )
-    .await;
+    let late = harness
+        .answer(&run, &call, approval(ApprovalDecision::Approve), "a1", &ada)
+        .await;
     assert_eq!(
         reason(&late),
         Some(RejectReason::AlreadyAnswered),
