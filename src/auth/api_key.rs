@@ -44,10 +44,14 @@ pub fn looks_like_key(credential: &str) -> bool {
 
 /// The hash a key is stored and looked up by, in hex.
 pub fn hash(key: &str) -> String {
-    Sha256::digest(key.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let digest = Sha256::digest(key.as_bytes());
+    let mut hex = String::with_capacity(2 * digest.len());
+    for byte in digest {
+        hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        hex.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+    hex
 }
 
 #[cfg(test)]
@@ -64,5 +68,10 @@ mod internal_tests {
         assert_eq!(hash(&first.key), first.stored.secret_hash);
         assert_ne!(first.stored.secret_hash, second.stored.secret_hash);
         assert_eq!(first.stored.secret_hash.len(), 64);
+        // SHA-256 of "abc" (FIPS 180-2, appendix B.1): the hex is the digest's, in order.
+        assert_eq!(
+            hash("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 }

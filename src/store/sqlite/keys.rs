@@ -101,10 +101,7 @@ impl KeyStore for SqliteStore {
     }
 
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
-        let secret_hash = secret_hash.to_owned();
-        self.readers
-            .run(move |conn| by_hash(conn, &secret_hash))
-            .await
+        self.readers.point(|conn| by_hash(conn, secret_hash))
     }
 
     async fn tenant_runs(&self, tenant: &str) -> StoreResult<u64> {

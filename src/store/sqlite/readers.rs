@@ -31,24 +31,45 @@ impl Readers {
         T: Send + 'static,
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     {
-        let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop());
-        let conn = match idle {
-            Some(conn) => conn,
-            None => open(&self.path)?,
-        };
+        let conn = self.take()?;
         let (conn, outcome) = tokio::task::spawn_blocking(move || {
             let outcome = read(&conn, work);
             (conn, outcome)
         })
         .await
         .map_err(|error| StoreError::Task(format!("a read failed: {error}")))?;
+        self.give_back(conn);
+        outcome
+    }
+
+    /// Runs one statement looking up by a unique index (one row, a few pages) on the calling thread. It takes
+    /// microseconds and a WAL reader never waits for the writer, so the hop to a blocking thread
+    /// and back would cost more than the read (it was most of what `--auth keys` cost per call).
+    pub(super) fn point<T>(
+        &self,
+        work: impl FnOnce(&Connection) -> StoreResult<T>,
+    ) -> StoreResult<T> {
+        let conn = self.take()?;
+        // One statement is its own read transaction.
+        let outcome = work(&conn);
+        self.give_back(conn);
+        outcome
+    }
+
+    fn take(&self) -> StoreResult<Connection> {
+        match self.idle.lock().ok().and_then(|mut idle| idle.pop()) {
+            Some(conn) => Ok(conn),
+            None => open(&self.path),
+        }
+    }
+
+    fn give_back(&self, conn: Connection) {
         if let Ok(mut idle) = self.idle.lock()
             && idle.len() < KEPT
             && conn.is_autocommit()
         {
             idle.push(conn);
         }
-        outcome
     }
 }
 
