@@ -24,6 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "tool.proto",
                 "admin.proto",
                 "errors.proto",
+                "form.proto",
             ]
             .map(|file| PathBuf::from("proto/askuser/v1").join(file)),
             &[PathBuf::from("proto"), well_known],

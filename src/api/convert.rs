@@ -19,8 +19,8 @@ use crate::runtime::{
 };
 use crate::store::RunFilter;
 use crate::wire::{
-    kind_to_proto, payload_to_proto, settled_by_to_proto, suspend_kind_to_proto, timestamp,
-    usage_to_proto,
+    form_to_proto, kind_to_proto, payload_to_proto, settled_by_to_proto, suspend_kind_to_proto,
+    timestamp, usage_to_proto,
 };
 
 /// Milliseconds since the Unix epoch of a wire timestamp; `field` names it in the error.
@@ -150,10 +150,14 @@ pub fn answer_from_proto(
                 }
             })
         }
+        Some(pb::answer::Answer::Form(form)) => {
+            AnswerInput::Form(super::form_answer::form_answer_from_proto(form)?)
+        }
+        Some(pb::answer::Answer::Reply(reply)) => AnswerInput::Reply(reply),
         None => {
             return Err(invalid(
                 "answer.answer",
-                "an answer needs one of text, selections, decline, tool_output or approval",
+                "an answer needs one of text, selections, decline, tool_output, approval, form or reply",
             ));
         }
     };
@@ -173,6 +177,7 @@ pub fn list_filter(request: &pb::ListRunsRequest) -> Result<RunFilter, ApiError>
         Ok(pb::SuspendKind::Question) => Some(SuspendKind::Question),
         Ok(pb::SuspendKind::Approval) => Some(SuspendKind::Approval),
         Ok(pb::SuspendKind::ClientTool) => Some(SuspendKind::ClientTool),
+        Ok(pb::SuspendKind::Form) => Some(SuspendKind::Form),
         Err(_) => {
             return Err(ApiError::field(
                 "pending_kind",
@@ -212,6 +217,7 @@ pub fn pending_filter(request: pb::WatchPendingCallsRequest) -> Result<PendingFi
             Ok(pb::SuspendKind::Question) => Ok(SuspendKind::Question),
             Ok(pb::SuspendKind::Approval) => Ok(SuspendKind::Approval),
             Ok(pb::SuspendKind::ClientTool) => Ok(SuspendKind::ClientTool),
+            Ok(pb::SuspendKind::Form) => Ok(SuspendKind::Form),
             _ => Err(ApiError::field(
                 format!("kinds[{index}]"),
                 "kinds holds only known kinds, not SUSPEND_KIND_UNSPECIFIED",
@@ -426,6 +432,7 @@ fn pending_to_proto(call: PendingCall) -> pb::PendingToolCall {
         tool_call_id: call.tool_call_id,
         tool_name: call.tool_name,
         suspend_payload: call.suspension.payload.as_ref().map(payload_to_proto),
+        form: call.suspension.form.as_deref().map(form_to_proto),
         expire_time: call.expire_ms.map(timestamp),
         kind: suspend_kind_to_proto(call.suspension.kind) as i32,
         arguments_json: call.suspension.arguments_json,
@@ -484,6 +491,7 @@ pub fn agent_to_proto(agent: &AgentDefinition) -> pb::Agent {
                 description: tool.description.clone(),
                 kind: match tool.kind {
                     ToolKind::AskUser => pb::ToolKind::AskUser,
+                    ToolKind::Form(_) => pb::ToolKind::Form,
                     ToolKind::Client => pb::ToolKind::Client,
                     ToolKind::Http(_) => pb::ToolKind::Http,
                 } as i32,

@@ -135,7 +135,46 @@ fn answer_kind() -> impl Strategy<Value = Option<pb::answer::Answer>> {
             pb::ToolOutput { content, is_error }
         ))),
         decision().prop_map(|decision| Some(Kind::Approval(pb::ApprovalDecision { decision }))),
+        text().prop_map(|reply| Some(Kind::Reply(reply))),
+        prop::collection::hash_map(text(), field_value(), 0..3)
+            .prop_map(|values| Some(Kind::Form(pb::FormAnswer { values }))),
     ]
+}
+
+fn field_value() -> impl Strategy<Value = pb::FieldValue> {
+    use pb::field_value::Value;
+    prop_oneof![
+        Just(None),
+        text().prop_map(|text| Some(Value::Text(text))),
+        (-1e9f64..1e9).prop_map(|number| Some(Value::Number(number))),
+        any::<bool>().prop_map(|boolean| Some(Value::Boolean(boolean))),
+        (prop::collection::vec(text(), 0..3), text())
+            .prop_map(|(values, other)| Some(Value::Choice(pb::ChoiceValue { values, other }))),
+    ]
+    .prop_map(|value| pb::FieldValue { value })
+}
+
+/// The form answer `answer` decodes to; `None` when a value has no kind (refused).
+fn decoded_form(answer: &pb::FormAnswer) -> Option<crate::domain::FormAnswer> {
+    use crate::domain::{ChoiceValue, FieldValue, Number};
+    use pb::field_value::Value;
+    let values = answer
+        .values
+        .iter()
+        .map(|(name, value)| {
+            let value = match value.value.clone()? {
+                Value::Text(text) => FieldValue::Text(text),
+                Value::Number(number) => FieldValue::Number(Number(number)),
+                Value::Boolean(boolean) => FieldValue::Boolean(boolean),
+                Value::Choice(choice) => FieldValue::Choice(ChoiceValue {
+                    values: choice.values,
+                    other: choice.other,
+                }),
+            };
+            Some((name.clone(), value))
+        })
+        .collect::<Option<_>>()?;
+    Some(crate::domain::FormAnswer { values })
 }
 
 fn answer() -> impl Strategy<Value = pb::Answer> {
@@ -256,6 +295,20 @@ fn answer_texts(answer: &pb::Answer) -> Vec<&str> {
         Some(Kind::Approval(pb::ApprovalDecision {
             decision: Some(Decision::Edit(edit)),
         })) => texts.push(&edit.arguments_json),
+        Some(Kind::Form(form)) => {
+            for (name, value) in &form.values {
+                texts.push(name);
+                match &value.value {
+                    Some(pb::field_value::Value::Text(text)) => texts.push(text),
+                    Some(pb::field_value::Value::Choice(choice)) => {
+                        texts.push(&choice.other);
+                        texts.extend(choice.values.iter().map(String::as_str));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Some(Kind::Reply(reply)) => texts.push(reply),
         Some(Kind::Approval(_)) | None => {}
     }
     texts
@@ -288,6 +341,7 @@ fn event_kind() -> impl Strategy<Value = EventKind> {
                     options: Vec::new(),
                     selection_mode: None,
                 }),
+                form: None,
                 expire_ms,
                 kind: SuspendKind::Question,
                 arguments_json: String::new(),
@@ -395,6 +449,8 @@ proptest! {
             Some(Kind::Approval(pb::ApprovalDecision { decision: Some(Decision::Approve(_)) })) => Some(AnswerInput::Approval(ApprovalDecision::Approve)),
             Some(Kind::Approval(pb::ApprovalDecision { decision: Some(Decision::Reject(r)) })) => Some(AnswerInput::Approval(ApprovalDecision::Reject { reason: r.reason })),
             Some(Kind::Approval(pb::ApprovalDecision { decision: Some(Decision::Edit(e)) })) => Some(AnswerInput::Approval(ApprovalDecision::Edit { arguments_json: e.arguments_json })),
+            Some(Kind::Reply(reply)) => Some(AnswerInput::Reply(reply)),
+            Some(Kind::Form(form)) => decoded_form(&form).map(AnswerInput::Form),
             Some(Kind::Approval(pb::ApprovalDecision { decision: None })) | None => None,
         };
         let nul = holds_nul(&answer_texts(&answer));
@@ -481,7 +537,7 @@ proptest! {
     fn a_pending_filter_takes_known_kinds_only(kinds in prop::collection::vec(enum_number(), 0..5)) {
         let request = pb::WatchPendingCallsRequest { kinds: kinds.clone(), ..Default::default() };
         let taken = pending_filter(request);
-        prop_assert_eq!(taken.is_ok(), kinds.iter().all(|k| (1..=3).contains(k)));
+        prop_assert_eq!(taken.is_ok(), kinds.iter().all(|k| (1..=4).contains(k)));
         if let Ok(filter) = taken {
             prop_assert_eq!(filter.kinds.len(), kinds.len());
         }

@@ -97,6 +97,38 @@ impl Check {
         }
     }
 
+    /// A form's values: refused by their count alone when there are more than any form has
+    /// fields, else each name and text checked (no NUL, bounded).
+    fn form_answer(&mut self, form: &pb::FormAnswer, limits: &AskUserLimits) {
+        use pb::field_value::Value;
+        if form.values.len() > limits.max_form_fields {
+            let description = format!(
+                "{} values given; no form has more than {} fields",
+                form.values.len(),
+                limits.max_form_fields
+            );
+            self.push("answer.form.values".into(), description);
+            return;
+        }
+        for (name, value) in &form.values {
+            let field = format!("answer.form.values[\"{name}\"]");
+            self.text(field.clone(), name, limits.max_label_bytes);
+            match &value.value {
+                Some(Value::Text(text)) => self.text(field, text, limits.max_answer_bytes),
+                Some(Value::Choice(choice)) => {
+                    self.text(field.clone(), &choice.other, limits.max_answer_bytes);
+                    self.ids(
+                        &format!("{field}.values"),
+                        choice.values.iter().map(String::as_str),
+                        limits.max_options,
+                        limits.max_label_bytes,
+                    );
+                }
+                Some(Value::Number(_) | Value::Boolean(_)) | None => {}
+            }
+        }
+    }
+
     /// A list of ids: refused by its count alone when too long, else each id is checked.
     fn ids<'a>(
         &mut self,
@@ -216,6 +248,10 @@ pub fn check_answer(answer: &pb::Answer, limits: &RequestLimits) -> Result<(), V
             &decline.reason,
             limits.max_reason_bytes,
         ),
+        Some(Kind::Form(form)) => check.form_answer(form, &limits.ask_user),
+        Some(Kind::Reply(reply)) => {
+            check.text("answer.reply", reply, limits.ask_user.max_answer_bytes)
+        }
         Some(Kind::ToolOutput(output)) => check.text(
             "answer.tool_output.content",
             &output.content,

@@ -6,6 +6,7 @@ mod caller;
 mod client_subject;
 mod convert;
 mod error;
+mod form_answer;
 #[cfg(test)]
 mod frame_properties;
 mod inbound;

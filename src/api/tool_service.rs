@@ -38,4 +38,26 @@ impl ToolService for ToolApi {
             })?;
         Ok(Response::new(pb::AskUserResponse { content }))
     }
+
+    async fn render_question(
+        &self,
+        request: Request<pb::RenderQuestionRequest>,
+    ) -> Result<Response<pb::RenderQuestionResponse>, Status> {
+        let request = request.into_inner();
+        let content = self
+            .runtime
+            .render_question(&request.tool_name, &request.arguments_json)
+            .map_err(|error| match error {
+                RuntimeError::InvalidArgument(violations) => {
+                    let (named, arguments): (Vec<_>, Vec<_>) = violations
+                        .into_iter()
+                        .partition(|violation| violation.field == "tool_name");
+                    let mut violations = named;
+                    violations.extend(convert::nest("arguments_json", arguments));
+                    ApiError::InvalidRequest(violations)
+                }
+                other => other.into(),
+            })?;
+        Ok(Response::new(pb::RenderQuestionResponse { content }))
+    }
 }

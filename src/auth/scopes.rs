@@ -60,7 +60,7 @@ fn rpc_access(path: &str) -> Access {
             _ => Access::Unknown,
         },
         // It validates what a run would ask, outside any run: part of starting runs.
-        ("askuser.v1.ToolService", "AskUser") => Access::Scope(Scope::RunsStart),
+        ("askuser.v1.ToolService", "AskUser" | "RenderQuestion") => Access::Scope(Scope::RunsStart),
         // Within the caller's tenant; other tenants' keys take `operator` (admin_service.rs).
         ("askuser.v1.AdminService", _) => Access::Scope(Scope::Admin),
         _ => Access::Unknown,

@@ -11,7 +11,7 @@ use super::call::{WaitingCall, WaitingCalls};
 use super::connect::{ClientArgs, Connection};
 use super::follow::follow;
 use super::print::Printer;
-use super::{CliError, prompt};
+use super::{CliError, form_values, prompt};
 use crate::proto::v1 as pb;
 use crate::proto::v1::answer::Answer;
 use crate::proto::v1::approval_decision::{Approve, Decision, Edit, Reject};
@@ -19,7 +19,7 @@ use crate::proto::v1::approval_decision::{Approve, Decision, Edit, Reject};
 /// `askuser answer`.
 #[derive(Clone, Debug, clap::Args)]
 #[command(group(ArgGroup::new("given_answer").args([
-    "text", "select", "none", "decline", "approve", "reject", "edit", "output",
+    "text", "select", "none", "decline", "approve", "reject", "edit", "output", "field", "reply",
 ])))]
 pub struct AnswerArgs {
     /// The run.
@@ -32,6 +32,13 @@ pub struct AnswerArgs {
     /// An option's label to select (repeatable for a multi select).
     #[arg(long = "select", value_name = "LABEL")]
     pub select: Vec<String>,
+    /// A form's field: NAME=VALUE, typed by the field (repeat it for each field, and for each
+    /// choice of a multiple-choice field; a value not offered is the person's own answer).
+    #[arg(long = "field", value_name = "NAME=VALUE")]
+    pub field: Vec<String>,
+    /// Reply in prose instead of answering a question or a form.
+    #[arg(long, value_name = "TEXT")]
+    pub reply: Option<String>,
     /// Select no option: a multi select's "none of these".
     #[arg(long)]
     pub none: bool,
@@ -74,6 +81,8 @@ impl AnswerArgs {
             Some(Answer::Selections(pb::Selections {
                 labels: self.select.clone(),
             }))
+        } else if let Some(reply) = &self.reply {
+            Some(Answer::Reply(reply.clone()))
         } else if let Some(reason) = &self.decline {
             Some(Answer::Decline(pb::Decline {
                 reason: reason.clone(),
@@ -110,7 +119,16 @@ impl AnswerArgs {
 
 pub async fn run(args: AnswerArgs) -> Result<(), CliError> {
     let mut connection = Connection::open(&args.client).await?;
-    let (first, stream) = match args.given_answer() {
+    let given = if args.field.is_empty() {
+        args.given_answer()
+    } else {
+        let call = waiting_call(&mut connection, &args).await?;
+        Some(Answer::Form(form_values::from_flags(
+            &call.form,
+            &args.field,
+        )?))
+    };
+    let (first, stream) = match given {
         Some(answer) => resume(&mut connection, args.answer(answer)).await?,
         None => ask_until_accepted(&mut connection, &args).await?,
     };
@@ -144,6 +162,24 @@ async fn resume(
     Ok((first, stream))
 }
 
+/// The call `args` names, as `GetRun` shows it while it waits.
+async fn waiting_call(
+    connection: &mut Connection,
+    args: &AnswerArgs,
+) -> Result<WaitingCall, CliError> {
+    let run = connection.get_run(&args.run_id).await?;
+    run.pending_tool_calls
+        .iter()
+        .find(|call| call.tool_call_id == args.tool_call_id)
+        .map(WaitingCall::from)
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "call {} of run {} waits for nothing (settled already, or no such call)",
+                args.tool_call_id, args.run_id
+            ))
+        })
+}
+
 /// Prompts for the call's answer until the server accepts one.
 async fn ask_until_accepted(
     connection: &mut Connection,
@@ -157,23 +193,12 @@ async fn ask_until_accepted(
 > {
     if !std::io::stdin().is_terminal() {
         return Err(CliError::Usage(
-            "no answer given: use --text, --select, --none, --decline, --approve, --reject, \
-             --edit or --output, or run in a terminal to be asked"
+            "no answer given: use --text, --select, --none, --field, --reply, --decline, \
+             --approve, --reject, --edit or --output, or run in a terminal to be asked"
                 .into(),
         ));
     }
-    let run = connection.get_run(&args.run_id).await?;
-    let call = run
-        .pending_tool_calls
-        .iter()
-        .find(|call| call.tool_call_id == args.tool_call_id)
-        .map(WaitingCall::from)
-        .ok_or_else(|| {
-            CliError::Usage(format!(
-                "call {} of run {} waits for nothing (settled already, or no such call)",
-                args.tool_call_id, args.run_id
-            ))
-        })?;
+    let call = waiting_call(connection, args).await?;
     loop {
         let asked = call.clone();
         let answer = prompt::blocking(move || prompt::ask(&asked)).await?;

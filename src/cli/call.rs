@@ -17,6 +17,8 @@ pub struct WaitingCall {
     pub arguments_json: String,
     /// For an approval: why it is needed.
     pub approval_reason: String,
+    /// For a form: its fields.
+    pub form: pb::Form,
 }
 
 impl WaitingCall {
@@ -24,7 +26,7 @@ impl WaitingCall {
     pub fn is_for_a_person(&self) -> bool {
         matches!(
             self.kind,
-            pb::SuspendKind::Question | pb::SuspendKind::Approval
+            pb::SuspendKind::Question | pb::SuspendKind::Approval | pb::SuspendKind::Form
         )
     }
 
@@ -50,6 +52,7 @@ impl From<&pb::ToolCallSuspended> for WaitingCall {
             payload: call.suspend_payload.clone().unwrap_or_default(),
             arguments_json: call.arguments_json.clone(),
             approval_reason: call.approval_reason.clone(),
+            form: call.form.clone().unwrap_or_default(),
         }
     }
 }
@@ -63,6 +66,7 @@ impl From<&pb::PendingToolCall> for WaitingCall {
             payload: call.suspend_payload.clone().unwrap_or_default(),
             arguments_json: call.arguments_json.clone(),
             approval_reason: call.approval_reason.clone(),
+            form: call.form.clone().unwrap_or_default(),
         }
     }
 }

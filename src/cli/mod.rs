@@ -10,6 +10,8 @@ pub mod cancel;
 mod connect;
 mod error;
 mod follow;
+mod form_prompt;
+mod form_values;
 pub mod pending;
 mod print;
 mod prompt;

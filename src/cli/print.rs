@@ -224,6 +224,32 @@ pub fn describe_call(call: &WaitingCall) -> String {
             "… {} {} waits for a worker  [{id}]",
             call.tool_name, call.arguments_json
         ),
+        pb::SuspendKind::Form => {
+            let form = &call.form;
+            let heading = [form.title.as_str(), form.message.as_str()]
+                .into_iter()
+                .filter(|line| !line.is_empty())
+                .collect::<Vec<_>>()
+                .join(": ");
+            let heading = if heading.is_empty() {
+                "a form".to_owned()
+            } else {
+                heading
+            };
+            let mut text = format!("? {heading}  [{id}]");
+            for field in &form.fields {
+                text.push_str(&format!("\n  {}: {}", field.name, field.question));
+                if let Some(pb::form_field::Kind::Choice(choice)) = &field.kind {
+                    let values: Vec<&str> =
+                        choice.choices.iter().map(|c| c.value.as_str()).collect();
+                    text.push_str(&format!(" [{}]", values.join(" | ")));
+                }
+                if field.required {
+                    text.push_str(" (required)");
+                }
+            }
+            text
+        }
         _ => {
             let mode = match call.selection_mode() {
                 pb::SelectionMode::SingleSelect => " (pick one)",
@@ -250,6 +276,15 @@ fn summarize_call(call: &WaitingCall) -> String {
         }
         pb::SuspendKind::ClientTool => {
             format!("client-tool\t{} {}", call.tool_name, call.arguments_json)
+        }
+        pb::SuspendKind::Form => {
+            let questions: Vec<&str> = call
+                .form
+                .fields
+                .iter()
+                .map(|field| field.question.as_str())
+                .collect();
+            format!("form\t{}", questions.join(" | "))
         }
         _ => {
             let labels: Vec<&str> = call

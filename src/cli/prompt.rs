@@ -45,6 +45,7 @@ pub fn ask(call: &WaitingCall) -> Result<Answer, CliError> {
         let chosen = match call.kind {
             pb::SuspendKind::Approval => ask_approval(call),
             pb::SuspendKind::ClientTool => ask_output(call),
+            pb::SuspendKind::Form => super::form_prompt::ask_form(&call.form),
             _ => ask_question(call).or_else(|error| match error {
                 InquireError::OperationCanceled => ask_decline(),
                 error => Err(error),

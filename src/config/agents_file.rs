@@ -14,6 +14,7 @@ use crate::model::{
     DEFAULT_MAX_RETRIES, DEFAULT_REQUEST_TIMEOUT, Model, OpenAiModel, OpenAiSettings,
     ScriptedModel, ScriptedTurn,
 };
+use crate::runtime::forms::{self, FormTool};
 use crate::runtime::tools::{
     ApprovalPolicy, ArgumentsSchema, HttpTool, HttpToolSettings, Tool, ToolKind, check_name,
 };
@@ -131,10 +132,11 @@ const DEFAULT_HTTP_TOOL_RETRIES: u32 = 3;
 /// header values from the environment.
 fn tool_from_entry(entry: ToolEntry) -> Result<Tool, String> {
     check_name(&entry.name)?;
-    if entry.name == crate::runtime::ask_user::TOOL_NAME {
-        return Err(
-            "ask_user is built in; list it in an agent's tools without declaring it".into(),
-        );
+    if Tool::is_built_in(&entry.name) {
+        return Err(format!(
+            "{} is built in; list it in an agent's tools without declaring it",
+            entry.name
+        ));
     }
     let parameters = match entry.parameters {
         Some(value) => serde_json::to_value(value).map_err(|e| format!("parameters: {e}"))?,
@@ -367,6 +369,21 @@ pub fn parse_agents(
         message,
     })?;
     tools.insert(ask_user.name.clone(), Arc::new(ask_user));
+    for name in [
+        forms::QUESTIONS_TOOL,
+        forms::QUESTIONS_TOOL_ALIAS,
+        forms::FORM_TOOL,
+    ] {
+        let tool = FormTool::named(name)
+            .ok_or_else(|| format!("{name} is not a form tool"))
+            .and_then(|kind| Tool::form(name, kind, limits))
+            .map_err(|message| ConfigError::Tool {
+                origin: origin.to_owned(),
+                tool: name.into(),
+                message,
+            })?;
+        tools.insert(tool.name.clone(), Arc::new(tool));
+    }
     for entry in file.tool {
         let name = entry.name.clone();
         let invalid = |message: String| ConfigError::Tool {
@@ -462,6 +479,17 @@ pub fn parse_agents(
                                 index + 1
                             )));
                         }
+                        if let Some(call) = turn
+                            .call
+                            .iter()
+                            .find(|call| call.arguments.is_some() && call.arguments_json.is_some())
+                        {
+                            return Err(invalid(format!(
+                                "scripted turn {}: the call of {} gives both arguments and arguments_json; give one",
+                                index + 1,
+                                call.tool
+                            )));
+                        }
                     }
                     Arc::new(ScriptedModel::new(turns))
                 }
@@ -506,7 +534,8 @@ mod tests {
                 "environment",
                 "greeter",
                 "deployer",
-                "status_check"
+                "status_check",
+                "release"
             ]
         );
     }

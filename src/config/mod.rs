@@ -88,6 +88,15 @@ pub struct ServeArgs {
     /// Longest free-text answer, in bytes.
     #[arg(long, env = "ASKUSER_MAX_ANSWER_BYTES", default_value_t = 65536, value_parser = positive)]
     pub max_answer_bytes: usize,
+    /// Most fields a form may have (`ask_user_questions`, `ask_user_form`).
+    #[arg(long, env = "ASKUSER_MAX_FORM_FIELDS", default_value_t = 32, value_parser = positive)]
+    pub max_form_fields: usize,
+    /// Longest preview of a form's choice, in bytes.
+    #[arg(long, env = "ASKUSER_MAX_PREVIEW_BYTES", default_value_t = 16384, value_parser = positive)]
+    pub max_preview_bytes: usize,
+    /// Longest pattern of a form's text field, in bytes.
+    #[arg(long, env = "ASKUSER_MAX_PATTERN_BYTES", default_value_t = 1024, value_parser = positive)]
+    pub max_pattern_bytes: usize,
     /// Longest client tool output accepted, and the most of an HTTP tool's response kept (the rest
     /// is cut with a note), in bytes.
     #[arg(long, env = "ASKUSER_MAX_TOOL_OUTPUT_BYTES", default_value_t = 262144, value_parser = positive)]
@@ -302,6 +311,9 @@ impl ServeArgs {
             max_question_bytes: self.max_question_bytes,
             max_description_bytes: self.max_description_bytes,
             max_answer_bytes: self.max_answer_bytes,
+            max_form_fields: self.max_form_fields,
+            max_preview_bytes: self.max_preview_bytes,
+            max_pattern_bytes: self.max_pattern_bytes,
         }
     }
 

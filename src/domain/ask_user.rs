@@ -1,5 +1,7 @@
 use serde::{Deserialize, Serialize};
 
+use super::FormAnswer;
+
 /// How many options an answer may select.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -53,16 +55,22 @@ pub struct SuspendPayload {
     pub selection_mode: Option<SelectionMode>,
 }
 
-/// How a pending call is settled: a person's answer to a question, a decision on an approval, or
-/// the output of a client tool.
+/// How a pending call is settled: a person's answer to a question or a form (or a reply in prose
+/// instead), a decision on an approval, or the output of a client tool.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AnswerInput {
     Text(String),
     Selections(Vec<String>),
     Decline(String),
-    ToolOutput { content: String, is_error: bool },
+    ToolOutput {
+        content: String,
+        is_error: bool,
+    },
     Approval(ApprovalDecision),
+    Form(FormAnswer),
+    /// Prose instead of an answer, to a question or a form.
+    Reply(String),
 }
 
 /// A person's decision on a tool call that waits for approval.

@@ -3,12 +3,17 @@
 //! Nothing here talks to the network, the store or a model; the layers convert to and from it.
 
 mod ask_user;
+mod form;
 mod principal;
 mod run;
 mod webhook;
 
 pub use ask_user::{
     AnswerInput, ApprovalDecision, AskUserInput, AskUserOption, SelectionMode, SuspendPayload,
+};
+pub use form::{
+    BooleanField, Choice, ChoiceField, ChoiceValue, FieldKind, FieldValue, Form, FormAnswer,
+    FormField, FormStyle, Number, NumberField, TextField, TextFormat,
 };
 pub use principal::{AuthMethod, DEFAULT_TENANT, Principal, Scope, SettledBy};
 pub use run::{

@@ -3,8 +3,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::SuspendPayload;
 use super::principal::SettledBy;
+use super::{Form, SuspendPayload};
 
 /// Milliseconds since the Unix epoch, the time unit of every stored timestamp.
 pub fn now_millis() -> i64 {
@@ -72,6 +72,8 @@ pub enum ToolResultKind {
     Executed,
     /// A person rejected the call; the tool never ran.
     Rejected,
+    /// The person replied in prose instead of answering.
+    Replied,
 }
 
 /// What a pending tool call waits for.
@@ -85,6 +87,8 @@ pub enum SuspendKind {
     Approval,
     /// The output of a tool the caller runs.
     ClientTool,
+    /// A person's answer to a form.
+    Form,
 }
 
 impl SuspendKind {
@@ -94,6 +98,7 @@ impl SuspendKind {
             SuspendKind::Question => "question",
             SuspendKind::Approval => "approval",
             SuspendKind::ClientTool => "client_tool",
+            SuspendKind::Form => "form",
         }
     }
 
@@ -102,6 +107,7 @@ impl SuspendKind {
             SuspendKind::Question,
             SuspendKind::Approval,
             SuspendKind::ClientTool,
+            SuspendKind::Form,
         ]
         .into_iter()
         .find(|kind| kind.as_str() == name)
@@ -115,6 +121,9 @@ pub struct Suspension {
     /// The question, for [`SuspendKind::Question`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<SuspendPayload>,
+    /// The form, for [`SuspendKind::Form`] (boxed: most suspensions have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub form: Option<Box<Form>>,
     /// The validated arguments the tool runs with (approval and client tool).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub arguments_json: String,
@@ -170,6 +179,9 @@ pub enum EventKind {
         /// The question; absent for approvals and client tools.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         payload: Option<SuspendPayload>,
+        /// The form, for a form.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        form: Option<Box<Form>>,
         expire_ms: Option<i64>,
         #[serde(default)]
         kind: SuspendKind,

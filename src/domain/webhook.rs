@@ -189,6 +189,7 @@ mod tests {
             tool_call_id: "c".into(),
             tool_name: "ask_user".into(),
             payload: None,
+            form: None,
             expire_ms,
             kind: SuspendKind::Question,
             arguments_json: String::new(),

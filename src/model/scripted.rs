@@ -34,6 +34,10 @@ pub struct ScriptedCall {
     pub tool: String,
     #[serde(default)]
     pub arguments: Option<toml::Table>,
+    /// The arguments as JSON text instead, sent as written (placeholders filled): a TOML table's
+    /// keys come back sorted, and some arguments' order matters (a form's fields).
+    #[serde(default)]
+    pub arguments_json: Option<String>,
 }
 
 /// One model turn of a script.
@@ -113,15 +117,60 @@ impl Results {
     }
 }
 
-/// Replaces `{{answer.N}}` and `{{result.N}}` (1-based); unknown placeholders stay as written.
+/// Replaces `{{answer.N}}` and `{{result.N}}` (1-based), and `{{result.N.key.key}}` with a value
+/// inside a JSON result (a form's: `{{result.2.content.version}}`; an array's items joined with
+/// `, `); unknown placeholders stay as written.
 fn fill(template: &str, results: &Results) -> String {
-    let mut out = template.to_owned();
-    for (name, values) in [("answer", &results.answers), ("result", &results.results)] {
-        for (index, value) in values.iter().enumerate().rev() {
-            out = out.replace(&format!("{{{{{name}.{}}}}}", index + 1), value);
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else {
+            rest = &rest[start..];
+            break;
+        };
+        match placeholder(&after[..end], results) {
+            Some(value) => out.push_str(&value),
+            None => out.push_str(&rest[start..start + 2 + end + 2]),
         }
+        rest = &after[end + 2..];
     }
+    out.push_str(rest);
     out
+}
+
+/// The value a placeholder (between the braces) stands for.
+fn placeholder(name: &str, results: &Results) -> Option<String> {
+    let mut parts = name.split('.');
+    let values = match parts.next()? {
+        "answer" => &results.answers,
+        "result" => &results.results,
+        _ => return None,
+    };
+    let index: usize = parts.next()?.parse().ok()?;
+    let value = values.get(index.checked_sub(1)?)?;
+    let keys: Vec<&str> = parts.collect();
+    if keys.is_empty() {
+        return Some(value.clone());
+    }
+    let parsed: serde_json::Value = serde_json::from_str(value).ok()?;
+    let mut json = &parsed;
+    for key in keys {
+        json = json.get(key)?;
+    }
+    Some(match json {
+        serde_json::Value::String(text) => text.clone(),
+        serde_json::Value::Array(items) => items
+            .iter()
+            .map(|item| {
+                item.as_str()
+                    .map_or_else(|| item.to_string(), str::to_owned)
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => other.to_string(),
+    })
 }
 
 /// A TOML value as JSON, with placeholders filled in its strings.
@@ -211,15 +260,17 @@ impl Model for ScriptedModel {
             })));
         }
         for call in &turn.call {
-            let arguments = call
-                .arguments
-                .as_ref()
-                .map(|table| fill_value(&toml::Value::Table(table.clone()), &answers))
-                .unwrap_or_else(|| serde_json::json!({}));
+            let arguments_json = match (&call.arguments_json, &call.arguments) {
+                (Some(text), _) => fill(text, &answers),
+                (None, Some(table)) => {
+                    fill_value(&toml::Value::Table(table.clone()), &answers).to_string()
+                }
+                (None, None) => "{}".to_owned(),
+            };
             events.push(Ok(ModelEvent::ToolCall(ModelToolCall {
                 id: format!("call_{}", uuid::Uuid::now_v7().simple()),
                 name: call.tool.clone(),
-                arguments_json: arguments.to_string(),
+                arguments_json,
             })));
         }
         events.push(Ok(ModelEvent::Finished(None)));

@@ -26,6 +26,12 @@ pub struct AskUserLimits {
     pub max_question_bytes: usize,
     pub max_description_bytes: usize,
     pub max_answer_bytes: usize,
+    /// Most fields one form may have.
+    pub max_form_fields: usize,
+    /// Longest preview of a form's choice, in bytes.
+    pub max_preview_bytes: usize,
+    /// Longest pattern of a form's text field, in bytes.
+    pub max_pattern_bytes: usize,
 }
 
 impl Default for AskUserLimits {
@@ -36,6 +42,9 @@ impl Default for AskUserLimits {
             max_question_bytes: 16 * 1024,
             max_description_bytes: 4 * 1024,
             max_answer_bytes: 64 * 1024,
+            max_form_fields: 32,
+            max_preview_bytes: 16 * 1024,
+            max_pattern_bytes: 1024,
         }
     }
 }
@@ -289,6 +298,11 @@ pub fn check_answer(
     let mut violations = Vec::new();
     match (payload.selection_mode, answer) {
         (_, AnswerInput::Decline(_)) => {}
+        (_, AnswerInput::Reply(reply)) => return check_reply(reply, limits),
+        (_, AnswerInput::Form(_)) => violations.push(Violation::new(
+            "answer.form",
+            "this call is a question: answer it with text, selections or decline",
+        )),
         (_, AnswerInput::ToolOutput { .. }) => violations.push(Violation::new(
             "answer.tool_output",
             "this call is a question: answer it with text, selections or decline",
@@ -389,16 +403,33 @@ pub fn check_answer(
     }
 }
 
+/// Checks a reply in prose (valid instead of an answer to any question or form).
+pub fn check_reply(reply: &str, limits: &AskUserLimits) -> Result<(), Vec<Violation>> {
+    let problem = if reply.trim().is_empty() {
+        "a reply must not be blank".to_owned()
+    } else if reply.len() > limits.max_answer_bytes {
+        format!(
+            "the reply is {} bytes; the limit is {}",
+            reply.len(),
+            limits.max_answer_bytes
+        )
+    } else {
+        return Ok(());
+    };
+    Err(vec![Violation::new("answer.reply", problem)])
+}
+
 /// The tool result the model gets for an accepted answer.
 pub fn answer_result(answer: &AnswerInput) -> String {
     match answer {
+        AnswerInput::Reply(reply) => format!("User replied instead of answering: {reply}"),
         AnswerInput::Text(text) => format!("User answered: {text}"),
         AnswerInput::Selections(labels) => format!("User answered: {}", labels.join(", ")),
         AnswerInput::Decline(reason) if reason.is_empty() => "User declined to answer".to_owned(),
         AnswerInput::Decline(reason) => format!("User declined to answer: {reason}"),
         // Not answers to a question; a question never settles with them.
         AnswerInput::ToolOutput { content, .. } => content.clone(),
-        AnswerInput::Approval(_) => String::new(),
+        AnswerInput::Approval(_) | AnswerInput::Form(_) => String::new(),
     }
 }
 

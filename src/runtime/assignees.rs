@@ -23,7 +23,7 @@ pub fn of(agent: Option<&AgentDefinition>, tool: Option<&Tool>, kind: SuspendKin
             Some(tool) if !tool.assignees.is_empty() => tool.assignees.clone(),
             _ => agents(),
         },
-        SuspendKind::Question => agents(),
+        SuspendKind::Question | SuspendKind::Form => agents(),
         SuspendKind::ClientTool => Vec::new(),
     }
 }

@@ -502,6 +502,7 @@ impl Shared {
                         tool_call_id: call.id.clone(),
                         tool_name: call.name.clone(),
                         payload: suspension.payload.clone(),
+                        form: suspension.form.clone(),
                         expire_ms,
                         kind: suspension.kind,
                         arguments_json: suspension.arguments_json.clone(),

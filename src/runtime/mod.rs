@@ -15,6 +15,7 @@ mod effects;
 mod error;
 mod executor;
 mod follow;
+pub mod forms;
 mod hub;
 mod page_token;
 mod pending_fanout;
@@ -272,6 +273,36 @@ impl Runtime {
     pub fn ask_user_fallback(&self, input: &AskUserInput) -> Result<String, RuntimeError> {
         ask_user::validate(input, &self.shared.config.limits)
             .map(|payload| ask_user::fallback_text(&payload))
+            .map_err(RuntimeError::InvalidArgument)
+    }
+
+    /// Validates a built-in question tool's JSON arguments as a run would and renders its
+    /// fallback text: `ask_user`'s, or a form's.
+    pub fn render_question(
+        &self,
+        tool_name: &str,
+        arguments_json: &str,
+    ) -> Result<String, RuntimeError> {
+        let limits = &self.shared.config.limits;
+        if tool_name == ask_user::TOOL_NAME {
+            return ask_user::parse_arguments(arguments_json)
+                .and_then(|input| ask_user::validate(&input, limits))
+                .map(|payload| ask_user::fallback_text(&payload))
+                .map_err(RuntimeError::InvalidArgument);
+        }
+        let Some(tool) = forms::FormTool::named(tool_name) else {
+            return Err(RuntimeError::InvalidArgument(vec![Violation::new(
+                "tool_name",
+                format!(
+                    "\"{tool_name}\" is not a built-in question tool: use ask_user, {}, {} or {}",
+                    forms::QUESTIONS_TOOL,
+                    forms::QUESTIONS_TOOL_ALIAS,
+                    forms::FORM_TOOL
+                ),
+            )]));
+        };
+        tool.form(arguments_json, limits)
+            .map(|form| forms::fallback_text(&form))
             .map_err(RuntimeError::InvalidArgument)
     }
 

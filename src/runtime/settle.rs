@@ -5,6 +5,7 @@
 
 use super::ask_user::{self, AskUserLimits, Violation, check_answer};
 use super::error::{RejectReason, RuntimeError, short_id};
+use super::forms;
 use super::settle_access;
 use crate::domain::{
     AnswerInput, ApprovalDecision, Principal, SettledBy, SuspendKind, ToolResultKind,
@@ -38,6 +39,8 @@ fn answer_field(answer: &AnswerInput) -> &'static str {
         AnswerInput::Decline(_) => "answer.decline",
         AnswerInput::ToolOutput { .. } => "answer.tool_output",
         AnswerInput::Approval(_) => "answer.approval",
+        AnswerInput::Form(_) => "answer.form",
+        AnswerInput::Reply(_) => "answer.reply",
     }
 }
 
@@ -94,11 +97,29 @@ pub fn decide(
                     violations,
                 });
             }
-            let (status, kind) = match answer {
-                AnswerInput::Decline(_) => (CallStatus::Declined, ToolResultKind::Declined),
-                _ => (CallStatus::Answered, ToolResultKind::Answered),
-            };
+            let (status, kind) = answered(answer);
             settle(status, ask_user::answer_result(answer), false, kind)
+        }
+        (SuspendKind::Form, _) => {
+            let Some(form) = &call.suspension.form else {
+                return Err(crate::store::StoreError::Corrupt(format!(
+                    "form {} has no fields",
+                    call.tool_call_id
+                ))
+                .into());
+            };
+            if let Err(violations) = forms::check_answer(form, answer, limits) {
+                return Err(RuntimeError::AnswerRejected {
+                    reason: RejectReason::InvalidAnswer,
+                    message: format!(
+                        "the answer does not fit the form: {}",
+                        ask_user::describe(&violations)
+                    ),
+                    violations,
+                });
+            }
+            let (status, kind) = answered(answer);
+            settle(status, forms::answer_result(form, answer), false, kind)
         }
         (
             SuspendKind::Approval,
@@ -151,6 +172,7 @@ pub fn decide(
                 SuspendKind::Question => "text, selections or decline",
                 SuspendKind::Approval => "approval (approve, reject or edit) or decline",
                 SuspendKind::ClientTool => "tool_output",
+                SuspendKind::Form => "form, reply or decline",
             };
             let description = format!(
                 "tool call \"{}\" waits for {}: settle it with {wants}",
@@ -166,8 +188,20 @@ pub fn decide(
     }
 }
 
+/// How an accepted answer to a question or a form settles it.
+fn answered(answer: &AnswerInput) -> (CallStatus, ToolResultKind) {
+    match answer {
+        AnswerInput::Decline(_) => (CallStatus::Declined, ToolResultKind::Declined),
+        // A reply is an answer in the store (the call is settled by the person), told apart by its
+        // result's kind.
+        AnswerInput::Reply(_) => (CallStatus::Answered, ToolResultKind::Replied),
+        _ => (CallStatus::Answered, ToolResultKind::Answered),
+    }
+}
+
 fn kind_name(kind: SuspendKind) -> &'static str {
     match kind {
+        SuspendKind::Form => "a form's answer",
         SuspendKind::Question => "an answer",
         SuspendKind::Approval => "an approval",
         SuspendKind::ClientTool => "a client tool's output",
@@ -185,17 +219,20 @@ pub fn refused(refusal: Refusal) -> RuntimeError {
 
 /// What settles a call whose wait ran out.
 pub fn expired(call: &ToolCallRecord) -> Settlement {
-    let (content, is_error) = match call.suspension.kind {
-        SuspendKind::Question => (ask_user::EXPIRED_RESULT, false),
-        SuspendKind::Approval => (APPROVAL_EXPIRED_RESULT, true),
-        SuspendKind::ClientTool => (OUTPUT_EXPIRED_RESULT, true),
+    let (content, is_error) = match (call.suspension.kind, &call.suspension.form) {
+        (SuspendKind::Form, Some(form)) => (forms::expired_result(form), false),
+        (SuspendKind::Question | SuspendKind::Form, _) => {
+            (ask_user::EXPIRED_RESULT.to_owned(), false)
+        }
+        (SuspendKind::Approval, _) => (APPROVAL_EXPIRED_RESULT.to_owned(), true),
+        (SuspendKind::ClientTool, _) => (OUTPUT_EXPIRED_RESULT.to_owned(), true),
     };
     Settlement {
         settled_by: Some(SettledBy::from(&Principal::server())),
         status: CallStatus::Expired,
         answer: None,
         answer_id: String::new(),
-        content: content.to_owned(),
+        content,
         is_error,
         kind: ToolResultKind::Expired,
     }

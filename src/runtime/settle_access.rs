@@ -11,7 +11,7 @@ use crate::domain::{Principal, Scope, SuspendKind, Suspension};
 /// approval are a person's (`runs:answer`); a client tool's output is a worker's (`tools:execute`).
 pub fn scope_to_settle(kind: SuspendKind) -> Scope {
     match kind {
-        SuspendKind::Question | SuspendKind::Approval => Scope::RunsAnswer,
+        SuspendKind::Question | SuspendKind::Form | SuspendKind::Approval => Scope::RunsAnswer,
         SuspendKind::ClientTool => Scope::ToolsExecute,
     }
 }
@@ -55,6 +55,7 @@ pub fn check(
 fn what(kind: SuspendKind) -> &'static str {
     match kind {
         SuspendKind::Question => "a question",
+        SuspendKind::Form => "a form",
         SuspendKind::Approval => "an approval",
         SuspendKind::ClientTool => "a client tool's output",
     }

@@ -332,6 +332,37 @@ fn assignees_from(column: Option<&str>) -> StoreResult<Vec<String>> {
     Ok(column.map(from_json).transpose()?.unwrap_or_default())
 }
 
+/// The `tool_calls.payload` value of a suspension: its question's JSON, or its form's for a form.
+pub(in crate::store) fn payload_column(suspension: &Suspension) -> StoreResult<Option<String>> {
+    match suspension.kind {
+        SuspendKind::Form => suspension.form.as_ref().map(to_json).transpose(),
+        _ => suspension.payload.as_ref().map(to_json).transpose(),
+    }
+}
+
+/// A suspension read from its columns: the payload column holds a question or a form, by kind.
+fn suspension_from(
+    kind: &str,
+    payload: Option<&str>,
+    arguments_json: String,
+    approval_reason: String,
+    assignees: Option<&str>,
+) -> StoreResult<Suspension> {
+    let kind = parse_suspend_kind(kind)?;
+    let (payload, form) = match kind {
+        SuspendKind::Form => (None, payload.map(from_json).transpose()?),
+        _ => (payload.map(from_json).transpose()?, None),
+    };
+    Ok(Suspension {
+        kind,
+        payload,
+        form,
+        arguments_json,
+        approval_reason,
+        assignees: assignees_from(assignees)?,
+    })
+}
+
 fn parse_suspend_kind(name: &str) -> StoreResult<SuspendKind> {
     SuspendKind::parse(name).ok_or_else(|| StoreError::Corrupt(format!("suspend kind {name}")))
 }
@@ -339,13 +370,13 @@ fn parse_suspend_kind(name: &str) -> StoreResult<SuspendKind> {
 impl PendingRow {
     pub fn into_pending(self) -> StoreResult<PendingCall> {
         Ok(PendingCall {
-            suspension: Suspension {
-                kind: parse_suspend_kind(&self.suspend_kind)?,
-                payload: self.payload.as_deref().map(from_json).transpose()?,
-                arguments_json: self.run_arguments,
-                approval_reason: self.approval_reason,
-                assignees: assignees_from(self.assignees.as_deref())?,
-            },
+            suspension: suspension_from(
+                &self.suspend_kind,
+                self.payload.as_deref(),
+                self.run_arguments,
+                self.approval_reason,
+                self.assignees.as_deref(),
+            )?,
             tool_call_id: self.tool_call_id,
             tool_name: self.tool_name,
             expire_ms: self.expire_ms,
@@ -393,13 +424,13 @@ impl ToolCallRow {
             tool_name: self.tool_name,
             status: CallStatus::parse(&self.status)
                 .ok_or_else(|| StoreError::Corrupt(format!("call status {}", self.status)))?,
-            suspension: Suspension {
-                kind: parse_suspend_kind(&self.suspend_kind)?,
-                payload: self.payload.as_deref().map(from_json).transpose()?,
-                arguments_json: self.run_arguments,
-                approval_reason: self.approval_reason,
-                assignees: assignees_from(self.assignees.as_deref())?,
-            },
+            suspension: suspension_from(
+                &self.suspend_kind,
+                self.payload.as_deref(),
+                self.run_arguments,
+                self.approval_reason,
+                self.assignees.as_deref(),
+            )?,
             expire_ms: self.expire_ms,
             answer: self
                 .answer

@@ -54,6 +54,7 @@ pub fn kind_to_proto(kind: ToolResultKind) -> pb::ToolResultKind {
         ToolResultKind::Output => pb::ToolResultKind::Output,
         ToolResultKind::Executed => pb::ToolResultKind::Executed,
         ToolResultKind::Rejected => pb::ToolResultKind::Rejected,
+        ToolResultKind::Replied => pb::ToolResultKind::Replied,
     }
 }
 
@@ -62,6 +63,7 @@ pub fn suspend_kind_to_proto(kind: SuspendKind) -> pb::SuspendKind {
         SuspendKind::Question => pb::SuspendKind::Question,
         SuspendKind::Approval => pb::SuspendKind::Approval,
         SuspendKind::ClientTool => pb::SuspendKind::ClientTool,
+        SuspendKind::Form => pb::SuspendKind::Form,
     }
 }
 
@@ -91,12 +93,14 @@ pub fn event_to_proto(event: Event) -> pb::RunAgentResponse {
             tool_call_id,
             tool_name,
             payload,
+            form,
             expire_ms,
             kind,
             arguments_json,
             approval_reason,
             assignees,
         } => E::ToolCallSuspended(pb::ToolCallSuspended {
+            form: form.as_deref().map(super::form_to_proto),
             tool_call_id,
             tool_name,
             suspend_payload: payload.as_ref().map(payload_to_proto),

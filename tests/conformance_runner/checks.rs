@@ -53,6 +53,15 @@ pub fn frame_field(kind: &str, event: &Value, field: &str) -> Option<Value> {
             Some(json_or_text(&message::text(event, "arguments_json")))
         }
         ("approval_reason", "tool_call_suspended") => text("approval_reason"),
+        ("form_fields", "tool_call_suspended") => {
+            let form = event.get("form").cloned().unwrap_or(json!({}));
+            Some(
+                message::items(&form, "fields")
+                    .iter()
+                    .map(|field| Value::String(message::text(field, "name")))
+                    .collect(),
+            )
+        }
         ("question" | "options" | "selection_mode", "tool_call_suspended") => {
             let payload = event.get("suspend_payload").cloned().unwrap_or(json!({}));
             Some(match field {

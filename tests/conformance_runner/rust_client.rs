@@ -451,6 +451,33 @@ async fn recorded(
     }
 }
 
+/// A form's values from the protocol's `form` object: each value `{"text"}`, `{"number"}`,
+/// `{"boolean"}` or `{"choice": {"values", "other"}}`.
+fn form_answer(values: &serde_json::Map<String, Value>) -> Handled<pb::FormAnswer> {
+    use pb::field_value::Value as Field;
+    let mut answer = pb::FormAnswer::default();
+    for (name, value) in values {
+        let field = if let Some(text) = value.get("text").and_then(Value::as_str) {
+            Field::Text(text.to_owned())
+        } else if let Some(number) = value.get("number").and_then(Value::as_f64) {
+            Field::Number(number)
+        } else if let Some(boolean) = value.get("boolean").and_then(Value::as_bool) {
+            Field::Boolean(boolean)
+        } else if let Some(choice) = value.get("choice") {
+            Field::Choice(pb::ChoiceValue {
+                values: strings(choice, "values"),
+                other: text(choice, "other"),
+            })
+        } else {
+            return Err(format!("form value {name} has no kind: {value}").into());
+        };
+        answer
+            .values
+            .insert(name.clone(), pb::FieldValue { value: Some(field) });
+    }
+    Ok(answer)
+}
+
 /// The answer of the protocol's answer object.
 fn answer_of(answer: &Value) -> Handled<pb::Answer> {
     use pb::answer::Answer as Kind;
@@ -488,6 +515,10 @@ fn answer_of(answer: &Value) -> Handled<pb::Answer> {
         approval(Decision::Edit(Edit {
             arguments_json: arguments_json.to_owned(),
         }))
+    } else if let Some(values) = answer.get("form").and_then(Value::as_object) {
+        Kind::Form(form_answer(values)?)
+    } else if let Some(reply) = answer.get("reply").and_then(Value::as_str) {
+        Kind::Reply(reply.to_owned())
     } else {
         return Err(format!("an answer with no kind: {answer}").into());
     };

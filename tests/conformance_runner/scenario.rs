@@ -16,7 +16,7 @@ use crate::message::{self, Status, fields, normalize};
 use crate::server::Server;
 
 /// The keys that say what an `answer` or `resume` step answers with; exactly one is given.
-const ANSWER_KINDS: [&str; 7] = [
+const ANSWER_KINDS: [&str; 9] = [
     "text",
     "selections",
     "decline",
@@ -24,6 +24,8 @@ const ANSWER_KINDS: [&str; 7] = [
     "approve",
     "reject",
     "edit",
+    "form",
+    "reply",
 ];
 
 /// What reading a stream gave: a frame other than a heartbeat, the end with OK, or a failure.
@@ -366,6 +368,10 @@ impl<'a> ScenarioRun<'a> {
                 })?;
                 json!({"content": self.string(output, "content")?, "is_error": is_error})
             }
+            "form" => match &body[kind] {
+                Value::Object(values) => Value::Object(values.clone()),
+                _ => return Err("form must be an object of field values".into()),
+            },
             "approve" if body[kind] == Value::Bool(true) => Value::Bool(true),
             "approve" => return Err("approve must be true".into()),
             _ => Value::String(self.string(body, kind)?),

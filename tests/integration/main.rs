@@ -18,6 +18,7 @@ mod crash_recovery;
 mod dropped_requests;
 mod exactly_once;
 mod finding_runs;
+mod forms;
 mod fuzz_agents_file;
 mod fuzz_server;
 mod grpc_web;

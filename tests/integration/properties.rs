@@ -32,6 +32,7 @@ fn limits() -> impl Strategy<Value = AskUserLimits> {
                 max_question_bytes,
                 max_description_bytes,
                 max_answer_bytes,
+                ..AskUserLimits::default()
             }
         },
     )
@@ -114,7 +115,12 @@ fn answer_is_valid(payload: &SuspendPayload, answer: &AnswerInput, limits: &AskU
     let offered = |label: &String| payload.options.iter().any(|o| &o.label == label);
     match (payload.selection_mode, answer) {
         (_, AnswerInput::Decline(_)) => true,
-        (_, AnswerInput::ToolOutput { .. } | AnswerInput::Approval(_)) => false,
+        (_, AnswerInput::Reply(reply)) => {
+            !reply.trim().is_empty() && reply.len() <= limits.max_answer_bytes
+        }
+        (_, AnswerInput::ToolOutput { .. } | AnswerInput::Approval(_) | AnswerInput::Form(_)) => {
+            false
+        }
         (_, AnswerInput::Text(text)) if text.len() > limits.max_answer_bytes => false,
         (None, AnswerInput::Text(text)) => !text.trim().is_empty(),
         (None, AnswerInput::Selections(_)) => false,
@@ -135,7 +141,25 @@ fn answer_is_valid(payload: &SuspendPayload, answer: &AnswerInput, limits: &AskU
 /// The longest text an answer carries: a violation may quote one, never more.
 fn longest_text(answer: &AnswerInput) -> usize {
     match answer {
-        AnswerInput::Text(text) | AnswerInput::Decline(text) => text.len(),
+        AnswerInput::Text(text) | AnswerInput::Decline(text) | AnswerInput::Reply(text) => {
+            text.len()
+        }
+        AnswerInput::Form(form) => form
+            .values
+            .values()
+            .map(|value| match value {
+                askuser::domain::FieldValue::Text(text) => text.len(),
+                askuser::domain::FieldValue::Choice(choice) => choice
+                    .values
+                    .iter()
+                    .map(String::len)
+                    .chain([choice.other.len()])
+                    .max()
+                    .unwrap_or(0),
+                _ => 0,
+            })
+            .max()
+            .unwrap_or(0),
         AnswerInput::Selections(labels) => labels.iter().map(String::len).max().unwrap_or(0),
         AnswerInput::ToolOutput { content, .. } => content.len(),
         AnswerInput::Approval(_) => 0,

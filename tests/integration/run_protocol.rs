@@ -442,6 +442,7 @@ async fn a_suspension_is_stored_before_it_is_announced() {
                 tool_call_id: suspended.tool_call_id,
                 tool_name: suspended.tool_name,
                 suspend_payload: suspended.suspend_payload,
+                form: suspended.form,
                 expire_time: suspended.expire_time,
                 kind: suspended.kind,
                 arguments_json: suspended.arguments_json,

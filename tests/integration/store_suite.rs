@@ -245,6 +245,7 @@ fn turn(text: &str, calls: Vec<NewToolCall>) -> TurnCommit {
                 tool_call_id: call.tool_call_id.clone(),
                 tool_name: call.tool_name.clone(),
                 payload: suspension.payload.clone(),
+                form: suspension.form.clone(),
                 expire_ms: *expire_ms,
                 kind: suspension.kind,
                 arguments_json: suspension.arguments_json.clone(),

@@ -15,8 +15,21 @@ use expectrl::stream::log::LogStream;
 use serde_json::Value;
 
 /// `pick`, `checks` and `name` ask one question each (single select, multi select, free text);
-/// `gate` calls the client tool `deploy`, which always waits for approval first.
+/// `gate` calls the client tool `deploy`, which always waits for approval first; `form` asks a
+/// form of a text, a number, a yes/no and a choice field with "Other".
 const AGENTS: &str = r#"
+[[agent]]
+id = "form"
+tools = ["ask_user_form", "ask_user_questions"]
+[agent.model]
+provider = "scripted"
+[[agent.model.turns]]
+call = [{ tool = "ask_user_form", arguments_json = '{"message": "Release details", "requestedSchema": {"type": "object", "required": ["version", "replicas", "announce"], "properties": {"version": {"type": "string", "pattern": "\\d+\\.\\d+"}, "replicas": {"type": "integer", "minimum": 1}, "announce": {"type": "boolean"}}}}' }]
+[[agent.model.turns]]
+call = [{ tool = "ask_user_questions", arguments = { questions = [{ question = "Which zone?", header = "Zone", multiSelect = false, options = [{ label = "eu", description = "Europe" }, { label = "us", description = "America" }] }] } }]
+[[agent.model.turns]]
+say = "Release {{result.1.content.version}} x{{result.1.content.replicas}} announce={{result.1.content.announce}} in {{result.2.answers.Which zone?}}"
+
 [[tool]]
 name = "deploy"
 kind = "client"
@@ -596,4 +609,89 @@ fn ctrl_c_leaves_the_run_waiting_and_says_how_to_come_back() {
     let waiting = setup.pending(&[]);
     assert_eq!(waiting.len(), 1, "{waiting:?}");
     assert_eq!(setup.status(&waiting[0].0), "RUN_STATUS_SUSPENDED");
+}
+
+#[test]
+fn answer_flags_fill_a_form_and_reply() {
+    let setup = Setup::new();
+    let (run_id, call_id) = setup.start_waiting("form");
+    // A value the pattern refuses: one error line naming the field; the form still waits.
+    let refused = setup.run(&[
+        "answer",
+        &run_id,
+        &call_id,
+        "--field",
+        "version=v1",
+        "--field",
+        "replicas=2",
+        "--field",
+        "announce=no",
+    ]);
+    assert_eq!(refused.status.code(), Some(1));
+    let line = stderr_of(&refused);
+    assert!(line.contains("answer.form.values[\"version\"]"), "{line}");
+    // A flag the form cannot take is refused before anything is sent.
+    let refused = setup.run(&["answer", &run_id, &call_id, "--field", "replicas=two"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        stderr_of(&refused).contains("not a number"),
+        "{}",
+        stderr_of(&refused)
+    );
+    let answered = setup.ok(&[
+        "answer",
+        &run_id,
+        &call_id,
+        "--field",
+        "version=1.4",
+        "--field",
+        "replicas=2",
+        "--field",
+        "announce=yes",
+    ]);
+    assert!(answered.contains("Which zone?"), "{answered}");
+    let call_id = setup
+        .pending(&[])
+        .into_iter()
+        .find(|(run, _, _)| run == &run_id)
+        .map(|(_, call, kind)| {
+            assert_eq!(kind, "SUSPEND_KIND_FORM");
+            call
+        })
+        .expect("the questions wait");
+    // Not one of the choices: the person's own answer ("Other").
+    let answered = setup.ok(&["answer", &run_id, &call_id, "--field", "q1=asia"]);
+    assert!(
+        answered.contains("Release 1.4 x2 announce=true in asia"),
+        "{answered}"
+    );
+
+    let (run_id, call_id) = setup.start_waiting("form");
+    let replied = setup.ok(&["answer", &run_id, &call_id, "--reply", "ask Dana"]);
+    assert!(
+        replied.contains("User replied instead of answering: ask Dana"),
+        "{replied}"
+    );
+}
+
+#[test]
+fn start_in_a_terminal_asks_a_form_field_by_field() {
+    let setup = Setup::new();
+    let mut terminal = setup.terminal(&["start", "form", "go"]);
+    terminal.expect("Release details");
+    terminal.expect("version");
+    terminal.send("2.0");
+    terminal.send(ENTER);
+    terminal.expect("replicas");
+    terminal.send("3");
+    terminal.send(ENTER);
+    terminal.expect("announce");
+    terminal.send("y");
+    terminal.send(ENTER);
+    terminal.expect("[Zone] Which zone?");
+    terminal.expect("Other");
+    terminal.send(DOWN);
+    terminal.send(ENTER);
+    terminal.expect("Release 2.0 x3 announce=true in us");
+    terminal.expect("EXIT=0");
 }

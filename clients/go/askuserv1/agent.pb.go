@@ -93,6 +93,9 @@ const (
 	SuspendKind_SUSPEND_KIND_APPROVAL SuspendKind = 2
 	// The output of a tool the caller runs: `tool_output`.
 	SuspendKind_SUSPEND_KIND_CLIENT_TOOL SuspendKind = 3
+	// A person's answer to a form (`ask_user_questions`, `ask_user_form`): `form`, `reply` or
+	// `decline`.
+	SuspendKind_SUSPEND_KIND_FORM SuspendKind = 4
 )
 
 // Enum value maps for SuspendKind.
@@ -102,12 +105,14 @@ var (
 		1: "SUSPEND_KIND_QUESTION",
 		2: "SUSPEND_KIND_APPROVAL",
 		3: "SUSPEND_KIND_CLIENT_TOOL",
+		4: "SUSPEND_KIND_FORM",
 	}
 	SuspendKind_value = map[string]int32{
 		"SUSPEND_KIND_UNSPECIFIED": 0,
 		"SUSPEND_KIND_QUESTION":    1,
 		"SUSPEND_KIND_APPROVAL":    2,
 		"SUSPEND_KIND_CLIENT_TOOL": 3,
+		"SUSPEND_KIND_FORM":        4,
 	}
 )
 
@@ -160,6 +165,8 @@ const (
 	ToolResultKind_TOOL_RESULT_KIND_EXECUTED ToolResultKind = 7
 	// A person rejected the call (or declined its approval); the tool never ran.
 	ToolResultKind_TOOL_RESULT_KIND_REJECTED ToolResultKind = 8
+	// The person replied in prose instead of answering the question or the form.
+	ToolResultKind_TOOL_RESULT_KIND_REPLIED ToolResultKind = 9
 )
 
 // Enum value maps for ToolResultKind.
@@ -174,6 +181,7 @@ var (
 		6: "TOOL_RESULT_KIND_OUTPUT",
 		7: "TOOL_RESULT_KIND_EXECUTED",
 		8: "TOOL_RESULT_KIND_REJECTED",
+		9: "TOOL_RESULT_KIND_REPLIED",
 	}
 	ToolResultKind_value = map[string]int32{
 		"TOOL_RESULT_KIND_UNSPECIFIED":  0,
@@ -185,6 +193,7 @@ var (
 		"TOOL_RESULT_KIND_OUTPUT":       6,
 		"TOOL_RESULT_KIND_EXECUTED":     7,
 		"TOOL_RESULT_KIND_REJECTED":     8,
+		"TOOL_RESULT_KIND_REPLIED":      9,
 	}
 )
 
@@ -357,6 +366,9 @@ const (
 	ToolKind_TOOL_KIND_CLIENT ToolKind = 2
 	// The server runs it: an HTTP request to a URL from the agents file.
 	ToolKind_TOOL_KIND_HTTP ToolKind = 3
+	// A built-in form (`ask_user_questions`, `AskUserQuestion`, `ask_user_form`): a person answers
+	// several questions at once.
+	ToolKind_TOOL_KIND_FORM ToolKind = 4
 )
 
 // Enum value maps for ToolKind.
@@ -366,12 +378,14 @@ var (
 		1: "TOOL_KIND_ASK_USER",
 		2: "TOOL_KIND_CLIENT",
 		3: "TOOL_KIND_HTTP",
+		4: "TOOL_KIND_FORM",
 	}
 	ToolKind_value = map[string]int32{
 		"TOOL_KIND_UNSPECIFIED": 0,
 		"TOOL_KIND_ASK_USER":    1,
 		"TOOL_KIND_CLIENT":      2,
 		"TOOL_KIND_HTTP":        3,
+		"TOOL_KIND_FORM":        4,
 	}
 )
 
@@ -816,6 +830,8 @@ type Answer struct {
 	//	*Answer_Decline
 	//	*Answer_ToolOutput
 	//	*Answer_Approval
+	//	*Answer_Form
+	//	*Answer_Reply
 	Answer isAnswer_Answer `protobuf_oneof:"answer"`
 	// Optional idempotency key chosen by the client. A retry with the same key is acknowledged as the
 	// same answer instead of being rejected as `ALREADY_ANSWERED`.
@@ -920,6 +936,24 @@ func (x *Answer) GetApproval() *ApprovalDecision {
 	return nil
 }
 
+func (x *Answer) GetForm() *FormAnswer {
+	if x != nil {
+		if x, ok := x.Answer.(*Answer_Form); ok {
+			return x.Form
+		}
+	}
+	return nil
+}
+
+func (x *Answer) GetReply() string {
+	if x != nil {
+		if x, ok := x.Answer.(*Answer_Reply); ok {
+			return x.Reply
+		}
+	}
+	return ""
+}
+
 func (x *Answer) GetAnswerId() string {
 	if x != nil {
 		return x.AnswerId
@@ -956,6 +990,17 @@ type Answer_Approval struct {
 	Approval *ApprovalDecision `protobuf:"bytes,8,opt,name=approval,proto3,oneof"`
 }
 
+type Answer_Form struct {
+	// The values of a form (`SUSPEND_KIND_FORM`), each checked against its field.
+	Form *FormAnswer `protobuf:"bytes,9,opt,name=form,proto3,oneof"`
+}
+
+type Answer_Reply struct {
+	// A reply in prose instead of an answer, to a question or a form: the model is told the person
+	// replied instead of answering, and what they wrote (`TOOL_RESULT_KIND_REPLIED`).
+	Reply string `protobuf:"bytes,10,opt,name=reply,proto3,oneof"`
+}
+
 func (*Answer_Text) isAnswer_Answer() {}
 
 func (*Answer_Selections) isAnswer_Answer() {}
@@ -965,6 +1010,10 @@ func (*Answer_Decline) isAnswer_Answer() {}
 func (*Answer_ToolOutput) isAnswer_Answer() {}
 
 func (*Answer_Approval) isAnswer_Answer() {}
+
+func (*Answer_Form) isAnswer_Answer() {}
+
+func (*Answer_Reply) isAnswer_Answer() {}
 
 // The output of a client tool, sent by whoever ran it.
 type ToolOutput struct {
@@ -1606,7 +1655,9 @@ type ToolCallSuspended struct {
 	// Who may settle a question or an approval: subjects, and groups written `group:NAME`, decided
 	// when it was asked (from the tool's or the agent's `assignees`). Empty: anyone whose key or
 	// token may answer. Another principal's answer is refused with `NOT_ASSIGNEE`.
-	Assignees     []string `protobuf:"bytes,8,rep,name=assignees,proto3" json:"assignees,omitempty"`
+	Assignees []string `protobuf:"bytes,8,rep,name=assignees,proto3" json:"assignees,omitempty"`
+	// For a form: its fields.
+	Form          *Form `protobuf:"bytes,9,opt,name=form,proto3" json:"form,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1693,6 +1744,13 @@ func (x *ToolCallSuspended) GetApprovalReason() string {
 func (x *ToolCallSuspended) GetAssignees() []string {
 	if x != nil {
 		return x.Assignees
+	}
+	return nil
+}
+
+func (x *ToolCallSuspended) GetForm() *Form {
+	if x != nil {
+		return x.Form
 	}
 	return nil
 }
@@ -2418,7 +2476,9 @@ type PendingToolCall struct {
 	Assignees []string `protobuf:"bytes,10,rep,name=assignees,proto3" json:"assignees,omitempty"`
 	// When it started waiting (for an approved client tool: since the approval); absent for calls
 	// stored by servers that did not record it.
-	SuspendTime   *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=suspend_time,json=suspendTime,proto3" json:"suspend_time,omitempty"`
+	SuspendTime *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=suspend_time,json=suspendTime,proto3" json:"suspend_time,omitempty"`
+	// For a form: its fields.
+	Form          *Form `protobuf:"bytes,12,opt,name=form,proto3" json:"form,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2526,6 +2586,13 @@ func (x *PendingToolCall) GetAssignees() []string {
 func (x *PendingToolCall) GetSuspendTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.SuspendTime
+	}
+	return nil
+}
+
+func (x *PendingToolCall) GetForm() *Form {
+	if x != nil {
+		return x.Form
 	}
 	return nil
 }
@@ -4055,7 +4122,7 @@ var File_askuser_v1_agent_proto protoreflect.FileDescriptor
 const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\n" +
 	"\x16askuser/v1/agent.proto\x12\n" +
-	"askuser.v1\x1a\x19askuser/v1/ask_user.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\x01\n" +
+	"askuser.v1\x1a\x19askuser/v1/ask_user.proto\x1a\x15askuser/v1/form.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa7\x01\n" +
 	"\x0fRunAgentRequest\x12,\n" +
 	"\x05start\x18\x01 \x01(\v2\x14.askuser.v1.StartRunH\x00R\x05start\x12,\n" +
 	"\x06answer\x18\x02 \x01(\v2\x12.askuser.v1.AnswerH\x00R\x06answer\x12/\n" +
@@ -4083,7 +4150,7 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\bapproval\x18\x04 \x01(\x0e2\x1a.askuser.v1.ApprovalPolicyR\bapproval\"I\n" +
 	"\tAttachRun\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12%\n" +
-	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\xe0\x02\n" +
+	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\xa6\x03\n" +
 	"\x06Answer\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12 \n" +
 	"\ftool_call_id\x18\x02 \x01(\tR\n" +
@@ -4095,7 +4162,10 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\adecline\x18\x06 \x01(\v2\x13.askuser.v1.DeclineH\x00R\adecline\x129\n" +
 	"\vtool_output\x18\a \x01(\v2\x16.askuser.v1.ToolOutputH\x00R\n" +
 	"toolOutput\x12:\n" +
-	"\bapproval\x18\b \x01(\v2\x1c.askuser.v1.ApprovalDecisionH\x00R\bapproval\x12\x1b\n" +
+	"\bapproval\x18\b \x01(\v2\x1c.askuser.v1.ApprovalDecisionH\x00R\bapproval\x12,\n" +
+	"\x04form\x18\t \x01(\v2\x16.askuser.v1.FormAnswerH\x00R\x04form\x12\x16\n" +
+	"\x05reply\x18\n" +
+	" \x01(\tH\x00R\x05reply\x12\x1b\n" +
 	"\tanswer_id\x18\x05 \x01(\tR\banswerIdB\b\n" +
 	"\x06answer\"A\n" +
 	"\n" +
@@ -4149,7 +4219,7 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
 	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12%\n" +
-	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\"\xef\x02\n" +
+	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\"\x95\x03\n" +
 	"\x11ToolCallSuspended\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
@@ -4160,7 +4230,8 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x04kind\x18\x05 \x01(\x0e2\x17.askuser.v1.SuspendKindR\x04kind\x12%\n" +
 	"\x0earguments_json\x18\x06 \x01(\tR\rargumentsJson\x12'\n" +
 	"\x0fapproval_reason\x18\a \x01(\tR\x0eapprovalReason\x12\x1c\n" +
-	"\tassignees\x18\b \x03(\tR\tassignees\"\xc9\x01\n" +
+	"\tassignees\x18\b \x03(\tR\tassignees\x12$\n" +
+	"\x04form\x18\t \x01(\v2\x10.askuser.v1.FormR\x04form\"\xc9\x01\n" +
 	"\n" +
 	"ToolResult\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
@@ -4205,7 +4276,7 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x06answer\x18\x01 \x01(\v2\x12.askuser.v1.AnswerR\x06answer\"O\n" +
 	"\x0fWatchRunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12%\n" +
-	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\x90\x04\n" +
+	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"\xb6\x04\n" +
 	"\x0fPendingToolCall\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
@@ -4220,7 +4291,8 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x11claim_expire_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\x0fclaimExpireTime\x12\x1c\n" +
 	"\tassignees\x18\n" +
 	" \x03(\tR\tassignees\x12=\n" +
-	"\fsuspend_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\vsuspendTime\"\x9a\x05\n" +
+	"\fsuspend_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\vsuspendTime\x12$\n" +
+	"\x04form\x18\f \x01(\v2\x10.askuser.v1.FormR\x04form\"\x9a\x05\n" +
 	"\x03Run\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12\x19\n" +
 	"\bagent_id\x18\x02 \x01(\tR\aagentId\x12-\n" +
@@ -4335,12 +4407,13 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x1bAPPROVAL_POLICY_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15APPROVAL_POLICY_NEVER\x10\x01\x12\x1a\n" +
 	"\x16APPROVAL_POLICY_ALWAYS\x10\x02\x12\x1f\n" +
-	"\x1bAPPROVAL_POLICY_CONDITIONAL\x10\x03*\x7f\n" +
+	"\x1bAPPROVAL_POLICY_CONDITIONAL\x10\x03*\x96\x01\n" +
 	"\vSuspendKind\x12\x1c\n" +
 	"\x18SUSPEND_KIND_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15SUSPEND_KIND_QUESTION\x10\x01\x12\x19\n" +
 	"\x15SUSPEND_KIND_APPROVAL\x10\x02\x12\x1c\n" +
-	"\x18SUSPEND_KIND_CLIENT_TOOL\x10\x03*\xac\x02\n" +
+	"\x18SUSPEND_KIND_CLIENT_TOOL\x10\x03\x12\x15\n" +
+	"\x11SUSPEND_KIND_FORM\x10\x04*\xca\x02\n" +
 	"\x0eToolResultKind\x12 \n" +
 	"\x1cTOOL_RESULT_KIND_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19TOOL_RESULT_KIND_ANSWERED\x10\x01\x12\x1d\n" +
@@ -4350,7 +4423,8 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x1dTOOL_RESULT_KIND_INVALID_CALL\x10\x05\x12\x1b\n" +
 	"\x17TOOL_RESULT_KIND_OUTPUT\x10\x06\x12\x1d\n" +
 	"\x19TOOL_RESULT_KIND_EXECUTED\x10\a\x12\x1d\n" +
-	"\x19TOOL_RESULT_KIND_REJECTED\x10\b*\xa2\x01\n" +
+	"\x19TOOL_RESULT_KIND_REJECTED\x10\b\x12\x1c\n" +
+	"\x18TOOL_RESULT_KIND_REPLIED\x10\t*\xa2\x01\n" +
 	"\n" +
 	"AuthMethod\x12\x1b\n" +
 	"\x17AUTH_METHOD_UNSPECIFIED\x10\x00\x12\x14\n" +
@@ -4365,12 +4439,13 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x14RUN_STATUS_SUSPENDED\x10\x02\x12\x18\n" +
 	"\x14RUN_STATUS_COMPLETED\x10\x03\x12\x15\n" +
 	"\x11RUN_STATUS_FAILED\x10\x04\x12\x18\n" +
-	"\x14RUN_STATUS_CANCELLED\x10\x05*g\n" +
+	"\x14RUN_STATUS_CANCELLED\x10\x05*{\n" +
 	"\bToolKind\x12\x19\n" +
 	"\x15TOOL_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12TOOL_KIND_ASK_USER\x10\x01\x12\x14\n" +
 	"\x10TOOL_KIND_CLIENT\x10\x02\x12\x12\n" +
-	"\x0eTOOL_KIND_HTTP\x10\x032\xba\x05\n" +
+	"\x0eTOOL_KIND_HTTP\x10\x03\x12\x12\n" +
+	"\x0eTOOL_KIND_FORM\x10\x042\xba\x05\n" +
 	"\fAgentService\x12I\n" +
 	"\bRunAgent\x12\x1b.askuser.v1.RunAgentRequest\x1a\x1c.askuser.v1.RunAgentResponse(\x010\x01\x12I\n" +
 	"\tResumeRun\x12\x1c.askuser.v1.ResumeRunRequest\x1a\x1c.askuser.v1.RunAgentResponse0\x01\x12G\n" +
@@ -4463,9 +4538,11 @@ var file_askuser_v1_agent_proto_goTypes = []any{
 	(*durationpb.Duration)(nil),       // 58: google.protobuf.Duration
 	(*Selections)(nil),                // 59: askuser.v1.Selections
 	(*Decline)(nil),                   // 60: askuser.v1.Decline
-	(*timestamppb.Timestamp)(nil),     // 61: google.protobuf.Timestamp
-	(*SuspendPayload)(nil),            // 62: askuser.v1.SuspendPayload
-	(*FieldViolation)(nil),            // 63: askuser.v1.FieldViolation
+	(*FormAnswer)(nil),                // 61: askuser.v1.FormAnswer
+	(*timestamppb.Timestamp)(nil),     // 62: google.protobuf.Timestamp
+	(*SuspendPayload)(nil),            // 63: askuser.v1.SuspendPayload
+	(*Form)(nil),                      // 64: askuser.v1.Form
+	(*FieldViolation)(nil),            // 65: askuser.v1.FieldViolation
 }
 var file_askuser_v1_agent_proto_depIdxs = []int32{
 	7,  // 0: askuser.v1.RunAgentRequest.start:type_name -> askuser.v1.StartRun
@@ -4480,94 +4557,97 @@ var file_askuser_v1_agent_proto_depIdxs = []int32{
 	60, // 9: askuser.v1.Answer.decline:type_name -> askuser.v1.Decline
 	12, // 10: askuser.v1.Answer.tool_output:type_name -> askuser.v1.ToolOutput
 	13, // 11: askuser.v1.Answer.approval:type_name -> askuser.v1.ApprovalDecision
-	52, // 12: askuser.v1.ApprovalDecision.approve:type_name -> askuser.v1.ApprovalDecision.Approve
-	53, // 13: askuser.v1.ApprovalDecision.reject:type_name -> askuser.v1.ApprovalDecision.Reject
-	54, // 14: askuser.v1.ApprovalDecision.edit:type_name -> askuser.v1.ApprovalDecision.Edit
-	61, // 15: askuser.v1.RunAgentResponse.time:type_name -> google.protobuf.Timestamp
-	15, // 16: askuser.v1.RunAgentResponse.run_started:type_name -> askuser.v1.RunStarted
-	16, // 17: askuser.v1.RunAgentResponse.text_delta:type_name -> askuser.v1.TextDelta
-	17, // 18: askuser.v1.RunAgentResponse.tool_call:type_name -> askuser.v1.ToolCall
-	18, // 19: askuser.v1.RunAgentResponse.tool_call_suspended:type_name -> askuser.v1.ToolCallSuspended
-	19, // 20: askuser.v1.RunAgentResponse.tool_result:type_name -> askuser.v1.ToolResult
-	21, // 21: askuser.v1.RunAgentResponse.answer_rejected:type_name -> askuser.v1.AnswerRejected
-	24, // 22: askuser.v1.RunAgentResponse.run_completed:type_name -> askuser.v1.RunCompleted
-	25, // 23: askuser.v1.RunAgentResponse.run_failed:type_name -> askuser.v1.RunFailed
-	26, // 24: askuser.v1.RunAgentResponse.run_cancelled:type_name -> askuser.v1.RunCancelled
-	27, // 25: askuser.v1.RunAgentResponse.heartbeat:type_name -> askuser.v1.Heartbeat
-	22, // 26: askuser.v1.RunAgentResponse.answer_accepted:type_name -> askuser.v1.AnswerAccepted
-	28, // 27: askuser.v1.RunAgentResponse.step_restarted:type_name -> askuser.v1.StepRestarted
-	55, // 28: askuser.v1.RunStarted.metadata:type_name -> askuser.v1.RunStarted.MetadataEntry
-	62, // 29: askuser.v1.ToolCallSuspended.suspend_payload:type_name -> askuser.v1.SuspendPayload
-	61, // 30: askuser.v1.ToolCallSuspended.expire_time:type_name -> google.protobuf.Timestamp
-	1,  // 31: askuser.v1.ToolCallSuspended.kind:type_name -> askuser.v1.SuspendKind
-	2,  // 32: askuser.v1.ToolResult.kind:type_name -> askuser.v1.ToolResultKind
-	20, // 33: askuser.v1.ToolResult.settled_by:type_name -> askuser.v1.SettledBy
-	3,  // 34: askuser.v1.SettledBy.method:type_name -> askuser.v1.AuthMethod
-	63, // 35: askuser.v1.AnswerRejected.field_violations:type_name -> askuser.v1.FieldViolation
-	23, // 36: askuser.v1.RunCompleted.usage:type_name -> askuser.v1.Usage
-	11, // 37: askuser.v1.ResumeRunRequest.answer:type_name -> askuser.v1.Answer
-	62, // 38: askuser.v1.PendingToolCall.suspend_payload:type_name -> askuser.v1.SuspendPayload
-	61, // 39: askuser.v1.PendingToolCall.expire_time:type_name -> google.protobuf.Timestamp
-	1,  // 40: askuser.v1.PendingToolCall.kind:type_name -> askuser.v1.SuspendKind
-	61, // 41: askuser.v1.PendingToolCall.claim_expire_time:type_name -> google.protobuf.Timestamp
-	61, // 42: askuser.v1.PendingToolCall.suspend_time:type_name -> google.protobuf.Timestamp
-	4,  // 43: askuser.v1.Run.status:type_name -> askuser.v1.RunStatus
-	31, // 44: askuser.v1.Run.pending_tool_calls:type_name -> askuser.v1.PendingToolCall
-	61, // 45: askuser.v1.Run.create_time:type_name -> google.protobuf.Timestamp
-	61, // 46: askuser.v1.Run.update_time:type_name -> google.protobuf.Timestamp
-	56, // 47: askuser.v1.Run.metadata:type_name -> askuser.v1.Run.MetadataEntry
-	33, // 48: askuser.v1.Run.settled_tool_calls:type_name -> askuser.v1.SettledToolCall
-	23, // 49: askuser.v1.Run.usage:type_name -> askuser.v1.Usage
-	2,  // 50: askuser.v1.SettledToolCall.kind:type_name -> askuser.v1.ToolResultKind
-	20, // 51: askuser.v1.SettledToolCall.settled_by:type_name -> askuser.v1.SettledBy
-	61, // 52: askuser.v1.SettledToolCall.settle_time:type_name -> google.protobuf.Timestamp
-	61, // 53: askuser.v1.SettledToolCall.suspend_time:type_name -> google.protobuf.Timestamp
-	32, // 54: askuser.v1.GetRunResponse.run:type_name -> askuser.v1.Run
-	4,  // 55: askuser.v1.ListRunsRequest.status:type_name -> askuser.v1.RunStatus
-	57, // 56: askuser.v1.ListRunsRequest.metadata:type_name -> askuser.v1.ListRunsRequest.MetadataEntry
-	61, // 57: askuser.v1.ListRunsRequest.create_time_after:type_name -> google.protobuf.Timestamp
-	61, // 58: askuser.v1.ListRunsRequest.create_time_before:type_name -> google.protobuf.Timestamp
-	1,  // 59: askuser.v1.ListRunsRequest.pending_kind:type_name -> askuser.v1.SuspendKind
-	32, // 60: askuser.v1.ListRunsResponse.runs:type_name -> askuser.v1.Run
-	32, // 61: askuser.v1.CancelRunResponse.run:type_name -> askuser.v1.Run
-	58, // 62: askuser.v1.Agent.question_ttl:type_name -> google.protobuf.Duration
-	42, // 63: askuser.v1.Agent.agent_tools:type_name -> askuser.v1.AgentTool
-	5,  // 64: askuser.v1.AgentTool.kind:type_name -> askuser.v1.ToolKind
-	0,  // 65: askuser.v1.AgentTool.approval:type_name -> askuser.v1.ApprovalPolicy
-	1,  // 66: askuser.v1.WatchPendingCallsRequest.kinds:type_name -> askuser.v1.SuspendKind
-	45, // 67: askuser.v1.WatchPendingCallsResponse.call_pending:type_name -> askuser.v1.CallPending
-	46, // 68: askuser.v1.WatchPendingCallsResponse.call_settled:type_name -> askuser.v1.CallSettled
-	47, // 69: askuser.v1.WatchPendingCallsResponse.snapshot_done:type_name -> askuser.v1.SnapshotDone
-	27, // 70: askuser.v1.WatchPendingCallsResponse.heartbeat:type_name -> askuser.v1.Heartbeat
-	31, // 71: askuser.v1.CallPending.call:type_name -> askuser.v1.PendingToolCall
-	2,  // 72: askuser.v1.CallSettled.kind:type_name -> askuser.v1.ToolResultKind
-	20, // 73: askuser.v1.CallSettled.settled_by:type_name -> askuser.v1.SettledBy
-	58, // 74: askuser.v1.ClaimCallRequest.ttl:type_name -> google.protobuf.Duration
-	61, // 75: askuser.v1.ClaimCallResponse.expire_time:type_name -> google.protobuf.Timestamp
-	41, // 76: askuser.v1.ListAgentsResponse.agents:type_name -> askuser.v1.Agent
-	6,  // 77: askuser.v1.AgentService.RunAgent:input_type -> askuser.v1.RunAgentRequest
-	29, // 78: askuser.v1.AgentService.ResumeRun:input_type -> askuser.v1.ResumeRunRequest
-	30, // 79: askuser.v1.AgentService.WatchRun:input_type -> askuser.v1.WatchRunRequest
-	34, // 80: askuser.v1.AgentService.GetRun:input_type -> askuser.v1.GetRunRequest
-	36, // 81: askuser.v1.AgentService.ListRuns:input_type -> askuser.v1.ListRunsRequest
-	38, // 82: askuser.v1.AgentService.CancelRun:input_type -> askuser.v1.CancelRunRequest
-	40, // 83: askuser.v1.AgentService.ListAgents:input_type -> askuser.v1.ListAgentsRequest
-	43, // 84: askuser.v1.AgentService.WatchPendingCalls:input_type -> askuser.v1.WatchPendingCallsRequest
-	48, // 85: askuser.v1.AgentService.ClaimCall:input_type -> askuser.v1.ClaimCallRequest
-	14, // 86: askuser.v1.AgentService.RunAgent:output_type -> askuser.v1.RunAgentResponse
-	14, // 87: askuser.v1.AgentService.ResumeRun:output_type -> askuser.v1.RunAgentResponse
-	14, // 88: askuser.v1.AgentService.WatchRun:output_type -> askuser.v1.RunAgentResponse
-	35, // 89: askuser.v1.AgentService.GetRun:output_type -> askuser.v1.GetRunResponse
-	37, // 90: askuser.v1.AgentService.ListRuns:output_type -> askuser.v1.ListRunsResponse
-	39, // 91: askuser.v1.AgentService.CancelRun:output_type -> askuser.v1.CancelRunResponse
-	50, // 92: askuser.v1.AgentService.ListAgents:output_type -> askuser.v1.ListAgentsResponse
-	44, // 93: askuser.v1.AgentService.WatchPendingCalls:output_type -> askuser.v1.WatchPendingCallsResponse
-	49, // 94: askuser.v1.AgentService.ClaimCall:output_type -> askuser.v1.ClaimCallResponse
-	86, // [86:95] is the sub-list for method output_type
-	77, // [77:86] is the sub-list for method input_type
-	77, // [77:77] is the sub-list for extension type_name
-	77, // [77:77] is the sub-list for extension extendee
-	0,  // [0:77] is the sub-list for field type_name
+	61, // 12: askuser.v1.Answer.form:type_name -> askuser.v1.FormAnswer
+	52, // 13: askuser.v1.ApprovalDecision.approve:type_name -> askuser.v1.ApprovalDecision.Approve
+	53, // 14: askuser.v1.ApprovalDecision.reject:type_name -> askuser.v1.ApprovalDecision.Reject
+	54, // 15: askuser.v1.ApprovalDecision.edit:type_name -> askuser.v1.ApprovalDecision.Edit
+	62, // 16: askuser.v1.RunAgentResponse.time:type_name -> google.protobuf.Timestamp
+	15, // 17: askuser.v1.RunAgentResponse.run_started:type_name -> askuser.v1.RunStarted
+	16, // 18: askuser.v1.RunAgentResponse.text_delta:type_name -> askuser.v1.TextDelta
+	17, // 19: askuser.v1.RunAgentResponse.tool_call:type_name -> askuser.v1.ToolCall
+	18, // 20: askuser.v1.RunAgentResponse.tool_call_suspended:type_name -> askuser.v1.ToolCallSuspended
+	19, // 21: askuser.v1.RunAgentResponse.tool_result:type_name -> askuser.v1.ToolResult
+	21, // 22: askuser.v1.RunAgentResponse.answer_rejected:type_name -> askuser.v1.AnswerRejected
+	24, // 23: askuser.v1.RunAgentResponse.run_completed:type_name -> askuser.v1.RunCompleted
+	25, // 24: askuser.v1.RunAgentResponse.run_failed:type_name -> askuser.v1.RunFailed
+	26, // 25: askuser.v1.RunAgentResponse.run_cancelled:type_name -> askuser.v1.RunCancelled
+	27, // 26: askuser.v1.RunAgentResponse.heartbeat:type_name -> askuser.v1.Heartbeat
+	22, // 27: askuser.v1.RunAgentResponse.answer_accepted:type_name -> askuser.v1.AnswerAccepted
+	28, // 28: askuser.v1.RunAgentResponse.step_restarted:type_name -> askuser.v1.StepRestarted
+	55, // 29: askuser.v1.RunStarted.metadata:type_name -> askuser.v1.RunStarted.MetadataEntry
+	63, // 30: askuser.v1.ToolCallSuspended.suspend_payload:type_name -> askuser.v1.SuspendPayload
+	62, // 31: askuser.v1.ToolCallSuspended.expire_time:type_name -> google.protobuf.Timestamp
+	1,  // 32: askuser.v1.ToolCallSuspended.kind:type_name -> askuser.v1.SuspendKind
+	64, // 33: askuser.v1.ToolCallSuspended.form:type_name -> askuser.v1.Form
+	2,  // 34: askuser.v1.ToolResult.kind:type_name -> askuser.v1.ToolResultKind
+	20, // 35: askuser.v1.ToolResult.settled_by:type_name -> askuser.v1.SettledBy
+	3,  // 36: askuser.v1.SettledBy.method:type_name -> askuser.v1.AuthMethod
+	65, // 37: askuser.v1.AnswerRejected.field_violations:type_name -> askuser.v1.FieldViolation
+	23, // 38: askuser.v1.RunCompleted.usage:type_name -> askuser.v1.Usage
+	11, // 39: askuser.v1.ResumeRunRequest.answer:type_name -> askuser.v1.Answer
+	63, // 40: askuser.v1.PendingToolCall.suspend_payload:type_name -> askuser.v1.SuspendPayload
+	62, // 41: askuser.v1.PendingToolCall.expire_time:type_name -> google.protobuf.Timestamp
+	1,  // 42: askuser.v1.PendingToolCall.kind:type_name -> askuser.v1.SuspendKind
+	62, // 43: askuser.v1.PendingToolCall.claim_expire_time:type_name -> google.protobuf.Timestamp
+	62, // 44: askuser.v1.PendingToolCall.suspend_time:type_name -> google.protobuf.Timestamp
+	64, // 45: askuser.v1.PendingToolCall.form:type_name -> askuser.v1.Form
+	4,  // 46: askuser.v1.Run.status:type_name -> askuser.v1.RunStatus
+	31, // 47: askuser.v1.Run.pending_tool_calls:type_name -> askuser.v1.PendingToolCall
+	62, // 48: askuser.v1.Run.create_time:type_name -> google.protobuf.Timestamp
+	62, // 49: askuser.v1.Run.update_time:type_name -> google.protobuf.Timestamp
+	56, // 50: askuser.v1.Run.metadata:type_name -> askuser.v1.Run.MetadataEntry
+	33, // 51: askuser.v1.Run.settled_tool_calls:type_name -> askuser.v1.SettledToolCall
+	23, // 52: askuser.v1.Run.usage:type_name -> askuser.v1.Usage
+	2,  // 53: askuser.v1.SettledToolCall.kind:type_name -> askuser.v1.ToolResultKind
+	20, // 54: askuser.v1.SettledToolCall.settled_by:type_name -> askuser.v1.SettledBy
+	62, // 55: askuser.v1.SettledToolCall.settle_time:type_name -> google.protobuf.Timestamp
+	62, // 56: askuser.v1.SettledToolCall.suspend_time:type_name -> google.protobuf.Timestamp
+	32, // 57: askuser.v1.GetRunResponse.run:type_name -> askuser.v1.Run
+	4,  // 58: askuser.v1.ListRunsRequest.status:type_name -> askuser.v1.RunStatus
+	57, // 59: askuser.v1.ListRunsRequest.metadata:type_name -> askuser.v1.ListRunsRequest.MetadataEntry
+	62, // 60: askuser.v1.ListRunsRequest.create_time_after:type_name -> google.protobuf.Timestamp
+	62, // 61: askuser.v1.ListRunsRequest.create_time_before:type_name -> google.protobuf.Timestamp
+	1,  // 62: askuser.v1.ListRunsRequest.pending_kind:type_name -> askuser.v1.SuspendKind
+	32, // 63: askuser.v1.ListRunsResponse.runs:type_name -> askuser.v1.Run
+	32, // 64: askuser.v1.CancelRunResponse.run:type_name -> askuser.v1.Run
+	58, // 65: askuser.v1.Agent.question_ttl:type_name -> google.protobuf.Duration
+	42, // 66: askuser.v1.Agent.agent_tools:type_name -> askuser.v1.AgentTool
+	5,  // 67: askuser.v1.AgentTool.kind:type_name -> askuser.v1.ToolKind
+	0,  // 68: askuser.v1.AgentTool.approval:type_name -> askuser.v1.ApprovalPolicy
+	1,  // 69: askuser.v1.WatchPendingCallsRequest.kinds:type_name -> askuser.v1.SuspendKind
+	45, // 70: askuser.v1.WatchPendingCallsResponse.call_pending:type_name -> askuser.v1.CallPending
+	46, // 71: askuser.v1.WatchPendingCallsResponse.call_settled:type_name -> askuser.v1.CallSettled
+	47, // 72: askuser.v1.WatchPendingCallsResponse.snapshot_done:type_name -> askuser.v1.SnapshotDone
+	27, // 73: askuser.v1.WatchPendingCallsResponse.heartbeat:type_name -> askuser.v1.Heartbeat
+	31, // 74: askuser.v1.CallPending.call:type_name -> askuser.v1.PendingToolCall
+	2,  // 75: askuser.v1.CallSettled.kind:type_name -> askuser.v1.ToolResultKind
+	20, // 76: askuser.v1.CallSettled.settled_by:type_name -> askuser.v1.SettledBy
+	58, // 77: askuser.v1.ClaimCallRequest.ttl:type_name -> google.protobuf.Duration
+	62, // 78: askuser.v1.ClaimCallResponse.expire_time:type_name -> google.protobuf.Timestamp
+	41, // 79: askuser.v1.ListAgentsResponse.agents:type_name -> askuser.v1.Agent
+	6,  // 80: askuser.v1.AgentService.RunAgent:input_type -> askuser.v1.RunAgentRequest
+	29, // 81: askuser.v1.AgentService.ResumeRun:input_type -> askuser.v1.ResumeRunRequest
+	30, // 82: askuser.v1.AgentService.WatchRun:input_type -> askuser.v1.WatchRunRequest
+	34, // 83: askuser.v1.AgentService.GetRun:input_type -> askuser.v1.GetRunRequest
+	36, // 84: askuser.v1.AgentService.ListRuns:input_type -> askuser.v1.ListRunsRequest
+	38, // 85: askuser.v1.AgentService.CancelRun:input_type -> askuser.v1.CancelRunRequest
+	40, // 86: askuser.v1.AgentService.ListAgents:input_type -> askuser.v1.ListAgentsRequest
+	43, // 87: askuser.v1.AgentService.WatchPendingCalls:input_type -> askuser.v1.WatchPendingCallsRequest
+	48, // 88: askuser.v1.AgentService.ClaimCall:input_type -> askuser.v1.ClaimCallRequest
+	14, // 89: askuser.v1.AgentService.RunAgent:output_type -> askuser.v1.RunAgentResponse
+	14, // 90: askuser.v1.AgentService.ResumeRun:output_type -> askuser.v1.RunAgentResponse
+	14, // 91: askuser.v1.AgentService.WatchRun:output_type -> askuser.v1.RunAgentResponse
+	35, // 92: askuser.v1.AgentService.GetRun:output_type -> askuser.v1.GetRunResponse
+	37, // 93: askuser.v1.AgentService.ListRuns:output_type -> askuser.v1.ListRunsResponse
+	39, // 94: askuser.v1.AgentService.CancelRun:output_type -> askuser.v1.CancelRunResponse
+	50, // 95: askuser.v1.AgentService.ListAgents:output_type -> askuser.v1.ListAgentsResponse
+	44, // 96: askuser.v1.AgentService.WatchPendingCalls:output_type -> askuser.v1.WatchPendingCallsResponse
+	49, // 97: askuser.v1.AgentService.ClaimCall:output_type -> askuser.v1.ClaimCallResponse
+	89, // [89:98] is the sub-list for method output_type
+	80, // [80:89] is the sub-list for method input_type
+	80, // [80:80] is the sub-list for extension type_name
+	80, // [80:80] is the sub-list for extension extendee
+	0,  // [0:80] is the sub-list for field type_name
 }
 
 func init() { file_askuser_v1_agent_proto_init() }
@@ -4576,6 +4656,7 @@ func file_askuser_v1_agent_proto_init() {
 		return
 	}
 	file_askuser_v1_ask_user_proto_init()
+	file_askuser_v1_form_proto_init()
 	file_askuser_v1_agent_proto_msgTypes[0].OneofWrappers = []any{
 		(*RunAgentRequest_Start)(nil),
 		(*RunAgentRequest_Answer)(nil),
@@ -4587,6 +4668,8 @@ func file_askuser_v1_agent_proto_init() {
 		(*Answer_Decline)(nil),
 		(*Answer_ToolOutput)(nil),
 		(*Answer_Approval)(nil),
+		(*Answer_Form)(nil),
+		(*Answer_Reply)(nil),
 	}
 	file_askuser_v1_agent_proto_msgTypes[7].OneofWrappers = []any{
 		(*ApprovalDecision_Approve_)(nil),

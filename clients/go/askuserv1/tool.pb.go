@@ -114,6 +114,109 @@ func (x *AskUserResponse) GetContent() string {
 	return ""
 }
 
+// Request of `ToolService.RenderQuestion`.
+type RenderQuestionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The built-in tool: `ask_user`, `ask_user_questions`, `AskUserQuestion` or `ask_user_form`.
+	ToolName string `protobuf:"bytes,1,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
+	// The tool's arguments as a JSON object, as a model sends them.
+	ArgumentsJson string `protobuf:"bytes,2,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenderQuestionRequest) Reset() {
+	*x = RenderQuestionRequest{}
+	mi := &file_askuser_v1_tool_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenderQuestionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenderQuestionRequest) ProtoMessage() {}
+
+func (x *RenderQuestionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_tool_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenderQuestionRequest.ProtoReflect.Descriptor instead.
+func (*RenderQuestionRequest) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_tool_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RenderQuestionRequest) GetToolName() string {
+	if x != nil {
+		return x.ToolName
+	}
+	return ""
+}
+
+func (x *RenderQuestionRequest) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
+// Response of `ToolService.RenderQuestion`.
+type RenderQuestionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The fallback text: for `ask_user` what `AskUser` returns; for a form, `[Questions for user]`
+	// (or `[Form for user]` with its message) followed by one line per field with its kind and
+	// constraints.
+	Content       string `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenderQuestionResponse) Reset() {
+	*x = RenderQuestionResponse{}
+	mi := &file_askuser_v1_tool_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenderQuestionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenderQuestionResponse) ProtoMessage() {}
+
+func (x *RenderQuestionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_tool_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenderQuestionResponse.ProtoReflect.Descriptor instead.
+func (*RenderQuestionResponse) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_tool_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RenderQuestionResponse) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
 var File_askuser_v1_tool_proto protoreflect.FileDescriptor
 
 const file_askuser_v1_tool_proto_rawDesc = "" +
@@ -123,9 +226,15 @@ const file_askuser_v1_tool_proto_rawDesc = "" +
 	"\x0eAskUserRequest\x12.\n" +
 	"\x05input\x18\x01 \x01(\v2\x18.askuser.v1.AskUserInputR\x05input\"+\n" +
 	"\x0fAskUserResponse\x12\x18\n" +
-	"\acontent\x18\x01 \x01(\tR\acontent2Q\n" +
+	"\acontent\x18\x01 \x01(\tR\acontent\"[\n" +
+	"\x15RenderQuestionRequest\x12\x1b\n" +
+	"\ttool_name\x18\x01 \x01(\tR\btoolName\x12%\n" +
+	"\x0earguments_json\x18\x02 \x01(\tR\rargumentsJson\"2\n" +
+	"\x16RenderQuestionResponse\x12\x18\n" +
+	"\acontent\x18\x01 \x01(\tR\acontent2\xaa\x01\n" +
 	"\vToolService\x12B\n" +
-	"\aAskUser\x12\x1a.askuser.v1.AskUserRequest\x1a\x1b.askuser.v1.AskUserResponseB\x8a\x01\n" +
+	"\aAskUser\x12\x1a.askuser.v1.AskUserRequest\x1a\x1b.askuser.v1.AskUserResponse\x12W\n" +
+	"\x0eRenderQuestion\x12!.askuser.v1.RenderQuestionRequest\x1a\".askuser.v1.RenderQuestionResponseB\x8a\x01\n" +
 	"\x0edev.askuser.v1B\tToolProtoP\x01Z=github.com/askuser-dev/askuser/clients/go/askuserv1;askuserv1\xa2\x02\x03AXX\xaa\x02\n" +
 	"Askuser.V1\xca\x02\n" +
 	"Askuser\\V1\xea\x02\vAskuser::V1b\x06proto3"
@@ -142,18 +251,22 @@ func file_askuser_v1_tool_proto_rawDescGZIP() []byte {
 	return file_askuser_v1_tool_proto_rawDescData
 }
 
-var file_askuser_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_askuser_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_askuser_v1_tool_proto_goTypes = []any{
-	(*AskUserRequest)(nil),  // 0: askuser.v1.AskUserRequest
-	(*AskUserResponse)(nil), // 1: askuser.v1.AskUserResponse
-	(*AskUserInput)(nil),    // 2: askuser.v1.AskUserInput
+	(*AskUserRequest)(nil),         // 0: askuser.v1.AskUserRequest
+	(*AskUserResponse)(nil),        // 1: askuser.v1.AskUserResponse
+	(*RenderQuestionRequest)(nil),  // 2: askuser.v1.RenderQuestionRequest
+	(*RenderQuestionResponse)(nil), // 3: askuser.v1.RenderQuestionResponse
+	(*AskUserInput)(nil),           // 4: askuser.v1.AskUserInput
 }
 var file_askuser_v1_tool_proto_depIdxs = []int32{
-	2, // 0: askuser.v1.AskUserRequest.input:type_name -> askuser.v1.AskUserInput
+	4, // 0: askuser.v1.AskUserRequest.input:type_name -> askuser.v1.AskUserInput
 	0, // 1: askuser.v1.ToolService.AskUser:input_type -> askuser.v1.AskUserRequest
-	1, // 2: askuser.v1.ToolService.AskUser:output_type -> askuser.v1.AskUserResponse
-	2, // [2:3] is the sub-list for method output_type
-	1, // [1:2] is the sub-list for method input_type
+	2, // 2: askuser.v1.ToolService.RenderQuestion:input_type -> askuser.v1.RenderQuestionRequest
+	1, // 3: askuser.v1.ToolService.AskUser:output_type -> askuser.v1.AskUserResponse
+	3, // 4: askuser.v1.ToolService.RenderQuestion:output_type -> askuser.v1.RenderQuestionResponse
+	3, // [3:5] is the sub-list for method output_type
+	1, // [1:3] is the sub-list for method input_type
 	1, // [1:1] is the sub-list for extension type_name
 	1, // [1:1] is the sub-list for extension extendee
 	0, // [0:1] is the sub-list for field type_name
@@ -171,7 +284,7 @@ func file_askuser_v1_tool_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_askuser_v1_tool_proto_rawDesc), len(file_askuser_v1_tool_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

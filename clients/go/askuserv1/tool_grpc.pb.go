@@ -19,7 +19,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ToolService_AskUser_FullMethodName = "/askuser.v1.ToolService/AskUser"
+	ToolService_AskUser_FullMethodName        = "/askuser.v1.ToolService/AskUser"
+	ToolService_RenderQuestion_FullMethodName = "/askuser.v1.ToolService/RenderQuestion"
 )
 
 // ToolServiceClient is the client API for ToolService service.
@@ -32,6 +33,11 @@ type ToolServiceClient interface {
 	// as a run would and returns the readable fallback text. Invalid input is INVALID_ARGUMENT with
 	// `google.rpc.BadRequest` field violations.
 	AskUser(ctx context.Context, in *AskUserRequest, opts ...grpc.CallOption) (*AskUserResponse, error)
+	// Executes a built-in question tool (`ask_user`, `ask_user_questions`, `AskUserQuestion` or
+	// `ask_user_form`) outside a run, given the JSON arguments a model would send: validates them
+	// exactly as a run would and returns the readable fallback text. Invalid arguments are
+	// INVALID_ARGUMENT with `google.rpc.BadRequest` field violations; an unknown tool name too.
+	RenderQuestion(ctx context.Context, in *RenderQuestionRequest, opts ...grpc.CallOption) (*RenderQuestionResponse, error)
 }
 
 type toolServiceClient struct {
@@ -52,6 +58,16 @@ func (c *toolServiceClient) AskUser(ctx context.Context, in *AskUserRequest, opt
 	return out, nil
 }
 
+func (c *toolServiceClient) RenderQuestion(ctx context.Context, in *RenderQuestionRequest, opts ...grpc.CallOption) (*RenderQuestionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RenderQuestionResponse)
+	err := c.cc.Invoke(ctx, ToolService_RenderQuestion_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ToolServiceServer is the server API for ToolService service.
 // All implementations must embed UnimplementedToolServiceServer
 // for forward compatibility.
@@ -62,6 +78,11 @@ type ToolServiceServer interface {
 	// as a run would and returns the readable fallback text. Invalid input is INVALID_ARGUMENT with
 	// `google.rpc.BadRequest` field violations.
 	AskUser(context.Context, *AskUserRequest) (*AskUserResponse, error)
+	// Executes a built-in question tool (`ask_user`, `ask_user_questions`, `AskUserQuestion` or
+	// `ask_user_form`) outside a run, given the JSON arguments a model would send: validates them
+	// exactly as a run would and returns the readable fallback text. Invalid arguments are
+	// INVALID_ARGUMENT with `google.rpc.BadRequest` field violations; an unknown tool name too.
+	RenderQuestion(context.Context, *RenderQuestionRequest) (*RenderQuestionResponse, error)
 	mustEmbedUnimplementedToolServiceServer()
 }
 
@@ -74,6 +95,9 @@ type UnimplementedToolServiceServer struct{}
 
 func (UnimplementedToolServiceServer) AskUser(context.Context, *AskUserRequest) (*AskUserResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AskUser not implemented")
+}
+func (UnimplementedToolServiceServer) RenderQuestion(context.Context, *RenderQuestionRequest) (*RenderQuestionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RenderQuestion not implemented")
 }
 func (UnimplementedToolServiceServer) mustEmbedUnimplementedToolServiceServer() {}
 func (UnimplementedToolServiceServer) testEmbeddedByValue()                     {}
@@ -114,6 +138,24 @@ func _ToolService_AskUser_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolService_RenderQuestion_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RenderQuestionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolServiceServer).RenderQuestion(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolService_RenderQuestion_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolServiceServer).RenderQuestion(ctx, req.(*RenderQuestionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ToolService_ServiceDesc is the grpc.ServiceDesc for ToolService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -124,6 +166,10 @@ var ToolService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AskUser",
 			Handler:    _ToolService_AskUser_Handler,
+		},
+		{
+			MethodName: "RenderQuestion",
+			Handler:    _ToolService_RenderQuestion_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

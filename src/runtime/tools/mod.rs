@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::ask_user::{self, AskUserLimits, Violation};
+use super::forms::FormTool;
 use crate::domain::{ModelToolCall, SuspendKind, Suspension, ToolDefinition};
 use crate::model::ToolSpec;
 
@@ -25,6 +26,8 @@ pub use schema::ArgumentsSchema;
 pub enum ToolKind {
     /// The built-in question to a person.
     AskUser,
+    /// A built-in form: several questions at once (`ask_user_questions`, `ask_user_form`).
+    Form(FormTool),
     /// The caller runs it and settles the call with its output.
     Client,
     /// The server runs it.
@@ -36,6 +39,8 @@ impl ToolKind {
     pub fn name(&self) -> &'static str {
         match self {
             ToolKind::AskUser => "ask_user",
+            ToolKind::Form(FormTool::Questions) => "ask_user_questions",
+            ToolKind::Form(FormTool::Elicitation) => "ask_user_form",
             ToolKind::Client => "client",
             ToolKind::Http(_) => "http",
         }
@@ -90,11 +95,32 @@ impl Tool {
         })
     }
 
+    /// A built-in form tool under `name` (one of [`FormTool::named`]'s names).
+    pub fn form(name: &str, tool: FormTool, limits: &AskUserLimits) -> Result<Self, String> {
+        Ok(Tool {
+            name: name.to_owned(),
+            description: tool.description().to_owned(),
+            schema: ArgumentsSchema::compile(tool.arguments_schema(limits))?,
+            kind: ToolKind::Form(tool),
+            approval: ApprovalPolicy::Never,
+            timeout: None,
+            assignees: Vec::new(),
+        })
+    }
+
+    /// Whether `name` is a built-in tool's (which no other tool may take).
+    pub fn is_built_in(name: &str) -> bool {
+        name == ask_user::TOOL_NAME || FormTool::named(name).is_some()
+    }
+
     /// A client tool given for one run; the error names what is wrong.
     pub fn for_run(definition: &ToolDefinition) -> Result<Self, Violation> {
         check_name(&definition.name).map_err(|e| Violation::new("name", e))?;
-        if definition.name == ask_user::TOOL_NAME {
-            return Err(Violation::new("name", "ask_user is built in"));
+        if Tool::is_built_in(&definition.name) {
+            return Err(Violation::new(
+                "name",
+                format!("{} is built in", definition.name),
+            ));
         }
         let schema = ArgumentsSchema::parse(&definition.parameters_json_schema).map_err(|e| {
             Violation::new(
@@ -217,6 +243,19 @@ pub fn plan_call(
             Err(violations) => CallPlan::Invalid(ask_user::invalid_call_result(&violations)),
         };
     }
+    if let ToolKind::Form(form_tool) = tool.kind {
+        return match form_tool.form(&call.arguments_json, limits) {
+            Ok(form) => CallPlan::Suspend {
+                suspension: Suspension {
+                    kind: SuspendKind::Form,
+                    form: Some(Box::new(form)),
+                    ..Suspension::default()
+                },
+                timeout: None,
+            },
+            Err(violations) => CallPlan::Invalid(ask_user::invalid_call_result(&violations)),
+        };
+    }
     let (args, arguments_json) = match tool.schema.check(&call.arguments_json) {
         Ok(checked) => checked,
         Err(error) => {
@@ -228,6 +267,7 @@ pub fn plan_call(
             suspension: Suspension {
                 kind: SuspendKind::Approval,
                 payload: None,
+                form: None,
                 arguments_json,
                 approval_reason,
                 assignees: Vec::new(),
@@ -243,10 +283,11 @@ pub fn plan_call(
 pub fn run_plan(tool: &Tool, arguments_json: String) -> CallPlan {
     match tool.kind {
         ToolKind::Http(_) => CallPlan::Execute { arguments_json },
-        ToolKind::Client | ToolKind::AskUser => CallPlan::Suspend {
+        ToolKind::Client | ToolKind::AskUser | ToolKind::Form(_) => CallPlan::Suspend {
             suspension: Suspension {
                 kind: SuspendKind::ClientTool,
                 payload: None,
+                form: None,
                 arguments_json,
                 approval_reason: String::new(),
                 assignees: Vec::new(),

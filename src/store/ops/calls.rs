@@ -1,7 +1,7 @@
 //! A call's rows and changes, and the events that settle calls, decided once for both stores.
 
 use crate::domain::{Event, EventKind, RunStatus, SettledBy, SuspendKind, ToolResultKind};
-use crate::store::records::{assignees_column, kind_name, to_json};
+use crate::store::records::{assignees_column, kind_name, payload_column, to_json};
 use crate::store::{
     Approved, CallChange, CallStatus, Decision, ExecutedResult, NewCallState, NewToolCall,
     StoreResult, ToolCallRecord,
@@ -63,7 +63,7 @@ impl<'a> CallRow<'a> {
                 suspension,
                 expire_ms,
             } => {
-                row.payload = suspension.payload.as_ref().map(to_json).transpose()?;
+                row.payload = payload_column(suspension)?;
                 row.expire_ms = *expire_ms;
                 row.suspend_kind = suspension.kind.as_str();
                 row.run_arguments = &suspension.arguments_json;
@@ -210,6 +210,7 @@ impl CallUpdate {
                             tool_call_id: call.tool_call_id.clone(),
                             tool_name: call.tool_name.clone(),
                             payload: suspension.payload,
+                            form: suspension.form,
                             expire_ms,
                             kind: suspension.kind,
                             arguments_json: suspension.arguments_json,

@@ -1,6 +1,7 @@
 import datetime
 
 from askuser.v1 import ask_user_pb2 as _ask_user_pb2
+from askuser.v1 import form_pb2 as _form_pb2
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
@@ -25,6 +26,7 @@ class SuspendKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SUSPEND_KIND_QUESTION: _ClassVar[SuspendKind]
     SUSPEND_KIND_APPROVAL: _ClassVar[SuspendKind]
     SUSPEND_KIND_CLIENT_TOOL: _ClassVar[SuspendKind]
+    SUSPEND_KIND_FORM: _ClassVar[SuspendKind]
 
 class ToolResultKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -37,6 +39,7 @@ class ToolResultKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TOOL_RESULT_KIND_OUTPUT: _ClassVar[ToolResultKind]
     TOOL_RESULT_KIND_EXECUTED: _ClassVar[ToolResultKind]
     TOOL_RESULT_KIND_REJECTED: _ClassVar[ToolResultKind]
+    TOOL_RESULT_KIND_REPLIED: _ClassVar[ToolResultKind]
 
 class AuthMethod(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -62,6 +65,7 @@ class ToolKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TOOL_KIND_ASK_USER: _ClassVar[ToolKind]
     TOOL_KIND_CLIENT: _ClassVar[ToolKind]
     TOOL_KIND_HTTP: _ClassVar[ToolKind]
+    TOOL_KIND_FORM: _ClassVar[ToolKind]
 APPROVAL_POLICY_UNSPECIFIED: ApprovalPolicy
 APPROVAL_POLICY_NEVER: ApprovalPolicy
 APPROVAL_POLICY_ALWAYS: ApprovalPolicy
@@ -70,6 +74,7 @@ SUSPEND_KIND_UNSPECIFIED: SuspendKind
 SUSPEND_KIND_QUESTION: SuspendKind
 SUSPEND_KIND_APPROVAL: SuspendKind
 SUSPEND_KIND_CLIENT_TOOL: SuspendKind
+SUSPEND_KIND_FORM: SuspendKind
 TOOL_RESULT_KIND_UNSPECIFIED: ToolResultKind
 TOOL_RESULT_KIND_ANSWERED: ToolResultKind
 TOOL_RESULT_KIND_DECLINED: ToolResultKind
@@ -79,6 +84,7 @@ TOOL_RESULT_KIND_INVALID_CALL: ToolResultKind
 TOOL_RESULT_KIND_OUTPUT: ToolResultKind
 TOOL_RESULT_KIND_EXECUTED: ToolResultKind
 TOOL_RESULT_KIND_REJECTED: ToolResultKind
+TOOL_RESULT_KIND_REPLIED: ToolResultKind
 AUTH_METHOD_UNSPECIFIED: AuthMethod
 AUTH_METHOD_NONE: AuthMethod
 AUTH_METHOD_API_KEY: AuthMethod
@@ -95,6 +101,7 @@ TOOL_KIND_UNSPECIFIED: ToolKind
 TOOL_KIND_ASK_USER: ToolKind
 TOOL_KIND_CLIENT: ToolKind
 TOOL_KIND_HTTP: ToolKind
+TOOL_KIND_FORM: ToolKind
 
 class RunAgentRequest(_message.Message):
     __slots__ = ("start", "answer", "attach")
@@ -160,7 +167,7 @@ class AttachRun(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., after_sequence: _Optional[int] = ...) -> None: ...
 
 class Answer(_message.Message):
-    __slots__ = ("run_id", "tool_call_id", "text", "selections", "decline", "tool_output", "approval", "answer_id")
+    __slots__ = ("run_id", "tool_call_id", "text", "selections", "decline", "tool_output", "approval", "form", "reply", "answer_id")
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
@@ -168,6 +175,8 @@ class Answer(_message.Message):
     DECLINE_FIELD_NUMBER: _ClassVar[int]
     TOOL_OUTPUT_FIELD_NUMBER: _ClassVar[int]
     APPROVAL_FIELD_NUMBER: _ClassVar[int]
+    FORM_FIELD_NUMBER: _ClassVar[int]
+    REPLY_FIELD_NUMBER: _ClassVar[int]
     ANSWER_ID_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     tool_call_id: str
@@ -176,8 +185,10 @@ class Answer(_message.Message):
     decline: _ask_user_pb2.Decline
     tool_output: ToolOutput
     approval: ApprovalDecision
+    form: _form_pb2.FormAnswer
+    reply: str
     answer_id: str
-    def __init__(self, run_id: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., text: _Optional[str] = ..., selections: _Optional[_Union[_ask_user_pb2.Selections, _Mapping]] = ..., decline: _Optional[_Union[_ask_user_pb2.Decline, _Mapping]] = ..., tool_output: _Optional[_Union[ToolOutput, _Mapping]] = ..., approval: _Optional[_Union[ApprovalDecision, _Mapping]] = ..., answer_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, run_id: _Optional[str] = ..., tool_call_id: _Optional[str] = ..., text: _Optional[str] = ..., selections: _Optional[_Union[_ask_user_pb2.Selections, _Mapping]] = ..., decline: _Optional[_Union[_ask_user_pb2.Decline, _Mapping]] = ..., tool_output: _Optional[_Union[ToolOutput, _Mapping]] = ..., approval: _Optional[_Union[ApprovalDecision, _Mapping]] = ..., form: _Optional[_Union[_form_pb2.FormAnswer, _Mapping]] = ..., reply: _Optional[str] = ..., answer_id: _Optional[str] = ...) -> None: ...
 
 class ToolOutput(_message.Message):
     __slots__ = ("content", "is_error")
@@ -278,7 +289,7 @@ class ToolCall(_message.Message):
     def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., arguments_json: _Optional[str] = ...) -> None: ...
 
 class ToolCallSuspended(_message.Message):
-    __slots__ = ("tool_call_id", "tool_name", "suspend_payload", "expire_time", "kind", "arguments_json", "approval_reason", "assignees")
+    __slots__ = ("tool_call_id", "tool_name", "suspend_payload", "expire_time", "kind", "arguments_json", "approval_reason", "assignees", "form")
     TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
     SUSPEND_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
@@ -287,6 +298,7 @@ class ToolCallSuspended(_message.Message):
     ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
     APPROVAL_REASON_FIELD_NUMBER: _ClassVar[int]
     ASSIGNEES_FIELD_NUMBER: _ClassVar[int]
+    FORM_FIELD_NUMBER: _ClassVar[int]
     tool_call_id: str
     tool_name: str
     suspend_payload: _ask_user_pb2.SuspendPayload
@@ -295,7 +307,8 @@ class ToolCallSuspended(_message.Message):
     arguments_json: str
     approval_reason: str
     assignees: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., suspend_payload: _Optional[_Union[_ask_user_pb2.SuspendPayload, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[SuspendKind, str]] = ..., arguments_json: _Optional[str] = ..., approval_reason: _Optional[str] = ..., assignees: _Optional[_Iterable[str]] = ...) -> None: ...
+    form: _form_pb2.Form
+    def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., suspend_payload: _Optional[_Union[_ask_user_pb2.SuspendPayload, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[SuspendKind, str]] = ..., arguments_json: _Optional[str] = ..., approval_reason: _Optional[str] = ..., assignees: _Optional[_Iterable[str]] = ..., form: _Optional[_Union[_form_pb2.Form, _Mapping]] = ...) -> None: ...
 
 class ToolResult(_message.Message):
     __slots__ = ("tool_call_id", "content", "is_error", "kind", "settled_by")
@@ -400,7 +413,7 @@ class WatchRunRequest(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., after_sequence: _Optional[int] = ...) -> None: ...
 
 class PendingToolCall(_message.Message):
-    __slots__ = ("tool_call_id", "tool_name", "suspend_payload", "expire_time", "kind", "arguments_json", "approval_reason", "claimant", "claim_expire_time", "assignees", "suspend_time")
+    __slots__ = ("tool_call_id", "tool_name", "suspend_payload", "expire_time", "kind", "arguments_json", "approval_reason", "claimant", "claim_expire_time", "assignees", "suspend_time", "form")
     TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
     SUSPEND_PAYLOAD_FIELD_NUMBER: _ClassVar[int]
@@ -412,6 +425,7 @@ class PendingToolCall(_message.Message):
     CLAIM_EXPIRE_TIME_FIELD_NUMBER: _ClassVar[int]
     ASSIGNEES_FIELD_NUMBER: _ClassVar[int]
     SUSPEND_TIME_FIELD_NUMBER: _ClassVar[int]
+    FORM_FIELD_NUMBER: _ClassVar[int]
     tool_call_id: str
     tool_name: str
     suspend_payload: _ask_user_pb2.SuspendPayload
@@ -423,7 +437,8 @@ class PendingToolCall(_message.Message):
     claim_expire_time: _timestamp_pb2.Timestamp
     assignees: _containers.RepeatedScalarFieldContainer[str]
     suspend_time: _timestamp_pb2.Timestamp
-    def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., suspend_payload: _Optional[_Union[_ask_user_pb2.SuspendPayload, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[SuspendKind, str]] = ..., arguments_json: _Optional[str] = ..., approval_reason: _Optional[str] = ..., claimant: _Optional[str] = ..., claim_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., assignees: _Optional[_Iterable[str]] = ..., suspend_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    form: _form_pb2.Form
+    def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., suspend_payload: _Optional[_Union[_ask_user_pb2.SuspendPayload, _Mapping]] = ..., expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kind: _Optional[_Union[SuspendKind, str]] = ..., arguments_json: _Optional[str] = ..., approval_reason: _Optional[str] = ..., claimant: _Optional[str] = ..., claim_expire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., assignees: _Optional[_Iterable[str]] = ..., suspend_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., form: _Optional[_Union[_form_pb2.Form, _Mapping]] = ...) -> None: ...
 
 class Run(_message.Message):
     __slots__ = ("run_id", "agent_id", "status", "pending_tool_calls", "output_text", "last_sequence", "create_time", "update_time", "metadata", "prompt", "error_message", "settled_tool_calls", "usage")

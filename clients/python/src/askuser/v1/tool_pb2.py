@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from askuser.v1 import ask_user_pb2 as askuser_dot_v1_dot_ask__user__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61skuser/v1/tool.proto\x12\naskuser.v1\x1a\x19\x61skuser/v1/ask_user.proto\"9\n\x0e\x41skUserRequest\x12\'\n\x05input\x18\x01 \x01(\x0b\x32\x18.askuser.v1.AskUserInput\"\"\n\x0f\x41skUserResponse\x12\x0f\n\x07\x63ontent\x18\x01 \x01(\t2Q\n\x0bToolService\x12\x42\n\x07\x41skUser\x12\x1a.askuser.v1.AskUserRequest\x1a\x1b.askuser.v1.AskUserResponseB\x8a\x01\n\x0e\x64\x65v.askuser.v1B\tToolProtoP\x01Z=github.com/askuser-dev/askuser/clients/go/askuserv1;askuserv1\xa2\x02\x03\x41XX\xaa\x02\nAskuser.V1\xca\x02\nAskuser\\V1\xea\x02\x0b\x41skuser::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61skuser/v1/tool.proto\x12\naskuser.v1\x1a\x19\x61skuser/v1/ask_user.proto\"9\n\x0e\x41skUserRequest\x12\'\n\x05input\x18\x01 \x01(\x0b\x32\x18.askuser.v1.AskUserInput\"\"\n\x0f\x41skUserResponse\x12\x0f\n\x07\x63ontent\x18\x01 \x01(\t\"B\n\x15RenderQuestionRequest\x12\x11\n\ttool_name\x18\x01 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x02 \x01(\t\")\n\x16RenderQuestionResponse\x12\x0f\n\x07\x63ontent\x18\x01 \x01(\t2\xaa\x01\n\x0bToolService\x12\x42\n\x07\x41skUser\x12\x1a.askuser.v1.AskUserRequest\x1a\x1b.askuser.v1.AskUserResponse\x12W\n\x0eRenderQuestion\x12!.askuser.v1.RenderQuestionRequest\x1a\".askuser.v1.RenderQuestionResponseB\x8a\x01\n\x0e\x64\x65v.askuser.v1B\tToolProtoP\x01Z=github.com/askuser-dev/askuser/clients/go/askuserv1;askuserv1\xa2\x02\x03\x41XX\xaa\x02\nAskuser.V1\xca\x02\nAskuser\\V1\xea\x02\x0b\x41skuser::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,6 +37,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ASKUSERREQUEST']._serialized_end=121
   _globals['_ASKUSERRESPONSE']._serialized_start=123
   _globals['_ASKUSERRESPONSE']._serialized_end=157
-  _globals['_TOOLSERVICE']._serialized_start=159
-  _globals['_TOOLSERVICE']._serialized_end=240
+  _globals['_RENDERQUESTIONREQUEST']._serialized_start=159
+  _globals['_RENDERQUESTIONREQUEST']._serialized_end=225
+  _globals['_RENDERQUESTIONRESPONSE']._serialized_start=227
+  _globals['_RENDERQUESTIONRESPONSE']._serialized_end=268
+  _globals['_TOOLSERVICE']._serialized_start=271
+  _globals['_TOOLSERVICE']._serialized_end=441
 # @@protoc_insertion_point(module_scope)

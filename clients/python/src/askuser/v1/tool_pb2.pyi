@@ -17,3 +17,17 @@ class AskUserResponse(_message.Message):
     CONTENT_FIELD_NUMBER: _ClassVar[int]
     content: str
     def __init__(self, content: _Optional[str] = ...) -> None: ...
+
+class RenderQuestionRequest(_message.Message):
+    __slots__ = ("tool_name", "arguments_json")
+    TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    tool_name: str
+    arguments_json: str
+    def __init__(self, tool_name: _Optional[str] = ..., arguments_json: _Optional[str] = ...) -> None: ...
+
+class RenderQuestionResponse(_message.Message):
+    __slots__ = ("content",)
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    content: str
+    def __init__(self, content: _Optional[str] = ...) -> None: ...

@@ -40,6 +40,11 @@ class ToolServiceStub:
                 request_serializer=askuser_dot_v1_dot_tool__pb2.AskUserRequest.SerializeToString,
                 response_deserializer=askuser_dot_v1_dot_tool__pb2.AskUserResponse.FromString,
                 _registered_method=True)
+        self.RenderQuestion = channel.unary_unary(
+                '/askuser.v1.ToolService/RenderQuestion',
+                request_serializer=askuser_dot_v1_dot_tool__pb2.RenderQuestionRequest.SerializeToString,
+                response_deserializer=askuser_dot_v1_dot_tool__pb2.RenderQuestionResponse.FromString,
+                _registered_method=True)
 
 
 class ToolServiceServicer:
@@ -55,6 +60,16 @@ class ToolServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RenderQuestion(self, request, context):
+        """Executes a built-in question tool (`ask_user`, `ask_user_questions`, `AskUserQuestion` or
+        `ask_user_form`) outside a run, given the JSON arguments a model would send: validates them
+        exactly as a run would and returns the readable fallback text. Invalid arguments are
+        INVALID_ARGUMENT with `google.rpc.BadRequest` field violations; an unknown tool name too.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -62,6 +77,11 @@ def add_ToolServiceServicer_to_server(servicer, server):
                     servicer.AskUser,
                     request_deserializer=askuser_dot_v1_dot_tool__pb2.AskUserRequest.FromString,
                     response_serializer=askuser_dot_v1_dot_tool__pb2.AskUserResponse.SerializeToString,
+            ),
+            'RenderQuestion': grpc.unary_unary_rpc_method_handler(
+                    servicer.RenderQuestion,
+                    request_deserializer=askuser_dot_v1_dot_tool__pb2.RenderQuestionRequest.FromString,
+                    response_serializer=askuser_dot_v1_dot_tool__pb2.RenderQuestionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -92,6 +112,33 @@ class ToolService:
             '/askuser.v1.ToolService/AskUser',
             askuser_dot_v1_dot_tool__pb2.AskUserRequest.SerializeToString,
             askuser_dot_v1_dot_tool__pb2.AskUserResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RenderQuestion(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/askuser.v1.ToolService/RenderQuestion',
+            askuser_dot_v1_dot_tool__pb2.RenderQuestionRequest.SerializeToString,
+            askuser_dot_v1_dot_tool__pb2.RenderQuestionResponse.FromString,
             options,
             channel_credentials,
             insecure,

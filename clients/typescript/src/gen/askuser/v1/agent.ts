@@ -25,6 +25,7 @@ import {
 import { Duration } from "../../google/protobuf/duration";
 import { Timestamp } from "../../google/protobuf/timestamp";
 import { Decline, FieldViolation, Selections, SuspendPayload } from "./ask_user";
+import { Form, FormAnswer } from "./form";
 
 /** Whether a tool call waits for a person's approval before the tool runs. */
 export enum ApprovalPolicy {
@@ -89,6 +90,11 @@ export enum SuspendKind {
   SUSPEND_KIND_APPROVAL = "SUSPEND_KIND_APPROVAL",
   /** SUSPEND_KIND_CLIENT_TOOL - The output of a tool the caller runs: `tool_output`. */
   SUSPEND_KIND_CLIENT_TOOL = "SUSPEND_KIND_CLIENT_TOOL",
+  /**
+   * SUSPEND_KIND_FORM - A person's answer to a form (`ask_user_questions`, `ask_user_form`): `form`, `reply` or
+   * `decline`.
+   */
+  SUSPEND_KIND_FORM = "SUSPEND_KIND_FORM",
   UNRECOGNIZED = "UNRECOGNIZED",
 }
 
@@ -106,6 +112,9 @@ export function suspendKindFromJSON(object: any): SuspendKind {
     case 3:
     case "SUSPEND_KIND_CLIENT_TOOL":
       return SuspendKind.SUSPEND_KIND_CLIENT_TOOL;
+    case 4:
+    case "SUSPEND_KIND_FORM":
+      return SuspendKind.SUSPEND_KIND_FORM;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -123,6 +132,8 @@ export function suspendKindToNumber(object: SuspendKind): number {
       return 2;
     case SuspendKind.SUSPEND_KIND_CLIENT_TOOL:
       return 3;
+    case SuspendKind.SUSPEND_KIND_FORM:
+      return 4;
     case SuspendKind.UNRECOGNIZED:
     default:
       return -1;
@@ -149,6 +160,8 @@ export enum ToolResultKind {
   TOOL_RESULT_KIND_EXECUTED = "TOOL_RESULT_KIND_EXECUTED",
   /** TOOL_RESULT_KIND_REJECTED - A person rejected the call (or declined its approval); the tool never ran. */
   TOOL_RESULT_KIND_REJECTED = "TOOL_RESULT_KIND_REJECTED",
+  /** TOOL_RESULT_KIND_REPLIED - The person replied in prose instead of answering the question or the form. */
+  TOOL_RESULT_KIND_REPLIED = "TOOL_RESULT_KIND_REPLIED",
   UNRECOGNIZED = "UNRECOGNIZED",
 }
 
@@ -181,6 +194,9 @@ export function toolResultKindFromJSON(object: any): ToolResultKind {
     case 8:
     case "TOOL_RESULT_KIND_REJECTED":
       return ToolResultKind.TOOL_RESULT_KIND_REJECTED;
+    case 9:
+    case "TOOL_RESULT_KIND_REPLIED":
+      return ToolResultKind.TOOL_RESULT_KIND_REPLIED;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -208,6 +224,8 @@ export function toolResultKindToNumber(object: ToolResultKind): number {
       return 7;
     case ToolResultKind.TOOL_RESULT_KIND_REJECTED:
       return 8;
+    case ToolResultKind.TOOL_RESULT_KIND_REPLIED:
+      return 9;
     case ToolResultKind.UNRECOGNIZED:
     default:
       return -1;
@@ -352,6 +370,11 @@ export enum ToolKind {
   TOOL_KIND_CLIENT = "TOOL_KIND_CLIENT",
   /** TOOL_KIND_HTTP - The server runs it: an HTTP request to a URL from the agents file. */
   TOOL_KIND_HTTP = "TOOL_KIND_HTTP",
+  /**
+   * TOOL_KIND_FORM - A built-in form (`ask_user_questions`, `AskUserQuestion`, `ask_user_form`): a person answers
+   * several questions at once.
+   */
+  TOOL_KIND_FORM = "TOOL_KIND_FORM",
   UNRECOGNIZED = "UNRECOGNIZED",
 }
 
@@ -369,6 +392,9 @@ export function toolKindFromJSON(object: any): ToolKind {
     case 3:
     case "TOOL_KIND_HTTP":
       return ToolKind.TOOL_KIND_HTTP;
+    case 4:
+    case "TOOL_KIND_FORM":
+      return ToolKind.TOOL_KIND_FORM;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -386,6 +412,8 @@ export function toolKindToNumber(object: ToolKind): number {
       return 2;
     case ToolKind.TOOL_KIND_HTTP:
       return 3;
+    case ToolKind.TOOL_KIND_FORM:
+      return 4;
     case ToolKind.UNRECOGNIZED:
     default:
       return -1;
@@ -505,6 +533,15 @@ export interface Answer {
     | //
     /** A decision on a call that waits for approval (`SUSPEND_KIND_APPROVAL`). */
     { $case: "approval"; value: ApprovalDecision }
+    | //
+    /** The values of a form (`SUSPEND_KIND_FORM`), each checked against its field. */
+    { $case: "form"; value: FormAnswer }
+    | //
+    /**
+     * A reply in prose instead of an answer, to a question or a form: the model is told the person
+     * replied instead of answering, and what they wrote (`TOOL_RESULT_KIND_REPLIED`).
+     */
+    { $case: "reply"; value: string }
     | undefined;
   /**
    * Optional idempotency key chosen by the client. A retry with the same key is acknowledged as the
@@ -670,6 +707,8 @@ export interface ToolCallSuspended {
    * token may answer. Another principal's answer is refused with `NOT_ASSIGNEE`.
    */
   assignees: string[];
+  /** For a form: its fields. */
+  form: Form | undefined;
 }
 
 /** A tool call's result, as the model receives it. */
@@ -825,7 +864,11 @@ export interface PendingToolCall {
    * When it started waiting (for an approved client tool: since the approval); absent for calls
    * stored by servers that did not record it.
    */
-  suspendTime: Date | undefined;
+  suspendTime:
+    | Date
+    | undefined;
+  /** For a form: its fields. */
+  form: Form | undefined;
 }
 
 /** A run of an agent. */
@@ -1663,6 +1706,12 @@ export const Answer: MessageFns<Answer> = {
       case "approval":
         ApprovalDecision.encode(message.answer.value, writer.uint32(66).fork()).join();
         break;
+      case "form":
+        FormAnswer.encode(message.answer.value, writer.uint32(74).fork()).join();
+        break;
+      case "reply":
+        writer.uint32(82).string(message.answer.value);
+        break;
     }
     if (message.answerId !== "") {
       writer.uint32(42).string(message.answerId);
@@ -1739,6 +1788,22 @@ export const Answer: MessageFns<Answer> = {
             message.answer = { $case: "approval", value: ApprovalDecision.decode(reader, reader.uint32()) };
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.answer = { $case: "form", value: FormAnswer.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.answer = { $case: "reply", value: reader.string() };
+            continue;
+          }
           case 5: {
             if (tag !== 42) {
               break;
@@ -1794,6 +1859,18 @@ export const Answer: MessageFns<Answer> = {
       case "approval": {
         if (object.answer?.value !== undefined && object.answer?.value !== null) {
           message.answer = { $case: "approval", value: ApprovalDecision.fromPartial(object.answer.value) };
+        }
+        break;
+      }
+      case "form": {
+        if (object.answer?.value !== undefined && object.answer?.value !== null) {
+          message.answer = { $case: "form", value: FormAnswer.fromPartial(object.answer.value) };
+        }
+        break;
+      }
+      case "reply": {
+        if (object.answer?.value !== undefined && object.answer?.value !== null) {
+          message.answer = { $case: "reply", value: object.answer.value };
         }
         break;
       }
@@ -2709,6 +2786,7 @@ function createBaseToolCallSuspended(): ToolCallSuspended {
     argumentsJson: "",
     approvalReason: "",
     assignees: [],
+    form: undefined,
   };
 }
 
@@ -2737,6 +2815,9 @@ export const ToolCallSuspended: MessageFns<ToolCallSuspended> = {
     }
     for (const v of message.assignees) {
       writer.uint32(66).string(v!);
+    }
+    if (message.form !== undefined) {
+      Form.encode(message.form, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -2818,6 +2899,14 @@ export const ToolCallSuspended: MessageFns<ToolCallSuspended> = {
             message.assignees.push(reader.string());
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.form = Form.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2845,6 +2934,7 @@ export const ToolCallSuspended: MessageFns<ToolCallSuspended> = {
     message.argumentsJson = object.argumentsJson ?? "";
     message.approvalReason = object.approvalReason ?? "";
     message.assignees = object.assignees?.map((e) => e) || [];
+    message.form = (object.form !== undefined && object.form !== null) ? Form.fromPartial(object.form) : undefined;
     return message;
   },
 };
@@ -3712,6 +3802,7 @@ function createBasePendingToolCall(): PendingToolCall {
     claimExpireTime: undefined,
     assignees: [],
     suspendTime: undefined,
+    form: undefined,
   };
 }
 
@@ -3749,6 +3840,9 @@ export const PendingToolCall: MessageFns<PendingToolCall> = {
     }
     if (message.suspendTime !== undefined) {
       Timestamp.encode(toTimestamp(message.suspendTime), writer.uint32(90).fork()).join();
+    }
+    if (message.form !== undefined) {
+      Form.encode(message.form, writer.uint32(98).fork()).join();
     }
     return writer;
   },
@@ -3854,6 +3948,14 @@ export const PendingToolCall: MessageFns<PendingToolCall> = {
             message.suspendTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.form = Form.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3884,6 +3986,7 @@ export const PendingToolCall: MessageFns<PendingToolCall> = {
     message.claimExpireTime = object.claimExpireTime ?? undefined;
     message.assignees = object.assignees?.map((e) => e) || [];
     message.suspendTime = object.suspendTime ?? undefined;
+    message.form = (object.form !== undefined && object.form !== null) ? Form.fromPartial(object.form) : undefined;
     return message;
   },
 };

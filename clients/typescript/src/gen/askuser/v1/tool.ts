@@ -35,6 +35,24 @@ export interface AskUserResponse {
   content: string;
 }
 
+/** Request of `ToolService.RenderQuestion`. */
+export interface RenderQuestionRequest {
+  /** The built-in tool: `ask_user`, `ask_user_questions`, `AskUserQuestion` or `ask_user_form`. */
+  toolName: string;
+  /** The tool's arguments as a JSON object, as a model sends them. */
+  argumentsJson: string;
+}
+
+/** Response of `ToolService.RenderQuestion`. */
+export interface RenderQuestionResponse {
+  /**
+   * The fallback text: for `ask_user` what `AskUser` returns; for a form, `[Questions for user]`
+   * (or `[Form for user]` with its message) followed by one line per field with its kind and
+   * constraints.
+   */
+  content: string;
+}
+
 function createBaseAskUserRequest(): AskUserRequest {
   return { input: undefined };
 }
@@ -147,6 +165,128 @@ export const AskUserResponse: MessageFns<AskUserResponse> = {
   },
 };
 
+function createBaseRenderQuestionRequest(): RenderQuestionRequest {
+  return { toolName: "", argumentsJson: "" };
+}
+
+export const RenderQuestionRequest: MessageFns<RenderQuestionRequest> = {
+  encode(message: RenderQuestionRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.toolName !== "") {
+      writer.uint32(10).string(message.toolName);
+    }
+    if (message.argumentsJson !== "") {
+      writer.uint32(18).string(message.argumentsJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RenderQuestionRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRenderQuestionRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.toolName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.argumentsJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RenderQuestionRequest>, I>>(base?: I): RenderQuestionRequest {
+    return RenderQuestionRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RenderQuestionRequest>, I>>(object: I): RenderQuestionRequest {
+    const message = createBaseRenderQuestionRequest();
+    message.toolName = object.toolName ?? "";
+    message.argumentsJson = object.argumentsJson ?? "";
+    return message;
+  },
+};
+
+function createBaseRenderQuestionResponse(): RenderQuestionResponse {
+  return { content: "" };
+}
+
+export const RenderQuestionResponse: MessageFns<RenderQuestionResponse> = {
+  encode(message: RenderQuestionResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.content !== "") {
+      writer.uint32(10).string(message.content);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RenderQuestionResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRenderQuestionResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.content = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RenderQuestionResponse>, I>>(base?: I): RenderQuestionResponse {
+    return RenderQuestionResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RenderQuestionResponse>, I>>(object: I): RenderQuestionResponse {
+    const message = createBaseRenderQuestionResponse();
+    message.content = object.content ?? "";
+    return message;
+  },
+};
+
 /** Runs built-in tools directly, outside any agent run. */
 export type ToolServiceService = typeof ToolServiceService;
 export const ToolServiceService = {
@@ -164,6 +304,23 @@ export const ToolServiceService = {
     responseSerialize: (value: AskUserResponse): Buffer => Buffer.from(AskUserResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): AskUserResponse => AskUserResponse.decode(value),
   },
+  /**
+   * Executes a built-in question tool (`ask_user`, `ask_user_questions`, `AskUserQuestion` or
+   * `ask_user_form`) outside a run, given the JSON arguments a model would send: validates them
+   * exactly as a run would and returns the readable fallback text. Invalid arguments are
+   * INVALID_ARGUMENT with `google.rpc.BadRequest` field violations; an unknown tool name too.
+   */
+  renderQuestion: {
+    path: "/askuser.v1.ToolService/RenderQuestion" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RenderQuestionRequest): Buffer =>
+      Buffer.from(RenderQuestionRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RenderQuestionRequest => RenderQuestionRequest.decode(value),
+    responseSerialize: (value: RenderQuestionResponse): Buffer =>
+      Buffer.from(RenderQuestionResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RenderQuestionResponse => RenderQuestionResponse.decode(value),
+  },
 } as const;
 
 export interface ToolServiceServer extends UntypedServiceImplementation {
@@ -173,6 +330,13 @@ export interface ToolServiceServer extends UntypedServiceImplementation {
    * `google.rpc.BadRequest` field violations.
    */
   askUser: handleUnaryCall<AskUserRequest, AskUserResponse>;
+  /**
+   * Executes a built-in question tool (`ask_user`, `ask_user_questions`, `AskUserQuestion` or
+   * `ask_user_form`) outside a run, given the JSON arguments a model would send: validates them
+   * exactly as a run would and returns the readable fallback text. Invalid arguments are
+   * INVALID_ARGUMENT with `google.rpc.BadRequest` field violations; an unknown tool name too.
+   */
+  renderQuestion: handleUnaryCall<RenderQuestionRequest, RenderQuestionResponse>;
 }
 
 export interface ToolServiceClient extends Client {
@@ -195,6 +359,27 @@ export interface ToolServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: AskUserResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Executes a built-in question tool (`ask_user`, `ask_user_questions`, `AskUserQuestion` or
+   * `ask_user_form`) outside a run, given the JSON arguments a model would send: validates them
+   * exactly as a run would and returns the readable fallback text. Invalid arguments are
+   * INVALID_ARGUMENT with `google.rpc.BadRequest` field violations; an unknown tool name too.
+   */
+  renderQuestion(
+    request: RenderQuestionRequest,
+    callback: (error: ServiceError | null, response: RenderQuestionResponse) => void,
+  ): ClientUnaryCall;
+  renderQuestion(
+    request: RenderQuestionRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RenderQuestionResponse) => void,
+  ): ClientUnaryCall;
+  renderQuestion(
+    request: RenderQuestionRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RenderQuestionResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file askuser/v1/tool.proto.
  */
 export const file_askuser_v1_tool: GenFile = /*@__PURE__*/
-  fileDesc("ChVhc2t1c2VyL3YxL3Rvb2wucHJvdG8SCmFza3VzZXIudjEiOQoOQXNrVXNlclJlcXVlc3QSJwoFaW5wdXQYASABKAsyGC5hc2t1c2VyLnYxLkFza1VzZXJJbnB1dCIiCg9Bc2tVc2VyUmVzcG9uc2USDwoHY29udGVudBgBIAEoCTJRCgtUb29sU2VydmljZRJCCgdBc2tVc2VyEhouYXNrdXNlci52MS5Bc2tVc2VyUmVxdWVzdBobLmFza3VzZXIudjEuQXNrVXNlclJlc3BvbnNlQooBCg5kZXYuYXNrdXNlci52MUIJVG9vbFByb3RvUAFaPWdpdGh1Yi5jb20vYXNrdXNlci1kZXYvYXNrdXNlci9jbGllbnRzL2dvL2Fza3VzZXJ2MTthc2t1c2VydjGiAgNBWFiqAgpBc2t1c2VyLlYxygIKQXNrdXNlclxWMeoCC0Fza3VzZXI6OlYxYgZwcm90bzM", [file_askuser_v1_ask_user]);
+  fileDesc("ChVhc2t1c2VyL3YxL3Rvb2wucHJvdG8SCmFza3VzZXIudjEiOQoOQXNrVXNlclJlcXVlc3QSJwoFaW5wdXQYASABKAsyGC5hc2t1c2VyLnYxLkFza1VzZXJJbnB1dCIiCg9Bc2tVc2VyUmVzcG9uc2USDwoHY29udGVudBgBIAEoCSJCChVSZW5kZXJRdWVzdGlvblJlcXVlc3QSEQoJdG9vbF9uYW1lGAEgASgJEhYKDmFyZ3VtZW50c19qc29uGAIgASgJIikKFlJlbmRlclF1ZXN0aW9uUmVzcG9uc2USDwoHY29udGVudBgBIAEoCTKqAQoLVG9vbFNlcnZpY2USQgoHQXNrVXNlchIaLmFza3VzZXIudjEuQXNrVXNlclJlcXVlc3QaGy5hc2t1c2VyLnYxLkFza1VzZXJSZXNwb25zZRJXCg5SZW5kZXJRdWVzdGlvbhIhLmFza3VzZXIudjEuUmVuZGVyUXVlc3Rpb25SZXF1ZXN0GiIuYXNrdXNlci52MS5SZW5kZXJRdWVzdGlvblJlc3BvbnNlQooBCg5kZXYuYXNrdXNlci52MUIJVG9vbFByb3RvUAFaPWdpdGh1Yi5jb20vYXNrdXNlci1kZXYvYXNrdXNlci9jbGllbnRzL2dvL2Fza3VzZXJ2MTthc2t1c2VydjGiAgNBWFiqAgpBc2t1c2VyLlYxygIKQXNrdXNlclxWMeoCC0Fza3VzZXI6OlYxYgZwcm90bzM", [file_askuser_v1_ask_user]);
 
 /**
  * Request of `ToolService.AskUser`.
@@ -58,6 +58,57 @@ export const AskUserResponseSchema: GenMessage<AskUserResponse> = /*@__PURE__*/
   messageDesc(file_askuser_v1_tool, 1);
 
 /**
+ * Request of `ToolService.RenderQuestion`.
+ *
+ * @generated from message askuser.v1.RenderQuestionRequest
+ */
+export type RenderQuestionRequest = Message<"askuser.v1.RenderQuestionRequest"> & {
+  /**
+   * The built-in tool: `ask_user`, `ask_user_questions`, `AskUserQuestion` or `ask_user_form`.
+   *
+   * @generated from field: string tool_name = 1;
+   */
+  toolName: string;
+
+  /**
+   * The tool's arguments as a JSON object, as a model sends them.
+   *
+   * @generated from field: string arguments_json = 2;
+   */
+  argumentsJson: string;
+};
+
+/**
+ * Describes the message askuser.v1.RenderQuestionRequest.
+ * Use `create(RenderQuestionRequestSchema)` to create a new message.
+ */
+export const RenderQuestionRequestSchema: GenMessage<RenderQuestionRequest> = /*@__PURE__*/
+  messageDesc(file_askuser_v1_tool, 2);
+
+/**
+ * Response of `ToolService.RenderQuestion`.
+ *
+ * @generated from message askuser.v1.RenderQuestionResponse
+ */
+export type RenderQuestionResponse = Message<"askuser.v1.RenderQuestionResponse"> & {
+  /**
+   * The fallback text: for `ask_user` what `AskUser` returns; for a form, `[Questions for user]`
+   * (or `[Form for user]` with its message) followed by one line per field with its kind and
+   * constraints.
+   *
+   * @generated from field: string content = 1;
+   */
+  content: string;
+};
+
+/**
+ * Describes the message askuser.v1.RenderQuestionResponse.
+ * Use `create(RenderQuestionResponseSchema)` to create a new message.
+ */
+export const RenderQuestionResponseSchema: GenMessage<RenderQuestionResponse> = /*@__PURE__*/
+  messageDesc(file_askuser_v1_tool, 3);
+
+/**
  * Runs built-in tools directly, outside any agent run.
  *
  * @generated from service askuser.v1.ToolService
@@ -74,6 +125,19 @@ export const ToolService: GenService<{
     methodKind: "unary";
     input: typeof AskUserRequestSchema;
     output: typeof AskUserResponseSchema;
+  },
+  /**
+   * Executes a built-in question tool (`ask_user`, `ask_user_questions`, `AskUserQuestion` or
+   * `ask_user_form`) outside a run, given the JSON arguments a model would send: validates them
+   * exactly as a run would and returns the readable fallback text. Invalid arguments are
+   * INVALID_ARGUMENT with `google.rpc.BadRequest` field violations; an unknown tool name too.
+   *
+   * @generated from rpc askuser.v1.ToolService.RenderQuestion
+   */
+  renderQuestion: {
+    methodKind: "unary";
+    input: typeof RenderQuestionRequestSchema;
+    output: typeof RenderQuestionResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_askuser_v1_tool, 0);
