@@ -127,10 +127,36 @@ async fn release_forms_round_trip(database_url: Option<&str>) {
     };
     assert!(checks.multiple);
 
-    // The pending call carries the form too.
+    // The pending call carries the form too: in GetRun, in the pending-calls feed (filtered to
+    // forms), and ListRuns finds the run by its pending kind.
     let pending = get_run(&mut client, &run.run_id).await.pending_tool_calls;
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].form.as_ref(), Some(&form));
+    let feed = common::pending_snapshot(
+        &mut client,
+        None,
+        pb::WatchPendingCallsRequest {
+            kinds: vec![pb::SuspendKind::Form as i32],
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(feed.len(), 1);
+    assert_eq!(
+        feed[0].call.as_ref().and_then(|c| c.form.as_ref()),
+        Some(&form)
+    );
+    let listed = client
+        .list_runs(pb::ListRunsRequest {
+            pending_kind: pb::SuspendKind::Form as i32,
+            ..Default::default()
+        })
+        .await
+        .expect("list runs")
+        .into_inner()
+        .runs;
+    let ids: Vec<&str> = listed.iter().map(|r| r.run_id.as_str()).collect();
+    assert_eq!(ids, [run_id.as_str()]);
 
     let call = questions.tool_call_id.clone();
     for (values, field) in [

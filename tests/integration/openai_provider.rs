@@ -1156,3 +1156,81 @@ async fn a_run_past_its_token_budget_fails_before_the_next_model_request() {
         "a request past the budget was sent"
     );
 }
+
+/// The form tools are offered with their schemas (`AskUserQuestion` in strict mode, whose schema
+/// allows it; `ask_user_form`, whose `requestedSchema` is open, not), a model's `AskUserQuestion`
+/// call suspends as a form, and its answers go back keyed by question.
+#[tokio::test]
+async fn form_tools_are_offered_and_a_question_call_comes_back_answered() {
+    let llm = Llm::start(vec![
+        Reply::Stream("ask_user_question_call.sse"),
+        Reply::Stream("final_text.sse"),
+    ])
+    .await;
+    let agents = agents_toml(&llm.base_url, "").replacen(
+        "[agent.model]",
+        "tools = [\"AskUserQuestion\", \"ask_user_form\"]\n[agent.model]",
+        1,
+    );
+    let server = Server::process_with_env(Some(&agents), &[], &[(KEY_ENV, KEY)]);
+    let mut client = server.agents().await;
+    let mut run = RunStream::start(&mut client, "assistant").await;
+    let suspended = run.next_suspended().await;
+    assert_eq!(suspended.kind, pb::SuspendKind::Form as i32);
+    assert_eq!(suspended.tool_name, "AskUserQuestion");
+    let form = suspended.form.expect("a form");
+    assert_eq!(form.fields[0].header, "Env");
+    run.send(pb::Answer {
+        run_id: run.run_id.clone(),
+        tool_call_id: suspended.tool_call_id.clone(),
+        answer: Some(pb::answer::Answer::Form(pb::FormAnswer {
+            values: [(
+                "q1".to_owned(),
+                pb::FieldValue {
+                    value: Some(pb::field_value::Value::Choice(pb::ChoiceValue {
+                        values: vec!["production".into()],
+                        other: String::new(),
+                    })),
+                },
+            )]
+            .into(),
+        })),
+        answer_id: String::new(),
+    })
+    .await;
+    let events = events_until_end(&mut run).await;
+    assert_eq!(
+        completed(&events).output_text,
+        "Thanks! Starting the deployment now."
+    );
+
+    let requests = llm.requests();
+    let tools = &requests[0].body["tools"];
+    let offered: Vec<(&str, bool)> = tools
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|tool| {
+            (
+                tool["function"]["name"].as_str().expect("a name"),
+                tool["function"]["strict"].as_bool().expect("strict said"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        offered,
+        [("AskUserQuestion", true), ("ask_user_form", false)]
+    );
+    assert_strict_schema(&tools[0]["function"]["parameters"], "$");
+    assert_eq!(
+        tools[0]["function"]["parameters"]["properties"]["questions"]["maxItems"],
+        4
+    );
+    assert_eq!(
+        messages(&requests[1]).last(),
+        Some(&tool_message(
+            "call_Form7q",
+            r#"{"answers":{"Which environment?":"production"}}"#
+        ))
+    );
+}
