@@ -19,6 +19,8 @@ from google.protobuf.message import Message
 from askuser_client import (
     AskUserClient,
     AskUserError,
+    Choice,
+    FormValue,
     PendingCalls,
     Run,
     __version__,
@@ -50,12 +52,33 @@ def timeout(request: Json) -> float | None:
     return milliseconds / 1000 if milliseconds else None
 
 
+def form_values(form: Json) -> dict[str, FormValue]:
+    """A conformance answer's `"form"` ({NAME: {KIND: VALUE}}) as the values `answer_form` takes:
+    str, int or float, bool, or `Choice`."""
+    values: dict[str, FormValue] = {}
+    for name, value in form.items():
+        [(kind, content)] = value.items()
+        match kind, content:
+            case "choice", dict():
+                values[name] = Choice(values=content.get("values", []), other=content.get("other", ""))
+            case ("text", str()) | ("boolean", bool()):
+                values[name] = content
+            # A bool is an int to Python, and answer_form would send it as a boolean.
+            case "number", int() | float() if not isinstance(content, bool):
+                values[name] = content
+            case _:
+                raise ValueError(f"a form value of an unknown kind: {value}")
+    return values
+
+
 def answer_kwargs(answer: Json) -> Json:
     """The answer's one kind as the keyword arguments of `Run.answer` and `resume_run`."""
     if "tool_output" in answer:
         output = answer["tool_output"]
         return {"output": output["content"], "is_error": output.get("is_error", False)}
-    for key in ("text", "selections", "decline", "approve", "reject", "edit"):
+    if "form" in answer:
+        return {"form": form_values(answer["form"])}
+    for key in ("text", "selections", "decline", "approve", "reject", "edit", "reply"):
         if key in answer:
             return {key: answer[key]}
     raise ValueError(f"an answer without a kind: {answer}")
@@ -110,12 +133,16 @@ class ClientUnderTest:
 
     def send(self, request: Json) -> Json:
         answer = request["answer"]
-        self.streams[request["stream"]].answer(
-            answer["tool_call_id"],
-            run_id=answer.get("run_id", ""),
-            answer_id=answer.get("answer_id", ""),
-            **answer_kwargs(answer),
-        )
+        run = self.streams[request["stream"]]
+        tool_call_id, answer_id = answer["tool_call_id"], answer.get("answer_id", "")
+        # Forms and replies go through their own verbs, which answer on the stream's run; an
+        # answer naming a run goes through `answer`, the one verb that takes a run_id.
+        if "form" in answer and not answer.get("run_id"):
+            run.answer_form(tool_call_id, form_values(answer["form"]), answer_id=answer_id)
+        elif "reply" in answer and not answer.get("run_id"):
+            run.reply(tool_call_id, answer["reply"], answer_id=answer_id)
+        else:
+            run.answer(tool_call_id, run_id=answer.get("run_id", ""), answer_id=answer_id, **answer_kwargs(answer))
         return {}
 
     def next(self, request: Json) -> Json:

@@ -1,9 +1,11 @@
-// One card per waiting call, by kind: a question (free text, single or multi select, decline), an
-// approval (approve, reject with a reason, edit the arguments), or a client tool waiting for a worker.
+// One card per waiting call, by kind: a question (free text, single or multi select, decline), a
+// form (form.tsx), an approval (approve, reject with a reason, edit the arguments), or a client tool
+// waiting for a worker. A question or a form may be replied to in prose instead.
 import { useState } from "preact/hooks";
-import { SelectionMode, SuspendKind } from "../../clients/typescript/src/web/index";
+import { SelectionMode, SuspendKind, type Form, type SuspendPayload } from "../../clients/typescript/src/web/index";
 import type { PendingItem, SettledItem } from "./feed";
 import { callKey } from "./feed";
+import { FormQuestion } from "./form";
 import { ago, countdown, ms, prettyJson, settledVerb, settlerName, KIND_NAMES } from "./format";
 import { Link, runPath, useNow } from "./router";
 import { settledHere, useSubmission, type Submission } from "./submit";
@@ -16,6 +18,7 @@ export function CallCard({ item, showRun = true }: { item: PendingItem; showRun?
     <article class={`card kind-${KIND_NAMES[call.kind].replace(" ", "-")}`} data-call={call.toolCallId} aria-label={title(item)}>
       <CardHeader item={item} showRun={showRun} />
       {call.kind === SuspendKind.QUESTION && <QuestionForm item={item} submission={submission} />}
+      {call.kind === SuspendKind.FORM && <FormQuestion item={item} submission={submission} />}
       {call.kind === SuspendKind.APPROVAL && <ApprovalForm item={item} submission={submission} />}
       {call.kind === SuspendKind.CLIENT_TOOL && <WaitingForWorker item={item} />}
       {submission.sent && <p class="status">Sent; waiting for the server to settle it…</p>}
@@ -45,9 +48,19 @@ export function SettledCard({ item }: { item: SettledItem }) {
 }
 
 function title({ call }: PendingItem): string {
-  if (call.kind === SuspendKind.QUESTION) return call.suspendPayload?.question || call.toolName;
+  if (call.kind === SuspendKind.QUESTION || call.kind === SuspendKind.FORM) return callTitle(call);
   if (call.kind === SuspendKind.APPROVAL) return `Approve ${call.toolName}?`;
   return `${call.toolName} (client tool)`;
+}
+
+/** What a question or a form asks, in a line; the tool's name for any other call. */
+export function callTitle(call: { toolName: string; suspendPayload?: SuspendPayload; form?: Form }): string {
+  const form = call.form;
+  if (form) {
+    const only = form.fields.length === 1 ? form.fields[0].question : `${form.fields.length} questions`;
+    return form.title || form.message || only;
+  }
+  return call.suspendPayload?.question || call.toolName;
 }
 
 function CardHeader({ item, showRun }: { item: PendingItem; showRun: boolean }) {
@@ -76,7 +89,7 @@ function CardHeader({ item, showRun }: { item: PendingItem; showRun: boolean }) 
   );
 }
 
-function Violations({ list, id }: { list: Violation[]; id: string }) {
+export function Violations({ list, id }: { list: Violation[]; id: string }) {
   if (list.length === 0) return null;
   return (
     <ul class="violations" id={id} role="alert">
@@ -101,10 +114,10 @@ function QuestionForm({ item, submission }: { item: PendingItem; submission: Sub
   const [text, setText] = useState("");
   const [chosen, setChosen] = useState<string[]>([]);
   const [none, setNone] = useState(false);
-  const [declining, setDeclining] = useState(false);
+  const [aside, setAside] = useState<Aside>();
   const id = item.call.toolCallId;
   const errorsId = `errors-${id}`;
-  const answerViolations = submission.violations.filter((v) => !v.field.startsWith("answer.decline"));
+  const answerViolations = submission.violations.filter((v) => !v.field.startsWith("answer.decline") && !v.field.startsWith("answer.reply"));
   const ready = mode === "text" ? text !== "" : mode === "single" ? chosen.length === 1 : chosen.length > 0 || none;
   const send = () => {
     if (!ready || submission.busy) return;
@@ -190,15 +203,74 @@ function QuestionForm({ item, submission }: { item: PendingItem; submission: Sub
           <button type="submit" class="primary" disabled={!ready || submission.busy}>
             Send answer
           </button>
-          {!declining && (
-            <button type="button" onClick={() => setDeclining(true)} disabled={submission.busy}>
-              Decline…
-            </button>
-          )}
+          <AsideActions aside={aside} setAside={setAside} busy={submission.busy} />
         </div>
       </form>
-      {declining && <DeclineForm item={item} submission={submission} onBack={() => setDeclining(false)} />}
+      <AsideForm aside={aside} item={item} submission={submission} onBack={() => setAside(undefined)} />
     </>
+  );
+}
+
+/** What a question or a form may get instead of an answer. */
+export type Aside = "decline" | "reply" | undefined;
+
+/** *Decline…* and *Reply instead…*, beside a question's or a form's send button. */
+export function AsideActions({ aside, setAside, busy }: { aside: Aside; setAside: (aside: Aside) => void; busy: boolean }) {
+  return (
+    <>
+      {aside !== "decline" && (
+        <button type="button" onClick={() => setAside("decline")} disabled={busy}>
+          Decline…
+        </button>
+      )}
+      {aside !== "reply" && (
+        <button type="button" onClick={() => setAside("reply")} disabled={busy}>
+          Reply instead…
+        </button>
+      )}
+    </>
+  );
+}
+
+export function AsideForm({ aside, item, submission, onBack }: { aside: Aside; item: PendingItem; submission: Submission; onBack: () => void }) {
+  if (aside === "decline") return <DeclineForm item={item} submission={submission} onBack={onBack} />;
+  if (aside === "reply") return <ReplyForm item={item} submission={submission} onBack={onBack} />;
+  return null;
+}
+
+/** A reply in prose instead of an answer: the model reads that the person replied, and what. */
+function ReplyForm({ item, submission, onBack }: { item: PendingItem; submission: Submission; onBack: () => void }) {
+  const [reply, setReply] = useState("");
+  const id = `reply-${item.call.toolCallId}`;
+  const violations = submission.violations.filter((v) => v.field.startsWith("answer.reply"));
+  return (
+    <form
+      class="inline"
+      onSubmit={(event) => {
+        event.preventDefault();
+        if (!submission.busy) void submission.submit({ reply });
+      }}
+    >
+      <label for={id}>Your reply (the model reads it instead of an answer)</label>
+      <textarea
+        id={id}
+        rows={3}
+        value={reply}
+        aria-invalid={violations.length > 0}
+        aria-describedby={`${id}-errors`}
+        onInput={(event) => setReply(event.currentTarget.value)}
+        autoFocus
+      />
+      <Violations list={violations} id={`${id}-errors`} />
+      <div class="actions">
+        <button type="submit" class="primary" disabled={submission.busy}>
+          Send reply
+        </button>
+        <button type="button" onClick={onBack}>
+          Back
+        </button>
+      </div>
+    </form>
   );
 }
 

@@ -35,6 +35,7 @@ export const KIND_NAMES: Record<SuspendKind, string> = {
   [SuspendKind.QUESTION]: "question",
   [SuspendKind.APPROVAL]: "approval",
   [SuspendKind.CLIENT_TOOL]: "client tool",
+  [SuspendKind.FORM]: "form",
 };
 
 /** What happened to a call, as a past participle: "answered", "rejected", … */
@@ -56,6 +57,8 @@ export function settledVerb(kind: ToolResultKind): string {
       return "approved and run";
     case ToolResultKind.REJECTED:
       return "rejected";
+    case ToolResultKind.REPLIED:
+      return "replied to";
     default:
       return "settled";
   }

@@ -7,7 +7,7 @@ import { CallCard, SettledCard } from "./card";
 import { callKey, usePendingFeed, type FeedFilter, type PendingItem, type SettledItem } from "./feed";
 import { KIND_NAMES } from "./format";
 
-const KINDS = [SuspendKind.QUESTION, SuspendKind.APPROVAL, SuspendKind.CLIENT_TOOL];
+const KINDS = [SuspendKind.QUESTION, SuspendKind.FORM, SuspendKind.APPROVAL, SuspendKind.CLIENT_TOOL];
 
 export function Inbox() {
   const [filter, setFilter] = useState<FeedFilter>({ agentId: "", kind: undefined, assignedToMe: false });

@@ -12,7 +12,7 @@ import {
 } from "../../clients/typescript/src/web/index";
 import { client, describe, isAbort, isUnauthenticated, sleep } from "./api";
 import { useAuth } from "./auth";
-import { CallCard } from "./card";
+import { CallCard, callTitle } from "./card";
 import { ago, KIND_NAMES, ms, prettyJson, settledVerb, settlerName } from "./format";
 import { Link, useNow } from "./router";
 
@@ -119,6 +119,7 @@ function TimelineEntry({ entry, runId, agentId }: { entry: Entry; runId: string;
           argumentsJson: event.argumentsJson,
           approvalReason: event.approvalReason,
           assignees: event.assignees,
+          form: event.form,
         });
         return (
           <li class="entry waiting" id={event.toolCallId}>
@@ -131,7 +132,7 @@ function TimelineEntry({ entry, runId, agentId }: { entry: Entry; runId: string;
         <li class="entry settled-call" id={event.toolCallId}>
           <span class="who">{KIND_NAMES[event.kind]}</span>
           <p>
-            <strong>{event.suspendPayload?.question || event.toolName}</strong>: {settledVerb(result.kind)}
+            <strong>{callTitle(event)}</strong>: {settledVerb(result.kind)}
             {who ? ` by ${who}` : ""}
             {entry.at !== undefined ? ` · ${ago(entry.at, now)}` : ""}
           </p>

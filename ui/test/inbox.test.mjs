@@ -1,5 +1,6 @@
-// The web inbox in a real browser (Debian's Chromium) against the real server: every kind of card,
-// refusals that keep the question, cards settled elsewhere, the run page, a restart, phone width.
+// The web inbox in a real browser (Debian's Chromium) against the real server: every kind of card
+// (forms too), refusals that keep the question, replies, cards settled elsewhere, the run page, a
+// restart, phone width.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { join } from "node:path";
@@ -210,11 +211,131 @@ test("the inbox survives a server restart: it reconnects and shows the same pend
   assert.equal((await completed(runId)).outputText, "Hello, after the restart!");
 });
 
+test("a form card: a control per field, pre-filled; refused values shown under their fields, the form still answerable", async () => {
+  await page.goto(`${server.url}/`);
+  const { runId, calls } = await startRun(bob, "details", 1);
+  const form = card(calls[0]);
+  await form.waitFor();
+  const field = (name) => form.locator(`.field[data-field="${name}"]`);
+  assert.equal(await form.locator("h3").textContent(), "The release's details");
+  assert.match(await field("version").locator(".chip").textContent(), /^Version$/, "the header chip");
+  assert.match(await field("version").locator(".hint").textContent(), /matching \\d\+/);
+  // Each default is pre-filled: the number, the switch, the single choice.
+  assert.equal(await form.getByLabel(/How many replicas/).inputValue(), "3");
+  assert.equal(await form.getByRole("switch", { name: /Post the release/ }).isChecked(), true);
+  assert.equal(await form.getByRole("radio", { name: "Europe" }).isChecked(), true);
+
+  // The page checks nothing itself: the server refuses, and says why under each field.
+  await form.getByLabel(/The version to release/).fill("v1.4");
+  await form.getByLabel(/How many replicas/).fill("50");
+  await form.getByRole("button", { name: "Send answers" }).click();
+  const versionError = field("version").locator('.violations [data-field=\'answer.form.values["version"]\']');
+  await versionError.waitFor();
+  assert.match(await versionError.textContent(), /must match the pattern/);
+  assert.match(await field("replicas").locator(".violations").textContent(), /the maximum is 20/);
+  assert.match(await field("channels").locator(".violations").textContent(), /required/);
+  assert.equal(await field("contact").locator(".violations").count(), 0, "an empty optional field is left out, not refused");
+  assert.equal(await form.getByLabel(/The version to release/).getAttribute("aria-invalid"), "true");
+  assert.equal((await runOf(runId)).pendingToolCalls.length, 1, "the refused form is still pending");
+  await form.screenshot({ path: join(SCREENSHOTS, "form-fields.png") });
+
+  await form.getByLabel(/The version to release/).fill("1.4.2");
+  await form.getByLabel(/Who to ask/).fill("ops@example.com");
+  await form.getByLabel(/How many replicas/).fill("5");
+  await form.getByRole("switch", { name: /Post the release/ }).click();
+  await form.getByRole("radio", { name: "United States" }).check();
+  await form.getByRole("checkbox", { name: "status page" }).check();
+  await form.getByRole("checkbox", { name: "chat" }).check();
+  await form.getByRole("button", { name: "Send answers" }).click();
+  await settledCard(calls[0]).waitFor();
+  assert.match(await settledCard(calls[0]).textContent(), /The release's details: answered by you/);
+  const run = await completed(runId);
+  assert.deepEqual(JSON.parse(run.outputText), {
+    action: "accept",
+    content: { version: "1.4.2", contact: "ops@example.com", replicas: 5, announce: false, region: "us", channels: ["status page", "chat"] },
+  });
+});
+
+test("ask_user_questions: header chips, the recommended option first, its preview beside the focused option (markdown, never HTML), Other", async () => {
+  const { runId, calls } = await startRun(bob, "planner", 1);
+  const form = card(calls[0]);
+  await form.waitFor();
+  assert.equal(await form.locator("h3").textContent(), "2 questions");
+  const rollout = form.getByRole("group", { name: /How should the release roll out/ });
+  assert.equal(await rollout.locator(".chip").first().textContent(), "Rollout");
+  const radios = rollout.getByRole("radio");
+  assert.equal(await radios.first().getAttribute("value"), "Canary (Recommended)", "the recommended option comes first");
+  assert.match(await rollout.locator(".option").first().textContent(), /^Canary\s*Recommended/, "and is marked");
+
+  // Before anything is focused, the recommended (first) option's preview: a mock-up, in monospace.
+  const preview = rollout.locator(".preview");
+  assert.equal(await preview.getAttribute("aria-label"), "Preview: Canary");
+  assert.equal(await preview.locator("pre.preview-code").textContent(), "stage 1:  5 % for 10 min\nstage 2: 100 %");
+  assert.match(await preview.locator("pre").evaluate((pre) => getComputedStyle(pre).fontFamily), /mono/i);
+  // Focus moves it: markdown drawn as elements, its HTML as text.
+  await rollout.getByRole("radio", { name: /Blue-green/ }).focus();
+  assert.equal(await preview.getAttribute("aria-label"), "Preview: Blue-green");
+  assert.equal(await preview.locator(".md-heading").textContent(), "Blue-green");
+  assert.equal(await preview.locator("li strong").textContent(), "one");
+  assert.equal(await preview.locator("li code").textContent(), "rollback");
+  assert.match(await preview.textContent(), /<img src=x onerror="window.injected = true"> stays text/);
+  assert.equal(await preview.locator("img").count(), 0, "no element from the preview's HTML");
+  assert.equal(await page.evaluate(() => window.injected), undefined);
+  // Hovering shows another's.
+  await rollout.locator(".option").first().hover();
+  assert.equal(await preview.getAttribute("aria-label"), "Preview: Canary");
+  await form.screenshot({ path: join(SCREENSHOTS, "form.png") });
+
+  // Typing in "Other" chooses it instead of an offered option.
+  await rollout.getByRole("radio", { name: /Canary/ }).check();
+  await rollout.getByLabel(/Other: your own answer/).fill("one zone at a time");
+  assert.equal(await rollout.getByRole("radio", { name: "Other…" }).isChecked(), true);
+  assert.equal(await rollout.getByRole("radio", { name: /Canary/ }).isChecked(), false);
+  const checks = form.getByRole("group", { name: /Which checks must pass first/ });
+  await checks.getByRole("checkbox", { name: /^unit/ }).check();
+  await checks.getByRole("checkbox", { name: /^load/ }).check();
+  await form.getByRole("button", { name: "Send answers" }).click();
+  const run = await completed(runId);
+  assert.deepEqual(JSON.parse(run.outputText), {
+    answers: { "How should the release roll out?": "one zone at a time", "Which checks must pass first?": ["unit", "load"] },
+  });
+});
+
+test("replies instead of answering, to a form and to a question; a blank reply is refused under it", async () => {
+  const planned = await startRun(bob, "planner", 1);
+  const greeted = await startRun(bob, "greeter", 1);
+  const form = card(planned.calls[0]);
+  await form.getByRole("button", { name: "Reply instead…" }).click();
+  const reply = form.getByLabel(/Your reply/);
+  await reply.fill("  ");
+  await form.getByRole("button", { name: "Send reply" }).click();
+  await form.locator('.violations [data-field="answer.reply"]').waitFor();
+  assert.match(await form.locator('.violations [data-field="answer.reply"]').textContent(), /must not be blank/);
+  assert.equal(await reply.getAttribute("aria-invalid"), "true");
+  await reply.fill("Ask Dana, she owns it");
+  await form.getByRole("button", { name: "Send reply" }).click();
+  await settledCard(planned.calls[0]).waitFor();
+  assert.match(await settledCard(planned.calls[0]).textContent(), /replied to by you/);
+  const run = await completed(planned.runId);
+  assert.equal(run.outputText, "User replied instead of answering: Ask Dana, she owns it");
+  assert.equal(run.settledToolCalls[0].kind, ToolResultKind.TOOL_RESULT_KIND_REPLIED);
+
+  const question = card(greeted.calls[0]);
+  await question.getByRole("button", { name: "Reply instead…" }).click();
+  await question.getByLabel(/Your reply/).fill("I would rather not say");
+  await question.getByRole("button", { name: "Send reply" }).click();
+  const greeting = await completed(greeted.runId);
+  assert.equal(greeting.settledToolCalls[0].kind, ToolResultKind.TOOL_RESULT_KIND_REPLIED);
+  assert.match(greeting.outputText, /I would rather not say/);
+});
+
 test("is readable at phone width", async () => {
   await page.setViewportSize({ width: 390, height: 844 });
   await page.goto(`${server.url}/`);
   const { calls } = await startRun(bob, "survey", 3);
   await card(calls[2]).waitFor();
+  const planned = await startRun(bob, "planner", 1);
+  await card(planned.calls[0]).locator(".preview").waitFor();
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `the page is ${overflow}px wider than the screen`);
   await page.screenshot({ path: join(SCREENSHOTS, "inbox-phone.png"), fullPage: true });

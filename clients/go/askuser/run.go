@@ -168,6 +168,20 @@ func (r *Run) Decline(toolCallID, reason string, opts ...AnswerOption) error {
 	return r.Answer(toolCallID, Declined(reason), opts...)
 }
 
+// AnswerForm answers a pending form (kind SUSPEND_KIND_FORM) with its values by field name, each
+// made with TextValue, NumberValue, BoolValue, ChoiceValue or OtherValue; optional fields may be left
+// out. The outcome arrives on Recv: answer_accepted, or answer_rejected whose field violations name
+// each wrong value (answer.form.values["replicas"]), the form staying pending.
+func (r *Run) AnswerForm(toolCallID string, values map[string]FieldValue, opts ...AnswerOption) error {
+	return r.Answer(toolCallID, Form(values), opts...)
+}
+
+// Reply answers a pending question or form in prose instead: the call settles with a tool_result of
+// kind TOOL_RESULT_KIND_REPLIED, and the model reads what the person wrote.
+func (r *Run) Reply(toolCallID, text string, opts ...AnswerOption) error {
+	return r.Answer(toolCallID, Replied(text), opts...)
+}
+
 // SendToolOutput settles a pending client tool call (kind SUSPEND_KIND_CLIENT_TOOL) with the output
 // of the tool the caller ran; isError tells the model the tool failed. The outcome arrives on Recv:
 // answer_accepted then a tool_result of kind TOOL_RESULT_KIND_OUTPUT, or answer_rejected.
@@ -276,7 +290,8 @@ type eventStream interface {
 }
 
 // Reply is the content of an answer: make one with Text, Selections or Declined for a question,
-// ToolOutput for a client tool call, Approved, Rejected or Edited for a call that waits for approval.
+// Form or Declined for a form, Replied for either, ToolOutput for a client tool call, Approved,
+// Rejected or Edited for a call that waits for approval.
 type Reply struct {
 	fill func(*pb.Answer)
 }
@@ -294,6 +309,65 @@ func Selections(labels ...string) Reply {
 // Declined is a reply declining to answer; reason may be empty.
 func Declined(reason string) Reply {
 	return Reply{fill: func(a *pb.Answer) { a.Answer = &pb.Answer_Decline{Decline: &pb.Decline{Reason: reason}} }}
+}
+
+// Form is a form's answer: its values by field name (see FieldValue). Optional fields may be left
+// out; an empty or nil map is still a form answer.
+func Form(values map[string]FieldValue) Reply {
+	answer := &pb.FormAnswer{Values: make(map[string]*pb.FieldValue, len(values))}
+	for name, value := range values {
+		answer.Values[name] = value.message()
+	}
+	return Reply{fill: func(a *pb.Answer) { a.Answer = &pb.Answer_Form{Form: answer} }}
+}
+
+// Replied is a reply in prose instead of an answer, to a question or a form: the model is told the
+// person replied, and what they wrote.
+func Replied(text string) Reply {
+	return Reply{fill: func(a *pb.Answer) { a.Answer = &pb.Answer_Reply{Reply: text} }}
+}
+
+// FieldValue is one field's value in a form answer: make it with TextValue, NumberValue, BoolValue,
+// ChoiceValue or OtherValue, matching the field's kind. The zero FieldValue has no kind, which the
+// server refuses.
+type FieldValue struct {
+	value *pb.FieldValue
+}
+
+// message is the value as sent; a zero FieldValue is an empty one.
+func (v FieldValue) message() *pb.FieldValue {
+	if v.value == nil {
+		return &pb.FieldValue{}
+	}
+	return v.value
+}
+
+// TextValue is a text field's value.
+func TextValue(text string) FieldValue {
+	return FieldValue{&pb.FieldValue{Value: &pb.FieldValue_Text{Text: text}}}
+}
+
+// NumberValue is a number field's value (a whole number for an integer field).
+func NumberValue(number float64) FieldValue {
+	return FieldValue{&pb.FieldValue{Value: &pb.FieldValue_Number{Number: number}}}
+}
+
+// BoolValue is a yes-or-no field's value.
+func BoolValue(b bool) FieldValue {
+	return FieldValue{&pb.FieldValue{Value: &pb.FieldValue_Boolean{Boolean: b}}}
+}
+
+// ChoiceValue is a choice field's value: the selected choices' values (a single-choice field takes
+// one; none at all is a valid selection where the field allows it).
+func ChoiceValue(values ...string) FieldValue {
+	return OtherValue("", values...)
+}
+
+// OtherValue is a choice field's value written by the person ("Other…"), where the field allows
+// it, with any choices also selected (a multiple-choice field only: a single-choice field takes
+// one value or the text, not both).
+func OtherValue(text string, values ...string) FieldValue {
+	return FieldValue{&pb.FieldValue{Value: &pb.FieldValue_Choice{Choice: &pb.ChoiceValue{Values: values, Other: text}}}}
 }
 
 // ToolOutput is the output of a client tool the caller ran; isError tells the model it failed.

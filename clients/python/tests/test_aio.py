@@ -11,6 +11,7 @@ import pytest
 
 from askuser_client import (
     AskUserError,
+    Choice,
     DeadlineExceeded,
     FailedPrecondition,
     InvalidArgument,
@@ -234,3 +235,26 @@ async def test_ask_user_and_credentials(address):
             with pytest.raises(AskUserError) as refused:
                 await wrong.list_agents()
             assert refused.value.reason == "INVALID_CREDENTIALS"
+
+
+@in_event_loop
+async def test_answer_questions_with_other_text_and_reply(address):
+    async with connect(address) as client:
+        async with await client.start_run("questions", "release", timeout=STREAM_TIMEOUT) as run:
+            call = (await until_suspended(run))[-1].tool_call_suspended
+            assert call.kind == agent_pb2.SUSPEND_KIND_FORM
+            await run.answer_form(
+                call.tool_call_id, {"q1": Choice(other="one zone at a time"), "q2": ["unit", "load"]}
+            )
+            rest = [frame async for frame in run]
+        assert json.loads(rest[1].tool_result.content) == {
+            "answers": {"Which rollout?": "one zone at a time", "Which checks?": ["unit", "load"]}
+        }
+        assert rest[-1].run_completed.output_text == "one zone at a time / unit, load"
+
+        async with await client.start_run("free_text", "hi", timeout=STREAM_TIMEOUT) as run:
+            question = (await until_suspended(run))[-1].tool_call_suspended
+            await run.reply(question.tool_call_id, "why?")
+            rest = [frame async for frame in run]
+        assert rest[1].tool_result.kind == agent_pb2.TOOL_RESULT_KIND_REPLIED
+        assert rest[-1].run_completed.output_text == "Hello, User replied instead of answering: why?!"

@@ -8,6 +8,7 @@ import pytest
 
 from askuser_client import (
     AskUserError,
+    Choice,
     FieldViolation,
     agent_pb2,
     ask_user_pb2,
@@ -165,6 +166,89 @@ def test_build_answer_settles_tool_calls():
         build_answer("r", "c")
     with pytest.raises(ValueError):
         build_answer("r", "c", text="x", is_error=True)
+
+
+def test_form_values_map_to_their_field_kinds():
+    answer = build_answer(
+        "r",
+        "c",
+        form={
+            "version": "1.4.2",
+            "empty": "",
+            "replicas": 3,
+            "ratio": 0.5,
+            "announce": True,
+            "quiet": False,
+            "checks": ["unit", "load"],
+            "none": [],
+            "rollout": Choice(other="one zone at a time"),
+            "extra": Choice(values=("unit",), other="fuzz"),
+        },
+    )
+    assert answer.WhichOneof("answer") == "form"
+    values = answer.form.values
+    kinds = {name: value.WhichOneof("value") for name, value in values.items()}
+    # A bool is an int to Python: it must still be a boolean, never the number 1 or 0; and a value
+    # at its default ("", False, no choices) must still say its kind.
+    assert kinds == {
+        "version": "text", "empty": "text", "replicas": "number", "ratio": "number",
+        "announce": "boolean", "quiet": "boolean",
+        "checks": "choice", "none": "choice", "rollout": "choice", "extra": "choice",
+    }
+    assert (values["version"].text, values["replicas"].number, values["ratio"].number) == ("1.4.2", 3.0, 0.5)
+    assert (values["announce"].boolean, values["quiet"].boolean) == (True, False)
+    assert list(values["checks"].choice.values) == ["unit", "load"]
+    assert values["checks"].choice.other == ""
+    assert list(values["none"].choice.values) == []
+    assert (list(values["rollout"].choice.values), values["rollout"].choice.other) == ([], "one zone at a time")
+    assert (list(values["extra"].choice.values), values["extra"].choice.other) == (["unit"], "fuzz")
+
+    # A form whose fields are all optional may be answered with no values: still a form answer.
+    assert build_answer("r", "c", form={}).WhichOneof("answer") == "form"
+    reply = build_answer("r", "c", reply="ask Dana")
+    assert (reply.WhichOneof("answer"), reply.reply) == ("reply", "ask Dana")
+
+    with pytest.raises(ValueError):
+        build_answer("r", "c", form={"a": "b"}, reply="both")
+    for wrong in (None, {"text": "x"}, b"bytes", [1, 2], Choice(values="unit")):
+        with pytest.raises(TypeError):
+            build_answer("r", "c", form={"field": wrong})
+
+
+def test_answer_a_form_field_by_field(client):
+    with client.start_run("form", "release", timeout=STREAM_TIMEOUT) as run:
+        call = until_suspended(run)[-1].tool_call_suspended
+        assert call.kind == agent_pb2.SUSPEND_KIND_FORM
+        assert [field.name for field in call.form.fields] == ["version", "replicas", "announce"]
+        assert call.form.fields[1].number.integer
+
+        # A str is a text value, which the boolean field refuses: the form stays answerable.
+        run.answer_form(call.tool_call_id, {"version": "1.2.3", "replicas": 3, "announce": "yes"})
+        rejected = next(run).answer_rejected
+        assert [v.field for v in rejected.field_violations] == ['answer.form.values["announce"]']
+
+        run.answer_form(call.tool_call_id, {"version": "1.2.3", "replicas": 3, "announce": True}, answer_id="py-form")
+        rest = list(run)
+    assert rest[0].answer_accepted.answer_id == "py-form"
+    result = rest[1].tool_result
+    assert result.kind == agent_pb2.TOOL_RESULT_KIND_ANSWERED
+    assert json.loads(result.content) == {
+        "action": "accept",
+        "content": {"version": "1.2.3", "replicas": 3, "announce": True},
+    }
+
+
+def test_reply_instead_of_answering_with_resume_run(client):
+    run = client.start_run("questions", "release", timeout=STREAM_TIMEOUT)
+    call = until_suspended(run)[-1].tool_call_suspended
+    run.close()
+    assert [field.name for field in call.form.fields] == ["q1", "q2"]
+    assert client.get_run(run.run_id).pending_tool_calls[0].form.fields[0].choice.allow_other
+
+    frames = list(client.resume_run(run.run_id, call.tool_call_id, reply="ask Dana", timeout=STREAM_TIMEOUT))
+    result = frames[1].tool_result
+    assert result.kind == agent_pb2.TOOL_RESULT_KIND_REPLIED
+    assert result.content == "User replied instead of answering: ask Dana"
 
 
 def test_client_tool_output_and_error_output(client):

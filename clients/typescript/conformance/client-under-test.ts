@@ -2,7 +2,17 @@
 // under test"): reads one JSON request per line on stdin, makes the call through the public API of
 // @askuser/client, and writes one JSON response per line on stdout. It judges nothing.
 import { createInterface } from "node:readline";
-import { AskUserClient, AskUserError, VERSION, v1, type AnswerValue, type PendingCalls, type Run } from "@askuser/client";
+import {
+  AskUserClient,
+  AskUserError,
+  VERSION,
+  v1,
+  type AnswerValue,
+  type FormFieldValue,
+  type FormValues,
+  type PendingCalls,
+  type Run,
+} from "@askuser/client";
 
 /** An answer object of the protocol: exactly one of the values is given. */
 interface AnswerRequest {
@@ -12,10 +22,20 @@ interface AnswerRequest {
   text?: string;
   selections?: string[];
   decline?: string;
+  form?: Record<string, FieldValueRequest>;
+  reply?: string;
   tool_output?: { content: string; is_error?: boolean };
   approve?: true;
   reject?: string;
   edit?: string;
+}
+
+/** A form field's value in an answer object: exactly one of the kinds is given. */
+interface FieldValueRequest {
+  text?: string;
+  number?: number;
+  boolean?: boolean;
+  choice?: { values?: string[]; other?: string };
 }
 
 /** A request line: `op` and the fields of that op (tests/conformance/README.md, "Clients under test"). */
@@ -85,11 +105,32 @@ function answerValue(answer: AnswerRequest): AnswerValue {
   if (answer.text !== undefined) return { text: answer.text };
   if (answer.selections !== undefined) return { selections: answer.selections };
   if (answer.decline !== undefined) return { decline: answer.decline };
+  if (answer.form !== undefined) return { form: formValues(answer.form) };
+  if (answer.reply !== undefined) return { reply: answer.reply };
   if (answer.tool_output !== undefined) return { toolOutput: { content: answer.tool_output.content, isError: answer.tool_output.is_error ?? false } };
   if (answer.approve !== undefined) return { approve: true };
   if (answer.reject !== undefined) return { reject: answer.reject };
   if (answer.edit !== undefined) return { edit: answer.edit };
   throw new Error(`an answer without a value: ${JSON.stringify(answer)}`);
+}
+
+/** A form of the protocol as the client's `FormValues`, each value in the shape a user writes it. */
+function formValues(form: Record<string, FieldValueRequest>): FormValues {
+  const values: FormValues = {};
+  for (const [name, field] of Object.entries(form)) values[name] = formFieldValue(name, field);
+  return values;
+}
+
+function formFieldValue(name: string, field: FieldValueRequest): FormFieldValue {
+  if (field.text !== undefined) return field.text;
+  if (field.number !== undefined) return field.number;
+  if (field.boolean !== undefined) return field.boolean;
+  if (field.choice !== undefined) {
+    const { values = [], other } = field.choice;
+    // Selected values alone are an array, as users write them; "Other" text needs the object form.
+    return other === undefined ? values : { values, other };
+  }
+  throw new Error(`form field ${JSON.stringify(name)} without a value: ${JSON.stringify(field)}`);
 }
 
 /** Sends an answer on a run's stream through the verb a user would call for it. */
@@ -100,6 +141,8 @@ function send(run: Run, answer: AnswerRequest): void {
   if ("text" in value) run.answerText(id, value.text, options);
   else if ("selections" in value) run.answerSelections(id, value.selections, options);
   else if ("decline" in value) run.decline(id, value.decline, options);
+  else if ("form" in value) run.answerForm(id, value.form, options);
+  else if ("reply" in value) run.reply(id, value.reply, options);
   else if ("toolOutput" in value) run.sendToolOutput(id, value.toolOutput.content, { ...options, isError: value.toolOutput.isError });
   else if ("approve" in value) run.approve(id, options);
   else if ("reject" in value) run.reject(id, value.reject, options);

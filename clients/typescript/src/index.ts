@@ -9,7 +9,15 @@ export {
   type ToolDefinitionInit,
   type WatchPendingCallsOptions,
 } from "./client";
-export { type AnswerValue, type CallOptions, type ClaimCallOptions, type ResumeRunOptions, type TokenProvider } from "./common/options";
+export {
+  type AnswerValue,
+  type CallOptions,
+  type ClaimCallOptions,
+  type FormFieldValue,
+  type FormValues,
+  type ResumeRunOptions,
+  type TokenProvider,
+} from "./common/options";
 export { type TlsOptions } from "./credentials";
 export { AskUserError } from "./error";
 export { Reason } from "./common/reason";

@@ -1,7 +1,8 @@
 import { Metadata, status, type ClientDuplexStream } from "@grpc/grpc-js";
-import { editedArguments, type AnswerValue } from "./common/options";
+import { editedArguments, fieldValueCases, type AnswerValue, type FormValues } from "./common/options";
 import { AskUserError, toAskUserError } from "./error";
 import { Answer, RunAgentRequest, type RunAgentResponse } from "./gen/askuser/v1/agent";
+import type { FieldValue, FormAnswer } from "./gen/askuser/v1/form";
 import { retryWait, sleep, type Backoff } from "./reconnect";
 
 /** Optional parts of an answer. */
@@ -24,6 +25,8 @@ export function buildAnswer(toolCallId: string, value: AnswerValue, options: Ans
   if ("text" in value) answer = { $case: "text", value: value.text };
   else if ("selections" in value) answer = { $case: "selections", value: { labels: value.selections } };
   else if ("decline" in value) answer = { $case: "decline", value: { reason: value.decline } };
+  else if ("form" in value) answer = { $case: "form", value: formAnswer(value.form) };
+  else if ("reply" in value) answer = { $case: "reply", value: value.reply };
   else if ("toolOutput" in value) {
     const { content, isError = false } = value.toolOutput;
     answer = { $case: "toolOutput", value: { content, isError } };
@@ -35,6 +38,16 @@ export function buildAnswer(toolCallId: string, value: AnswerValue, options: Ans
     answer = { $case: "approval", value: { decision: { $case: "edit", value: { argumentsJson: editedArguments(value.edit) } } } };
   }
   return { runId: options.runId ?? "", toolCallId, answer, answerId: options.answerId ?? "" };
+}
+
+/** A form's values as the contract's `FormAnswer` (see `FormFieldValue` for what each value may be). */
+function formAnswer(values: FormValues): FormAnswer {
+  const fieldValues: Record<string, FieldValue> = {};
+  for (const [name, field] of Object.entries(fieldValueCases(values))) {
+    // ts-proto names a oneof's case `$case`; the union is the same otherwise.
+    fieldValues[name] = { value: { $case: field.case, value: field.value } as FieldValue["value"] };
+  }
+  return { values: fieldValues };
 }
 
 /**
@@ -76,7 +89,8 @@ export function serverStreamEvents<Frame extends { event?: { $case: string } | u
 
 /**
  * A run followed over a `RunAgent` stream: iterate it for the run's events, and settle its pending
- * calls: questions with `answerText`, `answerSelections` or `decline`, client tool calls with
+ * calls: questions with `answerText`, `answerSelections` or `decline`, forms with `answerForm` (or
+ * `decline`), either with `reply` (prose instead of an answer), client tool calls with
  * `sendToolOutput`, approvals with `approve`, `reject` or `edit` (or any of them with `answer`). Answers are acknowledged
  * in-band by an `answerAccepted` or `answerRejected` event. Iteration ends when the run completes, fails or is
  * cancelled, and throws an AskUserError when the stream fails.
@@ -181,6 +195,26 @@ export class Run implements AsyncIterable<RunAgentResponse> {
   /** Declines to answer a question, optionally saying why. */
   decline(toolCallId: string, reason = "", options?: AnswerOptions): void {
     this.answer(toolCallId, { decline: reason }, options);
+  }
+
+  /**
+   * Answers a form (`SUSPEND_KIND_FORM`) with its fields' values by field name, e.g.
+   * `{ version: "1.4.2", replicas: 3, announce: true, checks: ["unit"], zone: { other: "asia" } }`.
+   * The server checks every value against its field; a wrong one is rejected in-band
+   * (`answerRejected`, a violation per field, e.g. `answer.form.values["replicas"]`) and the form stays
+   * pending.
+   * @throws TypeError for a value of none of the `FormFieldValue` shapes.
+   */
+  answerForm(toolCallId: string, values: FormValues, options?: AnswerOptions): void {
+    this.answer(toolCallId, { form: values }, options);
+  }
+
+  /**
+   * Replies in prose instead of answering a question or a form: the call settles
+   * (`TOOL_RESULT_KIND_REPLIED`) and the model is told the person replied, and what they wrote.
+   */
+  reply(toolCallId: string, text: string, options?: AnswerOptions): void {
+    this.answer(toolCallId, { reply: text }, options);
   }
 
   /** Sends the output of a client tool call (`SUSPEND_KIND_CLIENT_TOOL`) that the caller ran. */

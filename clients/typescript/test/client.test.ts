@@ -101,6 +101,34 @@ test("a bad answer is rejected in-band with field violations and the question st
   assert.equal((await readUntil(events, "runCompleted")).outputText, "Deploying to staging");
 });
 
+test("answerForm answers a form's fields together; a wrong value is rejected in-band naming the field", async () => {
+  const { run, events, question } = await startAndSuspend("form");
+  assert.equal(question.kind, v1.SuspendKind.SUSPEND_KIND_FORM);
+  assert.deepEqual(question.form?.fields.map((field) => field.name), ["version", "replicas", "announce"]);
+  assert.equal(question.form?.fields[1].kind?.$case, "number");
+
+  run.answerForm(question.toolCallId, { version: "1.2.3", replicas: 12 });
+  const rejected = await readUntil(events, "answerRejected");
+  assert.equal(rejected.reason, "INVALID_ANSWER");
+  assert.deepEqual(rejected.fieldViolations.map((violation) => violation.field), ['answer.form.values["replicas"]']);
+
+  run.answerForm(question.toolCallId, { version: "1.2.3", replicas: 3, announce: false }, { answerId: "form-1" });
+  assert.equal((await readUntil(events, "answerAccepted")).toolCallId, question.toolCallId);
+  const result = await readUntil(events, "toolResult");
+  assert.equal(result.kind, v1.ToolResultKind.TOOL_RESULT_KIND_ANSWERED);
+  assert.deepEqual(JSON.parse(result.content), { action: "accept", content: { version: "1.2.3", replicas: 3, announce: false } });
+  await readUntil(events, "runCompleted");
+});
+
+test("reply settles a question with prose instead of an answer, and the model is told so", async () => {
+  const { run, events, question } = await startAndSuspend("free_text");
+  run.reply(question.toolCallId, "why?");
+  const result = await readUntil(events, "toolResult");
+  assert.equal(result.kind, v1.ToolResultKind.TOOL_RESULT_KIND_REPLIED);
+  assert.equal(result.content, "User replied instead of answering: why?");
+  assert.equal((await readUntil(events, "runCompleted")).outputText, "Hello, User replied instead of answering: why?!");
+});
+
 test("close() ends the iteration quietly and attach() picks the run up after a sequence", async () => {
   const { run, events, question } = await startAndSuspend("two_step");
   run.close();
@@ -240,7 +268,7 @@ test("listAgents lists the configured agents by id and askUser renders the fallb
   const agents = await client.listAgents();
   assert.deepEqual(
     agents.map((agent) => agent.agentId),
-    ["checks", "deployer", "feed", "free_text", "parallel", "per_run", "pick", "status_check", "two_step"],
+    ["checks", "deployer", "feed", "form", "free_text", "parallel", "per_run", "pick", "questions", "status_check", "two_step"],
   );
   assert.ok(agents.filter((agent) => agent.agentId !== "per_run").every((agent) => agent.tools.length > 0));
   const deployer = agents.find((agent) => agent.agentId === "deployer")!;

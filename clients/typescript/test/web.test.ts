@@ -117,6 +117,27 @@ test("failures are AskUserErrors with the code's name, the reason and the field 
   assert.equal(again.reason, "ALREADY_ANSWERED");
 });
 
+test("resumeRun answers a form (a wrong value refused naming the field) and replies to a question", async () => {
+  const form = await suspendedRun("form");
+  const pending = (await web.getRun(form.runId)).pendingToolCalls[0];
+  assert.equal(pending.kind, SuspendKind.FORM);
+  assert.deepEqual(pending.form?.fields.map((field) => field.name), ["version", "replicas", "announce"]);
+  const refused = await rejectsWith(collect(web.resumeRun(form.runId, form.toolCallId, { form: { version: "v1", replicas: 3 } })), "INVALID_ARGUMENT");
+  assert.deepEqual(refused.fieldViolations.map((violation) => violation.field), ['answer.form.values["version"]']);
+  const answered = await collect(web.resumeRun(form.runId, form.toolCallId, { form: { version: "1.2.3", replicas: 3, announce: true } }));
+  const result = answered.find((frame) => frame.event.case === "toolResult")?.event;
+  assert.ok(result?.case === "toolResult");
+  assert.equal(result.value.kind, ToolResultKind.ANSWERED);
+  assert.deepEqual(JSON.parse(result.value.content), { action: "accept", content: { version: "1.2.3", replicas: 3, announce: true } });
+
+  const question = await suspendedRun("free_text");
+  const replied = await collect(web.resumeRun(question.runId, question.toolCallId, { reply: "why?" }));
+  const reply = replied.find((frame) => frame.event.case === "toolResult")?.event;
+  assert.ok(reply?.case === "toolResult");
+  assert.equal(reply.value.kind, ToolResultKind.REPLIED);
+  assert.equal(reply.value.content, "User replied instead of answering: why?");
+});
+
 test("timeoutMs ends a watch of a waiting run with DEADLINE_EXCEEDED; timeoutMs <= 0 means none", async () => {
   const { runId } = await suspendedRun("free_text");
   const began = Date.now();

@@ -67,9 +67,44 @@ type answer struct {
 		Content string `json:"content"`
 		IsError bool   `json:"is_error"`
 	} `json:"tool_output"`
-	Approve *bool   `json:"approve"`
-	Reject  *string `json:"reject"`
-	Edit    *string `json:"edit"`
+	Approve *bool                  `json:"approve"`
+	Reject  *string                `json:"reject"`
+	Edit    *string                `json:"edit"`
+	Form    *map[string]fieldValue `json:"form"`
+	Reply   *string                `json:"reply"`
+}
+
+// fieldValue is one value of a form answer: exactly one of its fields is set.
+type fieldValue struct {
+	Text    *string  `json:"text"`
+	Number  *float64 `json:"number"`
+	Boolean *bool    `json:"boolean"`
+	Choice  *struct {
+		Values []string `json:"values"`
+		Other  string   `json:"other"`
+	} `json:"choice"`
+}
+
+// formValues is the form's values made with the client's own constructor for each kind.
+func (a answer) formValues() (map[string]askuser.FieldValue, error) {
+	values := make(map[string]askuser.FieldValue, len(*a.Form))
+	for name, v := range *a.Form {
+		switch {
+		case v.Text != nil:
+			values[name] = askuser.TextValue(*v.Text)
+		case v.Number != nil:
+			values[name] = askuser.NumberValue(*v.Number)
+		case v.Boolean != nil:
+			values[name] = askuser.BoolValue(*v.Boolean)
+		case v.Choice != nil && v.Choice.Other != "":
+			values[name] = askuser.OtherValue(v.Choice.Other, v.Choice.Values...)
+		case v.Choice != nil:
+			values[name] = askuser.ChoiceValue(v.Choice.Values...)
+		default:
+			return nil, fmt.Errorf("form value %q has no kind", name)
+		}
+	}
+	return values, nil
 }
 
 // reply is the answer's content made with the client's own constructor for its kind.
@@ -89,6 +124,11 @@ func (a answer) reply() (askuser.Reply, error) {
 		return askuser.Rejected(*a.Reject), nil
 	case a.Edit != nil:
 		return askuser.Edited(*a.Edit), nil
+	case a.Form != nil:
+		values, err := a.formValues()
+		return askuser.Form(values), err
+	case a.Reply != nil:
+		return askuser.Replied(*a.Reply), nil
 	}
 	return askuser.Reply{}, errors.New("the answer has no content")
 }
@@ -259,11 +299,23 @@ func (c *cut) do(req request) (any, error) {
 func (c *cut) onStream(run *askuser.Run, req request) (any, error) {
 	switch req.Op {
 	case "send":
-		reply, err := req.Answer.reply()
+		// Forms and replies go through their own verbs; every other kind through Answer.
+		a := req.Answer
+		switch {
+		case a.Form != nil:
+			values, err := a.formValues()
+			if err != nil {
+				return nil, err
+			}
+			return struct{}{}, run.AnswerForm(a.ToolCallID, values, a.options()...)
+		case a.Reply != nil:
+			return struct{}{}, run.Reply(a.ToolCallID, *a.Reply, a.options()...)
+		}
+		reply, err := a.reply()
 		if err != nil {
 			return nil, err
 		}
-		return struct{}{}, run.Answer(req.Answer.ToolCallID, reply, req.Answer.options()...)
+		return struct{}{}, run.Answer(a.ToolCallID, reply, a.options()...)
 	case "next":
 		frame, err := run.Recv()
 		if err == io.EOF {

@@ -5,17 +5,20 @@ one, with the same calls. Failures raise `AskUserError`, as the subclass for the
 (`NotFound`, `InvalidArgument`, `DeadlineExceeded`, ...).
 
 The messages are the generated askuser.v1 modules, re-exported here as `agent_pb2`,
-`ask_user_pb2`, `errors_pb2` and `tool_pb2`. `Reason` names every error reason the server sends.
+`ask_user_pb2`, `errors_pb2`, `form_pb2` and `tool_pb2`. `Reason` names every error reason the
+server sends. A form's values are plain Python values or `Choice` (see `FormValue`).
 """
 
 from importlib.metadata import version as _version
 
-from askuser.v1 import agent_pb2, ask_user_pb2, errors_pb2, tool_pb2
+from askuser.v1 import agent_pb2, ask_user_pb2, errors_pb2, form_pb2, tool_pb2
 
 from .aio import AsyncAskUserClient, AsyncPendingCalls, AsyncRun
 from .auth import TLS, TokenProvider
 from .client import (
     AskUserClient,
+    Choice,
+    FormValue,
     Frame,
     PendingCallEvent,
     PendingCalls,
@@ -61,10 +64,12 @@ __all__ = [
     "AsyncPendingCalls",
     "AsyncRun",
     "Cancelled",
+    "Choice",
     "DataLoss",
     "DeadlineExceeded",
     "FailedPrecondition",
     "FieldViolation",
+    "FormValue",
     "Frame",
     "Internal",
     "InvalidArgument",
@@ -88,6 +93,7 @@ __all__ = [
     "ask_user_pb2",
     "build_answer",
     "errors_pb2",
+    "form_pb2",
     "reason_name",
     "tool_definition",
     "tool_pb2",

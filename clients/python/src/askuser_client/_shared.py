@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeAlias, TypeVar
 
 import grpc
 
-from askuser.v1 import agent_pb2, ask_user_pb2, tool_pb2
+from askuser.v1 import agent_pb2, ask_user_pb2, form_pb2, tool_pb2
 
 from .auth import TLS, TokenProvider, static_token
 from .errors import AskUserError
@@ -33,6 +33,54 @@ def _json_text(value: JsonArguments) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+@dataclass(frozen=True)
+class Choice:
+    """A choice field's value: the selected choices' `value`s and, where the field allows it, the
+    person's own text ("Other…"). A single-choice field takes one value or `other`, not both."""
+
+    values: Sequence[str] = ()
+    other: str = ""
+
+
+FormValue: TypeAlias = str | int | float | bool | Sequence[str] | Choice
+"""One field's value in `answer_form`: `str` for a text field, `int` or `float` for a number field,
+`bool` for a boolean field, a list (or tuple) of the selected choices' values or a `Choice` (for an
+"Other…" text) for a choice field."""
+
+
+def field_value(value: FormValue) -> form_pb2.FieldValue:
+    """The `FieldValue` of one form field's value (see `FormValue`); a TypeError for any other type."""
+    # bool before int (a bool is an int to Python), str before Sequence (a str is a sequence).
+    if isinstance(value, bool):
+        return form_pb2.FieldValue(boolean=value)
+    if isinstance(value, (int, float)):
+        return form_pb2.FieldValue(number=float(value))
+    if isinstance(value, str):
+        return form_pb2.FieldValue(text=value)
+    if isinstance(value, Choice):
+        values, other = value.values, value.other
+    elif isinstance(value, Sequence):
+        values, other = value, ""
+    else:
+        raise TypeError(f"a form value is a str, int, float, bool, list of str or Choice, not {type(value).__name__}")
+    if isinstance(values, str) or not all(isinstance(choice, str) for choice in values):
+        raise TypeError(f"a choice field's values are a list of str, not {values!r}")
+    field = form_pb2.FieldValue()
+    # SetInParent marks the oneof as chosen even for an empty selection.
+    field.choice.SetInParent()
+    field.choice.values.extend(values)
+    field.choice.other = other
+    return field
+
+
+def form_answer(values: Mapping[str, FormValue]) -> form_pb2.FormAnswer:
+    """The `FormAnswer` of a form's values by field name (see `FormValue`)."""
+    answer = form_pb2.FormAnswer()
+    for name, value in values.items():
+        answer.values[name].CopyFrom(field_value(value))
+    return answer
+
+
 def build_answer(
     run_id: str,
     tool_call_id: str,
@@ -45,19 +93,27 @@ def build_answer(
     approve: bool = False,
     reject: str | None = None,
     edit: JsonArguments | None = None,
+    form: Mapping[str, FormValue] | None = None,
+    reply: str | None = None,
     answer_id: str = "",
 ) -> agent_pb2.Answer:
     """An `Answer` with exactly one of:
 
     - for a question: `text`, `selections` (labels) or `decline` (the reason);
+    - for a form (`SUSPEND_KIND_FORM`): `form`, the values by field name (see `FormValue`), or
+      `decline`;
+    - for a question or a form: `reply`, prose instead of an answer, which the model reads;
     - for a client tool call: `output` (the tool's output; `is_error=True` when the tool failed);
     - for a call that waits for approval: `approve=True`, `reject` (the reason, possibly "") or
       `edit` (the arguments to run the tool with, as JSON text or a mapping). `decline` rejects too.
     """
-    given = sum(value is not None for value in (text, selections, decline, output, reject, edit)) + approve
+    given = sum(
+        value is not None for value in (text, selections, decline, output, reject, edit, form, reply)
+    ) + approve
     if given != 1:
         raise ValueError(
-            "an answer has exactly one of text, selections, decline, output, approve, reject or edit"
+            "an answer has exactly one of text, selections, decline, output, approve, reject, edit,"
+            " form or reply"
         )
     if is_error and output is None:
         raise ValueError("is_error goes with output")
@@ -80,6 +136,12 @@ def build_answer(
     elif reject is not None:
         answer.approval.reject.SetInParent()
         answer.approval.reject.reason = reject
+    elif form is not None:
+        answer.form.CopyFrom(form_answer(form))
+        # An empty form is still a form answer (one whose fields are all optional).
+        answer.form.SetInParent()
+    elif reply is not None:
+        answer.reply = reply
     else:
         assert edit is not None
         answer.approval.edit.SetInParent()
@@ -298,6 +360,8 @@ class Answering(Generic[R]):
         approve: bool = False,
         reject: str | None = None,
         edit: JsonArguments | None = None,
+        form: Mapping[str, FormValue] | None = None,
+        reply: str | None = None,
         answer_id: str = "",
         run_id: str = "",
     ) -> R:
@@ -320,6 +384,24 @@ class Answering(Generic[R]):
     def decline(self, tool_call_id: str, reason: str = "", *, answer_id: str = "") -> R:
         """Declines to answer a question of any kind (on an approval: rejects the call)."""
         return self.answer(tool_call_id, decline=reason, answer_id=answer_id)
+
+    def answer_form(self, tool_call_id: str, values: Mapping[str, FormValue], *, answer_id: str = "") -> R:
+        """Answers a form (`SUSPEND_KIND_FORM`) with its values by field name: `str` for a text
+        field, `int` or `float` for a number, `bool` for a yes/no, a list of choice values or a
+        `Choice(values=[...], other="...")` for a choice field. Optional fields may be left out; a
+        wrong value comes back as `answer_rejected` naming `answer.form.values["NAME"]`.
+
+        ```python
+        run.answer_form(call.tool_call_id, {"version": "1.4.2", "replicas": 3, "announce": True,
+                                            "checks": ["unit", "load"], "rollout": Choice(other="one zone at a time")})
+        ```
+        """
+        return self.answer(tool_call_id, form=values, answer_id=answer_id)
+
+    def reply(self, tool_call_id: str, text: str, *, answer_id: str = "") -> R:
+        """Replies in prose instead of answering a question or a form: the call settles with
+        `TOOL_RESULT_KIND_REPLIED` and the model reads what the person wrote."""
+        return self.answer(tool_call_id, reply=text, answer_id=answer_id)
 
     def send_output(self, tool_call_id: str, content: str, *, is_error: bool = False, answer_id: str = "") -> R:
         """Settles a client tool call (`SUSPEND_KIND_CLIENT_TOOL`) with the output of the tool the

@@ -33,6 +33,7 @@ from ._shared import (
     Answering,
     Backoff,
     ChannelSettings,
+    FormValue,
     Frame,
     JsonArguments,
     PendingCallEvent,
@@ -241,6 +242,8 @@ class AsyncRun(Answering[Awaitable[None]]):
         approve: bool = False,
         reject: str | None = None,
         edit: JsonArguments | None = None,
+        form: Mapping[str, FormValue] | None = None,
+        reply: str | None = None,
         answer_id: str = "",
         run_id: str = "",
     ) -> Awaitable[None]:
@@ -259,6 +262,8 @@ class AsyncRun(Answering[Awaitable[None]]):
                 approve=approve,
                 reject=reject,
                 edit=edit,
+                form=form,
+                reply=reply,
                 answer_id=answer_id,
             )
         )
@@ -457,6 +462,8 @@ class AsyncAskUserClient:
         approve: bool = False,
         reject: str | None = None,
         edit: JsonArguments | None = None,
+        form: Mapping[str, FormValue] | None = None,
+        reply: str | None = None,
         answer_id: str = "",
         timeout: float | None = None,
     ) -> AsyncIterator[Frame]:
@@ -473,6 +480,8 @@ class AsyncAskUserClient:
             approve=approve,
             reject=reject,
             edit=edit,
+            form=form,
+            reply=reply,
             answer_id=answer_id,
         )
         request = agent_pb2.ResumeRunRequest(answer=answer)

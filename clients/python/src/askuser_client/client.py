@@ -22,6 +22,8 @@ from ._shared import (
     Answering,
     Backoff,
     ChannelSettings,
+    Choice,
+    FormValue,
     Frame,
     JsonArguments,
     PendingCallEvent,
@@ -46,6 +48,8 @@ T = TypeVar("T")
 
 __all__ = [
     "AskUserClient",
+    "Choice",
+    "FormValue",
     "Frame",
     "JsonArguments",
     "PendingCallEvent",
@@ -180,6 +184,8 @@ class Run(Answering[None]):
         approve: bool = False,
         reject: str | None = None,
         edit: JsonArguments | None = None,
+        form: Mapping[str, FormValue] | None = None,
+        reply: str | None = None,
         answer_id: str = "",
         run_id: str = "",
     ) -> None:
@@ -197,6 +203,8 @@ class Run(Answering[None]):
                 approve=approve,
                 reject=reject,
                 edit=edit,
+                form=form,
+                reply=reply,
                 answer_id=answer_id,
             )
         )
@@ -444,6 +452,8 @@ class AskUserClient:
         approve: bool = False,
         reject: str | None = None,
         edit: JsonArguments | None = None,
+        form: Mapping[str, FormValue] | None = None,
+        reply: str | None = None,
         answer_id: str = "",
         timeout: float | None = None,
     ) -> Iterator[Frame]:
@@ -463,6 +473,8 @@ class AskUserClient:
             approve=approve,
             reject=reject,
             edit=edit,
+            form=form,
+            reply=reply,
             answer_id=answer_id,
         )
         request = agent_pb2.ResumeRunRequest(answer=answer)

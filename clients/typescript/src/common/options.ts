@@ -32,19 +32,85 @@ export type TokenProvider = () => string | Promise<string>;
 
 /**
  * How a pending call is settled. For a question (`SUSPEND_KIND_QUESTION`): free text (or a
- * single-select label), selected labels, or a decline. For a client tool call
- * (`SUSPEND_KIND_CLIENT_TOOL`): the tool's output. For an approval (`SUSPEND_KIND_APPROVAL`): approve,
- * reject (with an optional reason; a decline rejects too) or edit (the arguments to run the tool with,
- * as JSON text or as an object, which is sent as its JSON).
+ * single-select label), selected labels, or a decline. For a form (`SUSPEND_KIND_FORM`): its fields'
+ * values, or a decline. For either, a reply in prose instead of an answer (the model is told the
+ * person replied, and what they wrote). For a client tool call (`SUSPEND_KIND_CLIENT_TOOL`): the
+ * tool's output. For an approval (`SUSPEND_KIND_APPROVAL`): approve, reject (with an optional reason;
+ * a decline rejects too) or edit (the arguments to run the tool with, as JSON text or as an object,
+ * which is sent as its JSON).
  */
 export type AnswerValue =
   | { text: string }
   | { selections: string[] }
   | { decline: string }
+  | { form: FormValues }
+  | { reply: string }
   | { toolOutput: { content: string; isError?: boolean } }
   | { approve: true }
   | { reject: string }
   | { edit: string | Record<string, unknown> };
+
+/**
+ * One field's value in a form's answer, of the field's kind: a string for a text field, a number for
+ * a number field, a boolean for a yes/no field; for a choice field, the selected choices' values as
+ * an array (even for a single choice), or `{ values?, other? }` with the person's own text ("Other…")
+ * where the field allows it.
+ */
+export type FormFieldValue = string | number | boolean | string[] | { values?: string[]; other?: string };
+
+/** A form's answer: each field's value by the field's `name`; optional fields may be left out. */
+export type FormValues = Record<string, FormFieldValue>;
+
+/**
+ * A field value as the `value` oneof of the contract's `FieldValue`, in protobuf-es's `{ case, value }`
+ * shape (the Node entry renames `case` to ts-proto's `$case`).
+ */
+export type FieldValueCase =
+  | { case: "text"; value: string }
+  | { case: "number"; value: number }
+  | { case: "boolean"; value: boolean }
+  | { case: "choice"; value: { values: string[]; other: string } };
+
+/**
+ * Each field's value of `values` as the oneof of its `FieldValue`, by field name.
+ * @throws TypeError for a value of none of the `FormFieldValue` shapes (e.g. `null`, an array with a
+ * non-string, an object with another key): plain JavaScript callers get no compiler to catch it, and
+ * the server would only see an empty value.
+ */
+export function fieldValueCases(values: FormValues): Record<string, FieldValueCase> {
+  const cases: Record<string, FieldValueCase> = {};
+  for (const [name, value] of Object.entries(values)) cases[name] = fieldValueCase(name, value);
+  return cases;
+}
+
+function fieldValueCase(name: string, value: FormFieldValue): FieldValueCase {
+  switch (typeof value) {
+    case "string":
+      return { case: "text", value };
+    case "number":
+      return { case: "number", value };
+    case "boolean":
+      return { case: "boolean", value };
+  }
+  if (Array.isArray(value)) return { case: "choice", value: { values: choiceValues(name, value), other: "" } };
+  if (value !== null && typeof value === "object") {
+    const unknown = Object.keys(value).filter((key) => key !== "values" && key !== "other");
+    const { values = [], other = "" } = value;
+    if (unknown.length === 0 && typeof other === "string") {
+      return { case: "choice", value: { values: choiceValues(name, values), other } };
+    }
+  }
+  throw new TypeError(
+    `form field ${JSON.stringify(name)}: a value is a string, a number, a boolean, an array of choices or { values?, other? }, not ${JSON.stringify(value)}`,
+  );
+}
+
+function choiceValues(name: string, values: unknown): string[] {
+  if (!Array.isArray(values) || !values.every((item) => typeof item === "string")) {
+    throw new TypeError(`form field ${JSON.stringify(name)}: the choices are an array of strings, not ${JSON.stringify(values)}`);
+  }
+  return values;
+}
 
 /** The argument of an approval's edit, as the `arguments_json` the contract carries. */
 export function editedArguments(edit: string | Record<string, unknown>): string {

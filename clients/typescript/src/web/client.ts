@@ -4,6 +4,7 @@ import { Code, ConnectError, createClient, encodeBinaryHeader, type CallOptions 
 import { createGrpcWebTransport } from "@connectrpc/connect-web";
 import {
   editedArguments,
+  fieldValueCases,
   type AnswerValue,
   type AskUserInput,
   type CallOptions,
@@ -211,12 +212,20 @@ async function* stream<Frame extends { event: { case: string | undefined } }>(fr
   }
 }
 
-/** The `Answer` message `ResumeRun` carries, from the same `AnswerValue` the Node client takes. */
-function buildAnswer(runId: string, toolCallId: string, value: AnswerValue, answerId: string): MessageInitShape<typeof AnswerSchema> {
+/**
+ * The `Answer` message `ResumeRun` carries, from the same `AnswerValue` the Node client takes.
+ * @internal Exported for the tests, which check both entries build the same message; not in index.ts.
+ */
+export function buildAnswer(runId: string, toolCallId: string, value: AnswerValue, answerId: string): MessageInitShape<typeof AnswerSchema> {
   let answer: MessageInitShape<typeof AnswerSchema>["answer"];
   if ("text" in value) answer = { case: "text", value: value.text };
   else if ("selections" in value) answer = { case: "selections", value: { labels: value.selections } };
   else if ("decline" in value) answer = { case: "decline", value: { reason: value.decline } };
+  else if ("form" in value) {
+    // fieldValueCases gives each value in protobuf-es's own oneof shape, `{ case, value }`.
+    const values = Object.fromEntries(Object.entries(fieldValueCases(value.form)).map(([name, field]) => [name, { value: field }]));
+    answer = { case: "form", value: { values } };
+  } else if ("reply" in value) answer = { case: "reply", value: value.reply };
   else if ("toolOutput" in value) {
     const { content, isError = false } = value.toolOutput;
     answer = { case: "toolOutput", value: { content, isError } };

@@ -13,13 +13,21 @@ export {
 export { AskUserError } from "./error.js";
 export { type Violation } from "../common/error.js";
 export { Reason } from "../common/reason.js";
-export { type AnswerValue, type CallOptions, type ClaimCallOptions, type ResumeRunOptions } from "../common/options.js";
+export {
+  type AnswerValue,
+  type CallOptions,
+  type ClaimCallOptions,
+  type FormFieldValue,
+  type FormValues,
+  type ResumeRunOptions,
+} from "../common/options.js";
 export { Code } from "@connectrpc/connect";
 // The messages are protobuf-es's: `create` builds one, `timestampMs` reads a timestamp, without a
 // dependency of the page's own on @bufbuild/protobuf.
 export * from "./gen/askuser/v1/agent_pb.js";
 export * from "./gen/askuser/v1/ask_user_pb.js";
 export * from "./gen/askuser/v1/errors_pb.js";
+export * from "./gen/askuser/v1/form_pb.js";
 export * from "./gen/askuser/v1/tool_pb.js";
 export { create } from "@bufbuild/protobuf";
 export { timestampDate, timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";

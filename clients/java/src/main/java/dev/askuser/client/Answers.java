@@ -3,15 +3,19 @@ package dev.askuser.client;
 import dev.askuser.v1.Answer;
 import dev.askuser.v1.ApprovalDecision;
 import dev.askuser.v1.Decline;
+import dev.askuser.v1.FieldValue;
+import dev.askuser.v1.FormAnswer;
 import dev.askuser.v1.Selections;
 import dev.askuser.v1.ToolOutput;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Builds the {@link Answer} that settles a suspended tool call, for {@link
  * AskUserClient#resumeRun} or {@link Run#answer}. Which one fits depends on the call's {@code
  * kind}: a question ({@code SUSPEND_KIND_QUESTION}) takes {@link #text}, {@link #selections} or
- * {@link #decline}; an approval ({@code SUSPEND_KIND_APPROVAL}) takes {@link #approve}, {@link
+ * {@link #decline}; a form ({@code SUSPEND_KIND_FORM}) takes {@link #form} or {@link #decline}; either
+ * takes {@link #reply} (prose instead of an answer); an approval ({@code SUSPEND_KIND_APPROVAL}) takes {@link #approve}, {@link
  * #reject}, {@link #editArguments} (or {@link #decline}, which rejects); a client tool call ({@code
  * SUSPEND_KIND_CLIENT_TOOL}) takes {@link #toolOutput}.
  *
@@ -34,6 +38,23 @@ public final class Answers {
   /** Declines a question (or rejects an approval); {@code reason} may be empty. */
   public static Answer decline(String runId, String toolCallId, String reason) {
     return base(runId, toolCallId).setDecline(Decline.newBuilder().setReason(reason)).build();
+  }
+
+  /**
+   * A form's answer: each field's value ({@link FieldValues}) by the field's name; optional fields
+   * may be left out. The server checks every value against its field and refuses a wrong one with a
+   * violation naming it, e.g. {@code answer.form.values["replicas"]}; the form stays pending.
+   */
+  public static Answer form(String runId, String toolCallId, Map<String, FieldValue> values) {
+    return base(runId, toolCallId).setForm(FormAnswer.newBuilder().putAllValues(values)).build();
+  }
+
+  /**
+   * A reply in prose instead of an answer, to a question or a form: the call settles ({@code
+   * TOOL_RESULT_KIND_REPLIED}) and the model is told the person replied, and what they wrote.
+   */
+  public static Answer reply(String runId, String toolCallId, String text) {
+    return base(runId, toolCallId).setReply(text).build();
   }
 
   /** The output of a client tool the caller ran; {@code isError} tells the model the tool failed. */

@@ -3,16 +3,19 @@ package dev.askuser.client;
 import dev.askuser.v1.AgentServiceGrpc;
 import dev.askuser.v1.Answer;
 import dev.askuser.v1.AttachRun;
+import dev.askuser.v1.FieldValue;
 import dev.askuser.v1.RunAgentRequest;
 import dev.askuser.v1.RunAgentResponse;
 import io.grpc.ManagedChannel;
 import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * An open {@code RunAgent} stream: iterate it for the run's frames, answer its questions with
- * {@link #answerText}, {@link #answerSelections} or {@link #decline}, settle client tool calls with
+ * {@link #answerText}, {@link #answerSelections} or {@link #decline} and its forms with {@link
+ * #answerForm} (or {@link #decline}), reply to either with {@link #reply}, settle client tool calls with
  * {@link #sendToolOutput} and approvals with {@link #approve}, {@link #reject} or {@link
  * #editArguments}.
  *
@@ -166,6 +169,23 @@ public final class Run extends FrameStream {
    */
   public void decline(String toolCallId, String reason) {
     answer(Answers.decline("", toolCallId, reason));
+  }
+
+  /**
+   * Answers a form ({@code SUSPEND_KIND_FORM}) with each field's value ({@link FieldValues}) by the
+   * field's name. A wrong value comes back as {@code answer_rejected}, with a violation per field
+   * (e.g. {@code answer.form.values["replicas"]}), and the form stays answerable.
+   */
+  public void answerForm(String toolCallId, Map<String, FieldValue> values) {
+    answer(Answers.form("", toolCallId, values));
+  }
+
+  /**
+   * Replies in prose instead of answering a question or a form: the call settles ({@code
+   * TOOL_RESULT_KIND_REPLIED}) and the model is told the person replied, and what they wrote.
+   */
+  public void reply(String toolCallId, String text) {
+    answer(Answers.reply("", toolCallId, text));
   }
 
   /**

@@ -12,6 +12,7 @@ import dev.askuser.v1.Answer;
 import dev.askuser.v1.AskUserInput;
 import dev.askuser.v1.AskUserOption;
 import dev.askuser.v1.ApprovalPolicy;
+import dev.askuser.v1.FormField;
 import dev.askuser.v1.ListRunsRequest;
 import dev.askuser.v1.RunAgentResponse;
 import dev.askuser.v1.RunAgentResponse.EventCase;
@@ -117,6 +118,39 @@ class AskUserClientTest {
       run.answerText(toolCallId, "staging");
       assertEquals(EventCase.ANSWER_ACCEPTED, run.next().getEventCase());
       assertEquals("Deploying to staging", last(drain(run)).getRunCompleted().getOutputText());
+    }
+  }
+
+  @Test
+  void answerFormAnswersTheFieldsTogetherAndAWrongValueIsRejectedInBandNamingTheField() {
+    try (Run run = client.startRun("form", "release", Map.of())) {
+      ToolCallSuspended form = nextSuspended(run);
+      assertEquals(SuspendKind.SUSPEND_KIND_FORM, form.getKind());
+      assertEquals(List.of("version", "replicas", "announce"),
+          form.getForm().getFieldsList().stream().map(FormField::getName).toList());
+      run.answerForm(form.getToolCallId(), Map.of("version", FieldValues.text("1.2.3"), "replicas", FieldValues.number(2.5)));
+      RunAgentResponse rejected = run.next();
+      assertEquals("INVALID_ANSWER", rejected.getAnswerRejected().getReason());
+      assertEquals(List.of("answer.form.values[\"replicas\"]"),
+          rejected.getAnswerRejected().getFieldViolationsList().stream().map(dev.askuser.v1.FieldViolation::getField).toList());
+      run.answerForm(form.getToolCallId(), Map.of(
+          "version", FieldValues.text("1.2.3"), "replicas", FieldValues.number(3), "announce", FieldValues.bool(true)));
+      assertEquals(EventCase.ANSWER_ACCEPTED, run.next().getEventCase());
+      ToolResult result = toolResult(drain(run));
+      assertEquals(ToolResultKind.TOOL_RESULT_KIND_ANSWERED, result.getKind());
+      assertEquals("{\"action\":\"accept\",\"content\":{\"announce\":true,\"replicas\":3,\"version\":\"1.2.3\"}}",
+          result.getContent());
+    }
+  }
+
+  @Test
+  void aReplySettlesAQuestionInsteadOfAnAnswerAndTheModelIsToldSo() {
+    try (Run run = client.startRun("free_text", "greet me", Map.of())) {
+      run.reply(nextSuspended(run).getToolCallId(), "why?");
+      List<RunAgentResponse> frames = drain(run);
+      assertEquals(ToolResultKind.TOOL_RESULT_KIND_REPLIED, toolResult(frames).getKind());
+      assertEquals("User replied instead of answering: why?", toolResult(frames).getContent());
+      assertEquals("Hello, User replied instead of answering: why?!", last(frames).getRunCompleted().getOutputText());
     }
   }
 

@@ -11,12 +11,14 @@ import dev.askuser.client.Answers;
 import dev.askuser.client.AskUserClient;
 import dev.askuser.client.AskUserException;
 import dev.askuser.client.EventStream;
+import dev.askuser.client.FieldValues;
 import dev.askuser.client.PendingCallStream;
 import dev.askuser.client.Run;
 import dev.askuser.v1.Answer;
 import dev.askuser.v1.ApprovalPolicy;
 import dev.askuser.v1.AskUserInput;
 import dev.askuser.v1.AskUserOption;
+import dev.askuser.v1.FieldValue;
 import dev.askuser.v1.SelectionMode;
 import dev.askuser.v1.SuspendKind;
 import dev.askuser.v1.ToolDefinition;
@@ -165,6 +167,12 @@ public final class ClientUnderTest {
       answer = Answers.selections(runId, id, strings(a.get("selections")));
     } else if (a.has("decline")) {
       answer = Answers.decline(runId, id, a.get("decline").asText());
+    } else if (a.has("form")) {
+      Map<String, FieldValue> values = new HashMap<>();
+      a.get("form").fields().forEachRemaining(field -> values.put(field.getKey(), fieldValue(field.getValue())));
+      answer = Answers.form(runId, id, values);
+    } else if (a.has("reply")) {
+      answer = Answers.reply(runId, id, a.get("reply").asText());
     } else if (a.has("tool_output")) {
       JsonNode output = a.get("tool_output");
       answer = Answers.toolOutput(runId, id, output.path("content").asText(), output.path("is_error").asBoolean(false));
@@ -178,6 +186,21 @@ public final class ClientUnderTest {
       throw new IllegalArgumentException("an answer without a kind: " + a);
     }
     return answer.toBuilder().setAnswerId(a.path("answer_id").asText("")).build();
+  }
+
+  /** A form field's value of the protocol, through the builder a user would call for it. */
+  private static FieldValue fieldValue(JsonNode v) {
+    if (v.has("text")) {
+      return FieldValues.text(v.get("text").asText());
+    } else if (v.has("number")) {
+      return FieldValues.number(v.get("number").asDouble());
+    } else if (v.has("boolean")) {
+      return FieldValues.bool(v.get("boolean").asBoolean());
+    } else if (v.has("choice")) {
+      JsonNode choice = v.get("choice");
+      return FieldValues.choice(strings(choice.path("values")), choice.path("other").asText(""));
+    }
+    throw new IllegalArgumentException("a form field without a value: " + v);
   }
 
   private static AskUserInput input(JsonNode i) {
