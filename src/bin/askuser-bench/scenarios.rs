@@ -238,7 +238,14 @@ pub struct HoldPoint {
     pub server_cpu: Duration,
     pub rss_kib: u64,
     pub store: StoreSize,
+    /// How long a new pending-calls feed took to deliver its whole snapshot (every held call),
+    /// measured up to [`SNAPSHOT_UP_TO`] held runs.
+    pub snapshot: Option<Duration>,
 }
+
+/// The most held runs a feed's snapshot is timed at: past it a snapshot is bulk transfer, not the
+/// index's work the target is about.
+const SNAPSHOT_UP_TO: usize = 100_000;
 
 impl HoldPoint {
     pub fn starts_per_second(&self) -> f64 {
@@ -728,6 +735,11 @@ async fn hold(
         held.extend(suspensions);
         // Let the last closed streams be torn down before reading the RSS.
         tokio::time::sleep(Duration::from_millis(500)).await;
+        let snapshot = if held.len() <= SNAPSHOT_UP_TO {
+            Some(workload::feed_snapshot(&mut clients[0].clone(), held.len()).await?)
+        } else {
+            None
+        };
         let point = HoldPoint {
             runs: held.len(),
             elapsed,
@@ -735,11 +747,12 @@ async fn hold(
             server_cpu,
             rss_kib: server.rss_kib()?,
             store: server.store_size().await?,
+            snapshot,
         };
         println!(
             "  {} runs suspended: {count} starts in {:.1} s = {:.0} starts/s (server CPU {:.0} µs \
              per start); server RSS {:.1} MiB; store {:.0} bytes/run ({:.1} MiB, and {:.1} MiB of \
-             WAL)",
+             WAL){}",
             point.runs,
             elapsed.as_secs_f64(),
             point.starts_per_second(),
@@ -748,6 +761,11 @@ async fn hold(
             point.store.database as f64 / point.runs as f64,
             point.store.database as f64 / 1048576.0,
             point.store.wal as f64 / 1048576.0,
+            point.snapshot.map_or_else(String::new, |snapshot| format!(
+                "; a new feed's snapshot of {} calls in {:.1} ms",
+                point.runs,
+                snapshot.as_secs_f64() * 1e3
+            )),
         );
         points.push(point);
     }
