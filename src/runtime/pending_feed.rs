@@ -79,8 +79,23 @@ impl Shared {
         let mut changes = shared.pending_fanout.subscribe(&principal.tenant);
         Box::pin(async_stream::try_stream! {
             let mut sent = Sent::new();
-            for event in shared.resync(&principal, &filter, &mut sent).await? {
-                yield event;
+            // The first snapshot goes out page by page: every call is new to a new feed, so no
+            // more than a page is held (a resync after a lag diffs the whole set instead).
+            let mut after = None;
+            loop {
+                let (page, next) = shared.pending_page(&principal, after.take()).await?;
+                for call in page {
+                    if filter.matches(&call.agent_id, &call.call, &principal) {
+                        sent.entry(call.run_id.clone())
+                            .or_default()
+                            .insert(call.call.tool_call_id.clone(), call.call.suspension.kind);
+                        yield PendingEvent::Pending(Box::new(call));
+                    }
+                }
+                match next {
+                    Some(next) => after = Some(next),
+                    None => break,
+                }
             }
             yield PendingEvent::SnapshotDone;
             loop {
@@ -105,6 +120,32 @@ impl Shared {
         })
     }
 
+    /// One page of the pending calls of the viewer's tenant's runs after `after` (each run noted for
+    /// the fan-out), and where the next page starts: `None` after the last.
+    async fn pending_page(
+        &self,
+        viewer: &Principal,
+        after: Option<(String, String)>,
+    ) -> Result<(Vec<RunPendingCall>, Option<(String, String)>), RuntimeError> {
+        crate::metrics::pending_feed_read();
+        let page = self
+            .store
+            .pending_calls(PendingQuery {
+                tenancy: Tenancy::Only(&viewer.tenant),
+                after,
+                limit: SNAPSHOT_PAGE,
+            })
+            .await?;
+        let next = page
+            .last()
+            .filter(|_| page.len() == SNAPSHOT_PAGE)
+            .map(|last| (last.run_id.clone(), last.call.tool_call_id.clone()));
+        for call in &page {
+            self.pending_fanout.remember(&call.run_id, &viewer.tenant);
+        }
+        Ok((page, next))
+    }
+
     /// Reads every pending call of the viewer's tenant's runs and sends what changed since `sent`.
     async fn resync(
         &self,
@@ -116,27 +157,15 @@ impl Shared {
         let mut now: HashMap<String, Vec<RunPendingCall>> = HashMap::new();
         let mut after = None;
         loop {
-            crate::metrics::pending_feed_read();
-            let page = self
-                .store
-                .pending_calls(PendingQuery {
-                    tenancy,
-                    after: after.take(),
-                    limit: SNAPSHOT_PAGE,
-                })
-                .await?;
-            let full = page.len() == SNAPSHOT_PAGE;
-            if let Some(last) = page.last() {
-                after = Some((last.run_id.clone(), last.call.tool_call_id.clone()));
-            }
+            let (page, next) = self.pending_page(viewer, after.take()).await?;
             for call in page {
-                self.pending_fanout.remember(&call.run_id, &viewer.tenant);
                 if filter.matches(&call.agent_id, &call.call, viewer) {
                     now.entry(call.run_id.clone()).or_default().push(call);
                 }
             }
-            if !full {
-                break;
+            match next {
+                Some(next) => after = Some(next),
+                None => break,
             }
         }
         let runs: HashSet<String> = sent.keys().chain(now.keys()).cloned().collect();

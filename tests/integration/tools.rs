@@ -588,3 +588,55 @@ async fn the_feed_filters_by_kind_and_a_reconnect_gets_the_snapshot() {
     let fields: Vec<String> = field_violations(&long).into_iter().map(|v| v.0).collect();
     assert_eq!(fields, ["claimant", "ttl"]);
 }
+
+/// A snapshot longer than a page of the store (512 calls) comes whole, each call once, and a call
+/// that waits after it comes live.
+#[tokio::test]
+async fn a_snapshot_of_many_pages_comes_whole_then_changes_come_live() {
+    const RUNS: usize = 1100;
+    let server = Server::start();
+    let mut client = server.agents().await;
+    let mut waiting = HashSet::new();
+    for _ in 0..RUNS {
+        // Each stream ends at its run's first question, which stays pending.
+        let mut run = RunStream::start(&mut client, "greeter").await;
+        let call = run.next_suspended().await.tool_call_id;
+        waiting.insert((run.run_id.clone(), call));
+    }
+    let mut feed = client
+        .watch_pending_calls(pb::WatchPendingCallsRequest::default())
+        .await
+        .expect("feed")
+        .into_inner();
+    let mut seen = HashSet::new();
+    loop {
+        let event = tokio::time::timeout(FRAME_TIMEOUT, feed.message())
+            .await
+            .expect("timed out waiting for the feed")
+            .expect("feed")
+            .expect("feed open");
+        match event.event {
+            Some(Feed::CallPending(pending)) => {
+                let call = pending.call.expect("a call").tool_call_id;
+                assert!(seen.insert((pending.run_id, call)), "a call came twice");
+            }
+            Some(Feed::SnapshotDone(_)) => break,
+            _ => {}
+        }
+    }
+    assert_eq!(seen, waiting);
+    let mut run = RunStream::start(&mut client, "greeter").await;
+    let call = run.next_suspended().await.tool_call_id;
+    loop {
+        let event = tokio::time::timeout(FRAME_TIMEOUT, feed.message())
+            .await
+            .expect("timed out waiting for the live call")
+            .expect("feed")
+            .expect("feed open");
+        if let Some(Feed::CallPending(pending)) = event.event {
+            assert_eq!(pending.run_id, run.run_id);
+            assert_eq!(pending.call.expect("a call").tool_call_id, call);
+            break;
+        }
+    }
+}
