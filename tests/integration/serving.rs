@@ -207,6 +207,7 @@ async fn list_agents_without_a_file_serves_the_demo_agents() {
             ("deployer", "Deployer", 6),
             ("environment", "Environment picker", 4),
             ("greeter", "Greeter", 4),
+            ("release", "Release planner", 6),
             ("status_check", "Status check", 4),
         ]
     );
@@ -214,6 +215,7 @@ async fn list_agents_without_a_file_serves_the_demo_agents() {
         let expected: &[&str] = match agent.agent_id.as_str() {
             "deployer" => &["ask_user", "service_status", "deploy"],
             "status_check" => &["service_status"],
+            "release" => &["ask_user_questions", "ask_user_form"],
             _ => &["ask_user"],
         };
         assert_eq!(agent.tools, expected);
@@ -226,6 +228,12 @@ async fn list_agents_without_a_file_serves_the_demo_agents() {
         .iter()
         .find(|a| a.agent_id == "deployer")
         .expect("deployer");
+    let release = listed
+        .iter()
+        .find(|a| a.agent_id == "release")
+        .expect("release");
+    let kinds: Vec<i32> = release.agent_tools.iter().map(|t| t.kind).collect();
+    assert_eq!(kinds, [pb::ToolKind::Form as i32; 2]);
     let deploy = &deployer.agent_tools[2];
     assert_eq!(deploy.kind, pb::ToolKind::Client as i32);
     assert_eq!(deploy.approval, pb::ApprovalPolicy::Conditional as i32);
