@@ -123,6 +123,14 @@ pub async fn run(args: AnswerArgs) -> Result<(), CliError> {
         args.given_answer()
     } else {
         let call = waiting_call(&mut connection, &args).await?;
+        if call.kind != pb::SuspendKind::Form {
+            return Err(CliError::Usage(format!(
+                "--field answers a form, and call {} is not one: answer it with --text, \
+                 --select, --none, --reply or --decline (a question), --approve, --reject or \
+                 --edit (an approval), or --output (a client tool)",
+                args.tool_call_id
+            )));
+        }
         Some(Answer::Form(form_values::from_flags(
             &call.form,
             &args.field,

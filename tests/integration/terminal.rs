@@ -666,6 +666,16 @@ fn answer_flags_fill_a_form_and_reply() {
         "{answered}"
     );
 
+    // --field on a call that is no form says what answers it instead.
+    let (question_run, question) = setup.start_waiting("name");
+    let refused = setup.run(&["answer", &question_run, &question, "--field", "a=b"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        stderr_of(&refused).contains("is not one"),
+        "{}",
+        stderr_of(&refused)
+    );
+
     let (run_id, call_id) = setup.start_waiting("form");
     let replied = setup.ok(&["answer", &run_id, &call_id, "--reply", "ask Dana"]);
     assert!(
