@@ -6,7 +6,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use askuser::proto::v1 as pb;
-use askuser::proto::v1::watch_pending_calls_response::Event;
 
 use crate::BenchError;
 use crate::scenarios::{Percentiles, Plan};
@@ -57,16 +56,8 @@ async fn idle_feed(
 ) -> Result<tonic::Streaming<pb::WatchPendingCallsResponse>, BenchError> {
     let request = workload::authorized(pb::WatchPendingCallsRequest::default(), Some(&key))?;
     let mut feed = client.watch_pending_calls(request).await?.into_inner();
-    loop {
-        let message = tokio::time::timeout(Duration::from_secs(60), feed.message())
-            .await
-            .map_err(|_| BenchError::failed("no snapshot from a feed for 60 s"))??;
-        match message.and_then(|m| m.event) {
-            Some(Event::SnapshotDone(_)) => return Ok(feed),
-            Some(_) => {}
-            None => return Err(BenchError::failed("a feed ended during its snapshot")),
-        }
-    }
+    workload::read_snapshot(&mut feed).await?;
+    Ok(feed)
 }
 
 /// Tenant `busy` times `plan.feed_runs` sequential round trips; tenant `idle` opens

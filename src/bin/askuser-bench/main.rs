@@ -7,6 +7,7 @@
 
 mod feeds;
 mod floor;
+mod hold;
 mod one_connection;
 mod report;
 mod scenarios;

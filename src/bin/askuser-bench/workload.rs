@@ -435,22 +435,10 @@ pub async fn check_completed(client: &mut Client, run_id: &str) -> Result<(), Be
 /// Opens a pending-calls feed and reads its snapshot to `snapshot_done`; how long that took. The
 /// snapshot must hold `expected` calls.
 pub async fn feed_snapshot(client: &mut Client, expected: usize) -> Result<Duration, BenchError> {
-    use askuser::proto::v1::watch_pending_calls_response::Event;
     let started = Instant::now();
     let request = authorized(pb::WatchPendingCallsRequest::default(), None)?;
     let mut feed = client.watch_pending_calls(request).await?.into_inner();
-    let mut calls = 0;
-    loop {
-        let message = tokio::time::timeout(Duration::from_secs(120), feed.message())
-            .await
-            .map_err(|_| BenchError::failed("no snapshot from a feed for 120 s"))??;
-        match message.and_then(|m| m.event) {
-            Some(Event::CallPending(_)) => calls += 1,
-            Some(Event::SnapshotDone(_)) => break,
-            Some(_) => {}
-            None => return Err(BenchError::failed("a feed ended during its snapshot")),
-        }
-    }
+    let calls = read_snapshot(&mut feed).await?;
     let elapsed = started.elapsed();
     if calls != expected {
         return Err(BenchError::failed(format!(
@@ -458,4 +446,23 @@ pub async fn feed_snapshot(client: &mut Client, expected: usize) -> Result<Durat
         )));
     }
     Ok(elapsed)
+}
+
+/// Reads a feed to the end of its snapshot; how many calls it held.
+pub async fn read_snapshot(
+    feed: &mut tonic::Streaming<pb::WatchPendingCallsResponse>,
+) -> Result<usize, BenchError> {
+    use askuser::proto::v1::watch_pending_calls_response::Event;
+    let mut calls = 0;
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(120), feed.message())
+            .await
+            .map_err(|_| BenchError::failed("no snapshot from a feed for 120 s"))??;
+        match message.and_then(|m| m.event) {
+            Some(Event::CallPending(_)) => calls += 1,
+            Some(Event::SnapshotDone(_)) => return Ok(calls),
+            Some(_) => {}
+            None => return Err(BenchError::failed("a feed ended during its snapshot")),
+        }
+    }
 }
