@@ -43,3 +43,24 @@ ensure_prometheus() {
     $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends prometheus >/dev/null
   fi
 }
+
+# The MCP servers tests/integration/mcp_tools.rs runs askuser against: ones written with the official
+# Python SDK (tests/fixtures/mcp, in the venv .tools/venv-mcp) and a published one from the npm
+# registry (@modelcontextprotocol/server-filesystem), each at a pinned version.
+MCP_FILESYSTEM_VERSION=2026.8.31
+ensure_mcp_servers() {
+  local venv="$TOOLS/venv-mcp"
+  local wanted="$ROOT/tests/fixtures/mcp/requirements.txt"
+  if [ ! -x "$venv/bin/python" ] || ! cmp -s "$wanted" "$venv/requirements.txt"; then
+    echo "installing the MCP Python SDK into $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$wanted"
+    cp "$wanted" "$venv/requirements.txt"
+  fi
+  if [ ! -f "$TOOLS/node_modules/@modelcontextprotocol/server-filesystem/package.json" ] \
+    || [ "$(node -p "require('$TOOLS/node_modules/@modelcontextprotocol/server-filesystem/package.json').version")" != "$MCP_FILESYSTEM_VERSION" ]; then
+    echo "installing @modelcontextprotocol/server-filesystem $MCP_FILESYSTEM_VERSION"
+    (cd "$TOOLS" && { [ -f package.json ] || echo '{"private":true}' > package.json; } \
+      && npm install --no-audit --no-fund --silent "@modelcontextprotocol/server-filesystem@$MCP_FILESYSTEM_VERSION")
+  fi
+}

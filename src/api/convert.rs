@@ -475,16 +475,34 @@ fn settled_to_proto(call: SettledCall) -> pb::SettledToolCall {
 }
 
 pub fn agent_to_proto(agent: &AgentDefinition) -> pb::Agent {
+    let tools = agent.tools_now();
     pb::Agent {
+        mcp_servers: agent
+            .mcp
+            .iter()
+            .map(|offer| {
+                let status = offer.server.status();
+                pb::McpServerStatus {
+                    tool_count: tools
+                        .iter()
+                        .filter(|tool| {
+                            matches!(&tool.kind, ToolKind::Mcp(mcp) if mcp.server_name == status.name)
+                        })
+                        .count() as u32,
+                    name: status.name,
+                    up: status.up,
+                    error: status.error,
+                }
+            })
+            .collect(),
         agent_id: agent.id.clone(),
         name: agent.name.clone(),
         instructions: agent.instructions.clone(),
-        tools: agent.tools.iter().map(|t| t.name.clone()).collect(),
+        tools: tools.iter().map(|t| t.name.clone()).collect(),
         model_provider: agent.model.provider().to_owned(),
         max_steps: agent.max_steps,
         question_ttl: agent.question_ttl.map(duration_to_proto),
-        agent_tools: agent
-            .tools
+        agent_tools: tools
             .iter()
             .map(|tool| pb::AgentTool {
                 name: tool.name.clone(),
@@ -494,6 +512,7 @@ pub fn agent_to_proto(agent: &AgentDefinition) -> pb::Agent {
                     ToolKind::Form(_) => pb::ToolKind::Form,
                     ToolKind::Client => pb::ToolKind::Client,
                     ToolKind::Http(_) => pb::ToolKind::Http,
+                    ToolKind::Mcp(_) => pb::ToolKind::Mcp,
                 } as i32,
                 parameters_json_schema: schema_text(tool),
                 approval: match tool.approval {

@@ -9,16 +9,18 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::ConfigError;
+use super::mcp_servers::McpServerEntry;
 use crate::domain::{WebhookEvent, WebhookTarget};
 use crate::model::{
     DEFAULT_MAX_RETRIES, DEFAULT_REQUEST_TIMEOUT, Model, OpenAiModel, OpenAiSettings,
     ScriptedModel, ScriptedTurn,
 };
 use crate::runtime::forms::{self, FormTool};
+use crate::runtime::mcp::{McpServer, SEPARATOR};
 use crate::runtime::tools::{
     ApprovalPolicy, ArgumentsSchema, HttpTool, HttpToolSettings, Tool, ToolKind, check_name,
 };
-use crate::runtime::{AgentDefinition, AskUserLimits};
+use crate::runtime::{AgentDefinition, AskUserLimits, McpOffer};
 use crate::webhooks::secret_from_env;
 
 #[derive(Debug, Deserialize)]
@@ -30,6 +32,8 @@ struct AgentsFile {
     agent: Vec<AgentEntry>,
     #[serde(default)]
     webhook: Vec<WebhookEntry>,
+    #[serde(default)]
+    mcp_server: Vec<McpServerEntry>,
 }
 
 /// A `[[webhook]]`: where the runs of some agents (every agent when none is listed) are told of
@@ -166,19 +170,7 @@ fn tool_from_entry(entry: ToolEntry) -> Result<Tool, String> {
         ToolEntryKind::Client => ToolKind::Client,
         ToolEntryKind::Http => {
             let url = entry.url.ok_or("an HTTP tool needs a url")?;
-            let headers = entry
-                .headers_env
-                .into_iter()
-                .map(|(header, variable)| {
-                    std::env::var(&variable)
-                        .ok()
-                        .filter(|value| !value.is_empty())
-                        .map(|value| (header.clone(), value))
-                        .ok_or_else(|| {
-                            format!("headers_env: the environment variable {variable} (header {header}) is not set or empty")
-                        })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
+            let headers = super::values::headers_from_env(entry.headers_env)?;
             ToolKind::Http(Box::new(HttpTool::new(HttpToolSettings {
                 url,
                 method: entry.method.unwrap_or_default(),
@@ -211,8 +203,12 @@ struct AgentEntry {
     name: Option<String>,
     #[serde(default)]
     instructions: String,
+    /// Tool names; an MCP server's tools are named `SERVER__tool`.
     #[serde(default = "default_tools")]
     tools: Vec<String>,
+    /// MCP servers all of whose tools the agent may call.
+    #[serde(default)]
+    mcp_servers: Vec<String>,
     #[serde(default = "default_max_steps")]
     max_steps: u32,
     /// Steps of this agent's runs worked on at once; unlimited (but for the server's own limit)
@@ -397,6 +393,20 @@ pub fn parse_agents(
         }
         tools.insert(name, Arc::new(tool));
     }
+    let mut servers: BTreeMap<String, Arc<McpServer>> = BTreeMap::new();
+    for entry in file.mcp_server {
+        let name = entry.name.clone();
+        let invalid = |message: String| ConfigError::McpServer {
+            origin: origin.to_owned(),
+            server: name.clone(),
+            message,
+        };
+        let settings = entry.settings().map_err(invalid)?;
+        if servers.contains_key(&name) {
+            return Err(invalid("the name is used by another mcp_server".into()));
+        }
+        servers.insert(name, McpServer::new(settings));
+    }
     let known: HashSet<String> = file.agent.iter().map(|entry| entry.id.clone()).collect();
     let webhooks = file
         .webhook
@@ -443,13 +453,55 @@ pub fn parse_agents(
                 return Err(invalid("tenants must not be empty".into()));
             }
             let mut listed = HashSet::new();
-            let agent_tools = entry
-                .tools
-                .iter()
+            let mut mcp: Vec<McpOffer> = Vec::new();
+            for server in &entry.mcp_servers {
+                let found = servers.get(server).ok_or_else(|| {
+                    invalid(format!(
+                        "unknown mcp_server \"{server}\" (known: {})",
+                        servers.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ))
+                })?;
+                if mcp.iter().any(|offer| offer.server.name() == server) {
+                    return Err(invalid(format!("mcp_server \"{server}\" is listed twice")));
+                }
+                mcp.push(McpOffer {
+                    server: Arc::clone(found),
+                    only: None,
+                });
+            }
+            let mut agent_tools = Vec::new();
+            for name in &entry.tools {
+                if !listed.insert(name) {
+                    return Err(invalid(format!("tool \"{name}\" is listed twice")));
+                }
+                let Some((server, _)) = name
+                    .split_once(SEPARATOR)
+                    .filter(|(server, _)| servers.contains_key(*server))
+                else {
+                    agent_tools.push(name);
+                    continue;
+                };
+                crate::runtime::tools::check_name(name).map_err(|e| {
+                    invalid(format!("{e}: an MCP tool's name is its server's, __, and the tool's"))
+                })?;
+                match mcp.iter_mut().find(|offer| offer.server.name() == server) {
+                    Some(offer) => match &mut offer.only {
+                        Some(names) => names.push(name.clone()),
+                        None => {
+                            return Err(invalid(format!(
+                                "tool \"{name}\" is listed, and so is its mcp_server \"{server}\" in mcp_servers (which offers all its tools)"
+                            )));
+                        }
+                    },
+                    None => mcp.push(McpOffer {
+                        server: Arc::clone(&servers[server]),
+                        only: Some(vec![name.clone()]),
+                    }),
+                }
+            }
+            let agent_tools = agent_tools
+                .into_iter()
                 .map(|name| {
-                    if !listed.insert(name) {
-                        return Err(invalid(format!("tool \"{name}\" is listed twice")));
-                    }
                     tools.get(name).cloned().ok_or_else(|| {
                         invalid(format!(
                             "unknown tool \"{name}\" (known: {})",
@@ -505,6 +557,7 @@ pub fn parse_agents(
                 id: entry.id,
                 instructions: entry.instructions,
                 tools: agent_tools,
+                mcp,
                 max_steps: entry.max_steps,
                 max_concurrent_steps: entry.max_concurrent_steps,
                 max_tokens_per_run: entry.max_tokens_per_run,

@@ -16,6 +16,7 @@ use crate::tls::TlsFiles;
 use crate::webhooks::DelivererSettings;
 
 mod agents_file;
+mod mcp_servers;
 mod store_args;
 pub mod values;
 
@@ -434,6 +435,12 @@ pub enum ConfigError {
     Tool {
         origin: String,
         tool: String,
+        message: String,
+    },
+    #[error("{origin}: mcp_server \"{server}\": {message}")]
+    McpServer {
+        origin: String,
+        server: String,
         message: String,
     },
     #[error("{origin}: agent \"{agent}\": {message}")]

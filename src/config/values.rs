@@ -35,3 +35,22 @@ pub(crate) fn positive(text: &str) -> Result<usize, String> {
         value => Ok(value),
     }
 }
+
+/// Header name → the environment variable holding its value (a `headers_env` table), read now;
+/// the error names a variable that is unset or empty (never a value).
+pub(crate) fn headers_from_env(
+    headers_env: std::collections::BTreeMap<String, String>,
+) -> Result<Vec<(String, String)>, String> {
+    headers_env
+        .into_iter()
+        .map(|(header, variable)| {
+            std::env::var(&variable)
+                .ok()
+                .filter(|value| !value.is_empty())
+                .map(|value| (header.clone(), value))
+                .ok_or_else(|| {
+                    format!("headers_env: the environment variable {variable} (header {header}) is not set or empty")
+                })
+        })
+        .collect()
+}

@@ -18,6 +18,12 @@ use crate::domain::{RunStatus, SuspendKind, Usage};
 
 pub use endpoint::{MetricsEndpoint, MetricsError};
 
+/// Gauge: server.
+pub const MCP_SERVER_UP: &str = "askuser_mcp_server_up";
+/// Histogram: server.
+pub const MCP_TOOL_CALL_DURATION: &str = "askuser_mcp_tool_call_duration_seconds";
+/// Counter: server.
+pub const MCP_TOOL_CALL_ERRORS: &str = "askuser_mcp_tool_call_errors_total";
 /// Counter: agent.
 pub const RUNS_STARTED: &str = "askuser_runs_started_total";
 /// Counter: agent, status.
@@ -90,6 +96,7 @@ pub(crate) const HISTOGRAMS: &[(&str, &[f64])] = &[
     (TIME_TO_ANSWER, ANSWER_BUCKETS),
     (MODEL_REQUEST_DURATION, MODEL_BUCKETS),
     (HTTP_TOOL_CALL_DURATION, REQUEST_BUCKETS),
+    (MCP_TOOL_CALL_DURATION, REQUEST_BUCKETS),
     (STORE_COMMIT_DURATION, REQUEST_BUCKETS),
 ];
 
@@ -145,6 +152,19 @@ pub(crate) fn describe() {
     describe_counter!(
         HTTP_TOOL_CALL_ERRORS,
         "HTTP tool calls whose result is an error, by tool"
+    );
+    describe_gauge!(
+        MCP_SERVER_UP,
+        "1 while this replica is connected to the MCP server and offers its tools, else 0"
+    );
+    describe_histogram!(
+        MCP_TOOL_CALL_DURATION,
+        Unit::Seconds,
+        "MCP tool calls the server made, by MCP server"
+    );
+    describe_counter!(
+        MCP_TOOL_CALL_ERRORS,
+        "MCP tool calls whose result is an error, by MCP server"
     );
     describe_histogram!(
         STORE_COMMIT_DURATION,
@@ -225,6 +245,18 @@ pub fn model_request(
 pub fn model_retry(provider: &str, model: &str) {
     counter!(MODEL_REQUEST_RETRIES, "provider" => provider.to_owned(), "model" => model.to_owned())
         .increment(1);
+}
+
+/// Whether this replica is connected to the MCP server `server` and has its tools.
+pub fn mcp_server_up(server: &str, up: bool) {
+    gauge!(MCP_SERVER_UP, "server" => server.to_owned()).set(if up { 1.0 } else { 0.0 });
+}
+
+pub fn mcp_tool_call(server: &str, took: Duration, is_error: bool) {
+    histogram!(MCP_TOOL_CALL_DURATION, "server" => server.to_owned()).record(took.as_secs_f64());
+    if is_error {
+        counter!(MCP_TOOL_CALL_ERRORS, "server" => server.to_owned()).increment(1);
+    }
 }
 
 pub fn http_tool_call(tool: &str, took: Duration, is_error: bool) {

@@ -136,13 +136,20 @@ impl Shared {
                 run.agent_id
             ))
         })?;
-        let tools = RunTools::new(&agent.tools, &run.run_tools).map_err(StoreError::Corrupt)?;
-        let tool = tools.get(&call.tool_name).ok_or_else(|| {
-            not_runnable(format!(
-                "tool \"{}\" is not configured on this server",
-                call.tool_name
-            ))
-        })?;
+        let tools =
+            RunTools::new(agent.tools_now(), &run.run_tools).map_err(StoreError::Corrupt)?;
+        // An MCP tool gone since the call was made is still approved: running it then gives the
+        // model an error result.
+        let gone = agent.tool_for_call(&call.tool_name);
+        let tool = tools
+            .get(&call.tool_name)
+            .or(gone.as_deref())
+            .ok_or_else(|| {
+                not_runnable(format!(
+                    "tool \"{}\" is not configured on this server",
+                    call.tool_name
+                ))
+            })?;
         let arguments_json = match &request.answer {
             AnswerInput::Approval(ApprovalDecision::Edit { arguments_json }) => tool
                 .schema

@@ -14,6 +14,7 @@ use tracing::{Instrument, debug, error, warn};
 
 use super::agents::AgentDefinition;
 use super::effects::{Effects, Metric};
+use super::mcp::McpOutcome;
 use super::settle::edited_result;
 use super::shared::Shared;
 use super::tools::{CallPlan, RunTools, ToolKind, plan_call};
@@ -221,8 +222,13 @@ impl Shared {
         }
         // The run's total: this turn's tokens once they are known.
         let mut usage = state.run.usage;
+        if let Some(agent) = self.agents.get(&state.run.agent_id) {
+            for offer in &agent.mcp {
+                offer.server.ready().await;
+            }
+        }
         let tools = self.agents.get(&state.run.agent_id).map(|agent| {
-            RunTools::new(&agent.tools, &state.run.run_tools).map(|tools| (agent, tools))
+            RunTools::new(agent.tools_now(), &state.run.run_tools).map(|tools| (agent, tools))
         });
         let mut commit = match tools {
             None => failure(format!(
@@ -552,22 +558,39 @@ impl Shared {
         let agent = self.agents.get(&state.run.agent_id);
         let max_body = self.config.max_tool_output_bytes;
         let results = futures::future::join_all(state.executing.iter().map(|call| {
-            let span =
-                telemetry::tool_span(&call.tool_name, "http", &call.tool_call_id, "executed");
+            let kind = if call.tool_name.contains(super::mcp::SEPARATOR) {
+                "mcp"
+            } else {
+                "http"
+            };
+            let span = telemetry::tool_span(&call.tool_name, kind, &call.tool_call_id, "executed");
             async move {
-                let tool =
-                    agent.and_then(|agent| agent.tools.iter().find(|t| t.name == call.tool_name));
-                let (content, is_error) = match tool.map(|tool| &tool.kind) {
+                let tool = agent.and_then(|agent| agent.tool_for_call(&call.tool_name));
+                let key = format!("{run_id}/{}", call.tool_call_id);
+                let (content, is_error) = match tool.as_deref().map(|tool| &tool.kind) {
                     Some(ToolKind::Http(http)) => {
-                        let key = format!("{run_id}/{}", call.tool_call_id);
                         let outcome = http
                             .execute(&call.tool_name, &key, &call.arguments_json, max_body)
                             .await;
                         (outcome.content, outcome.is_error)
                     }
+                    Some(ToolKind::Mcp(mcp)) => {
+                        let outcome = match mcp.server.upgrade() {
+                            Some(server) => {
+                                server
+                                    .call(&mcp.name, &key, &call.arguments_json, max_body)
+                                    .await
+                            }
+                            None => McpOutcome::error(format!(
+                                "MCP server {} is not configured on this server",
+                                mcp.server_name
+                            )),
+                        };
+                        (outcome.content, outcome.is_error)
+                    }
                     _ => (
                         format!(
-                            "tool \"{}\" is not an HTTP tool configured on this server",
+                            "tool \"{}\" is not an HTTP or MCP tool configured on this server",
                             call.tool_name
                         ),
                         true,

@@ -17,6 +17,7 @@ mod executor;
 mod follow;
 pub mod forms;
 mod hub;
+pub mod mcp;
 mod page_token;
 mod pending_fanout;
 mod pending_feed;
@@ -46,7 +47,7 @@ use crate::domain::{
 };
 use crate::store::{CancelOutcome, NewRun, RunFilter, RunQuery, RunStore, Tenancy};
 
-pub use agents::AgentDefinition;
+pub use agents::{AgentDefinition, McpOffer};
 pub use ask_user::{AskUserLimits, Violation};
 pub use error::{RejectReason, RuntimeError, short_id};
 pub use hub::Batch;
@@ -191,7 +192,7 @@ fn check_run_tools(agent: &AgentDefinition, tools: &[ToolDefinition]) -> Result<
             });
             continue;
         }
-        if agent.tools.iter().any(|t| t.name == definition.name) {
+        if agent.tool_for_call(&definition.name).is_some() {
             violations.push(Violation {
                 field: field("name"),
                 description: format!(
@@ -252,6 +253,7 @@ impl Runtime {
         {
             warn!("steps still running at shutdown; they run again at the next start");
         }
+        self.shared.stop_mcp_servers().await;
         if let Err(error) = self.shared.store.close().await {
             warn!(%error, "store flush at shutdown failed");
         }

@@ -45,6 +45,10 @@ pub(crate) struct Shared {
     /// Wakes the expiry loop when a call that expires was suspended, which may expire before the
     /// loop's next look.
     pub(super) expiry_wake: Notify,
+    /// The MCP servers' supervisors, stopped after the steps that call them (not with
+    /// `shutdown`, or a call in flight would fail instead of being made again at the next start).
+    pub(super) mcp_servers: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    pub(super) mcp_stop: CancellationToken,
 }
 
 impl Shared {
@@ -70,6 +74,8 @@ impl Shared {
             shutdown: CancellationToken::new(),
             tasks: TaskTracker::new(),
             expiry_wake: Notify::new(),
+            mcp_servers: std::sync::Mutex::default(),
+            mcp_stop: CancellationToken::new(),
         }
     }
 

@@ -43,6 +43,7 @@ pub(super) fn agent(id: &str, turns: &str) -> AgentDefinition {
     }
     let script: Script = toml::from_str(turns).expect("a script");
     AgentDefinition {
+        mcp: Vec::new(),
         id: id.to_owned(),
         name: id.to_owned(),
         instructions: String::new(),

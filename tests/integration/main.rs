@@ -25,6 +25,7 @@ mod grpc_web;
 mod http_tools;
 mod isolation;
 mod limits;
+mod mcp_tools;
 mod metrics;
 mod openai_provider;
 mod properties;

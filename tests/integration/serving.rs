@@ -168,6 +168,7 @@ async fn list_agents_from_an_agents_file() {
                 max_steps: 8,
                 question_ttl: None,
                 agent_tools: Vec::new(),
+                mcp_servers: Vec::new(),
             },
             pb::Agent {
                 agent_id: "zeta".into(),
@@ -181,6 +182,7 @@ async fn list_agents_from_an_agents_file() {
                     nanos: 0,
                 }),
                 agent_tools: Vec::new(),
+                mcp_servers: Vec::new(),
             },
         ]
     );

@@ -369,6 +369,8 @@ const (
 	// A built-in form (`ask_user_questions`, `AskUserQuestion`, `ask_user_form`): a person answers
 	// several questions at once.
 	ToolKind_TOOL_KIND_FORM ToolKind = 4
+	// A tool of an MCP server from the agents file, which the server calls (`tools/call`).
+	ToolKind_TOOL_KIND_MCP ToolKind = 5
 )
 
 // Enum value maps for ToolKind.
@@ -379,6 +381,7 @@ var (
 		2: "TOOL_KIND_CLIENT",
 		3: "TOOL_KIND_HTTP",
 		4: "TOOL_KIND_FORM",
+		5: "TOOL_KIND_MCP",
 	}
 	ToolKind_value = map[string]int32{
 		"TOOL_KIND_UNSPECIFIED": 0,
@@ -386,6 +389,7 @@ var (
 		"TOOL_KIND_CLIENT":      2,
 		"TOOL_KIND_HTTP":        3,
 		"TOOL_KIND_FORM":        4,
+		"TOOL_KIND_MCP":         5,
 	}
 )
 
@@ -3265,8 +3269,11 @@ type Agent struct {
 	MaxSteps uint32 `protobuf:"varint,6,opt,name=max_steps,json=maxSteps,proto3" json:"max_steps,omitempty"`
 	// How long its questions wait for an answer by default; absent when they never expire.
 	QuestionTtl *durationpb.Duration `protobuf:"bytes,7,opt,name=question_ttl,json=questionTtl,proto3" json:"question_ttl,omitempty"`
-	// The tools the agent may call, with their kinds, schemas and approval policies.
-	AgentTools    []*AgentTool `protobuf:"bytes,8,rep,name=agent_tools,json=agentTools,proto3" json:"agent_tools,omitempty"`
+	// The tools the agent may call, with their kinds, schemas and approval policies. An MCP
+	// server's tools are listed while the server is up.
+	AgentTools []*AgentTool `protobuf:"bytes,8,rep,name=agent_tools,json=agentTools,proto3" json:"agent_tools,omitempty"`
+	// The MCP servers whose tools the agent may call, and whether each is reachable.
+	McpServers    []*McpServerStatus `protobuf:"bytes,9,rep,name=mcp_servers,json=mcpServers,proto3" json:"mcp_servers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3357,6 +3364,87 @@ func (x *Agent) GetAgentTools() []*AgentTool {
 	return nil
 }
 
+func (x *Agent) GetMcpServers() []*McpServerStatus {
+	if x != nil {
+		return x.McpServers
+	}
+	return nil
+}
+
+// An MCP server an agent's tools come from, as this replica sees it.
+type McpServerStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its name in the agents file: the prefix of its tools' names (`NAME__tool`).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Whether this replica is connected to it and has its tool list. While it is down its tools
+	// are not offered to the model.
+	Up bool `protobuf:"varint,2,opt,name=up,proto3" json:"up,omitempty"`
+	// How many of its tools the agent is offered now.
+	ToolCount uint32 `protobuf:"varint,3,opt,name=tool_count,json=toolCount,proto3" json:"tool_count,omitempty"`
+	// Why it is down (the last connection or listing error), without credentials; empty when up.
+	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpServerStatus) Reset() {
+	*x = McpServerStatus{}
+	mi := &file_askuser_v1_agent_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpServerStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpServerStatus) ProtoMessage() {}
+
+func (x *McpServerStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_askuser_v1_agent_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpServerStatus.ProtoReflect.Descriptor instead.
+func (*McpServerStatus) Descriptor() ([]byte, []int) {
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *McpServerStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpServerStatus) GetUp() bool {
+	if x != nil {
+		return x.Up
+	}
+	return false
+}
+
+func (x *McpServerStatus) GetToolCount() uint32 {
+	if x != nil {
+		return x.ToolCount
+	}
+	return 0
+}
+
+func (x *McpServerStatus) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 // A tool an agent may call.
 type AgentTool struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3379,7 +3467,7 @@ type AgentTool struct {
 
 func (x *AgentTool) Reset() {
 	*x = AgentTool{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[36]
+	mi := &file_askuser_v1_agent_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3391,7 +3479,7 @@ func (x *AgentTool) String() string {
 func (*AgentTool) ProtoMessage() {}
 
 func (x *AgentTool) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[36]
+	mi := &file_askuser_v1_agent_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3404,7 +3492,7 @@ func (x *AgentTool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentTool.ProtoReflect.Descriptor instead.
 func (*AgentTool) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{36}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AgentTool) GetName() string {
@@ -3467,7 +3555,7 @@ type WatchPendingCallsRequest struct {
 
 func (x *WatchPendingCallsRequest) Reset() {
 	*x = WatchPendingCallsRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[37]
+	mi := &file_askuser_v1_agent_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3479,7 +3567,7 @@ func (x *WatchPendingCallsRequest) String() string {
 func (*WatchPendingCallsRequest) ProtoMessage() {}
 
 func (x *WatchPendingCallsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[37]
+	mi := &file_askuser_v1_agent_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3492,7 +3580,7 @@ func (x *WatchPendingCallsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchPendingCallsRequest.ProtoReflect.Descriptor instead.
 func (*WatchPendingCallsRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{37}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *WatchPendingCallsRequest) GetAgentIds() []string {
@@ -3541,7 +3629,7 @@ type WatchPendingCallsResponse struct {
 
 func (x *WatchPendingCallsResponse) Reset() {
 	*x = WatchPendingCallsResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[38]
+	mi := &file_askuser_v1_agent_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3553,7 +3641,7 @@ func (x *WatchPendingCallsResponse) String() string {
 func (*WatchPendingCallsResponse) ProtoMessage() {}
 
 func (x *WatchPendingCallsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[38]
+	mi := &file_askuser_v1_agent_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3566,7 +3654,7 @@ func (x *WatchPendingCallsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchPendingCallsResponse.ProtoReflect.Descriptor instead.
 func (*WatchPendingCallsResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{38}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *WatchPendingCallsResponse) GetEvent() isWatchPendingCallsResponse_Event {
@@ -3661,7 +3749,7 @@ type CallPending struct {
 
 func (x *CallPending) Reset() {
 	*x = CallPending{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[39]
+	mi := &file_askuser_v1_agent_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3673,7 +3761,7 @@ func (x *CallPending) String() string {
 func (*CallPending) ProtoMessage() {}
 
 func (x *CallPending) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[39]
+	mi := &file_askuser_v1_agent_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3686,7 +3774,7 @@ func (x *CallPending) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallPending.ProtoReflect.Descriptor instead.
 func (*CallPending) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{39}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CallPending) GetRunId() string {
@@ -3729,7 +3817,7 @@ type CallSettled struct {
 
 func (x *CallSettled) Reset() {
 	*x = CallSettled{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[40]
+	mi := &file_askuser_v1_agent_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3741,7 +3829,7 @@ func (x *CallSettled) String() string {
 func (*CallSettled) ProtoMessage() {}
 
 func (x *CallSettled) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[40]
+	mi := &file_askuser_v1_agent_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3754,7 +3842,7 @@ func (x *CallSettled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallSettled.ProtoReflect.Descriptor instead.
 func (*CallSettled) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{40}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CallSettled) GetRunId() string {
@@ -3794,7 +3882,7 @@ type SnapshotDone struct {
 
 func (x *SnapshotDone) Reset() {
 	*x = SnapshotDone{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[41]
+	mi := &file_askuser_v1_agent_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3806,7 +3894,7 @@ func (x *SnapshotDone) String() string {
 func (*SnapshotDone) ProtoMessage() {}
 
 func (x *SnapshotDone) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[41]
+	mi := &file_askuser_v1_agent_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3819,7 +3907,7 @@ func (x *SnapshotDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotDone.ProtoReflect.Descriptor instead.
 func (*SnapshotDone) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{41}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{42}
 }
 
 // Request of `ClaimCall`.
@@ -3840,7 +3928,7 @@ type ClaimCallRequest struct {
 
 func (x *ClaimCallRequest) Reset() {
 	*x = ClaimCallRequest{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[42]
+	mi := &file_askuser_v1_agent_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3852,7 +3940,7 @@ func (x *ClaimCallRequest) String() string {
 func (*ClaimCallRequest) ProtoMessage() {}
 
 func (x *ClaimCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[42]
+	mi := &file_askuser_v1_agent_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3865,7 +3953,7 @@ func (x *ClaimCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimCallRequest.ProtoReflect.Descriptor instead.
 func (*ClaimCallRequest) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{42}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ClaimCallRequest) GetRunId() string {
@@ -3907,7 +3995,7 @@ type ClaimCallResponse struct {
 
 func (x *ClaimCallResponse) Reset() {
 	*x = ClaimCallResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[43]
+	mi := &file_askuser_v1_agent_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3919,7 +4007,7 @@ func (x *ClaimCallResponse) String() string {
 func (*ClaimCallResponse) ProtoMessage() {}
 
 func (x *ClaimCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[43]
+	mi := &file_askuser_v1_agent_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3932,7 +4020,7 @@ func (x *ClaimCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimCallResponse.ProtoReflect.Descriptor instead.
 func (*ClaimCallResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{43}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ClaimCallResponse) GetExpireTime() *timestamppb.Timestamp {
@@ -3953,7 +4041,7 @@ type ListAgentsResponse struct {
 
 func (x *ListAgentsResponse) Reset() {
 	*x = ListAgentsResponse{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[44]
+	mi := &file_askuser_v1_agent_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3965,7 +4053,7 @@ func (x *ListAgentsResponse) String() string {
 func (*ListAgentsResponse) ProtoMessage() {}
 
 func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[44]
+	mi := &file_askuser_v1_agent_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3978,7 +4066,7 @@ func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsResponse.ProtoReflect.Descriptor instead.
 func (*ListAgentsResponse) Descriptor() ([]byte, []int) {
-	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{44}
+	return file_askuser_v1_agent_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListAgentsResponse) GetAgents() []*Agent {
@@ -3997,7 +4085,7 @@ type ApprovalDecision_Approve struct {
 
 func (x *ApprovalDecision_Approve) Reset() {
 	*x = ApprovalDecision_Approve{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[46]
+	mi := &file_askuser_v1_agent_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4009,7 +4097,7 @@ func (x *ApprovalDecision_Approve) String() string {
 func (*ApprovalDecision_Approve) ProtoMessage() {}
 
 func (x *ApprovalDecision_Approve) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[46]
+	mi := &file_askuser_v1_agent_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4036,7 +4124,7 @@ type ApprovalDecision_Reject struct {
 
 func (x *ApprovalDecision_Reject) Reset() {
 	*x = ApprovalDecision_Reject{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[47]
+	mi := &file_askuser_v1_agent_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4048,7 +4136,7 @@ func (x *ApprovalDecision_Reject) String() string {
 func (*ApprovalDecision_Reject) ProtoMessage() {}
 
 func (x *ApprovalDecision_Reject) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[47]
+	mi := &file_askuser_v1_agent_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4082,7 +4170,7 @@ type ApprovalDecision_Edit struct {
 
 func (x *ApprovalDecision_Edit) Reset() {
 	*x = ApprovalDecision_Edit{}
-	mi := &file_askuser_v1_agent_proto_msgTypes[48]
+	mi := &file_askuser_v1_agent_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4094,7 +4182,7 @@ func (x *ApprovalDecision_Edit) String() string {
 func (*ApprovalDecision_Edit) ProtoMessage() {}
 
 func (x *ApprovalDecision_Edit) ProtoReflect() protoreflect.Message {
-	mi := &file_askuser_v1_agent_proto_msgTypes[48]
+	mi := &file_askuser_v1_agent_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4350,7 +4438,7 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"6\n" +
 	"\x11CancelRunResponse\x12!\n" +
 	"\x03run\x18\x01 \x01(\v2\x0f.askuser.v1.RunR\x03run\"\x13\n" +
-	"\x11ListAgentsRequest\"\xaa\x02\n" +
+	"\x11ListAgentsRequest\"\xe8\x02\n" +
 	"\x05Agent\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\"\n" +
@@ -4360,7 +4448,15 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\tmax_steps\x18\x06 \x01(\rR\bmaxSteps\x12<\n" +
 	"\fquestion_ttl\x18\a \x01(\v2\x19.google.protobuf.DurationR\vquestionTtl\x126\n" +
 	"\vagent_tools\x18\b \x03(\v2\x15.askuser.v1.AgentToolR\n" +
-	"agentTools\"\x88\x02\n" +
+	"agentTools\x12<\n" +
+	"\vmcp_servers\x18\t \x03(\v2\x1b.askuser.v1.McpServerStatusR\n" +
+	"mcpServers\"j\n" +
+	"\x0fMcpServerStatus\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
+	"\x02up\x18\x02 \x01(\bR\x02up\x12\x1d\n" +
+	"\n" +
+	"tool_count\x18\x03 \x01(\rR\ttoolCount\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"\x88\x02\n" +
 	"\tAgentTool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12(\n" +
@@ -4439,13 +4535,14 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x14RUN_STATUS_SUSPENDED\x10\x02\x12\x18\n" +
 	"\x14RUN_STATUS_COMPLETED\x10\x03\x12\x15\n" +
 	"\x11RUN_STATUS_FAILED\x10\x04\x12\x18\n" +
-	"\x14RUN_STATUS_CANCELLED\x10\x05*{\n" +
+	"\x14RUN_STATUS_CANCELLED\x10\x05*\x8e\x01\n" +
 	"\bToolKind\x12\x19\n" +
 	"\x15TOOL_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12TOOL_KIND_ASK_USER\x10\x01\x12\x14\n" +
 	"\x10TOOL_KIND_CLIENT\x10\x02\x12\x12\n" +
 	"\x0eTOOL_KIND_HTTP\x10\x03\x12\x12\n" +
-	"\x0eTOOL_KIND_FORM\x10\x042\xba\x05\n" +
+	"\x0eTOOL_KIND_FORM\x10\x04\x12\x11\n" +
+	"\rTOOL_KIND_MCP\x10\x052\xba\x05\n" +
 	"\fAgentService\x12I\n" +
 	"\bRunAgent\x12\x1b.askuser.v1.RunAgentRequest\x1a\x1c.askuser.v1.RunAgentResponse(\x010\x01\x12I\n" +
 	"\tResumeRun\x12\x1c.askuser.v1.ResumeRunRequest\x1a\x1c.askuser.v1.RunAgentResponse0\x01\x12G\n" +
@@ -4475,7 +4572,7 @@ func file_askuser_v1_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_askuser_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_askuser_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_askuser_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_askuser_v1_agent_proto_goTypes = []any{
 	(ApprovalPolicy)(0),               // 0: askuser.v1.ApprovalPolicy
 	(SuspendKind)(0),                  // 1: askuser.v1.SuspendKind
@@ -4519,49 +4616,50 @@ var file_askuser_v1_agent_proto_goTypes = []any{
 	(*CancelRunResponse)(nil),         // 39: askuser.v1.CancelRunResponse
 	(*ListAgentsRequest)(nil),         // 40: askuser.v1.ListAgentsRequest
 	(*Agent)(nil),                     // 41: askuser.v1.Agent
-	(*AgentTool)(nil),                 // 42: askuser.v1.AgentTool
-	(*WatchPendingCallsRequest)(nil),  // 43: askuser.v1.WatchPendingCallsRequest
-	(*WatchPendingCallsResponse)(nil), // 44: askuser.v1.WatchPendingCallsResponse
-	(*CallPending)(nil),               // 45: askuser.v1.CallPending
-	(*CallSettled)(nil),               // 46: askuser.v1.CallSettled
-	(*SnapshotDone)(nil),              // 47: askuser.v1.SnapshotDone
-	(*ClaimCallRequest)(nil),          // 48: askuser.v1.ClaimCallRequest
-	(*ClaimCallResponse)(nil),         // 49: askuser.v1.ClaimCallResponse
-	(*ListAgentsResponse)(nil),        // 50: askuser.v1.ListAgentsResponse
-	nil,                               // 51: askuser.v1.StartRun.MetadataEntry
-	(*ApprovalDecision_Approve)(nil),  // 52: askuser.v1.ApprovalDecision.Approve
-	(*ApprovalDecision_Reject)(nil),   // 53: askuser.v1.ApprovalDecision.Reject
-	(*ApprovalDecision_Edit)(nil),     // 54: askuser.v1.ApprovalDecision.Edit
-	nil,                               // 55: askuser.v1.RunStarted.MetadataEntry
-	nil,                               // 56: askuser.v1.Run.MetadataEntry
-	nil,                               // 57: askuser.v1.ListRunsRequest.MetadataEntry
-	(*durationpb.Duration)(nil),       // 58: google.protobuf.Duration
-	(*Selections)(nil),                // 59: askuser.v1.Selections
-	(*Decline)(nil),                   // 60: askuser.v1.Decline
-	(*FormAnswer)(nil),                // 61: askuser.v1.FormAnswer
-	(*timestamppb.Timestamp)(nil),     // 62: google.protobuf.Timestamp
-	(*SuspendPayload)(nil),            // 63: askuser.v1.SuspendPayload
-	(*Form)(nil),                      // 64: askuser.v1.Form
-	(*FieldViolation)(nil),            // 65: askuser.v1.FieldViolation
+	(*McpServerStatus)(nil),           // 42: askuser.v1.McpServerStatus
+	(*AgentTool)(nil),                 // 43: askuser.v1.AgentTool
+	(*WatchPendingCallsRequest)(nil),  // 44: askuser.v1.WatchPendingCallsRequest
+	(*WatchPendingCallsResponse)(nil), // 45: askuser.v1.WatchPendingCallsResponse
+	(*CallPending)(nil),               // 46: askuser.v1.CallPending
+	(*CallSettled)(nil),               // 47: askuser.v1.CallSettled
+	(*SnapshotDone)(nil),              // 48: askuser.v1.SnapshotDone
+	(*ClaimCallRequest)(nil),          // 49: askuser.v1.ClaimCallRequest
+	(*ClaimCallResponse)(nil),         // 50: askuser.v1.ClaimCallResponse
+	(*ListAgentsResponse)(nil),        // 51: askuser.v1.ListAgentsResponse
+	nil,                               // 52: askuser.v1.StartRun.MetadataEntry
+	(*ApprovalDecision_Approve)(nil),  // 53: askuser.v1.ApprovalDecision.Approve
+	(*ApprovalDecision_Reject)(nil),   // 54: askuser.v1.ApprovalDecision.Reject
+	(*ApprovalDecision_Edit)(nil),     // 55: askuser.v1.ApprovalDecision.Edit
+	nil,                               // 56: askuser.v1.RunStarted.MetadataEntry
+	nil,                               // 57: askuser.v1.Run.MetadataEntry
+	nil,                               // 58: askuser.v1.ListRunsRequest.MetadataEntry
+	(*durationpb.Duration)(nil),       // 59: google.protobuf.Duration
+	(*Selections)(nil),                // 60: askuser.v1.Selections
+	(*Decline)(nil),                   // 61: askuser.v1.Decline
+	(*FormAnswer)(nil),                // 62: askuser.v1.FormAnswer
+	(*timestamppb.Timestamp)(nil),     // 63: google.protobuf.Timestamp
+	(*SuspendPayload)(nil),            // 64: askuser.v1.SuspendPayload
+	(*Form)(nil),                      // 65: askuser.v1.Form
+	(*FieldViolation)(nil),            // 66: askuser.v1.FieldViolation
 }
 var file_askuser_v1_agent_proto_depIdxs = []int32{
 	7,  // 0: askuser.v1.RunAgentRequest.start:type_name -> askuser.v1.StartRun
 	11, // 1: askuser.v1.RunAgentRequest.answer:type_name -> askuser.v1.Answer
 	10, // 2: askuser.v1.RunAgentRequest.attach:type_name -> askuser.v1.AttachRun
-	51, // 3: askuser.v1.StartRun.metadata:type_name -> askuser.v1.StartRun.MetadataEntry
-	58, // 4: askuser.v1.StartRun.question_ttl:type_name -> google.protobuf.Duration
+	52, // 3: askuser.v1.StartRun.metadata:type_name -> askuser.v1.StartRun.MetadataEntry
+	59, // 4: askuser.v1.StartRun.question_ttl:type_name -> google.protobuf.Duration
 	9,  // 5: askuser.v1.StartRun.tools:type_name -> askuser.v1.ToolDefinition
 	8,  // 6: askuser.v1.StartRun.webhooks:type_name -> askuser.v1.WebhookSubscription
 	0,  // 7: askuser.v1.ToolDefinition.approval:type_name -> askuser.v1.ApprovalPolicy
-	59, // 8: askuser.v1.Answer.selections:type_name -> askuser.v1.Selections
-	60, // 9: askuser.v1.Answer.decline:type_name -> askuser.v1.Decline
+	60, // 8: askuser.v1.Answer.selections:type_name -> askuser.v1.Selections
+	61, // 9: askuser.v1.Answer.decline:type_name -> askuser.v1.Decline
 	12, // 10: askuser.v1.Answer.tool_output:type_name -> askuser.v1.ToolOutput
 	13, // 11: askuser.v1.Answer.approval:type_name -> askuser.v1.ApprovalDecision
-	61, // 12: askuser.v1.Answer.form:type_name -> askuser.v1.FormAnswer
-	52, // 13: askuser.v1.ApprovalDecision.approve:type_name -> askuser.v1.ApprovalDecision.Approve
-	53, // 14: askuser.v1.ApprovalDecision.reject:type_name -> askuser.v1.ApprovalDecision.Reject
-	54, // 15: askuser.v1.ApprovalDecision.edit:type_name -> askuser.v1.ApprovalDecision.Edit
-	62, // 16: askuser.v1.RunAgentResponse.time:type_name -> google.protobuf.Timestamp
+	62, // 12: askuser.v1.Answer.form:type_name -> askuser.v1.FormAnswer
+	53, // 13: askuser.v1.ApprovalDecision.approve:type_name -> askuser.v1.ApprovalDecision.Approve
+	54, // 14: askuser.v1.ApprovalDecision.reject:type_name -> askuser.v1.ApprovalDecision.Reject
+	55, // 15: askuser.v1.ApprovalDecision.edit:type_name -> askuser.v1.ApprovalDecision.Edit
+	63, // 16: askuser.v1.RunAgentResponse.time:type_name -> google.protobuf.Timestamp
 	15, // 17: askuser.v1.RunAgentResponse.run_started:type_name -> askuser.v1.RunStarted
 	16, // 18: askuser.v1.RunAgentResponse.text_delta:type_name -> askuser.v1.TextDelta
 	17, // 19: askuser.v1.RunAgentResponse.tool_call:type_name -> askuser.v1.ToolCall
@@ -4574,80 +4672,81 @@ var file_askuser_v1_agent_proto_depIdxs = []int32{
 	27, // 26: askuser.v1.RunAgentResponse.heartbeat:type_name -> askuser.v1.Heartbeat
 	22, // 27: askuser.v1.RunAgentResponse.answer_accepted:type_name -> askuser.v1.AnswerAccepted
 	28, // 28: askuser.v1.RunAgentResponse.step_restarted:type_name -> askuser.v1.StepRestarted
-	55, // 29: askuser.v1.RunStarted.metadata:type_name -> askuser.v1.RunStarted.MetadataEntry
-	63, // 30: askuser.v1.ToolCallSuspended.suspend_payload:type_name -> askuser.v1.SuspendPayload
-	62, // 31: askuser.v1.ToolCallSuspended.expire_time:type_name -> google.protobuf.Timestamp
+	56, // 29: askuser.v1.RunStarted.metadata:type_name -> askuser.v1.RunStarted.MetadataEntry
+	64, // 30: askuser.v1.ToolCallSuspended.suspend_payload:type_name -> askuser.v1.SuspendPayload
+	63, // 31: askuser.v1.ToolCallSuspended.expire_time:type_name -> google.protobuf.Timestamp
 	1,  // 32: askuser.v1.ToolCallSuspended.kind:type_name -> askuser.v1.SuspendKind
-	64, // 33: askuser.v1.ToolCallSuspended.form:type_name -> askuser.v1.Form
+	65, // 33: askuser.v1.ToolCallSuspended.form:type_name -> askuser.v1.Form
 	2,  // 34: askuser.v1.ToolResult.kind:type_name -> askuser.v1.ToolResultKind
 	20, // 35: askuser.v1.ToolResult.settled_by:type_name -> askuser.v1.SettledBy
 	3,  // 36: askuser.v1.SettledBy.method:type_name -> askuser.v1.AuthMethod
-	65, // 37: askuser.v1.AnswerRejected.field_violations:type_name -> askuser.v1.FieldViolation
+	66, // 37: askuser.v1.AnswerRejected.field_violations:type_name -> askuser.v1.FieldViolation
 	23, // 38: askuser.v1.RunCompleted.usage:type_name -> askuser.v1.Usage
 	11, // 39: askuser.v1.ResumeRunRequest.answer:type_name -> askuser.v1.Answer
-	63, // 40: askuser.v1.PendingToolCall.suspend_payload:type_name -> askuser.v1.SuspendPayload
-	62, // 41: askuser.v1.PendingToolCall.expire_time:type_name -> google.protobuf.Timestamp
+	64, // 40: askuser.v1.PendingToolCall.suspend_payload:type_name -> askuser.v1.SuspendPayload
+	63, // 41: askuser.v1.PendingToolCall.expire_time:type_name -> google.protobuf.Timestamp
 	1,  // 42: askuser.v1.PendingToolCall.kind:type_name -> askuser.v1.SuspendKind
-	62, // 43: askuser.v1.PendingToolCall.claim_expire_time:type_name -> google.protobuf.Timestamp
-	62, // 44: askuser.v1.PendingToolCall.suspend_time:type_name -> google.protobuf.Timestamp
-	64, // 45: askuser.v1.PendingToolCall.form:type_name -> askuser.v1.Form
+	63, // 43: askuser.v1.PendingToolCall.claim_expire_time:type_name -> google.protobuf.Timestamp
+	63, // 44: askuser.v1.PendingToolCall.suspend_time:type_name -> google.protobuf.Timestamp
+	65, // 45: askuser.v1.PendingToolCall.form:type_name -> askuser.v1.Form
 	4,  // 46: askuser.v1.Run.status:type_name -> askuser.v1.RunStatus
 	31, // 47: askuser.v1.Run.pending_tool_calls:type_name -> askuser.v1.PendingToolCall
-	62, // 48: askuser.v1.Run.create_time:type_name -> google.protobuf.Timestamp
-	62, // 49: askuser.v1.Run.update_time:type_name -> google.protobuf.Timestamp
-	56, // 50: askuser.v1.Run.metadata:type_name -> askuser.v1.Run.MetadataEntry
+	63, // 48: askuser.v1.Run.create_time:type_name -> google.protobuf.Timestamp
+	63, // 49: askuser.v1.Run.update_time:type_name -> google.protobuf.Timestamp
+	57, // 50: askuser.v1.Run.metadata:type_name -> askuser.v1.Run.MetadataEntry
 	33, // 51: askuser.v1.Run.settled_tool_calls:type_name -> askuser.v1.SettledToolCall
 	23, // 52: askuser.v1.Run.usage:type_name -> askuser.v1.Usage
 	2,  // 53: askuser.v1.SettledToolCall.kind:type_name -> askuser.v1.ToolResultKind
 	20, // 54: askuser.v1.SettledToolCall.settled_by:type_name -> askuser.v1.SettledBy
-	62, // 55: askuser.v1.SettledToolCall.settle_time:type_name -> google.protobuf.Timestamp
-	62, // 56: askuser.v1.SettledToolCall.suspend_time:type_name -> google.protobuf.Timestamp
+	63, // 55: askuser.v1.SettledToolCall.settle_time:type_name -> google.protobuf.Timestamp
+	63, // 56: askuser.v1.SettledToolCall.suspend_time:type_name -> google.protobuf.Timestamp
 	32, // 57: askuser.v1.GetRunResponse.run:type_name -> askuser.v1.Run
 	4,  // 58: askuser.v1.ListRunsRequest.status:type_name -> askuser.v1.RunStatus
-	57, // 59: askuser.v1.ListRunsRequest.metadata:type_name -> askuser.v1.ListRunsRequest.MetadataEntry
-	62, // 60: askuser.v1.ListRunsRequest.create_time_after:type_name -> google.protobuf.Timestamp
-	62, // 61: askuser.v1.ListRunsRequest.create_time_before:type_name -> google.protobuf.Timestamp
+	58, // 59: askuser.v1.ListRunsRequest.metadata:type_name -> askuser.v1.ListRunsRequest.MetadataEntry
+	63, // 60: askuser.v1.ListRunsRequest.create_time_after:type_name -> google.protobuf.Timestamp
+	63, // 61: askuser.v1.ListRunsRequest.create_time_before:type_name -> google.protobuf.Timestamp
 	1,  // 62: askuser.v1.ListRunsRequest.pending_kind:type_name -> askuser.v1.SuspendKind
 	32, // 63: askuser.v1.ListRunsResponse.runs:type_name -> askuser.v1.Run
 	32, // 64: askuser.v1.CancelRunResponse.run:type_name -> askuser.v1.Run
-	58, // 65: askuser.v1.Agent.question_ttl:type_name -> google.protobuf.Duration
-	42, // 66: askuser.v1.Agent.agent_tools:type_name -> askuser.v1.AgentTool
-	5,  // 67: askuser.v1.AgentTool.kind:type_name -> askuser.v1.ToolKind
-	0,  // 68: askuser.v1.AgentTool.approval:type_name -> askuser.v1.ApprovalPolicy
-	1,  // 69: askuser.v1.WatchPendingCallsRequest.kinds:type_name -> askuser.v1.SuspendKind
-	45, // 70: askuser.v1.WatchPendingCallsResponse.call_pending:type_name -> askuser.v1.CallPending
-	46, // 71: askuser.v1.WatchPendingCallsResponse.call_settled:type_name -> askuser.v1.CallSettled
-	47, // 72: askuser.v1.WatchPendingCallsResponse.snapshot_done:type_name -> askuser.v1.SnapshotDone
-	27, // 73: askuser.v1.WatchPendingCallsResponse.heartbeat:type_name -> askuser.v1.Heartbeat
-	31, // 74: askuser.v1.CallPending.call:type_name -> askuser.v1.PendingToolCall
-	2,  // 75: askuser.v1.CallSettled.kind:type_name -> askuser.v1.ToolResultKind
-	20, // 76: askuser.v1.CallSettled.settled_by:type_name -> askuser.v1.SettledBy
-	58, // 77: askuser.v1.ClaimCallRequest.ttl:type_name -> google.protobuf.Duration
-	62, // 78: askuser.v1.ClaimCallResponse.expire_time:type_name -> google.protobuf.Timestamp
-	41, // 79: askuser.v1.ListAgentsResponse.agents:type_name -> askuser.v1.Agent
-	6,  // 80: askuser.v1.AgentService.RunAgent:input_type -> askuser.v1.RunAgentRequest
-	29, // 81: askuser.v1.AgentService.ResumeRun:input_type -> askuser.v1.ResumeRunRequest
-	30, // 82: askuser.v1.AgentService.WatchRun:input_type -> askuser.v1.WatchRunRequest
-	34, // 83: askuser.v1.AgentService.GetRun:input_type -> askuser.v1.GetRunRequest
-	36, // 84: askuser.v1.AgentService.ListRuns:input_type -> askuser.v1.ListRunsRequest
-	38, // 85: askuser.v1.AgentService.CancelRun:input_type -> askuser.v1.CancelRunRequest
-	40, // 86: askuser.v1.AgentService.ListAgents:input_type -> askuser.v1.ListAgentsRequest
-	43, // 87: askuser.v1.AgentService.WatchPendingCalls:input_type -> askuser.v1.WatchPendingCallsRequest
-	48, // 88: askuser.v1.AgentService.ClaimCall:input_type -> askuser.v1.ClaimCallRequest
-	14, // 89: askuser.v1.AgentService.RunAgent:output_type -> askuser.v1.RunAgentResponse
-	14, // 90: askuser.v1.AgentService.ResumeRun:output_type -> askuser.v1.RunAgentResponse
-	14, // 91: askuser.v1.AgentService.WatchRun:output_type -> askuser.v1.RunAgentResponse
-	35, // 92: askuser.v1.AgentService.GetRun:output_type -> askuser.v1.GetRunResponse
-	37, // 93: askuser.v1.AgentService.ListRuns:output_type -> askuser.v1.ListRunsResponse
-	39, // 94: askuser.v1.AgentService.CancelRun:output_type -> askuser.v1.CancelRunResponse
-	50, // 95: askuser.v1.AgentService.ListAgents:output_type -> askuser.v1.ListAgentsResponse
-	44, // 96: askuser.v1.AgentService.WatchPendingCalls:output_type -> askuser.v1.WatchPendingCallsResponse
-	49, // 97: askuser.v1.AgentService.ClaimCall:output_type -> askuser.v1.ClaimCallResponse
-	89, // [89:98] is the sub-list for method output_type
-	80, // [80:89] is the sub-list for method input_type
-	80, // [80:80] is the sub-list for extension type_name
-	80, // [80:80] is the sub-list for extension extendee
-	0,  // [0:80] is the sub-list for field type_name
+	59, // 65: askuser.v1.Agent.question_ttl:type_name -> google.protobuf.Duration
+	43, // 66: askuser.v1.Agent.agent_tools:type_name -> askuser.v1.AgentTool
+	42, // 67: askuser.v1.Agent.mcp_servers:type_name -> askuser.v1.McpServerStatus
+	5,  // 68: askuser.v1.AgentTool.kind:type_name -> askuser.v1.ToolKind
+	0,  // 69: askuser.v1.AgentTool.approval:type_name -> askuser.v1.ApprovalPolicy
+	1,  // 70: askuser.v1.WatchPendingCallsRequest.kinds:type_name -> askuser.v1.SuspendKind
+	46, // 71: askuser.v1.WatchPendingCallsResponse.call_pending:type_name -> askuser.v1.CallPending
+	47, // 72: askuser.v1.WatchPendingCallsResponse.call_settled:type_name -> askuser.v1.CallSettled
+	48, // 73: askuser.v1.WatchPendingCallsResponse.snapshot_done:type_name -> askuser.v1.SnapshotDone
+	27, // 74: askuser.v1.WatchPendingCallsResponse.heartbeat:type_name -> askuser.v1.Heartbeat
+	31, // 75: askuser.v1.CallPending.call:type_name -> askuser.v1.PendingToolCall
+	2,  // 76: askuser.v1.CallSettled.kind:type_name -> askuser.v1.ToolResultKind
+	20, // 77: askuser.v1.CallSettled.settled_by:type_name -> askuser.v1.SettledBy
+	59, // 78: askuser.v1.ClaimCallRequest.ttl:type_name -> google.protobuf.Duration
+	63, // 79: askuser.v1.ClaimCallResponse.expire_time:type_name -> google.protobuf.Timestamp
+	41, // 80: askuser.v1.ListAgentsResponse.agents:type_name -> askuser.v1.Agent
+	6,  // 81: askuser.v1.AgentService.RunAgent:input_type -> askuser.v1.RunAgentRequest
+	29, // 82: askuser.v1.AgentService.ResumeRun:input_type -> askuser.v1.ResumeRunRequest
+	30, // 83: askuser.v1.AgentService.WatchRun:input_type -> askuser.v1.WatchRunRequest
+	34, // 84: askuser.v1.AgentService.GetRun:input_type -> askuser.v1.GetRunRequest
+	36, // 85: askuser.v1.AgentService.ListRuns:input_type -> askuser.v1.ListRunsRequest
+	38, // 86: askuser.v1.AgentService.CancelRun:input_type -> askuser.v1.CancelRunRequest
+	40, // 87: askuser.v1.AgentService.ListAgents:input_type -> askuser.v1.ListAgentsRequest
+	44, // 88: askuser.v1.AgentService.WatchPendingCalls:input_type -> askuser.v1.WatchPendingCallsRequest
+	49, // 89: askuser.v1.AgentService.ClaimCall:input_type -> askuser.v1.ClaimCallRequest
+	14, // 90: askuser.v1.AgentService.RunAgent:output_type -> askuser.v1.RunAgentResponse
+	14, // 91: askuser.v1.AgentService.ResumeRun:output_type -> askuser.v1.RunAgentResponse
+	14, // 92: askuser.v1.AgentService.WatchRun:output_type -> askuser.v1.RunAgentResponse
+	35, // 93: askuser.v1.AgentService.GetRun:output_type -> askuser.v1.GetRunResponse
+	37, // 94: askuser.v1.AgentService.ListRuns:output_type -> askuser.v1.ListRunsResponse
+	39, // 95: askuser.v1.AgentService.CancelRun:output_type -> askuser.v1.CancelRunResponse
+	51, // 96: askuser.v1.AgentService.ListAgents:output_type -> askuser.v1.ListAgentsResponse
+	45, // 97: askuser.v1.AgentService.WatchPendingCalls:output_type -> askuser.v1.WatchPendingCallsResponse
+	50, // 98: askuser.v1.AgentService.ClaimCall:output_type -> askuser.v1.ClaimCallResponse
+	90, // [90:99] is the sub-list for method output_type
+	81, // [81:90] is the sub-list for method input_type
+	81, // [81:81] is the sub-list for extension type_name
+	81, // [81:81] is the sub-list for extension extendee
+	0,  // [0:81] is the sub-list for field type_name
 }
 
 func init() { file_askuser_v1_agent_proto_init() }
@@ -4690,7 +4789,7 @@ func file_askuser_v1_agent_proto_init() {
 		(*RunAgentResponse_AnswerAccepted)(nil),
 		(*RunAgentResponse_StepRestarted)(nil),
 	}
-	file_askuser_v1_agent_proto_msgTypes[38].OneofWrappers = []any{
+	file_askuser_v1_agent_proto_msgTypes[39].OneofWrappers = []any{
 		(*WatchPendingCallsResponse_CallPending)(nil),
 		(*WatchPendingCallsResponse_CallSettled)(nil),
 		(*WatchPendingCallsResponse_SnapshotDone)(nil),
@@ -4702,7 +4801,7 @@ func file_askuser_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_askuser_v1_agent_proto_rawDesc), len(file_askuser_v1_agent_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   52,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

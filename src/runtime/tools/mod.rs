@@ -1,11 +1,12 @@
-//! The tools agents call: the built-in `ask_user`, client tools the caller runs, and HTTP tools the
-//! server runs. Each has a JSON Schema for its arguments and an approval policy that the server
+//! The tools agents call: the built-in `ask_user`, client tools the caller runs, and HTTP and MCP
+//! tools the server runs. Each has a JSON Schema for its arguments and an approval policy that the server
 //! enforces; [`plan_call`] decides, once per call, what a model's call becomes.
 
 mod approval;
 mod http;
 mod schema;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +15,7 @@ use serde_json::Value;
 
 use super::ask_user::{self, AskUserLimits, Violation};
 use super::forms::FormTool;
+use super::mcp::McpTool;
 use crate::domain::{ModelToolCall, SuspendKind, Suspension, ToolDefinition};
 use crate::model::ToolSpec;
 
@@ -32,6 +34,8 @@ pub enum ToolKind {
     Client,
     /// The server runs it.
     Http(Box<HttpTool>),
+    /// An MCP server's tool, which the server calls.
+    Mcp(McpTool),
 }
 
 impl ToolKind {
@@ -43,6 +47,7 @@ impl ToolKind {
             ToolKind::Form(FormTool::Elicitation) => "ask_user_form",
             ToolKind::Client => "client",
             ToolKind::Http(_) => "http",
+            ToolKind::Mcp(_) => "mcp",
         }
     }
 }
@@ -153,16 +158,20 @@ impl Tool {
     }
 }
 
-/// The tools one run may call: its agent's, then its own.
+/// The tools one run may call: its agent's (with its MCP servers' tools as they are now), then
+/// its own.
 pub struct RunTools<'a> {
-    agent: &'a [Arc<Tool>],
+    agent: Cow<'a, [Arc<Tool>]>,
     run: Vec<Tool>,
 }
 
 impl<'a> RunTools<'a> {
     /// The agent's tools and the run's own, compiled from their stored definitions (checked when
     /// the run started, so a failure here means the stored data changed).
-    pub fn new(agent: &'a [Arc<Tool>], definitions: &[ToolDefinition]) -> Result<Self, String> {
+    pub fn new(
+        agent: Cow<'a, [Arc<Tool>]>,
+        definitions: &[ToolDefinition],
+    ) -> Result<Self, String> {
         let run = definitions
             .iter()
             .map(|d| {
@@ -282,7 +291,7 @@ pub fn plan_call(
 /// server an HTTP tool.
 pub fn run_plan(tool: &Tool, arguments_json: String) -> CallPlan {
     match tool.kind {
-        ToolKind::Http(_) => CallPlan::Execute { arguments_json },
+        ToolKind::Http(_) | ToolKind::Mcp(_) => CallPlan::Execute { arguments_json },
         ToolKind::Client | ToolKind::AskUser | ToolKind::Form(_) => CallPlan::Suspend {
             suspension: Suspension {
                 kind: SuspendKind::ClientTool,

@@ -66,6 +66,7 @@ class ToolKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     TOOL_KIND_CLIENT: _ClassVar[ToolKind]
     TOOL_KIND_HTTP: _ClassVar[ToolKind]
     TOOL_KIND_FORM: _ClassVar[ToolKind]
+    TOOL_KIND_MCP: _ClassVar[ToolKind]
 APPROVAL_POLICY_UNSPECIFIED: ApprovalPolicy
 APPROVAL_POLICY_NEVER: ApprovalPolicy
 APPROVAL_POLICY_ALWAYS: ApprovalPolicy
@@ -102,6 +103,7 @@ TOOL_KIND_ASK_USER: ToolKind
 TOOL_KIND_CLIENT: ToolKind
 TOOL_KIND_HTTP: ToolKind
 TOOL_KIND_FORM: ToolKind
+TOOL_KIND_MCP: ToolKind
 
 class RunAgentRequest(_message.Message):
     __slots__ = ("start", "answer", "attach")
@@ -561,7 +563,7 @@ class ListAgentsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Agent(_message.Message):
-    __slots__ = ("agent_id", "name", "instructions", "tools", "model_provider", "max_steps", "question_ttl", "agent_tools")
+    __slots__ = ("agent_id", "name", "instructions", "tools", "model_provider", "max_steps", "question_ttl", "agent_tools", "mcp_servers")
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
@@ -570,6 +572,7 @@ class Agent(_message.Message):
     MAX_STEPS_FIELD_NUMBER: _ClassVar[int]
     QUESTION_TTL_FIELD_NUMBER: _ClassVar[int]
     AGENT_TOOLS_FIELD_NUMBER: _ClassVar[int]
+    MCP_SERVERS_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     name: str
     instructions: str
@@ -578,7 +581,20 @@ class Agent(_message.Message):
     max_steps: int
     question_ttl: _duration_pb2.Duration
     agent_tools: _containers.RepeatedCompositeFieldContainer[AgentTool]
-    def __init__(self, agent_id: _Optional[str] = ..., name: _Optional[str] = ..., instructions: _Optional[str] = ..., tools: _Optional[_Iterable[str]] = ..., model_provider: _Optional[str] = ..., max_steps: _Optional[int] = ..., question_ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., agent_tools: _Optional[_Iterable[_Union[AgentTool, _Mapping]]] = ...) -> None: ...
+    mcp_servers: _containers.RepeatedCompositeFieldContainer[McpServerStatus]
+    def __init__(self, agent_id: _Optional[str] = ..., name: _Optional[str] = ..., instructions: _Optional[str] = ..., tools: _Optional[_Iterable[str]] = ..., model_provider: _Optional[str] = ..., max_steps: _Optional[int] = ..., question_ttl: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., agent_tools: _Optional[_Iterable[_Union[AgentTool, _Mapping]]] = ..., mcp_servers: _Optional[_Iterable[_Union[McpServerStatus, _Mapping]]] = ...) -> None: ...
+
+class McpServerStatus(_message.Message):
+    __slots__ = ("name", "up", "tool_count", "error")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    UP_FIELD_NUMBER: _ClassVar[int]
+    TOOL_COUNT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    up: bool
+    tool_count: int
+    error: str
+    def __init__(self, name: _Optional[str] = ..., up: _Optional[bool] = ..., tool_count: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
 
 class AgentTool(_message.Message):
     __slots__ = ("name", "description", "kind", "parameters_json_schema", "approval", "approval_condition")

@@ -375,6 +375,8 @@ export enum ToolKind {
    * several questions at once.
    */
   TOOL_KIND_FORM = "TOOL_KIND_FORM",
+  /** TOOL_KIND_MCP - A tool of an MCP server from the agents file, which the server calls (`tools/call`). */
+  TOOL_KIND_MCP = "TOOL_KIND_MCP",
   UNRECOGNIZED = "UNRECOGNIZED",
 }
 
@@ -395,6 +397,9 @@ export function toolKindFromJSON(object: any): ToolKind {
     case 4:
     case "TOOL_KIND_FORM":
       return ToolKind.TOOL_KIND_FORM;
+    case 5:
+    case "TOOL_KIND_MCP":
+      return ToolKind.TOOL_KIND_MCP;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -414,6 +419,8 @@ export function toolKindToNumber(object: ToolKind): number {
       return 3;
     case ToolKind.TOOL_KIND_FORM:
       return 4;
+    case ToolKind.TOOL_KIND_MCP:
+      return 5;
     case ToolKind.UNRECOGNIZED:
     default:
       return -1;
@@ -1026,8 +1033,28 @@ export interface Agent {
   questionTtl:
     | Duration
     | undefined;
-  /** The tools the agent may call, with their kinds, schemas and approval policies. */
+  /**
+   * The tools the agent may call, with their kinds, schemas and approval policies. An MCP
+   * server's tools are listed while the server is up.
+   */
   agentTools: AgentTool[];
+  /** The MCP servers whose tools the agent may call, and whether each is reachable. */
+  mcpServers: McpServerStatus[];
+}
+
+/** An MCP server an agent's tools come from, as this replica sees it. */
+export interface McpServerStatus {
+  /** Its name in the agents file: the prefix of its tools' names (`NAME__tool`). */
+  name: string;
+  /**
+   * Whether this replica is connected to it and has its tool list. While it is down its tools
+   * are not offered to the model.
+   */
+  up: boolean;
+  /** How many of its tools the agent is offered now. */
+  toolCount: number;
+  /** Why it is down (the last connection or listing error), without credentials; empty when up. */
+  error: string;
 }
 
 /** A tool an agent may call. */
@@ -4999,6 +5026,7 @@ function createBaseAgent(): Agent {
     maxSteps: 0,
     questionTtl: undefined,
     agentTools: [],
+    mcpServers: [],
   };
 }
 
@@ -5027,6 +5055,9 @@ export const Agent: MessageFns<Agent> = {
     }
     for (const v of message.agentTools) {
       AgentTool.encode(v!, writer.uint32(66).fork()).join();
+    }
+    for (const v of message.mcpServers) {
+      McpServerStatus.encode(v!, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -5108,6 +5139,14 @@ export const Agent: MessageFns<Agent> = {
             message.agentTools.push(AgentTool.decode(reader, reader.uint32()));
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.mcpServers.push(McpServerStatus.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5135,6 +5174,98 @@ export const Agent: MessageFns<Agent> = {
       ? Duration.fromPartial(object.questionTtl)
       : undefined;
     message.agentTools = object.agentTools?.map((e) => AgentTool.fromPartial(e)) || [];
+    message.mcpServers = object.mcpServers?.map((e) => McpServerStatus.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseMcpServerStatus(): McpServerStatus {
+  return { name: "", up: false, toolCount: 0, error: "" };
+}
+
+export const McpServerStatus: MessageFns<McpServerStatus> = {
+  encode(message: McpServerStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.up !== false) {
+      writer.uint32(16).bool(message.up);
+    }
+    if (message.toolCount !== 0) {
+      writer.uint32(24).uint32(message.toolCount);
+    }
+    if (message.error !== "") {
+      writer.uint32(34).string(message.error);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): McpServerStatus {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseMcpServerStatus();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.up = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.toolCount = reader.uint32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<McpServerStatus>, I>>(base?: I): McpServerStatus {
+    return McpServerStatus.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<McpServerStatus>, I>>(object: I): McpServerStatus {
+    const message = createBaseMcpServerStatus();
+    message.name = object.name ?? "";
+    message.up = object.up ?? false;
+    message.toolCount = object.toolCount ?? 0;
+    message.error = object.error ?? "";
     return message;
   },
 };
