@@ -78,6 +78,7 @@ mod tests {
             ..pb::FormField::default()
         };
         pb::Form {
+            url: String::new(),
             fields: vec![
                 field("replicas", Kind::Number(pb::NumberField::default())),
                 field("announce", Kind::Boolean(pb::BooleanField::default())),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::runtime::mcp::{McpLimits, McpServerSettings, McpTransport};
+use crate::runtime::mcp::{McpLimits, McpRevision, McpServerSettings, McpTransport};
 use crate::runtime::tools::ApprovalPolicy;
 
 /// An `[[mcp_server]]`: `command` (stdio) or `url` (Streamable HTTP).
@@ -40,6 +40,10 @@ pub(super) struct McpServerEntry {
     /// Per tool (the server's name for it): a policy as `approval`.
     #[serde(default)]
     tool_approval: BTreeMap<String, String>,
+    /// The protocol revision to speak (`2025-06-18`, `2025-11-25` or `2026-07-28`); absent: the
+    /// newest the server speaks.
+    #[serde(default)]
+    protocol_version: Option<String>,
     /// Believe the server's `readOnlyHint`: its read-only tools run without approval.
     #[serde(default)]
     trust_annotations: bool,
@@ -147,6 +151,15 @@ impl McpServerEntry {
                 "elicitation_timeout",
                 self.elicitation_timeout.as_deref(),
             )?,
+            protocol_version: self
+                .protocol_version
+                .as_deref()
+                .map(|text| {
+                    McpRevision::parse(text).ok_or_else(|| {
+                        format!("protocol_version \"{text}\": askuser speaks 2025-06-18, 2025-11-25 and 2026-07-28")
+                    })
+                })
+                .transpose()?,
             approval,
             tool_approval,
             trust_annotations: self.trust_annotations,

@@ -41,6 +41,10 @@ pub struct Form {
     pub fields: Vec<FormField>,
     #[serde(default)]
     pub style: FormStyle,
+    /// A page for the person to open instead of fields (an MCP server's URL-mode elicitation):
+    /// accepting says they agree to go there. askuser never fetches it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub url: String,
 }
 
 /// One field of a form.

@@ -14,15 +14,13 @@ use tracing::{Instrument, debug, error, warn};
 
 use super::agents::AgentDefinition;
 use super::effects::{Effects, Metric};
-use super::mcp::McpOutcome;
-use super::settle::edited_result;
 use super::shared::Shared;
-use super::tools::{CallPlan, RunTools, ToolKind, plan_call};
+use super::tools::{CallPlan, RunTools, plan_call};
 use crate::domain::{EventKind, Message, ModelToolCall, RunStatus, SuspendKind, Usage};
 use crate::model::{ModelError, ModelEvent, ModelRequest};
 use crate::store::{
-    ExecutedResult, ExecutedResults, ExecutingCall, NewCallState, NewToolCall, RunEnd, Step,
-    StepEvents, StepState, StoreError, TurnCommit, TurnOutcome,
+    NewCallState, NewToolCall, RunEnd, Step, StepEvents, StepState, StoreError, TurnCommit,
+    TurnOutcome,
 };
 use crate::telemetry;
 
@@ -67,7 +65,7 @@ impl Executing {
     }
 }
 
-enum StepOutcome {
+pub(super) enum StepOutcome {
     /// The run is still running: take the next step.
     Continue,
     /// The run waits or is not ours to run; this process may still hold its lease.
@@ -79,7 +77,7 @@ enum StepOutcome {
 
 impl StepOutcome {
     /// What follows a commit that left the run `status`.
-    fn after(status: RunStatus) -> Self {
+    pub(super) fn after(status: RunStatus) -> Self {
         if status == RunStatus::Running {
             StepOutcome::Continue
         } else {
@@ -217,6 +215,11 @@ impl Shared {
             return self.execute_calls(run_id, &state).await;
         }
         if !state.run.pending.is_empty() {
+            // A running run whose calls wait while none executes was left by a process holding
+            // live MCP calls: they are made again.
+            if self.remake_live_calls(run_id, &state).await {
+                return Ok(StepOutcome::Continue);
+            }
             // Calls still wait for someone: nothing for the model to do yet.
             return Ok(StepOutcome::Idle);
         }
@@ -318,7 +321,7 @@ impl Shared {
     /// After a failure the write may still have been made (its reply was lost): this replica's
     /// followers are told to read the store, since the store's notice of the commit, if any, is
     /// this replica's own.
-    async fn retrying<T, F, Fut>(
+    pub(super) async fn retrying<T, F, Fut>(
         self: &Arc<Self>,
         run_id: &str,
         mut write: F,
@@ -546,82 +549,6 @@ impl Shared {
             ..TurnCommit::default()
         }
     }
-
-    /// Runs the calls the server executes (HTTP tools), all at once, and commits their results.
-    /// Each call was stored as executing before this, so a crash here sends its request again, with
-    /// the same idempotency key, when the run is taken over.
-    async fn execute_calls(
-        self: &Arc<Self>,
-        run_id: &str,
-        state: &StepState,
-    ) -> Result<StepOutcome, StoreError> {
-        let agent = self.agents.get(&state.run.agent_id);
-        let max_body = self.config.max_tool_output_bytes;
-        let results = futures::future::join_all(state.executing.iter().map(|call| {
-            let kind = if call.tool_name.contains(super::mcp::SEPARATOR) {
-                "mcp"
-            } else {
-                "http"
-            };
-            let span = telemetry::tool_span(&call.tool_name, kind, &call.tool_call_id, "executed");
-            async move {
-                let tool = agent.and_then(|agent| agent.tool_for_call(&call.tool_name));
-                let key = format!("{run_id}/{}", call.tool_call_id);
-                let (content, is_error) = match tool.as_deref().map(|tool| &tool.kind) {
-                    Some(ToolKind::Http(http)) => {
-                        let outcome = http
-                            .execute(&call.tool_name, &key, &call.arguments_json, max_body)
-                            .await;
-                        (outcome.content, outcome.is_error)
-                    }
-                    Some(ToolKind::Mcp(mcp)) => {
-                        let outcome = match mcp.server.upgrade() {
-                            Some(server) => {
-                                server
-                                    .call(&mcp.name, &key, &call.arguments_json, max_body)
-                                    .await
-                            }
-                            None => McpOutcome::error(format!(
-                                "MCP server {} is not configured on this server",
-                                mcp.server_name
-                            )),
-                        };
-                        (outcome.content, outcome.is_error)
-                    }
-                    _ => (
-                        format!(
-                            "tool \"{}\" is not an HTTP or MCP tool configured on this server",
-                            call.tool_name
-                        ),
-                        true,
-                    ),
-                };
-                executed_result(call, content, is_error)
-            }
-            .instrument(span)
-        }))
-        .await;
-        let committed = self
-            .retrying(run_id, || {
-                self.store.commit_executed(ExecutedResults {
-                    step: Step {
-                        run_id,
-                        owner: &self.owner,
-                        expected_turns: state.run.turns,
-                    },
-                    results: results.clone(),
-                })
-            })
-            .await?;
-        match committed {
-            TurnOutcome::Committed(committed) => {
-                let status = committed.status;
-                self.apply(run_id, Effects::publish(committed));
-                Ok(StepOutcome::after(status))
-            }
-            TurnOutcome::Stale => Ok(StepOutcome::Continue),
-        }
-    }
 }
 
 /// Why a step stopped short.
@@ -774,19 +701,6 @@ fn failure(message: String) -> TurnCommit {
         }],
         end: Some(RunEnd::Failed { message }),
         ..TurnCommit::default()
-    }
-}
-
-fn executed_result(call: &ExecutingCall, content: String, is_error: bool) -> ExecutedResult {
-    ExecutedResult {
-        tool_call_id: call.tool_call_id.clone(),
-        content: if call.edited {
-            edited_result(&call.arguments_json, &content)
-        } else {
-            content
-        },
-        is_error,
-        settled_by: call.approved_by.clone(),
     }
 }
 

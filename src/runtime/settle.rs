@@ -6,11 +6,13 @@
 use super::ask_user::{self, AskUserLimits, Violation, check_answer};
 use super::error::{RejectReason, RuntimeError, short_id};
 use super::forms;
+use super::mcp::Continuation;
 use super::settle_access;
 use crate::domain::{
-    AnswerInput, ApprovalDecision, Principal, SettledBy, SuspendKind, ToolResultKind,
+    AnswerInput, ApprovalDecision, Form, Principal, SettledBy, SuspendKind, ToolResultKind,
 };
 use crate::store::{Approved, CallChange, CallStatus, Refusal, Settlement, ToolCallRecord};
+use serde_json::{Value, json};
 
 /// The result of an approval that expired: the tool never ran.
 pub const APPROVAL_EXPIRED_RESULT: &str = "No decision: the approval request expired";
@@ -118,6 +120,9 @@ pub fn decide(
                     violations,
                 });
             }
+            if let Some(continuation) = &call.continuation {
+                return continued(continuation, Some((form, answer)), answer_id);
+            }
             let (status, kind) = answered(answer);
             settle(status, forms::answer_result(form, answer), false, kind)
         }
@@ -215,6 +220,52 @@ pub fn refused(refusal: Refusal) -> RuntimeError {
         // Only `decide`'s errors are carried: anything else is a bug, reported as one.
         Err(other) => RuntimeError::Internal(format!("a settle was refused: {other}")),
     }
+}
+
+/// What an answer to the input a tool asked for mid-call (or its expiry: `None`) does: the call
+/// runs on with the answer, as an MCP elicitation result.
+fn continued(
+    continuation: &str,
+    answer: Option<(&Form, &AnswerInput)>,
+    answer_id: &str,
+) -> Result<CallChange, RuntimeError> {
+    let response = match answer {
+        None => json!({ "action": "cancel" }),
+        // A reply in prose is no value the tool asked for: it is told no.
+        Some((_, AnswerInput::Reply(_) | AnswerInput::Decline(_))) => {
+            json!({ "action": "decline" })
+        }
+        Some((form, answer)) => {
+            let mut response: Value = serde_json::from_str(&forms::answer_result(form, answer))
+                .map_err(|e| RuntimeError::Internal(format!("an elicitation result: {e}")))?;
+            if !form.url.is_empty() {
+                // Accepting a URL is consent to open it: there is no content.
+                if let Some(object) = response.as_object_mut() {
+                    object.remove("content");
+                }
+            }
+            response
+        }
+    };
+    let continuation = Continuation::parse(continuation)
+        .map_err(|e| RuntimeError::from(crate::store::StoreError::Corrupt(e)))?
+        .answered(response);
+    Ok(CallChange::Continue {
+        answer: answer.map(|(_, answer)| answer.clone()),
+        answer_id: answer_id.to_owned(),
+        continuation: continuation.to_text(),
+    })
+}
+
+/// What a call whose wait ran out becomes: settled as expired, or (input its tool asked for) run
+/// on, told the person cancelled.
+pub fn expired_change(call: &ToolCallRecord) -> CallChange {
+    if let Some(continuation) = &call.continuation
+        && let Ok(change) = continued(continuation, None, "")
+    {
+        return change;
+    }
+    CallChange::Settle(expired(call))
 }
 
 /// What settles a call whose wait ran out.
@@ -341,6 +392,7 @@ mod tests {
             result_sequence: 0,
             decision: None,
             suspended_ms: None,
+            continuation: None,
         }
     }
 

@@ -188,6 +188,19 @@ pub struct ExecutingCall {
     pub edited: bool,
     /// Who approved the call, if someone did.
     pub approved_by: Option<SettledBy>,
+    /// What the call goes on with after input a person gave mid-call (opaque to the store).
+    pub continuation: Option<String>,
+}
+
+/// A call the server was running that now waits for a person: its tool asked for input.
+#[derive(Clone, Debug)]
+pub struct SuspendedCall {
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub suspension: Suspension,
+    pub expire_ms: Option<i64>,
+    /// Kept with the call for when it goes on.
+    pub continuation: String,
 }
 
 /// The result of a call the server ran.
@@ -350,6 +363,9 @@ pub struct ToolCallRecord {
     pub decision: Option<Decision>,
     /// When the call (last) started waiting; `None` if it never did.
     pub suspended_ms: Option<i64>,
+    /// Set while a call the server runs waits for input its tool asked for: an answer then lets
+    /// the server go on with the call instead of settling it.
+    pub continuation: Option<String>,
 }
 
 /// An approval decision that let a tool run (approve or edit), kept with the call so that a retry
@@ -383,6 +399,13 @@ pub struct Settlement {
 #[derive(Clone, Debug)]
 pub enum CallChange {
     Settle(Settlement),
+    /// The answer goes to the tool that asked for it: the server runs the call on with
+    /// `continuation` (which holds the answer).
+    Continue {
+        answer: Option<AnswerInput>,
+        answer_id: String,
+        continuation: String,
+    },
     Approve {
         decision: ApprovalDecision,
         answer_id: String,

@@ -397,7 +397,7 @@ impl PendingRow {
 /// The query that reads one call ([`ToolCallRow`]) by run `$1` and id `$2`.
 pub(super) const TOOL_CALL_QUERY: &str = "SELECT tool_name, status, payload, expire_ms, answer, \
      answer_id, result_sequence, suspend_kind, run_arguments, approval_reason, decision, \
-     assignees, suspended_ms FROM tool_calls WHERE run_id = $1 AND tool_call_id = $2";
+     assignees, suspended_ms, continuation FROM tool_calls WHERE run_id = $1 AND tool_call_id = $2";
 
 /// A `tool_calls` row as [`TOOL_CALL_QUERY`] reads it.
 pub(super) struct ToolCallRow {
@@ -414,6 +414,7 @@ pub(super) struct ToolCallRow {
     pub decision: Option<String>,
     pub assignees: Option<String>,
     pub suspended_ms: Option<i64>,
+    pub continuation: Option<String>,
 }
 
 impl ToolCallRow {
@@ -441,13 +442,15 @@ impl ToolCallRow {
             result_sequence: unsigned(self.result_sequence),
             decision: self.decision.as_deref().map(from_json).transpose()?,
             suspended_ms: self.suspended_ms,
+            continuation: self.continuation,
         })
     }
 }
 
-/// The calls of run `$1` the server is to run, in the order made: id, tool, arguments, decision.
-pub(super) const EXECUTING_QUERY: &str = "SELECT tool_call_id, tool_name, run_arguments, decision \
-     FROM tool_calls WHERE run_id = $1 AND status = 'executing' ORDER BY turn, position";
+/// The calls of run `$1` the server is to run, in the order made: id, tool, arguments, decision,
+/// continuation.
+pub(super) const EXECUTING_QUERY: &str = "SELECT tool_call_id, tool_name, run_arguments, decision, \
+     continuation FROM tool_calls WHERE run_id = $1 AND status = 'executing' ORDER BY turn, position";
 
 /// An executing call from [`EXECUTING_QUERY`]'s columns.
 pub(super) fn executing_call(
@@ -455,6 +458,7 @@ pub(super) fn executing_call(
     tool_name: String,
     arguments_json: String,
     decision: Option<String>,
+    continuation: Option<String>,
 ) -> StoreResult<ExecutingCall> {
     let decision: Option<Decision> = decision.as_deref().map(from_json).transpose()?;
     Ok(ExecutingCall {
@@ -469,6 +473,7 @@ pub(super) fn executing_call(
             })
         ),
         approved_by: decision.and_then(|decision| decision.by),
+        continuation,
     })
 }
 
@@ -486,6 +491,13 @@ pub(super) const UNSETTLED_QUERY: &str = "SELECT tool_call_id FROM tool_calls \
 pub(super) const EXECUTED_UPDATE: &str = "UPDATE tool_calls SET status = 'executed', \
      result_content = $1, result_is_error = $2, result_kind = 'executed', result_sequence = $3, \
      settled_by = $4, settled_ms = $5 WHERE run_id = $6 AND tool_call_id = $7 \
+     AND status = 'executing'";
+
+/// An executing call `$7`/`$8` made to wait for a person (its tool asked for input), with what it
+/// goes on with once answered.
+pub(super) const SUSPEND_EXECUTING_UPDATE: &str = "UPDATE tool_calls SET status = 'pending', \
+     suspend_kind = $1, payload = $2, expire_ms = $3, assignees = $4, suspended_ms = $5, \
+     continuation = $6, answer = NULL, answer_id = '' WHERE run_id = $7 AND tool_call_id = $8 \
      AND status = 'executing'";
 
 /// The `tool_calls.settled_by` value of a settle: who, as JSON; NULL for nobody.

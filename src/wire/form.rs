@@ -8,6 +8,7 @@ pub fn form_to_proto(form: &Form) -> pb::Form {
         title: form.title.clone(),
         message: form.message.clone(),
         fields: form.fields.iter().map(field_to_proto).collect(),
+        url: form.url.clone(),
     }
 }
 

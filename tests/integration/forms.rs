@@ -21,13 +21,13 @@ fn text(value: &str) -> pb::FieldValue {
     }
 }
 
-fn number(value: f64) -> pb::FieldValue {
+pub(crate) fn number(value: f64) -> pb::FieldValue {
     pb::FieldValue {
         value: Some(Value::Number(value)),
     }
 }
 
-fn boolean(value: bool) -> pb::FieldValue {
+pub(crate) fn boolean(value: bool) -> pb::FieldValue {
     pb::FieldValue {
         value: Some(Value::Boolean(value)),
     }
@@ -42,7 +42,7 @@ fn choice(values: &[&str], other: &str) -> pb::FieldValue {
     }
 }
 
-fn answer(run_id: &str, call: &str, answer: pb::answer::Answer) -> pb::Answer {
+pub(crate) fn answer(run_id: &str, call: &str, answer: pb::answer::Answer) -> pb::Answer {
     pb::Answer {
         run_id: run_id.into(),
         tool_call_id: call.into(),
@@ -51,7 +51,11 @@ fn answer(run_id: &str, call: &str, answer: pb::answer::Answer) -> pb::Answer {
     }
 }
 
-fn form_answer(run_id: &str, call: &str, values: &[(&str, pb::FieldValue)]) -> pb::Answer {
+pub(crate) fn form_answer(
+    run_id: &str,
+    call: &str,
+    values: &[(&str, pb::FieldValue)],
+) -> pb::Answer {
     let values = values
         .iter()
         .map(|(name, value)| (name.to_string(), value.clone()))

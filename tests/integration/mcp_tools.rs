@@ -19,7 +19,7 @@ fn root() -> PathBuf {
 }
 
 /// The Python with the MCP SDK, from `scripts/test`; a clear failure (not a skip) without it.
-fn python() -> String {
+pub(crate) fn python() -> String {
     let python = root().join(".tools/venv-mcp/bin/python");
     assert!(
         python.exists(),
@@ -29,25 +29,25 @@ fn python() -> String {
     python.display().to_string()
 }
 
-fn fixture() -> String {
+pub(crate) fn fixture() -> String {
     root()
         .join("tests/fixtures/mcp/servers.py")
         .display()
         .to_string()
 }
 
-fn json(text: &str) -> serde_json::Value {
+pub(crate) fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
 /// A file the fixture servers append each call they get to, one JSON line each.
-struct CallLog {
+pub(crate) struct CallLog {
     path: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl CallLog {
-    fn new() -> CallLog {
+    pub(crate) fn new() -> CallLog {
         let dir = tempfile::tempdir().expect("temp dir");
         CallLog {
             path: dir.path().join("calls.jsonl"),
@@ -55,7 +55,7 @@ impl CallLog {
         }
     }
 
-    fn calls(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn calls(&self) -> Vec<serde_json::Value> {
         std::fs::read_to_string(&self.path)
             .unwrap_or_default()
             .lines()
@@ -63,13 +63,13 @@ impl CallLog {
             .collect()
     }
 
-    fn path(&self) -> String {
+    pub(crate) fn path(&self) -> String {
         self.path.display().to_string()
     }
 }
 
 /// An `[[mcp_server]]` running the fixture's tools server over stdio.
-fn stdio_server(name: &str, log: &CallLog, settings: &str) -> String {
+pub(crate) fn stdio_server(name: &str, log: &CallLog, settings: &str) -> String {
     format!(
         r#"
 [[mcp_server]]
@@ -87,7 +87,7 @@ env = {{ MCP_CALL_LOG = "{log}" }}
 
 /// An agent offered `servers`' tools that makes `calls` (TOML inline tables) in one turn, then
 /// says each result.
-fn agent(id: &str, servers: &[&str], calls: &[&str]) -> String {
+pub(crate) fn agent(id: &str, servers: &[&str], calls: &[&str]) -> String {
     let says = (1..=calls.len())
         .map(|n| format!("{{{{result.{n}}}}}"))
         .collect::<Vec<_>>()
@@ -115,7 +115,7 @@ say = "{says}"
 }
 
 /// The agent as `ListAgents` shows it.
-async fn listed(server: &Server, agent_id: &str) -> pb::Agent {
+pub(crate) async fn listed(server: &Server, agent_id: &str) -> pb::Agent {
     let mut client = server.agents().await;
     client
         .list_agents(pb::ListAgentsRequest {})
@@ -129,7 +129,7 @@ async fn listed(server: &Server, agent_id: &str) -> pb::Agent {
 }
 
 /// Waits until every MCP server of the agent is up; returns the agent as then listed.
-async fn wait_up(server: &Server, agent_id: &str) -> pb::Agent {
+pub(crate) async fn wait_up(server: &Server, agent_id: &str) -> pb::Agent {
     for _ in 0..600 {
         let agent = listed(server, agent_id).await;
         if agent.mcp_servers.iter().all(|s| s.up) {
@@ -387,7 +387,7 @@ async fn a_changed_tool_list_is_listed_again() {
 }
 
 /// A free port on 127.0.0.1.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .expect("bind")
         .local_addr()
@@ -396,10 +396,10 @@ fn free_port() -> u16 {
 }
 
 /// The fixture's tools server on Streamable HTTP, stopped when dropped.
-struct HttpServer(std::process::Child);
+pub(crate) struct HttpServer(std::process::Child);
 
 impl HttpServer {
-    fn start(port: u16, log: &CallLog) -> HttpServer {
+    pub(crate) fn start(port: u16, log: &CallLog) -> HttpServer {
         HttpServer(
             std::process::Command::new(python())
                 .args([fixture().as_str(), "tools", "--http", &port.to_string()])
@@ -530,7 +530,7 @@ say = "{{{{result.1}}}}"
 }
 
 /// Peak resident memory of a process, in KiB (Linux).
-fn peak_rss_kib(pid: u32) -> u64 {
+pub(crate) fn peak_rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
     status
         .lines()

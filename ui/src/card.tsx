@@ -57,7 +57,7 @@ function title({ call }: PendingItem): string {
 export function callTitle(call: { toolName: string; suspendPayload?: SuspendPayload; form?: Form }): string {
   const form = call.form;
   if (form) {
-    const only = form.fields.length === 1 ? form.fields[0].question : `${form.fields.length} questions`;
+    const only = form.url ? "A page to open" : form.fields.length === 1 ? form.fields[0].question : `${form.fields.length} questions`;
     return form.title || form.message || only;
   }
   return call.suspendPayload?.question || call.toolName;

@@ -1,11 +1,14 @@
 // A form's card body (`SUSPEND_KIND_FORM`: ask_user_questions, ask_user_form): one control per
 // field, pre-filled with its default, and the server's refusal of each value under its field. The
 // page checks nothing itself: the server is the one judge of an answer, and says what is wrong.
+// A form with a `url` (an MCP server's URL-mode elicitation) has no fields: the page to open, as a
+// link the person follows themselves, then *Done* or *Decline*.
 import { useState } from "preact/hooks";
 import {
   TextFormat,
   type Choice,
   type ChoiceField,
+  type Form,
   type FormField,
   type FormFieldValue,
   type FormValues,
@@ -29,6 +32,68 @@ type Entry =
 const valuePath = (name: string) => `answer.form.values["${name}"]`;
 
 export function FormQuestion({ item, submission }: { item: PendingItem; submission: Submission }) {
+  const form = item.call.form;
+  if (form?.url) return <UrlForm item={item} form={form} submission={submission} />;
+  return <FieldsForm item={item} submission={submission} />;
+}
+
+/**
+ * A page to open (URL mode): the link, shown in full, that the person follows themselves (askuser
+ * never fetches it). *Done* accepts (a form answer without values), *Decline* declines; the tool
+ * gets no reason and no prose, so neither is asked.
+ */
+function UrlForm({ item, form, submission }: { item: PendingItem; form: Form; submission: Submission }) {
+  const id = item.call.toolCallId;
+  const target = webAddress(form.url);
+  return (
+    <div class="url-form">
+      {form.title && form.message && <p class="form-message">{form.message}</p>}
+      {target ? (
+        <p class="url-target">
+          A page on <strong class="url-host">{target.host}</strong>:{" "}
+          <a class="url-link" href={target.href} target="_blank" rel="noopener noreferrer">
+            {target.href}
+          </a>
+        </p>
+      ) : (
+        <p class="url-target">
+          An address this page does not open as a link: <code class="url-text">{form.url}</code>
+        </p>
+      )}
+      <p class="hint" id={`${id}-url-note`}>
+        askuser does not open this page. Open it yourself if you trust it, do what it asks there, then choose <em>Done</em>;
+        or <em>Decline</em> to tell the tool you will not.
+      </p>
+      <Violations list={submission.violations} id={`errors-${id}`} />
+      <div class="actions">
+        <button
+          type="button"
+          class="primary"
+          disabled={submission.busy}
+          aria-describedby={`${id}-url-note`}
+          onClick={() => void submission.submit({ form: {} })}
+        >
+          Done
+        </button>
+        <button type="button" class="danger" disabled={submission.busy} onClick={() => void submission.submit({ decline: "" })}>
+          Decline
+        </button>
+      </div>
+    </div>
+  );
+}
+
+/** An http or https address as a link's target; anything else (javascript:, data:, unparsable) none. */
+function webAddress(url: string): URL | undefined {
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === "http:" || parsed.protocol === "https:" ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function FieldsForm({ item, submission }: { item: PendingItem; submission: Submission }) {
   const form = item.call.form;
   const fields = form?.fields ?? [];
   const [entries, setEntries] = useState<Record<string, Entry>>(() =>

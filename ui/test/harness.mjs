@@ -2,7 +2,7 @@
 // temporary directory, --auth keys), Debian's Chromium driven by playwright-core, and the Node
 // client (clients/typescript) as the backend that starts runs and answers from elsewhere.
 import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, mkdirSync, openSync } from "node:fs";
+import { mkdtempSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
@@ -11,6 +11,8 @@ import { AskUserClient } from "../../clients/typescript/dist/src/index.js";
 const ROOT = new URL("../../", import.meta.url).pathname;
 const BINARY = process.env.ASKUSER_BIN ?? join(ROOT, "target/debug/askuser");
 const AGENTS = new URL("./agents.toml", import.meta.url).pathname;
+/** What `@ROOT@` stands for in agents.toml: the repository's root, without its last slash. */
+const ROOT_IN_TOML = ROOT.replace(/\/$/, "").replaceAll("\\", "\\\\").replaceAll('"', '\\"');
 const SCOPES = "runs:start,runs:read,runs:answer,runs:cancel,tools:execute,agents:read";
 
 /** Where screenshots go: $ASKUSER_SCREENSHOTS or ui/test-results/. */
@@ -33,9 +35,13 @@ export class Server {
   async start() {
     const log = join(this.dir, "server.log");
     const logFile = openSync(log, "a");
+    // agents.toml names files of the repository (the MCP fixture server) as @ROOT@/…: the file the
+    // server reads has the real root in their place.
+    const agents = join(this.dir, "agents.toml");
+    writeFileSync(agents, readFileSync(AGENTS, "utf8").replaceAll("@ROOT@", ROOT_IN_TOML));
     this.#process = spawn(
       BINARY,
-      ["serve", "--listen", `127.0.0.1:${this.port}`, "--data-dir", join(this.dir, "data"), "--auth", "keys", "--config", AGENTS],
+      ["serve", "--listen", `127.0.0.1:${this.port}`, "--data-dir", join(this.dir, "data"), "--auth", "keys", "--config", agents],
       { stdio: ["ignore", "pipe", logFile] },
     );
     const line = await new Promise((resolve, reject) => {

@@ -1,6 +1,6 @@
 // The web inbox in a real browser (Debian's Chromium) against the real server: every kind of card
-// (forms too), refusals that keep the question, replies, cards settled elsewhere, the run page, a
-// restart, phone width.
+// (forms too, and an MCP server's page to open), refusals that keep the question, replies, cards
+// settled elsewhere, the run page, a restart, phone width.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { join } from "node:path";
@@ -327,6 +327,42 @@ test("replies instead of answering, to a form and to a question; a blank reply i
   const greeting = await completed(greeted.runId);
   assert.equal(greeting.settledToolCalls[0].kind, ToolResultKind.TOOL_RESULT_KIND_REPLIED);
   assert.match(greeting.outputText, /I would rather not say/);
+});
+
+test("an MCP server's URL-mode elicitation: the page to open as a link that askuser never opens; Done accepts, Decline declines", async () => {
+  const signInUrl = "https://auth.example.com/authorize?service=api";
+  await page.goto(`${server.url}/`);
+  await eventually("the MCP server to be up", async () => {
+    const signer = (await bob.listAgents()).find((agent) => agent.agentId === "signer");
+    return signer?.mcpServers.length === 1 && signer.mcpServers[0].up;
+  });
+  const accepted = await startRun(bob, "signer", 1);
+  assert.equal(accepted.calls[0].form?.url, signInUrl);
+  const form = card(accepted.calls[0]);
+  await form.waitFor();
+  assert.equal(await form.locator("h3").textContent(), "Sign in to api to let the deploy read its settings");
+  const link = form.getByRole("link", { name: signInUrl });
+  assert.equal(await link.textContent(), signInUrl, "the whole address is shown");
+  assert.equal(await link.getAttribute("href"), signInUrl);
+  assert.equal(await link.getAttribute("target"), "_blank");
+  assert.deepEqual((await link.getAttribute("rel")).split(" ").sort(), ["noopener", "noreferrer"]);
+  assert.equal(await form.locator(".url-host").textContent(), "auth.example.com");
+  assert.match(await form.textContent(), /askuser does not open this page/);
+  assert.equal(await form.locator(".field, input, textarea").count(), 0, "a page to open has no fields");
+  assert.equal(await form.getByRole("button", { name: "Reply instead…" }).count(), 0);
+  await form.screenshot({ path: join(SCREENSHOTS, "form-url.png") });
+
+  await form.getByRole("button", { name: "Done" }).click();
+  await settledCard(accepted.calls[0]).waitFor();
+  // The call goes on at the tool rather than settle with a result kind, so the card says "settled".
+  assert.match(await settledCard(accepted.calls[0]).textContent(), /by you/);
+  assert.equal((await completed(accepted.runId)).outputText, "api: sign-in accept");
+
+  const declined = await startRun(bob, "signer", 1);
+  await card(declined.calls[0]).getByRole("button", { name: "Decline", exact: true }).click();
+  await settledCard(declined.calls[0]).waitFor();
+  assert.equal((await completed(declined.runId)).outputText, "api: sign-in decline");
+  assert.deepEqual([...requested], [server.url], "nothing fetched the page but the person");
 });
 
 test("is readable at phone width", async () => {

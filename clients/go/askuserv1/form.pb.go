@@ -91,8 +91,12 @@ type Form struct {
 	Title string `protobuf:"bytes,1,opt,name=title,proto3" json:"title,omitempty"`
 	// What the form is for, shown above its fields (plain text; may be empty).
 	Message string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	// The fields, in the order they are shown. Names are unique.
-	Fields        []*FormField `protobuf:"bytes,3,rep,name=fields,proto3" json:"fields,omitempty"`
+	// The fields, in the order they are shown. Names are unique. Empty when `url` is set.
+	Fields []*FormField `protobuf:"bytes,3,rep,name=fields,proto3" json:"fields,omitempty"`
+	// A page the person is asked to open (an MCP server's URL-mode elicitation, e.g. to sign in
+	// somewhere); the form then has no fields, and accepting (a `form` answer without values) means
+	// they agree to go there, declining that they do not. askuser never fetches it.
+	Url           string `protobuf:"bytes,4,opt,name=url,proto3" json:"url,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -146,6 +150,13 @@ func (x *Form) GetFields() []*FormField {
 		return x.Fields
 	}
 	return nil
+}
+
+func (x *Form) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
 }
 
 // One field of a form.
@@ -919,11 +930,12 @@ var File_askuser_v1_form_proto protoreflect.FileDescriptor
 const file_askuser_v1_form_proto_rawDesc = "" +
 	"\n" +
 	"\x15askuser/v1/form.proto\x12\n" +
-	"askuser.v1\"e\n" +
+	"askuser.v1\"w\n" +
 	"\x04Form\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12-\n" +
-	"\x06fields\x18\x03 \x03(\v2\x15.askuser.v1.FormFieldR\x06fields\"\xc0\x02\n" +
+	"\x06fields\x18\x03 \x03(\v2\x15.askuser.v1.FormFieldR\x06fields\x12\x10\n" +
+	"\x03url\x18\x04 \x01(\tR\x03url\"\xc0\x02\n" +
 	"\tFormField\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06header\x18\x02 \x01(\tR\x06header\x12\x1a\n" +

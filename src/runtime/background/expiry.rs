@@ -10,7 +10,7 @@ use crate::runtime::effects::Metric;
 use crate::runtime::settle;
 use crate::runtime::shared::Shared;
 use crate::runtime::writes::CallRef;
-use crate::store::{CallChange, Decide};
+use crate::store::Decide;
 
 /// Calls settled per read of the due ones.
 const BATCH: usize = 256;
@@ -46,8 +46,7 @@ impl Shared {
                 }
             };
             for (run_id, tool_call_id) in due {
-                let expired: Decide =
-                    Box::new(|call| Ok(CallChange::Settle(settle::expired(call))));
+                let expired: Decide = Box::new(|call| Ok(settle::expired_change(call)));
                 let call = CallRef {
                     run_id: run_id.clone(),
                     tenant: None,

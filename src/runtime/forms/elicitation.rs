@@ -142,6 +142,7 @@ pub fn parse(arguments_json: &str) -> Result<Form, Vec<Violation>> {
         message,
         fields,
         style: FormStyle::Elicitation,
+        url: String::new(),
     })
 }
 

@@ -141,6 +141,7 @@ pub fn parse(arguments_json: &str) -> Result<Form, Vec<Violation>> {
         message: String::new(),
         fields,
         style: FormStyle::Questions,
+        url: String::new(),
     })
 }
 

@@ -23,6 +23,14 @@ pub fn validate(form: &Form, limits: &AskUserLimits) -> Result<(), Vec<Violation
         &form.message,
         limits.max_question_bytes,
     );
+    if !form.url.is_empty() {
+        check_url(&mut check, form);
+        return if check.violations.is_empty() {
+            Ok(())
+        } else {
+            Err(check.violations)
+        };
+    }
     if form.fields.is_empty() {
         check.push("fields", "a form needs at least one field".to_owned());
     } else if form.fields.len() > limits.max_form_fields {
@@ -294,5 +302,33 @@ impl Checker<'_> {
                 }
             }
         }
+    }
+}
+
+/// The longest URL a form may ask the person to open.
+const MAX_URL_BYTES: usize = 2048;
+
+/// A URL form: an http(s) URL of sensible length, and no fields.
+fn check_url(check: &mut Checker<'_>, form: &Form) {
+    if !form.fields.is_empty() {
+        check.push("fields", "a form with a url has no fields".to_owned());
+    }
+    if form.url.len() > MAX_URL_BYTES {
+        check.push(
+            "url",
+            format!(
+                "the url is {} bytes; the limit is {MAX_URL_BYTES}",
+                form.url.len()
+            ),
+        );
+        return;
+    }
+    match url::Url::parse(&form.url) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") => {}
+        Ok(url) => check.push(
+            "url",
+            format!("the url must be http or https, not {}", url.scheme()),
+        ),
+        Err(error) => check.push("url", format!("not a URL: {error}")),
     }
 }

@@ -9,18 +9,20 @@ use rmcp::ClientHandler;
 use rmcp::model::ProtocolVersion;
 #[allow(deprecated)]
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ErrorData, Implementation, ListRootsRequestMethod,
-    ListRootsResult,
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, ErrorData, FormElicitationCapability, Implementation,
+    ListRootsRequestMethod, ListRootsResult, UrlElicitationCapability,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tracing::info;
+use tracing::{info, warn};
 
 use super::McpServer;
-use super::settings::McpTransport;
+use super::live::LiveAsk;
+use super::settings::{McpRevision, McpTransport};
 
 /// The environment a stdio server starts with, before its own `env`: enough to find programs
 /// and a home, and none of this server's own settings or credentials.
@@ -42,14 +44,24 @@ const MAX_STDERR_LINE: usize = 4096;
 /// askuser's side of a connection.
 pub(super) struct Handler {
     server: Weak<McpServer>,
+    /// The revision the handshake offers.
+    protocol: ProtocolVersion,
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
+        // Elicitation in form and URL modes: a person answers, through askuser's forms.
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(
+            ElicitationCapability::new()
+                .with_form(FormElicitationCapability::default())
+                .with_url(UrlElicitationCapability::new()),
+        );
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("askuser", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(self.protocol.clone())
     }
 
     // Roots are not offered: the SDK's default answers with an empty list instead of an error.
@@ -59,6 +71,35 @@ impl ClientHandler for Handler {
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
         Err(ErrorData::method_not_found::<ListRootsRequestMethod>())
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let cancel = || ElicitResult::new(ElicitationAction::Cancel);
+        let Some(server) = self.server.upgrade() else {
+            return Ok(cancel());
+        };
+        let asks = match server.asker_of_request() {
+            Ok(asks) => asks,
+            Err(in_flight) => {
+                warn!(mcp_server = %server.name(), in_flight, "an MCP server asked for input within a call, but not one call is in flight to tell which asked; it is told the person cancelled");
+                return Ok(cancel());
+            }
+        };
+        let params = serde_json::to_value(&request)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        if asks.send(LiveAsk { params, reply }).await.is_err() {
+            return Ok(cancel());
+        }
+        Ok(answer
+            .await
+            .ok()
+            .and_then(|answer| serde_json::from_value(answer).ok())
+            .unwrap_or_else(cancel))
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -73,8 +114,10 @@ pub(super) type Connection = RunningService<RoleClient, Handler>;
 /// Connects and completes the start handshake within the server's timeout.
 pub(super) async fn connect(server: &Arc<McpServer>) -> Result<Connection, String> {
     let settings = server.settings();
+    let (lifecycle, protocol) = lifecycle(settings.protocol_version);
     let handler = Handler {
         server: Arc::downgrade(server),
+        protocol,
     };
     let timeout = settings.timeout.max(super::settings::START_TIMEOUT);
     let started = match &settings.transport {
@@ -96,7 +139,7 @@ pub(super) async fn connect(server: &Arc<McpServer>) -> Result<Connection, Strin
             }
             tokio::time::timeout(
                 timeout,
-                handler.serve_with_lifecycle(transport, lifecycle()),
+                handler.serve_with_lifecycle(transport, lifecycle.clone()),
             )
             .await
         }
@@ -121,7 +164,7 @@ pub(super) async fn connect(server: &Arc<McpServer>) -> Result<Connection, Strin
             let transport = StreamableHttpClientTransport::from_config(config);
             tokio::time::timeout(
                 timeout,
-                handler.serve_with_lifecycle(transport, lifecycle()),
+                handler.serve_with_lifecycle(transport, lifecycle.clone()),
             )
             .await
         }
@@ -136,12 +179,27 @@ pub(super) async fn connect(server: &Arc<McpServer>) -> Result<Connection, Strin
     }
 }
 
-/// The newest revision (2026-07-28: no handshake, input asked for by multi round-trip results),
-/// falling back to the handshake of 2025-11-25 for a server that does not speak it.
-fn lifecycle() -> ClientLifecycleMode {
-    ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+/// How a connection starts, and the revision its handshake offers: by default the newest
+/// (2026-07-28: no handshake, input asked for by multi round-trip results), falling back to the
+/// handshake of 2025-11-25 for a server that does not speak it; or the revision the entry pins.
+fn lifecycle(pinned: Option<McpRevision>) -> (ClientLifecycleMode, ProtocolVersion) {
+    let legacy = |version: ProtocolVersion| (ClientLifecycleMode::Initialize, version);
+    match pinned {
+        Some(McpRevision::V2025_06_18) => legacy(ProtocolVersion::V_2025_06_18),
+        Some(McpRevision::V2025_11_25) => legacy(ProtocolVersion::V_2025_11_25),
+        Some(McpRevision::V2026_07_28) => (
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+            ProtocolVersion::V_2026_07_28,
+        ),
+        None => (
+            ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(ProtocolVersion::V_2025_11_25),
+            },
+            ProtocolVersion::V_2025_11_25,
+        ),
     }
 }
 

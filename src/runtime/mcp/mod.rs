@@ -4,8 +4,11 @@
 //! and calls its tools for the runs' executors. Its tools are offered to the model only while it is
 //! up; their approval is the agents file's, never the server's nor the model's.
 
+mod call;
 mod catalog;
 mod connection;
+mod continuation;
+mod live;
 mod outcome;
 mod settings;
 mod supervisor;
@@ -13,16 +16,18 @@ mod supervisor;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, MetaObject, RequestMetaObject};
 use rmcp::service::{Peer, RoleClient};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::tools::Tool;
 
+pub use call::{McpCall, McpStep, elicitation_form};
 pub use catalog::{McpTool, SEPARATOR, qualified_name};
+pub use continuation::Continuation;
+pub use live::LiveAsker;
 pub use outcome::McpOutcome;
-pub use settings::{McpLimits, McpServerSettings, McpTransport};
+pub use settings::{McpLimits, McpRevision, McpServerSettings, McpTransport};
 
 /// The `_meta` key of a call's idempotency key, `<run_id>/<tool_call_id>`: a call cut short by a
 /// crash is made again with the same key, which a server that cares can deduplicate on.
@@ -38,6 +43,8 @@ pub struct McpServer {
     list_changed: Notify,
     /// Whether it is up; `None` until the first attempt to connect has ended.
     up: tokio::sync::watch::Sender<Option<bool>>,
+    /// The calls in flight, to which a live input request is handed.
+    in_flight: std::sync::Mutex<Vec<live::InFlight>>,
 }
 
 /// Whether the server is reachable, and what it offers.
@@ -79,6 +86,7 @@ impl McpServer {
             }),
             list_changed: Notify::new(),
             up: tokio::sync::watch::Sender::new(None),
+            in_flight: std::sync::Mutex::default(),
         })
     }
 
@@ -157,83 +165,6 @@ impl McpServer {
             }
         }
         clip(&text, 2048)
-    }
-
-    /// Calls `tool` (the server's own name for it) with the call's checked arguments, under the
-    /// server's timeout; every failure is an error result the model reads.
-    pub async fn call(
-        &self,
-        tool: &str,
-        idempotency_key: &str,
-        arguments_json: &str,
-        max_output_bytes: usize,
-    ) -> McpOutcome {
-        let started = std::time::Instant::now();
-        let outcome = self
-            .call_once(tool, idempotency_key, arguments_json, max_output_bytes)
-            .await;
-        crate::metrics::mcp_tool_call(self.name(), started.elapsed(), outcome.is_error);
-        outcome
-    }
-
-    async fn call_once(
-        &self,
-        tool: &str,
-        idempotency_key: &str,
-        arguments_json: &str,
-        max_output_bytes: usize,
-    ) -> McpOutcome {
-        let server = self.name();
-        // A call taken over after a restart, or made while the server reconnects, waits for it
-        // (within the call's time) rather than fail at once.
-        self.up_within(self.settings.timeout).await;
-        let state = self.read();
-        let qualified = qualified_name(server, tool);
-        let peer = match state.peer {
-            Some(peer) if state.up => peer,
-            _ => {
-                return McpOutcome::error(format!(
-                    "{qualified} was not called: MCP server {server} is down ({})",
-                    state.error
-                ));
-            }
-        };
-        if !state.tools.iter().any(|t| t.name == qualified) {
-            return McpOutcome::error(format!(
-                "{qualified} was not called: MCP server {server} no longer offers the tool {tool}"
-            ));
-        }
-        let arguments = match serde_json::from_str(arguments_json) {
-            Ok(serde_json::Value::Object(arguments)) => arguments,
-            _ => return McpOutcome::error("the arguments are not a JSON object"),
-        };
-        let mut meta = serde_json::Map::new();
-        meta.insert(IDEMPOTENCY_META.into(), idempotency_key.into());
-        let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
-        params.meta = Some(RequestMetaObject(MetaObject(meta)));
-        let timeout = self.settings.timeout;
-        match tokio::time::timeout(timeout, peer.call_tool_once(params)).await {
-            Err(_) => McpOutcome::error(format!(
-                "{qualified} failed: MCP server {server} did not answer within {}",
-                humantime::format_duration(timeout)
-            )),
-            Ok(Err(error)) => McpOutcome::error(
-                self.scrub(format!("{qualified} failed: MCP server {server}: {error}")),
-            ),
-            Ok(Ok(CallToolResponse::Complete(result))) => match serde_json::to_value(&result) {
-                Ok(result) => outcome::from_result(&result, max_output_bytes),
-                Err(error) => McpOutcome::error(format!("{qualified}: unreadable result: {error}")),
-            },
-            Ok(Ok(CallToolResponse::InputRequired(_))) => McpOutcome::error(format!(
-                "{qualified} failed: MCP server {server} asked for input, which this call cannot give"
-            )),
-            Ok(Ok(CallToolResponse::Task(_))) => McpOutcome::error(format!(
-                "{qualified} failed: MCP server {server} answered with a task, which askuser does not follow"
-            )),
-            Ok(Ok(_)) => McpOutcome::error(format!(
-                "{qualified} failed: MCP server {server} gave an answer askuser does not know"
-            )),
-        }
     }
 }
 

@@ -8,6 +8,25 @@ use crate::runtime::tools::ApprovalPolicy;
 /// The least time a server's start (a process, the handshake) gets.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// A protocol revision a server entry may pin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum McpRevision {
+    V2025_06_18,
+    V2025_11_25,
+    V2026_07_28,
+}
+
+impl McpRevision {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "2025-06-18" => Some(McpRevision::V2025_06_18),
+            "2025-11-25" => Some(McpRevision::V2025_11_25),
+            "2026-07-28" => Some(McpRevision::V2026_07_28),
+            _ => None,
+        }
+    }
+}
+
 /// How askuser reaches a server.
 #[derive(Clone, Debug)]
 pub enum McpTransport {
@@ -66,6 +85,9 @@ pub struct McpServerSettings {
     /// How long a call waits for a person when the server elicits; `None`: as long as the
     /// question lives (its TTL).
     pub elicitation_timeout: Option<Duration>,
+    /// The protocol revision spoken; `None`: the newest the server speaks (2026-07-28, else the
+    /// 2025-11-25 handshake).
+    pub protocol_version: Option<McpRevision>,
     /// Its tools' approval unless `tool_approval` names them; by default every call waits.
     pub approval: ApprovalPolicy,
     /// Per tool (the server's own tool name).

@@ -127,6 +127,7 @@ pub(in crate::store) struct CallUpdate {
     pub settled_ms: Option<i64>,
     /// When the call (last) started waiting: now, when the change makes it wait again.
     pub suspended_ms: Option<i64>,
+    pub continuation: Option<String>,
     pub event: Option<EventKind>,
     /// Change of the run's waiting calls (this one stops waiting: -1) and executing calls.
     pub pending_delta: i64,
@@ -157,11 +158,27 @@ impl CallUpdate {
             settled_by: None,
             settled_ms: None,
             suspended_ms: call.suspended_ms,
+            continuation: call.continuation.clone(),
             event: None,
             pending_delta: 0,
             executing_delta: 0,
         };
         Ok(match change {
+            // No event: the call's result comes when the server has run it on.
+            CallChange::Continue {
+                answer,
+                answer_id,
+                continuation,
+            } => CallUpdate {
+                status: CallStatus::Executing,
+                answer: answer.as_ref().map(to_json).transpose()?,
+                answer_id,
+                expire_ms: None,
+                continuation: Some(continuation),
+                pending_delta: -1,
+                executing_delta: 1,
+                ..keep
+            },
             CallChange::Settle(settlement) => CallUpdate {
                 status: settlement.status,
                 answer: settlement.answer.as_ref().map(to_json).transpose()?,

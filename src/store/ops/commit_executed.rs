@@ -2,9 +2,12 @@
 
 use super::calls::{between_turns, executed_events};
 use super::{Write, new_events};
-use crate::domain::{Event, RunStatus};
-use crate::store::records::{EXECUTED_UPDATE, RunHead, settled_by_column};
-use crate::store::{Committed, ExecutedResult, StoreResult, TurnOutcome};
+use crate::domain::{Event, EventKind, RunStatus};
+use crate::store::records::{
+    EXECUTED_UPDATE, RunHead, SUSPEND_EXECUTING_UPDATE, assignees_column, payload_column,
+    settled_by_column,
+};
+use crate::store::{Committed, ExecutedResult, StoreResult, SuspendedCall, TurnOutcome};
 
 /// The run after its calls ran: waiting if calls still wait for someone, else working on (a run
 /// that no longer runs ends its lease).
@@ -26,6 +29,8 @@ pub(in crate::store) struct ExecutedPlan {
     /// the store is corrupt), then the run.
     pub events: Vec<Event>,
     pub call_updates: Vec<Write>,
+    /// Then the calls that wait for a person now (each changes exactly one executing call).
+    pub suspend_updates: Vec<Write>,
     pub run_update: Write,
     /// The run's webhook plan, for the deliveries the events make.
     pub webhooks: Option<String>,
@@ -39,7 +44,7 @@ pub(in crate::store) fn plan(
     run_id: &str,
     reads: ExecutedReads,
     (owner, expected_turns): (&str, u32),
-    results: &[ExecutedResult],
+    (results, suspended, step_goes_on): (&[ExecutedResult], &[SuspendedCall], bool),
     now_ms: i64,
 ) -> StoreResult<Option<ExecutedPlan>> {
     let Some(head) = reads
@@ -48,10 +53,29 @@ pub(in crate::store) fn plan(
     else {
         return Ok(None);
     };
-    let events = new_events(run_id, head.last_sequence, executed_events(results), now_ms);
+    let kinds = executed_events(results)
+        .into_iter()
+        .chain(suspended.iter().map(|call| EventKind::ToolCallSuspended {
+            tool_call_id: call.tool_call_id.clone(),
+            tool_name: call.tool_name.clone(),
+            payload: call.suspension.payload.clone(),
+            form: call.suspension.form.clone(),
+            expire_ms: call.expire_ms,
+            kind: call.suspension.kind,
+            arguments_json: call.suspension.arguments_json.clone(),
+            approval_reason: call.suspension.approval_reason.clone(),
+            assignees: call.suspension.assignees.clone(),
+        }))
+        .collect();
+    let events = new_events(run_id, head.last_sequence, kinds, now_ms);
     let last_sequence = events.last().map_or(head.last_sequence, |e| e.sequence);
     let (pending, executing) = reads.counts;
-    let status = between_turns(pending, executing - results.len() as i64);
+    let (finished, waiting) = (results.len() as i64, suspended.len() as i64);
+    let status = if step_goes_on {
+        RunStatus::Running
+    } else {
+        between_turns(pending + waiting, executing - finished - waiting)
+    };
     let call_updates = results
         .iter()
         .zip(&events)
@@ -70,6 +94,25 @@ pub(in crate::store) fn plan(
             })
         })
         .collect::<StoreResult<_>>()?;
+    let suspend_updates = suspended
+        .iter()
+        .zip(&events[results.len()..])
+        .map(|(call, event)| {
+            Ok(Write {
+                sql: SUSPEND_EXECUTING_UPDATE,
+                params: vec![
+                    call.suspension.kind.as_str().into(),
+                    payload_column(&call.suspension)?.into(),
+                    call.expire_ms.into(),
+                    assignees_column(&call.suspension.assignees)?.into(),
+                    event.time_ms.into(),
+                    call.continuation.as_str().into(),
+                    run_id.into(),
+                    call.tool_call_id.as_str().into(),
+                ],
+            })
+        })
+        .collect::<StoreResult<_>>()?;
     let run_update = Write {
         sql: UPDATE_RUN,
         params: vec![
@@ -82,6 +125,7 @@ pub(in crate::store) fn plan(
     Ok(Some(ExecutedPlan {
         events,
         call_updates,
+        suspend_updates,
         run_update,
         webhooks: head.webhooks,
         status,

@@ -12,8 +12,9 @@ use crate::store::{
 pub(in crate::store) const UPDATE_CALL: &str = "UPDATE tool_calls SET status = $1, suspend_kind = $2, \
      run_arguments = $3, expire_ms = $4, answer = $5, answer_id = $6, decision = $7, \
      result_content = $8, result_is_error = $9, result_kind = $10, result_sequence = $11, \
-     assignees = $12, settled_by = $13, settled_ms = $14, suspended_ms = $15, claimant = NULL, \
-     claim_expires_ms = NULL WHERE run_id = $16 AND tool_call_id = $17 AND status = 'pending'";
+     assignees = $12, settled_by = $13, settled_ms = $14, suspended_ms = $15, continuation = $16, \
+     claimant = NULL, claim_expires_ms = NULL WHERE run_id = $17 AND tool_call_id = $18 \
+     AND status = 'pending'";
 
 /// The run's state after the settle.
 pub(in crate::store) const UPDATE_RUN: &str =
@@ -106,6 +107,7 @@ pub(in crate::store) fn plan(
             update.settled_by.into(),
             update.settled_ms.into(),
             update.suspended_ms.into(),
+            update.continuation.into(),
             run_id.into(),
             tool_call_id.into(),
         ],

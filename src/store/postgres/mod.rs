@@ -48,11 +48,11 @@ use super::records::{
     EXECUTING_QUERY, INSERT_RUN, LOCK_RUN, OLDEST_PENDING_CALLS_QUERY, PENDING_CALLS_COUNT_QUERY,
     PENDING_COLUMNS, PENDING_FEED_QUERY, PENDING_IN_TENANT_QUERY, PENDING_QUERY,
     PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_IN_TENANT, RUN_OF_REQUEST_QUERY, RUN_QUERY,
-    RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY, SettledRow, TOOL_CALL_QUERY,
-    TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall, UNFINISHED_BEFORE_QUERY,
-    UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY, WEBHOOKS_DUE_QUERY, assemble_transcript,
-    counting_step_start, executing_call, from_json, parse_status, pending_counts, to_json,
-    unsigned,
+    RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY, SUSPEND_EXECUTING_UPDATE, SettledRow,
+    TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall,
+    UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY, WEBHOOKS_DUE_QUERY,
+    assemble_transcript, counting_step_start, executing_call, from_json, parse_status,
+    pending_counts, to_json, unsigned,
 };
 use super::run_filter::{Dialect, list_runs_query};
 use super::webhook_records::{DeliveryInsert, deliveries_of};

@@ -112,6 +112,7 @@ pub(super) fn tool_call_record(
         decision: row.get(10),
         assignees: row.get(11),
         suspended_ms: row.get(12),
+        continuation: row.get(13),
     }
     .into_record(run_id, tool_call_id)
 }
@@ -348,7 +349,9 @@ impl StepRows {
             executing: self
                 .executing
                 .iter()
-                .map(|row| executing_call(row.get(0), row.get(1), row.get(2), row.get(3)))
+                .map(|row| {
+                    executing_call(row.get(0), row.get(1), row.get(2), row.get(3), row.get(4))
+                })
                 .collect::<StoreResult<_>>()?,
         }))
     }

@@ -115,7 +115,8 @@ impl ToolCallTable for PostgresStore {
     }
 
     async fn commit_executed(&self, executed: ExecutedResults<'_>) -> StoreResult<TurnOutcome> {
-        let (step, results) = (executed.step, executed.results);
+        let (step, results, suspended) = (executed.step, executed.results, executed.suspended);
+        let step_goes_on = executed.step_goes_on;
         let Step {
             run_id,
             owner,
@@ -130,6 +131,7 @@ impl ToolCallTable for PostgresStore {
                 events_insert,
                 deliveries_insert,
                 call_update,
+                suspend_update,
                 count,
                 run_update,
                 notice,
@@ -140,6 +142,7 @@ impl ToolCallTable for PostgresStore {
                     INSERT_EVENTS,
                     INSERT_DELIVERIES,
                     EXECUTED_UPDATE,
+                    SUSPEND_EXECUTING_UPDATE,
                     CALL_COUNTS_QUERY,
                     commit_executed::UPDATE_RUN,
                     NOTIFY,
@@ -153,18 +156,29 @@ impl ToolCallTable for PostgresStore {
             )?;
             let reads = ExecutedReads { head, counts };
             let step = (owner, expected_turns);
-            let Some(plan) = commit_executed::plan(run_id, reads, step, &results, now)? else {
+            let Some(plan) = commit_executed::plan(
+                run_id,
+                reads,
+                step,
+                (&results, &suspended, step_goes_on),
+                now,
+            )?
+            else {
                 return Ok(tx.rollback(TurnOutcome::Stale).await);
             };
-            let updates = plan.call_updates.iter().map(|write| {
-                let call_update = &call_update;
-                async move {
-                    match exec_write(client, call_update, write).await? {
+            let executed = plan.call_updates.iter().map(|write| (&call_update, write));
+            let waiting = plan
+                .suspend_updates
+                .iter()
+                .map(|write| (&suspend_update, write));
+            let updates = executed
+                .chain(waiting)
+                .map(|(statement, write)| async move {
+                    match exec_write(client, statement, write).await? {
                         1 => Ok(()),
                         _ => Err(commit_executed::not_executing(write)),
                     }
-                }
-            });
+                });
             try_join!(
                 insert_events(
                     client,

@@ -104,14 +104,23 @@ pub(super) fn load_pending(conn: &Connection, run_id: &str) -> StoreResult<Vec<P
 }
 
 pub(super) fn load_executing(conn: &Connection, run_id: &str) -> StoreResult<Vec<ExecutingCall>> {
-    let rows: Vec<(String, String, String, Option<String>)> = conn
+    type Row = (String, String, String, Option<String>, Option<String>);
+    let rows: Vec<Row> = conn
         .prepare_cached(EXECUTING_QUERY)?
         .query_map([run_id], |row| {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+            Ok((
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+            ))
         })?
         .collect::<Result<_, _>>()?;
     rows.into_iter()
-        .map(|(id, name, arguments, decision)| executing_call(id, name, arguments, decision))
+        .map(|(id, name, arguments, decision, continuation)| {
+            executing_call(id, name, arguments, decision, continuation)
+        })
         .collect()
 }
 
@@ -225,6 +234,7 @@ pub(super) fn load_tool_call(
                 decision: row.get(10)?,
                 assignees: row.get(11)?,
                 suspended_ms: row.get(12)?,
+                continuation: row.get(13)?,
             })
         })
         .optional()?

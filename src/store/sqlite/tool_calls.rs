@@ -63,7 +63,8 @@ impl ToolCallTable for SqliteStore {
     }
 
     async fn commit_executed(&self, executed: ExecutedResults<'_>) -> StoreResult<TurnOutcome> {
-        let (step, results) = (executed.step, executed.results);
+        let (step, results, suspended) = (executed.step, executed.results, executed.suspended);
+        let step_goes_on = executed.step_goes_on;
         let (run_id, owner) = (step.run_id.to_owned(), step.owner.to_owned());
         let expected_turns = step.expected_turns;
         self.db
@@ -73,13 +74,18 @@ impl ToolCallTable for SqliteStore {
                     counts: call_counts(conn, &run_id)?,
                 };
                 let step = (owner.as_str(), expected_turns);
-                let Some(plan) =
-                    commit_executed::plan(&run_id, reads, step, &results, now_millis())?
+                let Some(plan) = commit_executed::plan(
+                    &run_id,
+                    reads,
+                    step,
+                    (&results, &suspended, step_goes_on),
+                    now_millis(),
+                )?
                 else {
                     return Ok(TurnOutcome::Stale);
                 };
                 insert_events(conn, plan.webhooks.as_deref(), &plan.events)?;
-                for call_update in &plan.call_updates {
+                for call_update in plan.call_updates.iter().chain(&plan.suspend_updates) {
                     if execute(conn, call_update)? != 1 {
                         return Err(commit_executed::not_executing(call_update));
                     }

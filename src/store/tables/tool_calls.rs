@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use crate::store::{
     ClaimOutcome, Decide, ExecutedResult, Lease, PendingCounts, RunPendingCall, SettleOutcome,
-    Step, StoreResult, Tenancy, ToolCallRecord, TurnOutcome,
+    Step, StoreResult, SuspendedCall, Tenancy, ToolCallRecord, TurnOutcome,
 };
 
 /// One tool call of a run, as `tenancy` may see it: for [`ToolCallTable::get_tool_call`].
@@ -43,6 +43,11 @@ pub struct CallSettlement<'a> {
 pub struct ExecutedResults<'a> {
     pub step: Step<'a>,
     pub results: Vec<ExecutedResult>,
+    /// Calls that did not finish: their tools asked a person for input.
+    pub suspended: Vec<SuspendedCall>,
+    /// The step goes on (it holds a live call whose input a person is asked for): the run stays
+    /// running, under the step's lease.
+    pub step_goes_on: bool,
 }
 
 /// A page of the pending calls of `tenancy`'s runs, for [`ToolCallTable::pending_calls`]: those

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61skuser/v1/form.proto\x12\naskuser.v1\"M\n\x04\x46orm\x12\r\n\x05title\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12%\n\x06\x66ields\x18\x03 \x03(\x0b\x32\x15.askuser.v1.FormField\"\xff\x01\n\tFormField\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06header\x18\x02 \x01(\t\x12\x10\n\x08question\x18\x03 \x01(\t\x12\x10\n\x08required\x18\x04 \x01(\x08\x12%\n\x04text\x18\x05 \x01(\x0b\x32\x15.askuser.v1.TextFieldH\x00\x12)\n\x06number\x18\x06 \x01(\x0b\x32\x17.askuser.v1.NumberFieldH\x00\x12+\n\x07\x62oolean\x18\x07 \x01(\x0b\x32\x18.askuser.v1.BooleanFieldH\x00\x12)\n\x06\x63hoice\x18\x08 \x01(\x0b\x32\x17.askuser.v1.ChoiceFieldH\x00\x42\x06\n\x04kind\"\xd5\x01\n\tTextField\x12\x17\n\nmin_length\x18\x01 \x01(\rH\x00\x88\x01\x01\x12\x17\n\nmax_length\x18\x02 \x01(\rH\x01\x88\x01\x01\x12&\n\x06\x66ormat\x18\x03 \x01(\x0e\x32\x16.askuser.v1.TextFormat\x12\x0f\n\x07pattern\x18\x04 \x01(\t\x12\x11\n\tmultiline\x18\x05 \x01(\x08\x12\x1a\n\rdefault_value\x18\x06 \x01(\tH\x02\x88\x01\x01\x42\r\n\x0b_min_lengthB\r\n\x0b_max_lengthB\x10\n\x0e_default_value\"\x90\x01\n\x0bNumberField\x12\x0f\n\x07integer\x18\x01 \x01(\x08\x12\x14\n\x07minimum\x18\x02 \x01(\x01H\x00\x88\x01\x01\x12\x14\n\x07maximum\x18\x03 \x01(\x01H\x01\x88\x01\x01\x12\x1a\n\rdefault_value\x18\x04 \x01(\x01H\x02\x88\x01\x01\x42\n\n\x08_minimumB\n\n\x08_maximumB\x10\n\x0e_default_value\"<\n\x0c\x42ooleanField\x12\x1a\n\rdefault_value\x18\x01 \x01(\x08H\x00\x88\x01\x01\x42\x10\n\x0e_default_value\"\xc9\x01\n\x0b\x43hoiceField\x12#\n\x07\x63hoices\x18\x01 \x03(\x0b\x32\x12.askuser.v1.Choice\x12\x10\n\x08multiple\x18\x02 \x01(\x08\x12\x19\n\x0cmin_selected\x18\x03 \x01(\rH\x00\x88\x01\x01\x12\x19\n\x0cmax_selected\x18\x04 \x01(\rH\x01\x88\x01\x01\x12\x13\n\x0b\x61llow_other\x18\x05 \x01(\x08\x12\x16\n\x0e\x64\x65\x66\x61ult_values\x18\x06 \x03(\tB\x0f\n\r_min_selectedB\x0f\n\r_max_selected\"a\n\x06\x43hoice\x12\r\n\x05value\x18\x01 \x01(\t\x12\r\n\x05label\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x0f\n\x07preview\x18\x04 \x01(\t\x12\x13\n\x0brecommended\x18\x05 \x01(\x08\"\x87\x01\n\nFormAnswer\x12\x32\n\x06values\x18\x01 \x03(\x0b\x32\".askuser.v1.FormAnswer.ValuesEntry\x1a\x45\n\x0bValuesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12%\n\x05value\x18\x02 \x01(\x0b\x32\x16.askuser.v1.FieldValue:\x02\x38\x01\"u\n\nFieldValue\x12\x0e\n\x04text\x18\x01 \x01(\tH\x00\x12\x10\n\x06number\x18\x02 \x01(\x01H\x00\x12\x11\n\x07\x62oolean\x18\x03 \x01(\x08H\x00\x12)\n\x06\x63hoice\x18\x04 \x01(\x0b\x32\x17.askuser.v1.ChoiceValueH\x00\x42\x07\n\x05value\",\n\x0b\x43hoiceValue\x12\x0e\n\x06values\x18\x01 \x03(\t\x12\r\n\x05other\x18\x02 \x01(\t*\x86\x01\n\nTextFormat\x12\x1b\n\x17TEXT_FORMAT_UNSPECIFIED\x10\x00\x12\x15\n\x11TEXT_FORMAT_EMAIL\x10\x01\x12\x13\n\x0fTEXT_FORMAT_URI\x10\x02\x12\x14\n\x10TEXT_FORMAT_DATE\x10\x03\x12\x19\n\x15TEXT_FORMAT_DATE_TIME\x10\x04\x42\x8a\x01\n\x0e\x64\x65v.askuser.v1B\tFormProtoP\x01Z=github.com/askuser-dev/askuser/clients/go/askuserv1;askuserv1\xa2\x02\x03\x41XX\xaa\x02\nAskuser.V1\xca\x02\nAskuser\\V1\xea\x02\x0b\x41skuser::V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61skuser/v1/form.proto\x12\naskuser.v1\"Z\n\x04\x46orm\x12\r\n\x05title\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12%\n\x06\x66ields\x18\x03 \x03(\x0b\x32\x15.askuser.v1.FormField\x12\x0b\n\x03url\x18\x04 \x01(\t\"\xff\x01\n\tFormField\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06header\x18\x02 \x01(\t\x12\x10\n\x08question\x18\x03 \x01(\t\x12\x10\n\x08required\x18\x04 \x01(\x08\x12%\n\x04text\x18\x05 \x01(\x0b\x32\x15.askuser.v1.TextFieldH\x00\x12)\n\x06number\x18\x06 \x01(\x0b\x32\x17.askuser.v1.NumberFieldH\x00\x12+\n\x07\x62oolean\x18\x07 \x01(\x0b\x32\x18.askuser.v1.BooleanFieldH\x00\x12)\n\x06\x63hoice\x18\x08 \x01(\x0b\x32\x17.askuser.v1.ChoiceFieldH\x00\x42\x06\n\x04kind\"\xd5\x01\n\tTextField\x12\x17\n\nmin_length\x18\x01 \x01(\rH\x00\x88\x01\x01\x12\x17\n\nmax_length\x18\x02 \x01(\rH\x01\x88\x01\x01\x12&\n\x06\x66ormat\x18\x03 \x01(\x0e\x32\x16.askuser.v1.TextFormat\x12\x0f\n\x07pattern\x18\x04 \x01(\t\x12\x11\n\tmultiline\x18\x05 \x01(\x08\x12\x1a\n\rdefault_value\x18\x06 \x01(\tH\x02\x88\x01\x01\x42\r\n\x0b_min_lengthB\r\n\x0b_max_lengthB\x10\n\x0e_default_value\"\x90\x01\n\x0bNumberField\x12\x0f\n\x07integer\x18\x01 \x01(\x08\x12\x14\n\x07minimum\x18\x02 \x01(\x01H\x00\x88\x01\x01\x12\x14\n\x07maximum\x18\x03 \x01(\x01H\x01\x88\x01\x01\x12\x1a\n\rdefault_value\x18\x04 \x01(\x01H\x02\x88\x01\x01\x42\n\n\x08_minimumB\n\n\x08_maximumB\x10\n\x0e_default_value\"<\n\x0c\x42ooleanField\x12\x1a\n\rdefault_value\x18\x01 \x01(\x08H\x00\x88\x01\x01\x42\x10\n\x0e_default_value\"\xc9\x01\n\x0b\x43hoiceField\x12#\n\x07\x63hoices\x18\x01 \x03(\x0b\x32\x12.askuser.v1.Choice\x12\x10\n\x08multiple\x18\x02 \x01(\x08\x12\x19\n\x0cmin_selected\x18\x03 \x01(\rH\x00\x88\x01\x01\x12\x19\n\x0cmax_selected\x18\x04 \x01(\rH\x01\x88\x01\x01\x12\x13\n\x0b\x61llow_other\x18\x05 \x01(\x08\x12\x16\n\x0e\x64\x65\x66\x61ult_values\x18\x06 \x03(\tB\x0f\n\r_min_selectedB\x0f\n\r_max_selected\"a\n\x06\x43hoice\x12\r\n\x05value\x18\x01 \x01(\t\x12\r\n\x05label\x18\x02 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x03 \x01(\t\x12\x0f\n\x07preview\x18\x04 \x01(\t\x12\x13\n\x0brecommended\x18\x05 \x01(\x08\"\x87\x01\n\nFormAnswer\x12\x32\n\x06values\x18\x01 \x03(\x0b\x32\".askuser.v1.FormAnswer.ValuesEntry\x1a\x45\n\x0bValuesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12%\n\x05value\x18\x02 \x01(\x0b\x32\x16.askuser.v1.FieldValue:\x02\x38\x01\"u\n\nFieldValue\x12\x0e\n\x04text\x18\x01 \x01(\tH\x00\x12\x10\n\x06number\x18\x02 \x01(\x01H\x00\x12\x11\n\x07\x62oolean\x18\x03 \x01(\x08H\x00\x12)\n\x06\x63hoice\x18\x04 \x01(\x0b\x32\x17.askuser.v1.ChoiceValueH\x00\x42\x07\n\x05value\",\n\x0b\x43hoiceValue\x12\x0e\n\x06values\x18\x01 \x03(\t\x12\r\n\x05other\x18\x02 \x01(\t*\x86\x01\n\nTextFormat\x12\x1b\n\x17TEXT_FORMAT_UNSPECIFIED\x10\x00\x12\x15\n\x11TEXT_FORMAT_EMAIL\x10\x01\x12\x13\n\x0fTEXT_FORMAT_URI\x10\x02\x12\x14\n\x10TEXT_FORMAT_DATE\x10\x03\x12\x19\n\x15TEXT_FORMAT_DATE_TIME\x10\x04\x42\x8a\x01\n\x0e\x64\x65v.askuser.v1B\tFormProtoP\x01Z=github.com/askuser-dev/askuser/clients/go/askuserv1;askuserv1\xa2\x02\x03\x41XX\xaa\x02\nAskuser.V1\xca\x02\nAskuser\\V1\xea\x02\x0b\x41skuser::V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,28 +34,28 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'\n\016dev.askuser.v1B\tFormProtoP\001Z=github.com/askuser-dev/askuser/clients/go/askuserv1;askuserv1\242\002\003AXX\252\002\nAskuser.V1\312\002\nAskuser\\V1\352\002\013Askuser::V1'
   _globals['_FORMANSWER_VALUESENTRY']._loaded_options = None
   _globals['_FORMANSWER_VALUESENTRY']._serialized_options = b'8\001'
-  _globals['_TEXTFORMAT']._serialized_start=1406
-  _globals['_TEXTFORMAT']._serialized_end=1540
+  _globals['_TEXTFORMAT']._serialized_start=1419
+  _globals['_TEXTFORMAT']._serialized_end=1553
   _globals['_FORM']._serialized_start=37
-  _globals['_FORM']._serialized_end=114
-  _globals['_FORMFIELD']._serialized_start=117
-  _globals['_FORMFIELD']._serialized_end=372
-  _globals['_TEXTFIELD']._serialized_start=375
-  _globals['_TEXTFIELD']._serialized_end=588
-  _globals['_NUMBERFIELD']._serialized_start=591
-  _globals['_NUMBERFIELD']._serialized_end=735
-  _globals['_BOOLEANFIELD']._serialized_start=737
-  _globals['_BOOLEANFIELD']._serialized_end=797
-  _globals['_CHOICEFIELD']._serialized_start=800
-  _globals['_CHOICEFIELD']._serialized_end=1001
-  _globals['_CHOICE']._serialized_start=1003
-  _globals['_CHOICE']._serialized_end=1100
-  _globals['_FORMANSWER']._serialized_start=1103
-  _globals['_FORMANSWER']._serialized_end=1238
-  _globals['_FORMANSWER_VALUESENTRY']._serialized_start=1169
-  _globals['_FORMANSWER_VALUESENTRY']._serialized_end=1238
-  _globals['_FIELDVALUE']._serialized_start=1240
-  _globals['_FIELDVALUE']._serialized_end=1357
-  _globals['_CHOICEVALUE']._serialized_start=1359
-  _globals['_CHOICEVALUE']._serialized_end=1403
+  _globals['_FORM']._serialized_end=127
+  _globals['_FORMFIELD']._serialized_start=130
+  _globals['_FORMFIELD']._serialized_end=385
+  _globals['_TEXTFIELD']._serialized_start=388
+  _globals['_TEXTFIELD']._serialized_end=601
+  _globals['_NUMBERFIELD']._serialized_start=604
+  _globals['_NUMBERFIELD']._serialized_end=748
+  _globals['_BOOLEANFIELD']._serialized_start=750
+  _globals['_BOOLEANFIELD']._serialized_end=810
+  _globals['_CHOICEFIELD']._serialized_start=813
+  _globals['_CHOICEFIELD']._serialized_end=1014
+  _globals['_CHOICE']._serialized_start=1016
+  _globals['_CHOICE']._serialized_end=1113
+  _globals['_FORMANSWER']._serialized_start=1116
+  _globals['_FORMANSWER']._serialized_end=1251
+  _globals['_FORMANSWER_VALUESENTRY']._serialized_start=1182
+  _globals['_FORMANSWER_VALUESENTRY']._serialized_end=1251
+  _globals['_FIELDVALUE']._serialized_start=1253
+  _globals['_FIELDVALUE']._serialized_end=1370
+  _globals['_CHOICEVALUE']._serialized_start=1372
+  _globals['_CHOICEVALUE']._serialized_end=1416
 # @@protoc_insertion_point(module_scope)

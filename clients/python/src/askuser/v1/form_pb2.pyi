@@ -21,14 +21,16 @@ TEXT_FORMAT_DATE: TextFormat
 TEXT_FORMAT_DATE_TIME: TextFormat
 
 class Form(_message.Message):
-    __slots__ = ("title", "message", "fields")
+    __slots__ = ("title", "message", "fields", "url")
     TITLE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     FIELDS_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
     title: str
     message: str
     fields: _containers.RepeatedCompositeFieldContainer[FormField]
-    def __init__(self, title: _Optional[str] = ..., message: _Optional[str] = ..., fields: _Optional[_Iterable[_Union[FormField, _Mapping]]] = ...) -> None: ...
+    url: str
+    def __init__(self, title: _Optional[str] = ..., message: _Optional[str] = ..., fields: _Optional[_Iterable[_Union[FormField, _Mapping]]] = ..., url: _Optional[str] = ...) -> None: ...
 
 class FormField(_message.Message):
     __slots__ = ("name", "header", "question", "required", "text", "number", "boolean", "choice")

@@ -74,8 +74,14 @@ export interface Form {
   title: string;
   /** What the form is for, shown above its fields (plain text; may be empty). */
   message: string;
-  /** The fields, in the order they are shown. Names are unique. */
+  /** The fields, in the order they are shown. Names are unique. Empty when `url` is set. */
   fields: FormField[];
+  /**
+   * A page the person is asked to open (an MCP server's URL-mode elicitation, e.g. to sign in
+   * somewhere); the form then has no fields, and accepting (a `form` answer without values) means
+   * they agree to go there, declining that they do not. askuser never fetches it.
+   */
+  url: string;
 }
 
 /** One field of a form. */
@@ -232,7 +238,7 @@ export interface ChoiceValue {
 }
 
 function createBaseForm(): Form {
-  return { title: "", message: "", fields: [] };
+  return { title: "", message: "", fields: [], url: "" };
 }
 
 export const Form: MessageFns<Form> = {
@@ -245,6 +251,9 @@ export const Form: MessageFns<Form> = {
     }
     for (const v of message.fields) {
       FormField.encode(v!, writer.uint32(26).fork()).join();
+    }
+    if (message.url !== "") {
+      writer.uint32(34).string(message.url);
     }
     return writer;
   },
@@ -286,6 +295,14 @@ export const Form: MessageFns<Form> = {
             message.fields.push(FormField.decode(reader, reader.uint32()));
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.url = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -306,6 +323,7 @@ export const Form: MessageFns<Form> = {
     message.title = object.title ?? "";
     message.message = object.message ?? "";
     message.fields = object.fields?.map((e) => FormField.fromPartial(e)) || [];
+    message.url = object.url ?? "";
     return message;
   },
 };
