@@ -419,6 +419,20 @@ impl Drop for HttpServer {
     }
 }
 
+/// `askuser_mcp_server_up{server="remote"}` as the metrics endpoint shows it.
+async fn server_up_metric(addr: &str) -> String {
+    let text = reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .expect("scrape")
+        .text()
+        .await
+        .expect("body");
+    text.lines()
+        .find_map(|line| line.strip_prefix("askuser_mcp_server_up{server=\"remote\"} "))
+        .unwrap_or_else(|| panic!("no askuser_mcp_server_up for remote in:\n{text}"))
+        .to_owned()
+}
+
 const SECRET_ENV: &str = "ASKUSER_TEST_MCP_TOKEN";
 const SECRET: &str = "Bearer mcp-secret-4471";
 
@@ -441,9 +455,10 @@ approval = "never"
         &["remote"],
         &[r#"{ tool = "remote__add", arguments = { a = 20, b = 22 } }"#],
     );
+    let metrics_addr = format!("127.0.0.1:{}", free_port());
     let server = Server::process_with_env(
         Some(&toml),
-        &["--metrics-listen", "127.0.0.1:0"],
+        &["--metrics-listen", &metrics_addr],
         &[(SECRET_ENV, SECRET)],
     );
     let down = listed(&server, "ops").await;
@@ -458,6 +473,7 @@ approval = "never"
     }
     let down = listed(&server, "ops").await;
     assert!(!down.mcp_servers[0].error.is_empty());
+    assert_eq!(server_up_metric(&metrics_addr).await, "0");
 
     let _http = HttpServer::start(port, &log);
     let up = wait_up(&server, "ops").await;
@@ -466,6 +482,7 @@ approval = "never"
         "{:?}",
         up.tools
     );
+    assert_eq!(server_up_metric(&metrics_addr).await, "1");
     let outcome = run_approving(&server, "ops").await;
     assert_eq!(json(&outcome.output), serde_json::json!({ "sum": 42 }));
 
@@ -641,4 +658,44 @@ async fn a_call_cut_by_a_crash_is_made_again_and_the_run_completes_once() {
     assert_eq!(results.len(), 1, "one result, committed once");
     assert_eq!(results[0].content, "slept 2.0");
     assert_eq!(common::completions(&events), ["slept 2.0"]);
+}
+
+/// A stdio server's stderr is logged under its name, and the server is stopped with askuser.
+#[tokio::test]
+async fn a_stdio_servers_stderr_is_logged_under_its_name_and_it_stops_with_askuser() {
+    let log = CallLog::new();
+    let pid_file = tempfile::NamedTempFile::new().expect("temp file");
+    let pid_path = pid_file.path().display().to_string();
+    let toml = stdio_server("team", &log, "").replace(
+        "env = { MCP_CALL_LOG",
+        &format!("env = {{ MCP_PID_FILE = \"{pid_path}\", MCP_CALL_LOG"),
+    ) + &agent(
+        "ops",
+        &["team"],
+        &[r#"{ tool = "team__add", arguments = { a = 1, b = 2 } }"#],
+    );
+    let mut server = Server::process_with(Some(&toml), &[]);
+    wait_up(&server, "ops").await;
+    let pid: u32 = std::fs::read_to_string(&pid_path)
+        .expect("the fixture wrote its pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+    let logged = server.log();
+    let line = logged
+        .lines()
+        .find(|line| line.contains("fixture tools server starting"))
+        .unwrap_or_else(|| panic!("the server's stderr is not in the log:\n{logged}"));
+    assert!(line.contains("team"), "{line}");
+    assert!(server.terminate(), "askuser exits cleanly");
+    for _ in 0..100 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        // Gone, or a zombie whose parent is gone too.
+        if status.is_empty() || status.contains("State:\tZ") {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the MCP server process {pid} outlived askuser");
 }
