@@ -25,6 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 "admin.proto",
                 "errors.proto",
                 "form.proto",
+                "human.proto",
             ]
             .map(|file| PathBuf::from("proto/askuser/v1").join(file)),
             &[PathBuf::from("proto"), well_known],

@@ -30,7 +30,8 @@ pub enum KeysAction {
         #[arg(long)]
         name: String,
         /// Comma-separated scopes: runs:start, runs:read, runs:answer, runs:cancel,
-        /// tools:execute, agents:read, admin (the tenant's), operator (every tenant's keys).
+        /// asks:create, tools:execute, agents:read, admin (the tenant's), operator (every
+        /// tenant's keys).
         #[arg(long, value_delimiter = ',', value_parser = parse_scope)]
         scopes: Vec<Scope>,
     },

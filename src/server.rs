@@ -19,6 +19,7 @@ use crate::health::Health;
 use crate::metrics::MetricsEndpoint;
 use crate::proto::v1::admin_service_server::AdminServiceServer;
 use crate::proto::v1::agent_service_server::AgentServiceServer;
+use crate::proto::v1::human_service_server::HumanServiceServer;
 use crate::proto::v1::tool_service_server::ToolServiceServer;
 use crate::runtime::Runtime;
 use crate::store::{DeliveryStore, KeyStore, PostgresStore, RunStore, SqliteStore};
@@ -367,24 +368,31 @@ fn routes(
     // allow.
     let max_request = args.max_message_bytes();
     let max_response = max_request.saturating_mul(4);
+    // One set of stream limits for runs and requests alike.
+    let agent_api = AgentApi::new(
+        runtime.clone(),
+        StreamSettings {
+            heartbeat_interval: args.heartbeat_interval,
+            max_page_bytes: max_response / 2,
+            max_open_streams: args.max_open_streams,
+            max_streams_per_principal: args.max_streams_per_principal,
+            max_streams_per_tenant: args.max_streams_per_tenant,
+            first_frame_timeout: args.first_frame_timeout,
+            limits: args.request_limits(),
+        },
+    );
     let routes = Routes::new(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .add_service(
-            AgentServiceServer::new(AgentApi::new(
-                runtime.clone(),
-                StreamSettings {
-                    heartbeat_interval: args.heartbeat_interval,
-                    max_page_bytes: max_response / 2,
-                    max_open_streams: args.max_open_streams,
-                    max_streams_per_principal: args.max_streams_per_principal,
-                    max_streams_per_tenant: args.max_streams_per_tenant,
-                    first_frame_timeout: args.first_frame_timeout,
-                    limits: args.request_limits(),
-                },
-            ))
-            .max_decoding_message_size(max_request)
-            .max_encoding_message_size(max_response),
+            HumanServiceServer::new(agent_api.clone())
+                .max_decoding_message_size(max_request)
+                .max_encoding_message_size(max_response),
+        )
+        .add_service(
+            AgentServiceServer::new(agent_api)
+                .max_decoding_message_size(max_request)
+                .max_encoding_message_size(max_response),
         )
         .add_service(AdminServiceServer::new(AdminApi::new(
             Arc::clone(store) as Arc<dyn KeyStore>,

@@ -53,13 +53,15 @@ pub struct StreamSettings {
     pub limits: RequestLimits,
 }
 
-/// Handlers of `AgentService`.
+/// Handlers of `AgentService` (and of `HumanService`, whose requests are followed as runs are:
+/// human_service.rs).
+#[derive(Clone)]
 pub struct AgentApi {
-    runtime: Runtime,
+    pub(super) runtime: Runtime,
     heartbeat_interval: Duration,
     max_page_bytes: usize,
     first_frame_timeout: Duration,
-    limits: RequestLimits,
+    pub(super) limits: RequestLimits,
     /// One permit per open streaming call; a stream holds its permit until it ends.
     open_streams: Arc<Semaphore>,
     /// Open streams per principal and per tenant.
@@ -68,7 +70,7 @@ pub struct AgentApi {
 
 /// An open streaming call's place among `--max-open-streams`, counted in the open-streams metric
 /// while it lives.
-struct StreamPermit {
+pub(super) struct StreamPermit {
     _slot: StreamSlot,
     _permit: OwnedSemaphorePermit,
     _counted: crate::metrics::OpenStream,
@@ -76,13 +78,13 @@ struct StreamPermit {
 
 /// Who follows a run (and answers on it), and the credential its stream checks again on a timer
 /// and before each answer frame.
-struct Follower {
-    principal: Principal,
+pub(super) struct Follower {
+    pub(super) principal: Principal,
     credential: Option<Credential>,
 }
 
 impl Follower {
-    fn of<T>(request: &Request<T>) -> Follower {
+    pub(super) fn of<T>(request: &Request<T>) -> Follower {
         Follower {
             principal: caller(request),
             credential: credential(request),
@@ -108,7 +110,7 @@ impl AgentApi {
 
     /// A permit for one more open stream of `principal`, or RESOURCE_EXHAUSTED when its tenant,
     /// itself or the server has as many open as it allows.
-    fn stream_permit(&self, principal: &Principal) -> Result<StreamPermit, Status> {
+    pub(super) fn stream_permit(&self, principal: &Principal) -> Result<StreamPermit, Status> {
         let slot = self.stream_caps.take(principal)?;
         let permit = Arc::clone(&self.open_streams)
             .try_acquire_owned()
@@ -123,7 +125,7 @@ impl AgentApi {
     /// Turns a run's events into frames. On `RunAgent`, the client's answers are handled in the
     /// same loop, so an answer's `answer_accepted` / `answer_rejected` frame always comes before the
     /// events it causes. A heartbeat goes out whenever nothing else did for a whole interval.
-    fn frames(
+    pub(super) fn frames(
         &self,
         permit: StreamPermit,
         run_id: String,

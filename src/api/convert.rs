@@ -185,9 +185,21 @@ pub fn list_filter(request: &pb::ListRunsRequest) -> Result<RunFilter, ApiError>
             ));
         }
     };
+    // A request is a run of no agent: listing requests is listing runs whose agent id is empty.
+    let agent_id = match (request.requests_only, request.agent_id.is_empty()) {
+        (true, true) => Some(crate::runtime::requests::REQUEST_AGENT.to_owned()),
+        (true, false) => {
+            return Err(ApiError::field(
+                "requests_only",
+                "requests have no agent: give requests_only or agent_id, not both",
+            ));
+        }
+        (false, true) => None,
+        (false, false) => Some(request.agent_id.clone()),
+    };
     Ok(RunFilter {
         status: status_filter(request.status)?,
-        agent_id: (!request.agent_id.is_empty()).then(|| request.agent_id.clone()),
+        agent_id,
         metadata: request
             .metadata
             .iter()
@@ -245,7 +257,7 @@ pub fn start_from_proto(
         .map(|ttl| duration_from_proto(ttl, "start.question_ttl"))
         .transpose()?;
     Ok(StartRunRequest {
-        webhooks: run_webhooks_from_proto(start.webhooks)?,
+        webhooks: run_webhooks_from_proto(start.webhooks, "start.webhooks")?,
         tools: run_tools_from_proto(start.tools)?,
         agent_id: start.agent_id,
         prompt: start.prompt,
@@ -260,12 +272,13 @@ pub fn start_from_proto(
 const MAX_RUN_WEBHOOKS: usize = 16;
 
 /// Decodes the webhooks of `StartRun` (whether their URLs are allowed is the runtime's to say).
-fn run_webhooks_from_proto(
+pub fn run_webhooks_from_proto(
     webhooks: Vec<pb::WebhookSubscription>,
+    path: &str,
 ) -> Result<Vec<RunWebhook>, ApiError> {
     if webhooks.len() > MAX_RUN_WEBHOOKS {
         return Err(ApiError::field(
-            "start.webhooks",
+            path,
             format!("at most {MAX_RUN_WEBHOOKS} webhooks"),
         ));
     }
@@ -280,7 +293,7 @@ fn run_webhooks_from_proto(
                 .map(|(position, name)| {
                     WebhookEvent::parse(name).ok_or_else(|| {
                         ApiError::field(
-                            format!("start.webhooks[{index}].events[{position}]"),
+                            format!("{path}[{index}].events[{position}]"),
                             "unknown event type",
                         )
                     })

@@ -286,6 +286,18 @@ pub fn check_start(start: &pb::StartRun, limits: &RequestLimits) -> Result<(), A
     check.done().map_err(ApiError::InvalidRequest)
 }
 
+/// The sizes of an `Ask` (its context as a run's prompt).
+pub fn check_ask(request: &pb::AskRequest, limits: &RequestLimits) -> Result<(), ApiError> {
+    let mut check = Check::default();
+    check.text("context", &request.context, limits.max_prompt_bytes);
+    check.text("request_id", &request.request_id, limits.max_id_bytes);
+    check.metadata("metadata", &request.metadata, limits);
+    for (index, assignee) in request.assignees.iter().enumerate() {
+        check.text(format!("assignees[{index}]"), assignee, limits.max_id_bytes);
+    }
+    check.done().map_err(ApiError::InvalidRequest)
+}
+
 /// What a request's field holds, for [`check`].
 #[derive(Clone, Copy, Debug)]
 pub enum Field<'a> {

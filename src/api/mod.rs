@@ -7,8 +7,10 @@ mod client_subject;
 mod convert;
 mod error;
 mod form_answer;
+mod form_from_proto;
 #[cfg(test)]
 mod frame_properties;
+mod human_service;
 mod inbound;
 mod limits;
 mod reason;

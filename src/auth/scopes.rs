@@ -59,6 +59,7 @@ fn rpc_access(path: &str) -> Access {
             "ClaimCall" => Access::Scope(Scope::ToolsExecute),
             _ => Access::Unknown,
         },
+        ("askuser.v1.HumanService", "Ask") => Access::Scope(Scope::AsksCreate),
         // It validates what a run would ask, outside any run: part of starting runs.
         ("askuser.v1.ToolService", "AskUser" | "RenderQuestion") => Access::Scope(Scope::RunsStart),
         // Within the caller's tenant; other tenants' keys take `operator` (admin_service.rs).

@@ -10,6 +10,8 @@ pub const DEFAULT_TENANT: &str = "default";
 pub enum Scope {
     /// Start runs.
     RunsStart,
+    /// Ask a person from outside any run (`HumanService.Ask`).
+    AsksCreate,
     /// Read runs, follow them, watch the pending-calls feed.
     RunsRead,
     /// Answer questions and decide approvals.
@@ -30,8 +32,9 @@ pub enum Scope {
 }
 
 impl Scope {
-    pub const ALL: [Scope; 8] = [
+    pub const ALL: [Scope; 9] = [
         Scope::RunsStart,
+        Scope::AsksCreate,
         Scope::RunsRead,
         Scope::RunsAnswer,
         Scope::RunsCancel,
@@ -45,6 +48,7 @@ impl Scope {
     pub fn as_str(self) -> &'static str {
         match self {
             Scope::RunsStart => "runs:start",
+            Scope::AsksCreate => "asks:create",
             Scope::RunsRead => "runs:read",
             Scope::RunsAnswer => "runs:answer",
             Scope::RunsCancel => "runs:cancel",

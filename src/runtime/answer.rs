@@ -130,6 +130,33 @@ impl Shared {
         }
         let not_runnable =
             |why: String| RuntimeError::rejected(RejectReason::ToolCallNotPending, why);
+        if run.agent_id == super::requests::REQUEST_AGENT {
+            // A standalone request's approval: the asker runs the tool; the result says how.
+            let (edited, arguments_json) = match &request.answer {
+                AnswerInput::Approval(ApprovalDecision::Edit { arguments_json }) => (
+                    true,
+                    super::requests::any_object()
+                        .check(arguments_json)
+                        .map(|(_, canonical)| canonical)
+                        .map_err(|error| {
+                            let description =
+                                format!("the edited arguments are not a JSON object: {error}");
+                            RuntimeError::AnswerRejected {
+                                reason: RejectReason::InvalidAnswer,
+                                message: description.clone(),
+                                violations: vec![Violation {
+                                    field: "answer.approval.edit.arguments_json".into(),
+                                    description,
+                                }],
+                            }
+                        })?,
+                ),
+                _ => (false, call.suspension.arguments_json.clone()),
+            };
+            return Ok(Some(Approved::Settle {
+                content: super::requests::approval_result(edited, &arguments_json),
+            }));
+        }
         let agent = self.agents.get(&run.agent_id).ok_or_else(|| {
             not_runnable(format!(
                 "agent \"{}\" is not configured on this server",

@@ -211,6 +211,9 @@ impl Shared {
                 .commit_retrying(&state.run.agent_id, run_id, expected_turns, commit)
                 .await;
         }
+        if let Some(spec) = &state.request {
+            return self.request_step(run_id, &state, spec).await;
+        }
         if !state.executing.is_empty() {
             return self.execute_calls(run_id, &state).await;
         }
@@ -348,7 +351,7 @@ impl Shared {
 
     /// Commits a turn with [`Self::retrying`]; a turn the store refuses for good fails its run
     /// instead (with its reason in the log only), rather than being computed again and again.
-    async fn commit_retrying(
+    pub(super) async fn commit_retrying(
         self: &Arc<Self>,
         agent_id: &str,
         run_id: &str,

@@ -22,6 +22,7 @@ pub mod mcp;
 mod page_token;
 mod pending_fanout;
 mod pending_feed;
+pub mod requests;
 mod server_calls;
 mod settle;
 mod settle_access;
@@ -347,37 +348,44 @@ impl Runtime {
             .question_ttl
             .or(agent.question_ttl)
             .map(|ttl| ttl.min(self.shared.config.max_question_ttl));
-        let run_id = uuid::Uuid::now_v7().to_string();
+        let run = NewRun {
+            run_id: uuid::Uuid::now_v7().to_string(),
+            tenant: request.principal.tenant.clone(),
+            agent_id: request.agent_id,
+            prompt: request.prompt,
+            metadata: request.metadata,
+            question_ttl_ms: ttl.map(millis),
+            run_tools: request.tools,
+            request_id: (!request.request_id.is_empty()).then_some(request.request_id),
+            webhooks,
+            // The start's RPC span: the run's steps, wherever they run, join its trace.
+            trace_context: crate::telemetry::current_context(),
+            request: None,
+        };
+        self.create_and_follow(run, request.principal).await
+    }
+
+    /// Creates `run` (unless its request id made one before) and follows it from its beginning.
+    async fn create_and_follow(
+        &self,
+        run: NewRun,
+        principal: Principal,
+    ) -> Result<(String, EventStream), RuntimeError> {
+        let run_id = run.run_id.clone();
         let live = self.shared.hub.subscribe(&run_id);
         // Its commits then reach only its tenant's pending-calls feeds, with no read to find it.
         self.shared
             .pending_fanout
-            .remember(&run_id, &request.principal.tenant);
-        let existing = self
-            .shared
-            .create(NewRun {
-                run_id: run_id.clone(),
-                tenant: request.principal.tenant.clone(),
-                agent_id: request.agent_id,
-                prompt: request.prompt,
-                metadata: request.metadata,
-                question_ttl_ms: ttl.map(millis),
-                run_tools: request.tools,
-                request_id: (!request.request_id.is_empty()).then_some(request.request_id),
-                webhooks,
-                // The start's RPC span: the run's steps, wherever they run, join its trace.
-                trace_context: crate::telemetry::current_context(),
-            })
-            .await?;
-        if let Some(run_id) = existing {
+            .remember(&run_id, &principal.tenant);
+        if let Some(run_id) = self.shared.create(run).await? {
             // A retried start: follow the run the first one made, from its beginning.
-            let events = self.follow(&run_id, &request.principal, 0, FollowUntil::End);
+            let events = self.follow(&run_id, &principal, 0, FollowUntil::End);
             return Ok((run_id, events));
         }
         let events = self.shared.follow_subscribed(
             live,
             &run_id,
-            Some(request.principal.tenant),
+            Some(principal.tenant),
             0,
             FollowUntil::End,
             false,

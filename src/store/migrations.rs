@@ -2,7 +2,7 @@
 //! keeps its own versions 1 and 2 and appends these; never edit a released one, add the next.
 
 /// Versions 3, 4, ... in order.
-pub(super) const SHARED: [&str; 10] = [
+pub(super) const SHARED: [&str; 11] = [
     include_str!("../../migrations/postgres/0003_tools.sql"),
     include_str!("../../migrations/postgres/0004_step_starts.sql"),
     include_str!("../../migrations/postgres/0005_keys.sql"),
@@ -13,6 +13,7 @@ pub(super) const SHARED: [&str; 10] = [
     include_str!("../../migrations/postgres/0010_webhook_subscriptions_and_secrets.sql"),
     include_str!("../../migrations/postgres/0011_pending_calls_index.sql"),
     include_str!("../../migrations/postgres/0012_call_continuation.sql"),
+    include_str!("../../migrations/postgres/0013_requests.sql"),
 ];
 
 /// A store's schema versions: its own first ones, then [`SHARED`]; version `n` at index `n - 1`.

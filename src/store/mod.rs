@@ -133,6 +133,8 @@ pub struct NewRun {
     pub webhooks: Option<WebhookPlan>,
     /// The trace context the run starts in (see `crate::telemetry`), when traces are exported.
     pub trace_context: Option<String>,
+    /// A standalone request's one call (JSON, see `crate::runtime`); `None` for an agent's run.
+    pub request: Option<String>,
 }
 
 /// Outcome of [`RunTable::create_run`].
@@ -176,6 +178,8 @@ pub struct StepState {
     pub executing: Vec<ExecutingCall>,
     /// The trace context the run started in, which the step's spans join.
     pub trace_context: Option<String>,
+    /// A standalone request's one call; `None` for an agent's run.
+    pub request: Option<String>,
 }
 
 /// A call the server is to run, with the arguments it runs with.
@@ -424,6 +428,8 @@ pub enum Approved {
     },
     /// The server runs it with these arguments.
     Execute { arguments_json: String },
+    /// Settled with this result: the asker runs it (a standalone request's approval).
+    Settle { content: String },
 }
 
 /// Why a [`Decide`] refused to change a call: the decider's own error, carried out of the

@@ -50,7 +50,7 @@ pub(super) const AFTER_RUN_COLUMNS: usize = 15;
 /// trace context it started in.
 pub(super) static STEP_RUN_QUERY: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {RUN_COLUMNS}, step_attempt, step_starts, trace_context FROM runs \
+        "SELECT {RUN_COLUMNS}, step_attempt, step_starts, trace_context, request FROM runs \
          WHERE run_id = $1"
     )
 });
@@ -247,8 +247,8 @@ impl RunRow {
 pub(super) const INSERT_RUN: &str = "INSERT INTO runs (run_id, agent_id, status, prompt, metadata, \
      output_text, error_message, last_sequence, turns, question_ttl_ms, created_ms, updated_ms, \
      run_tools, lease_owner, lease_expires_ms, request_id, tenant, step_starts, webhooks, \
-     trace_context) VALUES ($1, $2, 'running', $3, $4, '', '', 1, 0, $5, $6, $6, $7, $8, $9, $10, \
-     $11, CASE WHEN CAST($8 AS TEXT) IS NULL THEN 0 ELSE 1 END, $12, $13)";
+     trace_context, request) VALUES ($1, $2, 'running', $3, $4, '', '', 1, 0, $5, $6, $6, $7, $8, \
+     $9, $10, $11, CASE WHEN CAST($8 AS TEXT) IS NULL THEN 0 ELSE 1 END, $12, $13, $14)";
 
 /// A lease-taking statement (its `SET` names `lease_expires_ms = $3`/`?3`) that also counts a
 /// start of the run's current step: the step's executor takes the lease to run it.
@@ -616,6 +616,7 @@ pub(super) fn first_step(run: NewRun, now_ms: i64) -> StoreResult<StepState> {
         step_starts: 1,
         executing: Vec::new(),
         trace_context: run.trace_context,
+        request: run.request,
     })
 }
 

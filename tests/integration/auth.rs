@@ -77,6 +77,19 @@ async fn call(channel: &Channel, rpc: &str, credential: Option<&str>) -> Result<
             ))
             .await
             .map(drop),
+        "Ask" => askuser::proto::v1::human_service_client::HumanServiceClient::new(channel.clone())
+            .ask(authorized(
+                pb::AskRequest {
+                    call: Some(pb::ask_request::Call::Question(pb::AskUserInput {
+                        question: "Proceed?".into(),
+                        ..Default::default()
+                    })),
+                    ..Default::default()
+                },
+                credential,
+            ))
+            .await
+            .map(drop),
         "AskUser" => ToolServiceClient::new(channel.clone())
             .ask_user(authorized(
                 pb::AskUserRequest {
@@ -109,7 +122,7 @@ fn refused(outcome: &Result<(), tonic::Status>) -> Option<Code> {
 }
 
 /// Each scope and an RPC it lets through.
-const SCOPED_RPCS: [(&str, &str); 7] = [
+const SCOPED_RPCS: [(&str, &str); 8] = [
     ("agents:read", "ListAgents"),
     ("runs:read", "ListRuns"),
     ("runs:read", "GetRun"),
@@ -117,6 +130,7 @@ const SCOPED_RPCS: [(&str, &str); 7] = [
     ("tools:execute", "ClaimCall"),
     ("runs:answer", "ResumeRun"),
     ("runs:start", "AskUser"),
+    ("asks:create", "Ask"),
 ];
 
 async fn health(channel: &Channel) -> Result<(), tonic::Status> {

@@ -23,6 +23,7 @@ mod fuzz_agents_file;
 mod fuzz_server;
 mod grpc_web;
 mod http_tools;
+mod human;
 mod isolation;
 mod limits;
 mod mcp_elicitation;

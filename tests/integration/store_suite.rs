@@ -160,6 +160,7 @@ fn new_run(run_id: &str, agent_id: &str) -> NewRun {
         request_id: None,
         webhooks: None,
         trace_context: None,
+        request: None,
     }
 }
 

@@ -90,8 +90,8 @@ type CreateKeyRequest struct {
 	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	// A name to recognise the key by in listings and logs.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	// The key's scopes: `runs:start`, `runs:read`, `runs:answer`, `runs:cancel`, `tools:execute`,
-	// `agents:read`, `admin` (its tenant's), `operator` (every tenant's keys).
+	// The key's scopes: `runs:start`, `runs:read`, `runs:answer`, `runs:cancel`, `asks:create`,
+	// `tools:execute`, `agents:read`, `admin` (its tenant's), `operator` (every tenant's keys).
 	Scopes        []string `protobuf:"bytes,3,rep,name=scopes,proto3" json:"scopes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -2968,7 +2968,9 @@ type ListRunsRequest struct {
 	// Only runs created before this time.
 	CreateTimeBefore *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=create_time_before,json=createTimeBefore,proto3" json:"create_time_before,omitempty"`
 	// Only runs with a call waiting for this kind of settlement; unspecified: no such condition.
-	PendingKind   SuspendKind `protobuf:"varint,8,opt,name=pending_kind,json=pendingKind,proto3,enum=askuser.v1.SuspendKind" json:"pending_kind,omitempty"`
+	PendingKind SuspendKind `protobuf:"varint,8,opt,name=pending_kind,json=pendingKind,proto3,enum=askuser.v1.SuspendKind" json:"pending_kind,omitempty"`
+	// Only standalone requests (`HumanService.Ask`: runs of no agent).
+	RequestsOnly  bool `protobuf:"varint,9,opt,name=requests_only,json=requestsOnly,proto3" json:"requests_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3057,6 +3059,13 @@ func (x *ListRunsRequest) GetPendingKind() SuspendKind {
 		return x.PendingKind
 	}
 	return SuspendKind_SUSPEND_KIND_UNSPECIFIED
+}
+
+func (x *ListRunsRequest) GetRequestsOnly() bool {
+	if x != nil {
+		return x.RequestsOnly
+	}
+	return false
 }
 
 // Response of `ListRuns`.
@@ -4416,7 +4425,7 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\rGetRunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\"3\n" +
 	"\x0eGetRunResponse\x12!\n" +
-	"\x03run\x18\x01 \x01(\v2\x0f.askuser.v1.RunR\x03run\"\xe9\x03\n" +
+	"\x03run\x18\x01 \x01(\v2\x0f.askuser.v1.RunR\x03run\"\x8e\x04\n" +
 	"\x0fListRunsRequest\x12-\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x15.askuser.v1.RunStatusR\x06status\x12\x19\n" +
 	"\bagent_id\x18\x04 \x01(\tR\aagentId\x12\x1b\n" +
@@ -4426,7 +4435,8 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\bmetadata\x18\x05 \x03(\v2).askuser.v1.ListRunsRequest.MetadataEntryR\bmetadata\x12F\n" +
 	"\x11create_time_after\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x0fcreateTimeAfter\x12H\n" +
 	"\x12create_time_before\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x10createTimeBefore\x12:\n" +
-	"\fpending_kind\x18\b \x01(\x0e2\x17.askuser.v1.SuspendKindR\vpendingKind\x1a;\n" +
+	"\fpending_kind\x18\b \x01(\x0e2\x17.askuser.v1.SuspendKindR\vpendingKind\x12#\n" +
+	"\rrequests_only\x18\t \x01(\bR\frequestsOnly\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"_\n" +

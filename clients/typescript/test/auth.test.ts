@@ -45,7 +45,7 @@ function mtls() {
   };
 }
 
-const CONFORMANCE_AGENTS = ["checks", "deployer", "feed", "form", "free_text", "parallel", "per_run", "pick", "questions", "status_check", "two_step"];
+const CONFORMANCE_AGENTS = ["checks", "deployer", "feed", "form", "free_text", "mcp_deployer", "parallel", "per_run", "pick", "questions", "status_check", "two_step"];
 
 test("a token provider is asked for a token at the start of every call, unary and streaming", async () => {
   const key = env("ASKUSER_API_KEY");

@@ -26,6 +26,7 @@ fn new_run(run_id: &str) -> NewRun {
         request_id: None,
         webhooks: None,
         trace_context: None,
+        request: None,
     }
 }
 

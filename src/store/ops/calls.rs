@@ -209,7 +209,7 @@ impl CallUpdate {
                     decision,
                     answer_id,
                     sequence,
-                    by: Some(by),
+                    by: Some(by.clone()),
                 })?);
                 match next {
                     Approved::Suspend {
@@ -234,6 +234,25 @@ impl CallUpdate {
                             approval_reason: suspension.approval_reason,
                             assignees: suspension.assignees,
                         }),
+                        ..keep
+                    },
+                    Approved::Settle { content } => CallUpdate {
+                        status: CallStatus::Answered,
+                        result_kind: Some(kind_name(ToolResultKind::Answered)?),
+                        result_sequence: sequence as i64,
+                        settled_by: Some(to_json(&by)?),
+                        settled_ms: Some(time_ms),
+                        event: Some(EventKind::ToolResult {
+                            tool_call_id: call.tool_call_id.clone(),
+                            content: content.clone(),
+                            is_error: false,
+                            kind: ToolResultKind::Answered,
+                            settled_by: Some(by),
+                        }),
+                        result_content: Some(content),
+                        expire_ms: None,
+                        decision,
+                        pending_delta: -1,
                         ..keep
                     },
                     Approved::Execute { arguments_json } => CallUpdate {

@@ -40,6 +40,7 @@ pub(in crate::store) fn plan(
             run.tenant.as_str().into(),
             webhooks.clone().into(),
             run.trace_context.clone().into(),
+            run.request.clone().into(),
         ],
     };
     let started = EventKind::RunStarted {

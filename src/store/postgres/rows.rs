@@ -346,6 +346,7 @@ impl StepRows {
             step_starts: u32::try_from(row.get::<_, i64>(AFTER_RUN_COLUMNS + 1))
                 .unwrap_or(u32::MAX),
             trace_context: row.get(AFTER_RUN_COLUMNS + 2),
+            request: row.get(AFTER_RUN_COLUMNS + 3),
             executing: self
                 .executing
                 .iter()

@@ -274,10 +274,11 @@ pub(super) fn read_step(conn: &Connection, run_id: &str) -> StoreResult<Option<S
                 row.get::<_, i64>(AFTER_RUN_COLUMNS)?,
                 row.get::<_, i64>(AFTER_RUN_COLUMNS + 1)?,
                 row.get(AFTER_RUN_COLUMNS + 2)?,
+                row.get(AFTER_RUN_COLUMNS + 3)?,
             ))
         })
         .optional()?;
-    let Some((raw, step_attempt, step_starts, trace_context)) = row else {
+    let Some((raw, step_attempt, step_starts, trace_context, request)) = row else {
         return Ok(None);
     };
     let run = raw.into_record(load_pending(conn, run_id)?)?;
@@ -289,6 +290,7 @@ pub(super) fn read_step(conn: &Connection, run_id: &str) -> StoreResult<Option<S
         step_starts: u32::try_from(step_starts).unwrap_or(u32::MAX),
         executing: load_executing(conn, run_id)?,
         trace_context,
+        request,
     }))
 }
 

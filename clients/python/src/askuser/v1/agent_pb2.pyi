@@ -510,7 +510,7 @@ class GetRunResponse(_message.Message):
     def __init__(self, run: _Optional[_Union[Run, _Mapping]] = ...) -> None: ...
 
 class ListRunsRequest(_message.Message):
-    __slots__ = ("status", "agent_id", "page_size", "page_token", "metadata", "create_time_after", "create_time_before", "pending_kind")
+    __slots__ = ("status", "agent_id", "page_size", "page_token", "metadata", "create_time_after", "create_time_before", "pending_kind", "requests_only")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -526,6 +526,7 @@ class ListRunsRequest(_message.Message):
     CREATE_TIME_AFTER_FIELD_NUMBER: _ClassVar[int]
     CREATE_TIME_BEFORE_FIELD_NUMBER: _ClassVar[int]
     PENDING_KIND_FIELD_NUMBER: _ClassVar[int]
+    REQUESTS_ONLY_FIELD_NUMBER: _ClassVar[int]
     status: RunStatus
     agent_id: str
     page_size: int
@@ -534,7 +535,8 @@ class ListRunsRequest(_message.Message):
     create_time_after: _timestamp_pb2.Timestamp
     create_time_before: _timestamp_pb2.Timestamp
     pending_kind: SuspendKind
-    def __init__(self, status: _Optional[_Union[RunStatus, str]] = ..., agent_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., pending_kind: _Optional[_Union[SuspendKind, str]] = ...) -> None: ...
+    requests_only: bool
+    def __init__(self, status: _Optional[_Union[RunStatus, str]] = ..., agent_id: _Optional[str] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., create_time_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., create_time_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., pending_kind: _Optional[_Union[SuspendKind, str]] = ..., requests_only: _Optional[bool] = ...) -> None: ...
 
 class ListRunsResponse(_message.Message):
     __slots__ = ("runs", "next_page_token")

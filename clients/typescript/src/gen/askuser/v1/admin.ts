@@ -84,8 +84,8 @@ export interface CreateKeyRequest {
   /** A name to recognise the key by in listings and logs. */
   name: string;
   /**
-   * The key's scopes: `runs:start`, `runs:read`, `runs:answer`, `runs:cancel`, `tools:execute`,
-   * `agents:read`, `admin` (its tenant's), `operator` (every tenant's keys).
+   * The key's scopes: `runs:start`, `runs:read`, `runs:answer`, `runs:cancel`, `asks:create`,
+   * `tools:execute`, `agents:read`, `admin` (its tenant's), `operator` (every tenant's keys).
    */
   scopes: string[];
 }

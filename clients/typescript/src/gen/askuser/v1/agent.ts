@@ -982,6 +982,8 @@ export interface ListRunsRequest {
     | undefined;
   /** Only runs with a call waiting for this kind of settlement; unspecified: no such condition. */
   pendingKind: SuspendKind;
+  /** Only standalone requests (`HumanService.Ask`: runs of no agent). */
+  requestsOnly: boolean;
 }
 
 export interface ListRunsRequest_MetadataEntry {
@@ -4566,6 +4568,7 @@ function createBaseListRunsRequest(): ListRunsRequest {
     createTimeAfter: undefined,
     createTimeBefore: undefined,
     pendingKind: SuspendKind.SUSPEND_KIND_UNSPECIFIED,
+    requestsOnly: false,
   };
 }
 
@@ -4594,6 +4597,9 @@ export const ListRunsRequest: MessageFns<ListRunsRequest> = {
     }
     if (message.pendingKind !== SuspendKind.SUSPEND_KIND_UNSPECIFIED) {
       writer.uint32(64).int32(suspendKindToNumber(message.pendingKind));
+    }
+    if (message.requestsOnly !== false) {
+      writer.uint32(72).bool(message.requestsOnly);
     }
     return writer;
   },
@@ -4678,6 +4684,14 @@ export const ListRunsRequest: MessageFns<ListRunsRequest> = {
             message.pendingKind = suspendKindFromJSON(reader.int32());
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.requestsOnly = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4711,6 +4725,7 @@ export const ListRunsRequest: MessageFns<ListRunsRequest> = {
     message.createTimeAfter = object.createTimeAfter ?? undefined;
     message.createTimeBefore = object.createTimeBefore ?? undefined;
     message.pendingKind = object.pendingKind ?? SuspendKind.SUSPEND_KIND_UNSPECIFIED;
+    message.requestsOnly = object.requestsOnly ?? false;
     return message;
   },
 };

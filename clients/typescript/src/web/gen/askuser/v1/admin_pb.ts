@@ -35,8 +35,8 @@ export type CreateKeyRequest = Message<"askuser.v1.CreateKeyRequest"> & {
   name: string;
 
   /**
-   * The key's scopes: `runs:start`, `runs:read`, `runs:answer`, `runs:cancel`, `tools:execute`,
-   * `agents:read`, `admin` (its tenant's), `operator` (every tenant's keys).
+   * The key's scopes: `runs:start`, `runs:read`, `runs:answer`, `runs:cancel`, `asks:create`,
+   * `tools:execute`, `agents:read`, `admin` (its tenant's), `operator` (every tenant's keys).
    *
    * @generated from field: repeated string scopes = 3;
    */

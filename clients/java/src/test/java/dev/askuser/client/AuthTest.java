@@ -28,7 +28,7 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(30)
 class AuthTest {
   private static final List<String> CONFORMANCE_AGENTS = List.of(
-      "checks", "deployer", "feed", "form", "free_text", "parallel", "per_run", "pick", "questions", "status_check", "two_step");
+      "checks", "deployer", "feed", "form", "free_text", "mcp_deployer", "parallel", "per_run", "pick", "questions", "status_check", "two_step");
 
   private static String env(String name) {
     String value = System.getenv(name);
