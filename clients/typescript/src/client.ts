@@ -273,6 +273,7 @@ export class AskUserClient {
       createTimeAfter: options.createdAfter,
       createTimeBefore: options.createdBefore,
       pendingKind: options.pendingKind ?? SuspendKind.SUSPEND_KIND_UNSPECIFIED,
+      requestsOnly: options.requestsOnly ?? false,
     };
     return this.#unary<ListRunsResponse>(options, (metadata, callOptions, done) =>
       this.#agents.listRuns(request, metadata, callOptions, done),

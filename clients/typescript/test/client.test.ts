@@ -268,7 +268,7 @@ test("listAgents lists the configured agents by id and askUser renders the fallb
   const agents = await client.listAgents();
   assert.deepEqual(
     agents.map((agent) => agent.agentId),
-    ["checks", "deployer", "feed", "form", "free_text", "parallel", "per_run", "pick", "questions", "status_check", "two_step"],
+    ["checks", "deployer", "feed", "form", "free_text", "mcp_deployer", "parallel", "per_run", "pick", "questions", "status_check", "two_step"],
   );
   assert.ok(agents.filter((agent) => agent.agentId !== "per_run").every((agent) => agent.tools.length > 0));
   const deployer = agents.find((agent) => agent.agentId === "deployer")!;

@@ -162,6 +162,8 @@ export interface ListRunsFilters<RunStatus, SuspendKind> extends CallOptions {
   createdBefore?: Date;
   /** Only runs with a call waiting for this kind of settlement. */
   pendingKind?: SuspendKind;
+  /** Only standalone requests (`HumanService.Ask`: runs of no agent). */
+  requestsOnly?: boolean;
 }
 
 /** The input of the `ask_user` tool. */

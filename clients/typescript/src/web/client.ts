@@ -94,6 +94,7 @@ export class AskUserWebClient {
       createTimeAfter: options.createdAfter && timestampFromDate(options.createdAfter),
       createTimeBefore: options.createdBefore && timestampFromDate(options.createdBefore),
       pendingKind: options.pendingKind ?? SuspendKind.UNSPECIFIED,
+      requestsOnly: options.requestsOnly ?? false,
     };
     return unary(() => this.#agents.listRuns(request, connectOptions(options)));
   }
