@@ -92,7 +92,7 @@ impl AgentDefinition {
         Some(Arc::new(Tool {
             name: name.to_owned(),
             description: String::new(),
-            schema: ArgumentsSchema::compile(serde_json::json!({ "type": "object" })).ok()?,
+            schema: ArgumentsSchema::any_object().ok()?,
             kind: ToolKind::Mcp(McpTool {
                 name: tool_name.to_owned(),
                 server: Arc::downgrade(&offer.server),

@@ -135,8 +135,8 @@ impl Shared {
             let (edited, arguments_json) = match &request.answer {
                 AnswerInput::Approval(ApprovalDecision::Edit { arguments_json }) => (
                     true,
-                    super::requests::any_object()
-                        .check(arguments_json)
+                    super::tools::ArgumentsSchema::any_object()
+                        .and_then(|schema| schema.check(arguments_json))
                         .map(|(_, canonical)| canonical)
                         .map_err(|error| {
                             let description =

@@ -32,10 +32,12 @@ async fn asked(
         .expect("Ask")
         .into_inner();
     let mut run_id = String::new();
+    // Heartbeats keep the stream busy: the deadline is for the suspension, not for any frame.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
-        let frame = tokio::time::timeout(std::time::Duration::from_secs(30), frames.message())
+        let frame = tokio::time::timeout_at(deadline, frames.message())
             .await
-            .expect("a frame in time")
+            .expect("the call is suspended in time")
             .expect("stream")
             .expect("not ended");
         match frame.event {

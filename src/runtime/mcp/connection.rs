@@ -17,7 +17,7 @@ use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
 use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt as _, BufReader};
 use tracing::{info, warn};
 
 use super::McpServer;
@@ -226,5 +226,3 @@ async fn log_stderr(server: String, stderr: tokio::process::ChildStderr) {
         }
     }
 }
-
-use tokio::io::AsyncReadExt as _;

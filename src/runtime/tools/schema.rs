@@ -35,6 +35,16 @@ impl ArgumentsSchema {
         })
     }
 
+    /// Any JSON object, compiled once: the schema of arguments nobody described (a standalone
+    /// request's approval, an MCP tool gone from its server's list).
+    pub fn any_object() -> Result<Self, String> {
+        static ANY_OBJECT: std::sync::LazyLock<Result<ArgumentsSchema, String>> =
+            std::sync::LazyLock::new(|| {
+                ArgumentsSchema::compile(serde_json::json!({ "type": "object" }))
+            });
+        ANY_OBJECT.clone()
+    }
+
     /// Compiles a schema given as JSON text; empty text is any JSON object.
     pub fn parse(text: &str) -> Result<Self, String> {
         if text.trim().is_empty() {
