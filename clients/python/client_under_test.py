@@ -17,10 +17,14 @@ from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
 from askuser_client import (
+    Approval,
+    ApprovalOutcome,
     AskUserClient,
     AskUserError,
     Choice,
     FormValue,
+    HumanAnswer,
+    HumanRequest,
     PendingCalls,
     Run,
     __version__,
@@ -95,11 +99,40 @@ def collect(frames: Iterator[agent_pb2.RunAgentResponse]) -> Json:
     return {"frames": read, "error": None}
 
 
+def plain_json(value: object) -> object:
+    """A form field's value as the outcome JSON writes it: a choice as {"values", "other"}."""
+    if isinstance(value, Choice):
+        return {"values": list(value.values), "other": value.other}
+    return value
+
+
+def outcome_json(outcome: HumanAnswer | ApprovalOutcome) -> Json:
+    """The protocol's OUTCOME of what `HumanRequest.wait` returned."""
+    written: Json = {"kind": outcome.kind}
+    if isinstance(outcome, HumanAnswer):
+        if outcome.kind in ("text", "replied"):
+            written["text"] = outcome.text
+        elif outcome.kind == "selections":
+            written["selections"] = list(outcome.selections)
+        elif outcome.kind == "form":
+            written["values"] = {name: plain_json(value) for name, value in outcome.values.items()}
+        elif outcome.kind == "declined":
+            written["reason"] = outcome.reason
+    elif outcome.kind in ("approved", "edited"):
+        written["arguments"] = dict(outcome.arguments)
+    elif outcome.kind == "rejected":
+        written["reason"] = outcome.reason
+    if outcome.settled_by:
+        written["settled_by"] = outcome.settled_by
+    return written
+
+
 class ClientUnderTest:
     def __init__(self) -> None:
         self.clients: dict[str, AskUserClient] = {}
         self.streams: dict[str, Run] = {}
         self.feeds: dict[str, PendingCalls] = {}
+        self.asks: dict[str, HumanRequest] = {}
 
     def client(self, request: Json) -> AskUserClient:
         return self.clients[request.get("as") or "own"]
@@ -214,6 +247,37 @@ class ClientUnderTest:
         )
         return {}
 
+    def ask(self, request: Json) -> Json:
+        ttl_ms = request.get("ttl_ms") or 0
+        common: Json = dict(
+            context=request.get("context", ""),
+            ttl=timedelta(milliseconds=ttl_ms) if ttl_ms else None,
+            request_id=request.get("request_id") or None,
+            timeout=timeout(request),
+        )
+        client = self.client(request)
+        if (question := request.get("question")) is not None:
+            mode = question.get("selection_mode")
+            handle = client.ask(
+                question.get("question", ""),
+                options=[(option.get("label", ""), option.get("description", "")) for option in question.get("options", [])],
+                selection_mode=None if mode is None else cast(ask_user_pb2.SelectionMode, ask_user_pb2.SelectionMode.Value(mode)),
+                **common,
+            )
+        elif (form := request.get("form")) is not None:
+            handle = client.ask(form=form, **common)
+        else:
+            approval = request["approval"]
+            handle = client.ask(
+                approval=Approval(approval.get("tool_name", ""), approval.get("arguments", {}), approval.get("reason", "")),
+                **common,
+            )
+        self.asks[request["ask"]] = handle
+        return {"run_id": handle.run_id, "tool_call_id": handle.tool_call_id}
+
+    def ask_result(self, request: Json) -> Json:
+        return {"outcome": outcome_json(self.asks[request["ask"]].wait(timeout(request)))}
+
     def respond(self, line: str) -> Json:
         request = json.loads(line)
         operation = OPERATIONS.get(request.get("op"))
@@ -232,7 +296,8 @@ OPERATIONS: dict[str, Callable[[ClientUnderTest, Json], Json]] = {
     name: getattr(ClientUnderTest, name)
     for name in (
         "connect", "start", "attach", "send", "next", "close", "resume", "watch", "get_run",
-        "cancel", "ask_user", "watch_pending", "next_pending", "close_pending", "claim",
+        "cancel", "ask_user", "watch_pending", "next_pending", "close_pending", "claim", "ask",
+        "ask_result",
     )
 }
 

@@ -1,7 +1,8 @@
 // Package askuser is a Go client of the askuser.v1 gRPC API: it runs agents whose tool calls
 // suspend a run until someone settles them: a person answers an ask_user question or decides on an
 // approval, the caller sends the output of a client tool. It wraps the generated stubs of package
-// askuserv1, whose messages it passes through unchanged, and turns failed calls into *Error.
+// askuserv1, whose messages it passes through unchanged, and turns failed calls into *Error. Code
+// outside any run asks a person too: Ask, AskHuman and RequestApproval (HumanService.Ask).
 package askuser
 
 import (
@@ -23,6 +24,7 @@ import (
 type Client struct {
 	agents pb.AgentServiceClient
 	tools  pb.ToolServiceClient
+	humans pb.HumanServiceClient
 	// reconnect is the policy of its streams and retried calls; nil: off.
 	reconnect *ReconnectPolicy
 	// conn is the connection Dial opened, closed by Close; nil for a client made by New.
@@ -62,7 +64,10 @@ func Dial(addr string, opts ...grpc.DialOption) (*Client, error) {
 // DefaultReconnectPolicy; the connection's own reconnection backoff is the caller's to set.
 func New(conn grpc.ClientConnInterface) *Client {
 	policy := DefaultReconnectPolicy()
-	return &Client{agents: pb.NewAgentServiceClient(conn), tools: pb.NewToolServiceClient(conn), reconnect: &policy}
+	return &Client{
+		agents: pb.NewAgentServiceClient(conn), tools: pb.NewToolServiceClient(conn), humans: pb.NewHumanServiceClient(conn),
+		reconnect: &policy,
+	}
 }
 
 // WithReconnectPolicy returns a client on c's connection whose streams and retried calls follow

@@ -2773,7 +2773,13 @@ type SettledToolCall struct {
 	ResultSequence uint64 `protobuf:"varint,6,opt,name=result_sequence,json=resultSequence,proto3" json:"result_sequence,omitempty"`
 	// When it (last) started waiting for someone; absent for a call that never waited (a tool the
 	// server ran without approval, an invalid call).
-	SuspendTime   *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=suspend_time,json=suspendTime,proto3" json:"suspend_time,omitempty"`
+	SuspendTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=suspend_time,json=suspendTime,proto3" json:"suspend_time,omitempty"`
+	// The result the model (or a request's asker) got, as its `tool_result` frame carried it.
+	Content string `protobuf:"bytes,8,opt,name=content,proto3" json:"content,omitempty"`
+	// The answer or approval decision that settled it, as the settler gave it (`run_id`,
+	// `tool_call_id` and `answer_id` filled in): how a request's asker reads a typed answer. Absent
+	// when none did: an expiry, a cancellation, an invalid call, a tool the server ran unasked.
+	Answer        *Answer `protobuf:"bytes,9,opt,name=answer,proto3" json:"answer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2853,6 +2859,20 @@ func (x *SettledToolCall) GetResultSequence() uint64 {
 func (x *SettledToolCall) GetSuspendTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.SuspendTime
+	}
+	return nil
+}
+
+func (x *SettledToolCall) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *SettledToolCall) GetAnswer() *Answer {
+	if x != nil {
+		return x.Answer
 	}
 	return nil
 }
@@ -4410,7 +4430,7 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x05usage\x18\r \x01(\v2\x11.askuser.v1.UsageR\x05usage\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xdb\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa1\x03\n" +
 	"\x0fSettledToolCall\x12 \n" +
 	"\ftool_call_id\x18\x01 \x01(\tR\n" +
 	"toolCallId\x12\x1b\n" +
@@ -4421,7 +4441,9 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\vsettle_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"settleTime\x12'\n" +
 	"\x0fresult_sequence\x18\x06 \x01(\x04R\x0eresultSequence\x12=\n" +
-	"\fsuspend_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vsuspendTime\"&\n" +
+	"\fsuspend_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vsuspendTime\x12\x18\n" +
+	"\acontent\x18\b \x01(\tR\acontent\x12*\n" +
+	"\x06answer\x18\t \x01(\v2\x12.askuser.v1.AnswerR\x06answer\"&\n" +
 	"\rGetRunRequest\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\"3\n" +
 	"\x0eGetRunResponse\x12!\n" +
@@ -4710,53 +4732,54 @@ var file_askuser_v1_agent_proto_depIdxs = []int32{
 	20, // 54: askuser.v1.SettledToolCall.settled_by:type_name -> askuser.v1.SettledBy
 	63, // 55: askuser.v1.SettledToolCall.settle_time:type_name -> google.protobuf.Timestamp
 	63, // 56: askuser.v1.SettledToolCall.suspend_time:type_name -> google.protobuf.Timestamp
-	32, // 57: askuser.v1.GetRunResponse.run:type_name -> askuser.v1.Run
-	4,  // 58: askuser.v1.ListRunsRequest.status:type_name -> askuser.v1.RunStatus
-	58, // 59: askuser.v1.ListRunsRequest.metadata:type_name -> askuser.v1.ListRunsRequest.MetadataEntry
-	63, // 60: askuser.v1.ListRunsRequest.create_time_after:type_name -> google.protobuf.Timestamp
-	63, // 61: askuser.v1.ListRunsRequest.create_time_before:type_name -> google.protobuf.Timestamp
-	1,  // 62: askuser.v1.ListRunsRequest.pending_kind:type_name -> askuser.v1.SuspendKind
-	32, // 63: askuser.v1.ListRunsResponse.runs:type_name -> askuser.v1.Run
-	32, // 64: askuser.v1.CancelRunResponse.run:type_name -> askuser.v1.Run
-	59, // 65: askuser.v1.Agent.question_ttl:type_name -> google.protobuf.Duration
-	43, // 66: askuser.v1.Agent.agent_tools:type_name -> askuser.v1.AgentTool
-	42, // 67: askuser.v1.Agent.mcp_servers:type_name -> askuser.v1.McpServerStatus
-	5,  // 68: askuser.v1.AgentTool.kind:type_name -> askuser.v1.ToolKind
-	0,  // 69: askuser.v1.AgentTool.approval:type_name -> askuser.v1.ApprovalPolicy
-	1,  // 70: askuser.v1.WatchPendingCallsRequest.kinds:type_name -> askuser.v1.SuspendKind
-	46, // 71: askuser.v1.WatchPendingCallsResponse.call_pending:type_name -> askuser.v1.CallPending
-	47, // 72: askuser.v1.WatchPendingCallsResponse.call_settled:type_name -> askuser.v1.CallSettled
-	48, // 73: askuser.v1.WatchPendingCallsResponse.snapshot_done:type_name -> askuser.v1.SnapshotDone
-	27, // 74: askuser.v1.WatchPendingCallsResponse.heartbeat:type_name -> askuser.v1.Heartbeat
-	31, // 75: askuser.v1.CallPending.call:type_name -> askuser.v1.PendingToolCall
-	2,  // 76: askuser.v1.CallSettled.kind:type_name -> askuser.v1.ToolResultKind
-	20, // 77: askuser.v1.CallSettled.settled_by:type_name -> askuser.v1.SettledBy
-	59, // 78: askuser.v1.ClaimCallRequest.ttl:type_name -> google.protobuf.Duration
-	63, // 79: askuser.v1.ClaimCallResponse.expire_time:type_name -> google.protobuf.Timestamp
-	41, // 80: askuser.v1.ListAgentsResponse.agents:type_name -> askuser.v1.Agent
-	6,  // 81: askuser.v1.AgentService.RunAgent:input_type -> askuser.v1.RunAgentRequest
-	29, // 82: askuser.v1.AgentService.ResumeRun:input_type -> askuser.v1.ResumeRunRequest
-	30, // 83: askuser.v1.AgentService.WatchRun:input_type -> askuser.v1.WatchRunRequest
-	34, // 84: askuser.v1.AgentService.GetRun:input_type -> askuser.v1.GetRunRequest
-	36, // 85: askuser.v1.AgentService.ListRuns:input_type -> askuser.v1.ListRunsRequest
-	38, // 86: askuser.v1.AgentService.CancelRun:input_type -> askuser.v1.CancelRunRequest
-	40, // 87: askuser.v1.AgentService.ListAgents:input_type -> askuser.v1.ListAgentsRequest
-	44, // 88: askuser.v1.AgentService.WatchPendingCalls:input_type -> askuser.v1.WatchPendingCallsRequest
-	49, // 89: askuser.v1.AgentService.ClaimCall:input_type -> askuser.v1.ClaimCallRequest
-	14, // 90: askuser.v1.AgentService.RunAgent:output_type -> askuser.v1.RunAgentResponse
-	14, // 91: askuser.v1.AgentService.ResumeRun:output_type -> askuser.v1.RunAgentResponse
-	14, // 92: askuser.v1.AgentService.WatchRun:output_type -> askuser.v1.RunAgentResponse
-	35, // 93: askuser.v1.AgentService.GetRun:output_type -> askuser.v1.GetRunResponse
-	37, // 94: askuser.v1.AgentService.ListRuns:output_type -> askuser.v1.ListRunsResponse
-	39, // 95: askuser.v1.AgentService.CancelRun:output_type -> askuser.v1.CancelRunResponse
-	51, // 96: askuser.v1.AgentService.ListAgents:output_type -> askuser.v1.ListAgentsResponse
-	45, // 97: askuser.v1.AgentService.WatchPendingCalls:output_type -> askuser.v1.WatchPendingCallsResponse
-	50, // 98: askuser.v1.AgentService.ClaimCall:output_type -> askuser.v1.ClaimCallResponse
-	90, // [90:99] is the sub-list for method output_type
-	81, // [81:90] is the sub-list for method input_type
-	81, // [81:81] is the sub-list for extension type_name
-	81, // [81:81] is the sub-list for extension extendee
-	0,  // [0:81] is the sub-list for field type_name
+	11, // 57: askuser.v1.SettledToolCall.answer:type_name -> askuser.v1.Answer
+	32, // 58: askuser.v1.GetRunResponse.run:type_name -> askuser.v1.Run
+	4,  // 59: askuser.v1.ListRunsRequest.status:type_name -> askuser.v1.RunStatus
+	58, // 60: askuser.v1.ListRunsRequest.metadata:type_name -> askuser.v1.ListRunsRequest.MetadataEntry
+	63, // 61: askuser.v1.ListRunsRequest.create_time_after:type_name -> google.protobuf.Timestamp
+	63, // 62: askuser.v1.ListRunsRequest.create_time_before:type_name -> google.protobuf.Timestamp
+	1,  // 63: askuser.v1.ListRunsRequest.pending_kind:type_name -> askuser.v1.SuspendKind
+	32, // 64: askuser.v1.ListRunsResponse.runs:type_name -> askuser.v1.Run
+	32, // 65: askuser.v1.CancelRunResponse.run:type_name -> askuser.v1.Run
+	59, // 66: askuser.v1.Agent.question_ttl:type_name -> google.protobuf.Duration
+	43, // 67: askuser.v1.Agent.agent_tools:type_name -> askuser.v1.AgentTool
+	42, // 68: askuser.v1.Agent.mcp_servers:type_name -> askuser.v1.McpServerStatus
+	5,  // 69: askuser.v1.AgentTool.kind:type_name -> askuser.v1.ToolKind
+	0,  // 70: askuser.v1.AgentTool.approval:type_name -> askuser.v1.ApprovalPolicy
+	1,  // 71: askuser.v1.WatchPendingCallsRequest.kinds:type_name -> askuser.v1.SuspendKind
+	46, // 72: askuser.v1.WatchPendingCallsResponse.call_pending:type_name -> askuser.v1.CallPending
+	47, // 73: askuser.v1.WatchPendingCallsResponse.call_settled:type_name -> askuser.v1.CallSettled
+	48, // 74: askuser.v1.WatchPendingCallsResponse.snapshot_done:type_name -> askuser.v1.SnapshotDone
+	27, // 75: askuser.v1.WatchPendingCallsResponse.heartbeat:type_name -> askuser.v1.Heartbeat
+	31, // 76: askuser.v1.CallPending.call:type_name -> askuser.v1.PendingToolCall
+	2,  // 77: askuser.v1.CallSettled.kind:type_name -> askuser.v1.ToolResultKind
+	20, // 78: askuser.v1.CallSettled.settled_by:type_name -> askuser.v1.SettledBy
+	59, // 79: askuser.v1.ClaimCallRequest.ttl:type_name -> google.protobuf.Duration
+	63, // 80: askuser.v1.ClaimCallResponse.expire_time:type_name -> google.protobuf.Timestamp
+	41, // 81: askuser.v1.ListAgentsResponse.agents:type_name -> askuser.v1.Agent
+	6,  // 82: askuser.v1.AgentService.RunAgent:input_type -> askuser.v1.RunAgentRequest
+	29, // 83: askuser.v1.AgentService.ResumeRun:input_type -> askuser.v1.ResumeRunRequest
+	30, // 84: askuser.v1.AgentService.WatchRun:input_type -> askuser.v1.WatchRunRequest
+	34, // 85: askuser.v1.AgentService.GetRun:input_type -> askuser.v1.GetRunRequest
+	36, // 86: askuser.v1.AgentService.ListRuns:input_type -> askuser.v1.ListRunsRequest
+	38, // 87: askuser.v1.AgentService.CancelRun:input_type -> askuser.v1.CancelRunRequest
+	40, // 88: askuser.v1.AgentService.ListAgents:input_type -> askuser.v1.ListAgentsRequest
+	44, // 89: askuser.v1.AgentService.WatchPendingCalls:input_type -> askuser.v1.WatchPendingCallsRequest
+	49, // 90: askuser.v1.AgentService.ClaimCall:input_type -> askuser.v1.ClaimCallRequest
+	14, // 91: askuser.v1.AgentService.RunAgent:output_type -> askuser.v1.RunAgentResponse
+	14, // 92: askuser.v1.AgentService.ResumeRun:output_type -> askuser.v1.RunAgentResponse
+	14, // 93: askuser.v1.AgentService.WatchRun:output_type -> askuser.v1.RunAgentResponse
+	35, // 94: askuser.v1.AgentService.GetRun:output_type -> askuser.v1.GetRunResponse
+	37, // 95: askuser.v1.AgentService.ListRuns:output_type -> askuser.v1.ListRunsResponse
+	39, // 96: askuser.v1.AgentService.CancelRun:output_type -> askuser.v1.CancelRunResponse
+	51, // 97: askuser.v1.AgentService.ListAgents:output_type -> askuser.v1.ListAgentsResponse
+	45, // 98: askuser.v1.AgentService.WatchPendingCalls:output_type -> askuser.v1.WatchPendingCallsResponse
+	50, // 99: askuser.v1.AgentService.ClaimCall:output_type -> askuser.v1.ClaimCallResponse
+	91, // [91:100] is the sub-list for method output_type
+	82, // [82:91] is the sub-list for method input_type
+	82, // [82:82] is the sub-list for extension type_name
+	82, // [82:82] is the sub-list for extension extendee
+	0,  // [0:82] is the sub-list for field type_name
 }
 
 func init() { file_askuser_v1_agent_proto_init() }

@@ -19,11 +19,23 @@ from pathlib import Path
 
 import pytest
 
-from askuser_client import AskUserClient, Frame, Reconnect, Unavailable, agent_pb2
+from askuser_client import (
+    Approval,
+    ApprovalOutcome,
+    AskUserClient,
+    Frame,
+    HumanAnswer,
+    Reconnect,
+    Unavailable,
+    agent_pb2,
+)
 from askuser_client.aio import AsyncAskUserClient
 
 ROOT = Path(__file__).resolve().parents[3]
 STREAM_TIMEOUT = 60.0
+# A client's own subchannel: not the process-wide one that a client from before a restart left
+# backing off, which would refuse this client's first call too.
+OWN_CONNECTION = [("grpc.use_local_subchannel_pool", 1)]
 
 
 class Server:
@@ -244,6 +256,52 @@ def test_async_pending_calls_feed_reopens_after_a_server_restart(server: Server)
                     assert event.WhichOneof("event") == "call_pending"
                     assert event.call_pending.call.tool_call_id == frame.tool_call_suspended.tool_call_id
                     assert (await feed.__anext__()).WhichOneof("event") == "snapshot_done"
+
+    asyncio.run(scenario())
+
+
+def test_sync_ask_waits_across_a_server_restart(server: Server) -> None:
+    with AskUserClient(server.address) as client:
+        handle = client.ask(approval=Approval("deploy", {"service": "api", "environment": "production"}), timeout=STREAM_TIMEOUT)
+        outcomes: list[object] = []
+        waiting = threading.Thread(target=lambda: outcomes.append(handle.wait(STREAM_TIMEOUT)))
+        waiting.start()
+        time.sleep(0.3)  # its WatchRun is open: the restart drops it
+        server.restart()
+        # Answered by someone else, on a connection of their own.
+        with AskUserClient(server.address, options=OWN_CONNECTION) as other:
+            settled = list(other.resume_run(handle.run_id, handle.tool_call_id, edit={"service": "api", "environment": "staging"}))
+        assert kinds(settled)[-1] == "run_completed"
+        waiting.join(STREAM_TIMEOUT)
+        [outcome] = outcomes
+        assert isinstance(outcome, ApprovalOutcome)
+        assert (outcome.kind, dict(outcome.arguments)) == ("edited", {"service": "api", "environment": "staging"})
+        assert outcome.run_id == handle.run_id
+
+
+def test_sync_ask_asks_again_while_the_server_is_down(server: Server) -> None:
+    with AskUserClient(server.address) as client:
+        server.kill()
+        threading.Timer(1.0, server.start).start()
+        # Before the run id is known, Ask is made again with the same request_id until it answers.
+        handle = client.ask("Still there?", request_id="down-1", timeout=STREAM_TIMEOUT)
+        assert handle.run_id and handle.request_id == "down-1"
+        assert client.ask("Still there?", request_id="down-1", timeout=STREAM_TIMEOUT).run_id == handle.run_id
+
+
+def test_async_ask_waits_across_a_server_restart(server: Server) -> None:
+    async def scenario() -> None:
+        async with AsyncAskUserClient(server.address) as client:
+            handle = await client.ask("Release name?", timeout=STREAM_TIMEOUT)
+            waiting = asyncio.create_task(handle.wait(STREAM_TIMEOUT))
+            await asyncio.sleep(0.3)
+            await asyncio.to_thread(server.restart)
+            async with AsyncAskUserClient(server.address, options=OWN_CONNECTION) as other:
+                settled = [frame async for frame in other.resume_run(handle.run_id, handle.tool_call_id, text="Apollo")]
+            assert kinds(settled)[-1] == "run_completed"
+            outcome = await waiting
+            assert isinstance(outcome, HumanAnswer)
+            assert (outcome.kind, outcome.text) == ("text", "Apollo")
 
     asyncio.run(scenario())
 

@@ -10,6 +10,9 @@ import {
   type AnswerValue,
   type FormFieldValue,
   type FormValues,
+  type FormInit,
+  type HumanOutcome,
+  type HumanRequest,
   type PendingCalls,
   type Run,
 } from "@askuser/client";
@@ -62,6 +65,12 @@ interface Request {
   tool_call_id: string;
   claimant: string;
   ttl_ms?: number;
+  ask: string;
+  request_id?: string;
+  context?: string;
+  question?: Request["input"];
+  form?: Record<string, unknown>;
+  approval?: { tool_name: string; arguments: Record<string, unknown>; reason?: string };
 }
 
 /** A ts-proto message in the proto3 JSON mapping: `{$case, value}` oneofs become `{[$case]: value}`. */
@@ -168,7 +177,36 @@ async function next<T>(iterator: AsyncIterator<T> | undefined, key: string): Pro
   return result.done ? { end: true } : { [key]: toJson(result.value) };
 }
 
+/**
+ * A message in the proto3 JSON mapping (snake_case or lowerCamelCase names) as ts-proto's partial
+ * message: names in lowerCamelCase, and the field named by `oneofs` (a form field's `kind`) holding
+ * the `{$case, value}` of whichever of its cases is present.
+ */
+function fromJson(value: unknown, oneofs: Record<string, string[]> = { kind: ["text", "number", "boolean", "choice"] }): unknown {
+  if (Array.isArray(value)) return value.map((item) => fromJson(item, oneofs));
+  if (value === null || typeof value !== "object") return value;
+  const message: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
+    const name = key.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
+    const oneof = Object.entries(oneofs).find(([, cases]) => cases.includes(name))?.[0];
+    // A form field's kind is an object ({} for a text field without constraints); a form's `message` is text.
+    if (oneof !== undefined && item !== null && typeof item === "object" && !Array.isArray(item)) {
+      message[oneof] = { $case: name, value: fromJson(item, oneofs) };
+    } else message[name] = fromJson(item, oneofs);
+  }
+  return message;
+}
+
+/** A request's outcome as the protocol writes it (tests/conformance/README.md, "An outcome"). */
+function outcomeJson(outcome: HumanOutcome): Record<string, unknown> {
+  const { settledBy, content: _content, ...fields } = outcome;
+  const json: Record<string, unknown> = { ...fields };
+  if (settledBy !== "") json.settled_by = settledBy;
+  return json;
+}
+
 const clients = new Map<string, AskUserClient>();
+const asks = new Map<string, HumanRequest>();
 const streams = new Map<string, { run: Run; frames: AsyncIterator<v1.RunAgentResponse> }>();
 const feeds = new Map<string, { feed: PendingCalls; events: AsyncIterator<v1.WatchPendingCallsResponse> }>();
 
@@ -250,6 +288,33 @@ async function handle(request: Request): Promise<Record<string, unknown>> {
         ...callOptions(request),
       });
       return {};
+    case "ask": {
+      const common = {
+        requestId: request.request_id,
+        context: request.context ?? "",
+        ttlMs: request.ttl_ms || undefined,
+        ...callOptions(request),
+      };
+      let handle: HumanRequest;
+      if (request.question !== undefined) {
+        const { question, options, selection_mode: selectionMode } = request.question;
+        handle = await client(request).ask({ ...common, question, options, selectionMode });
+      } else if (request.form !== undefined) {
+        handle = await client(request).ask({ ...common, form: fromJson(request.form) as FormInit });
+      } else if (request.approval !== undefined) {
+        const { tool_name: toolName, arguments: args, reason } = request.approval;
+        handle = await client(request).ask({ ...common, approval: { toolName, arguments: args, reason } });
+      } else {
+        throw new Error("an ask without a question, a form or an approval");
+      }
+      asks.set(request.ask, handle);
+      return { run_id: handle.runId, tool_call_id: handle.toolCallId };
+    }
+    case "ask_result": {
+      const handle = asks.get(request.ask);
+      if (handle === undefined) throw new Error(`no ask ${JSON.stringify(request.ask)}`);
+      return { outcome: outcomeJson(await handle.wait(callOptions(request))) };
+    }
     default:
       throw new Error(`unknown op ${JSON.stringify(request.op)}`);
   }

@@ -1,4 +1,4 @@
-import type { CallOptions as GrpcCallOptions, ChannelCredentials, ChannelOptions, Metadata, ServiceError } from "@grpc/grpc-js";
+import { Metadata, status, type CallOptions as GrpcCallOptions, type ChannelCredentials, type ChannelOptions, type ServiceError } from "@grpc/grpc-js";
 import {
   AgentServiceClient,
   ApprovalPolicy,
@@ -19,6 +19,17 @@ import {
 import type { AskUserOption, SelectionMode } from "./gen/askuser/v1/ask_user";
 import type { Duration } from "./gen/google/protobuf/duration";
 import { ToolServiceClient, type AskUserResponse } from "./gen/askuser/v1/tool";
+import { HumanServiceClient } from "./gen/askuser/v1/human";
+import type { ApprovalOutcome, HumanOutcome, QuestionOutcome } from "./common/human";
+import {
+  buildAskRequest,
+  HumanRequest,
+  type AskApprovalInit,
+  type AskFormInit,
+  type AskInit,
+  type AskOptions,
+  type AskQuestionInit,
+} from "./human";
 import { callDeadline, cancelOnAbort, grpcCallArguments, type OpenCall } from "./call";
 import type {
   AnswerValue,
@@ -31,7 +42,7 @@ import type {
   WatchPendingCallsFilters,
 } from "./common/options";
 import { connection, type TlsOptions } from "./credentials";
-import { toAskUserError } from "./error";
+import { AskUserError, toAskUserError } from "./error";
 import { PendingCalls } from "./pending";
 import { Backoff, DEFAULT_RECONNECT, retryWait, sleep, type Reconnect } from "./reconnect";
 import { buildAnswer, Run, serverStreamEvents } from "./run";
@@ -109,9 +120,19 @@ function millisToDuration(ms: number): Duration {
   return { seconds, nanos: Math.round((ms - seconds * 1000) * 1_000_000) };
 }
 
-/** A client of an askuser server (`AgentService` and `ToolService`). Call `close()` when done. */
+/** Options of `askHuman` with a question given as text: its offered options, and the request's. */
+export type AskHumanOptions = AskOptions & Omit<AskQuestionInit, keyof AskOptions | "question">;
+
+/** Options of `requestApproval`: why approval is asked, and the request's. */
+export interface RequestApprovalOptions extends AskOptions {
+  /** Why approval is asked, shown to the approver. */
+  reason?: string;
+}
+
+/** A client of an askuser server (`AgentService`, `HumanService` and `ToolService`). Call `close()` when done. */
 export class AskUserClient {
   readonly #agents: AgentServiceClient;
+  readonly #human: HumanServiceClient;
   readonly #tools: ToolServiceClient;
   /** Calls not ended yet, which `close()` cancels: grpc-js lets calls outlive a closed channel. */
   readonly #open = new Set<OpenCall>();
@@ -141,6 +162,7 @@ export class AskUserClient {
         : { "grpc.max_reconnect_backoff_ms": this.#reconnect.maxBackoffMs, ...options.channelOptions };
     const { channelCredentials, clientOptions } = connection({ ...options, channelOptions });
     this.#agents = new AgentServiceClient(address, channelCredentials, clientOptions);
+    this.#human = new HumanServiceClient(address, channelCredentials, clientOptions);
     this.#tools = new ToolServiceClient(address, channelCredentials, clientOptions);
   }
 
@@ -309,10 +331,84 @@ export class AskUserClient {
     return content;
   }
 
+  /**
+   * Asks a person from any code (`HumanService.Ask`): a `question` (free text, or `options` to
+   * select), a `form` or an `approval` of a tool call, with `context` shown beside it. Resolves once
+   * the request's call waits for someone (through the inbox, the terminal, the pending-calls feed and
+   * webhooks, as a run's call does), to a handle whose `wait()` gives the typed outcome.
+   *
+   * The request is made once whatever the connection does: it carries `requestId` (a random UUID
+   * unless given), and a dropped connection (`UNAVAILABLE`) asks again with it under the client's
+   * `reconnect` policy, which follows the same request. `timeoutMs` and `signal` bound this call
+   * only (`wait` takes its own). Bad input rejects with an AskUserError, `INVALID_ARGUMENT`, whose
+   * `fieldViolations` name the field (e.g. `question.question`, `approval.tool_name`).
+   * @throws TypeError when `init` asks more than one thing.
+   */
+  ask(init: AskApprovalInit): Promise<HumanRequest<ApprovalOutcome>>;
+  ask(init: AskQuestionInit | AskFormInit): Promise<HumanRequest<QuestionOutcome>>;
+  ask(init: AskInit): Promise<HumanRequest>;
+  async ask(init: AskInit): Promise<HumanRequest> {
+    const { request, asked, argumentsJson } = buildAskRequest(init);
+    const deadline = callDeadline(init);
+    const backoff = this.#reconnect && new Backoff(this.#reconnect);
+    const reader = { watchRun: this.watchRun.bind(this), getRun: this.getRun.bind(this) };
+    for (;;) {
+      const { metadata, callOptions } = grpcCallArguments(init, deadline);
+      const frames = serverStreamEvents(this.#track(this.#human.ask(request, metadata, callOptions), init.signal));
+      try {
+        // A retry follows the same request from its first event, so every attempt reads it anew.
+        for await (const frame of frames) {
+          backoff?.reset();
+          if (frame.event?.$case === "toolCallSuspended") {
+            // Leaving the loop drops this stream; `wait` follows the run from here.
+            return new HumanRequest(reader, asked ?? "question", argumentsJson, request.requestId, frame.runId, frame.event.value, frame.sequence);
+          }
+        }
+        throw new AskUserError(status.INTERNAL, "the request's stream ended before its call waited", new Metadata());
+      } catch (error) {
+        const wait = retryWait(error, backoff, deadline);
+        if (wait === undefined) throw error;
+        await sleep(wait, init.signal);
+      }
+    }
+  }
+
+  /**
+   * Asks a question (or a form) and waits for the answer: `ask(...)` then `wait()`, under one
+   * `timeoutMs` and `signal`. Resolves to a `QuestionOutcome`: `text`, `selections`, `form` (its
+   * values), `declined`, `replied`, `expired` or `cancelled`, with who settled it.
+   */
+  askHuman(question: string, options?: AskHumanOptions): Promise<QuestionOutcome>;
+  askHuman(init: AskQuestionInit | AskFormInit): Promise<QuestionOutcome>;
+  async askHuman(question: string | AskQuestionInit | AskFormInit, options: AskHumanOptions = {}): Promise<QuestionOutcome> {
+    const init: AskQuestionInit | AskFormInit = typeof question === "string" ? { ...options, question } : question;
+    return this.#askAndWait(init) as Promise<QuestionOutcome>;
+  }
+
+  /**
+   * Asks a person to approve a tool call before the caller runs it, and waits for the decision:
+   * `approved` (run it with `arguments`, the ones asked with), `edited` (run it with the approver's
+   * `arguments` instead), `rejected` (with the `reason`), `expired` or `cancelled`. askuser never runs
+   * the tool. `args` is an object (sent as its JSON) or JSON text of one.
+   */
+  async requestApproval(toolName: string, args: Record<string, unknown> | string, options: RequestApprovalOptions = {}): Promise<ApprovalOutcome> {
+    const { reason = "", ...rest } = options;
+    return this.#askAndWait({ ...rest, approval: { toolName, arguments: args, reason } }) as Promise<ApprovalOutcome>;
+  }
+
+  /** `ask` then `wait`, both within the one deadline of `init`. */
+  async #askAndWait(init: AskInit): Promise<HumanOutcome> {
+    const deadline = callDeadline(init);
+    const request = await this.ask(init);
+    const timeoutMs = deadline === undefined ? undefined : Math.max(1, deadline - Date.now());
+    return request.wait({ timeoutMs, signal: init.signal, headers: init.headers });
+  }
+
   /** Closes the connection; calls in flight fail with CANCELLED. */
   close(): void {
     for (const call of this.#open) call.cancel();
     this.#agents.close();
+    this.#human.close();
     this.#tools.close();
   }
 

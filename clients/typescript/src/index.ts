@@ -2,9 +2,11 @@
 export { credentials } from "@grpc/grpc-js";
 export {
   AskUserClient,
+  type AskHumanOptions,
   type AskUserInputInit,
   type ClientOptions,
   type ListRunsOptions,
+  type RequestApprovalOptions,
   type StartRunOptions,
   type ToolDefinitionInit,
   type WatchPendingCallsOptions,
@@ -19,6 +21,22 @@ export {
   type TokenProvider,
 } from "./common/options";
 export { type TlsOptions } from "./credentials";
+export {
+  type ApprovalInit,
+  type ApprovalOutcome,
+  type FormOutcomeValue,
+  type HumanOutcome,
+  type QuestionOutcome,
+} from "./common/human";
+export {
+  HumanRequest,
+  type AskApprovalInit,
+  type AskFormInit,
+  type AskInit,
+  type AskOptions,
+  type AskQuestionInit,
+  type FormInit,
+} from "./human";
 export { AskUserError } from "./error";
 export { Reason } from "./common/reason";
 export { PendingCalls } from "./pending";

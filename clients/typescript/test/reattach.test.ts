@@ -144,6 +144,32 @@ test("the pending-calls feed reopens with a new snapshot after a server restart"
   }
 });
 
+test("a request survives restarts: asked while the server is down, and waited on across a restart", async () => {
+  const client = new AskUserClient(server.address);
+  const person = new AskUserClient(server.address);
+  try {
+    // Asked while the server is down: Ask is sent again, with the same request id, once it is back.
+    await server.kill();
+    setTimeout(() => void server.start(), 1_000);
+    const request = await client.ask({ approval: { toolName: "deploy", arguments: { service: "api" } }, timeoutMs: 30_000 });
+    const again = await client.ask({ approval: { toolName: "deploy", arguments: { service: "api" } }, requestId: request.requestId });
+    assert.equal(again.runId, request.runId, "one request, however often Ask was sent");
+
+    const outcome = request.wait({ timeoutMs: 60_000 });
+    outcome.catch(() => {}); // awaited below; a failure before then must not go unhandled
+    await server.restart(500);
+    // resumeRun is not retried by itself: getRun is, until the channel is up again.
+    assert.equal((await person.getRun(request.runId)).status, v1.RunStatus.RUN_STATUS_SUSPENDED);
+    for await (const _ of person.resumeRun(request.runId, request.toolCallId, { edit: { service: "web" } })) {
+      // The frames that follow the decision.
+    }
+    assert.deepEqual(await outcome, { kind: "edited", arguments: { service: "web" }, settledBy: "anonymous", content: (await again.wait()).content });
+  } finally {
+    client.close();
+    person.close();
+  }
+});
+
 test("with reconnect off, a restart fails the stream with UNAVAILABLE", async () => {
   const client = new AskUserClient(server.address, { reconnect: false });
   try {

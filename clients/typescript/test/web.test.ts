@@ -217,3 +217,36 @@ test("listAgents, listRuns, askUser, watchPendingCalls and claimCall", async () 
   controller.abort();
   await rejectsWith(updates.next(), "CANCELLED");
 });
+
+test("ask, askHuman and requestApproval from a page: the typed outcome of an answer given elsewhere", async () => {
+  const question = await web.ask({
+    question: "Which checks?",
+    options: ["unit", "e2e"],
+    selectionMode: SelectionMode.MULTI_SELECT,
+    context: "from a page",
+  });
+  assert.equal(question.suspended.suspendPayload?.question, "Which checks?");
+  await collect(node.resumeRun(question.runId, question.toolCallId, { selections: ["e2e"] }));
+  const picked = await question.wait({ timeoutMs: 10_000 });
+  assert.deepEqual(picked.kind === "selections" && picked.selections, ["e2e"]);
+  assert.notEqual(picked.settledBy, "");
+
+  const form = await web.ask({ form: { fields: [{ name: "n", question: "How many?", kind: { case: "number", value: { integer: true } } }] } });
+  await collect(node.resumeRun(form.runId, form.toolCallId, { form: { n: 4 } }));
+  const values = await form.wait();
+  assert.deepEqual(values.kind === "form" && values.values, { n: 4 });
+
+  const id = `ts-web-${Date.now()}-${Math.random()}`;
+  const decision = web.requestApproval("deploy", { service: "api" }, { reason: "a deploy", requestId: id });
+  const same = await web.ask({ approval: { toolName: "deploy", arguments: { service: "api" } }, requestId: id });
+  await collect(node.resumeRun(same.runId, same.toolCallId, { edit: { service: "web" } }));
+  const edited = await decision;
+  assert.deepEqual(edited.kind === "edited" && edited.arguments, { service: "web" });
+
+  const bad = await rejectsWith(web.askHuman(" "), "INVALID_ARGUMENT");
+  assert.deepEqual(bad.fieldViolations.map((violation) => violation.field), ["question.question"]);
+  const waiting = await web.ask({ question: "Slow?" });
+  await rejectsWith(waiting.wait({ timeoutMs: 300 }), "DEADLINE_EXCEEDED");
+  await node.cancelRun(waiting.runId);
+  assert.equal((await waiting.wait()).kind, "cancelled");
+});

@@ -46,6 +46,16 @@ type request struct {
 	ToolCallID    string            `json:"tool_call_id"`
 	Claimant      string            `json:"claimant"`
 	TTLMS         int64             `json:"ttl_ms"`
+	Ask           string            `json:"ask"`
+	RequestID     string            `json:"request_id"`
+	Context       string            `json:"context"`
+	Question      json.RawMessage   `json:"question"`
+	Form          json.RawMessage   `json:"form"`
+	Approval      *struct {
+		ToolName  string          `json:"tool_name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Reason    string          `json:"reason"`
+	} `json:"approval"`
 }
 
 type tool struct {
@@ -149,12 +159,14 @@ type cut struct {
 	clients map[string]*askuser.Client
 	streams map[string]*askuser.Run
 	feeds   map[string]*askuser.PendingCalls
+	// asks are the requests Ask made, by name.
+	asks map[string]*askuser.HumanRequest
 	// cancels release the deadlines of calls; the process ends with the scenario.
 	cancels []context.CancelFunc
 }
 
 func main() {
-	c := &cut{streams: map[string]*askuser.Run{}, feeds: map[string]*askuser.PendingCalls{}}
+	c := &cut{streams: map[string]*askuser.Run{}, feeds: map[string]*askuser.PendingCalls{}, asks: map[string]*askuser.HumanRequest{}}
 	lines := bufio.NewScanner(os.Stdin)
 	lines.Buffer(nil, 1<<24)
 	out := json.NewEncoder(os.Stdout)
@@ -292,8 +304,75 @@ func (c *cut) do(req request) (any, error) {
 	case "claim":
 		_, err := c.client(req).ClaimCall(ctx, req.RunID, req.ToolCallID, req.Claimant, time.Duration(req.TTLMS)*time.Millisecond)
 		return struct{}{}, err
+	case "ask":
+		ask, err := askRequest(req)
+		if err != nil {
+			return nil, err
+		}
+		handle, err := c.client(req).Ask(ctx, ask)
+		if err != nil {
+			return nil, err
+		}
+		c.asks[req.Ask] = handle
+		return map[string]string{"run_id": handle.RunID(), "tool_call_id": handle.ToolCallID()}, nil
+	case "ask_result":
+		handle, ok := c.asks[req.Ask]
+		if !ok {
+			return nil, fmt.Errorf("no ask %q", req.Ask)
+		}
+		outcome, err := handle.Wait(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"outcome": outcomeJSON(outcome)}, nil
 	}
 	return nil, fmt.Errorf("unknown op %q", req.Op)
+}
+
+// askRequest is the ask op's request for Ask: its call as the client's user gives it.
+func askRequest(req request) (askuser.AskRequest, error) {
+	ask := askuser.AskRequest{Context: req.Context, RequestID: req.RequestID, TTL: time.Duration(req.TTLMS) * time.Millisecond}
+	if req.Question != nil {
+		ask.Question = &pb.AskUserInput{}
+		if err := protojson.Unmarshal(req.Question, ask.Question); err != nil {
+			return ask, err
+		}
+	}
+	if req.Form != nil {
+		ask.Form = &pb.Form{}
+		if err := protojson.Unmarshal(req.Form, ask.Form); err != nil {
+			return ask, err
+		}
+	}
+	if a := req.Approval; a != nil {
+		ask.Approval = &askuser.ApprovalRequest{ToolName: a.ToolName, Reason: a.Reason}
+		if a.Arguments != nil {
+			ask.Approval.Arguments = a.Arguments
+		}
+	}
+	return ask, nil
+}
+
+// outcomeJSON is the outcome as the protocol writes it: its kind, the kind's fields, and settled_by
+// when someone settled it.
+func outcomeJSON(o *askuser.HumanOutcome) map[string]any {
+	out := map[string]any{"kind": string(o.Kind)}
+	switch o.Kind {
+	case askuser.OutcomeText, askuser.OutcomeReplied:
+		out["text"] = o.Text
+	case askuser.OutcomeSelections:
+		out["selections"] = append([]string{}, o.Selections...)
+	case askuser.OutcomeForm:
+		out["values"] = o.Values
+	case askuser.OutcomeDeclined, askuser.OutcomeRejected:
+		out["reason"] = o.Reason
+	case askuser.OutcomeApproved, askuser.OutcomeEdited:
+		out["arguments"] = o.Arguments
+	}
+	if o.SettledBy != "" {
+		out["settled_by"] = o.SettledBy
+	}
+	return out
 }
 
 func (c *cut) onStream(run *askuser.Run, req request) (any, error) {

@@ -4,22 +4,27 @@
 one, with the same calls. Failures raise `AskUserError`, as the subclass for the gRPC status code
 (`NotFound`, `InvalidArgument`, `DeadlineExceeded`, ...).
 
+`ask_human`, `request_approval` and `ask` (both clients) ask a person from any code, outside any
+run, and return a typed `HumanAnswer` or `ApprovalOutcome`; `requires_approval` is a decorator
+that has each call of a function approved first (see `askuser_client.human`).
+
 The messages are the generated askuser.v1 modules, re-exported here as `agent_pb2`,
-`ask_user_pb2`, `errors_pb2`, `form_pb2` and `tool_pb2`. `Reason` names every error reason the
-server sends. A form's values are plain Python values or `Choice` (see `FormValue`).
+`ask_user_pb2`, `errors_pb2`, `form_pb2`, `human_pb2` and `tool_pb2`. `Reason` names every error
+reason the server sends. A form's values are plain Python values or `Choice` (see `FormValue`).
 """
 
 from importlib.metadata import version as _version
 
-from askuser.v1 import agent_pb2, ask_user_pb2, errors_pb2, form_pb2, tool_pb2
+from askuser.v1 import agent_pb2, ask_user_pb2, errors_pb2, form_pb2, human_pb2, tool_pb2
 
-from .aio import AsyncAskUserClient, AsyncPendingCalls, AsyncRun
+from .aio import AsyncAskUserClient, AsyncHumanRequest, AsyncPendingCalls, AsyncRun
 from .auth import TLS, TokenProvider
 from .client import (
     AskUserClient,
     Choice,
     FormValue,
     Frame,
+    HumanRequest,
     PendingCallEvent,
     PendingCalls,
     Reconnect,
@@ -50,6 +55,16 @@ from .errors import (
     Unknown,
     reason_name,
 )
+from .human import (
+    AnswerKind,
+    Approval,
+    ApprovalKind,
+    ApprovalOutcome,
+    ApprovalRejected,
+    FormFieldValue,
+    HumanAnswer,
+    requires_approval,
+)
 
 __version__: str = _version("askuser-client")
 """The installed package's version: pyproject.toml's, the one place it is written."""
@@ -58,9 +73,15 @@ __all__ = [
     "ERROR_CLASSES",
     "Aborted",
     "AlreadyExists",
+    "AnswerKind",
+    "Approval",
+    "ApprovalKind",
+    "ApprovalOutcome",
+    "ApprovalRejected",
     "AskUserClient",
     "AskUserError",
     "AsyncAskUserClient",
+    "AsyncHumanRequest",
     "AsyncPendingCalls",
     "AsyncRun",
     "Cancelled",
@@ -69,8 +90,11 @@ __all__ = [
     "DeadlineExceeded",
     "FailedPrecondition",
     "FieldViolation",
+    "FormFieldValue",
     "FormValue",
     "Frame",
+    "HumanAnswer",
+    "HumanRequest",
     "Internal",
     "InvalidArgument",
     "NotFound",
@@ -94,7 +118,9 @@ __all__ = [
     "build_answer",
     "errors_pb2",
     "form_pb2",
+    "human_pb2",
     "reason_name",
+    "requires_approval",
     "tool_definition",
     "tool_pb2",
 ]

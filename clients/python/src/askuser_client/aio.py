@@ -26,7 +26,7 @@ from typing import Any, Protocol, TypeVar
 import grpc
 import grpc.aio
 
-from askuser.v1 import agent_pb2, agent_pb2_grpc, ask_user_pb2, tool_pb2_grpc
+from askuser.v1 import agent_pb2, agent_pb2_grpc, ask_user_pb2, form_pb2, human_pb2, human_pb2_grpc, tool_pb2_grpc
 
 from ._shared import (
     DEFAULT_RECONNECT,
@@ -52,8 +52,9 @@ from ._shared import (
 )
 from .auth import TLS, TokenProvider
 from .errors import AskUserError
+from .human import Approval, ApprovalOutcome, HumanAnswer, Progress, ask_request, new_request_id, unexpected_end
 
-__all__ = ["AsyncAskUserClient", "AsyncPendingCalls", "AsyncRun"]
+__all__ = ["AsyncAskUserClient", "AsyncHumanRequest", "AsyncPendingCalls", "AsyncRun"]
 
 T = TypeVar("T")
 Metadata = tuple[tuple[str, str], ...]
@@ -371,6 +372,80 @@ async def _retrying(
             await asyncio.sleep(wait)
 
 
+class AsyncHumanRequest:
+    """A request made with `AsyncAskUserClient.ask`, whose call waits for a person: `await
+    request.wait()` for how it was settled, as the sync `HumanRequest` (reattaching with
+    `WatchRun` after a dropped connection, under the client's `Reconnect` policy)."""
+
+    def __init__(self, client: AsyncAskUserClient, progress: Progress) -> None:
+        self._client = client
+        self._progress = progress
+        self._outcome: HumanAnswer | ApprovalOutcome | None = None
+
+    @property
+    def run_id(self) -> str:
+        """The request's run (a run of no agent)."""
+        return self._progress.run_id
+
+    @property
+    def tool_call_id(self) -> str:
+        """The request's one call."""
+        return self._progress.tool_call_id
+
+    @property
+    def request_id(self) -> str:
+        """The idempotency key it was asked with: asking again with it follows the same request."""
+        return self._progress.request_id
+
+    def __repr__(self) -> str:
+        return f"AsyncHumanRequest(run_id={self.run_id!r}, tool_call_id={self.tool_call_id!r}, request_id={self.request_id!r})"
+
+    async def _follow(self, until_waiting: bool, deadline: float | None) -> None:
+        """As `HumanRequest._follow`: `Ask` until the run id is known, then `WatchRun` after the
+        last sequence seen; reattaching on UNAVAILABLE."""
+        client, progress = self._client, self._progress
+        reconnect = client._reconnect
+        backoff = Backoff(reconnect) if reconnect is not None else None
+        while True:
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            call: _StreamCall
+            if progress.run_id:
+                watch = agent_pb2.WatchRunRequest(run_id=progress.run_id, after_sequence=progress.last_sequence)
+                call = client._agents.WatchRun(watch, timeout=remaining, metadata=client._metadata())
+            else:
+                call = client._humans.Ask(progress.request, timeout=remaining, metadata=client._metadata())
+            try:
+                while (frame := await _read(call)) is not None:
+                    if backoff is not None:
+                        backoff.reset()
+                    progress.see(frame)
+                    if progress.ended or (until_waiting and progress.suspended):
+                        return
+                if until_waiting and not progress.suspended:
+                    raise unexpected_end(progress)
+                # The stream ended with OK: so did the request.
+                progress.ended = True
+                return
+            except AskUserError as error:
+                wait = backoff.next_wait() if backoff is not None and is_unavailable(error) else None
+                if wait is None or (deadline is not None and time.monotonic() + wait >= deadline):
+                    raise
+            finally:
+                call.cancel()
+            await asyncio.sleep(wait)
+
+    async def wait(self, timeout: float | None = None) -> HumanAnswer | ApprovalOutcome:
+        """Waits until the request is settled, expires or is cancelled, as `HumanRequest.wait`."""
+        if self._outcome is None:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            if not self._progress.ended:
+                await self._follow(False, deadline)
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            run = await self._client.get_run(self.run_id, timeout=remaining)
+            self._outcome = self._progress.outcome(run)
+        return self._outcome
+
+
 class AsyncAskUserClient:
     """A `grpc.aio` connection to an askuser server (`host:port`), with the arguments of
     `AskUserClient`: `api_key` or `token_provider` (called for every call), `tls` or
@@ -402,6 +477,7 @@ class AsyncAskUserClient:
         self._token_provider = settings.token_provider
         self._agents = agent_pb2_grpc.AgentServiceStub(self._channel)
         self._tools = tool_pb2_grpc.ToolServiceStub(self._channel)
+        self._humans = human_pb2_grpc.HumanServiceStub(self._channel)
 
     def _metadata(self) -> Metadata:
         if self._token_provider is None:
@@ -590,3 +666,103 @@ class AsyncAskUserClient:
         response = await _unary(self._tools.AskUser(request, timeout=timeout, metadata=self._metadata()))
         content: str = response.content
         return content
+
+    async def ask(
+        self,
+        question: str | None = None,
+        *,
+        options: Iterable[str | tuple[str, str]] | None = None,
+        selection_mode: ask_user_pb2.SelectionMode | None = None,
+        form: form_pb2.Form | Mapping[str, Any] | None = None,
+        approval: Approval | human_pb2.ApprovalRequest | None = None,
+        context: str = "",
+        assignees: Iterable[str] = (),
+        ttl: timedelta | None = None,
+        metadata: Mapping[str, str] | None = None,
+        webhooks: Iterable[agent_pb2.WebhookSubscription] = (),
+        request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> AsyncHumanRequest:
+        """Asks a person from outside any run (HumanService.Ask), as `AskUserClient.ask`; returns
+        once the call waits, with a handle to `await handle.wait()` on."""
+        request = ask_request(
+            question=question,
+            options=options,
+            selection_mode=selection_mode,
+            form=form,
+            approval=approval,
+            context=context,
+            assignees=assignees,
+            ttl=ttl,
+            metadata=metadata,
+            webhooks=webhooks,
+            request_id=new_request_id() if request_id is None else request_id,
+        )
+        handle = AsyncHumanRequest(self, Progress(request))
+        await handle._follow(True, None if timeout is None else time.monotonic() + timeout)
+        return handle
+
+    async def ask_human(
+        self,
+        question: str | None = None,
+        *,
+        options: Iterable[str | tuple[str, str]] | None = None,
+        selection_mode: ask_user_pb2.SelectionMode | None = None,
+        form: form_pb2.Form | Mapping[str, Any] | None = None,
+        context: str = "",
+        assignees: Iterable[str] = (),
+        ttl: timedelta | None = None,
+        metadata: Mapping[str, str] | None = None,
+        webhooks: Iterable[agent_pb2.WebhookSubscription] = (),
+        request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> HumanAnswer:
+        """Asks a question (or a form) and waits for the answer, as `AskUserClient.ask_human`."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        handle = await self.ask(
+            question,
+            options=options,
+            selection_mode=selection_mode,
+            form=form,
+            context=context,
+            assignees=assignees,
+            ttl=ttl,
+            metadata=metadata,
+            webhooks=webhooks,
+            request_id=request_id,
+            timeout=timeout,
+        )
+        outcome = await handle.wait(None if deadline is None else max(deadline - time.monotonic(), 0.0))
+        assert isinstance(outcome, HumanAnswer)
+        return outcome
+
+    async def request_approval(
+        self,
+        tool_name: str,
+        arguments: Mapping[str, Any] | str,
+        reason: str = "",
+        *,
+        context: str = "",
+        assignees: Iterable[str] = (),
+        ttl: timedelta | None = None,
+        metadata: Mapping[str, str] | None = None,
+        webhooks: Iterable[agent_pb2.WebhookSubscription] = (),
+        request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> ApprovalOutcome:
+        """Asks for approval of a tool call and waits for the decision, as
+        `AskUserClient.request_approval`."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        handle = await self.ask(
+            approval=Approval(tool_name, arguments, reason),
+            context=context,
+            assignees=assignees,
+            ttl=ttl,
+            metadata=metadata,
+            webhooks=webhooks,
+            request_id=request_id,
+            timeout=timeout,
+        )
+        outcome = await handle.wait(None if deadline is None else max(deadline - time.monotonic(), 0.0))
+        assert isinstance(outcome, ApprovalOutcome)
+        return outcome

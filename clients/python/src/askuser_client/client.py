@@ -11,11 +11,11 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import grpc
 
-from askuser.v1 import agent_pb2, agent_pb2_grpc, ask_user_pb2, tool_pb2, tool_pb2_grpc
+from askuser.v1 import agent_pb2, agent_pb2_grpc, ask_user_pb2, form_pb2, human_pb2, human_pb2_grpc, tool_pb2, tool_pb2_grpc
 
 from ._shared import (
     DEFAULT_RECONNECT,
@@ -43,6 +43,7 @@ from ._shared import (
 )
 from .auth import TLS, BearerToken, TokenProvider
 from .errors import AskUserError, raising_ask_user_errors
+from .human import Approval, ApprovalOutcome, HumanAnswer, Progress, ask_request, new_request_id, unexpected_end
 
 T = TypeVar("T")
 
@@ -51,6 +52,7 @@ __all__ = [
     "Choice",
     "FormValue",
     "Frame",
+    "HumanRequest",
     "JsonArguments",
     "PendingCallEvent",
     "PendingCalls",
@@ -350,6 +352,95 @@ def _retrying(reconnect: Reconnect | None, timeout: float | None, call: Callable
             time.sleep(wait)
 
 
+class HumanRequest:
+    """A request made with `AskUserClient.ask`, whose call waits for a person: `wait()` for how it
+    was settled.
+
+    `wait` follows the request with `WatchRun` from the last event seen, so a dropped connection or
+    a server restart (UNAVAILABLE) only makes it reattach, under the client's `Reconnect` policy;
+    its `timeout` bounds one wait (DeadlineExceeded, after which `wait` may be called again)."""
+
+    def __init__(
+        self,
+        agents: agent_pb2_grpc.AgentServiceStub,
+        humans: human_pb2_grpc.HumanServiceStub,
+        progress: Progress,
+        reconnect: Reconnect | None,
+    ) -> None:
+        self._agents = agents
+        self._humans = humans
+        self._progress = progress
+        self._reconnect = reconnect
+        self._outcome: HumanAnswer | ApprovalOutcome | None = None
+
+    @property
+    def run_id(self) -> str:
+        """The request's run (a run of no agent)."""
+        return self._progress.run_id
+
+    @property
+    def tool_call_id(self) -> str:
+        """The request's one call."""
+        return self._progress.tool_call_id
+
+    @property
+    def request_id(self) -> str:
+        """The idempotency key it was asked with: asking again with it follows the same request."""
+        return self._progress.request_id
+
+    def __repr__(self) -> str:
+        return f"HumanRequest(run_id={self.run_id!r}, tool_call_id={self.tool_call_id!r}, request_id={self.request_id!r})"
+
+    def _follow(self, until_waiting: bool, deadline: float | None) -> None:
+        """Reads the request's frames until its call waits (`until_waiting`) or the request ends:
+        from `Ask` (again, with the same request_id) while its run id is unknown, from `WatchRun`
+        after the last sequence seen once it is known; reattaching on UNAVAILABLE."""
+        progress = self._progress
+        backoff = Backoff(self._reconnect) if self._reconnect is not None else None
+        while True:
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            if progress.run_id:
+                watch = agent_pb2.WatchRunRequest(run_id=progress.run_id, after_sequence=progress.last_sequence)
+                call = self._agents.WatchRun(watch, timeout=remaining)
+            else:
+                call = self._humans.Ask(progress.request, timeout=remaining)
+            try:
+                for frame in _without_heartbeats(call):
+                    if backoff is not None:
+                        backoff.reset()
+                    progress.see(frame)
+                    if progress.ended or (until_waiting and progress.suspended):
+                        return
+                if until_waiting and not progress.suspended:
+                    raise unexpected_end(progress)
+                # The stream ended with OK: so did the request.
+                progress.ended = True
+                return
+            except AskUserError as error:
+                wait = backoff.next_wait() if backoff is not None and is_unavailable(error) else None
+                if wait is None or (deadline is not None and time.monotonic() + wait >= deadline):
+                    raise
+            finally:
+                call.cancel()
+            time.sleep(wait)
+
+    def wait(self, timeout: float | None = None) -> HumanAnswer | ApprovalOutcome:
+        """Waits until the request is settled, expires or is cancelled; returns a `HumanAnswer` for
+        a question or a form, an `ApprovalOutcome` for an approval. `timeout` in seconds (None:
+        no limit) raises DeadlineExceeded when it passes first."""
+        if self._outcome is None:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            if not self._progress.ended:
+                self._follow(False, deadline)
+            request = agent_pb2.GetRunRequest(run_id=self.run_id)
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            response: agent_pb2.GetRunResponse = _retrying(
+                self._reconnect, remaining, lambda timeout: self._agents.GetRun(request, timeout=timeout)
+            )
+            self._outcome = self._progress.outcome(response.run)
+        return self._outcome
+
+
 class AskUserClient:
     """A connection to an askuser server (`host:port`).
 
@@ -395,6 +486,7 @@ class AskUserClient:
             channel = grpc.intercept_channel(channel, BearerToken(settings.token_provider))
         self._agents = agent_pb2_grpc.AgentServiceStub(channel)
         self._tools = tool_pb2_grpc.ToolServiceStub(channel)
+        self._humans = human_pb2_grpc.HumanServiceStub(channel)
 
     def close(self) -> None:
         self._channel.close()
@@ -591,3 +683,131 @@ class AskUserClient:
         with raising_ask_user_errors():
             response: tool_pb2.AskUserResponse = self._tools.AskUser(request, timeout=timeout)
         return response.content
+
+    def ask(
+        self,
+        question: str | None = None,
+        *,
+        options: Iterable[str | tuple[str, str]] | None = None,
+        selection_mode: ask_user_pb2.SelectionMode | None = None,
+        form: form_pb2.Form | Mapping[str, Any] | None = None,
+        approval: Approval | human_pb2.ApprovalRequest | None = None,
+        context: str = "",
+        assignees: Iterable[str] = (),
+        ttl: timedelta | None = None,
+        metadata: Mapping[str, str] | None = None,
+        webhooks: Iterable[agent_pb2.WebhookSubscription] = (),
+        request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> HumanRequest:
+        """Asks a person, from outside any run (HumanService.Ask), exactly one of: a `question`
+        (with `options`, labels or (label, description) pairs, and a `selection_mode`), a `form`
+        (a `form_pb2.Form`, or a mapping in its proto3 JSON form) or an `approval` (an `Approval`:
+        a tool call to approve, edit or reject before the caller runs it). Returns once the call
+        waits for someone; `HumanRequest.wait()` then gives the outcome.
+
+        `context` is markdown shown with the call (what is going on, and why it is asked);
+        `assignees` who may settle it (subjects, `group:NAME`); `ttl` how long it may wait;
+        `metadata` labels kept with it; `webhooks` as a run's. `request_id` (a new UUID unless
+        given) makes asking safe to repeat: the same id follows the same request. Bad input raises
+        InvalidArgument with field violations (`question.question`, `approval.tool_name`, ...).
+        `timeout` (seconds) bounds this call, reconnections included; a dropped connection before
+        the call waits makes it ask again with the same request_id, under the `Reconnect` policy.
+        Needs the `asks:create` scope."""
+        request = ask_request(
+            question=question,
+            options=options,
+            selection_mode=selection_mode,
+            form=form,
+            approval=approval,
+            context=context,
+            assignees=assignees,
+            ttl=ttl,
+            metadata=metadata,
+            webhooks=webhooks,
+            request_id=new_request_id() if request_id is None else request_id,
+        )
+        handle = HumanRequest(self._agents, self._humans, Progress(request), self._reconnect)
+        handle._follow(True, None if timeout is None else time.monotonic() + timeout)
+        return handle
+
+    def ask_human(
+        self,
+        question: str | None = None,
+        *,
+        options: Iterable[str | tuple[str, str]] | None = None,
+        selection_mode: ask_user_pb2.SelectionMode | None = None,
+        form: form_pb2.Form | Mapping[str, Any] | None = None,
+        context: str = "",
+        assignees: Iterable[str] = (),
+        ttl: timedelta | None = None,
+        metadata: Mapping[str, str] | None = None,
+        webhooks: Iterable[agent_pb2.WebhookSubscription] = (),
+        request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> HumanAnswer:
+        """Asks a person a `question` (or a `form`) and waits for the answer: `ask(...).wait()`,
+        with `timeout` (seconds) bounding both. Returns a `HumanAnswer` whose `kind` says how it
+        was settled: `text`, `selections`, `form`, `declined`, `replied`, `expired` or `cancelled`.
+
+        ```python
+        answer = client.ask_human("Which environment?", options=["staging", "production"])
+        ```
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        handle = self.ask(
+            question,
+            options=options,
+            selection_mode=selection_mode,
+            form=form,
+            context=context,
+            assignees=assignees,
+            ttl=ttl,
+            metadata=metadata,
+            webhooks=webhooks,
+            request_id=request_id,
+            timeout=timeout,
+        )
+        outcome = handle.wait(None if deadline is None else max(deadline - time.monotonic(), 0.0))
+        assert isinstance(outcome, HumanAnswer)
+        return outcome
+
+    def request_approval(
+        self,
+        tool_name: str,
+        arguments: Mapping[str, Any] | str,
+        reason: str = "",
+        *,
+        context: str = "",
+        assignees: Iterable[str] = (),
+        ttl: timedelta | None = None,
+        metadata: Mapping[str, str] | None = None,
+        webhooks: Iterable[agent_pb2.WebhookSubscription] = (),
+        request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> ApprovalOutcome:
+        """Asks a person to approve a call of `tool_name` with `arguments` (a mapping, or JSON text
+        of an object) before the caller runs it, and waits for the decision, `timeout` (seconds)
+        bounding it all. Returns an `ApprovalOutcome`: `approved` or `edited` (run the tool with
+        `outcome.arguments`), `rejected` (with `outcome.reason`), `expired` or `cancelled`.
+
+        ```python
+        decision = client.request_approval("deploy", {"service": "api"}, "a production deploy")
+        if decision.approved:
+            deploy(**decision.arguments)
+        ```
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        handle = self.ask(
+            approval=Approval(tool_name, arguments, reason),
+            context=context,
+            assignees=assignees,
+            ttl=ttl,
+            metadata=metadata,
+            webhooks=webhooks,
+            request_id=request_id,
+            timeout=timeout,
+        )
+        outcome = handle.wait(None if deadline is None else max(deadline - time.monotonic(), 0.0))
+        assert isinstance(outcome, ApprovalOutcome)
+        return outcome

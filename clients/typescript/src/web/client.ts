@@ -13,7 +13,7 @@ import {
   type ResumeRunOptions,
   type WatchPendingCallsFilters,
 } from "../common/options.js";
-import { toAskUserError } from "./error.js";
+import { AskUserError, toAskUserError } from "./error.js";
 import {
   AgentService,
   RunStatus,
@@ -27,6 +27,17 @@ import {
 } from "./gen/askuser/v1/agent_pb.js";
 import type { SelectionMode } from "./gen/askuser/v1/ask_user_pb.js";
 import { ToolService } from "./gen/askuser/v1/tool_pb.js";
+import { HumanService } from "./gen/askuser/v1/human_pb.js";
+import type { ApprovalOutcome, HumanOutcome, QuestionOutcome } from "../common/human.js";
+import {
+  buildAskRequest,
+  WebHumanRequest,
+  type AskApprovalInit,
+  type AskFormInit,
+  type AskInit,
+  type AskOptions,
+  type AskQuestionInit,
+} from "./human.js";
 
 /** Who calls, and how: the options of an `AskUserWebClient`. */
 export interface WebClientOptions {
@@ -58,6 +69,7 @@ export type AskUserInputInit = AskUserInput<SelectionMode>;
  */
 export class AskUserWebClient {
   readonly #agents: Client<typeof AgentService>;
+  readonly #human: Client<typeof HumanService>;
   readonly #tools: Client<typeof ToolService>;
 
   /**
@@ -74,7 +86,50 @@ export class AskUserWebClient {
       interceptors: provider === undefined ? [] : [bearerInterceptor(provider)],
     });
     this.#agents = createClient(AgentService, transport);
+    this.#human = createClient(HumanService, transport);
     this.#tools = createClient(ToolService, transport);
+  }
+
+  /**
+   * Asks a person (`HumanService.Ask`): as the Node client's `ask`, resolving once the call waits to
+   * a handle whose `wait()` gives the typed outcome; without retries or reattachment of its own.
+   */
+  ask(init: AskApprovalInit): Promise<WebHumanRequest<ApprovalOutcome>>;
+  ask(init: AskQuestionInit | AskFormInit): Promise<WebHumanRequest<QuestionOutcome>>;
+  ask(init: AskInit): Promise<WebHumanRequest>;
+  async ask(init: AskInit): Promise<WebHumanRequest> {
+    const { request, asked, argumentsJson } = buildAskRequest(init);
+    const reader = { watchRun: this.watchRun.bind(this), getRun: this.getRun.bind(this) };
+    for await (const frame of stream(this.#human.ask(request, connectOptions(init)))) {
+      if (frame.event.case === "toolCallSuspended") {
+        return new WebHumanRequest(reader, asked ?? "question", argumentsJson, request.requestId, frame.runId, frame.event.value, Number(frame.sequence));
+      }
+    }
+    throw new AskUserError(new ConnectError("the request's stream ended before its call waited", Code.Internal));
+  }
+
+  /** Asks a question or a form and waits for the answer (`ask` then `wait`). */
+  askHuman(question: string, options?: AskOptions & Omit<AskQuestionInit, keyof AskOptions | "question">): Promise<QuestionOutcome>;
+  askHuman(init: AskQuestionInit | AskFormInit): Promise<QuestionOutcome>;
+  async askHuman(
+    question: string | AskQuestionInit | AskFormInit,
+    options: AskOptions & Omit<AskQuestionInit, keyof AskOptions | "question"> = {},
+  ): Promise<QuestionOutcome> {
+    const init: AskQuestionInit | AskFormInit = typeof question === "string" ? { ...options, question } : question;
+    return this.#askAndWait(init) as Promise<QuestionOutcome>;
+  }
+
+  /** Asks a person to approve a tool call and waits for the decision (see the Node client's `requestApproval`). */
+  async requestApproval(toolName: string, args: Record<string, unknown> | string, options: AskOptions & { reason?: string } = {}): Promise<ApprovalOutcome> {
+    const { reason = "", ...rest } = options;
+    return this.#askAndWait({ ...rest, approval: { toolName, arguments: args, reason } }) as Promise<ApprovalOutcome>;
+  }
+
+  async #askAndWait(init: AskInit): Promise<HumanOutcome> {
+    const deadline = init.timeoutMs !== undefined && init.timeoutMs > 0 ? Date.now() + init.timeoutMs : undefined;
+    const request = await this.ask(init);
+    const timeoutMs = deadline === undefined ? undefined : Math.max(1, deadline - Date.now());
+    return request.wait({ timeoutMs, signal: init.signal, headers: init.headers });
   }
 
   /** One run with its pending calls. */

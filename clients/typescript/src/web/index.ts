@@ -11,6 +11,21 @@ export {
   type WebClientOptions,
 } from "./client.js";
 export { AskUserError } from "./error.js";
+export {
+  WebHumanRequest,
+  type AskApprovalInit,
+  type AskFormInit,
+  type AskInit,
+  type AskOptions,
+  type AskQuestionInit,
+} from "./human.js";
+export {
+  type ApprovalInit,
+  type ApprovalOutcome,
+  type FormOutcomeValue,
+  type HumanOutcome,
+  type QuestionOutcome,
+} from "../common/human.js";
 export { type Violation } from "../common/error.js";
 export { Reason } from "../common/reason.js";
 export {
@@ -28,6 +43,7 @@ export * from "./gen/askuser/v1/agent_pb.js";
 export * from "./gen/askuser/v1/ask_user_pb.js";
 export * from "./gen/askuser/v1/errors_pb.js";
 export * from "./gen/askuser/v1/form_pb.js";
+export * from "./gen/askuser/v1/human_pb.js";
 export * from "./gen/askuser/v1/tool_pb.js";
 export { create } from "@bufbuild/protobuf";
 export { timestampDate, timestampMs, type Timestamp } from "@bufbuild/protobuf/wkt";

@@ -480,7 +480,7 @@ class Run(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., status: _Optional[_Union[RunStatus, str]] = ..., pending_tool_calls: _Optional[_Iterable[_Union[PendingToolCall, _Mapping]]] = ..., output_text: _Optional[str] = ..., last_sequence: _Optional[int] = ..., create_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., update_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., prompt: _Optional[str] = ..., error_message: _Optional[str] = ..., settled_tool_calls: _Optional[_Iterable[_Union[SettledToolCall, _Mapping]]] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ...) -> None: ...
 
 class SettledToolCall(_message.Message):
-    __slots__ = ("tool_call_id", "tool_name", "kind", "settled_by", "settle_time", "result_sequence", "suspend_time")
+    __slots__ = ("tool_call_id", "tool_name", "kind", "settled_by", "settle_time", "result_sequence", "suspend_time", "content", "answer")
     TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
     TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -488,6 +488,8 @@ class SettledToolCall(_message.Message):
     SETTLE_TIME_FIELD_NUMBER: _ClassVar[int]
     RESULT_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     SUSPEND_TIME_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
     tool_call_id: str
     tool_name: str
     kind: ToolResultKind
@@ -495,7 +497,9 @@ class SettledToolCall(_message.Message):
     settle_time: _timestamp_pb2.Timestamp
     result_sequence: int
     suspend_time: _timestamp_pb2.Timestamp
-    def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., kind: _Optional[_Union[ToolResultKind, str]] = ..., settled_by: _Optional[_Union[SettledBy, _Mapping]] = ..., settle_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., result_sequence: _Optional[int] = ..., suspend_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    content: str
+    answer: Answer
+    def __init__(self, tool_call_id: _Optional[str] = ..., tool_name: _Optional[str] = ..., kind: _Optional[_Union[ToolResultKind, str]] = ..., settled_by: _Optional[_Union[SettledBy, _Mapping]] = ..., settle_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., result_sequence: _Optional[int] = ..., suspend_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., content: _Optional[str] = ..., answer: _Optional[_Union[Answer, _Mapping]] = ...) -> None: ...
 
 class GetRunRequest(_message.Message):
     __slots__ = ("run_id",)

@@ -942,7 +942,17 @@ export interface SettledToolCall {
    * When it (last) started waiting for someone; absent for a call that never waited (a tool the
    * server ran without approval, an invalid call).
    */
-  suspendTime: Date | undefined;
+  suspendTime:
+    | Date
+    | undefined;
+  /** The result the model (or a request's asker) got, as its `tool_result` frame carried it. */
+  content: string;
+  /**
+   * The answer or approval decision that settled it, as the settler gave it (`run_id`,
+   * `tool_call_id` and `answer_id` filled in): how a request's asker reads a typed answer. Absent
+   * when none did: an expiry, a cancellation, an invalid call, a tool the server ran unasked.
+   */
+  answer: Answer | undefined;
 }
 
 /** Request of `GetRun`. */
@@ -4320,6 +4330,8 @@ function createBaseSettledToolCall(): SettledToolCall {
     settleTime: undefined,
     resultSequence: 0,
     suspendTime: undefined,
+    content: "",
+    answer: undefined,
   };
 }
 
@@ -4345,6 +4357,12 @@ export const SettledToolCall: MessageFns<SettledToolCall> = {
     }
     if (message.suspendTime !== undefined) {
       Timestamp.encode(toTimestamp(message.suspendTime), writer.uint32(58).fork()).join();
+    }
+    if (message.content !== "") {
+      writer.uint32(66).string(message.content);
+    }
+    if (message.answer !== undefined) {
+      Answer.encode(message.answer, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -4418,6 +4436,22 @@ export const SettledToolCall: MessageFns<SettledToolCall> = {
             message.suspendTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.content = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.answer = Answer.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4444,6 +4478,10 @@ export const SettledToolCall: MessageFns<SettledToolCall> = {
     message.settleTime = object.settleTime ?? undefined;
     message.resultSequence = object.resultSequence ?? 0;
     message.suspendTime = object.suspendTime ?? undefined;
+    message.content = object.content ?? "";
+    message.answer = (object.answer !== undefined && object.answer !== null)
+      ? Answer.fromPartial(object.answer)
+      : undefined;
     return message;
   },
 };

@@ -4,19 +4,23 @@ import dev.askuser.v1.Agent;
 import dev.askuser.v1.AgentServiceGrpc;
 import dev.askuser.v1.Answer;
 import dev.askuser.v1.ApprovalPolicy;
+import dev.askuser.v1.AskRequest;
 import dev.askuser.v1.AskUserInput;
 import dev.askuser.v1.AskUserRequest;
 import dev.askuser.v1.AttachRun;
 import dev.askuser.v1.CancelRunRequest;
 import dev.askuser.v1.ClaimCallRequest;
 import dev.askuser.v1.GetRunRequest;
+import dev.askuser.v1.HumanServiceGrpc;
 import dev.askuser.v1.ListAgentsRequest;
 import dev.askuser.v1.ListRunsRequest;
 import dev.askuser.v1.ListRunsResponse;
 import dev.askuser.v1.ResumeRunRequest;
 import dev.askuser.v1.RunAgentRequest;
+import dev.askuser.v1.RunAgentResponse;
 import dev.askuser.v1.StartRun;
 import dev.askuser.v1.SuspendKind;
+import dev.askuser.v1.ToolCallSuspended;
 import dev.askuser.v1.ToolDefinition;
 import dev.askuser.v1.ToolServiceGrpc;
 import dev.askuser.v1.WatchPendingCallsRequest;
@@ -41,15 +45,23 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BiConsumer;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
- * A client of one askuser server: the {@code askuser.v1} {@code AgentService} and {@code
- * ToolService} over the generated gRPC stubs. Every failed call throws {@link AskUserException}.
+ * A client of one askuser server: the {@code askuser.v1} {@code AgentService}, {@code
+ * ToolService} and {@code HumanService} over the generated gRPC stubs. Every failed call throws
+ * {@link AskUserException}.
+ *
+ * <p>Asking a person from any code ({@code HumanService.Ask}): {@link #askHuman} and {@link
+ * #requestApproval} ask and wait for the typed {@link HumanOutcome}; {@link #ask} returns a {@link
+ * HumanRequest} to wait on later.
  *
  * <pre>{@code
  * try (AskUserClient client = new AskUserClient("127.0.0.1:50051");
@@ -481,6 +493,169 @@ public final class AskUserClient implements AutoCloseable {
    */
   public String askUser(AskUserInput input) {
     return unary(() -> withDeadline(tools).askUser(AskUserRequest.newBuilder().setInput(input).build()).getContent());
+  }
+
+  /**
+   * Asks a person from code outside any run ({@code HumanService.Ask}): creates the request (a run
+   * of no agent holding one call) and returns once its call waits for someone, with a handle to
+   * {@link HumanRequest#await() await} the outcome. The request reaches people as a run's calls do
+   * (the inbox, {@code askuser pending}, the pending-calls feed, webhooks) and is settled once.
+   *
+   * <p>Without a {@link AskOptions#requestId request id} one is generated (a UUID); asking again
+   * with the same id creates nothing and follows the same request. A dropped connection is ridden
+   * out under the client's {@link Reconnect} policy (the same {@code Ask} again until the run id is
+   * known, then {@code WatchRun}). The client's deadline ({@link #withTimeout}) counts from here
+   * and bounds the waiting that follows too.
+   *
+   * @throws AskUserException e.g. {@code INVALID_ARGUMENT} with a field violation naming the bad
+   *     field ({@code question.question}, {@code approval.tool_name}, ...), {@code PERMISSION_DENIED}
+   *     without the {@code asks:create} scope
+   */
+  public HumanRequest ask(AskOptions options) {
+    AskRequest request = options.toRequest();
+    if (request.getRequestId().isEmpty()) {
+      request = request.toBuilder().setRequestId(UUID.randomUUID().toString()).build();
+    }
+    HumanServiceGrpc.HumanServiceStub humans =
+        withDeadline(HumanServiceGrpc.newStub(channel).withCallCredentials(agents.getCallOptions().getCredentials()));
+    AskStream stream = new AskStream(humans, agents, request, streamBufferSize, backoff());
+    boolean approval = request.hasApproval();
+    String argumentsJson = request.getApproval().getArgumentsJson();
+    try {
+      String toolCallId = "";
+      while (stream.hasNext()) {
+        RunAgentResponse frame = stream.next();
+        switch (frame.getEventCase()) {
+          case TOOL_CALL -> toolCallId = frame.getToolCall().getToolCallId();
+          case TOOL_CALL_SUSPENDED -> {
+            ToolCallSuspended suspended = frame.getToolCallSuspended();
+            return new HumanRequest(this, stream, frame.getRunId(), suspended.getToolCallId(),
+                request.getRequestId(), suspended, approval, argumentsJson);
+          }
+          case TOOL_RESULT, RUN_COMPLETED, RUN_CANCELLED, RUN_FAILED -> {
+            // Settled before it was seen waiting (a retry of an old request): the outcome is ready.
+            if (toolCallId.isEmpty() && frame.hasToolResult()) {
+              toolCallId = frame.getToolResult().getToolCallId();
+            }
+            return new HumanRequest(this, stream, frame.getRunId(), toolCallId,
+                request.getRequestId(), null, approval, argumentsJson);
+          }
+          default -> {}
+        }
+      }
+      if (stream.runId() != null) {
+        return new HumanRequest(this, stream, stream.runId(), toolCallId, request.getRequestId(), null, approval, argumentsJson);
+      }
+      throw new IllegalStateException("the request's stream ended before it started");
+    } catch (RuntimeException e) {
+      stream.close();
+      throw e;
+    }
+  }
+
+  /**
+   * Asks a person and waits for the answer: {@code ask(options).await()}. The outcome's kind is
+   * {@code TEXT}, {@code SELECTIONS}, {@code FORM}, {@code DECLINED}, {@code REPLIED}, {@code
+   * EXPIRED} or {@code CANCELLED} (for an approval, see {@link #requestApproval}).
+   */
+  public HumanOutcome askHuman(AskOptions options) {
+    try (HumanRequest request = ask(options)) {
+      return request.await();
+    }
+  }
+
+  /** Asks a person a free-text question and waits for the answer. */
+  public HumanOutcome askHuman(String question) {
+    return askHuman(AskOptions.question(question));
+  }
+
+  /**
+   * Asks a person to approve a tool call before the caller runs it, and waits for the decision:
+   * {@code APPROVED} (run it with {@link HumanOutcome#arguments()}), {@code EDITED} (run it with the
+   * approver's {@link HumanOutcome#arguments()}), {@code REJECTED} (with a {@link
+   * HumanOutcome#reason()}), {@code EXPIRED} or {@code CANCELLED}. askuser never runs the tool.
+   *
+   * @param arguments the call's arguments, plain values (maps, lists, strings, numbers, booleans, null)
+   * @param reason why approval is asked, shown to the approver (may be empty)
+   */
+  public HumanOutcome requestApproval(String toolName, Map<String, ?> arguments, String reason) {
+    return askHuman(AskOptions.approval(toolName, arguments, reason));
+  }
+
+  /** {@link #requestApproval(String, Map, String)} with the arguments as JSON text (an object). */
+  public HumanOutcome requestApproval(String toolName, String argumentsJson, String reason) {
+    return askHuman(AskOptions.approvalJson(toolName, argumentsJson, reason));
+  }
+
+  /**
+   * {@link #requestApproval(String, Map, String)} with every option: {@code
+   * AskOptions.approval(...)} with a context, assignees, a ttl, a request id.
+   */
+  public HumanOutcome requestApproval(AskOptions approval) {
+    if (!approval.toRequest().hasApproval()) {
+      throw new IllegalArgumentException("requestApproval takes AskOptions.approval(...), not a " + approval.toRequest().getCallCase());
+    }
+    return askHuman(approval);
+  }
+
+  /** {@link #ask} without blocking, on a thread of its own: the future fails with the {@link AskUserException}. */
+  public CompletableFuture<HumanRequest> askAsync(AskOptions options) {
+    return onThread(() -> ask(options), () -> {});
+  }
+
+  /**
+   * {@link #askHuman(AskOptions)} without blocking, on a thread of its own: the future fails with the
+   * {@link AskUserException}; cancelling it stops following the request (which stays pending).
+   */
+  public CompletableFuture<HumanOutcome> askHumanAsync(AskOptions options) {
+    AtomicReference<HumanRequest> asked = new AtomicReference<>();
+    AtomicBoolean cancelled = new AtomicBoolean();
+    return onThread(
+        () -> {
+          HumanRequest request = ask(options);
+          asked.set(request);
+          if (cancelled.get()) {
+            request.close();
+          }
+          try (request) {
+            return request.await();
+          }
+        },
+        () -> {
+          cancelled.set(true);
+          HumanRequest request = asked.get();
+          if (request != null) {
+            request.close();
+          }
+        });
+  }
+
+  /** {@link #requestApproval(String, Map, String)} without blocking, as {@link #askHumanAsync}. */
+  public CompletableFuture<HumanOutcome> requestApprovalAsync(String toolName, Map<String, ?> arguments, String reason) {
+    return askHumanAsync(AskOptions.approval(toolName, arguments, reason));
+  }
+
+  /**
+   * Runs {@code work} on a daemon thread of its own; the future completes with its result or fails
+   * with what it threw. Cancelling the future runs {@code onCancel}.
+   */
+  static <T> CompletableFuture<T> onThread(Supplier<T> work, Runnable onCancel) {
+    CompletableFuture<T> future = new CompletableFuture<>();
+    future.whenComplete((ignored, failure) -> {
+      if (future.isCancelled()) {
+        onCancel.run();
+      }
+    });
+    Thread thread = new Thread(() -> {
+      try {
+        future.complete(work.get());
+      } catch (RuntimeException e) {
+        future.completeExceptionally(e);
+      }
+    }, "askuser-ask");
+    thread.setDaemon(true);
+    thread.start();
+    return future;
   }
 
   /** {@link #getRun} without blocking: the future fails with an {@link AskUserException}. */

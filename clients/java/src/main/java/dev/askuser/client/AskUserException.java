@@ -53,6 +53,11 @@ public final class AskUserException extends RuntimeException {
     return new AskUserException(status.getCode(), message, errorInfo, violations, failure);
   }
 
+  /** A failure the client itself decides, e.g. a wait that ran out of time (DEADLINE_EXCEEDED). */
+  static AskUserException local(Status status, String message) {
+    return from(status.withDescription(message).asRuntimeException());
+  }
+
   private static <T extends com.google.protobuf.Message> T unpack(Any detail, Class<T> type) {
     try {
       return detail.unpack(type);

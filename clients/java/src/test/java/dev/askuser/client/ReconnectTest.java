@@ -14,6 +14,7 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -154,6 +155,43 @@ class ReconnectTest {
           pendingRuns.add(event.getCallPending().getRunId());
         }
         assertTrue(pendingRuns.contains(run.runId()), "the new snapshot: " + pendingRuns);
+      }
+    }
+  }
+
+  @Test
+  void aRequestsAnswerReachesTheAskerAcrossARestart() throws Exception {
+    try (AskUserClient client = new AskUserClient("127.0.0.1:" + port);
+        HumanRequest request = client.ask(AskOptions.approval("deploy", Map.of("environment", "production"), ""))) {
+      CompletableFuture<HumanOutcome> waiting = request.awaitAsync();
+      restart(1000).get(30, TimeUnit.SECONDS);
+      // Retried until the channel is connected again (resumeRun is not retried).
+      assertEquals(RunStatus.RUN_STATUS_SUSPENDED, client.getRun(request.runId()).getStatus());
+      try (FrameStream frames = client.resumeRun(
+          Answers.editArguments(request.runId(), request.toolCallId(), "{\"environment\":\"staging\"}"))) {
+        frames.forEachRemaining(frame -> {});
+      }
+      HumanOutcome outcome = waiting.get(30, TimeUnit.SECONDS);
+      assertEquals(HumanOutcome.Kind.EDITED, outcome.kind());
+      assertEquals(Map.of("environment", "staging"), outcome.arguments());
+    }
+  }
+
+  @Test
+  void anAskMadeWhileTheServerIsDownIsMadeOnceItIsBack() throws Exception {
+    try (AskUserClient client = new AskUserClient("127.0.0.1:" + port)) {
+      CompletableFuture<Void> back = restart(800);
+      AskOptions options = AskOptions.question("Release name?").requestId("down-" + port);
+      try (HumanRequest request = client.ask(options)) {
+        back.get(30, TimeUnit.SECONDS);
+        // One request: asking again follows it.
+        try (HumanRequest again = client.ask(options)) {
+          assertEquals(request.runId(), again.runId());
+        }
+        try (FrameStream frames = client.resumeRun(Answers.text(request.runId(), request.toolCallId(), "Apollo"))) {
+          frames.forEachRemaining(frame -> {});
+        }
+        assertEquals("Apollo", request.await(Duration.ofSeconds(20)).text());
       }
     }
   }

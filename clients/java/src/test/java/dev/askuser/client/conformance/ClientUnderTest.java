@@ -1,5 +1,6 @@
 package dev.askuser.client.conformance;
 
+import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -8,10 +9,13 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.MessageOrBuilder;
 import com.google.protobuf.util.JsonFormat;
 import dev.askuser.client.Answers;
+import dev.askuser.client.AskOptions;
 import dev.askuser.client.AskUserClient;
 import dev.askuser.client.AskUserException;
 import dev.askuser.client.EventStream;
 import dev.askuser.client.FieldValues;
+import dev.askuser.client.HumanOutcome;
+import dev.askuser.client.HumanRequest;
 import dev.askuser.client.PendingCallStream;
 import dev.askuser.client.Run;
 import dev.askuser.v1.Answer;
@@ -19,6 +23,7 @@ import dev.askuser.v1.ApprovalPolicy;
 import dev.askuser.v1.AskUserInput;
 import dev.askuser.v1.AskUserOption;
 import dev.askuser.v1.FieldValue;
+import dev.askuser.v1.Form;
 import dev.askuser.v1.SelectionMode;
 import dev.askuser.v1.SuspendKind;
 import dev.askuser.v1.ToolDefinition;
@@ -31,6 +36,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -45,6 +51,7 @@ public final class ClientUnderTest {
   private final Map<String, AskUserClient> clients = new HashMap<>();
   private final Map<String, Run> streams = new HashMap<>();
   private final Map<String, PendingCallStream> feeds = new HashMap<>();
+  private final Map<String, HumanRequest> asks = new HashMap<>();
 
   public static void main(String[] args) throws IOException {
     ClientUnderTest cut = new ClientUnderTest();
@@ -57,6 +64,7 @@ public final class ClientUnderTest {
         out.println(JSON.writeValueAsString(cut.respond(JSON.readTree(line))));
       }
     } finally {
+      cut.asks.values().forEach(HumanRequest::close);
       cut.clients.values().forEach(AskUserClient::close);
     }
   }
@@ -123,9 +131,78 @@ public final class ClientUnderTest {
         client(r).claimCall(r.get("run_id").asText(), r.get("tool_call_id").asText(), r.get("claimant").asText(),
             ttl == 0 ? null : Duration.ofMillis(ttl));
       }
+      case "ask" -> {
+        HumanRequest request = client(r).ask(askOptions(r));
+        asks.put(r.get("ask").asText(), request);
+        ok.put("run_id", request.runId());
+        ok.put("tool_call_id", request.toolCallId());
+      }
+      case "ask_result" -> {
+        HumanRequest request = asks.get(r.get("ask").asText());
+        if (request == null) {
+          throw new IllegalArgumentException("no ask named " + r.get("ask"));
+        }
+        long timeout = r.path("timeout_ms").asLong(0);
+        ok.set("outcome", outcome(request.await(timeout == 0 ? null : Duration.ofMillis(timeout))));
+      }
       default -> throw new IllegalArgumentException("unknown op " + op);
     }
     return ok;
+  }
+
+  /** The options of an `ask` op, through the builders a user would call. */
+  private static AskOptions askOptions(JsonNode r) throws InvalidProtocolBufferException {
+    AskOptions options;
+    if (r.has("question")) {
+      options = AskOptions.question(input(r.get("question")));
+    } else if (r.has("form")) {
+      Form.Builder form = Form.newBuilder();
+      JsonFormat.parser().merge(r.get("form").toString(), form);
+      options = AskOptions.form(form.build());
+    } else if (r.has("approval")) {
+      JsonNode approval = r.get("approval");
+      Map<String, Object> arguments = JSON.convertValue(approval.path("arguments"), new TypeReference<Map<String, Object>>() {});
+      options = AskOptions.approval(
+          approval.path("tool_name").asText(""), arguments == null ? Map.of() : arguments, approval.path("reason").asText(""));
+    } else {
+      throw new IllegalArgumentException("an ask without a question, form or approval");
+    }
+    options = options.context(r.path("context").asText("")).requestId(r.path("request_id").asText(""));
+    long ttl = r.path("ttl_ms").asLong(0);
+    return ttl == 0 ? options : options.ttl(Duration.ofMillis(ttl));
+  }
+
+  /** An outcome as tests/conformance/README.md writes it. */
+  private static ObjectNode outcome(HumanOutcome outcome) {
+    ObjectNode json = JSON.createObjectNode();
+    json.put("kind", outcome.kind().name().toLowerCase(Locale.ROOT));
+    switch (outcome.kind()) {
+      case TEXT, REPLIED -> json.put("text", outcome.text());
+      case SELECTIONS -> outcome.selections().forEach(json.putArray("selections")::add);
+      case FORM -> {
+        ObjectNode values = json.putObject("values");
+        outcome.values().forEach((name, value) -> values.set(name, plain(value)));
+      }
+      case DECLINED, REJECTED -> json.put("reason", outcome.reason());
+      case APPROVED, EDITED -> json.set("arguments", JSON.valueToTree(outcome.arguments()));
+      default -> {}
+    }
+    if (!outcome.settledBy().isEmpty()) {
+      json.put("settled_by", outcome.settledBy());
+    }
+    return json;
+  }
+
+  private static JsonNode plain(Object value) {
+    if (value instanceof HumanOutcome.Choice choice) {
+      ObjectNode json = JSON.createObjectNode();
+      choice.values().forEach(json.putArray("values")::add);
+      return json.put("other", choice.other());
+    }
+    if (value instanceof Double number && number == Math.rint(number) && Math.abs(number) < 1e15) {
+      return JSON.getNodeFactory().numberNode(number.longValue());
+    }
+    return JSON.valueToTree(value);
   }
 
   /** The client of the key `as` names, with the call's deadline (`timeout_ms`, 0 or absent: none). */
