@@ -12,7 +12,7 @@
 # Needs target/debug/askuser (cargo build) and openssl. Keys are made offline, before each server
 # starts, the way an operator makes the first key.
 
-CONFORMANCE_SCOPES="runs:start,runs:read,runs:answer,runs:cancel,tools:execute,agents:read"
+CONFORMANCE_SCOPES="runs:start,runs:read,runs:answer,runs:cancel,tools:execute,agents:read,asks:create"
 
 # conformance_key DATA_DIR TENANT: makes a key of TENANT in the store under DATA_DIR; prints it.
 conformance_key() {

@@ -48,6 +48,8 @@ ensure_prometheus() {
 # Python SDK (tests/fixtures/mcp, in the venv .tools/venv-mcp) and a published one from the npm
 # registry (@modelcontextprotocol/server-filesystem), each at a pinned version.
 MCP_FILESYSTEM_VERSION=2026.8.31
+# The TypeScript MCP SDK the MCP endpoint's tests play a host with (tests/fixtures/mcp/host.mjs).
+MCP_TS_SDK_VERSION=1.32.2
 ensure_mcp_servers() {
   local venv="$TOOLS/venv-mcp"
   local wanted="$ROOT/tests/fixtures/mcp/requirements.txt"
@@ -62,5 +64,11 @@ ensure_mcp_servers() {
     echo "installing @modelcontextprotocol/server-filesystem $MCP_FILESYSTEM_VERSION"
     (cd "$TOOLS" && { [ -f package.json ] || echo '{"private":true}' > package.json; } \
       && npm install --no-audit --no-fund --silent "@modelcontextprotocol/server-filesystem@$MCP_FILESYSTEM_VERSION")
+  fi
+  if [ ! -f "$TOOLS/node_modules/@modelcontextprotocol/sdk/package.json" ] \
+    || [ "$(node -p "require('$TOOLS/node_modules/@modelcontextprotocol/sdk/package.json').version")" != "$MCP_TS_SDK_VERSION" ]; then
+    echo "installing @modelcontextprotocol/sdk $MCP_TS_SDK_VERSION"
+    (cd "$TOOLS" && { [ -f package.json ] || echo '{"private":true}' > package.json; } \
+      && npm install --no-audit --no-fund --silent "@modelcontextprotocol/sdk@$MCP_TS_SDK_VERSION")
   fi
 }

@@ -36,3 +36,19 @@ pub fn to_json_value<M: prost::Message + prost::Name>(
     serde_json::to_value(&dynamic)
         .map_err(|error| ProtoJsonError::Decode(M::full_name(), error.to_string()))
 }
+
+/// A message from its proto3 JSON mapping.
+pub fn from_json_value<M: prost::Message + prost::Name + Default>(
+    value: serde_json::Value,
+) -> Result<M, ProtoJsonError> {
+    let pool = DESCRIPTORS
+        .as_ref()
+        .map_err(|error| ProtoJsonError::Descriptors(error.to_string()))?;
+    let descriptor = pool
+        .get_message_by_name(&M::full_name())
+        .ok_or_else(|| ProtoJsonError::Missing(M::full_name()))?;
+    let dynamic = DynamicMessage::deserialize(descriptor, value)
+        .map_err(|error| ProtoJsonError::Decode(M::full_name(), error.to_string()))?;
+    M::decode(prost::Message::encode_to_vec(&dynamic).as_slice())
+        .map_err(|error| ProtoJsonError::Decode(M::full_name(), error.to_string()))
+}

@@ -381,6 +381,22 @@ fn routes(
             limits: args.request_limits(),
         },
     );
+    // The MCP endpoint goes through the same layers (guard, CORS, authentication) as every call.
+    let mcp = args.mcp().then(|| {
+        let stop = tokio_util::sync::CancellationToken::new();
+        let runtime = runtime.clone();
+        let stopped = stop.clone();
+        tokio::spawn(async move {
+            runtime.stopping().await;
+            stopped.cancel();
+        });
+        crate::api::mcp_service(
+            agent_api.clone(),
+            args.heartbeat_interval,
+            max_request,
+            stop,
+        )
+    });
     let routes = Routes::new(health_service)
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
@@ -404,6 +420,14 @@ fn routes(
                 .max_decoding_message_size(max_request)
                 .max_encoding_message_size(max_response),
         );
+    let routes = match mcp {
+        Some(mcp) => Routes::from(
+            routes
+                .into_axum_router()
+                .route_service(crate::api::MCP_PATH, mcp),
+        ),
+        None => routes,
+    };
     // The web inbox answers what no service takes; without it tonic's UNIMPLEMENTED does.
     let routes = match args.ui() {
         true => Routes::from(routes.into_axum_router().fallback(crate::web::respond)),

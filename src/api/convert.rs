@@ -458,6 +458,11 @@ fn pending_to_proto(call: PendingCall) -> pb::PendingToolCall {
 }
 
 pub fn run_to_proto(run: RunRecord) -> pb::Run {
+    let settled_tool_calls = run
+        .settled
+        .into_iter()
+        .map(|call| settled_to_proto(&run.run_id, call))
+        .collect();
     pb::Run {
         run_id: run.run_id,
         agent_id: run.agent_id,
@@ -470,13 +475,19 @@ pub fn run_to_proto(run: RunRecord) -> pb::Run {
         metadata: run.metadata.into_iter().collect(),
         prompt: run.prompt,
         error_message: run.error_message,
-        settled_tool_calls: run.settled.into_iter().map(settled_to_proto).collect(),
+        settled_tool_calls,
         usage: run.usage.map(usage_to_proto),
     }
 }
 
-fn settled_to_proto(call: SettledCall) -> pb::SettledToolCall {
+fn settled_to_proto(run_id: &str, call: SettledCall) -> pb::SettledToolCall {
     pb::SettledToolCall {
+        answer: call.answer.map(|answer| pb::Answer {
+            run_id: run_id.to_owned(),
+            tool_call_id: call.tool_call_id.clone(),
+            answer: Some(answer_to_proto(answer)),
+            answer_id: String::new(),
+        }),
         tool_call_id: call.tool_call_id,
         tool_name: call.tool_name,
         kind: kind_to_proto(call.kind) as i32,
@@ -484,6 +495,32 @@ fn settled_to_proto(call: SettledCall) -> pb::SettledToolCall {
         settle_time: call.settled_ms.map(timestamp),
         result_sequence: call.result_sequence,
         suspend_time: call.suspended_ms.map(timestamp),
+        content: call.content,
+    }
+}
+
+/// An answer as given, back in the API's words.
+fn answer_to_proto(answer: AnswerInput) -> pb::answer::Answer {
+    use pb::answer::Answer;
+    use pb::approval_decision::{Approve, Decision, Edit, Reject};
+    match answer {
+        AnswerInput::Text(text) => Answer::Text(text),
+        AnswerInput::Selections(labels) => Answer::Selections(pb::Selections { labels }),
+        AnswerInput::Decline(reason) => Answer::Decline(pb::Decline { reason }),
+        AnswerInput::ToolOutput { content, is_error } => {
+            Answer::ToolOutput(pb::ToolOutput { content, is_error })
+        }
+        AnswerInput::Approval(decision) => Answer::Approval(pb::ApprovalDecision {
+            decision: Some(match decision {
+                ApprovalDecision::Approve => Decision::Approve(Approve {}),
+                ApprovalDecision::Reject { reason } => Decision::Reject(Reject { reason }),
+                ApprovalDecision::Edit { arguments_json } => {
+                    Decision::Edit(Edit { arguments_json })
+                }
+            }),
+        }),
+        AnswerInput::Form(form) => Answer::Form(super::form_answer::form_answer_to_proto(form)),
+        AnswerInput::Reply(reply) => Answer::Reply(reply),
     }
 }
 

@@ -1,4 +1,4 @@
-//! A form's answer decoded from its askuser.v1 `FormAnswer`.
+//! A form's answer decoded from its askuser.v1 `FormAnswer`, and back.
 
 use super::error::ApiError;
 use crate::domain::{ChoiceValue, FieldValue, FormAnswer, Number};
@@ -35,5 +35,28 @@ pub fn form_answer_from_proto(answer: pb::FormAnswer) -> Result<FormAnswer, ApiE
         Ok(FormAnswer { values })
     } else {
         Err(ApiError::InvalidAnswer(violations))
+    }
+}
+
+/// A form's values back in the API's words (a settled call's answer).
+pub fn form_answer_to_proto(answer: FormAnswer) -> pb::FormAnswer {
+    use pb::field_value::Value;
+    pb::FormAnswer {
+        values: answer
+            .values
+            .into_iter()
+            .map(|(name, value)| {
+                let value = match value {
+                    FieldValue::Text(text) => Value::Text(text),
+                    FieldValue::Number(Number(number)) => Value::Number(number),
+                    FieldValue::Boolean(boolean) => Value::Boolean(boolean),
+                    FieldValue::Choice(choice) => Value::Choice(pb::ChoiceValue {
+                        values: choice.values,
+                        other: choice.other,
+                    }),
+                };
+                (name, pb::FieldValue { value: Some(value) })
+            })
+            .collect(),
     }
 }

@@ -13,7 +13,7 @@ use crate::runtime::RuntimeError;
 use crate::runtime::requests::{AskRequest, RequestCall};
 
 /// Decodes a request; sizes are checked first, as a run's start's are.
-fn decode(
+pub(super) fn decode(
     request: pb::AskRequest,
     api: &AgentApi,
     principal: crate::domain::Principal,

@@ -1,4 +1,5 @@
-//! The gRPC surface: decodes and validates requests, calls the runtime, maps errors to statuses.
+//! The gRPC surface (and its MCP face): decodes and validates requests, calls the runtime, maps
+//! errors to statuses.
 
 mod admin_service;
 mod agent_service;
@@ -13,6 +14,7 @@ mod frame_properties;
 mod human_service;
 mod inbound;
 mod limits;
+mod mcp;
 mod reason;
 mod recheck;
 mod stream_caps;
@@ -23,4 +25,5 @@ pub use agent_service::{AgentApi, StreamSettings};
 pub use client_subject::client_subject;
 pub use error::{ApiError, ERROR_DOMAIN};
 pub use limits::RequestLimits;
+pub use mcp::{MCP_PATH, McpFace, service as mcp_service};
 pub use tool_service::ToolApi;

@@ -17,7 +17,7 @@ use tracing::{debug, warn};
 
 pub use jwt::{ClaimNames, JwksSource, JwtSettings, JwtVerifier};
 pub use recheck::Credential;
-pub use scopes::{Access, access};
+pub use scopes::{Access, MCP_PATH, access};
 pub use settings::{AuthArgs, AuthConfigError, AuthMethods, parse_scope};
 
 use tonic::transport::server::{TcpConnectInfo, TlsConnectInfo};
@@ -257,11 +257,32 @@ where
                         }
                         _ => debug!(%error, path, "refused"),
                     }
+                    // MCP hosts speak HTTP: a refusal is a 401 (or 403) they understand.
+                    if path == scopes::MCP_PATH {
+                        return Ok(mcp_refusal(&error));
+                    }
                     Ok(tonic::Status::from(error).into_http())
                 }
             }
         })
     }
+}
+
+/// An HTTP refusal of the MCP endpoint: 403 when the credential lacks the scope, 401 (with the
+/// challenge MCP clients look for) otherwise.
+fn mcp_refusal<B: Default>(error: &AuthError) -> http::Response<B> {
+    let status = match error {
+        AuthError::MissingScope(_) => http::StatusCode::FORBIDDEN,
+        AuthError::Store(_) | AuthError::Jwks(_) => http::StatusCode::SERVICE_UNAVAILABLE,
+        _ => http::StatusCode::UNAUTHORIZED,
+    };
+    let mut response = http::Response::new(B::default());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        http::header::WWW_AUTHENTICATE,
+        http::HeaderValue::from_static("Bearer realm=\"askuser\""),
+    );
+    response
 }
 
 /// The common name of the client certificate the listener verified on this request's connection

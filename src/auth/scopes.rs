@@ -27,6 +27,13 @@ pub enum Access {
     Unknown,
 }
 
+/// The path of askuser's MCP endpoint (Streamable HTTP).
+pub const MCP_PATH: &str = "/mcp";
+
+/// The scopes that open the MCP endpoint; each tool checks the one it needs (`asks:create` to
+/// ask, `runs:start` to run an agent).
+const MCP_SCOPES: [Scope; 2] = [Scope::AsksCreate, Scope::RunsStart];
+
 /// The access a `method` request to `path` needs: a page's, or its RPC's
 /// (`/package.Service/Method`), whatever its method (every gRPC and gRPC-Web call is a POST).
 ///
@@ -35,6 +42,9 @@ pub enum Access {
 pub fn access(method: &Method, path: &str) -> Access {
     if (method == Method::GET || method == Method::HEAD) && crate::web::is_page_path(path) {
         return Access::Page;
+    }
+    if path == MCP_PATH {
+        return Access::AnyScope(&MCP_SCOPES);
     }
     rpc_access(path)
 }

@@ -229,6 +229,9 @@ struct AgentEntry {
     /// `group:NAME`); absent: anyone with the scope to answer.
     #[serde(default)]
     assignees: Vec<String>,
+    /// Whether MCP hosts may run it, as the tool `run_<id>` of askuser's own MCP endpoint.
+    #[serde(default)]
+    mcp: bool,
     model: ModelEntry,
 }
 
@@ -566,6 +569,7 @@ pub fn parse_agents(
                 webhooks: agent_webhooks,
                 tenants: entry.tenants,
                 assignees: entry.assignees,
+                offered_over_mcp: entry.mcp,
             })
         })
         .collect()

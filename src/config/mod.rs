@@ -228,6 +228,10 @@ pub struct ServeArgs {
     /// Do not serve the web inbox.
     #[arg(long = "no-ui", env = "ASKUSER_NO_UI", overrides_with = "serve_ui")]
     pub no_ui: bool,
+    /// Do not serve the MCP endpoint at `/mcp` (Streamable HTTP: MCP hosts ask people through
+    /// askuser, and run the agents whose entry says `mcp = true`).
+    #[arg(long = "no-mcp", env = "ASKUSER_NO_MCP")]
+    pub no_mcp: bool,
     /// Address to serve Prometheus metrics on, at `GET /metrics` (e.g. `127.0.0.1:9464`); absent:
     /// no metrics are kept. A listener of its own, never the gRPC port, which faces clients.
     #[arg(long, env = "ASKUSER_METRICS_LISTEN")]
@@ -303,6 +307,11 @@ impl ServeArgs {
     /// Whether the web inbox is served.
     pub fn ui(&self) -> bool {
         !self.no_ui
+    }
+
+    /// Whether the MCP endpoint is served.
+    pub fn mcp(&self) -> bool {
+        !self.no_mcp
     }
 
     pub fn limits(&self) -> AskUserLimits {

@@ -4,7 +4,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::principal::SettledBy;
-use super::{Form, SuspendPayload};
+use super::{AnswerInput, Form, SuspendPayload};
 
 /// Milliseconds since the Unix epoch, the time unit of every stored timestamp.
 pub fn now_millis() -> i64 {
@@ -295,6 +295,11 @@ pub struct SettledCall {
     /// When it started waiting; `None` for a call that never waited (or was stored before this
     /// was recorded).
     pub suspended_ms: Option<i64>,
+    /// The result the model (or a request's asker) got.
+    pub content: String,
+    /// The answer or decision that settled it, as given; `None` when none did (an expiry, a
+    /// cancellation, an invalid call, a tool the server ran unasked).
+    pub answer: Option<AnswerInput>,
 }
 
 /// A client tool declared for one run (`StartRun.tools`), stored with the run.

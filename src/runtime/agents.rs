@@ -32,6 +32,8 @@ pub struct AgentDefinition {
     pub assignees: Vec<String>,
     /// The agents file's webhook subscriptions that cover its runs.
     pub webhooks: Vec<WebhookTarget>,
+    /// Whether askuser's MCP endpoint offers it to MCP hosts (as `run_<id>`).
+    pub offered_over_mcp: bool,
 }
 
 /// An MCP server's tools an agent may call: all of them (`mcp_servers = [...]`), or those its

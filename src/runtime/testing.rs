@@ -58,6 +58,7 @@ pub(super) fn agent(id: &str, turns: &str) -> AgentDefinition {
         tenants: Vec::new(),
         assignees: Vec::new(),
         webhooks: Vec::new(),
+        offered_over_mcp: false,
     }
 }
 

@@ -154,7 +154,7 @@ pub(super) static PENDING_IN_TENANT_QUERY: LazyLock<String> = LazyLock::new(|| {
 /// their results.
 pub(super) const SETTLED_QUERY: &str = concat!(
     "SELECT tool_call_id, tool_name, result_kind, settled_by, settled_ms, result_sequence, ",
-    "suspended_ms ",
+    "suspended_ms, result_content, answer, decision ",
     "FROM tool_calls WHERE run_id = $1 AND result_kind IS NOT NULL AND EXISTS ",
     "(SELECT 1 FROM runs WHERE runs.run_id = $1 AND ",
     in_tenant!("runs.tenant"),
@@ -170,11 +170,24 @@ pub(super) struct SettledRow {
     pub settled_ms: Option<i64>,
     pub result_sequence: i64,
     pub suspended_ms: Option<i64>,
+    pub result_content: Option<String>,
+    pub answer: Option<String>,
+    pub decision: Option<String>,
 }
 
 impl SettledRow {
     pub fn into_settled(self) -> StoreResult<SettledCall> {
+        // An approval that let the call go on keeps its decision apart from answers.
+        let answer = match (self.answer.as_deref(), self.decision.as_deref()) {
+            (Some(answer), _) => Some(from_json::<AnswerInput>(answer)?),
+            (None, Some(decision)) => Some(AnswerInput::Approval(
+                from_json::<crate::store::Decision>(decision)?.decision,
+            )),
+            (None, None) => None,
+        };
         Ok(SettledCall {
+            content: self.result_content.unwrap_or_default(),
+            answer,
             tool_call_id: self.tool_call_id,
             tool_name: self.tool_name,
             kind: parse_kind(&self.result_kind)?,

@@ -49,7 +49,9 @@ const SPAN_TARGETS: &str = "askuser";
 /// so log lines look the same with or without traces), and with `otlp_endpoint` this crate's spans
 /// exported over OTLP/gRPC in batches (`OTEL_BSP_*` variables tune them).
 pub fn init(format: LogFormat, otlp_endpoint: Option<&str>) -> Result<Telemetry, TelemetryError> {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // rmcp logs each MCP request's session at info: noise in a server's log.
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
     let events = filter.and(filter_fn(|metadata| metadata.is_event()));
     // A log line that cannot be written (stderr on a full disk) is dropped: reporting that with
     // `eprintln!`, which panics when stderr fails, would panic whichever task logged.

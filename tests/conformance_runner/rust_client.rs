@@ -7,13 +7,16 @@ use std::collections::HashMap;
 
 use askuser::proto::v1 as pb;
 use askuser::proto::v1::agent_service_client::AgentServiceClient;
+use askuser::proto::v1::human_service_client::HumanServiceClient;
 use askuser::proto::v1::run_agent_request::Frame;
 use askuser::proto::v1::run_agent_response::Event;
 use askuser::proto::v1::tool_service_client::ToolServiceClient;
 use serde_json::{Value, json};
 use tokio::time::Instant;
+mod ask;
 mod calls;
 
+use ask::{AskHandle, Humans};
 use calls::{RunStream, deadline_of, open, retrying, with_deadline, within};
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::Interceptor;
@@ -139,6 +142,7 @@ fn strings(request: &Value, field: &str) -> Vec<String> {
 struct Callers {
     agents: HashMap<&'static str, Agents>,
     tools: HashMap<&'static str, Tools>,
+    humans: HashMap<&'static str, Humans>,
 }
 
 #[derive(Default)]
@@ -146,6 +150,7 @@ pub struct RustClient {
     callers: Option<Callers>,
     streams: HashMap<String, RunStream>,
     feeds: HashMap<String, Streaming<pb::WatchPendingCallsResponse>>,
+    asks: HashMap<String, AskHandle>,
 }
 
 impl RustClient {
@@ -258,6 +263,27 @@ impl RustClient {
                 Ok(json!({"run": to_json(&run)?}))
             }
             "ask_user" => self.ask_user(request).await,
+            "ask" => {
+                let who = text(request, "as");
+                let humans = self
+                    .callers
+                    .as_ref()
+                    .and_then(|callers| callers.humans.get(who.as_str()))
+                    .cloned()
+                    .ok_or("connect first")?;
+                let (handle, reply) =
+                    ask::ask(humans, self.agents(request)?, request, deadline).await?;
+                self.asks.insert(text(request, "ask"), handle);
+                Ok(reply)
+            }
+            "ask_result" => {
+                let name = text(request, "ask");
+                self.asks
+                    .get_mut(&name)
+                    .ok_or_else(|| format!("no ask {name:?}"))?
+                    .wait(deadline)
+                    .await
+            }
             "watch_pending" => {
                 let mut agents = self.agents(request)?;
                 let kinds = strings(request, "kinds")
@@ -322,6 +348,7 @@ impl RustClient {
         let mut callers = Callers {
             agents: HashMap::new(),
             tools: HashMap::new(),
+            humans: HashMap::new(),
         };
         for who in ["own", "other"] {
             let bearer: MetadataValue<Ascii> = format!("Bearer {}", text(&keys, who))
@@ -334,7 +361,11 @@ impl RustClient {
             );
             callers.tools.insert(
                 who,
-                ToolServiceClient::with_interceptor(channel.clone(), bearer),
+                ToolServiceClient::with_interceptor(channel.clone(), bearer.clone()),
+            );
+            callers.humans.insert(
+                who,
+                HumanServiceClient::with_interceptor(channel.clone(), bearer),
             );
         }
         self.callers = Some(callers);

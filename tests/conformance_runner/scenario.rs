@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+mod asks;
 mod calls;
 mod feed;
 
@@ -56,6 +57,8 @@ pub struct ScenarioRun<'a> {
     streams: HashMap<String, Stream>,
     /// Open feeds, with a failure at open that the next read reports.
     feeds: HashMap<String, Option<Status>>,
+    /// Put before each `request_id` an `ask` step gives, so that runs of a scenario do not meet.
+    request_prefix: String,
 }
 
 fn name_of(step: &Map<String, Value>, key: &str) -> Outcome<String> {
@@ -79,6 +82,7 @@ impl<'a> ScenarioRun<'a> {
             saved: HashMap::new(),
             streams: HashMap::new(),
             feeds: HashMap::new(),
+            request_prefix: uuid::Uuid::now_v7().to_string(),
         }
     }
 
@@ -164,6 +168,8 @@ impl<'a> ScenarioRun<'a> {
             "watch" => self.watch(body).await,
             "get_run" => self.get_run(body).await,
             "ask_user" => self.ask_user(body).await,
+            "ask" => self.ask(body).await,
+            "ask_result" => self.ask_result(body).await,
             "restart_server" => {
                 let body = fields(body, &["down_ms"])?;
                 let down = match body.get("down_ms") {

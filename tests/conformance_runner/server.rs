@@ -11,7 +11,8 @@ use std::time::Duration;
 use crate::Outcome;
 
 /// The scopes of both keys (tests/conformance/README.md, "The keys").
-const SCOPES: &str = "runs:start,runs:read,runs:answer,runs:cancel,tools:execute,agents:read";
+const SCOPES: &str =
+    "runs:start,runs:read,runs:answer,runs:cancel,tools:execute,agents:read,asks:create";
 
 /// How long the server may take to start.
 const START_TIMEOUT: Duration = Duration::from_secs(30);

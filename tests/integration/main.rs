@@ -27,6 +27,7 @@ mod human;
 mod isolation;
 mod limits;
 mod mcp_elicitation;
+mod mcp_endpoint;
 mod mcp_tools;
 mod mcp_url;
 mod metrics;

@@ -48,6 +48,9 @@ pub(super) fn load_run(
                 settled_ms: row.get(4)?,
                 result_sequence: row.get(5)?,
                 suspended_ms: row.get(6)?,
+                result_content: row.get(7)?,
+                answer: row.get(8)?,
+                decision: row.get(9)?,
             })
         })?
         .collect::<Result<_, _>>()?;

@@ -1,0 +1,510 @@
+//! askuser as an MCP server: hosts written with the official MCP client SDKs over Streamable HTTP
+//! at `/mcp` (`tests/fixtures/mcp/host.py` with Python's `mcp`, `host.mjs` with TypeScript's
+//! `@modelcontextprotocol/sdk`) list its tools, ask people (answered
+//! from another gRPC client and from the terminal client), request approvals (approved, edited,
+//! rejected), run an agent offered with `mcp = true`; without a key they are refused, another
+//! tenant neither sees nor answers their requests, bad arguments are errors naming the argument.
+
+use crate::common;
+use crate::mcp_tools::{json, python};
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use askuser::proto::v1 as pb;
+use askuser::proto::v1::agent_service_client::AgentServiceClient;
+use askuser::proto::v1::run_agent_response::Event;
+use serde_json::{Value, json as j};
+use tonic::transport::Channel;
+
+use common::credentials::{authorized, create_key, resume_as, sqlite_store};
+use common::{Server, decision_answer, fresh_database, scripted_agent_with, text_answer};
+
+const SCOPES: &str = "asks:create,runs:start,runs:read,runs:answer";
+
+/// Which official MCP client SDK plays the host.
+#[derive(Clone, Copy, Debug)]
+enum Sdk {
+    Python,
+    TypeScript,
+}
+
+impl Sdk {
+    /// The program and the host script.
+    fn command(self) -> (String, String) {
+        let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp");
+        match self {
+            Sdk::Python => (python(), fixtures.join("host.py").display().to_string()),
+            Sdk::TypeScript => {
+                let sdk = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                    .join(".tools/node_modules/@modelcontextprotocol/sdk/package.json");
+                assert!(
+                    sdk.exists(),
+                    "{} is missing: run `source scripts/tools.sh && ensure_mcp_servers` (scripts/test does)",
+                    sdk.display()
+                );
+                (
+                    "node".into(),
+                    fixtures.join("host.mjs").display().to_string(),
+                )
+            }
+        }
+    }
+}
+
+/// An agent MCP hosts may run, and one they may not.
+fn agents() -> String {
+    let offered = scripted_agent_with(
+        "release",
+        "mcp = true\ninstructions = \"Names a release.\"\ntools = [\"ask_user\"]",
+        &[
+            "ask = [{ question = \"Release name?\" }]",
+            "say = \"Releasing {{answer.1}}\"",
+        ],
+    );
+    let hidden = scripted_agent_with("internal", "", &["say = \"hidden\""]);
+    format!("{offered}\n{hidden}")
+}
+
+/// The MCP host, with `key` (none: no Authorization header), doing `args`; what it printed.
+async fn host(sdk: Sdk, server: &Server, key: Option<&str>, args: &[String]) -> Value {
+    host_at(sdk, &server.url(), key, args).await
+}
+
+async fn host_at(sdk: Sdk, url: &str, key: Option<&str>, args: &[String]) -> Value {
+    let (program, script) = sdk.command();
+    let output = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(program)
+            .arg(script)
+            .arg(format!("{url}/mcp"))
+            .arg(key.unwrap_or("-"))
+            .args(args)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the host finished in time")
+    .expect("run the host");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{sdk:?} host {args:?} failed: {}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    json(stdout.trim())
+}
+
+/// Calls `tool` from the host in the background.
+fn call(
+    sdk: Sdk,
+    server: &Server,
+    key: &str,
+    tool: &str,
+    arguments: Value,
+) -> tokio::task::JoinHandle<Value> {
+    let args = vec!["call".to_owned(), tool.to_owned(), arguments.to_string()];
+    let url = server.url();
+    let key = key.to_owned();
+    tokio::spawn(async move {
+        let key = (key != "-").then_some(key.as_str());
+        host_at(sdk, &url, key, &args).await
+    })
+}
+
+/// The one run `listing` finds waiting for someone, as `key` (none: no credential): its id and its
+/// waiting call's.
+async fn waiting_run(
+    agents: &mut AgentServiceClient<Channel>,
+    key: Option<&str>,
+    listing: pb::ListRunsRequest,
+) -> (String, String) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let listing = pb::ListRunsRequest {
+            status: pb::RunStatus::Suspended as i32,
+            ..listing.clone()
+        };
+        let listed = agents
+            .list_runs(authorized(listing, key))
+            .await
+            .expect("ListRuns")
+            .into_inner();
+        if let Some(run) = listed.runs.first() {
+            assert_eq!(listed.runs.len(), 1, "one run waits: {listed:?}");
+            let call = &run.pending_tool_calls[0];
+            return (run.run_id.clone(), call.tool_call_id.clone());
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "nothing waited in time"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The one request of `key`'s tenant waiting for someone: its run and call.
+async fn waiting_request(agents: &mut AgentServiceClient<Channel>, key: &str) -> (String, String) {
+    let requests = pb::ListRunsRequest {
+        requests_only: true,
+        ..Default::default()
+    };
+    waiting_run(agents, Some(key), requests).await
+}
+
+fn approve(run_id: &str, call_id: &str) -> pb::Answer {
+    decision_answer(
+        run_id,
+        call_id,
+        pb::approval_decision::Decision::Approve(pb::approval_decision::Approve {}),
+    )
+}
+
+fn edit(run_id: &str, call_id: &str, arguments: &str) -> pb::Answer {
+    decision_answer(
+        run_id,
+        call_id,
+        pb::approval_decision::Decision::Edit(pb::approval_decision::Edit {
+            arguments_json: arguments.into(),
+        }),
+    )
+}
+
+fn reject(run_id: &str, call_id: &str, reason: &str) -> pb::Answer {
+    decision_answer(
+        run_id,
+        call_id,
+        pb::approval_decision::Decision::Reject(pb::approval_decision::Reject {
+            reason: reason.into(),
+        }),
+    )
+}
+
+/// Answers with `answer` as `key`; the answer must be accepted.
+async fn settle(agents: &mut AgentServiceClient<Channel>, key: &str, answer: pb::Answer) {
+    match resume_as(agents, key, answer).await {
+        Ok(Event::AnswerAccepted(_)) => {}
+        other => panic!("the answer was not accepted: {other:?}"),
+    }
+}
+
+async fn asks_approvals_and_runs_through_mcp(sdk: Sdk, database_url: Option<&str>) {
+    let mut args = vec!["--auth", "keys", "--heartbeat-interval", "200ms"];
+    if let Some(url) = database_url {
+        args.extend(["--database-url", url]);
+    }
+    let agents_file = agents();
+    let server = Server::start_with(Some(&agents_file), &args);
+    let store: Vec<&str> = match database_url {
+        Some(url) => vec!["--database-url", url],
+        None => sqlite_store(&server).to_vec(),
+    };
+    let key = create_key(&store, "acme", "host", SCOPES);
+    let other = create_key(&store, "globex", "other", SCOPES);
+    let mut agents = server.agents().await;
+    agents
+        .list_runs(authorized(pb::ListRunsRequest::default(), Some(&key)))
+        .await
+        .expect("the key works over gRPC");
+
+    // The tools: the asks, and only the agent offered over MCP.
+    let listed = host(sdk, &server, Some(&key), &["list".into()]).await;
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "ask_user",
+            "ask_user_questions",
+            "ask_user_form",
+            "request_approval",
+            "run_release"
+        ]
+    );
+
+    // ask_user, answered by another client; progress is reported while it waits.
+    let asked = call(
+        sdk,
+        &server,
+        &key,
+        "ask_user",
+        j!({"question": "Ship api?", "options": [{"label": "yes", "description": null}, {"label": "no", "description": null}],
+            "context": "The build is **green**.", "request_id": "ship-api-1"}),
+    );
+    let (run_id, call_id) = waiting_request(&mut agents, &key).await;
+    // Another tenant neither answers nor sees it.
+    let refused = resume_as(&mut agents, &other, text_answer(&run_id, &call_id, "yes")).await;
+    assert_eq!(
+        refused.err().map(|(code, _)| code),
+        Some(tonic::Code::NotFound)
+    );
+    let theirs = agents
+        .list_runs(authorized(
+            pb::ListRunsRequest {
+                requests_only: true,
+                ..Default::default()
+            },
+            Some(&other),
+        ))
+        .await
+        .expect("ListRuns")
+        .into_inner();
+    assert!(
+        theirs.runs.is_empty(),
+        "another tenant's requests: {theirs:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    settle(
+        &mut agents,
+        &key,
+        common::selections_answer(&run_id, &call_id, &["yes"]),
+    )
+    .await;
+    let result = asked.await.expect("host");
+    assert_eq!(result["is_error"], false, "{result}");
+    assert_eq!(result["text"], "User answered: yes");
+    assert_eq!(result["structured"]["kind"], "selections");
+    assert_eq!(result["structured"]["selections"], j!(["yes"]));
+    assert_eq!(result["structured"]["settled_by"], "key:host");
+    assert_eq!(result["structured"]["run_id"], run_id.as_str());
+    assert!(
+        result["progress"].as_u64().unwrap_or(0) >= 2,
+        "progress while waiting: {result}"
+    );
+    // The same request_id again: the same request, already answered.
+    let again = host(
+        sdk,
+        &server,
+        Some(&key),
+        &[
+            "call".into(),
+            "ask_user".into(),
+            j!({"question": "Ship api?", "request_id": "ship-api-1"}).to_string(),
+        ],
+    )
+    .await;
+    assert_eq!(again["structured"]["run_id"], run_id.as_str(), "{again}");
+
+    // request_approval: approved, edited, rejected.
+    let approval = |reason: &str| j!({"tool_name": "deploy", "arguments": {"service": "api", "environment": "production"}, "reason": reason});
+    let approved = call(sdk, &server, &key, "request_approval", approval("prod"));
+    let (run_id, call_id) = waiting_request(&mut agents, &key).await;
+    settle(&mut agents, &key, approve(&run_id, &call_id)).await;
+    let approved = approved.await.expect("host");
+    assert_eq!(approved["structured"]["decision"], "approved", "{approved}");
+    assert_eq!(
+        approved["structured"]["arguments"],
+        j!({"service": "api", "environment": "production"})
+    );
+    assert_eq!(
+        json(approved["text"].as_str().expect("text")),
+        approved["structured"]
+    );
+
+    let edited = call(sdk, &server, &key, "request_approval", approval("prod"));
+    let (run_id, call_id) = waiting_request(&mut agents, &key).await;
+    settle(
+        &mut agents,
+        &key,
+        edit(
+            &run_id,
+            &call_id,
+            r#"{"service":"api","environment":"staging"}"#,
+        ),
+    )
+    .await;
+    let edited = edited.await.expect("host");
+    assert_eq!(edited["structured"]["decision"], "edited", "{edited}");
+    assert_eq!(
+        edited["structured"]["arguments"],
+        j!({"service": "api", "environment": "staging"})
+    );
+
+    let rejected = call(sdk, &server, &key, "request_approval", approval("prod"));
+    let (run_id, call_id) = waiting_request(&mut agents, &key).await;
+    settle(&mut agents, &key, reject(&run_id, &call_id, "not today")).await;
+    let rejected = rejected.await.expect("host");
+    assert_eq!(rejected["structured"]["decision"], "rejected", "{rejected}");
+    assert_eq!(rejected["structured"]["reason"], "not today");
+    assert_eq!(rejected["structured"]["arguments"], Value::Null);
+
+    // A form in the MCP elicitation shape.
+    let form = call(
+        sdk,
+        &server,
+        &key,
+        "ask_user_form",
+        j!({"message": "Release details", "requestedSchema": {"type": "object",
+            "properties": {"name": {"type": "string"}, "replicas": {"type": "integer", "minimum": 1}},
+            "required": ["name"]}}),
+    );
+    let (run_id, call_id) = waiting_request(&mut agents, &key).await;
+    settle(
+        &mut agents,
+        &key,
+        crate::forms::form_answer(
+            &run_id,
+            &call_id,
+            &[
+                (
+                    "name",
+                    pb::FieldValue {
+                        value: Some(pb::field_value::Value::Text("Apollo".into())),
+                    },
+                ),
+                ("replicas", crate::forms::number(3.0)),
+            ],
+        ),
+    )
+    .await;
+    let form = form.await.expect("host");
+    assert_eq!(form["structured"]["kind"], "form", "{form}");
+    // JavaScript writes 3.0 as 3: compare the number as a number.
+    assert_eq!(form["structured"]["values"]["name"], "Apollo", "{form}");
+    assert_eq!(form["structured"]["values"]["replicas"].as_f64(), Some(3.0));
+
+    // run_<agent>: the run's question goes to askuser's people; the call returns its output.
+    let run = call(sdk, &server, &key, "run_release", j!({"prompt": "ship it"}));
+    let release = pb::ListRunsRequest {
+        agent_id: "release".into(),
+        ..Default::default()
+    };
+    let (run_id, call_id) = waiting_run(&mut agents, Some(&key), release).await;
+    settle(&mut agents, &key, text_answer(&run_id, &call_id, "Apollo")).await;
+    let run = run.await.expect("host");
+    assert_eq!(run["is_error"], false, "{run}");
+    assert_eq!(run["text"], "Releasing Apollo");
+
+    // Bad arguments are MCP errors naming the argument; nothing is asked.
+    let bad = host(
+        sdk,
+        &server,
+        Some(&key),
+        &[
+            "call".into(),
+            "ask_user".into(),
+            j!({"question": ""}).to_string(),
+        ],
+    )
+    .await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    assert_eq!(
+        bad["error"]["data"]["violations"][0]["argument"], "question",
+        "{bad}"
+    );
+    let bad = host(
+        sdk,
+        &server,
+        Some(&key),
+        &[
+            "call".into(),
+            "request_approval".into(),
+            j!({"tool_name": "deploy", "arguments": "all of them"}).to_string(),
+        ],
+    )
+    .await;
+    assert_eq!(
+        bad["error"]["data"]["violations"][0]["argument"], "arguments",
+        "{bad}"
+    );
+    let bad = host(
+        sdk,
+        &server,
+        Some(&key),
+        &[
+            "call".into(),
+            "run_internal".into(),
+            j!({"prompt": "x"}).to_string(),
+        ],
+    )
+    .await;
+    assert_eq!(bad["error"]["data"]["reason"], "UNKNOWN_TOOL", "{bad}");
+    let none = agents
+        .list_runs(authorized(
+            pb::ListRunsRequest {
+                status: pb::RunStatus::Suspended as i32,
+                ..Default::default()
+            },
+            Some(&key),
+        ))
+        .await
+        .expect("ListRuns")
+        .into_inner();
+    assert!(none.runs.is_empty(), "a bad call asked nothing: {none:?}");
+
+    // Without a key, or with a key that may not ask: refused before any tool.
+    let refused = host(sdk, &server, None, &["list".into()]).await;
+    assert_eq!(refused["http_error"], 401, "{refused}");
+    let reader = create_key(&store, "acme", "reader", "runs:read");
+    let refused = host(sdk, &server, Some(&reader), &["list".into()]).await;
+    assert_eq!(refused["http_error"], 403, "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_hosts_ask_approve_and_run_on_sqlite() {
+    asks_approvals_and_runs_through_mcp(Sdk::Python, None).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typescript_mcp_hosts_ask_approve_and_run() {
+    asks_approvals_and_runs_through_mcp(Sdk::TypeScript, None).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_hosts_ask_approve_and_run_on_postgresql() {
+    let Some(database) = fresh_database().await else {
+        return;
+    };
+    asks_approvals_and_runs_through_mcp(Sdk::Python, Some(&database)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_mcp_question_is_answered_from_the_terminal_client() {
+    let server = Server::start_with(None, &[]);
+    let asked = call(
+        Sdk::Python,
+        &server,
+        "-",
+        "ask_user",
+        j!({"question": "Your name?"}),
+    );
+    let mut agents = server.agents().await;
+    let requests = pb::ListRunsRequest {
+        requests_only: true,
+        ..Default::default()
+    };
+    let (run_id, call_id) = waiting_run(&mut agents, None, requests).await;
+    let answered = std::process::Command::new(env!("CARGO_BIN_EXE_askuser"))
+        .args(["answer", &run_id, &call_id, "--text", "Ada"])
+        .env("ASKUSER_ADDR", &server.addr)
+        .output()
+        .expect("askuser answer");
+    assert!(
+        answered.status.success(),
+        "{}",
+        String::from_utf8_lossy(&answered.stderr)
+    );
+    let result = asked.await.expect("host");
+    assert_eq!(result["text"], "User answered: Ada", "{result}");
+    assert_eq!(result["structured"]["text"], "Ada");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_mcp_turns_the_endpoint_off() {
+    let server = Server::start_with(None, &["--no-mcp", "--no-ui"]);
+    let status = reqwest::Client::new()
+        .post(format!("{}/mcp", server.url()))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .send()
+        .await
+        .expect("POST /mcp");
+    assert_ne!(status.status(), reqwest::StatusCode::OK);
+    let body = status.text().await.unwrap_or_default();
+    assert!(!body.contains("jsonrpc"), "no MCP answer: {body}");
+}
