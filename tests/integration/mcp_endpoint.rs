@@ -508,3 +508,170 @@ async fn no_mcp_turns_the_endpoint_off() {
     let body = status.text().await.unwrap_or_default();
     assert!(!body.contains("jsonrpc"), "no MCP answer: {body}");
 }
+
+/// An MCP host on the official Rust SDK (`rmcp`) that declares the tasks extension.
+async fn task_host(
+    server: &Server,
+    key: &str,
+) -> rmcp::service::RunningService<rmcp::RoleClient, rmcp::model::ClientConfig> {
+    use rmcp::ServiceExt;
+    use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    // reqwest is built without a rustls provider of its own: askuser's (ring), as askuser does.
+    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", server.url()))
+        .auth_header(key.to_owned());
+    let info = ClientConfig::new(
+        ClientCapabilities::builder().enable_tasks().build(),
+        Implementation::new("askuser-test-host", "1.0.0"),
+    );
+    info.serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("the host connects")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_is_answered_after_askuser_is_killed_and_restarted() {
+    use rmcp::model::{CallToolRequestParams, CallToolResponse, GetTaskParams, TaskPayload};
+    let mut server = Server::process_with(Some(&agents()), &["--auth", "keys"]);
+    let key = create_key(&sqlite_store(&server), "acme", "host", SCOPES);
+    let other = create_key(&sqlite_store(&server), "globex", "other", SCOPES);
+
+    // The host asks for approval as a task: the call returns at once, the task is the request.
+    let host = task_host(&server, &key).await;
+    let arguments = j!({"tool_name": "deploy", "arguments": {"service": "api"}, "reason": "prod"});
+    let call = CallToolRequestParams::new("request_approval")
+        .with_arguments(arguments.as_object().cloned().unwrap_or_default());
+    let task_id = match host.call_tool_once(call).await.expect("tools/call") {
+        CallToolResponse::Task(created) => created.task.task_id,
+        other => panic!("expected a task, got {other:?}"),
+    };
+    let working = host
+        .get_task(GetTaskParams::new(task_id.clone()))
+        .await
+        .expect("tasks/get");
+    assert!(
+        matches!(working.task.payload, TaskPayload::Working),
+        "{working:?}"
+    );
+    let _ = host.cancel().await;
+
+    // askuser is killed and comes back (on another port): the task is still there, and still
+    // the caller's tenant's only.
+    server.restart();
+    let mut agents = server.agents().await;
+    let (run_id, call_id) = waiting_request(&mut agents, &key).await;
+    assert_eq!(run_id, task_id, "the task's id is the request's run id");
+    let stranger = task_host(&server, &other).await;
+    assert!(
+        stranger
+            .get_task(GetTaskParams::new(task_id.clone()))
+            .await
+            .is_err(),
+        "another tenant reads no task of this one"
+    );
+    let _ = stranger.cancel().await;
+    settle(
+        &mut agents,
+        &key,
+        edit(&run_id, &call_id, r#"{"service":"web"}"#),
+    )
+    .await;
+
+    let host = task_host(&server, &key).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let result = loop {
+        let polled = host
+            .get_task(GetTaskParams::new(task_id.clone()))
+            .await
+            .expect("tasks/get");
+        if let TaskPayload::Completed { result } = polled.task.payload {
+            break result;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the task did not complete"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let _ = host.cancel().await;
+    assert_eq!(
+        result["structuredContent"]["decision"], "edited",
+        "{result:?}"
+    );
+    assert_eq!(
+        result["structuredContent"]["arguments"],
+        j!({"service": "web"})
+    );
+    assert_eq!(result["structuredContent"]["settled_by"], "key:host");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_waiting_call_ends_when_its_key_is_revoked() {
+    let server = Server::start_with(
+        Some(&agents()),
+        &["--auth", "keys", "--principal-recheck", "300ms"],
+    );
+    let key = create_key(&sqlite_store(&server), "acme", "revoked", SCOPES);
+    let asked = call(
+        Sdk::Python,
+        &server,
+        &key,
+        "ask_user",
+        j!({"question": "Still allowed?"}),
+    );
+    let mut agents = server.agents().await;
+    waiting_request(&mut agents, &key).await;
+    let listing = common::credentials::keys(&server, &["list"]);
+    let key_id = listing
+        .lines()
+        .find(|line| line.contains("revoked"))
+        .and_then(|line| line.split('\t').next())
+        .expect("the key is listed")
+        .to_owned();
+    common::credentials::keys(&server, &["revoke", &key_id]);
+    let ended = tokio::time::timeout(Duration::from_secs(30), asked)
+        .await
+        .expect("the wait ends once the key is revoked")
+        .expect("host");
+    assert!(
+        ended["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("revoked")),
+        "{ended}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_auth_mcp_takes_only_loopback_hosts_and_its_own_origin() {
+    let server = Server::start_with(None, &[]);
+    let post = |host: Option<&str>, origin: Option<&str>| {
+        let mut request = reqwest::Client::new()
+            .post(format!("{}/mcp", server.url()))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#);
+        if let Some(host) = host {
+            request = request.header("host", host);
+        }
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        request.send()
+    };
+    let own = post(None, None).await.expect("POST /mcp");
+    assert_eq!(
+        own.status(),
+        reqwest::StatusCode::OK,
+        "a loopback host is served"
+    );
+    // DNS rebinding: a page of another name for 127.0.0.1.
+    let rebound = post(Some("attacker.example"), None).await.expect("POST");
+    assert_eq!(rebound.status(), reqwest::StatusCode::FORBIDDEN);
+    let foreign = post(None, Some("https://evil.example"))
+        .await
+        .expect("POST");
+    assert_eq!(foreign.status(), reqwest::StatusCode::FORBIDDEN);
+}

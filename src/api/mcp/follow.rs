@@ -1,6 +1,7 @@
 //! Waiting for a request or a run to end inside one `tools/call`: people take minutes or days, so
 //! while it waits the call reports progress at the heartbeat interval (when the host asked for
-//! progress), which keeps proxies and clients from giving up on a quiet call.
+//! progress), which keeps proxies and clients from giving up on a quiet call. Like every stream,
+//! the wait ends when the caller's credential stops authenticating (`recheck::rechecked`).
 
 use futures::StreamExt;
 use rmcp::ErrorData as McpError;
@@ -8,17 +9,22 @@ use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::{RequestContext, RoleServer};
 use tokio::time::MissedTickBehavior;
 
-use super::McpFace;
-use crate::domain::EventKind;
+use super::{McpFace, errors};
+use crate::api::error::ApiError;
+use crate::api::recheck::{StatusStream, rechecked};
+use crate::domain::{Event, EventKind};
 use crate::runtime::EventStream;
 
 /// Follows `events` of `run_id` to the event that ends it.
 pub(super) async fn to_end(
     face: &McpFace,
     run_id: &str,
-    mut events: EventStream,
+    events: EventStream,
     context: &RequestContext<RoleServer>,
 ) -> Result<EventKind, McpError> {
+    let events: StatusStream<Event> =
+        Box::pin(events.map(|event| event.map_err(|e| ApiError::Runtime(e).into())));
+    let mut events = rechecked(events, super::credential(context));
     let token = context.meta.get_progress_token();
     let mut ticks = tokio::time::interval(face.heartbeat);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -44,12 +50,7 @@ pub(super) async fn to_end(
                     progress += 1.0;
                     report(context, token.as_ref(), progress, &waiting).await;
                 }
-                Some(Err(error)) => {
-                    return Err(McpError::internal_error(
-                        format!("following {run_id}: {error}"),
-                        None,
-                    ));
-                }
+                Some(Err(status)) => return Err(errors::from_status(run_id, &status)),
                 None => {
                     return Err(McpError::internal_error(
                         format!("{run_id} stopped before its end (the server is stopping); call again with the same request_id"),

@@ -3,11 +3,14 @@
 //! `ask_user_form`, `request_approval`) and runs the agents whose entry says `mcp = true`
 //! (`run_<agent_id>`). Each ask is a request as `HumanService.Ask` makes it (same decoding, same
 //! limits, same tenant: the caller's), so everything that answers requests answers these.
-//! Authentication, the Host and Origin rules and CORS are the port's, applied before any of this.
+//! A host that declares the tasks extension gets each call as a task (the request's run) to poll,
+//! instead of a call that waits. Authentication, the Host and Origin rules and CORS are the
+//! port's, applied before any of this.
 
 mod errors;
 mod follow;
 mod outcome;
+mod tasks;
 mod tools;
 
 use std::sync::Arc;
@@ -16,8 +19,8 @@ use std::time::Duration;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{MaybeSendFuture, RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::StreamableHttpService;
@@ -69,9 +72,22 @@ fn principal(context: &RequestContext<RoleServer>) -> Result<Principal, McpError
         .ok_or_else(|| McpError::internal_error("the request carries no principal", None))
 }
 
+/// The caller's bearer credential, re-checked while a call waits.
+fn credential(context: &RequestContext<RoleServer>) -> Option<crate::auth::Credential> {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<crate::auth::Credential>())
+        .cloned()
+}
+
 impl ServerHandler for McpFace {
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tasks()
+            .build();
+        let mut info = ServerConfig::new(capabilities);
         info.server_info = Implementation::new("askuser", env!("CARGO_PKG_VERSION"));
         info.instructions = Some(
             "Ask a person and wait for the answer: ask_user (one question), ask_user_questions \
@@ -99,7 +115,22 @@ impl ServerHandler for McpFace {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let principal = principal(&context)?;
-        let result = tools::call(self, request, &context, principal).await?;
-        Ok(CallToolResponse::Complete(result))
+        tools::call(self, request, &context, principal).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        tasks::get(self, &request.task_id, &principal(&context)?).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        tasks::cancel(self, &request.task_id, &principal(&context)?).await
     }
 }

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use rmcp::ErrorData as McpError;
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, Tool};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, JsonObject, Tool};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
 use super::errors;
-use super::{McpFace, follow, outcome};
+use super::{McpFace, follow, outcome, tasks};
 use crate::api::agent_service::AgentApi;
 use crate::domain::{self, Principal, Scope};
 use crate::proto::v1 as pb;
@@ -293,14 +293,23 @@ fn ask_call(
     })
 }
 
-/// Calls the tool `request` names, as `principal`.
+/// Calls the tool `request` names, as `principal`: waits for the end, or, when the host asked
+/// for tasks, returns the task at once.
 pub(super) async fn call(
     face: &McpFace,
     request: CallToolRequestParams,
     context: &RequestContext<RoleServer>,
     principal: Principal,
-) -> Result<CallToolResult, McpError> {
+) -> Result<CallToolResponse, McpError> {
     let name = request.name.to_string();
+    // A call that waits holds a stream's place among the limits, as a gRPC stream would.
+    let waits = !tasks::wanted(context);
+    let permit = |principal: &Principal| {
+        waits
+            .then(|| face.api.stream_permit(principal))
+            .transpose()
+            .map_err(|status| errors::from_status(&name, &status))
+    };
     let mut arguments = request.arguments.unwrap_or_default();
     match name.as_str() {
         ASK_USER | QUESTIONS_TOOL | FORM_TOOL | REQUEST_APPROVAL => {
@@ -318,16 +327,16 @@ pub(super) async fn call(
             };
             let ask = crate::api::human_service::decode(ask, &face.api, principal.clone())
                 .map_err(|error| errors::from_api(&name, error))?;
-            let permit = face
-                .api
-                .stream_permit(&principal)
-                .map_err(|status| errors::from_status(&name, &status))?;
+            let permit = permit(&principal)?;
             let (run_id, events) = face
                 .api
                 .runtime
                 .ask(ask)
                 .await
                 .map_err(|error| errors::from_runtime(&name, error))?;
+            if !waits {
+                return Ok(CallToolResponse::Task(tasks::created(&run_id)));
+            }
             follow::to_end(face, &run_id, events, context).await?;
             drop(permit);
             let run = face
@@ -336,10 +345,10 @@ pub(super) async fn call(
                 .get_run(&run_id, &principal)
                 .await
                 .map_err(|error| errors::from_runtime(&name, error))?;
-            Ok(match name.as_str() {
+            Ok(CallToolResponse::Complete(match name.as_str() {
                 REQUEST_APPROVAL => outcome::approval(&run),
                 _ => outcome::answer(&run),
-            })
+            }))
         }
         _ => match name.strip_prefix(RUN_PREFIX) {
             Some(agent_id) => {
@@ -355,10 +364,7 @@ pub(super) async fn call(
                 }
                 let run = run_arguments(&arguments, face.api.limits.max_prompt_bytes)
                     .map_err(|v| errors::invalid(&name, v))?;
-                let permit = face
-                    .api
-                    .stream_permit(&principal)
-                    .map_err(|status| errors::from_status(&name, &status))?;
+                let permit = permit(&principal)?;
                 let (run_id, events) = face
                     .api
                     .runtime
@@ -374,9 +380,12 @@ pub(super) async fn call(
                     })
                     .await
                     .map_err(|error| errors::from_runtime(&name, error))?;
+                if !waits {
+                    return Ok(CallToolResponse::Task(tasks::created(&run_id)));
+                }
                 let end = follow::to_end(face, &run_id, events, context).await?;
                 drop(permit);
-                Ok(outcome::run_end(&run_id, end))
+                Ok(CallToolResponse::Complete(outcome::run_end(&run_id, end)))
             }
             None => Err(errors::unknown_tool(&name)),
         },
