@@ -67,6 +67,21 @@ public final class AskUserException extends RuntimeException {
     }
   }
 
+  /**
+   * Whether the call failed because the connection went away: {@code UNAVAILABLE}, or the {@code
+   * UNKNOWN: channel closed} that grpc-java's Netty transport makes of a call caught on a
+   * connection closing under it (a server killed mid-call). Either is safe to reconnect after.
+   */
+  boolean connectionLost() {
+    if (code == Status.Code.UNAVAILABLE) {
+      return true;
+    }
+    return code == Status.Code.UNKNOWN
+        && (statusMessage.equals("channel closed")
+            || Status.fromThrowable(getCause()).getCause()
+                instanceof java.nio.channels.ClosedChannelException);
+  }
+
   /** The gRPC status code, e.g. {@code FAILED_PRECONDITION}. */
   public Status.Code code() {
     return code;

@@ -2,15 +2,14 @@ package dev.askuser.client;
 
 import io.grpc.Deadline;
 import io.grpc.ManagedChannel;
-import io.grpc.Status;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 /**
  * The waits of one outage under a {@link Reconnect} policy, for one call or stream: {@link
- * #next} is the wait before the next attempt after a failure, or empty when the failure is not
- * {@code UNAVAILABLE} or the policy's total would be exceeded; {@link #reset()} after a success, so
+ * #next} is the wait before the next attempt after a failure, or empty when the failure is not a
+ * lost connection ({@link AskUserException#connectionLost}) or the policy's total would be exceeded; {@link #reset()} after a success, so
  * that the next outage gets the whole budget again. Not thread-safe: one reader uses it.
  */
 final class Backoff {
@@ -34,7 +33,7 @@ final class Backoff {
   /** The wait before trying again after {@code failure}, within {@code deadline} (null: none). */
   Optional<Duration> next(AskUserException failure, Deadline deadline) {
     // A channel shut down by close() fails every call with UNAVAILABLE for good.
-    if (failure.code() != Status.Code.UNAVAILABLE || !policy.enabled() || channel.isShutdown()) {
+    if (!failure.connectionLost() || !policy.enabled() || channel.isShutdown()) {
       return Optional.empty();
     }
     long now = System.nanoTime();
