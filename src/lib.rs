@@ -58,6 +58,7 @@ pub mod proto {
 
 pub mod api;
 pub mod auth;
+pub mod banner;
 pub mod cli;
 pub mod config;
 pub mod domain;

@@ -1,6 +1,8 @@
 use std::process::ExitCode;
 
-use askuser::cli::{AnswerArgs, CancelArgs, PendingArgs, RunsArgs, StartArgs, WatchArgs};
+use askuser::cli::{
+    AgentsArgs, AnswerArgs, CancelArgs, PendingArgs, RunsArgs, StartArgs, WatchArgs,
+};
 use askuser::config::ServeArgs;
 use askuser::keys_cli::KeysArgs;
 use clap::{Parser, Subcommand};
@@ -24,6 +26,8 @@ enum Command {
     /// Create, list and revoke API keys, offline against the store (the same store flags as
     /// serve; a server on the same store sees the change at its next request).
     Keys(Box<KeysArgs>),
+    /// List the agents the server runs: id, name, tools, description.
+    Agents(Box<AgentsArgs>),
     /// Start a run of an agent and follow it, answering its questions here.
     Start(Box<StartArgs>),
     /// List the calls that wait for someone, across runs (live with --watch).
@@ -69,6 +73,7 @@ async fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Command::Agents(args) => askuser::cli::exit(askuser::cli::agents::run(*args).await),
         Command::Start(args) => askuser::cli::exit(askuser::cli::start::run(*args).await),
         Command::Pending(args) => askuser::cli::exit(askuser::cli::pending::run(*args).await),
         Command::Answer(args) => askuser::cli::exit(askuser::cli::answer::run(*args).await),

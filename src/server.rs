@@ -33,7 +33,7 @@ pub enum ServeError {
     Store(#[from] crate::store::StoreError),
     #[error("runtime: {0}")]
     Runtime(#[from] crate::runtime::RuntimeError),
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}: {source}{}", listen_hint(source))]
     Listen {
         addr: std::net::SocketAddr,
         source: std::io::Error,
@@ -54,6 +54,23 @@ pub enum ServeError {
     Metrics(#[from] crate::metrics::MetricsError),
 }
 
+/// What to do about a listener that cannot bind.
+fn listen_hint(error: &std::io::Error) -> &'static str {
+    match error.kind() {
+        std::io::ErrorKind::AddrInUse => {
+            ": another process listens there (another askuser?); stop it, or give another address \
+             with --listen HOST:PORT"
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            ": ports below 1024 need privileges; give another address with --listen HOST:PORT"
+        }
+        std::io::ErrorKind::AddrNotAvailable => {
+            ": no interface of this machine has that address; give another with --listen HOST:PORT"
+        }
+        _ => "",
+    }
+}
+
 /// Runs the server until SIGINT or SIGTERM, then shuts down gracefully: builds it, binds
 /// `--listen`, announces the address on stdout and serves.
 pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
@@ -68,8 +85,12 @@ pub async fn serve(args: ServeArgs) -> Result<(), ServeError> {
         })?;
     // Tests and scripts read this line to find a port chosen by the OS (`announced_address`).
     let mut stdout = std::io::stdout();
-    writeln!(stdout, "{LISTENING}{}", listener.local_addr()?)?;
+    let addr = listener.local_addr()?;
+    writeln!(stdout, "{LISTENING}{addr}")?;
     stdout.flush()?;
+    // For a person; a reader that took the first line may have closed the pipe since.
+    let _ = write!(stdout, "{}", built.banner(addr));
+    let _ = stdout.flush();
     built.run(listener, wait_for_signal()).await
 }
 
@@ -129,6 +150,11 @@ pub struct Built {
 }
 
 impl Built {
+    /// What the server says once it listens on `addr` (after the line scripts read).
+    pub fn banner(&self, addr: std::net::SocketAddr) -> String {
+        crate::banner::banner(&self.args, addr, &self.runtime.agent_ids())
+    }
+
     /// Checks the settings, opens the store and starts everything but the listener: what can
     /// stop the start (unusable TLS files, a bad agents file, an unreachable store) does so here,
     /// before the address is announced.
@@ -359,10 +385,13 @@ fn routes(
     let reflection_v1 = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        // The error details a status carries (ErrorInfo, BadRequest): grpcurl decodes them.
+        .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
         .build_v1()?;
     let reflection_v1alpha = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(crate::proto::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_types::pb::FILE_DESCRIPTOR_SET)
         .build_v1alpha()?;
     // Every message is bounded: a client cannot make one request cost more than the limits
     // allow.

@@ -7,11 +7,13 @@ use std::io::IsTerminal;
 use clap::ArgGroup;
 use tonic::Streaming;
 
+use super::agents::one_line;
 use super::call::{WaitingCall, WaitingCalls};
 use super::connect::{ClientArgs, Connection};
 use super::follow::follow;
-use super::print::Printer;
-use super::{CliError, form_values, prompt};
+use super::pending::order_key;
+use super::print::{Printer, pending_row, short_name, summarize_call};
+use super::{CliError, form_values, prompt, resolve};
 use crate::proto::v1 as pb;
 use crate::proto::v1::answer::Answer;
 use crate::proto::v1::approval_decision::{Approve, Decision, Edit, Reject};
@@ -22,10 +24,12 @@ use crate::proto::v1::approval_decision::{Approve, Decision, Edit, Reject};
     "text", "select", "none", "decline", "approve", "reject", "edit", "output", "field", "reply",
 ])))]
 pub struct AnswerArgs {
-    /// The run.
-    pub run_id: String,
-    /// The call to settle (its `tool_call_id`).
-    pub tool_call_id: String,
+    /// The run (its id, or a unique prefix of at least 6 characters). Without it, in a terminal,
+    /// a picker offers the calls that wait.
+    pub run_id: Option<String>,
+    /// The call to settle (its `tool_call_id`, or a unique prefix); optional when the run waits on
+    /// one call.
+    pub tool_call_id: Option<String>,
     /// A free-text answer (or a single select's label).
     #[arg(long)]
     pub text: Option<String>,
@@ -107,38 +111,64 @@ impl AnswerArgs {
         }
     }
 
-    fn answer(&self, answer: Answer) -> pb::Answer {
+    /// Whether a flag gives the answer.
+    fn has_answer_flag(&self) -> bool {
+        !self.field.is_empty() || self.given_answer().is_some()
+    }
+
+    fn answer(&self, target: &Target, answer: Answer) -> pb::Answer {
         pb::Answer {
-            run_id: self.run_id.clone(),
-            tool_call_id: self.tool_call_id.clone(),
+            run_id: target.run_id.clone(),
+            tool_call_id: target.tool_call_id.clone(),
             answer: Some(answer),
             answer_id: self.answer_id.clone().unwrap_or_default(),
         }
     }
 }
 
+/// The call an answer goes to, and what it asks when the caller may read it.
+struct Target {
+    run_id: String,
+    tool_call_id: String,
+    call: Option<WaitingCall>,
+}
+
 pub async fn run(args: AnswerArgs) -> Result<(), CliError> {
+    let interactive = std::io::stdin().is_terminal();
+    if args.run_id.is_none() && !interactive {
+        return Err(CliError::Usage(
+            "which call? give RUN CALL (`askuser pending` lists them; a unique prefix of 6 \
+             characters of each will do), or run in a terminal to pick one"
+                .into(),
+        ));
+    }
+    if !args.has_answer_flag() && !interactive {
+        return Err(CliError::Usage(
+            "no answer given: use --text, --select, --none, --field, --reply, --decline, \
+             --approve, --reject, --edit or --output, or run in a terminal to be asked"
+                .into(),
+        ));
+    }
     let mut connection = Connection::open(&args.client).await?;
+    let target = target(&mut connection, &args, interactive).await?;
+    if let Some(call) = &target.call {
+        check_flags(&args, call)?;
+    }
     let given = if args.field.is_empty() {
         args.given_answer()
     } else {
-        let call = waiting_call(&mut connection, &args).await?;
-        if call.kind != pb::SuspendKind::Form {
-            return Err(CliError::Usage(format!(
-                "--field answers a form, and call {} is not one: answer it with --text, \
-                 --select, --none, --reply or --decline (a question), --approve, --reject or \
-                 --edit (an approval), or --output (a client tool)",
-                args.tool_call_id
-            )));
-        }
+        let call = match &target.call {
+            Some(call) => call.clone(),
+            None => waiting_call(&mut connection, &target).await?,
+        };
         Some(Answer::Form(form_values::from_flags(
             &call.form,
             &args.field,
         )?))
     };
     let (first, stream) = match given {
-        Some(answer) => resume(&mut connection, args.answer(answer)).await?,
-        None => ask_until_accepted(&mut connection, &args).await?,
+        Some(answer) => resume(&mut connection, args.answer(&target, answer)).await?,
+        None => ask_until_accepted(&mut connection, &args, &target).await?,
     };
     let mut printer = Printer::new(args.client.json);
     let mut waiting = WaitingCalls::default();
@@ -147,7 +177,180 @@ pub async fn run(args: AnswerArgs) -> Result<(), CliError> {
         waiting.note(&frame);
     }
     follow(stream, &mut printer, &mut waiting).await?;
-    waiting.print_hints(&args.run_id);
+    waiting.print_hints(&target.run_id);
+    Ok(())
+}
+
+/// The run and call the arguments name (prefixes resolved), or the one picked.
+async fn target(
+    connection: &mut Connection,
+    args: &AnswerArgs,
+    interactive: bool,
+) -> Result<Target, CliError> {
+    let Some(given_run) = &args.run_id else {
+        return pick_pending(connection, None).await;
+    };
+    let Some(run) = resolve::run(connection, given_run).await? else {
+        // Not allowed to read runs: the ids go as given.
+        let Some(tool_call_id) = &args.tool_call_id else {
+            return Err(CliError::Usage(format!(
+                "which call of run {given_run}? give RUN CALL"
+            )));
+        };
+        return Ok(Target {
+            run_id: given_run.clone(),
+            tool_call_id: tool_call_id.clone(),
+            call: None,
+        });
+    };
+    match &args.tool_call_id {
+        Some(given_call) => {
+            let call = resolve::call(&run, given_call)?;
+            Ok(Target {
+                run_id: run.run_id.clone(),
+                tool_call_id: call
+                    .map(|call| call.tool_call_id.clone())
+                    .unwrap_or_else(|| given_call.clone()),
+                call: call.map(WaitingCall::from),
+            })
+        }
+        None => match run.pending_tool_calls.as_slice() {
+            [] => Err(CliError::Usage(format!(
+                "run {} waits for nothing (status {})",
+                run.run_id,
+                short_name(run.status().as_str_name(), "RUN_STATUS_")
+            ))),
+            [call] => Ok(Target {
+                run_id: run.run_id.clone(),
+                tool_call_id: call.tool_call_id.clone(),
+                call: Some(WaitingCall::from(call)),
+            }),
+            calls if !interactive => Err(CliError::Usage(format!(
+                "run {} waits on {} calls: give one of {} as CALL",
+                run.run_id,
+                calls.len(),
+                calls
+                    .iter()
+                    .map(|call| call.tool_call_id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+            _ => pick_pending(connection, Some(&run)).await,
+        },
+    }
+}
+
+/// Offers the calls that wait (all of them, or `run`'s), oldest first; the one picked.
+async fn pick_pending(
+    connection: &mut Connection,
+    run: Option<&pb::Run>,
+) -> Result<Target, CliError> {
+    let mut pending = match run {
+        Some(run) => run
+            .pending_tool_calls
+            .iter()
+            .map(|call| pb::CallPending {
+                run_id: run.run_id.clone(),
+                agent_id: run.agent_id.clone(),
+                call: Some(call.clone()),
+            })
+            .collect(),
+        None => {
+            connection
+                .pending_calls(pb::WatchPendingCallsRequest::default())
+                .await?
+        }
+    };
+    if pending.is_empty() {
+        return Err(CliError::Usage("no calls wait for an answer".into()));
+    }
+    pending.sort_by_key(order_key);
+    let now = std::time::SystemTime::now();
+    let entries = pending
+        .iter()
+        .enumerate()
+        .map(|(index, pending)| {
+            let call = WaitingCall::from(&pending.call.clone().unwrap_or_default());
+            let (kind, asks) = summarize_call(&call);
+            let row = pending_row(pending, now);
+            prompt::PickerEntry {
+                number: index + 1,
+                row: format!(
+                    "{kind:<11}  {:<12}  {}  ({} ago)",
+                    pending.agent_id,
+                    one_line(&asks, 60),
+                    row[4]
+                ),
+            }
+        })
+        .collect();
+    let title = format!("{} calls wait; which one?", pending.len());
+    let index = prompt::blocking(move || prompt::pick(&title, entries)).await?;
+    let chosen = pending.swap_remove(index);
+    let call = chosen.call.unwrap_or_default();
+    Ok(Target {
+        run_id: chosen.run_id,
+        tool_call_id: call.tool_call_id.clone(),
+        call: Some(WaitingCall::from(&call)),
+    })
+}
+
+/// Refuses, before anything is sent, a flag that cannot answer the call: the wrong kind of
+/// answer, or a label the question does not offer.
+fn check_flags(args: &AnswerArgs, call: &WaitingCall) -> Result<(), CliError> {
+    let Some(answer) = (if args.field.is_empty() {
+        args.given_answer()
+    } else {
+        Some(Answer::Form(pb::FormAnswer::default()))
+    }) else {
+        return Ok(());
+    };
+    let fits = matches!(
+        (call.kind, &answer),
+        (_, Answer::Decline(_))
+            | (
+                pb::SuspendKind::Question,
+                Answer::Text(_) | Answer::Selections(_) | Answer::Reply(_)
+            )
+            | (pb::SuspendKind::Form, Answer::Form(_) | Answer::Reply(_))
+            | (pb::SuspendKind::Approval, Answer::Approval(_))
+            | (pb::SuspendKind::ClientTool, Answer::ToolOutput(_))
+    );
+    if !fits {
+        let (what, flags) = match call.kind {
+            pb::SuspendKind::Approval => {
+                ("an approval", "--approve, --reject [REASON] or --edit JSON")
+            }
+            pb::SuspendKind::ClientTool => ("a client tool call", "--output TEXT [--error]"),
+            pb::SuspendKind::Form => ("a form", "--field NAME=VALUE, --reply or --decline"),
+            _ => (
+                "a question",
+                "--text, --select, --none, --reply or --decline",
+            ),
+        };
+        return Err(CliError::Usage(format!(
+            "call {} is {what}: answer it with {flags}",
+            call.tool_call_id
+        )));
+    }
+    if let Answer::Selections(selections) = &answer {
+        let offered: Vec<&str> = call
+            .payload
+            .options
+            .iter()
+            .map(|option| option.label.as_str())
+            .collect();
+        if let Some(wrong) = selections
+            .labels
+            .iter()
+            .find(|label| !offered.contains(&label.as_str()))
+        {
+            return Err(CliError::Usage(format!(
+                "--select {wrong}: not an offered label; the labels are {}",
+                offered.join(", ")
+            )));
+        }
+    }
     Ok(())
 }
 
@@ -170,20 +373,20 @@ async fn resume(
     Ok((first, stream))
 }
 
-/// The call `args` names, as `GetRun` shows it while it waits.
+/// The call `target` names, as `GetRun` shows it while it waits.
 async fn waiting_call(
     connection: &mut Connection,
-    args: &AnswerArgs,
+    target: &Target,
 ) -> Result<WaitingCall, CliError> {
-    let run = connection.get_run(&args.run_id).await?;
+    let run = connection.get_run(&target.run_id).await?;
     run.pending_tool_calls
         .iter()
-        .find(|call| call.tool_call_id == args.tool_call_id)
+        .find(|call| call.tool_call_id == target.tool_call_id)
         .map(WaitingCall::from)
         .ok_or_else(|| {
             CliError::Usage(format!(
                 "call {} of run {} waits for nothing (settled already, or no such call)",
-                args.tool_call_id, args.run_id
+                target.tool_call_id, target.run_id
             ))
         })
 }
@@ -192,6 +395,7 @@ async fn waiting_call(
 async fn ask_until_accepted(
     connection: &mut Connection,
     args: &AnswerArgs,
+    target: &Target,
 ) -> Result<
     (
         Option<pb::RunAgentResponse>,
@@ -199,18 +403,13 @@ async fn ask_until_accepted(
     ),
     CliError,
 > {
-    if !std::io::stdin().is_terminal() {
-        return Err(CliError::Usage(
-            "no answer given: use --text, --select, --none, --field, --reply, --decline, \
-             --approve, --reject, --edit or --output, or run in a terminal to be asked"
-                .into(),
-        ));
-    }
-    let call = waiting_call(connection, args).await?;
+    let call = match &target.call {
+        Some(call) => call.clone(),
+        None => waiting_call(connection, target).await?,
+    };
     loop {
-        let asked = call.clone();
-        let answer = prompt::blocking(move || prompt::ask(&asked)).await?;
-        match resume(connection, args.answer(answer)).await {
+        let answer = prompt::ask_before_expiry(call.clone(), String::new()).await?;
+        match resume(connection, args.answer(target, answer)).await {
             // The call still waits: say why, and ask again.
             Err(CliError::Status(status)) if status.code() == tonic::Code::InvalidArgument => {
                 eprintln!("askuser: {}", CliError::Status(status));

@@ -19,6 +19,8 @@ pub struct WaitingCall {
     pub approval_reason: String,
     /// For a form: its fields.
     pub form: pb::Form,
+    /// When it expires unanswered, if ever.
+    pub expire_time: Option<prost_types::Timestamp>,
 }
 
 impl WaitingCall {
@@ -53,6 +55,7 @@ impl From<&pb::ToolCallSuspended> for WaitingCall {
             arguments_json: call.arguments_json.clone(),
             approval_reason: call.approval_reason.clone(),
             form: call.form.clone().unwrap_or_default(),
+            expire_time: call.expire_time,
         }
     }
 }
@@ -67,6 +70,7 @@ impl From<&pb::PendingToolCall> for WaitingCall {
             arguments_json: call.arguments_json.clone(),
             approval_reason: call.approval_reason.clone(),
             form: call.form.clone().unwrap_or_default(),
+            expire_time: call.expire_time,
         }
     }
 }

@@ -182,6 +182,37 @@ impl Connection {
         Connection::within(timeout, self.client.list_runs(request)).await
     }
 
+    /// The agents the server runs.
+    pub async fn list_agents(&mut self) -> Result<Vec<pb::Agent>, CliError> {
+        let timeout = self.timeout;
+        let response =
+            Connection::within(timeout, self.client.list_agents(pb::ListAgentsRequest {})).await?;
+        Ok(response.agents)
+    }
+
+    /// The calls that wait now: the pending-calls feed's snapshot.
+    pub async fn pending_calls(
+        &mut self,
+        request: pb::WatchPendingCallsRequest,
+    ) -> Result<Vec<pb::CallPending>, CliError> {
+        use crate::proto::v1::watch_pending_calls_response::Event;
+        let timeout = self.timeout;
+        let mut feed =
+            Connection::within(timeout, self.client.watch_pending_calls(request)).await?;
+        let mut calls = Vec::new();
+        loop {
+            let event = match tokio::time::timeout(timeout, feed.message()).await {
+                Ok(event) => event?,
+                Err(_) => return Err(CliError::Timeout(timeout)),
+            };
+            match event.and_then(|event| event.event) {
+                None | Some(Event::SnapshotDone(_)) => return Ok(calls),
+                Some(Event::CallPending(pending)) => calls.push(pending),
+                Some(_) => {}
+            }
+        }
+    }
+
     pub async fn cancel_run(
         &mut self,
         request: pb::CancelRunRequest,

@@ -71,21 +71,128 @@ fn reattach_hint(run_id: &Option<String>, calls: &[String]) -> String {
     hint
 }
 
-/// `CODE: message (REASON) [field: what is wrong; ...]`, from a status and its rich details.
+/// `CODE: message (REASON) [flag: what is wrong; ...]`, from a status and its rich details, in the
+/// command line's words: the flags that carry an answer rather than the request's field paths, and
+/// each sentence once (a violation that only repeats the message replaces it).
 fn describe_status(status: &tonic::Status) -> String {
-    let mut line = format!("{}: {}", code_name(status.code()), status.message());
-    if let Some(info) = status.get_details_error_info() {
-        line.push_str(&format!(" ({})", info.reason));
+    let reason = status.get_details_error_info().map(|info| info.reason);
+    let mut message = in_cli_words(status.message());
+    if status.code() == tonic::Code::Unauthenticated
+        && !message.contains("--api-key")
+        && reason.as_deref() != Some("MISSING_CREDENTIALS")
+    {
+        message.push_str(": check --api-key (or ASKUSER_API_KEY)");
     }
-    if let Some(bad_request) = status.get_details_bad_request() {
-        let violations: Vec<(String, String)> = bad_request
-            .field_violations
-            .into_iter()
-            .map(|violation| (violation.field, violation.description))
+    let violations: Vec<(String, String)> = status
+        .get_details_bad_request()
+        .map(|bad_request| {
+            bad_request
+                .field_violations
+                .into_iter()
+                .map(|violation| {
+                    (
+                        field_flag(&violation.field),
+                        in_cli_words(&violation.description),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let reason = reason
+        .map(|reason| format!(" ({reason})"))
+        .unwrap_or_default();
+    let code = code_name(status.code());
+    let repeated = !violations.is_empty()
+        && violations
+            .iter()
+            .all(|(_, description)| message.contains(description.as_str()));
+    if repeated {
+        let each: Vec<String> = violations
+            .iter()
+            .map(|(field, description)| format!("{field}: {description}"))
             .collect();
-        line.push_str(&describe_violations(&violations));
+        return format!("{code}: {}{reason}", each.join("; "));
     }
-    line
+    format!(
+        "{code}: {message}{reason}{}",
+        describe_violations(&violations)
+    )
+}
+
+/// The server's words for the ways to answer, replaced by the flags that give them.
+fn in_cli_words(text: &str) -> String {
+    const QUESTION: &str = "--text, --select, --none, --reply or --decline";
+    const FORM: &str = "--field NAME=VALUE, --reply or --decline";
+    let replacements = [
+        (
+            "answer it with text, selections or decline",
+            format!("answer it with {QUESTION}"),
+        ),
+        (
+            "settle it with text, selections or decline",
+            format!("answer it with {QUESTION}"),
+        ),
+        (
+            "answer it with form values, a reply or decline",
+            format!("answer it with {FORM}"),
+        ),
+        (
+            "settle it with form, reply or decline",
+            format!("answer it with {FORM}"),
+        ),
+        (
+            "settle it with approval (approve, reject or edit) or decline",
+            "answer it with --approve, --reject [REASON] or --edit JSON".to_owned(),
+        ),
+        (
+            "settle it with tool_output",
+            "answer it with --output TEXT [--error]".to_owned(),
+        ),
+        (
+            "send `authorization: Bearer <API key or token>`",
+            "give an API key with --api-key KEY (or ASKUSER_API_KEY)".to_owned(),
+        ),
+    ];
+    let mut text = text.to_owned();
+    for (from, to) in replacements {
+        text = text.replace(from, &to);
+    }
+    text
+}
+
+/// The flag (or argument) of an answer's field path: `answer.selections.labels[0]` → `--select`,
+/// `answer.form.values["version"]` → `--field version`; other paths as they are.
+pub fn field_flag(field: &str) -> String {
+    if let Some(rest) = field.strip_prefix("answer.form.values[\"") {
+        let name = rest.split('"').next().unwrap_or(rest);
+        return format!("--field {name}");
+    }
+    let flags = [
+        ("answer.text", "--text"),
+        ("answer.selections", "--select"),
+        ("answer.decline", "--decline"),
+        ("answer.reply", "--reply"),
+        ("answer.approval.edit", "--edit"),
+        ("answer.approval.reject", "--reject"),
+        ("answer.approval", "--approve/--reject/--edit"),
+        ("answer.tool_output", "--output"),
+        ("answer.form", "--field"),
+        ("answer.answer_id", "--answer-id"),
+        ("answer.run_id", "RUN"),
+        ("answer.tool_call_id", "CALL"),
+        ("run_id", "RUN"),
+        ("tool_call_id", "CALL"),
+    ];
+    flags
+        .iter()
+        .find(|(path, _)| {
+            field == *path
+                || field
+                    .strip_prefix(path)
+                    .is_some_and(|rest| rest.starts_with(['.', '[']))
+        })
+        .map(|(_, flag)| (*flag).to_owned())
+        .unwrap_or_else(|| field.to_owned())
 }
 
 /// ` [field: what is wrong; ...]`, or nothing without violations.
@@ -116,6 +223,18 @@ fn code_name(code: tonic::Code) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn field_paths_become_flags() {
+        assert_eq!(field_flag("answer.selections.labels[0]"), "--select");
+        assert_eq!(
+            field_flag("answer.form.values[\"version\"]"),
+            "--field version"
+        );
+        assert_eq!(field_flag("answer.approval.edit.arguments_json"), "--edit");
+        assert_eq!(field_flag("answer.approval"), "--approve/--reject/--edit");
+        assert_eq!(field_flag("answer.textual"), "answer.textual");
+    }
 
     #[test]
     fn code_names_are_canonical() {

@@ -9,6 +9,7 @@ use inquire::validator::Validation;
 use inquire::{Confirm, CustomUserError, InquireError, MultiSelect, Select, Text};
 
 use super::form_values::yes_or_no;
+use super::prompt::erased;
 use crate::proto::v1 as pb;
 use crate::proto::v1::answer::Answer;
 use crate::proto::v1::field_value::Value;
@@ -41,9 +42,12 @@ pub fn ask_form(form: &pb::Form) -> Result<Answer, InquireError> {
 fn instead() -> Result<Answer, InquireError> {
     let choice = Select::new("Instead of answering:", vec!["decline", "reply in prose"])
         .with_help_message("enter to choose, esc to go back to the form")
-        .prompt()?;
+        .prompt()
+        .inspect_err(erased)?;
     if choice == "decline" {
-        let reason = Text::new("Decline; why (optional)?").prompt()?;
+        let reason = Text::new("Decline; why (optional)?")
+            .prompt()
+            .inspect_err(erased)?;
         return Ok(Answer::Decline(pb::Decline { reason }));
     }
     let reply = Text::new("Your reply:")
@@ -54,7 +58,8 @@ fn instead() -> Result<Answer, InquireError> {
                 Validation::Valid
             })
         })
-        .prompt()?;
+        .prompt()
+        .inspect_err(erased)?;
     Ok(Answer::Reply(reply))
 }
 
@@ -96,7 +101,7 @@ fn ask_field(field: &pb::FormField) -> Result<Option<Value>, InquireError> {
             if let Some(default) = &default {
                 prompt = prompt.with_default(default);
             }
-            let text = prompt.prompt()?;
+            let text = prompt.prompt().inspect_err(erased)?;
             Ok(text.trim().parse().ok().map(Value::Number))
         }
         Some(Kind::Boolean(boolean)) => {
@@ -104,7 +109,8 @@ fn ask_field(field: &pb::FormField) -> Result<Option<Value>, InquireError> {
                 .with_default(boolean.default_value.unwrap_or(false))
                 .with_help_message("y or n, esc to decline or reply instead")
                 .with_parser(&|text| yes_or_no(text).ok_or(()))
-                .prompt()?;
+                .prompt()
+                .inspect_err(erased)?;
             Ok(Some(Value::Boolean(answer)))
         }
         Some(Kind::Choice(choice)) => ask_choice(&title, choice, required),
@@ -121,7 +127,7 @@ fn ask_field(field: &pb::FormField) -> Result<Option<Value>, InquireError> {
             if let Some(default) = &text.default_value {
                 prompt = prompt.with_default(default);
             }
-            let value = prompt.prompt()?;
+            let value = prompt.prompt().inspect_err(erased)?;
             Ok((!value.is_empty() || required).then_some(Value::Text(value)))
         }
         None => Ok(None),
@@ -179,19 +185,23 @@ fn ask_choice(
             .with_help_message(
                 "↑↓ to move, space to toggle, enter to send, esc to decline or reply",
             )
-            .prompt()?
+            .prompt()
+            .inspect_err(erased)?
     } else {
         vec![
             Select::new(title, entries)
                 .with_help_message("↑↓ to move, enter to choose, esc to decline or reply")
-                .prompt()?,
+                .prompt()
+                .inspect_err(erased)?,
         ]
     };
     let mut value = pb::ChoiceValue::default();
     for entry in chosen {
         match entry {
             Entry::Offered(offered) => value.values.push(offered.value.clone()),
-            Entry::Other => value.other = Text::new("Your own answer:").prompt()?,
+            Entry::Other => {
+                value.other = Text::new("Your own answer:").prompt().inspect_err(erased)?
+            }
         }
     }
     if value.values.is_empty() && value.other.is_empty() && !required {

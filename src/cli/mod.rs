@@ -1,9 +1,10 @@
-//! The terminal client: `askuser start | pending | answer | runs | watch | cancel`.
+//! The terminal client: `askuser agents | start | pending | answer | runs | watch | cancel`.
 //!
 //! A gRPC client of a running server, like any other: it never touches [`crate::runtime`] or
 //! [`crate::store`]. Frames and items go to stdout (human lines, or proto3 JSON with `--json`);
 //! prompts and errors go to stderr.
 
+pub mod agents;
 pub mod answer;
 mod call;
 pub mod cancel;
@@ -15,12 +16,14 @@ mod form_values;
 pub mod pending;
 mod print;
 mod prompt;
+mod resolve;
 pub mod runs;
 pub mod start;
 pub mod watch;
 
 use std::process::ExitCode;
 
+pub use agents::AgentsArgs;
 pub use answer::AnswerArgs;
 pub use cancel::CancelArgs;
 pub use connect::ClientArgs;

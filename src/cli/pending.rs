@@ -3,7 +3,7 @@
 
 use super::CliError;
 use super::connect::{ClientArgs, Connection};
-use super::print::Printer;
+use super::print::{PENDING_HEADER, Printer, pending_row};
 use crate::proto::v1 as pb;
 use crate::proto::v1::watch_pending_calls_response::Event;
 
@@ -65,11 +65,77 @@ pub async fn run(args: PendingArgs) -> Result<(), CliError> {
         .await?
         .into_inner();
     let mut printer = Printer::new(args.client.json);
+    // The snapshot, in a stable order; then, with --watch, each change as it comes.
+    let mut snapshot = Vec::new();
+    let mut snapshot_done = false;
     while let Some(event) = feed.message().await? {
-        if !args.watch && matches!(event.event, Some(Event::SnapshotDone(_))) {
-            break;
+        if !snapshot_done {
+            match &event.event {
+                Some(Event::CallPending(_)) => {
+                    snapshot.push(event);
+                    continue;
+                }
+                Some(Event::SnapshotDone(_)) => {
+                    snapshot_done = true;
+                    print_snapshot(
+                        &mut printer,
+                        std::mem::take(&mut snapshot),
+                        args.client.json,
+                    )?;
+                    if !args.watch {
+                        break;
+                    }
+                    continue;
+                }
+                _ => continue,
+            }
         }
         printer.feed_event(&event)?;
     }
+    if !snapshot_done {
+        print_snapshot(&mut printer, snapshot, args.client.json)?;
+    }
     Ok(())
+}
+
+/// The snapshot's calls, oldest first (then by run id and call id): a table under a header, or
+/// with --json one `WatchPendingCallsResponse` a line.
+fn print_snapshot(
+    printer: &mut Printer,
+    mut events: Vec<pb::WatchPendingCallsResponse>,
+    json: bool,
+) -> Result<(), CliError> {
+    events.sort_by_key(|event| match &event.event {
+        Some(Event::CallPending(pending)) => order_key(pending),
+        _ => Default::default(),
+    });
+    if json {
+        for event in &events {
+            printer.feed_event(event)?;
+        }
+        return Ok(());
+    }
+    let now = std::time::SystemTime::now();
+    let rows: Vec<Vec<String>> = events
+        .iter()
+        .filter_map(|event| match &event.event {
+            Some(Event::CallPending(pending)) => Some(pending_row(pending, now)),
+            _ => None,
+        })
+        .collect();
+    if rows.is_empty() {
+        eprintln!("no calls wait");
+        return Ok(());
+    }
+    printer.table(&PENDING_HEADER, &rows)
+}
+
+/// Oldest first, then by run id, then by call id.
+pub fn order_key(pending: &pb::CallPending) -> ((i64, i32), String, String) {
+    let call = pending.call.clone().unwrap_or_default();
+    let since = call
+        .suspend_time
+        .map(|time| (time.seconds, time.nanos))
+        .unwrap_or((i64::MAX, 0));
+    (since, pending.run_id.clone(), call.tool_call_id)
 }

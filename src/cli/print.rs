@@ -5,7 +5,6 @@ use std::io::{Stdout, Write};
 
 use super::CliError;
 use super::call::WaitingCall;
-use super::error::describe_violations;
 use crate::proto::v1 as pb;
 use crate::proto::v1::run_agent_response::Event;
 use crate::proto::v1::watch_pending_calls_response::Event as FeedEvent;
@@ -104,26 +103,24 @@ impl Printer {
                 self.line(&text)
             }
             Event::ToolResult(result) => {
-                let by = result
-                    .settled_by
-                    .as_ref()
-                    .map(|by| format!(" (by {})", by.subject))
-                    .unwrap_or_default();
+                let by = settled_by(result.settled_by.as_ref());
                 self.line(&format!("= {}{by}", result.content))
             }
             Event::AnswerRejected(rejected) => {
-                let violations: Vec<(String, String)> = rejected
-                    .field_violations
-                    .iter()
-                    .map(|violation| (violation.field.clone(), violation.description.clone()))
-                    .collect();
-                // The violations say what the message says, field by field.
-                let what = if violations.is_empty() {
-                    format!(": {}", rejected.message)
-                } else {
-                    describe_violations(&violations)
-                };
-                self.line(&format!("answer rejected: {}{what}", rejected.reason))
+                // The message, then each violation's description it does not already say.
+                let mut what = vec![rejected.message.clone()];
+                what.extend(
+                    rejected
+                        .field_violations
+                        .iter()
+                        .map(|violation| violation.description.clone())
+                        .filter(|description| !rejected.message.contains(description.as_str())),
+                );
+                self.line(&format!(
+                    "answer rejected: {}: {}",
+                    rejected.reason,
+                    what.join("; ")
+                ))
             }
             // The tool result that follows says what the answer did.
             Event::AnswerAccepted(_) | Event::Heartbeat(_) => Ok(()),
@@ -145,35 +142,48 @@ impl Printer {
             None | Some(FeedEvent::Heartbeat(_)) => Ok(()),
             Some(_) if self.json => self.json_line(event),
             Some(FeedEvent::CallPending(pending)) => {
-                let Some(call) = &pending.call else {
-                    return Ok(());
-                };
-                let summary = summarize_call(&WaitingCall::from(call));
-                let expiry = call
-                    .expire_time
-                    .as_ref()
-                    .map(|time| format!("\texpires {time}"))
-                    .unwrap_or_default();
-                self.line(&format!(
-                    "{}\t{}\t{}\t{summary}{expiry}",
-                    pending.run_id, call.tool_call_id, pending.agent_id
-                ))
+                let row = pending_row(pending, std::time::SystemTime::now());
+                self.line(&row.join("  "))
             }
-            Some(FeedEvent::CallSettled(settled)) => {
-                let by = settled
-                    .settled_by
-                    .as_ref()
-                    .map(|by| format!(" by {}", by.subject))
-                    .unwrap_or_default();
-                self.line(&format!(
-                    "{}\t{}\tsettled: {}{by}",
-                    settled.run_id,
-                    settled.tool_call_id,
-                    short_name(settled.kind().as_str_name(), "TOOL_RESULT_KIND_")
-                ))
-            }
+            Some(FeedEvent::CallSettled(settled)) => self.line(&format!(
+                "{}  {}  {}{}",
+                settled.run_id,
+                settled.tool_call_id,
+                settled_how(settled.kind()),
+                settled_by(settled.settled_by.as_ref())
+            )),
             Some(FeedEvent::SnapshotDone(_)) => Ok(()),
         }
+    }
+
+    /// Rows under a header, each column as wide as its widest cell (the last one as it is).
+    pub fn table(&mut self, header: &[&str], rows: &[Vec<String>]) -> Result<(), CliError> {
+        let mut widths: Vec<usize> = header.iter().map(|title| title.chars().count()).collect();
+        for row in rows {
+            for (width, cell) in widths.iter_mut().zip(row) {
+                *width = (*width).max(cell.chars().count());
+            }
+        }
+        let line = |cells: Vec<&str>| {
+            let last = cells.len().saturating_sub(1);
+            cells
+                .iter()
+                .enumerate()
+                .map(|(index, cell)| {
+                    if index == last {
+                        (*cell).to_owned()
+                    } else {
+                        format!("{cell:<width$}", width = widths[index])
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("  ")
+        };
+        self.line(&line(header.to_vec()))?;
+        for row in rows {
+            self.line(&line(row.iter().map(String::as_str).collect()))?;
+        }
+        Ok(())
     }
 
     /// One run of a listing.
@@ -197,7 +207,7 @@ impl Printer {
 }
 
 /// `RUN_STATUS_SUSPENDED` → `suspended`.
-fn short_name(name: &str, prefix: &str) -> String {
+pub fn short_name(name: &str, prefix: &str) -> String {
     name.strip_prefix(prefix)
         .unwrap_or(name)
         .to_ascii_lowercase()
@@ -268,15 +278,80 @@ pub fn describe_call(call: &WaitingCall) -> String {
     }
 }
 
-/// A waiting call on one line: its kind and what it asks.
-fn summarize_call(call: &WaitingCall) -> String {
+/// Who settled a call, worded the same everywhere: ` (by key:alice)` after what happened, or
+/// nothing when the server does not say.
+pub fn settled_by(by: Option<&pb::SettledBy>) -> String {
+    match by {
+        Some(by) if !by.subject.is_empty() => format!(" (by {})", by.subject),
+        _ => String::new(),
+    }
+}
+
+/// How a call was settled: `answered`, `declined`, `expired`, ….
+fn settled_how(kind: pb::ToolResultKind) -> String {
+    match kind {
+        pb::ToolResultKind::Unspecified => "settled".to_owned(),
+        pb::ToolResultKind::Output => "output sent".to_owned(),
+        kind => short_name(kind.as_str_name(), "TOOL_RESULT_KIND_"),
+    }
+}
+
+/// The columns of `askuser pending`.
+pub const PENDING_HEADER: [&str; 7] = ["RUN", "CALL", "AGENT", "KIND", "AGE", "EXPIRES", "ASKS"];
+
+/// A pending call as a row of `askuser pending`.
+pub fn pending_row(pending: &pb::CallPending, now: std::time::SystemTime) -> Vec<String> {
+    let call = pending.call.clone().unwrap_or_default();
+    let waiting = WaitingCall::from(&call);
+    let (kind, asks) = summarize_call(&waiting);
+    let age = call
+        .suspend_time
+        .as_ref()
+        .and_then(|time| std::time::SystemTime::try_from(*time).ok())
+        .map(|since| short_duration(now.duration_since(since).unwrap_or_default()))
+        .unwrap_or_else(|| "-".to_owned());
+    let expires = call
+        .expire_time
+        .as_ref()
+        .and_then(|time| std::time::SystemTime::try_from(*time).ok())
+        .map(|at| match at.duration_since(now) {
+            Ok(left) => format!("in {}", short_duration(left)),
+            Err(_) => "now".to_owned(),
+        })
+        .unwrap_or_else(|| "never".to_owned());
+    vec![
+        pending.run_id.clone(),
+        call.tool_call_id.clone(),
+        pending.agent_id.clone(),
+        kind.to_owned(),
+        age,
+        expires,
+        asks,
+    ]
+}
+
+/// `42s`, `5m`, `3h`, `2d`: the largest unit, rounded down.
+pub fn short_duration(duration: std::time::Duration) -> String {
+    let seconds = duration.as_secs();
+    match seconds {
+        0..60 => format!("{seconds}s"),
+        60..3600 => format!("{}m", seconds / 60),
+        3600..86400 => format!("{}h", seconds / 3600),
+        _ => format!("{}d", seconds / 86400),
+    }
+}
+
+/// A waiting call's kind, and what it asks on one line.
+pub fn summarize_call(call: &WaitingCall) -> (&'static str, String) {
     match call.kind {
-        pb::SuspendKind::Approval => {
-            format!("approval\t{} {}", call.tool_name, call.arguments_json)
-        }
-        pb::SuspendKind::ClientTool => {
-            format!("client-tool\t{} {}", call.tool_name, call.arguments_json)
-        }
+        pb::SuspendKind::Approval => (
+            "approval",
+            format!("{} {}", call.tool_name, call.arguments_json),
+        ),
+        pb::SuspendKind::ClientTool => (
+            "client-tool",
+            format!("{} {}", call.tool_name, call.arguments_json),
+        ),
         pb::SuspendKind::Form => {
             let questions: Vec<&str> = call
                 .form
@@ -284,7 +359,7 @@ fn summarize_call(call: &WaitingCall) -> String {
                 .iter()
                 .map(|field| field.question.as_str())
                 .collect();
-            format!("form\t{}", questions.join(" | "))
+            ("form", questions.join(" | "))
         }
         _ => {
             let labels: Vec<&str> = call
@@ -298,7 +373,7 @@ fn summarize_call(call: &WaitingCall) -> String {
             } else {
                 format!(" [{}]", labels.join(" | "))
             };
-            format!("question\t{}{options}", call.payload.question)
+            ("question", format!("{}{options}", call.payload.question))
         }
     }
 }

@@ -5,7 +5,6 @@
 
 use std::fmt;
 
-use inquire::list_option::ListOption;
 use inquire::validator::Validation;
 use inquire::{CustomUserError, Editor, InquireError, MultiSelect, Select, Text};
 
@@ -24,14 +23,89 @@ const TEXT_HELP: &str = "enter to send, esc to decline";
 pub async fn blocking<T: Send + 'static>(
     prompt: impl FnOnce() -> Result<T, CliError> + Send + 'static,
 ) -> Result<T, CliError> {
+    static RENDER: std::sync::Once = std::sync::Once::new();
+    RENDER.call_once(|| {
+        inquire::set_global_render_config(
+            inquire::ui::RenderConfig::default()
+                .with_canceled_prompt_indicator(inquire::ui::Styled::new("")),
+        );
+    });
     tokio::task::spawn_blocking(prompt)
         .await
         .map_err(|error| CliError::Io(std::io::Error::other(error)))?
 }
 
+/// Asks for the settlement of one call, as [`ask`] does, until the call expires: then the prompt
+/// is closed with a message (and `hint`, what to do next) and the client exits with status 1,
+/// nothing sent. A prompt blocks on the terminal and cannot be stopped from outside, hence the exit.
+pub async fn ask_before_expiry(call: WaitingCall, hint: String) -> Result<Answer, CliError> {
+    let deadline = call
+        .expire_time
+        .and_then(|time| std::time::SystemTime::try_from(time).ok());
+    let saved = terminal::save();
+    let asked = blocking(move || ask(&call));
+    let Some(deadline) = deadline else {
+        return asked.await;
+    };
+    let left = deadline
+        .duration_since(std::time::SystemTime::now())
+        .unwrap_or_default();
+    tokio::select! {
+        answer = asked => answer,
+        () = tokio::time::sleep(left) => {
+            terminal::restore(saved);
+            eprintln!(
+                "\naskuser: the question expired while its prompt was open: nothing was sent{hint}"
+            );
+            std::process::exit(1);
+        }
+    }
+}
+
+/// The terminal's mode from before a prompt, to give it back when a prompt is abandoned.
+#[cfg(unix)]
+mod terminal {
+    use std::io::Write;
+
+    pub struct Saved(Option<libc::termios>);
+
+    pub fn save() -> Saved {
+        // SAFETY: `termios` is plain data, and tcgetattr only writes into it.
+        unsafe {
+            let mut mode: libc::termios = std::mem::zeroed();
+            Saved((libc::tcgetattr(libc::STDIN_FILENO, &mut mode) == 0).then_some(mode))
+        }
+    }
+
+    pub fn restore(saved: Saved) {
+        if let Some(mode) = saved.0 {
+            // SAFETY: the mode tcgetattr gave for the same descriptor.
+            unsafe {
+                libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &mode);
+            }
+        }
+        // The cursor, which a list prompt hides.
+        let mut err = std::io::stderr();
+        let _ = write!(err, "\x1b[?25h");
+        let _ = err.flush();
+    }
+}
+
+#[cfg(not(unix))]
+mod terminal {
+    pub struct Saved;
+    pub fn save() -> Saved {
+        Saved
+    }
+    pub fn restore(_: Saved) {}
+}
+
 /// The prompt a run of `agent` starts with.
 pub fn ask_prompt(agent: &str) -> Result<String, CliError> {
-    match Text::new(&format!("What should {agent} do?")).prompt() {
+    match Text::new(&format!("What should {agent} do?"))
+        .prompt()
+        .inspect_err(erased)
+    {
         Err(InquireError::OperationInterrupted | InquireError::OperationCanceled) => {
             Err(CliError::interrupted())
         }
@@ -61,10 +135,9 @@ pub fn ask(call: &WaitingCall) -> Result<Answer, CliError> {
     }
 }
 
-/// One of a question's options, or the explicit empty answer of a multi select.
+/// One of a question's options.
 enum Choice {
     Offered { label: String, description: String },
-    NoneOfThese,
 }
 
 impl fmt::Display for Choice {
@@ -72,7 +145,6 @@ impl fmt::Display for Choice {
         match self {
             Choice::Offered { label, description } if description.is_empty() => f.write_str(label),
             Choice::Offered { label, description } => write!(f, "{label} — {description}"),
-            Choice::NoneOfThese => f.write_str(self.label()),
         }
     }
 }
@@ -82,7 +154,6 @@ impl Choice {
     fn label(&self) -> &str {
         match self {
             Choice::Offered { label, .. } => label,
-            Choice::NoneOfThese => "(none of these)",
         }
     }
 }
@@ -105,25 +176,40 @@ fn ask_question(call: &WaitingCall) -> Result<Answer, InquireError> {
             let choice = Select::new(question, offered(call))
                 .with_help_message(SINGLE_HELP)
                 .with_formatter(&|chosen| chosen.value.label().to_owned())
-                .prompt()?;
+                .prompt()
+                .inspect_err(erased)?;
             Ok(selections(std::iter::once(choice)))
         }
         pb::SelectionMode::MultiSelect => {
             // A multi select may be answered with no option (see `SelectionMode`): saying so is a
-            // choice of its own, so that enter on nothing is not taken for it by mistake.
-            let mut choices = offered(call);
-            choices.push(Choice::NoneOfThese);
-            let chosen = MultiSelect::new(question, choices)
-                .with_help_message(MULTI_HELP)
-                .with_validator(one_or_none)
-                .prompt()?;
-            Ok(selections(chosen))
+            // choice of its own, so that enter on nothing is not taken for it by mistake, and it
+            // goes with no other option: it is asked only when nothing is checked.
+            loop {
+                let chosen = MultiSelect::new(question, offered(call))
+                    .with_help_message(MULTI_HELP)
+                    .prompt()
+                    .inspect_err(erased)?;
+                if !chosen.is_empty() {
+                    return Ok(selections(chosen));
+                }
+                let none = inquire::Confirm::new(&format!("{question} (none of these)?"))
+                    .with_default(false)
+                    .with_help_message("y to answer with no option, n to go back to the list")
+                    .prompt()
+                    .inspect_err(erased);
+                match none {
+                    Ok(true) => return Ok(selections(Vec::new())),
+                    Ok(false) | Err(InquireError::OperationCanceled) => continue,
+                    Err(error) => return Err(error),
+                }
+            }
         }
         pb::SelectionMode::Unspecified => {
             let text = Text::new(question)
                 .with_help_message(TEXT_HELP)
                 .with_validator(not_blank)
-                .prompt()?;
+                .prompt()
+                .inspect_err(erased)?;
             Ok(Answer::Text(text))
         }
     }
@@ -132,25 +218,11 @@ fn ask_question(call: &WaitingCall) -> Result<Answer, InquireError> {
 fn selections(chosen: impl IntoIterator<Item = Choice>) -> Answer {
     let labels = chosen
         .into_iter()
-        .filter_map(|choice| match choice {
-            Choice::Offered { label, .. } => Some(label),
-            Choice::NoneOfThese => None,
+        .map(|choice| match choice {
+            Choice::Offered { label, .. } => label,
         })
         .collect();
     Answer::Selections(pb::Selections { labels })
-}
-
-fn one_or_none(chosen: &[ListOption<&Choice>]) -> Result<Validation, CustomUserError> {
-    let none = chosen
-        .iter()
-        .any(|option| matches!(option.value, Choice::NoneOfThese));
-    Ok(match chosen.len() {
-        0 => Validation::Invalid("select an option, or (none of these)".into()),
-        count if none && count > 1 => {
-            Validation::Invalid("(none of these) goes with no other option".into())
-        }
-        _ => Validation::Valid,
-    })
 }
 
 fn not_blank(text: &str) -> Result<Validation, CustomUserError> {
@@ -164,7 +236,8 @@ fn not_blank(text: &str) -> Result<Validation, CustomUserError> {
 fn ask_decline() -> Result<Answer, InquireError> {
     let reason = Text::new("Decline; why (optional)?")
         .with_help_message("enter to decline, esc to go back to the question")
-        .prompt()?;
+        .prompt()
+        .inspect_err(erased)?;
     Ok(Answer::Decline(pb::Decline { reason }))
 }
 
@@ -192,13 +265,15 @@ fn ask_approval(call: &WaitingCall) -> Result<Answer, InquireError> {
         vec![Action::Approve, Action::Reject, Action::Edit],
     )
     .with_help_message("↑↓ to move, enter to choose")
-    .prompt()?;
+    .prompt()
+    .inspect_err(erased)?;
     let decision = match action {
         Action::Approve => Decision::Approve(Approve {}),
         Action::Reject => {
             let reason = Text::new("Reject; why (optional)?")
                 .with_help_message("enter to reject, esc to go back")
-                .prompt()?;
+                .prompt()
+                .inspect_err(erased)?;
             Decision::Reject(Reject { reason })
         }
         Action::Edit => Decision::Edit(Edit {
@@ -222,12 +297,14 @@ fn edit_arguments(call: &WaitingCall) -> Result<String, InquireError> {
             .with_file_extension(".json")
             .with_validator(json_object)
             .prompt()
+            .inspect_err(erased)
     } else {
         Text::new("Arguments (JSON):")
             .with_initial_value(&call.arguments_json)
             .with_help_message("enter to send, esc to go back")
             .with_validator(json_object)
             .prompt()
+            .inspect_err(erased)
     }
 }
 
@@ -245,9 +322,63 @@ fn ask_output(call: &WaitingCall) -> Result<Answer, InquireError> {
     eprintln!("{}", describe_call(call));
     let content = Text::new(&format!("Output of {}:", call.tool_name))
         .with_help_message("enter to send")
-        .prompt()?;
+        .prompt()
+        .inspect_err(erased)?;
     Ok(Answer::ToolOutput(pb::ToolOutput {
         content,
         is_error: false,
     }))
+}
+
+/// One call of the picker: its number, kind, agent, what it asks and how long it has waited.
+pub struct PickerEntry {
+    pub number: usize,
+    pub row: String,
+}
+
+impl fmt::Display for PickerEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:>2}. {}", self.number, self.row)
+    }
+}
+
+/// Asks which of `entries` to answer (↑↓ or its number); the index chosen.
+pub fn pick(title: &str, entries: Vec<PickerEntry>) -> Result<usize, CliError> {
+    let scorer = &|input: &str, entry: &PickerEntry, text: &str, _index: usize| -> Option<i64> {
+        let input = input.trim();
+        if input.is_empty() {
+            return Some(0);
+        }
+        if let Ok(number) = input.parse::<usize>() {
+            return (number == entry.number).then_some(0);
+        }
+        text.to_lowercase()
+            .contains(&input.to_lowercase())
+            .then_some(0)
+    };
+    match Select::new(title, entries)
+        .with_help_message("↑↓ to move or type its number, enter to answer it, esc to leave")
+        .with_scorer(scorer)
+        .with_page_size(15)
+        .prompt()
+        .inspect_err(erased)
+    {
+        Ok(entry) => Ok(entry.number - 1),
+        Err(InquireError::OperationInterrupted | InquireError::OperationCanceled) => {
+            Err(CliError::interrupted())
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Esc leaves nothing behind: the line inquire ends a canceled prompt with (its title, and no
+/// `<canceled>` mark: see [`blocking`]) is erased.
+pub fn erased(error: &InquireError) {
+    use std::io::Write;
+    if matches!(error, InquireError::OperationCanceled) {
+        let mut err = std::io::stderr();
+        // Up one line, then clear it.
+        let _ = write!(err, "\x1b[1A\r\x1b[2K");
+        let _ = err.flush();
+    }
 }

@@ -58,7 +58,10 @@ pub async fn run(args: StartArgs) -> Result<(), CliError> {
     };
     let (sender, receiver) = mpsc::channel(4);
     let requests = tokio_stream::once(start).chain(ReceiverStream::new(receiver));
-    let mut inbound = connection.client.run_agent(requests).await?.into_inner();
+    let mut inbound = match connection.client.run_agent(requests).await {
+        Ok(response) => response.into_inner(),
+        Err(status) => return Err(agent_error(&mut connection, &args.agent, status).await),
+    };
     let mut session = Session {
         printer: if interactive {
             Printer::new(args.client.json).with_prompts()
@@ -72,7 +75,13 @@ pub async fn run(args: StartArgs) -> Result<(), CliError> {
     };
     loop {
         let frame = tokio::select! {
-            frame = inbound.message() => frame?,
+            frame = inbound.message() => match frame {
+                Ok(frame) => frame,
+                Err(status) if session.run_id.is_empty() => {
+                    return Err(agent_error(&mut connection, &args.agent, status).await);
+                }
+                Err(status) => return Err(status.into()),
+            },
             Ok(()) = tokio::signal::ctrl_c() => return Err(session.detached()),
         };
         let Some(frame) = frame else {
@@ -83,6 +92,20 @@ pub async fn run(args: StartArgs) -> Result<(), CliError> {
     }
     session.waiting.print_hints(&session.run_id);
     Ok(())
+}
+
+/// A refused start: an agent the server does not know lists the known ones and the closest.
+async fn agent_error(connection: &mut Connection, agent: &str, status: tonic::Status) -> CliError {
+    use tonic_types::StatusExt;
+    let unknown_agent = status.code() == tonic::Code::NotFound
+        && status
+            .get_details_error_info()
+            .is_some_and(|info| info.reason == "AGENT_NOT_FOUND");
+    if unknown_agent {
+        super::agents::unknown_agent(connection, agent, status.into()).await
+    } else {
+        status.into()
+    }
 }
 
 /// One run followed on its stream.
@@ -132,7 +155,11 @@ impl Session {
             return Ok(());
         }
         let tool_call_id = call.tool_call_id.clone();
-        let answer = match prompt::blocking(move || prompt::ask(&call)).await {
+        let hint = format!(
+            "; run {} goes on: follow it with `askuser watch {}`",
+            self.run_id, self.run_id
+        );
+        let answer = match prompt::ask_before_expiry(call, hint).await {
             Err(error) if error.is_interruption() => return Err(self.detached()),
             other => other?,
         };

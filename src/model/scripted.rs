@@ -60,6 +60,45 @@ pub struct ScriptedTurn {
     /// a run mid-step).
     #[serde(default, with = "humantime_serde_opt")]
     pub delay: Option<std::time::Duration>,
+    /// Said instead of the turn (which then makes no call, and the run completes) when a call of
+    /// the turn before was declined; likewise for a rejected approval, an expired question and a
+    /// reply in prose. Checked in this order.
+    #[serde(default)]
+    pub if_declined: Option<String>,
+    #[serde(default)]
+    pub if_rejected: Option<String>,
+    #[serde(default)]
+    pub if_expired: Option<String>,
+    #[serde(default)]
+    pub if_replied: Option<String>,
+}
+
+impl ScriptedTurn {
+    /// What to say instead of the turn, given how the calls of the turn before were settled.
+    fn instead(&self, settled: &[ToolResultKind]) -> Option<&String> {
+        [
+            (ToolResultKind::Declined, &self.if_declined),
+            (ToolResultKind::Rejected, &self.if_rejected),
+            (ToolResultKind::Expired, &self.if_expired),
+            (ToolResultKind::Replied, &self.if_replied),
+        ]
+        .into_iter()
+        .find_map(|(kind, text)| text.as_ref().filter(|_| settled.contains(&kind)))
+    }
+}
+
+/// How the calls of the last turn were settled: the kinds of the tool results after the last
+/// assistant message.
+fn last_turn_outcomes(transcript: &[Message]) -> Vec<ToolResultKind> {
+    transcript
+        .iter()
+        .rev()
+        .take_while(|message| !matches!(message, Message::Assistant { .. }))
+        .filter_map(|message| match message {
+            Message::Tool { kind, .. } => Some(*kind),
+            _ => None,
+        })
+        .collect()
 }
 
 mod humantime_serde_opt {
@@ -245,12 +284,19 @@ impl Model for ScriptedModel {
             return Err(ModelError::Failed(fill(message, &answers)));
         }
         let mut events = Vec::new();
-        if let Some(text) = &turn.say {
+        let said = |text: &str| {
             let text: Vec<char> = fill(text, &answers).chars().collect();
-            events.extend(
-                text.chunks(DELTA_CHARS)
-                    .map(|piece| Ok(ModelEvent::TextDelta(piece.iter().collect()))),
-            );
+            text.chunks(DELTA_CHARS)
+                .map(|piece| Ok(ModelEvent::TextDelta(piece.iter().collect())))
+                .collect::<Vec<_>>()
+        };
+        if let Some(text) = turn.instead(&last_turn_outcomes(request.transcript)) {
+            events.extend(said(text));
+            events.push(Ok(ModelEvent::Finished(None)));
+            return Ok(Box::pin(futures::stream::iter(events)));
+        }
+        if let Some(text) = &turn.say {
+            events.extend(said(text));
         }
         for ask in &turn.ask {
             events.push(Ok(ModelEvent::ToolCall(ModelToolCall {
@@ -313,5 +359,46 @@ mod tests {
         let results = Results::of(&transcript);
         assert_eq!(results.answers, vec!["a", "User declined to answer"]);
         assert_eq!(results.results.len(), 3);
+    }
+
+    #[test]
+    fn a_turn_says_what_fits_how_the_turn_before_was_settled() {
+        let turn: ScriptedTurn = toml::from_str(
+            "say = \"Hello, {{answer.1}}!\"\nif_declined = \"Hello, whoever you are!\"\n\
+             if_rejected = \"not done\"",
+        )
+        .expect("a turn");
+        let tool = |kind| Message::Tool {
+            tool_call_id: "c".into(),
+            content: "x".into(),
+            is_error: false,
+            kind,
+        };
+        let assistant = Message::Assistant {
+            text: String::new(),
+            tool_calls: Vec::new(),
+        };
+        // Only the calls since the last assistant message count.
+        let transcript = vec![
+            tool(ToolResultKind::Declined),
+            assistant,
+            tool(ToolResultKind::Answered),
+        ];
+        assert_eq!(turn.instead(&last_turn_outcomes(&transcript)), None);
+        let declined = [ToolResultKind::Answered, ToolResultKind::Declined];
+        assert_eq!(
+            turn.instead(&declined).map(String::as_str),
+            Some("Hello, whoever you are!")
+        );
+        assert_eq!(
+            turn.instead(&[ToolResultKind::Rejected])
+                .map(String::as_str),
+            Some("not done")
+        );
+        assert_eq!(
+            turn.instead(&[ToolResultKind::Expired]),
+            None,
+            "no if_expired: the turn plays"
+        );
     }
 }

@@ -65,6 +65,7 @@ impl Default for Hub {
 
 impl Hub {
     pub fn publish(&self, run_id: &str, batch: Batch) {
+        super::run_log::log_events(run_id, &batch.events);
         let batch = Arc::new(batch);
         if self.all.receiver_count() > 0 {
             let _ = self.all.send(RunChange::Committed {

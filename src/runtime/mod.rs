@@ -23,6 +23,7 @@ mod page_token;
 mod pending_fanout;
 mod pending_feed;
 pub mod requests;
+mod run_log;
 mod server_calls;
 mod settle;
 mod settle_access;
@@ -391,6 +392,13 @@ impl Runtime {
             false,
         );
         Ok((run_id, events))
+    }
+
+    /// The ids of every agent the server runs, sorted.
+    pub fn agent_ids(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.shared.agents.keys().cloned().collect();
+        ids.sort();
+        ids
     }
 
     /// A run of `principal`'s tenant (another tenant's is not found).

@@ -55,8 +55,10 @@ pub fn init(format: LogFormat, otlp_endpoint: Option<&str>) -> Result<Telemetry,
     let events = filter.and(filter_fn(|metadata| metadata.is_event()));
     // A log line that cannot be written (stderr on a full disk) is dropped: reporting that with
     // `eprintln!`, which panics when stderr fails, would panic whichever task logged.
+    // Colours for a terminal only: escape codes in a log file or a collector are noise.
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .log_internal_errors(false);
     let logs = match format {
         LogFormat::Text => logs.with_filter(events).boxed(),

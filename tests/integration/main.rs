@@ -36,6 +36,7 @@ mod properties;
 mod replicas;
 mod run_lifecycle;
 mod run_protocol;
+mod server_log;
 mod serving;
 mod settled_by;
 mod smoke;

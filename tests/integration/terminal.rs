@@ -65,6 +65,17 @@ ask = [{ question = "What is your name?" }]
 say = "Hello, {{answer.1}}!"
 
 [[agent]]
+id = "brief"
+instructions = "Asks one question that expires soon.\nA second line."
+question_ttl = "4s"
+[agent.model]
+provider = "scripted"
+[[agent.model.turns]]
+ask = [{ question = "Quick, which colour?", options = [{ label = "red" }, { label = "blue" }] }]
+[[agent.model.turns]]
+say = "Colour: {{answer.1}}"
+
+[[agent]]
 id = "gate"
 tools = ["deploy"]
 [agent.model]
@@ -235,6 +246,7 @@ impl Terminal {
 const DOWN: &str = "\x1b[B";
 const ENTER: &str = "\r";
 const CTRL_C: &str = "\x03";
+const ESC: &str = "\x1b";
 
 #[test]
 fn start_without_a_terminal_prints_the_json_mapping_and_names_the_call_to_answer() {
@@ -275,18 +287,14 @@ fn start_without_a_terminal_prints_the_json_mapping_and_names_the_call_to_answer
 fn answer_flags_settle_each_kind_and_a_bad_answer_is_one_error_line() {
     let setup = Setup::new();
 
-    // A label the question does not offer: one line with the code, the reason and the field, exit
+    // A label the question does not offer: one line naming the flag and the offered labels, exit
     // status 1, and the question still waits.
     let (run_id, call_id) = setup.start_waiting("pick");
     let refused = setup.run(&["answer", &run_id, &call_id, "--select", "moon"]);
     assert_eq!(refused.status.code(), Some(1));
     let line = stderr_of(&refused);
     assert_eq!(line.lines().count(), 1, "{line}");
-    for part in [
-        "INVALID_ARGUMENT",
-        "INVALID_ANSWER",
-        "answer.selections.labels[0]",
-    ] {
+    for part in ["--select moon", "staging, production"] {
         assert!(line.contains(part), "{part} missing from {line}");
     }
     assert!(
@@ -339,11 +347,15 @@ fn answer_flags_settle_each_kind_and_a_bad_answer_is_one_error_line() {
         r#"{"service":"api","environment":"moon"}"#,
     ]);
     assert_eq!(refused.status.code(), Some(1));
+    // The server's refusal in the command line's words: the flag, and its reason said once.
+    let line = stderr_of(&refused);
+    assert_eq!(line.lines().count(), 1, "{line}");
     assert!(
-        stderr_of(&refused).contains("answer.approval.edit.arguments_json"),
-        "{}",
-        stderr_of(&refused)
+        line.starts_with("askuser: INVALID_ARGUMENT: --edit: "),
+        "{line}"
     );
+    assert!(!line.contains("answer.approval"), "{line}");
+    assert_eq!(line.matches("is not one of").count(), 1, "{line}");
     let edited = setup.json(&[
         "answer",
         &run_id,
@@ -530,7 +542,6 @@ fn start_in_a_terminal_asks_a_single_select_with_the_arrow_keys() {
 fn start_in_a_terminal_asks_a_multi_select_with_the_space_bar() {
     let setup = Setup::new();
     let mut terminal = setup.terminal(&["start", "checks", "go"]);
-    terminal.expect("(none of these)");
     terminal.expect("space to toggle");
     terminal.send(" ");
     terminal.send(DOWN);
@@ -571,8 +582,8 @@ fn start_in_a_terminal_asks_an_approval_again_after_a_bad_edit() {
     terminal.send(&"\x7f".repeat(offered.len()));
     terminal.send(r#"{"service":"api","environment":"moon"}"#);
     terminal.send(ENTER);
-    terminal.expect("answer rejected: INVALID_ANSWER");
-    terminal.expect("answer.approval.edit.arguments_json");
+    terminal.expect("answer rejected: INVALID_ANSWER: ");
+    terminal.expect("do not fit deploy");
     // Asked again: approve as called.
     terminal.expect("Run deploy?");
     terminal.expect("enter to choose");
@@ -629,7 +640,8 @@ fn answer_flags_fill_a_form_and_reply() {
     ]);
     assert_eq!(refused.status.code(), Some(1));
     let line = stderr_of(&refused);
-    assert!(line.contains("answer.form.values[\"version\"]"), "{line}");
+    assert!(line.contains("--field version: "), "{line}");
+    assert!(!line.contains("answer.form"), "{line}");
     // A flag the form cannot take is refused before anything is sent.
     let refused = setup.run(&["answer", &run_id, &call_id, "--field", "replicas=two"]);
     assert_eq!(refused.status.code(), Some(1));
@@ -671,7 +683,7 @@ fn answer_flags_fill_a_form_and_reply() {
     let refused = setup.run(&["answer", &question_run, &question, "--field", "a=b"]);
     assert_eq!(refused.status.code(), Some(1));
     assert!(
-        stderr_of(&refused).contains("is not one"),
+        stderr_of(&refused).contains("is a question: answer it with --text"),
         "{}",
         stderr_of(&refused)
     );
@@ -704,4 +716,287 @@ fn start_in_a_terminal_asks_a_form_field_by_field() {
     terminal.send(ENTER);
     terminal.expect("Release 2.0 x3 announce=true in us");
     terminal.expect("EXIT=0");
+}
+
+/// The longest prefix two ids share.
+fn common_prefix(a: &str, b: &str) -> String {
+    a.chars()
+        .zip(b.chars())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x)
+        .collect()
+}
+
+#[test]
+fn agents_are_listed_and_a_typo_gets_a_did_you_mean() {
+    let setup = Setup::new();
+    // Instructions are shown to `admin` keys only.
+    let admin = create_key(&sqlite_store(&setup.server), "acme", "root", "admin");
+    let output = setup
+        .command(&["agents"])
+        .env("ASKUSER_API_KEY", &admin)
+        .output()
+        .expect("run askuser");
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let listing = String::from_utf8_lossy(&output.stdout).into_owned();
+    let lines: Vec<&str> = listing.lines().collect();
+    assert!(
+        lines[0].starts_with("ID")
+            && lines[0].contains("TOOLS")
+            && lines[0].contains("DESCRIPTION"),
+        "{listing}"
+    );
+    let brief = lines
+        .iter()
+        .find(|line| line.starts_with("brief "))
+        .unwrap_or_else(|| panic!("no brief in {listing}"));
+    // Its description's first line, and its tools.
+    assert!(
+        brief.contains("Asks one question that expires soon."),
+        "{brief}"
+    );
+    assert!(!brief.contains("A second line"), "{brief}");
+    assert!(
+        lines
+            .iter()
+            .any(|line| line.starts_with("form ")
+                && line.contains("ask_user_form,ask_user_questions")),
+        "{listing}"
+    );
+    let json = setup.json(&["agents"]);
+    let ids: Vec<String> = json.iter().map(|agent| text(&agent["agentId"])).collect();
+    assert_eq!(ids, ["brief", "checks", "form", "gate", "name", "pick"]);
+    let gate = &json[3];
+    assert_eq!(gate["tools"], serde_json::json!(["deploy"]));
+    assert_eq!(gate["modelProvider"], "scripted");
+
+    let typo = setup.run(&["start", "pikc", "go"]);
+    assert_eq!(typo.status.code(), Some(1));
+    let line = stderr_of(&typo);
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert!(
+        line.contains("no agent \"pikc\": did you mean pick?"),
+        "{line}"
+    );
+    assert!(
+        line.contains("brief, checks, form, gate, name, pick"),
+        "{line}"
+    );
+    // Nothing close: the list alone.
+    let far = stderr_of(&setup.run(&["start", "zzzzzzzzzz", "go"]));
+    assert!(!far.contains("did you mean"), "{far}");
+    assert!(far.contains("The agents are: brief, checks"), "{far}");
+}
+
+#[test]
+fn run_and_call_ids_take_a_unique_prefix() {
+    let setup = Setup::new();
+    let (pick_run, pick_call) = setup.start_waiting("pick");
+    let (name_run, name_call) = setup.start_waiting("name");
+
+    // Too short, whatever it matches.
+    let short = setup.run(&["watch", &pick_run[..4]]);
+    assert_eq!(short.status.code(), Some(1));
+    assert!(
+        stderr_of(&short).contains("too short"),
+        "{}",
+        stderr_of(&short)
+    );
+    let short_call = setup.run(&["answer", &pick_run, "call_", "--text", "staging"]);
+    assert!(
+        stderr_of(&short_call).contains("too short"),
+        "{}",
+        stderr_of(&short_call)
+    );
+
+    // Two runs made a moment apart share the start of their (time-ordered) ids: ambiguous, and
+    // both are named.
+    let shared = common_prefix(&pick_run, &name_run);
+    if shared.len() >= 6 {
+        let ambiguous = setup.run(&["cancel", &shared]);
+        assert_eq!(ambiguous.status.code(), Some(1));
+        let line = stderr_of(&ambiguous);
+        assert!(line.contains("ambiguous"), "{line}");
+        assert!(
+            line.contains(&pick_run) && line.contains(&name_run),
+            "{line}"
+        );
+    }
+    assert_eq!(setup.status(&pick_run), "RUN_STATUS_SUSPENDED");
+
+    // Unique prefixes: the run's up to one character past the shared part, the call's without its
+    // `call_` start.
+    let pick_prefix = &pick_run[..(shared.len() + 1).max(6)];
+    let call_prefix = &pick_call["call_".len().."call_".len() + 20];
+    let answered = setup.ok(&["answer", pick_prefix, call_prefix, "--select", "production"]);
+    assert!(answered.contains("Deploying to production"), "{answered}");
+    let watched = setup.ok(&["watch", pick_prefix]);
+    assert!(watched.contains("run completed"), "{watched}");
+
+    // A run that waits on one call: the call may be left out.
+    let name_prefix = &name_run[..(shared.len() + 1).max(6)];
+    let answered = setup.ok(&["answer", name_prefix, "--text", "Ada"]);
+    assert!(answered.contains("Hello, Ada!"), "{answered}");
+    let _ = name_call;
+}
+
+#[test]
+fn pending_has_a_header_age_expiry_and_a_stable_order() {
+    let setup = Setup::new();
+    let (first, _) = setup.start_waiting("pick");
+    std::thread::sleep(Duration::from_millis(20));
+    let (second, _) = setup.start_waiting("brief");
+    std::thread::sleep(Duration::from_millis(20));
+    let (third, _) = setup.start_waiting("gate");
+    let listing = setup.ok(&["pending"]);
+    let lines: Vec<&str> = listing.lines().collect();
+    let header: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["RUN", "CALL", "AGENT", "KIND", "AGE", "EXPIRES", "ASKS"],
+        "{listing}"
+    );
+    assert_eq!(lines.len(), 4, "{listing}");
+    // Oldest first.
+    for (line, run) in lines[1..].iter().zip([&first, &second, &third]) {
+        assert!(
+            line.starts_with(run.as_str()),
+            "{run} out of order in\n{listing}"
+        );
+    }
+    let brief: Vec<&str> = lines[2].split_whitespace().collect();
+    assert_eq!(brief[2], "brief");
+    assert_eq!(brief[3], "question");
+    assert!(brief[4].ends_with('s'), "an age: {}", lines[2]);
+    assert_eq!(brief[5], "in", "an expiry: {}", lines[2]);
+    assert!(lines[1].contains(" never "), "{}", lines[1]);
+    assert!(lines[3].contains("approval"), "{}", lines[3]);
+    // The same order every time (the ages aside).
+    for _ in 0..3 {
+        let again = setup.ok(&["pending"]);
+        let runs: Vec<&str> = again
+            .lines()
+            .skip(1)
+            .map(|line| line.split_whitespace().next().unwrap_or(""))
+            .collect();
+        assert_eq!(runs, [first.as_str(), second.as_str(), third.as_str()]);
+    }
+    // --json: the same objects, in the same order.
+    let json: Vec<String> = setup
+        .pending(&[])
+        .into_iter()
+        .map(|(run, _, _)| run)
+        .collect();
+    assert_eq!(json, [first, second, third]);
+}
+
+#[test]
+fn errors_speak_the_command_lines_words_once() {
+    let setup = Setup::new();
+    let (run_id, call_id) = setup.start_waiting("pick");
+    // The wrong kind of answer: the flags that fit.
+    let wrong = setup.run(&["answer", &run_id, &call_id, "--approve"]);
+    assert_eq!(wrong.status.code(), Some(1));
+    let line = stderr_of(&wrong);
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert!(
+        line.contains(
+            "is a question: answer it with --text, --select, --none, --reply or --decline"
+        ),
+        "{line}"
+    );
+    assert!(!line.contains("selections or decline"), "{line}");
+
+    // No key: the flag that gives one.
+    let mut no_key = setup.command(&["pending"]);
+    no_key.env_remove("ASKUSER_API_KEY");
+    let line = stderr_of(&no_key.output().expect("run askuser"));
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert!(line.starts_with("askuser: UNAUTHENTICATED: "), "{line}");
+    assert!(line.contains("--api-key"), "{line}");
+    assert!(!line.contains("authorization: Bearer"), "{line}");
+    // A wrong key: the same flag.
+    let mut bad_key = setup.command(&["pending"]);
+    bad_key.env("ASKUSER_API_KEY", "ak_wrong");
+    let line = stderr_of(&bad_key.output().expect("run askuser"));
+    assert!(line.contains("--api-key"), "{line}");
+
+    // `answer` without a call, off a terminal: say to give RUN CALL.
+    let output = setup.run(&["answer", "--text", "hi"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr_of(&output).contains("give RUN CALL"),
+        "{}",
+        stderr_of(&output)
+    );
+}
+
+#[test]
+fn answer_without_arguments_picks_a_pending_call() {
+    let setup = Setup::new();
+    let (pick_run, _) = setup.start_waiting("pick");
+    std::thread::sleep(Duration::from_millis(20));
+    let (name_run, _) = setup.start_waiting("name");
+    let mut terminal = setup.terminal(&["answer"]);
+    terminal.expect("2 calls wait; which one?");
+    // Oldest first: kind, agent, what it asks, age.
+    terminal.expect("1. question");
+    terminal.expect("Which environment?");
+    terminal.expect("2. question");
+    terminal.expect("What is your name?");
+    terminal.expect("ago)");
+    // By its number.
+    terminal.send("2");
+    terminal.send(ENTER);
+    terminal.expect("esc to decline");
+    terminal.send("Ada");
+    terminal.send(ENTER);
+    terminal.expect("Hello, Ada!");
+    terminal.expect("EXIT=0");
+    assert_eq!(setup.status(&name_run), "RUN_STATUS_COMPLETED");
+    assert_eq!(setup.status(&pick_run), "RUN_STATUS_SUSPENDED");
+}
+
+#[test]
+fn a_question_that_expires_closes_its_open_prompt() {
+    let setup = Setup::new();
+    let mut terminal = setup.terminal(&["start", "brief", "go"]);
+    terminal.expect("Quick, which colour?");
+    terminal.expect("esc to decline");
+    // Nothing typed: the question's 4 s pass.
+    terminal.expect("the question expired while its prompt was open: nothing was sent");
+    terminal.expect("askuser watch");
+    terminal.expect("EXIT=1");
+}
+
+#[test]
+fn esc_leaves_no_canceled_lines_and_none_of_these_stands_alone() {
+    let setup = Setup::new();
+    let mut terminal = setup.terminal(&["start", "checks", "go"]);
+    terminal.expect("space to toggle");
+    // Enter with nothing ticked asks whether none of these is meant; n goes back to the list.
+    terminal.send(ENTER);
+    terminal.expect("(none of these)?");
+    terminal.send("n");
+    terminal.send(ENTER);
+    terminal.expect("space to toggle");
+    terminal.send(ENTER);
+    terminal.expect("(none of these)?");
+    terminal.send("y");
+    terminal.send(ENTER);
+    terminal.expect("Checks []");
+    terminal.expect("EXIT=0");
+
+    let mut terminal = setup.terminal(&["start", "name", "go"]);
+    terminal.expect("esc to decline");
+    terminal.send(ESC);
+    terminal.expect("Decline; why (optional)?");
+    terminal.send(ESC);
+    terminal.expect("What is your name?");
+    terminal.send("Ada");
+    terminal.send(ENTER);
+    terminal.expect("EXIT=0");
+    let log =
+        String::from_utf8_lossy(&std::fs::read(terminal.log.path()).expect("log")).into_owned();
+    assert!(!log.contains("<canceled>"), "{log}");
 }

@@ -6,16 +6,18 @@ import { SelectionMode, SuspendKind, type Form, type SuspendPayload } from "../.
 import type { PendingItem, SettledItem } from "./feed";
 import { callKey } from "./feed";
 import { FormQuestion } from "./form";
-import { ago, countdown, ms, prettyJson, settledVerb, settlerName, KIND_NAMES } from "./format";
+import { age, agentLabel, ago, countdown, ms, prettyJson, settledVerb, settlerName, KIND_NAMES } from "./format";
+import { Markdown, plainLine } from "./markdown";
 import { Link, runPath, useNow } from "./router";
 import { settledHere, useSubmission, type Submission } from "./submit";
+import { useTriageActions } from "./triage";
 import type { Violation } from "../../clients/typescript/src/web/index";
 
 export function CallCard({ item, showRun = true }: { item: PendingItem; showRun?: boolean }) {
   const submission = useSubmission(item);
   const { call } = item;
   return (
-    <article class={`card kind-${KIND_NAMES[call.kind].replace(" ", "-")}`} data-call={call.toolCallId} aria-label={title(item)}>
+    <article class={`card kind-${KIND_NAMES[call.kind].replace(" ", "-")}`} data-call={call.toolCallId} aria-label={plainLine(title(item))}>
       <CardHeader item={item} showRun={showRun} />
       {call.kind === SuspendKind.QUESTION && <QuestionForm item={item} submission={submission} />}
       {call.kind === SuspendKind.FORM && <FormQuestion item={item} submission={submission} />}
@@ -38,9 +40,9 @@ export function SettledCard({ item }: { item: SettledItem }) {
     ? `you${item.settledBy?.subject ? ` (${item.settledBy.subject})` : ""}`
     : settlerName(item.settledBy);
   return (
-    <article class="card settled" data-call={item.call.toolCallId} data-settled="true" aria-label={title(item)}>
+    <article class="card settled" data-call={item.call.toolCallId} data-settled="true" aria-label={plainLine(title(item))}>
       <p>
-        <strong>{title(item)}</strong>: {settledVerb(item.kind)}
+        <strong>{plainLine(title(item))}</strong>: {settledVerb(item.kind)}
         {who ? ` by ${who}` : ""} {ago(item.at, now)}.
       </p>
     </article>
@@ -67,15 +69,22 @@ function CardHeader({ item, showRun }: { item: PendingItem; showRun: boolean }) 
   const now = useNow();
   const { call } = item;
   const expires = ms(call.expireTime);
+  const since = ms(call.suspendTime);
+  const question = call.kind === SuspendKind.QUESTION ? call.suspendPayload?.question : undefined;
   return (
     <header>
       <p class="meta">
-        <span class="badge">{KIND_NAMES[call.kind]}</span> {item.agentId} · {call.toolName}
+        <span class="badge">{KIND_NAMES[call.kind]}</span> {agentLabel(item.agentId)} · {call.toolName}
         {showRun && (
           <>
             {" · "}
             <Link href={runPath(item.runId, call.toolCallId)}>run {item.runId.slice(-8)}</Link>
           </>
+        )}
+        {since !== undefined && (
+          <span class="age" title={new Date(since).toLocaleString()}>
+            {" · "}waiting {age(since, now)}
+          </span>
         )}
         {expires !== undefined && (
           <span class="expiry" title={new Date(expires).toLocaleString()}>
@@ -84,7 +93,8 @@ function CardHeader({ item, showRun }: { item: PendingItem; showRun: boolean }) 
         )}
       </p>
       {call.assignees.length > 0 && <p class="meta">For: {call.assignees.join(", ")}</p>}
-      <h3>{title(item)}</h3>
+      {/* A question is markdown (a model writes it): drawn as elements, never inside a heading. */}
+      {question ? <Markdown text={question} links class="question" /> : <h3>{title(item)}</h3>}
     </header>
   );
 }
@@ -307,12 +317,23 @@ function ApprovalForm({ item, submission }: { item: PendingItem; submission: Sub
   const [reason, setReason] = useState("");
   const [edited, setEdited] = useState(prettyJson(call.argumentsJson));
   const id = call.toolCallId;
+  // The inbox's `a` and `r` keys, when this card is the one in its detail pane.
+  useTriageActions(
+    {
+      approve: () => {
+        if (!submission.busy) void submission.submit({ approve: true });
+      },
+      reject: () => setMode("reject"),
+    },
+    [submission.busy, id],
+  );
   return (
     <>
       {call.approvalReason && (
-        <p class="meta">
-          Needs approval: <code>{call.approvalReason}</code>
-        </p>
+        <div class="approval-reason">
+          <span class="meta">Why it needs approval</span>
+          <Markdown text={call.approvalReason} links />
+        </div>
       )}
       {mode !== "edit" && (
         <pre class="arguments" aria-label="Arguments">
@@ -399,6 +420,7 @@ function WaitingForWorker({ item }: { item: PendingItem }) {
   return (
     <>
       <p class="status">
+        {settledHere.get(callKey(item.runId, call.toolCallId)) === SuspendKind.APPROVAL && "Approved by you. "}
         Waiting for a worker
         {call.claimant && claimEnds !== undefined && claimEnds > now
           ? `: claimed by ${call.claimant}, ${countdown(claimEnds, now).replace("in ", "")} left`

@@ -4,6 +4,7 @@ import { useEffect, useState } from "preact/hooks";
 import type { PendingToolCall, SettledBy, SuspendKind, ToolResultKind } from "../../clients/typescript/src/web/index";
 import { client, describe, isAbort, isUnauthenticated, sleep } from "./api";
 import { useAuth } from "./auth";
+import { ms } from "./format";
 
 /** A call waiting for someone. */
 export interface PendingItem {
@@ -26,7 +27,7 @@ export interface FeedFilter {
 }
 
 export interface Feed {
-  /** Waiting calls, newest run first, then in the order the run made them. */
+  /** Waiting calls, most urgent first (see `urgency`). */
   pending: PendingItem[];
   /** Calls settled in the last moments, by key. */
   settled: Map<string, SettledItem>;
@@ -107,12 +108,22 @@ export function usePendingFeed(filter: FeedFilter): Feed {
   return feed;
 }
 
-/** Run ids are UUIDv7, so ordering by them puts the newest run first. */
+/**
+ * By urgency: the call expiring soonest first (a call without an expiry after every one with), then
+ * the one waiting longest; ties in the order the runs made them (run ids are UUIDv7, ordered by time).
+ */
 function ordered(shown: Map<string, PendingItem>): PendingItem[] {
   const position = new Map([...shown.keys()].map((key, index) => [key, index]));
-  return [...shown.entries()]
-    .sort(([a, x], [b, y]) =>
-      x.runId === y.runId ? position.get(a)! - position.get(b)! : x.runId < y.runId ? 1 : -1,
-    )
-    .map(([, item]) => item);
+  return [...shown.entries()].sort(([a, x], [b, y]) => urgency(x, y) || position.get(a)! - position.get(b)!).map(([, item]) => item);
+}
+
+/** Negative when `x` is more urgent than `y`. */
+export function urgency(x: PendingItem, y: PendingItem): number {
+  const expiresX = ms(x.call.expireTime) ?? Infinity;
+  const expiresY = ms(y.call.expireTime) ?? Infinity;
+  if (expiresX !== expiresY) return expiresX < expiresY ? -1 : 1;
+  const waitingX = ms(x.call.suspendTime) ?? Infinity;
+  const waitingY = ms(y.call.suspendTime) ?? Infinity;
+  if (waitingX !== waitingY) return waitingX < waitingY ? -1 : 1;
+  return x.runId === y.runId ? 0 : x.runId < y.runId ? -1 : 1;
 }

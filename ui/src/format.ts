@@ -4,6 +4,7 @@ import {
   SuspendKind,
   ToolResultKind,
   timestampMs,
+  type Answer,
   type SettledBy,
   type Timestamp,
 } from "../../clients/typescript/src/web/index";
@@ -78,5 +79,56 @@ export function prettyJson(text: string): string {
     return JSON.stringify(JSON.parse(text), null, 2);
   } catch {
     return text;
+  }
+}
+
+/** "12s", "4m", "2h", "3d": how long something has waited, for a dense row. */
+export function age(since: number, now: number): string {
+  const seconds = Math.max(0, Math.floor((now - since) / 1000));
+  if (seconds < 60) return `${seconds}s`;
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m`;
+  if (seconds < 86_400) return `${Math.floor(seconds / 3600)}h`;
+  return `${Math.floor(seconds / 86_400)}d`;
+}
+
+/** Who a run belongs to: its agent, or "request" for a run made by `Ask` (no agent). */
+export const agentLabel = (agentId: string): string => agentId || "request";
+
+/** An answer or decision as a person reads it: the text, the choices, "approved", … */
+export function answerText(answer: Answer | undefined): string | undefined {
+  const value = answer?.answer;
+  switch (value?.case) {
+    case "text":
+      return value.value;
+    case "selections":
+      return value.value.labels.length > 0 ? value.value.labels.join(", ") : "(none of these)";
+    case "decline":
+      return value.value.reason ? `declined: ${value.value.reason}` : "declined";
+    case "reply":
+      return `replied: ${value.value}`;
+    case "toolOutput":
+      return value.value.content;
+    case "approval": {
+      const decision = value.value.decision;
+      if (decision.case === "approve") return "approved";
+      if (decision.case === "reject") return decision.value.reason ? `rejected: ${decision.value.reason}` : "rejected";
+      if (decision.case === "edit") return `approved as edited: ${decision.value.argumentsJson}`;
+      return undefined;
+    }
+    case "form": {
+      const values = Object.entries(value.value.values).map(([name, field]) => {
+        const v = field.value;
+        const shown =
+          v.case === "choice"
+            ? [...v.value.values, ...(v.value.other ? [v.value.other] : [])].join(", ")
+            : v.case === undefined
+              ? ""
+              : String(v.value);
+        return `${name}: ${shown}`;
+      });
+      return values.length > 0 ? values.join("; ") : "accepted";
+    }
+    default:
+      return undefined;
   }
 }

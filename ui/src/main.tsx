@@ -6,6 +6,7 @@ import { credential } from "./api";
 import { Inbox } from "./inbox";
 import { RunPage } from "./run";
 import { Link, useRoute } from "./router";
+import { ToastProvider } from "./toast";
 
 function App() {
   const route = useRoute();
@@ -14,6 +15,7 @@ function App() {
   const auth = { generation, unauthenticated: () => setAskingForKey(true) };
   return (
     <AuthContext.Provider value={auth}>
+      <ToastProvider>
       <header class="top">
         <Link href="/" class="brand">
           <img src="/assets/icon.svg" alt="" width={22} height={22} /> askuser inbox
@@ -46,6 +48,7 @@ function App() {
           }}
         />
       )}
+      </ToastProvider>
     </AuthContext.Provider>
   );
 }

@@ -14,6 +14,7 @@ import { client, describe, isAbort, isUnauthenticated, sleep } from "./api";
 import { useAuth } from "./auth";
 import { CallCard, callTitle } from "./card";
 import { ago, KIND_NAMES, ms, prettyJson, settledVerb, settlerName } from "./format";
+import { Markdown, plainLine } from "./markdown";
 import { Link, useNow } from "./router";
 
 type Entry =
@@ -87,7 +88,7 @@ function TimelineEntry({ entry, runId, agentId }: { entry: Entry; runId: string;
       return (
         <li class="entry prompt">
           <span class="who">Prompt</span>
-          <p>{entry.prompt || <em>(none)</em>}</p>
+          {entry.prompt ? <Markdown text={entry.prompt} links /> : <p><em>(none)</em></p>}
         </li>
       );
     case "text":
@@ -132,7 +133,7 @@ function TimelineEntry({ entry, runId, agentId }: { entry: Entry; runId: string;
         <li class="entry settled-call" id={event.toolCallId}>
           <span class="who">{KIND_NAMES[event.kind]}</span>
           <p>
-            <strong>{callTitle(event)}</strong>: {settledVerb(result.kind)}
+            <strong>{plainLine(callTitle(event))}</strong>: {settledVerb(result.kind)}
             {who ? ` by ${who}` : ""}
             {entry.at !== undefined ? ` · ${ago(entry.at, now)}` : ""}
           </p>

@@ -5,6 +5,8 @@ import { AskUserError, type AnswerValue, type SuspendKind, type Violation } from
 import { client, describe, isUnauthenticated, newAnswerId } from "./api";
 import { useAuth } from "./auth";
 import { callKey, type PendingItem } from "./feed";
+import { useToasts } from "./toast";
+import { useTriage } from "./triage";
 
 /**
  * Calls this tab settled, with the kind of wait it settled, so their cards say "by you" (an approval
@@ -26,12 +28,15 @@ export interface Submission {
 
 export function useSubmission(item: PendingItem): Submission {
   const auth = useAuth();
+  const toasts = useToasts();
+  const triage = useTriage();
   const [state, setState] = useState<Omit<Submission, "submit">>({ busy: false, sent: false, violations: [] });
   const submit = async (answer: AnswerValue) => {
     setState({ busy: true, sent: false, violations: [] });
     const abort = new AbortController();
     const key = callKey(item.runId, item.call.toolCallId);
     settledHere.set(key, item.call.kind);
+    const next = triage?.next(key);
     try {
       const frames = client.resumeRun(item.runId, item.call.toolCallId, answer, {
         answerId: newAnswerId(),
@@ -43,6 +48,8 @@ export function useSubmission(item: PendingItem): Submission {
         if (frame.event.case === "answerAccepted") break;
       }
       setState({ busy: false, sent: true, violations: [] });
+      toasts.notify(confirmation(item, answer));
+      triage?.done(key, next);
     } catch (error) {
       settledHere.delete(key);
       if (isUnauthenticated(error)) auth.unauthenticated();
@@ -58,4 +65,18 @@ export function useSubmission(item: PendingItem): Submission {
     }
   };
   return { ...state, submit };
+}
+
+/** What the page says once the server took an answer: "Approved deploy (run 01a2…)", "Answer sent". */
+export function confirmation(item: PendingItem, answer: AnswerValue): string {
+  const run = `(run ${item.runId.slice(0, 8)}…)`;
+  const tool = item.call.toolName;
+  if ("approve" in answer) return `Approved ${tool} ${run}`;
+  if ("reject" in answer) return `Rejected ${tool} ${run}`;
+  if ("edit" in answer) return `Approved ${tool} as edited ${run}`;
+  if ("decline" in answer) return `Declined ${run}`;
+  if ("reply" in answer) return `Reply sent ${run}`;
+  if ("toolOutput" in answer) return `Output sent ${run}`;
+  if ("form" in answer) return `Answers sent ${run}`;
+  return `Answer sent ${run}`;
 }

@@ -2,9 +2,10 @@
 // temporary directory, --auth keys), Debian's Chromium driven by playwright-core, and the Node
 // client (clients/typescript) as the backend that starts runs and answers from elsewhere.
 import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, normalize } from "node:path";
 import { chromium } from "playwright-core";
 import { AskUserClient } from "../../clients/typescript/dist/src/index.js";
 
@@ -13,7 +14,8 @@ const BINARY = process.env.ASKUSER_BIN ?? join(ROOT, "target/debug/askuser");
 const AGENTS = new URL("./agents.toml", import.meta.url).pathname;
 /** What `@ROOT@` stands for in agents.toml: the repository's root, without its last slash. */
 const ROOT_IN_TOML = ROOT.replace(/\/$/, "").replaceAll("\\", "\\\\").replaceAll('"', '\\"');
-const SCOPES = "runs:start,runs:read,runs:answer,runs:cancel,tools:execute,agents:read";
+const SCOPES = "runs:start,runs:read,runs:answer,runs:cancel,tools:execute,agents:read,asks:create";
+const DIST = join(ROOT, "ui/dist");
 
 /** Where screenshots go: $ASKUSER_SCREENSHOTS or ui/test-results/. */
 export const SCREENSHOTS = process.env.ASKUSER_SCREENSHOTS ?? join(ROOT, "ui/test-results");
@@ -26,8 +28,8 @@ export class Server {
   #process;
 
   /** Makes a key offline, the way an operator makes the first one; returns its secret. */
-  key(name, tenant = "default") {
-    return execFileSync(BINARY, ["keys", "--data-dir", join(this.dir, "data"), "create", "--tenant", tenant, "--name", name, "--scopes", SCOPES], {
+  key(name, tenant = "default", scopes = SCOPES) {
+    return execFileSync(BINARY, ["keys", "--data-dir", join(this.dir, "data"), "create", "--tenant", tenant, "--name", name, "--scopes", scopes], {
       encoding: "utf8",
     }).trim();
   }
@@ -55,7 +57,66 @@ export class Server {
     });
     this.port = Number(line.split(":").pop());
     this.addr = line;
-    this.url = `http://${line}`;
+    this.url ??= `http://${line}`;
+    if (!this.#checked) {
+      this.#checked = true;
+      await this.#servePagesOfThisTree();
+    }
+  }
+
+  #checked = false;
+  #proxy;
+
+  /**
+   * The binary embeds ui/dist when it is built (scripts/test builds it first). One built before the
+   * last scripts/build-ui serves older pages: then the pages of ui/dist are served by a proxy in front
+   * of it, which passes every other request (the gRPC-Web calls) to the server, so the tests always
+   * drive the pages of this tree. ASKUSER_UI_FROM_BINARY=1 tests the binary's own pages regardless.
+   */
+  async #servePagesOfThisTree() {
+    if (process.env.ASKUSER_UI_FROM_BINARY === "1") return;
+    const served = await (await fetch(`http://${this.addr}/assets/app.js`)).text();
+    if (served === readFileSync(join(DIST, "assets/app.js"), "utf8")) return;
+    console.error("# the binary's embedded pages differ from ui/dist: serving ui/dist through a proxy (rebuild the binary to test its own)");
+    const page = await fetch(`http://${this.addr}/`);
+    const pageHeaders = {};
+    for (const name of ["content-security-policy", "x-content-type-options", "referrer-policy"]) {
+      const value = page.headers.get(name);
+      if (value) pageHeaders[name] = value;
+    }
+    const types = { ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml", ".html": "text/html; charset=utf-8" };
+    this.#proxy = createServer((req, res) => {
+      const path = new URL(req.url, "http://proxy").pathname;
+      if (req.method === "GET" && (path === "/" || path.startsWith("/runs/") || path.startsWith("/assets/"))) {
+        const file = path.startsWith("/assets/") ? join(DIST, normalize(path).replace(/^(\.\.[/\\])+/, "")) : join(DIST, "index.html");
+        if (!file.startsWith(DIST) || !existsSync(file)) {
+          res.writeHead(404).end();
+          return;
+        }
+        const type = types[file.slice(file.lastIndexOf("."))] ?? "application/octet-stream";
+        res.writeHead(200, { ...pageHeaders, "content-type": type, "cache-control": "no-store" }).end(readFileSync(file));
+        return;
+      }
+      const upstream = httpRequest({ host: "127.0.0.1", port: this.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      upstream.on("error", () => {
+        if (!res.headersSent) res.writeHead(502);
+        res.end();
+      });
+      res.on("close", () => upstream.destroy());
+      req.pipe(upstream);
+    });
+    await new Promise((resolve) => this.#proxy.listen(0, "127.0.0.1", resolve));
+    this.url = `http://127.0.0.1:${this.#proxy.address().port}`;
+  }
+
+  /** Stops the server and the pages' proxy, if any, for good. */
+  async close() {
+    await this.stop();
+    this.#proxy?.closeAllConnections();
+    await new Promise((resolve) => (this.#proxy ? this.#proxy.close(resolve) : resolve()));
   }
 
   async stop() {

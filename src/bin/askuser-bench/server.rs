@@ -116,7 +116,10 @@ impl ServerProcess {
             .arg(dir.join("data"))
             .arg("--config")
             .arg(&agents)
-            .args(extra_args);
+            .args(extra_args)
+            // Its defaults but the line per run event (`askuser::runs`): what is measured is the
+            // request path, not a log line per event written to a file.
+            .env("RUST_LOG", "info,askuser::runs=warn");
         if let Some(database) = &database {
             command.arg("--database-url").arg(&database.url);
         }

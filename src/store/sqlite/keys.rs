@@ -128,9 +128,7 @@ pub struct SqliteKeyFile {
 impl SqliteKeyFile {
     /// Opens (creating if needed) the database file and brings its schema up to date.
     pub fn open(path: &Path) -> StoreResult<Self> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
+        super::data_dir(path)?;
         let mut conn = connect(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         migrate(&mut conn)?;

@@ -69,18 +69,47 @@ pub struct SqliteStore {
     _lock: std::fs::File,
 }
 
+/// Creates the directory of the database file `path` if needed; a failure names the directory,
+/// the user and the fix.
+pub(super) fn data_dir(path: &Path) -> StoreResult<()> {
+    let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    if dir.exists() && !dir.is_dir() {
+        return Err(StoreError::Io(std::io::Error::other(format!(
+            "the data directory {} is a file, not a directory: give another --data-dir",
+            dir.display()
+        ))));
+    }
+    std::fs::create_dir_all(dir).map_err(|error| naming(error, dir))
+}
+
+/// An I/O error on `path`, saying which path, and for a permission which user and what to do.
+pub(super) fn naming(error: std::io::Error, path: &Path) -> StoreError {
+    let message = match error.kind() {
+        std::io::ErrorKind::PermissionDenied => format!(
+            "{}: permission denied for user {}: give that user write access, or another \
+             --data-dir",
+            path.display(),
+            std::env::var("USER").unwrap_or_else(|_| "running askuser".into())
+        ),
+        _ => format!("{}: {error}", path.display()),
+    };
+    StoreError::Io(std::io::Error::new(error.kind(), message))
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) the database file and brings its schema up to date.
     pub fn open(path: &Path, synchronous: Synchronous) -> StoreResult<Self> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
+        data_dir(path)?;
         // One process per file: a second server on the same data directory fails here.
+        let lock_path = path.with_extension("lock");
         let lock = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(path.with_extension("lock"))?;
+            .open(&lock_path)
+            .map_err(|error| naming(error, &lock_path))?;
         lock.try_lock().map_err(|error| match error {
             std::fs::TryLockError::WouldBlock => StoreError::Io(std::io::Error::other(format!(
                 "{} is in use by another askuser server",

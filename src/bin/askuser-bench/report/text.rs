@@ -10,7 +10,8 @@ the scripted model says \"Deploying to <answer>\". One round trip = `RunAgent` s
 
 - The server is the release binary `askuser serve --listen 127.0.0.1:0`, started as a child \
   process for every scenario and every repeat with a fresh store: a new data directory for \
-  SQLite, a new database for PostgreSQL. It runs with its defaults (log level info).
+  SQLite, a new database for PostgreSQL. It runs with its defaults (log level info), but for \
+  the info line per run event (`RUST_LOG=info,askuser::runs=warn`).
 - The client is `askuser-bench` (src/bin/askuser-bench), using the crate's generated tonic \
   client over loopback on the same 2 cores, on one thread (a current-thread Tokio runtime): the \
   figures include the client's own CPU use. \"CPU per round trip\" is the user + system time of \
