@@ -6,9 +6,10 @@ use std::collections::HashMap;
 use std::fmt;
 
 use inquire::validator::Validation;
-use inquire::{Confirm, CustomUserError, InquireError, MultiSelect, Select, Text};
+use inquire::{Confirm, CustomUserError, InquireError, MultiSelect, Select};
 
 use super::form_values::yes_or_no;
+use super::line_prompt::LineText;
 use super::prompt::erased;
 use crate::proto::v1 as pb;
 use crate::proto::v1::answer::Answer;
@@ -45,12 +46,12 @@ fn instead() -> Result<Answer, InquireError> {
         .prompt()
         .inspect_err(erased)?;
     if choice == "decline" {
-        let reason = Text::new("Decline; why (optional)?")
+        let reason = LineText::new("Decline; why (optional)?")
             .prompt()
             .inspect_err(erased)?;
         return Ok(Answer::Decline(pb::Decline { reason }));
     }
-    let reply = Text::new("Your reply:")
+    let reply = LineText::new("Your reply:")
         .with_validator(|text: &str| -> Result<Validation, CustomUserError> {
             Ok(if text.trim().is_empty() {
                 Validation::Invalid("a reply must not be blank".into())
@@ -84,7 +85,7 @@ fn ask_field(field: &pb::FormField) -> Result<Option<Value>, InquireError> {
         Some(Kind::Number(number)) => {
             let integer = number.integer;
             let default = number.default_value.map(|value| value.to_string());
-            let mut prompt = Text::new(&title)
+            let mut prompt = LineText::new(&title)
                 .with_help_message(FIELD_HELP)
                 .with_validator(move |text: &str| -> Result<Validation, CustomUserError> {
                     Ok(match text.trim() {
@@ -115,7 +116,7 @@ fn ask_field(field: &pb::FormField) -> Result<Option<Value>, InquireError> {
         }
         Some(Kind::Choice(choice)) => ask_choice(&title, choice, required),
         Some(Kind::Text(text)) => {
-            let mut prompt = Text::new(&title)
+            let mut prompt = LineText::new(&title)
                 .with_help_message(FIELD_HELP)
                 .with_validator(move |text: &str| -> Result<Validation, CustomUserError> {
                     Ok(if required && text.trim().is_empty() {
@@ -200,7 +201,9 @@ fn ask_choice(
         match entry {
             Entry::Offered(offered) => value.values.push(offered.value.clone()),
             Entry::Other => {
-                value.other = Text::new("Your own answer:").prompt().inspect_err(erased)?
+                value.other = LineText::new("Your own answer:")
+                    .prompt()
+                    .inspect_err(erased)?
             }
         }
     }

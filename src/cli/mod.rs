@@ -13,6 +13,7 @@ mod error;
 mod follow;
 mod form_prompt;
 mod form_values;
+mod line_prompt;
 pub mod pending;
 mod print;
 mod prompt;

@@ -1,4 +1,5 @@
-//! Interactive prompts, on stderr: one per waiting call, giving the answer a person chose.
+//! Interactive prompts, on stderr: one per waiting call, giving the answer a person chose. Lists
+//! and yes/no are inquire's; free text is [`LineText`], with the line-editing keys.
 //!
 //! Esc declines a question (with an optional reason); Ctrl-C leaves. Prompts block, so callers run
 //! them off the async runtime.
@@ -6,10 +7,11 @@
 use std::fmt;
 
 use inquire::validator::Validation;
-use inquire::{CustomUserError, Editor, InquireError, MultiSelect, Select, Text};
+use inquire::{CustomUserError, Editor, InquireError, MultiSelect, Select};
 
 use super::CliError;
 use super::call::WaitingCall;
+use super::line_prompt::{LineText, render_config};
 use super::print::describe_call;
 use crate::proto::v1 as pb;
 use crate::proto::v1::answer::Answer;
@@ -25,10 +27,7 @@ pub async fn blocking<T: Send + 'static>(
 ) -> Result<T, CliError> {
     static RENDER: std::sync::Once = std::sync::Once::new();
     RENDER.call_once(|| {
-        inquire::set_global_render_config(
-            inquire::ui::RenderConfig::default()
-                .with_canceled_prompt_indicator(inquire::ui::Styled::new("")),
-        );
+        inquire::set_global_render_config(render_config());
     });
     tokio::task::spawn_blocking(prompt)
         .await
@@ -84,9 +83,9 @@ mod terminal {
                 libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &mode);
             }
         }
-        // The cursor, which a list prompt hides.
+        // The cursor, which a list prompt hides, and no more bracketed paste, which a prompt asks.
         let mut err = std::io::stderr();
-        let _ = write!(err, "\x1b[?25h");
+        let _ = write!(err, "\x1b[?25h\x1b[?2004l");
         let _ = err.flush();
     }
 }
@@ -102,7 +101,7 @@ mod terminal {
 
 /// The prompt a run of `agent` starts with.
 pub fn ask_prompt(agent: &str) -> Result<String, CliError> {
-    match Text::new(&format!("What should {agent} do?"))
+    match LineText::new(&format!("What should {agent} do?"))
         .prompt()
         .inspect_err(erased)
     {
@@ -205,7 +204,7 @@ fn ask_question(call: &WaitingCall) -> Result<Answer, InquireError> {
             }
         }
         pb::SelectionMode::Unspecified => {
-            let text = Text::new(question)
+            let text = LineText::new(question)
                 .with_help_message(TEXT_HELP)
                 .with_validator(not_blank)
                 .prompt()
@@ -234,7 +233,7 @@ fn not_blank(text: &str) -> Result<Validation, CustomUserError> {
 }
 
 fn ask_decline() -> Result<Answer, InquireError> {
-    let reason = Text::new("Decline; why (optional)?")
+    let reason = LineText::new("Decline; why (optional)?")
         .with_help_message("enter to decline, esc to go back to the question")
         .prompt()
         .inspect_err(erased)?;
@@ -270,7 +269,7 @@ fn ask_approval(call: &WaitingCall) -> Result<Answer, InquireError> {
     let decision = match action {
         Action::Approve => Decision::Approve(Approve {}),
         Action::Reject => {
-            let reason = Text::new("Reject; why (optional)?")
+            let reason = LineText::new("Reject; why (optional)?")
                 .with_help_message("enter to reject, esc to go back")
                 .prompt()
                 .inspect_err(erased)?;
@@ -299,7 +298,7 @@ fn edit_arguments(call: &WaitingCall) -> Result<String, InquireError> {
             .prompt()
             .inspect_err(erased)
     } else {
-        Text::new("Arguments (JSON):")
+        LineText::new("Arguments (JSON):")
             .with_initial_value(&call.arguments_json)
             .with_help_message("enter to send, esc to go back")
             .with_validator(json_object)
@@ -320,7 +319,7 @@ fn json_object(text: &str) -> Result<Validation, CustomUserError> {
 
 fn ask_output(call: &WaitingCall) -> Result<Answer, InquireError> {
     eprintln!("{}", describe_call(call));
-    let content = Text::new(&format!("Output of {}:", call.tool_name))
+    let content = LineText::new(&format!("Output of {}:", call.tool_name))
         .with_help_message("enter to send")
         .prompt()
         .inspect_err(erased)?;

@@ -675,3 +675,43 @@ async fn without_auth_mcp_takes_only_loopback_hosts_and_its_own_origin() {
         .expect("POST");
     assert_eq!(foreign.status(), reqwest::StatusCode::FORBIDDEN);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_browser_mcp_host_of_a_cors_origin_passes_its_preflight() {
+    let server = Server::start_with(
+        None,
+        &["--auth", "keys", "--cors-origin", "https://host.example"],
+    );
+    let preflight = |origin: &'static str| {
+        reqwest::Client::new()
+            .request(reqwest::Method::OPTIONS, format!("{}/mcp", server.url()))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header(
+                "access-control-request-headers",
+                "authorization,content-type,mcp-protocol-version,mcp-session-id",
+            )
+            .send()
+    };
+    let allowed = preflight("https://host.example").await.expect("preflight");
+    let header = |name: &str| {
+        allowed
+            .headers()
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(
+        header("access-control-allow-origin"),
+        "https://host.example"
+    );
+    assert!(header("access-control-allow-headers").contains("mcp-session-id"));
+    let foreign = preflight("https://evil.example").await.expect("preflight");
+    assert!(
+        foreign
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+}

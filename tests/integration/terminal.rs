@@ -247,6 +247,16 @@ const DOWN: &str = "\x1b[B";
 const ENTER: &str = "\r";
 const CTRL_C: &str = "\x03";
 const ESC: &str = "\x1b";
+const CTRL_A: &str = "\x01";
+const CTRL_E: &str = "\x05";
+const CTRL_K: &str = "\x0b";
+const CTRL_U: &str = "\x15";
+const CTRL_W: &str = "\x17";
+const LEFT: &str = "\x1b[D";
+const CTRL_LEFT: &str = "\x1b[1;5D";
+const ALT_F: &str = "\x1bf";
+const HOME: &str = "\x1b[H";
+const DELETE: &str = "\x1b[3~";
 
 #[test]
 fn start_without_a_terminal_prints_the_json_mapping_and_names_the_call_to_answer() {
@@ -999,4 +1009,96 @@ fn esc_leaves_no_canceled_lines_and_none_of_these_stands_alone() {
     let log =
         String::from_utf8_lossy(&std::fs::read(terminal.log.path()).expect("log")).into_owned();
     assert!(!log.contains("<canceled>"), "{log}");
+}
+
+/// Keys typed into `askuser start name`'s free-text question, then Enter: the answer the server
+/// got must be `expected` (the call's result, `User answered: …`, and the agent's reply with it).
+fn answer_typed(setup: &Setup, keys: &[&str], expected: &str) {
+    let mut terminal = setup.terminal(&["start", "name", "go"]);
+    terminal.expect("esc to decline");
+    for key in keys {
+        terminal.send(key);
+    }
+    terminal.send(ENTER);
+    terminal.expect(&format!("User answered: {expected}"));
+    terminal.expect(&format!("Hello, {expected}!"));
+    terminal.expect("EXIT=0");
+}
+
+#[test]
+fn free_text_prompts_have_the_line_editing_keys() {
+    let setup = Setup::new();
+    // Ctrl-A to the start of the line.
+    answer_typed(&setup, &["world", CTRL_A, "hello "], "hello world");
+    // Ctrl-W deletes the word before.
+    answer_typed(&setup, &["abc def", CTRL_W, "xyz"], "abc xyz");
+    // Ctrl-U deletes to the start.
+    answer_typed(&setup, &["junk", CTRL_U, "clean"], "clean");
+    // By word (Ctrl-Left, Alt-F) and by character (Left), Ctrl-K, Home, Delete, Ctrl-E.
+    answer_typed(
+        &setup,
+        &[
+            "one two three",
+            CTRL_LEFT,
+            CTRL_LEFT,
+            CTRL_K,
+            "three",
+            HOME,
+            DELETE,
+            "Z",
+            ALT_F,
+            LEFT,
+            LEFT,
+            CTRL_E,
+            "!",
+        ],
+        "Zne three!",
+    );
+}
+
+#[test]
+fn form_fields_and_reasons_take_the_line_editing_keys() {
+    let setup = Setup::new();
+    let mut terminal = setup.terminal(&["start", "form", "go"]);
+    terminal.expect("Release details");
+    terminal.expect("version");
+    terminal.send("0");
+    terminal.send(CTRL_A);
+    terminal.send("2.");
+    terminal.send(ENTER);
+    // A number field: its validation message, then the line cleared with Ctrl-U.
+    terminal.expect("replicas");
+    terminal.send("lots");
+    terminal.send(ENTER);
+    terminal.expect("a number, please");
+    terminal.send(CTRL_U);
+    terminal.send("3");
+    terminal.send(ENTER);
+    terminal.expect("announce");
+    terminal.send("y");
+    terminal.send(ENTER);
+    // "Other…" and the person's own answer.
+    terminal.expect("[Zone] Which zone?");
+    terminal.send(DOWN);
+    terminal.send(DOWN);
+    terminal.send(ENTER);
+    terminal.expect("Your own answer:");
+    terminal.send("moon");
+    terminal.send(CTRL_U);
+    terminal.send("asia");
+    terminal.send(ENTER);
+    terminal.expect("Release 2.0 x3 announce=true in asia");
+    terminal.expect("EXIT=0");
+
+    // A decline's reason.
+    let mut terminal = setup.terminal(&["start", "name", "go"]);
+    terminal.expect("esc to decline");
+    terminal.send(ESC);
+    terminal.expect("Decline; why (optional)?");
+    terminal.send("not sure");
+    terminal.send(CTRL_W);
+    terminal.send("today");
+    terminal.send(ENTER);
+    terminal.expect("User declined to answer: not today");
+    terminal.expect("EXIT=0");
 }
