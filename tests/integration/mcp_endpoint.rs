@@ -595,6 +595,39 @@ async fn a_task_is_answered_after_askuser_is_killed_and_restarted() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
+    // A task the host cancels: the request is cancelled, and so is the task.
+    let call = CallToolRequestParams::new("ask_user").with_arguments(
+        j!({"question": "Still needed?"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    let dropped = match host.call_tool_once(call).await.expect("tools/call") {
+        CallToolResponse::Task(created) => created.task.task_id,
+        other => panic!("expected a task, got {other:?}"),
+    };
+    host.cancel_task(rmcp::model::CancelTaskParams::new(dropped.clone()))
+        .await
+        .expect("tasks/cancel");
+    let cancelled = host
+        .get_task(GetTaskParams::new(dropped.clone()))
+        .await
+        .expect("tasks/get");
+    assert!(
+        matches!(cancelled.task.payload, TaskPayload::Cancelled),
+        "{cancelled:?}"
+    );
+    let stored = agents
+        .get_run(authorized(
+            pb::GetRunRequest { run_id: dropped },
+            Some(&key),
+        ))
+        .await
+        .expect("GetRun")
+        .into_inner()
+        .run
+        .expect("run");
+    assert_eq!(stored.status(), pb::RunStatus::Cancelled);
     let _ = host.cancel().await;
     assert_eq!(
         result["structuredContent"]["decision"], "edited",

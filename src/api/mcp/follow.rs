@@ -50,7 +50,7 @@ pub(super) async fn to_end(
                     progress += 1.0;
                     report(context, token.as_ref(), progress, &waiting).await;
                 }
-                Some(Err(status)) => return Err(errors::from_status(run_id, &status)),
+                Some(Err(status)) => return Err(errors::from_status("the wait", &status)),
                 None => {
                     return Err(McpError::internal_error(
                         format!("{run_id} stopped before its end (the server is stopping); call again with the same request_id"),

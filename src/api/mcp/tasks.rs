@@ -66,9 +66,6 @@ fn result(run: &RunRecord) -> CallToolResult {
             output_text: run.output_text.clone(),
             usage: None,
         },
-        RunStatus::Cancelled => EventKind::RunCancelled {
-            reason: run.error_message.clone(),
-        },
         _ => EventKind::RunFailed {
             message: run.error_message.clone(),
         },
@@ -85,22 +82,18 @@ fn detailed(run: &RunRecord) -> DetailedTask {
             base = base.with_status_message("waiting for a person".to_owned());
             TaskPayload::Working
         }
-        // A request cancelled before anyone answered is a cancelled task; a run's cancellation
-        // and failure are results the host reads (`isError`).
-        RunStatus::Cancelled if run.agent_id == REQUEST_AGENT && run.settled.is_empty() => {
-            TaskPayload::Cancelled
-        }
-        RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled => {
-            match serde_json::to_value(result(run)) {
-                Ok(serde_json::Value::Object(result)) => TaskPayload::Completed { result },
-                _ => TaskPayload::Failed {
-                    error: JsonObject::from_iter([(
-                        "message".to_owned(),
-                        serde_json::json!("the result could not be written"),
-                    )]),
-                },
-            }
-        }
+        // Cancelled (`tasks/cancel`, `CancelRun`, the inbox): a cancelled task; a failed run is
+        // a result the host reads (`isError`).
+        RunStatus::Cancelled => TaskPayload::Cancelled,
+        RunStatus::Completed | RunStatus::Failed => match serde_json::to_value(result(run)) {
+            Ok(serde_json::Value::Object(result)) => TaskPayload::Completed { result },
+            _ => TaskPayload::Failed {
+                error: JsonObject::from_iter([(
+                    "message".to_owned(),
+                    serde_json::json!("the result could not be written"),
+                )]),
+            },
+        },
     };
     DetailedTask::new(base, payload)
 }
