@@ -276,17 +276,15 @@ async fn asks_approvals_and_runs_through_mcp(sdk: Sdk, database_url: Option<&str
         "progress while waiting: {result}"
     );
     // The same request_id again: the same request, already answered.
-    let again = host(
+    let again = call(
         sdk,
         &server,
-        Some(&key),
-        &[
-            "call".into(),
-            "ask_user".into(),
-            j!({"question": "Ship api?", "request_id": "ship-api-1"}).to_string(),
-        ],
+        &key,
+        "ask_user",
+        j!({"question": "Ship api?", "request_id": "ship-api-1"}),
     )
-    .await;
+    .await
+    .expect("host");
     assert_eq!(again["structured"]["run_id"], run_id.as_str(), "{again}");
 
     // request_approval: approved, edited, rejected.
@@ -380,48 +378,30 @@ async fn asks_approvals_and_runs_through_mcp(sdk: Sdk, database_url: Option<&str
     assert_eq!(run["text"], "Releasing Apollo");
 
     // Bad arguments are MCP errors naming the argument; nothing is asked.
-    let bad = host(
-        sdk,
-        &server,
-        Some(&key),
-        &[
-            "call".into(),
-            "ask_user".into(),
-            j!({"question": ""}).to_string(),
-        ],
-    )
-    .await;
+    let bad = call(sdk, &server, &key, "ask_user", j!({"question": ""}))
+        .await
+        .expect("host");
     assert_eq!(bad["error"]["code"], -32602, "{bad}");
     assert_eq!(
         bad["error"]["data"]["violations"][0]["argument"], "question",
         "{bad}"
     );
-    let bad = host(
+    let bad = call(
         sdk,
         &server,
-        Some(&key),
-        &[
-            "call".into(),
-            "request_approval".into(),
-            j!({"tool_name": "deploy", "arguments": "all of them"}).to_string(),
-        ],
+        &key,
+        "request_approval",
+        j!({"tool_name": "deploy", "arguments": "all of them"}),
     )
-    .await;
+    .await
+    .expect("host");
     assert_eq!(
         bad["error"]["data"]["violations"][0]["argument"], "arguments",
         "{bad}"
     );
-    let bad = host(
-        sdk,
-        &server,
-        Some(&key),
-        &[
-            "call".into(),
-            "run_internal".into(),
-            j!({"prompt": "x"}).to_string(),
-        ],
-    )
-    .await;
+    let bad = call(sdk, &server, &key, "run_internal", j!({"prompt": "x"}))
+        .await
+        .expect("host");
     assert_eq!(bad["error"]["data"]["reason"], "UNKNOWN_TOOL", "{bad}");
     let none = agents
         .list_runs(authorized(

@@ -163,18 +163,45 @@ struct Common {
     ttl: Option<prost_types::Duration>,
 }
 
-fn common(arguments: &mut Map<String, Value>) -> Result<Common, Vec<Violation>> {
-    let mut violations = Vec::new();
-    let mut text = |name: &str, value: Option<Value>| match value {
+/// The optional string argument `name` (absent or null: empty); anything else is a violation.
+fn optional_string(
+    arguments: &Map<String, Value>,
+    name: &str,
+    violations: &mut Vec<Violation>,
+) -> String {
+    match arguments.get(name) {
         None | Some(Value::Null) => String::new(),
-        Some(Value::String(text)) => text,
+        Some(Value::String(text)) => text.clone(),
         Some(_) => {
             violations.push(Violation::new(name, format!("{name} must be a string")));
             String::new()
         }
-    };
-    let request_id = text("request_id", arguments.remove("request_id"));
-    let context = text("context", arguments.remove("context"));
+    }
+}
+
+/// The first argument not in `known`, as a violation: a tool's arguments are closed.
+fn unknown_argument(
+    arguments: &Map<String, Value>,
+    known: &[&str],
+    tool: &str,
+) -> Option<Violation> {
+    arguments
+        .keys()
+        .find(|key| !known.contains(&key.as_str()))
+        .map(|unknown| {
+            Violation::new(
+                unknown.clone(),
+                format!("{unknown} is not an argument of {tool}"),
+            )
+        })
+}
+
+fn common(arguments: &mut Map<String, Value>) -> Result<Common, Vec<Violation>> {
+    let mut violations = Vec::new();
+    let request_id = optional_string(arguments, "request_id", &mut violations);
+    let context = optional_string(arguments, "context", &mut violations);
+    arguments.remove("request_id");
+    arguments.remove("context");
     let assignees = match arguments.remove("assignees") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
@@ -264,23 +291,12 @@ fn ask_call(
                     String::new()
                 }
             };
-            let reason = match arguments.get("reason") {
-                None | Some(Value::Null) => String::new(),
-                Some(Value::String(reason)) => reason.clone(),
-                Some(_) => {
-                    violations.push(Violation::new("reason", "reason must be a string"));
-                    String::new()
-                }
-            };
-            if let Some(unknown) = arguments
-                .keys()
-                .find(|key| !["tool_name", "arguments", "reason"].contains(&key.as_str()))
-            {
-                violations.push(Violation::new(
-                    unknown.clone(),
-                    format!("{unknown} is not an argument of request_approval"),
-                ));
-            }
+            let reason = optional_string(arguments, "reason", &mut violations);
+            violations.extend(unknown_argument(
+                arguments,
+                &["tool_name", "arguments", "reason"],
+                REQUEST_APPROVAL,
+            ));
             if !violations.is_empty() {
                 return Err(violations);
             }
@@ -415,23 +431,12 @@ fn run_arguments(
             String::new()
         }
     };
-    let request_id = match arguments.get("request_id") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(id)) => id.clone(),
-        Some(_) => {
-            violations.push(Violation::new("request_id", "request_id must be a string"));
-            String::new()
-        }
-    };
-    if let Some(unknown) = arguments
-        .keys()
-        .find(|key| !["prompt", "request_id"].contains(&key.as_str()))
-    {
-        violations.push(Violation::new(
-            unknown.clone(),
-            format!("{unknown} is not an argument of this tool"),
-        ));
-    }
+    let request_id = optional_string(arguments, "request_id", &mut violations);
+    violations.extend(unknown_argument(
+        arguments,
+        &["prompt", "request_id"],
+        "this tool",
+    ));
     match violations.is_empty() {
         true => Ok((prompt, request_id)),
         false => Err(violations),
