@@ -52,6 +52,29 @@ pub enum ServeError {
     Webhooks(String),
     #[error(transparent)]
     Metrics(#[from] crate::metrics::MetricsError),
+    #[error(transparent)]
+    AnswerLinks(#[from] crate::auth::LinkSecretError),
+}
+
+/// What signs answer links: the secret of --answer-link-secret-file; else a SQLite server's own,
+/// kept in its data directory; else none (PostgreSQL replicas must share a secret, so one is not
+/// made up per process).
+fn answer_links(
+    args: &ServeArgs,
+    postgres: bool,
+) -> Result<Option<Arc<crate::auth::AnswerLinks>>, ServeError> {
+    use crate::auth::AnswerLinks;
+    let links = match (&args.answer_link_secret_file, postgres) {
+        (Some(path), _) => AnswerLinks::from_file(path, args.answer_link_ttl)?,
+        (None, false) => AnswerLinks::in_data_dir(&args.store.data_dir, args.answer_link_ttl)?,
+        (None, true) => {
+            tracing::info!(
+                "answer links are off: give --answer-link-secret-file (the same file on every replica) to put them in webhooks"
+            );
+            return Ok(None);
+        }
+    };
+    Ok(Some(Arc::new(links)))
 }
 
 /// What to do about a listener that cannot bind.
@@ -178,15 +201,17 @@ impl Built {
                 args.store.sqlite_synchronous,
             )?),
         };
-        let auth = AuthLayer::new(
-            args.auth
-                .authenticator(
-                    args.listen,
-                    Arc::clone(&store) as Arc<dyn KeyStore>,
-                    args.ui(),
-                )
-                .await?,
-        );
+        let answer_links = answer_links(&args, database_url.is_some())?;
+        let mut authenticator = args
+            .auth
+            .authenticator(
+                args.listen,
+                Arc::clone(&store) as Arc<dyn KeyStore>,
+                args.ui(),
+            )
+            .await?;
+        authenticator.answer_links = answer_links.clone();
+        let auth = AuthLayer::new(authenticator);
         if args.auth.auth != crate::auth::AuthMethods::default() {
             warn_hidden_default_runs(store.as_ref()).await;
         }
@@ -211,7 +236,10 @@ impl Built {
         let deliverer = crate::webhooks::start(
             Arc::clone(&store),
             Arc::clone(&tenant_secrets),
-            args.deliverer_settings(),
+            crate::webhooks::DelivererSettings {
+                answer_links,
+                ..args.deliverer_settings()
+            },
             stop_deliveries.clone(),
         )
         .map_err(|error| ServeError::Webhooks(error.to_string()))?;

@@ -7,7 +7,7 @@ use tonic_types::{ErrorDetails, StatusExt};
 use tracing::error;
 
 use super::reason::reject_code;
-use crate::auth::AuthError;
+use crate::auth::{AuthError, LinkError};
 use crate::domain::Scope;
 use crate::proto::v1::ErrorReason;
 use crate::runtime::ask_user::describe;
@@ -176,6 +176,21 @@ impl From<AuthError> for Status {
                 message,
             ),
             AuthError::MissingScope(scope) => missing_scope(scope, message),
+            AuthError::AnswerLink(LinkError::Invalid) => with_reason(
+                Code::Unauthenticated,
+                ErrorReason::AnswerLinkInvalid,
+                message,
+            ),
+            AuthError::AnswerLink(LinkError::Expired) => with_reason(
+                Code::Unauthenticated,
+                ErrorReason::AnswerLinkExpired,
+                message,
+            ),
+            AuthError::AnswerLinkOtherRpc => with_reason(
+                Code::PermissionDenied,
+                ErrorReason::AnswerLinkOtherCall,
+                message,
+            ),
             AuthError::Jwks(_) | AuthError::Store(StoreError::Unavailable(_)) => {
                 let correlation_id = logged(&message);
                 Status::unavailable(format!(
@@ -233,10 +248,13 @@ fn runtime_status(error: RuntimeError) -> Status {
             ..
         } => missing_scope(scope, message),
         RuntimeError::AnswerRejected {
-            reason: RejectReason::NotAssignee,
+            reason:
+                reason @ (RejectReason::NotAssignee
+                | RejectReason::AnswerLinkUsed
+                | RejectReason::AnswerLinkOtherCall),
             message,
             ..
-        } => with_reason(Code::PermissionDenied, ErrorReason::NotAssignee, message),
+        } => with_reason(Code::PermissionDenied, reason.into(), message),
         RuntimeError::AnswerRejected {
             reason, message, ..
         } => with_reason(Code::FailedPrecondition, reason.into(), message),
@@ -431,6 +449,16 @@ mod internal_tests {
                 Code::PermissionDenied,
                 "MISSING_SCOPE",
             ),
+            (
+                rejected(RejectReason::AnswerLinkUsed),
+                Code::PermissionDenied,
+                "ANSWER_LINK_USED",
+            ),
+            (
+                rejected(RejectReason::AnswerLinkOtherCall),
+                Code::PermissionDenied,
+                "ANSWER_LINK_OTHER_CALL",
+            ),
         ]
         .map(|(error, code, reason)| (runtime(error), code, reason));
         let guard = [
@@ -466,6 +494,21 @@ mod internal_tests {
                 AuthError::MissingScope(Scope::Admin),
                 Code::PermissionDenied,
                 "MISSING_SCOPE",
+            ),
+            (
+                AuthError::AnswerLink(LinkError::Invalid),
+                Code::Unauthenticated,
+                "ANSWER_LINK_INVALID",
+            ),
+            (
+                AuthError::AnswerLink(LinkError::Expired),
+                Code::Unauthenticated,
+                "ANSWER_LINK_EXPIRED",
+            ),
+            (
+                AuthError::AnswerLinkOtherRpc,
+                Code::PermissionDenied,
+                "ANSWER_LINK_OTHER_CALL",
             ),
         ]
         .map(|(error, code, reason)| (Status::from(error), code, reason));

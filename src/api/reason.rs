@@ -28,6 +28,8 @@ impl From<RejectReason> for ErrorReason {
             RejectReason::AnswerIdReused => ErrorReason::AnswerIdReused,
             RejectReason::NotAssignee => ErrorReason::NotAssignee,
             RejectReason::MissingScope(_) => ErrorReason::MissingScope,
+            RejectReason::AnswerLinkUsed => ErrorReason::AnswerLinkUsed,
+            RejectReason::AnswerLinkOtherCall => ErrorReason::AnswerLinkOtherCall,
         }
     }
 }
@@ -97,6 +99,8 @@ mod internal_tests {
                 RejectReason::MissingScope(Scope::RunsAnswer),
                 "MISSING_SCOPE",
             ),
+            (RejectReason::AnswerLinkUsed, "ANSWER_LINK_USED"),
+            (RejectReason::AnswerLinkOtherCall, "ANSWER_LINK_OTHER_CALL"),
         ];
         for (reason, code) in expected {
             assert_eq!(reject_code(reason), code, "{reason:?}");

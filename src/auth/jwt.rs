@@ -177,6 +177,7 @@ impl JwtVerifier {
             scopes,
             groups: words(claims.get(&names.groups)),
             method: AuthMethod::Jwt,
+            link: None,
         })
     }
 }

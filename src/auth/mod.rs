@@ -2,6 +2,7 @@
 //! [`Principal`] (put in the request's extensions for the handlers) and checks the scope its RPC
 //! needs (see `docs/security.md`).
 
+pub mod answer_link;
 pub mod api_key;
 mod jwt;
 mod recheck;
@@ -15,6 +16,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tracing::{debug, warn};
 
+pub use answer_link::{AnswerLinks, LinkClaims, LinkError, LinkSecretError};
 pub use jwt::{ClaimNames, JwksSource, JwtSettings, JwtVerifier};
 pub use recheck::Credential;
 pub use scopes::{Access, MCP_PATH, access};
@@ -35,6 +37,10 @@ pub enum AuthError {
     InvalidCredentials(String),
     #[error("this call needs the scope {}", .0.as_str())]
     MissingScope(Scope),
+    #[error("{0}: ask for a new one")]
+    AnswerLink(LinkError),
+    #[error("an answer link opens GetRun of its run and ResumeRun of its call, nothing else")]
+    AnswerLinkOtherRpc,
     #[error("JWKS: {0}")]
     Jwks(String),
     #[error(transparent)]
@@ -63,7 +69,15 @@ pub struct Authenticator {
     pub public_pages: bool,
     /// How often open streams authenticate their credential again (`--principal-recheck`).
     pub principal_recheck: Duration,
+    /// Answer links' signer, when links are on: a link token is taken whatever `--auth` says.
+    pub answer_links: Option<Arc<AnswerLinks>>,
 }
+
+/// The RPCs an answer link may call: reading its run (the page shows the call) and answering.
+const LINK_PATHS: [&str; 2] = [
+    "/askuser.v1.AgentService/GetRun",
+    "/askuser.v1.AgentService/ResumeRun",
+];
 
 impl Authenticator {
     /// Whether any method is on; without one every caller is [`Principal::anonymous`].
@@ -87,6 +101,7 @@ impl Authenticator {
                     scopes: record.scopes,
                     groups: Vec::new(),
                     method: AuthMethod::ApiKey,
+                    link: None,
                 })
             }
             (_, Some(jwt)) => jwt.verify(credential).await,
@@ -106,6 +121,18 @@ impl Authenticator {
         client_name: Option<String>,
     ) -> Result<Option<Principal>, AuthError> {
         let access = access(method, path);
+        // An answer link stands for one call, with or without `--auth`: who it was made for is
+        // recorded as the settler, and it opens nothing else.
+        if let (Some(links), Some(token)) = (
+            &self.answer_links,
+            bearer(authorization).filter(|credential| answer_link::is_link_token(credential)),
+        ) {
+            let principal = links.principal(token).map_err(AuthError::AnswerLink)?;
+            if !LINK_PATHS.contains(&path) {
+                return Err(AuthError::AnswerLinkOtherRpc);
+            }
+            return Ok(Some(principal));
+        }
         if !self.enabled() {
             return Ok(Some(Principal::anonymous()));
         }
@@ -164,6 +191,7 @@ impl CertificatePrincipals {
             scopes: self.scopes.clone(),
             groups: Vec::new(),
             method: AuthMethod::Certificate,
+            link: None,
         }
     }
 }
@@ -272,7 +300,7 @@ where
 /// challenge MCP clients look for) otherwise.
 fn mcp_refusal<B: Default>(error: &AuthError) -> http::Response<B> {
     let status = match error {
-        AuthError::MissingScope(_) => http::StatusCode::FORBIDDEN,
+        AuthError::MissingScope(_) | AuthError::AnswerLinkOtherRpc => http::StatusCode::FORBIDDEN,
         AuthError::Store(_) | AuthError::Jwks(_) => http::StatusCode::SERVICE_UNAVAILABLE,
         _ => http::StatusCode::UNAUTHORIZED,
     };

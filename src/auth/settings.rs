@@ -176,6 +176,7 @@ impl AuthArgs {
             public_reflection: self.public_reflection || listen.ip().is_loopback(),
             public_pages: pages,
             principal_recheck: self.principal_recheck,
+            answer_links: None,
         })
     }
 

@@ -246,6 +246,15 @@ pub struct ServeArgs {
     /// webhooks of waiting calls link to `<it>/runs/<run>#<call>`.
     #[arg(long, env = "ASKUSER_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// A file holding the secret (at least 32 bytes) that signs answer links: the `answer_url` of
+    /// `call.suspended` and `call.reminder` webhooks, which open one call in the inbox without a
+    /// key. Give every replica the same file. Absent: a SQLite server makes its own in --data-dir;
+    /// a PostgreSQL server makes no links.
+    #[arg(long, env = "ASKUSER_ANSWER_LINK_SECRET_FILE")]
+    pub answer_link_secret_file: Option<PathBuf>,
+    /// How long an answer link works (never past its call's expiry). A link settles its call once.
+    #[arg(long, env = "ASKUSER_ANSWER_LINK_TTL", default_value = "24h", value_parser = positive_duration)]
+    pub answer_link_ttl: Duration,
     /// URL patterns a run's own webhooks (`StartRun.webhooks`) must match, comma-separated:
     /// scheme, host (`*.` for one leftmost label), port and a path prefix on segment boundaries,
     /// e.g. `https://*.hooks.example.com/askuser/`. None: runs may not ask for webhooks.
@@ -416,6 +425,7 @@ impl ServeArgs {
     pub fn deliverer_settings(&self) -> DelivererSettings {
         DelivererSettings {
             public_url: self.public_url.clone(),
+            answer_links: None,
             max_age: self.webhook_max_age,
             initial_backoff: self.webhook_initial_backoff,
             timeout: self.webhook_timeout,

@@ -15,7 +15,7 @@ pub use form::{
     BooleanField, Choice, ChoiceField, ChoiceValue, FieldKind, FieldValue, Form, FormAnswer,
     FormField, FormStyle, Number, NumberField, TextField, TextFormat,
 };
-pub use principal::{AuthMethod, DEFAULT_TENANT, Principal, Scope, SettledBy};
+pub use principal::{AuthMethod, DEFAULT_TENANT, LinkBinding, Principal, Scope, SettledBy};
 pub use run::{
     Event, EventKind, Message, ModelToolCall, PendingCall, RunRecord, RunStatus, SettledCall,
     SuspendKind, Suspension, ToolDefinition, ToolResultKind, Usage, now_millis,

@@ -75,6 +75,8 @@ pub enum AuthMethod {
     Certificate,
     /// The server itself (expiry, cancellation by age, ...).
     Server,
+    /// An answer link (a signed link to one call, sent by a webhook).
+    AnswerLink,
 }
 
 impl AuthMethod {
@@ -85,6 +87,7 @@ impl AuthMethod {
             AuthMethod::Jwt => "jwt",
             AuthMethod::Certificate => "certificate",
             AuthMethod::Server => "server",
+            AuthMethod::AnswerLink => "answer_link",
         }
     }
 }
@@ -97,6 +100,19 @@ pub struct Principal {
     pub scopes: Vec<Scope>,
     pub groups: Vec<String>,
     pub method: AuthMethod,
+    /// The one call an answer link opens; `None` for every other principal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkBinding>,
+}
+
+/// The call an answer link was made for, and for whom: its principal may read that call's run and
+/// settle that call while it waits, nothing else (`runtime::settle_access`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkBinding {
+    pub run_id: String,
+    pub tool_call_id: String,
+    /// The assignee it was made for (the call names assignees); `None`: a call anyone may answer.
+    pub assignee: Option<String>,
 }
 
 impl Principal {
@@ -108,6 +124,7 @@ impl Principal {
             scopes: Scope::ALL.to_vec(),
             groups: Vec::new(),
             method: AuthMethod::None,
+            link: None,
         }
     }
 
@@ -120,6 +137,24 @@ impl Principal {
             scopes: Vec::new(),
             groups: Vec::new(),
             method: AuthMethod::Server,
+            link: None,
+        }
+    }
+
+    /// The holder of an answer link of `tenant` for `binding`'s call: recorded as
+    /// `link:<assignee>` (`link` for a call with no assignees); it reads and answers, within its
+    /// binding only.
+    pub fn answer_link(tenant: String, binding: LinkBinding) -> Principal {
+        Principal {
+            tenant,
+            subject: match &binding.assignee {
+                Some(assignee) => format!("link:{assignee}"),
+                None => "link".to_owned(),
+            },
+            scopes: vec![Scope::RunsRead, Scope::RunsAnswer],
+            groups: Vec::new(),
+            method: AuthMethod::AnswerLink,
+            link: Some(binding),
         }
     }
 

@@ -33,6 +33,12 @@ impl Shared {
                 }],
             });
         }
+        // An answer link answers its own call only: refused before any lookup.
+        settle_access::within_link(
+            &request.principal,
+            &request.run_id,
+            Some(&request.tool_call_id),
+        )?;
         let approved = match &request.answer {
             AnswerInput::Approval(ApprovalDecision::Approve | ApprovalDecision::Edit { .. }) => {
                 self.approved_call(&request).await?
@@ -80,7 +86,12 @@ impl Shared {
             }
             Settled::Unchanged { call, refusal } => {
                 // Even a retry of an earlier answer is acknowledged only to who may settle it.
-                settle_access::check(&call.suspension, &call.tool_call_id, &request.principal)?;
+                settle_access::check(
+                    &call.suspension,
+                    &call.run_id,
+                    &call.tool_call_id,
+                    &request.principal,
+                )?;
                 if let Some(earlier) = settle::repeated(&call, &request.answer) {
                     return Ok(ack(true, earlier.sequence, earlier.answer_id));
                 }
@@ -124,7 +135,14 @@ impl Shared {
         }) else {
             return Ok(None);
         };
-        if settle_access::check(&call.suspension, &call.tool_call_id, &request.principal).is_err() {
+        if settle_access::check(
+            &call.suspension,
+            &request.run_id,
+            &call.tool_call_id,
+            &request.principal,
+        )
+        .is_err()
+        {
             // The settle refuses it, before the edit is looked at.
             return Ok(None);
         }

@@ -39,8 +39,17 @@ pub fn name(assignees: &[String], principal: &Principal) -> bool {
 }
 
 /// Whether the principal may settle a call that waits as `suspension` says. With auth off
-/// (`--auth none`) nobody has an identity to check, so assignees are shown but not enforced.
+/// (`--auth none`) nobody has an identity to check, so assignees are shown but not enforced. An
+/// answer link settles as the assignee it was made for, who must still be one (its link says so
+/// even with auth off).
 pub fn may_settle(suspension: &Suspension, principal: &Principal) -> bool {
+    if let Some(link) = &principal.link {
+        return suspension.assignees.is_empty()
+            || link
+                .assignee
+                .as_ref()
+                .is_some_and(|assignee| suspension.assignees.contains(assignee));
+    }
     suspension.assignees.is_empty()
         || principal.method == AuthMethod::None
         || name(&suspension.assignees, principal)
@@ -58,6 +67,7 @@ mod tests {
             scopes: vec![Scope::RunsAnswer],
             groups: groups.iter().map(|g| g.to_string()).collect(),
             method: AuthMethod::Jwt,
+            link: None,
         }
     }
 

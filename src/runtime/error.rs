@@ -28,6 +28,10 @@ pub enum RejectReason {
     NotAssignee,
     /// The caller lacks the scope that settles a call of this kind.
     MissingScope(Scope),
+    /// An answer link's call no longer waits: the link opens nothing more.
+    AnswerLinkUsed,
+    /// An answer link was used for another call, run or RPC than its own.
+    AnswerLinkOtherCall,
 }
 
 /// The most characters of an id an error message quotes.

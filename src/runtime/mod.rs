@@ -401,17 +401,22 @@ impl Runtime {
         ids
     }
 
-    /// A run of `principal`'s tenant (another tenant's is not found).
+    /// A run of `principal`'s tenant (another tenant's is not found); for an answer link, its own
+    /// run while its call waits.
     pub async fn get_run(
         &self,
         run_id: &str,
         principal: &Principal,
     ) -> Result<RunRecord, RuntimeError> {
-        self.shared
+        settle_access::within_link(principal, run_id, None)?;
+        let run = self
+            .shared
             .store
             .get_run(run_id, Tenancy::Only(&principal.tenant))
             .await?
-            .ok_or_else(|| RuntimeError::RunNotFound(run_id.to_owned()))
+            .ok_or_else(|| RuntimeError::RunNotFound(run_id.to_owned()))?;
+        settle_access::link_may_read(&run, principal)?;
+        Ok(run)
     }
 
     /// Lists `principal`'s tenant's runs newest first; the page token (see [`page_token`]) says

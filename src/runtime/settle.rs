@@ -59,7 +59,12 @@ pub fn decide(
     principal: &Principal,
 ) -> Result<CallChange, RuntimeError> {
     // Who may settle comes first: a caller who may not learns nothing of whether its answer fits.
-    settle_access::check(&call.suspension, &call.tool_call_id, principal)?;
+    settle_access::check(
+        &call.suspension,
+        &call.run_id,
+        &call.tool_call_id,
+        principal,
+    )?;
     let settled_by = &SettledBy::from(principal);
     let settle = |status, content: String, is_error, kind| {
         Ok(CallChange::Settle(Settlement {

@@ -5,7 +5,7 @@
 
 use super::assignees;
 use super::error::{RejectReason, RuntimeError, short_id};
-use crate::domain::{Principal, Scope, SuspendKind, Suspension};
+use crate::domain::{Principal, RunRecord, Scope, SuspendKind, Suspension};
 
 /// The scope that settles a call waiting for `kind`: an answer to a question and a decision on an
 /// approval are a person's (`runs:answer`); a client tool's output is a worker's (`tools:execute`).
@@ -19,14 +19,16 @@ pub fn scope_to_settle(kind: SuspendKind) -> Scope {
 /// The scopes of which a principal needs at least one to reach an answer path at all.
 pub const ANY_SCOPE_TO_SETTLE: [Scope; 2] = [Scope::RunsAnswer, Scope::ToolsExecute];
 
-/// Whether `principal` may settle the call `tool_call_id` that waits as `suspension` says; the
-/// refusal leaves the call pending. A principal without the scope learns nothing of assignees or
-/// of whether its answer would fit.
+/// Whether `principal` may settle the call `tool_call_id` of `run_id` that waits as `suspension`
+/// says; the refusal leaves the call pending. A principal without the scope learns nothing of
+/// assignees or of whether its answer would fit.
 pub fn check(
     suspension: &Suspension,
+    run_id: &str,
     tool_call_id: &str,
     principal: &Principal,
 ) -> Result<(), RuntimeError> {
+    within_link(principal, run_id, Some(tool_call_id))?;
     let scope = scope_to_settle(suspension.kind);
     if !principal.may(scope) {
         return Err(RuntimeError::rejected(
@@ -52,6 +54,53 @@ pub fn check(
     Ok(())
 }
 
+/// Whether an answer link's principal stays within its call: `run_id`, and `tool_call_id` when
+/// one is named (an answer). Any other principal passes. Checked before anything is looked up, so
+/// a link learns nothing of other runs and calls.
+pub fn within_link(
+    principal: &Principal,
+    run_id: &str,
+    tool_call_id: Option<&str>,
+) -> Result<(), RuntimeError> {
+    let Some(link) = &principal.link else {
+        return Ok(());
+    };
+    if link.run_id != run_id || tool_call_id.is_some_and(|call| call != link.tool_call_id) {
+        return Err(RuntimeError::rejected(
+            RejectReason::AnswerLinkOtherCall,
+            format!(
+                "this answer link opens tool call \"{}\" of run \"{}\" only",
+                short_id(&link.tool_call_id),
+                short_id(&link.run_id)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether an answer link's principal may still read `run`: only while its call waits for a person.
+/// Once the call is settled or decided (by this link or any other way) the link opens nothing: it
+/// was for one answer.
+pub fn link_may_read(run: &RunRecord, principal: &Principal) -> Result<(), RuntimeError> {
+    within_link(principal, &run.run_id, None)?;
+    let Some(link) = &principal.link else {
+        return Ok(());
+    };
+    if run.pending.iter().any(|call| {
+        call.tool_call_id == link.tool_call_id
+            && scope_to_settle(call.suspension.kind) == Scope::RunsAnswer
+    }) {
+        return Ok(());
+    }
+    Err(RuntimeError::rejected(
+        RejectReason::AnswerLinkUsed,
+        format!(
+            "tool call \"{}\" no longer waits: this answer link was used, or the call was settled another way",
+            short_id(&link.tool_call_id)
+        ),
+    ))
+}
+
 fn what(kind: SuspendKind) -> &'static str {
     match kind {
         SuspendKind::Question => "a question",
@@ -73,6 +122,7 @@ mod tests {
             scopes: scopes.to_vec(),
             groups: Vec::new(),
             method: AuthMethod::ApiKey,
+            link: None,
         }
     }
 
@@ -89,19 +139,19 @@ mod tests {
         let worker = key(&[Scope::RunsRead, Scope::ToolsExecute]);
         let reader = key(&[Scope::RunsRead]);
         for kind in [SuspendKind::Question, SuspendKind::Approval] {
-            assert!(check(&waiting(kind), "c", &answerer).is_ok());
-            assert!(check(&waiting(kind), "c", &worker).is_err());
-            assert!(check(&waiting(kind), "c", &reader).is_err());
+            assert!(check(&waiting(kind), "r", "c", &answerer).is_ok());
+            assert!(check(&waiting(kind), "r", "c", &worker).is_err());
+            assert!(check(&waiting(kind), "r", "c", &reader).is_err());
         }
         let output = waiting(SuspendKind::ClientTool);
-        assert!(check(&output, "c", &worker).is_ok());
+        assert!(check(&output, "r", "c", &worker).is_ok());
         assert!(matches!(
-            check(&output, "c", &answerer),
+            check(&output, "r", "c", &answerer),
             Err(RuntimeError::AnswerRejected {
                 reason: RejectReason::MissingScope(Scope::ToolsExecute),
                 ..
             })
         ));
-        assert!(check(&output, "c", &key(&[Scope::Admin])).is_ok());
+        assert!(check(&output, "r", "c", &key(&[Scope::Admin])).is_ok());
     }
 }

@@ -70,6 +70,7 @@ pub(super) fn principal(subject: &str, scopes: &[Scope]) -> Principal {
         scopes: scopes.to_vec(),
         groups: Vec::new(),
         method: AuthMethod::ApiKey,
+        link: None,
     }
 }
 

@@ -78,9 +78,11 @@ pub fn is_page_path(path: &str) -> bool {
     is_page_route(path) || path.starts_with("/assets/")
 }
 
-/// The page's own routes: the inbox at `/`, a run at `/runs/<run_id>`.
+/// The page's own routes: the inbox at `/`, a run at `/runs/<run_id>`, an answer link's call at
+/// `/answer` (its token after `#`, which browsers never send).
 fn is_page_route(path: &str) -> bool {
     path == "/"
+        || path == "/answer"
         || path
             .strip_prefix("/runs/")
             .is_some_and(|run_id| !run_id.is_empty() && !run_id.contains('/'))
@@ -184,7 +186,13 @@ mod internal_tests {
 
     #[test]
     fn page_paths_are_the_routes_and_the_assets() {
-        for path in ["/", "/runs/01J9", "/assets/app.js", "/assets/anything"] {
+        for path in [
+            "/",
+            "/answer",
+            "/runs/01J9",
+            "/assets/app.js",
+            "/assets/anything",
+        ] {
             assert!(is_page_path(path), "{path}");
         }
         for path in [

@@ -33,6 +33,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(3600);
 pub struct DelivererSettings {
     /// The server's public address: suspended and reminder bodies link to `<it>/runs/<run>#<call>`.
     pub public_url: Option<String>,
+    /// Signs the `answer_url` of waiting calls' deliveries (with `public_url`); `None`: no links.
+    pub answer_links: Option<Arc<crate::auth::AnswerLinks>>,
     /// How long a delivery is retried before it is given up (dead).
     pub max_age: Duration,
     /// The wait before the first retry; each next one doubles, with jitter.
@@ -255,7 +257,13 @@ impl Deliverer {
                 return refused();
             }
         }
-        let body = match body(&delivery, event, &run, self.settings.public_url.as_deref()) {
+        let body = match body(
+            &delivery,
+            event,
+            &run,
+            self.settings.public_url.as_deref(),
+            self.settings.answer_links.as_deref(),
+        ) {
             Ok(body) => body,
             Err(error) => return failed(error.to_string()),
         };

@@ -148,6 +148,7 @@ pub fn settled_by_to_proto(settled_by: SettledBy) -> pb::SettledBy {
         AuthMethod::Jwt => pb::AuthMethod::Jwt,
         AuthMethod::Certificate => pb::AuthMethod::Certificate,
         AuthMethod::Server => pb::AuthMethod::Server,
+        AuthMethod::AnswerLink => pb::AuthMethod::AnswerLink,
     };
     pb::SettledBy {
         tenant: settled_by.tenant,

@@ -10,6 +10,7 @@ mod common;
 
 mod abuse;
 mod admission;
+mod answer_links;
 mod ask_user_rules;
 mod assignees;
 mod auth;

@@ -11,128 +11,14 @@ use std::time::Duration;
 use askuser::proto::v1 as pb;
 use askuser::proto::v1::admin_service_client::AdminServiceClient;
 use askuser::proto::v1::run_agent_request::Frame;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
 use base64::Engine;
 use common::credentials::{authorized, create_key, sqlite_store};
+use common::webhook_receiver::{Received, Receiver, json};
 use common::{RunStream, Server, fresh_database, report_figures, scripted_agent_with};
 
 /// A Standard Webhooks secret: `whsec_` and the base64 of its key.
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const SECRET_ENV: &str = "ASKUSER_TEST_WEBHOOK_SECRET";
-
-/// One request the receiver got.
-#[derive(Clone, Debug)]
-struct Received {
-    id: String,
-    timestamp: String,
-    signature: String,
-    body: String,
-    /// When it came, on this process's clock.
-    at_ms: i64,
-}
-
-#[derive(Default)]
-struct ReceiverState {
-    received: Vec<Received>,
-    /// Requests still to answer 500.
-    failures_left: usize,
-    /// Ids being handled now, and how often an id came while it was.
-    in_flight: HashSet<String>,
-    overlaps: usize,
-}
-
-/// A local webhook receiver.
-#[derive(Clone)]
-struct Receiver {
-    state: Arc<Mutex<ReceiverState>>,
-    url: String,
-}
-
-async fn receive(
-    State(state): State<Arc<Mutex<ReceiverState>>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> StatusCode {
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned()
-    };
-    let id = header("webhook-id");
-    {
-        let mut state = state.lock().expect("receiver state");
-        if !state.in_flight.insert(id.clone()) {
-            state.overlaps += 1;
-        }
-    }
-    // Long enough that a second attempt of the same id by another replica would overlap.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let mut state = state.lock().expect("receiver state");
-    state.in_flight.remove(&id);
-    state.received.push(Received {
-        id,
-        timestamp: header("webhook-timestamp"),
-        signature: header("webhook-signature"),
-        body: String::from_utf8_lossy(&body).into_owned(),
-        at_ms: common::now_ms(),
-    });
-    match state.failures_left {
-        0 => StatusCode::NO_CONTENT,
-        _ => {
-            state.failures_left -= 1;
-            StatusCode::INTERNAL_SERVER_ERROR
-        }
-    }
-}
-
-impl Receiver {
-    /// Serves on `listener`, answering the first `failures` requests with 500.
-    fn serve(listener: std::net::TcpListener, failures: usize) -> Receiver {
-        let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
-        let state = Arc::new(Mutex::new(ReceiverState {
-            failures_left: failures,
-            ..Default::default()
-        }));
-        let app = axum::Router::new()
-            .route("/hook", axum::routing::post(receive))
-            .with_state(Arc::clone(&state));
-        listener.set_nonblocking(true).expect("nonblocking");
-        let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        Receiver { state, url }
-    }
-
-    fn start(failures: usize) -> Receiver {
-        Receiver::serve(
-            std::net::TcpListener::bind("127.0.0.1:0").expect("bind"),
-            failures,
-        )
-    }
-
-    fn received(&self) -> Vec<Received> {
-        self.state.lock().expect("state").received.clone()
-    }
-
-    fn overlaps(&self) -> usize {
-        self.state.lock().expect("state").overlaps
-    }
-
-    /// Waits (up to a minute) until `done` holds of what came.
-    async fn wait_for(&self, what: &str, done: impl Fn(&[Received]) -> bool) -> Vec<Received> {
-        for _ in 0..600 {
-            let received = self.received();
-            if done(&received) {
-                return received;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("receiver never got {what}: {:#?}", self.received());
-    }
-}
 
 /// Whether `received` is signed with [`SECRET`], checked by hand (HMAC-SHA256 of
 /// `id.timestamp.body`), not by the library that signed it.
@@ -153,10 +39,6 @@ fn signed_with(received: &Received, secret: &str) -> bool {
         .signature
         .split(' ')
         .any(|signature| signature == format!("v1,{expected}"))
-}
-
-fn json(received: &Received) -> serde_json::Value {
-    serde_json::from_str(&received.body).expect("JSON body")
 }
 
 /// An agent that asks once (its question expiring after `ttl`), then completes.
@@ -745,7 +627,7 @@ fn hanging_receiver() -> (String, Arc<Mutex<usize>>) {
             let counter = Arc::clone(&counter);
             async move {
                 *counter.lock().expect("count") += 1;
-                std::future::pending::<StatusCode>().await
+                std::future::pending::<axum::http::StatusCode>().await
             }
         }),
     );

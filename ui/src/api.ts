@@ -10,7 +10,16 @@ export const credential = {
   clear: () => sessionStorage.removeItem(CREDENTIAL_KEY),
 };
 
-export const client = new AskUserWebClient(location.origin, { tokenProvider: credential.get });
+/**
+ * The answer link this tab opened (`/answer#<token>`), if any: sent instead of the tab's key, kept
+ * in memory only (never stored), as it opens one call once.
+ */
+let answerLink: string | undefined;
+export const setAnswerLink = (token: string | undefined) => {
+  answerLink = token;
+};
+
+export const client = new AskUserWebClient(location.origin, { tokenProvider: () => answerLink ?? credential.get() });
 
 /** Whether `error` means the call needs a (different) key or token. */
 export function isUnauthenticated(error: unknown): boolean {

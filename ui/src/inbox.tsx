@@ -333,7 +333,7 @@ function rowText(item: PendingItem): string {
 }
 
 /** The run's prompt (a request's context) and what it settled so far, from GetRun. */
-function RunContext({ runId, agentId, refresh }: { runId: string; agentId: string; refresh: number }) {
+export function RunContext({ runId, agentId, refresh }: { runId: string; agentId: string; refresh: number }) {
   const auth = useAuth();
   const now = useNow(10_000);
   const [run, setRun] = useState<Run | undefined>(undefined);

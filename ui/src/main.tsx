@@ -1,6 +1,7 @@
 // The web inbox askuser serves at `/`: the pending list and each run's page, over gRPC-Web.
 import { render } from "preact";
 import { useState } from "preact/hooks";
+import { AnswerPage } from "./answer";
 import { AuthContext, KeyPrompt } from "./auth";
 import { credential } from "./api";
 import { Inbox } from "./inbox";
@@ -35,6 +36,7 @@ function App() {
       </header>
       {route.page === "inbox" && <Inbox />}
       {route.page === "run" && <RunPage key={route.runId} runId={route.runId} />}
+      {route.page === "answer" && <AnswerPage />}
       {route.page === "missing" && (
         <main>
           <p class="empty">No such page. <Link href="/">Go to the inbox</Link>.</p>

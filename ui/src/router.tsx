@@ -1,12 +1,14 @@
-// Two pages, routed in the browser: the inbox at `/`, a run at `/runs/<run_id>` (and
-// `#<tool_call_id>` for one of its calls). The server answers both paths with the same page.
+// Three pages, routed in the browser: the inbox at `/`, a run at `/runs/<run_id>` (and
+// `#<tool_call_id>` for one of its calls), and an answer link's call at `/answer#<token>`. The
+// server answers every one of these paths with the same page.
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 
-export type Route = { page: "inbox" } | { page: "run"; runId: string } | { page: "missing" };
+export type Route = { page: "inbox" } | { page: "run"; runId: string } | { page: "answer" } | { page: "missing" };
 
 export function route(path: string): Route {
   if (path === "/") return { page: "inbox" };
+  if (path === "/answer") return { page: "answer" };
   const run = /^\/runs\/([^/]+)$/.exec(path);
   return run ? { page: "run", runId: decodeURIComponent(run[1]) } : { page: "missing" };
 }

@@ -21,11 +21,32 @@ const DIST = join(ROOT, "ui/dist");
 export const SCREENSHOTS = process.env.ASKUSER_SCREENSHOTS ?? join(ROOT, "ui/test-results");
 mkdirSync(SCREENSHOTS, { recursive: true });
 
+/** What the server's webhook deliveries' links start with (`--public-url`). */
+export const PUBLIC_URL = "https://askuser.example.com";
+const WEBHOOK_SECRET_ENV = "ASKUSER_UI_TEST_WEBHOOK_SECRET";
+
 /** An askuser server with its own data directory, restartable on the same port. */
 export class Server {
   dir = mkdtempSync(join(tmpdir(), "askuser-ui-"));
   port = 0;
+  /** The bodies of the `call.suspended` webhooks it delivered, oldest first. */
+  webhooks = [];
   #process;
+  #receiver;
+
+  /** A local webhook receiver, for the answer links that deliveries carry. */
+  async #receive() {
+    if (this.#receiver) return;
+    this.#receiver = createServer((req, res) => {
+      let body = "";
+      req.on("data", (chunk) => (body += chunk));
+      req.on("end", () => {
+        this.webhooks.push(JSON.parse(body));
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise((resolve) => this.#receiver.listen(0, "127.0.0.1", resolve));
+  }
 
   /** Makes a key offline, the way an operator makes the first one; returns its secret. */
   key(name, tenant = "default", scopes = SCOPES) {
@@ -40,11 +61,13 @@ export class Server {
     // agents.toml names files of the repository (the MCP fixture server) as @ROOT@/…: the file the
     // server reads has the real root in their place.
     const agents = join(this.dir, "agents.toml");
-    writeFileSync(agents, readFileSync(AGENTS, "utf8").replaceAll("@ROOT@", ROOT_IN_TOML));
+    await this.#receive();
+    const webhook = `\n[[webhook]]\nurl = "http://127.0.0.1:${this.#receiver.address().port}/hook"\nevents = ["call.suspended"]\nsecret_env = "${WEBHOOK_SECRET_ENV}"\n`;
+    writeFileSync(agents, readFileSync(AGENTS, "utf8").replaceAll("@ROOT@", ROOT_IN_TOML) + webhook);
     this.#process = spawn(
       BINARY,
-      ["serve", "--listen", `127.0.0.1:${this.port}`, "--data-dir", join(this.dir, "data"), "--auth", "keys", "--config", agents],
-      { stdio: ["ignore", "pipe", logFile] },
+      ["serve", "--listen", `127.0.0.1:${this.port}`, "--data-dir", join(this.dir, "data"), "--auth", "keys", "--config", agents, "--public-url", PUBLIC_URL],
+      { stdio: ["ignore", "pipe", logFile], env: { ...process.env, [WEBHOOK_SECRET_ENV]: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" } },
     );
     const line = await new Promise((resolve, reject) => {
       let out = "";
@@ -87,7 +110,7 @@ export class Server {
     const types = { ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml", ".html": "text/html; charset=utf-8" };
     this.#proxy = createServer((req, res) => {
       const path = new URL(req.url, "http://proxy").pathname;
-      if (req.method === "GET" && (path === "/" || path.startsWith("/runs/") || path.startsWith("/assets/"))) {
+      if (req.method === "GET" && (path === "/" || path === "/answer" || path.startsWith("/runs/") || path.startsWith("/assets/"))) {
         const file = path.startsWith("/assets/") ? join(DIST, normalize(path).replace(/^(\.\.[/\\])+/, "")) : join(DIST, "index.html");
         if (!file.startsWith(DIST) || !existsSync(file)) {
           res.writeHead(404).end();
@@ -115,6 +138,7 @@ export class Server {
   /** Stops the server and the pages' proxy, if any, for good. */
   async close() {
     await this.stop();
+    await new Promise((resolve) => (this.#receiver ? this.#receiver.close(resolve) : resolve()));
     this.#proxy?.closeAllConnections();
     await new Promise((resolve) => (this.#proxy ? this.#proxy.close(resolve) : resolve()));
   }

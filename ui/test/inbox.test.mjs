@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { join } from "node:path";
 import { v1 } from "../../clients/typescript/dist/src/index.js";
-import { SCREENSHOTS, Server, backend, eventually, launchBrowser, startRun } from "./harness.mjs";
+import { PUBLIC_URL, SCREENSHOTS, Server, backend, eventually, launchBrowser, startRun } from "./harness.mjs";
 
 const { RunStatus, ToolResultKind } = v1;
 
@@ -569,6 +569,53 @@ test("an MCP server's URL-mode elicitation: the page to open as a link that asku
   await toastSaying(/^Declined \(run /);
   assert.equal((await completed(declined.runId)).outputText, "api: sign-in decline");
   assert.deepEqual([...requested], [server.url], "nothing fetched the page but the person");
+});
+
+test("an answer link from a webhook opens its one call without a key, settles it once as its assignee, then opens nothing", async () => {
+  const { runId, calls } = await startRun(bob, "signoff", 1);
+  const body = await eventually("the call.suspended webhook", () =>
+    server.webhooks.find((b) => b.type === "call.suspended" && b.data.run.run_id === runId),
+  );
+  assert.deepEqual(Object.keys(body.data.answer_urls), ["key:alice"]);
+  const link = new URL(body.data.answer_url);
+  assert.equal(link.origin + link.pathname, `${PUBLIC_URL}/answer`);
+  assert.match(link.hash, /^#al1\./);
+  // The same path and token on this test's server (its --public-url is not reachable here).
+  const url = `${server.url}/answer${link.hash}`;
+  const phone = await (await browser.newContext({ viewport: { width: 390, height: 844 } })).newPage();
+  try {
+    await phone.goto(url);
+    const linked = phone.locator(`article[data-call="${calls[0].toolCallId}"]`);
+    await linked.waitFor();
+    assert.equal(await phone.getByRole("dialog").count(), 0, "no key asked for");
+    assert.match(await phone.locator("main.answer h2").textContent(), /key:alice/);
+    assert.match(await phone.locator(".run-context").textContent(), /prompt for signoff/);
+    assert.equal(await linked.locator("strong").first().textContent(), "release 1.4", "markdown drawn as elements");
+    await phone.screenshot({ path: join(SCREENSHOTS, "answer-link-390.png"), fullPage: true });
+
+    await linked.getByRole("radio", { name: "yes" }).check();
+    await linked.getByRole("button", { name: "Send answer" }).click();
+    await phone.locator("[data-link-closed]").filter({ hasText: "your answer is recorded" }).waitFor();
+    const run = await completed(runId);
+    assert.equal(run.outputText, "Sign-off: yes");
+    assert.equal(run.settledToolCalls[0].settledBy.subject, "link:key:alice");
+
+    // Opened again: the call no longer waits, so the link opens nothing.
+    await phone.goto(url);
+    await phone.reload();
+    const closed = phone.locator("[data-link-closed]");
+    await closed.waitFor();
+    assert.match(await closed.textContent(), /no longer waits/);
+    assert.equal(await phone.locator("article.card").count(), 0);
+
+    // A token cut short is refused, and the page says so without asking for a key.
+    await phone.goto(url.slice(0, -3));
+    await phone.reload();
+    await phone.locator("[data-link-closed]").filter({ hasText: "not valid" }).waitFor();
+    assert.equal(await phone.getByRole("dialog").count(), 0);
+  } finally {
+    await phone.context().close();
+  }
 });
 
 test("screenshots at 1280 and 390 px wide; readable at phone width, where the list opens a call and goes back", async () => {

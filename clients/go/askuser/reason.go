@@ -67,6 +67,14 @@ const (
 	ReasonNotRedeliverable = "NOT_REDELIVERABLE"
 	// ReasonNoWebhookSecretsKey is askuserv1.ErrorReason_ERROR_REASON_NO_WEBHOOK_SECRETS_KEY.
 	ReasonNoWebhookSecretsKey = "NO_WEBHOOK_SECRETS_KEY"
+	// ReasonAnswerLinkInvalid is askuserv1.ErrorReason_ERROR_REASON_ANSWER_LINK_INVALID.
+	ReasonAnswerLinkInvalid = "ANSWER_LINK_INVALID"
+	// ReasonAnswerLinkExpired is askuserv1.ErrorReason_ERROR_REASON_ANSWER_LINK_EXPIRED.
+	ReasonAnswerLinkExpired = "ANSWER_LINK_EXPIRED"
+	// ReasonAnswerLinkUsed is askuserv1.ErrorReason_ERROR_REASON_ANSWER_LINK_USED.
+	ReasonAnswerLinkUsed = "ANSWER_LINK_USED"
+	// ReasonAnswerLinkOtherCall is askuserv1.ErrorReason_ERROR_REASON_ANSWER_LINK_OTHER_CALL.
+	ReasonAnswerLinkOtherCall = "ANSWER_LINK_OTHER_CALL"
 )
 
 // ReasonName is the string the server sends for r, e.g. "ALREADY_ANSWERED" for

@@ -39,6 +39,10 @@ func TestReasonConstantsMatchTheGeneratedEnum(t *testing.T) {
 		pb.ErrorReason_ERROR_REASON_DELIVERY_NOT_FOUND:         askuser.ReasonDeliveryNotFound,
 		pb.ErrorReason_ERROR_REASON_NOT_REDELIVERABLE:          askuser.ReasonNotRedeliverable,
 		pb.ErrorReason_ERROR_REASON_NO_WEBHOOK_SECRETS_KEY:     askuser.ReasonNoWebhookSecretsKey,
+		pb.ErrorReason_ERROR_REASON_ANSWER_LINK_INVALID:        askuser.ReasonAnswerLinkInvalid,
+		pb.ErrorReason_ERROR_REASON_ANSWER_LINK_EXPIRED:        askuser.ReasonAnswerLinkExpired,
+		pb.ErrorReason_ERROR_REASON_ANSWER_LINK_USED:           askuser.ReasonAnswerLinkUsed,
+		pb.ErrorReason_ERROR_REASON_ANSWER_LINK_OTHER_CALL:     askuser.ReasonAnswerLinkOtherCall,
 	}
 	for number, name := range pb.ErrorReason_name {
 		reason := pb.ErrorReason(number)

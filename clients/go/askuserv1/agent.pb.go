@@ -240,6 +240,9 @@ const (
 	AuthMethod_AUTH_METHOD_CERTIFICATE AuthMethod = 4
 	// The server acting on its own (an expiry).
 	AuthMethod_AUTH_METHOD_SERVER AuthMethod = 5
+	// An answer link: a signed link to one call, sent by a webhook to a person in a chat or a mail
+	// (`SettledBy.subject` is `link:<assignee>`, or `link` for a call with no assignees).
+	AuthMethod_AUTH_METHOD_ANSWER_LINK AuthMethod = 6
 )
 
 // Enum value maps for AuthMethod.
@@ -251,6 +254,7 @@ var (
 		3: "AUTH_METHOD_JWT",
 		4: "AUTH_METHOD_CERTIFICATE",
 		5: "AUTH_METHOD_SERVER",
+		6: "AUTH_METHOD_ANSWER_LINK",
 	}
 	AuthMethod_value = map[string]int32{
 		"AUTH_METHOD_UNSPECIFIED": 0,
@@ -259,6 +263,7 @@ var (
 		"AUTH_METHOD_JWT":         3,
 		"AUTH_METHOD_CERTIFICATE": 4,
 		"AUTH_METHOD_SERVER":      5,
+		"AUTH_METHOD_ANSWER_LINK": 6,
 	}
 )
 
@@ -4552,7 +4557,7 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x17TOOL_RESULT_KIND_OUTPUT\x10\x06\x12\x1d\n" +
 	"\x19TOOL_RESULT_KIND_EXECUTED\x10\a\x12\x1d\n" +
 	"\x19TOOL_RESULT_KIND_REJECTED\x10\b\x12\x1c\n" +
-	"\x18TOOL_RESULT_KIND_REPLIED\x10\t*\xa2\x01\n" +
+	"\x18TOOL_RESULT_KIND_REPLIED\x10\t*\xbf\x01\n" +
 	"\n" +
 	"AuthMethod\x12\x1b\n" +
 	"\x17AUTH_METHOD_UNSPECIFIED\x10\x00\x12\x14\n" +
@@ -4560,7 +4565,8 @@ const file_askuser_v1_agent_proto_rawDesc = "" +
 	"\x13AUTH_METHOD_API_KEY\x10\x02\x12\x13\n" +
 	"\x0fAUTH_METHOD_JWT\x10\x03\x12\x1b\n" +
 	"\x17AUTH_METHOD_CERTIFICATE\x10\x04\x12\x16\n" +
-	"\x12AUTH_METHOD_SERVER\x10\x05*\xa4\x01\n" +
+	"\x12AUTH_METHOD_SERVER\x10\x05\x12\x1b\n" +
+	"\x17AUTH_METHOD_ANSWER_LINK\x10\x06*\xa4\x01\n" +
 	"\tRunStatus\x12\x1a\n" +
 	"\x16RUN_STATUS_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12RUN_STATUS_RUNNING\x10\x01\x12\x18\n" +

@@ -105,6 +105,16 @@ const (
 	// FAILED_PRECONDITION: `RotateWebhookSecret` on a server with no key to seal webhook secrets
 	// with (see `--webhook-secrets-key-env`).
 	ErrorReason_ERROR_REASON_NO_WEBHOOK_SECRETS_KEY ErrorReason = 28
+	// UNAUTHENTICATED: an answer link that this server did not sign, or that was altered.
+	ErrorReason_ERROR_REASON_ANSWER_LINK_INVALID ErrorReason = 29
+	// UNAUTHENTICATED: an answer link past its expiry (`--answer-link-ttl`, or its call's expiry).
+	ErrorReason_ERROR_REASON_ANSWER_LINK_EXPIRED ErrorReason = 30
+	// PERMISSION_DENIED: an answer link's call is no longer waiting (the link was used, or the call
+	// was settled another way); the link opens nothing more.
+	ErrorReason_ERROR_REASON_ANSWER_LINK_USED ErrorReason = 31
+	// PERMISSION_DENIED: an answer link opens its own call only (`GetRun` of its run and `ResumeRun`
+	// of its call), not another call, run or RPC.
+	ErrorReason_ERROR_REASON_ANSWER_LINK_OTHER_CALL ErrorReason = 32
 )
 
 // Enum value maps for ErrorReason.
@@ -139,6 +149,10 @@ var (
 		26: "ERROR_REASON_DELIVERY_NOT_FOUND",
 		27: "ERROR_REASON_NOT_REDELIVERABLE",
 		28: "ERROR_REASON_NO_WEBHOOK_SECRETS_KEY",
+		29: "ERROR_REASON_ANSWER_LINK_INVALID",
+		30: "ERROR_REASON_ANSWER_LINK_EXPIRED",
+		31: "ERROR_REASON_ANSWER_LINK_USED",
+		32: "ERROR_REASON_ANSWER_LINK_OTHER_CALL",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                0,
@@ -170,6 +184,10 @@ var (
 		"ERROR_REASON_DELIVERY_NOT_FOUND":         26,
 		"ERROR_REASON_NOT_REDELIVERABLE":          27,
 		"ERROR_REASON_NO_WEBHOOK_SECRETS_KEY":     28,
+		"ERROR_REASON_ANSWER_LINK_INVALID":        29,
+		"ERROR_REASON_ANSWER_LINK_EXPIRED":        30,
+		"ERROR_REASON_ANSWER_LINK_USED":           31,
+		"ERROR_REASON_ANSWER_LINK_OTHER_CALL":     32,
 	}
 )
 
@@ -205,7 +223,7 @@ var File_askuser_v1_errors_proto protoreflect.FileDescriptor
 const file_askuser_v1_errors_proto_rawDesc = "" +
 	"\n" +
 	"\x17askuser/v1/errors.proto\x12\n" +
-	"askuser.v1*\x88\b\n" +
+	"askuser.v1*\xa0\t\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bERROR_REASON_INVALID_ANSWER\x10\x01\x12&\n" +
@@ -236,7 +254,11 @@ const file_askuser_v1_errors_proto_rawDesc = "" +
 	"\x1aERROR_REASON_KEY_NOT_FOUND\x10\x19\x12#\n" +
 	"\x1fERROR_REASON_DELIVERY_NOT_FOUND\x10\x1a\x12\"\n" +
 	"\x1eERROR_REASON_NOT_REDELIVERABLE\x10\x1b\x12'\n" +
-	"#ERROR_REASON_NO_WEBHOOK_SECRETS_KEY\x10\x1cB\x8c\x01\n" +
+	"#ERROR_REASON_NO_WEBHOOK_SECRETS_KEY\x10\x1c\x12$\n" +
+	" ERROR_REASON_ANSWER_LINK_INVALID\x10\x1d\x12$\n" +
+	" ERROR_REASON_ANSWER_LINK_EXPIRED\x10\x1e\x12!\n" +
+	"\x1dERROR_REASON_ANSWER_LINK_USED\x10\x1f\x12'\n" +
+	"#ERROR_REASON_ANSWER_LINK_OTHER_CALL\x10 B\x8c\x01\n" +
 	"\x0edev.askuser.v1B\vErrorsProtoP\x01Z=github.com/askuser-dev/askuser/clients/go/askuserv1;askuserv1\xa2\x02\x03AXX\xaa\x02\n" +
 	"Askuser.V1\xca\x02\n" +
 	"Askuser\\V1\xea\x02\vAskuser::V1b\x06proto3"

@@ -5,6 +5,7 @@ pub mod credentials;
 pub mod postgres_cluster;
 pub mod postgres_gate;
 mod server;
+pub mod webhook_receiver;
 
 pub use server::Server;
 

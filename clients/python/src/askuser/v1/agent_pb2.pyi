@@ -49,6 +49,7 @@ class AuthMethod(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     AUTH_METHOD_JWT: _ClassVar[AuthMethod]
     AUTH_METHOD_CERTIFICATE: _ClassVar[AuthMethod]
     AUTH_METHOD_SERVER: _ClassVar[AuthMethod]
+    AUTH_METHOD_ANSWER_LINK: _ClassVar[AuthMethod]
 
 class RunStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -92,6 +93,7 @@ AUTH_METHOD_API_KEY: AuthMethod
 AUTH_METHOD_JWT: AuthMethod
 AUTH_METHOD_CERTIFICATE: AuthMethod
 AUTH_METHOD_SERVER: AuthMethod
+AUTH_METHOD_ANSWER_LINK: AuthMethod
 RUN_STATUS_UNSPECIFIED: RunStatus
 RUN_STATUS_RUNNING: RunStatus
 RUN_STATUS_SUSPENDED: RunStatus

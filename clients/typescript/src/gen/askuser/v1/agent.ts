@@ -246,6 +246,11 @@ export enum AuthMethod {
   AUTH_METHOD_CERTIFICATE = "AUTH_METHOD_CERTIFICATE",
   /** AUTH_METHOD_SERVER - The server acting on its own (an expiry). */
   AUTH_METHOD_SERVER = "AUTH_METHOD_SERVER",
+  /**
+   * AUTH_METHOD_ANSWER_LINK - An answer link: a signed link to one call, sent by a webhook to a person in a chat or a mail
+   * (`SettledBy.subject` is `link:<assignee>`, or `link` for a call with no assignees).
+   */
+  AUTH_METHOD_ANSWER_LINK = "AUTH_METHOD_ANSWER_LINK",
   UNRECOGNIZED = "UNRECOGNIZED",
 }
 
@@ -269,6 +274,9 @@ export function authMethodFromJSON(object: any): AuthMethod {
     case 5:
     case "AUTH_METHOD_SERVER":
       return AuthMethod.AUTH_METHOD_SERVER;
+    case 6:
+    case "AUTH_METHOD_ANSWER_LINK":
+      return AuthMethod.AUTH_METHOD_ANSWER_LINK;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -290,6 +298,8 @@ export function authMethodToNumber(object: AuthMethod): number {
       return 4;
     case AuthMethod.AUTH_METHOD_SERVER:
       return 5;
+    case AuthMethod.AUTH_METHOD_ANSWER_LINK:
+      return 6;
     case AuthMethod.UNRECOGNIZED:
     default:
       return -1;

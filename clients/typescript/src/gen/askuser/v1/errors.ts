@@ -120,6 +120,20 @@ export enum ErrorReason {
    * with (see `--webhook-secrets-key-env`).
    */
   ERROR_REASON_NO_WEBHOOK_SECRETS_KEY = "ERROR_REASON_NO_WEBHOOK_SECRETS_KEY",
+  /** ERROR_REASON_ANSWER_LINK_INVALID - UNAUTHENTICATED: an answer link that this server did not sign, or that was altered. */
+  ERROR_REASON_ANSWER_LINK_INVALID = "ERROR_REASON_ANSWER_LINK_INVALID",
+  /** ERROR_REASON_ANSWER_LINK_EXPIRED - UNAUTHENTICATED: an answer link past its expiry (`--answer-link-ttl`, or its call's expiry). */
+  ERROR_REASON_ANSWER_LINK_EXPIRED = "ERROR_REASON_ANSWER_LINK_EXPIRED",
+  /**
+   * ERROR_REASON_ANSWER_LINK_USED - PERMISSION_DENIED: an answer link's call is no longer waiting (the link was used, or the call
+   * was settled another way); the link opens nothing more.
+   */
+  ERROR_REASON_ANSWER_LINK_USED = "ERROR_REASON_ANSWER_LINK_USED",
+  /**
+   * ERROR_REASON_ANSWER_LINK_OTHER_CALL - PERMISSION_DENIED: an answer link opens its own call only (`GetRun` of its run and `ResumeRun`
+   * of its call), not another call, run or RPC.
+   */
+  ERROR_REASON_ANSWER_LINK_OTHER_CALL = "ERROR_REASON_ANSWER_LINK_OTHER_CALL",
   UNRECOGNIZED = "UNRECOGNIZED",
 }
 
@@ -212,6 +226,18 @@ export function errorReasonFromJSON(object: any): ErrorReason {
     case 28:
     case "ERROR_REASON_NO_WEBHOOK_SECRETS_KEY":
       return ErrorReason.ERROR_REASON_NO_WEBHOOK_SECRETS_KEY;
+    case 29:
+    case "ERROR_REASON_ANSWER_LINK_INVALID":
+      return ErrorReason.ERROR_REASON_ANSWER_LINK_INVALID;
+    case 30:
+    case "ERROR_REASON_ANSWER_LINK_EXPIRED":
+      return ErrorReason.ERROR_REASON_ANSWER_LINK_EXPIRED;
+    case 31:
+    case "ERROR_REASON_ANSWER_LINK_USED":
+      return ErrorReason.ERROR_REASON_ANSWER_LINK_USED;
+    case 32:
+    case "ERROR_REASON_ANSWER_LINK_OTHER_CALL":
+      return ErrorReason.ERROR_REASON_ANSWER_LINK_OTHER_CALL;
     case -1:
     case "UNRECOGNIZED":
     default:
@@ -279,6 +305,14 @@ export function errorReasonToNumber(object: ErrorReason): number {
       return 27;
     case ErrorReason.ERROR_REASON_NO_WEBHOOK_SECRETS_KEY:
       return 28;
+    case ErrorReason.ERROR_REASON_ANSWER_LINK_INVALID:
+      return 29;
+    case ErrorReason.ERROR_REASON_ANSWER_LINK_EXPIRED:
+      return 30;
+    case ErrorReason.ERROR_REASON_ANSWER_LINK_USED:
+      return 31;
+    case ErrorReason.ERROR_REASON_ANSWER_LINK_OTHER_CALL:
+      return 32;
     case ErrorReason.UNRECOGNIZED:
     default:
       return -1;

@@ -96,6 +96,18 @@ public final class Reasons {
   /** {@link ErrorReason#ERROR_REASON_NO_WEBHOOK_SECRETS_KEY}. */
   public static final String NO_WEBHOOK_SECRETS_KEY = "NO_WEBHOOK_SECRETS_KEY";
 
+  /** {@link ErrorReason#ERROR_REASON_ANSWER_LINK_INVALID}. */
+  public static final String ANSWER_LINK_INVALID = "ANSWER_LINK_INVALID";
+
+  /** {@link ErrorReason#ERROR_REASON_ANSWER_LINK_EXPIRED}. */
+  public static final String ANSWER_LINK_EXPIRED = "ANSWER_LINK_EXPIRED";
+
+  /** {@link ErrorReason#ERROR_REASON_ANSWER_LINK_USED}. */
+  public static final String ANSWER_LINK_USED = "ANSWER_LINK_USED";
+
+  /** {@link ErrorReason#ERROR_REASON_ANSWER_LINK_OTHER_CALL}. */
+  public static final String ANSWER_LINK_OTHER_CALL = "ANSWER_LINK_OTHER_CALL";
+
   private Reasons() {}
 
   /**
