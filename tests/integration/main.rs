@@ -41,6 +41,7 @@ mod server_log;
 mod serving;
 mod settled_by;
 mod smoke;
+mod startup_errors;
 mod store_faults;
 mod store_suite;
 mod terminal;
