@@ -2,6 +2,7 @@
 //! stream, `ResumeRun`, the inbox and the terminal client, which use those): first the scope the
 //! call's kind needs, then the call's assignees. Authentication lets a principal reach an answer
 //! path; only here, where the call's kind is known, is it decided whether it may settle *this* call.
+//! An answer link's principal is also bound here to its one call: what it may answer and read.
 
 use super::assignees;
 use super::error::{RejectReason, RuntimeError, short_id};
