@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
-use futures::{Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
 use super::caller::{caller, credential};
@@ -153,7 +153,12 @@ impl AgentApi {
             if let Some(frame) = first {
                 yield Ok(frame);
             }
+            // One timer for the stream, pushed back before each wait (moving a deadline later is
+            // an atomic store, where a new timer per frame is a trip through the timer wheel).
+            let quiet = tokio::time::sleep(heartbeat);
+            tokio::pin!(quiet);
             loop {
+                quiet.as_mut().reset(tokio::time::Instant::now() + heartbeat);
                 let client_frame = async {
                     match inbound.as_mut() {
                         Some(inbound) => inbound.message().await,
@@ -205,7 +210,7 @@ impl AgentApi {
                         // The client went away.
                         Err(_) => break,
                     },
-                    () = tokio::time::sleep(heartbeat) => {
+                    () = &mut quiet => {
                         yield Ok(convert::unstored_frame(
                             &run_id,
                             pb::run_agent_response::Event::Heartbeat(pb::Heartbeat {}),
@@ -228,21 +233,33 @@ fn pending_frames(
     Box::pin(async_stream::stream! {
         // Held as long as the feed is open.
         let _permit = permit;
+        // One timer for the feed, armed only when it waits: a snapshot of many calls sends them
+        // without registering a timer per call.
+        let quiet = tokio::time::sleep(heartbeat);
+        tokio::pin!(quiet);
         loop {
-            tokio::select! {
-                event = events.next() => match event {
-                    Some(Ok(event)) => yield Ok(convert::pending_event_to_proto(event)),
-                    Some(Err(error)) => {
-                        yield Err(Status::from(ApiError::from(error)));
-                        break;
+            let event = match events.next().now_or_never() {
+                Some(event) => event,
+                None => {
+                    quiet.as_mut().reset(tokio::time::Instant::now() + heartbeat);
+                    tokio::select! {
+                        event = events.next() => event,
+                        () = &mut quiet => {
+                            yield Ok(pb::WatchPendingCallsResponse {
+                                event: Some(pb::watch_pending_calls_response::Event::Heartbeat(pb::Heartbeat {})),
+                            });
+                            continue;
+                        }
                     }
-                    None => break,
-                },
-                () = tokio::time::sleep(heartbeat) => {
-                    yield Ok(pb::WatchPendingCallsResponse {
-                        event: Some(pb::watch_pending_calls_response::Event::Heartbeat(pb::Heartbeat {})),
-                    });
                 }
+            };
+            match event {
+                Some(Ok(event)) => yield Ok(convert::pending_event_to_proto(event)),
+                Some(Err(error)) => {
+                    yield Err(Status::from(ApiError::from(error)));
+                    break;
+                }
+                None => break,
             }
         }
     })

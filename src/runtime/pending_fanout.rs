@@ -62,13 +62,26 @@ impl PendingFanout {
 
     /// Notes that `run_id` belongs to `tenant`; only while some feed is open, as only feeds ask.
     pub(super) fn remember(&self, run_id: &str, tenant: &str) {
+        self.remember_all([run_id], tenant);
+    }
+
+    /// [`Self::remember`] for many runs of one tenant (a snapshot's page), under one lock.
+    pub(super) fn remember_all<'a>(
+        &self,
+        run_ids: impl IntoIterator<Item = &'a str>,
+        tenant: &str,
+    ) {
         if !self.tenants.lock().is_ok_and(|t| !t.is_empty()) {
             return;
         }
-        if let Ok(mut owners) = self.owners.lock()
-            && (owners.len() < MAX_OWNERS || owners.contains_key(run_id))
-        {
-            owners.insert(run_id.to_owned(), tenant.to_owned());
+        if let Ok(mut owners) = self.owners.lock() {
+            for run_id in run_ids {
+                if owners.len() < MAX_OWNERS {
+                    owners.insert(run_id.to_owned(), tenant.to_owned());
+                } else if let Some(owner) = owners.get_mut(run_id) {
+                    tenant.clone_into(owner);
+                }
+            }
         }
     }
 

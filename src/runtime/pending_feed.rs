@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use futures::Stream;
 use tokio::sync::broadcast::error::RecvError;
+use tokio_util::task::AbortOnDropHandle;
 
 use super::RuntimeError;
 use super::assignees;
@@ -80,11 +81,19 @@ impl Shared {
         Box::pin(async_stream::try_stream! {
             let mut sent = Sent::new();
             // The first snapshot goes out page by page: every call is new to a new feed, so no
-            // more than a page is held (a resync after a lag diffs the whole set instead).
-            let mut after = None;
+            // more than two pages are held (a resync after a lag diffs the whole set instead).
+            let mut page = shared.pending_page(&principal, None).await?;
             loop {
-                let (page, next) = shared.pending_page(&principal, after.take()).await?;
-                for call in page {
+                let (calls, next) = page;
+                // The next page is read while this one is sent, so the store's read and the
+                // encoding run side by side; dropping the feed drops the read.
+                let ahead = next.map(|after| {
+                    let (shared, viewer) = (Arc::clone(&shared), principal.clone());
+                    AbortOnDropHandle::new(tokio::spawn(async move {
+                        shared.pending_page(&viewer, Some(after)).await
+                    }))
+                });
+                for call in calls {
                     if filter.matches(&call.agent_id, &call.call, &principal) {
                         sent.entry(call.run_id.clone())
                             .or_default()
@@ -92,8 +101,12 @@ impl Shared {
                         yield PendingEvent::Pending(Box::new(call));
                     }
                 }
-                match next {
-                    Some(next) => after = Some(next),
+                match ahead {
+                    Some(read) => {
+                        page = read.await.map_err(|error| {
+                            RuntimeError::Internal(format!("a snapshot's page failed: {error}"))
+                        })??;
+                    }
                     None => break,
                 }
             }
@@ -140,9 +153,8 @@ impl Shared {
             .last()
             .filter(|_| page.len() == SNAPSHOT_PAGE)
             .map(|last| (last.run_id.clone(), last.call.tool_call_id.clone()));
-        for call in &page {
-            self.pending_fanout.remember(&call.run_id, &viewer.tenant);
-        }
+        self.pending_fanout
+            .remember_all(page.iter().map(|call| call.run_id.as_str()), &viewer.tenant);
         Ok((page, next))
     }
 

@@ -306,18 +306,26 @@ pub(super) static PENDING_QUERY: LazyLock<String> = LazyLock::new(|| {
 /// Pending calls of every run of tenant `$3` (of any tenant when NULL) after (`$1`, `$2`) in (run
 /// id, call id) order, at most `$4`: the run's id and agent, then [`PENDING_COLUMNS`]. (SQLite
 /// numbers `$n` parameters in the order they first appear: keep them in order.)
-pub(super) static PENDING_FEED_QUERY: LazyLock<String> = LazyLock::new(|| {
+pub(super) static PENDING_FEED_QUERY: LazyLock<String> =
+    LazyLock::new(|| pending_feed_query("runs r"));
+
+/// [`PENDING_FEED_QUERY`] for SQLite: its planner looks a run up by the primary key's index and
+/// then the row, where `runs_owner` alone covers what the feed needs (half the snapshot's read).
+pub(super) static SQLITE_PENDING_FEED_QUERY: LazyLock<String> =
+    LazyLock::new(|| pending_feed_query("runs r INDEXED BY runs_owner"));
+
+fn pending_feed_query(runs: &str) -> String {
     let columns = PENDING_COLUMNS
         .split(", ")
         .map(|c| format!("c.{c}"))
         .collect::<Vec<_>>()
         .join(", ");
     format!(
-        "SELECT c.run_id, r.agent_id, {columns} FROM tool_calls c JOIN runs r ON r.run_id = c.run_id \
+        "SELECT c.run_id, r.agent_id, {columns} FROM tool_calls c JOIN {runs} ON r.run_id = c.run_id \
          WHERE c.status = 'pending' AND (c.run_id > $1 OR (c.run_id = $1 AND c.tool_call_id > $2)) \
          AND (CAST($3 AS TEXT) IS NULL OR r.tenant = $3) ORDER BY c.run_id, c.tool_call_id LIMIT $4"
     )
-});
+}
 
 /// A pending `tool_calls` row.
 pub(super) struct PendingRow {

@@ -555,6 +555,35 @@ async fn idle_streams_get_heartbeats() {
     assert_eq!(event_name(&frame), "heartbeat");
     assert_eq!(frame.sequence, 0);
 
+    // A pending-calls feed idle after its snapshot gets them too, again and again (its one timer
+    // is armed anew after each).
+    let mut feed = client
+        .watch_pending_calls(pb::WatchPendingCallsRequest::default())
+        .await
+        .expect("feed")
+        .into_inner();
+    let mut events = Vec::new();
+    while events.len() < 4 {
+        let message = tokio::time::timeout(common::FRAME_TIMEOUT, feed.message())
+            .await
+            .expect("timed out waiting for the feed")
+            .expect("feed")
+            .expect("feed open");
+        events.push(match message.event {
+            Some(pb::watch_pending_calls_response::Event::CallPending(pending)) => {
+                assert_eq!(pending.run_id, run.run_id);
+                "call_pending"
+            }
+            Some(pb::watch_pending_calls_response::Event::SnapshotDone(_)) => "snapshot_done",
+            Some(pb::watch_pending_calls_response::Event::Heartbeat(_)) => "heartbeat",
+            other => panic!("unexpected {other:?}"),
+        });
+    }
+    assert_eq!(
+        events,
+        ["call_pending", "snapshot_done", "heartbeat", "heartbeat"]
+    );
+
     run.send_text(&question.tool_call_id, "Ada").await;
     assert_eq!(run.completed_text().await, "free: Ada");
 }

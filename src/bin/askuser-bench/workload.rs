@@ -453,16 +453,19 @@ pub async fn read_snapshot(
     feed: &mut tonic::Streaming<pb::WatchPendingCallsResponse>,
 ) -> Result<usize, BenchError> {
     use askuser::proto::v1::watch_pending_calls_response::Event;
-    let mut calls = 0;
-    loop {
-        let message = tokio::time::timeout(Duration::from_secs(120), feed.message())
-            .await
-            .map_err(|_| BenchError::failed("no snapshot from a feed for 120 s"))??;
-        match message.and_then(|m| m.event) {
-            Some(Event::CallPending(_)) => calls += 1,
-            Some(Event::SnapshotDone(_)) => return Ok(calls),
-            Some(_) => {}
-            None => return Err(BenchError::failed("a feed ended during its snapshot")),
+    // One deadline for the whole snapshot: a timer per message would cost the client (on the
+    // server's cores) more than reading the message.
+    tokio::time::timeout(Duration::from_secs(120), async {
+        let mut calls = 0;
+        loop {
+            match feed.message().await?.and_then(|m| m.event) {
+                Some(Event::CallPending(_)) => calls += 1,
+                Some(Event::SnapshotDone(_)) => return Ok(calls),
+                Some(_) => {}
+                None => return Err(BenchError::failed("a feed ended during its snapshot")),
+            }
         }
-    }
+    })
+    .await
+    .map_err(|_| BenchError::failed("no whole snapshot from a feed in 120 s"))?
 }

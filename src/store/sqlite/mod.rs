@@ -31,13 +31,13 @@ use super::ops::settle::{SettleReads, Settling};
 use super::ops::{Write, cancel, commit_executed, commit_turn, create, settle, step_events};
 use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, EXECUTING_QUERY,
-    OLDEST_PENDING_CALLS_QUERY, PENDING_CALLS_COUNT_QUERY, PENDING_COLUMNS, PENDING_FEED_QUERY,
-    PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_HEAD_QUERY, RUN_IN_TENANT,
+    OLDEST_PENDING_CALLS_QUERY, PENDING_CALLS_COUNT_QUERY, PENDING_COLUMNS, PENDING_QUERY,
+    PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_HEAD_QUERY, RUN_IN_TENANT,
     RUN_OF_REQUEST_QUERY, RUN_QUERY, RUN_STATE_QUERY, RunHead, RunRow, SETTLED_QUERY,
-    STEP_RUN_QUERY, SettledRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow,
-    TranscriptCall, UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY,
-    WEBHOOKS_DUE_QUERY, assemble_transcript, counting_step_start, executing_call, from_json,
-    parse_status, pending_counts, to_json,
+    SQLITE_PENDING_FEED_QUERY, STEP_RUN_QUERY, SettledRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY,
+    TURNS_QUERY, ToolCallRow, TranscriptCall, UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY,
+    UNSETTLED_QUERY, WEBHOOKS_DUE_QUERY, assemble_transcript, counting_step_start, executing_call,
+    from_json, parse_status, pending_counts, to_json,
 };
 use super::run_filter::{Dialect, list_runs_query};
 use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of};
@@ -249,6 +249,34 @@ mod tests {
             .and_then(|conn| conn.pragma_query_value(None, "user_version", |row| row.get(0)))
             .expect("user_version");
         assert_eq!(version, MIGRATIONS.len() as i64);
+    }
+
+    /// A new feed's snapshot reads the pending calls' index and each call's run from
+    /// `runs_owner` alone: no table is scanned, and no run's row is read.
+    #[tokio::test]
+    async fn the_snapshot_reads_indexes_only() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("askuser.sqlite3");
+        drop(SqliteStore::open(&path, Synchronous::Normal).expect("open and migrate"));
+        let conn = Connection::open(&path).expect("open");
+        let plan: Vec<String> = conn
+            .prepare(&format!(
+                "EXPLAIN QUERY PLAN {}",
+                *SQLITE_PENDING_FEED_QUERY
+            ))
+            .expect("plan")
+            .query_map(params!["", "", "default", 512], |row| row.get(3))
+            .expect("plan rows")
+            .collect::<Result<_, _>>()
+            .expect("plan rows");
+        assert_eq!(
+            plan,
+            [
+                "SEARCH c USING INDEX tool_calls_pending (run_id>?)",
+                "SEARCH r USING COVERING INDEX runs_owner (run_id=?)",
+            ],
+            "{plan:#?}"
+        );
     }
 
     /// Version 10 takes each delivery's subscription index from its `webhook-id` and drops the URL

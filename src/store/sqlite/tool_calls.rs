@@ -146,7 +146,7 @@ impl ToolCallTable for SqliteStore {
             .run(move |conn| {
                 let (run_id, call_id) = after.unwrap_or_default();
                 let rows: Vec<(String, String, PendingRow)> = conn
-                    .prepare_cached(&PENDING_FEED_QUERY)?
+                    .prepare_cached(&SQLITE_PENDING_FEED_QUERY)?
                     .query_map(params![run_id, call_id, tenant, limit as i64], |row| {
                         Ok((row.get(0)?, row.get(1)?, read_pending_row(row, 2)?))
                     })?
