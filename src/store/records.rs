@@ -310,7 +310,7 @@ pub(super) static PENDING_FEED_QUERY: LazyLock<String> =
     LazyLock::new(|| pending_feed_query("runs r"));
 
 /// [`PENDING_FEED_QUERY`] for SQLite: its planner looks a run up by the primary key's index and
-/// then the row, where `runs_owner` alone covers what the feed needs (half the snapshot's read).
+/// then reads the run's row, where `runs_owner` alone covers what the feed needs.
 pub(super) static SQLITE_PENDING_FEED_QUERY: LazyLock<String> =
     LazyLock::new(|| pending_feed_query("runs r INDEXED BY runs_owner"));
 

@@ -26,10 +26,16 @@ pub struct HoldPoint {
     pub store: StoreSize,
     /// How long a new pending-calls feed took to deliver its whole snapshot (every held call),
     /// measured up to [`SNAPSHOT_UP_TO`] held runs.
-    pub snapshot: Option<Duration>,
-    /// The server's CPU time over that snapshot (user + system, 10 ms ticks): steadier than the
-    /// wall time on a machine whose neighbours come and go.
-    pub snapshot_cpu: Option<Duration>,
+    pub snapshot: Option<Snapshot>,
+}
+
+/// A new feed's snapshot, timed.
+#[derive(Clone, Copy, Debug)]
+pub struct Snapshot {
+    pub elapsed: Duration,
+    /// The server's CPU time over it (user + system, 10 ms ticks): steadier than the wall time on
+    /// a machine whose neighbours come and go.
+    pub server_cpu: Duration,
 }
 
 /// The most held runs a feed's snapshot is timed at: past it a snapshot is bulk transfer, not the
@@ -92,13 +98,15 @@ pub(crate) async fn hold(
         held.extend(suspensions);
         // Let the last closed streams be torn down before reading the RSS.
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let (snapshot, snapshot_cpu) = if held.len() <= SNAPSHOT_UP_TO {
+        let snapshot = if held.len() <= SNAPSHOT_UP_TO {
             let cpu_before = cpu_time(server.pid())?;
-            let snapshot = workload::feed_snapshot(&mut clients[0].clone(), held.len()).await?;
-            let cpu = cpu_time(server.pid())?.saturating_sub(cpu_before);
-            (Some(snapshot), Some(cpu))
+            let elapsed = workload::feed_snapshot(&mut clients[0].clone(), held.len()).await?;
+            Some(Snapshot {
+                elapsed,
+                server_cpu: cpu_time(server.pid())?.saturating_sub(cpu_before),
+            })
         } else {
-            (None, None)
+            None
         };
         let point = HoldPoint {
             runs: held.len(),
@@ -108,7 +116,6 @@ pub(crate) async fn hold(
             rss_kib: server.rss_kib()?,
             store: server.store_size().await?,
             snapshot,
-            snapshot_cpu,
         };
         println!(
             "  {} runs suspended: {count} starts in {:.1} s = {:.0} starts/s (server CPU {:.0} µs \
@@ -122,15 +129,12 @@ pub(crate) async fn hold(
             point.store.database as f64 / point.runs as f64,
             point.store.database as f64 / 1048576.0,
             point.store.wal as f64 / 1048576.0,
-            point.snapshot.zip(point.snapshot_cpu).map_or_else(
-                String::new,
-                |(snapshot, cpu)| format!(
-                    "; a new feed's snapshot of {} calls in {:.1} ms (server CPU {:.0} ms)",
-                    point.runs,
-                    snapshot.as_secs_f64() * 1e3,
-                    cpu.as_secs_f64() * 1e3
-                )
-            ),
+            point.snapshot.map_or_else(String::new, |snapshot| format!(
+                "; a new feed's snapshot of {} calls in {:.1} ms (server CPU {:.0} ms)",
+                point.runs,
+                snapshot.elapsed.as_secs_f64() * 1e3,
+                snapshot.server_cpu.as_secs_f64() * 1e3
+            )),
         );
         points.push(point);
     }

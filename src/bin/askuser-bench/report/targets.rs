@@ -148,21 +148,21 @@ pub(super) fn target_cells(
                 None => not_run(),
             });
             cells.push(
-                match hold.points.iter().rev().find_map(|point| {
-                    point
-                        .snapshot
-                        .zip(point.snapshot_cpu)
-                        .map(|s| (point.runs, s))
-                }) {
-                    Some((runs, (snapshot, cpu))) => mine(
+                match hold
+                    .points
+                    .iter()
+                    .rev()
+                    .find_map(|point| point.snapshot.map(|s| (point.runs, s)))
+                {
+                    Some((runs, snapshot)) => mine(
                         (
                             format!(
                                 "{:.0} ms with {runs} calls pending (server CPU {:.0} ms)",
-                                ms(snapshot),
-                                ms(cpu)
+                                ms(snapshot.elapsed),
+                                ms(snapshot.server_cpu)
                             ),
                             if runs >= 100_000 {
-                                Verdict::of(snapshot <= Duration::from_millis(200))
+                                Verdict::of(snapshot.elapsed <= Duration::from_millis(200))
                             } else {
                                 Verdict::NotMeasured
                             },
