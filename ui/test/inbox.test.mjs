@@ -589,7 +589,8 @@ test("an answer link from a webhook opens its one call without a key, settles it
     await linked.waitFor();
     assert.equal(await phone.getByRole("dialog").count(), 0, "no key asked for");
     assert.match(await phone.locator("main.answer h2").textContent(), /key:alice/);
-    assert.match(await phone.locator(".run-context").textContent(), /prompt for signoff/);
+    // The run's prompt comes with GetRun, after the call is drawn: wait for it, not a snapshot of it.
+    await phone.locator(".run-context").filter({ hasText: /prompt for signoff/ }).waitFor();
     assert.equal(await linked.locator("strong").first().textContent(), "release 1.4", "markdown drawn as elements");
     await phone.screenshot({ path: join(SCREENSHOTS, "answer-link-390.png"), fullPage: true });
 
