@@ -42,8 +42,36 @@ enum Command {
     Cancel(Box<CancelArgs>),
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+/// mimalloc rather than glibc's malloc: rows are made on the store's reader threads and freed on
+/// the runtime's workers, and frames the other way. Against glibc, in interleaved rounds on
+/// 3 December 2026: 24–34 % more round trips at 64 streams, 36 % more starts, 11 % more RSS with
+/// 100,000 runs held. Built without transparent huge pages (`no_thp`): with them its arenas held
+/// 50 % more RSS than glibc, and peaked at four times as much.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// mimalloc's `mi_option_purge_delay`: its place in `mi_option_e` of the mimalloc v3 that
+/// `libmimalloc-sys` 0.1.49 builds, whose bindings lack it.
+const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+fn main() -> ExitCode {
+    // Freed memory goes back to the OS after 10 ms rather than 1 s, which let a burst of answers
+    // peak at about 50 % more RSS.
+    // SAFETY: `mi_option_set` stores a value in mimalloc's table of options.
+    unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, 10) };
+    match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(run()),
+        Err(error) => {
+            eprintln!("askuser: cannot start Tokio: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => {

@@ -279,6 +279,27 @@ mod tests {
         );
     }
 
+    /// A statement keeps the plan it was prepared with whatever is bound to it: SQLite prepared the
+    /// snapshot's page query again for every page, as a value bound to `LIMIT ?` may change a plan.
+    #[tokio::test]
+    async fn pages_are_read_without_preparing_again() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("askuser.sqlite3");
+        drop(SqliteStore::open(&path, Synchronous::Normal).expect("open and migrate"));
+        let reprepared = Readers::new(&path)
+            .run(|conn| {
+                let mut page = conn.prepare_cached(&SQLITE_PENDING_FEED_QUERY)?;
+                for (run_id, call_id) in [("", ""), ("run-1", "call-1"), ("run-2", "call-2")] {
+                    page.query_map(params![run_id, call_id, "default", 512], |_| Ok(()))?
+                        .collect::<Result<Vec<()>, _>>()?;
+                }
+                Ok(page.get_status(rusqlite::StatementStatus::RePrepare))
+            })
+            .await
+            .expect("three pages");
+        assert_eq!(reprepared, 0);
+    }
+
     /// Version 10 takes each delivery's subscription index from its `webhook-id` and drops the URL
     /// and secret's variable it copied.
     #[tokio::test]

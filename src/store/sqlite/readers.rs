@@ -86,6 +86,7 @@ fn open(path: &Path) -> StoreResult<Connection> {
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
+    super::schema::keep_plans(&conn)?;
     // A reader waits only for a checkpoint's brief restart of the WAL.
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     conn.set_prepared_statement_cache_capacity(32);

@@ -2,6 +2,7 @@
 //! files), applied when a connection opens the file.
 
 use super::*;
+use rusqlite::config::DbConfig;
 
 /// The schema's versions, each the statements that bring the previous one to it (the first from
 /// an empty file); never edit a released one, add the next.
@@ -73,12 +74,21 @@ CREATE TABLE events (
 /// for the writer's batch, the writer for a restart.
 pub(super) fn connect(path: &Path) -> StoreResult<Connection> {
     let conn = Connection::open(path)?;
+    keep_plans(&conn)?;
     conn.busy_handler(Some(|attempt| {
         // Polls every 100 µs for up to 5 s: the locks are held for a batch or a restart at most.
         std::thread::sleep(std::time::Duration::from_micros(100));
         attempt < 50_000
     }))?;
     Ok(conn)
+}
+
+/// Has a prepared statement keep its plan whatever values are bound to it. Otherwise SQLite
+/// prepares a statement again at every run in which a value is bound to a parameter it might plan
+/// on, such as `LIMIT ?`: every page of a feed's snapshot was parsed and planned anew.
+pub(super) fn keep_plans(conn: &Connection) -> StoreResult<()> {
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    Ok(())
 }
 
 pub(super) fn migrate(conn: &mut Connection) -> StoreResult<()> {

@@ -56,14 +56,20 @@ pub(super) const LIMITS: &str = "\
   than in the store's own task (about 6% slower); one connection with exclusive locking and \
   checkpoints inside commits (no file-lock calls, which `perf stat` counted at ~23 `fcntl` per \
   round trip before, and a resume p99 of 0.37 ms instead of 0.6 ms, but the same rate, and \
-  checkpoint stalls doubled the p99 at 64 and 256 streams); mimalloc. Tried again on 3 December \
+  checkpoint stalls doubled the p99 at 64 and 256 streams). Tried again on 3 December \
   2026, three interleaved rounds on a quiet machine: the caller-led batch as a queue that whoever \
   finds it idle drains, batch after batch (+3 % sequential, −2.5 % at 64 streams); SQLite built \
   with a page cache per connection (without `SQLITE_ENABLE_MEMORY_MANAGEMENT`, whose shared cache \
   takes a global mutex per page) and without memory statistics (2 % or less either way \
   in the round trips, the starts and a feed's snapshot). Schemas keyed by rowid or \
   with a partial status index were simulated: 3–4% fewer WAL frames (21% with no status index at \
-  all), a few percent of the server's CPU at most.
+  all), a few percent of the server's CPU at most. Kept on 3 December 2026, measured in \
+  interleaved rounds against the build before: mimalloc instead of glibc's malloc, built without \
+  transparent huge pages (24–34 % more round trips at 64 streams, sequential within the spread, \
+  36 % more starts, a feed's snapshot 12 % faster, 11 % more RSS with 100,000 runs held; on an \
+  earlier machine it had not paid); prepared statements that keep their plans (SQLite's QPSG), \
+  so that a value bound to `LIMIT ?` no longer has SQLite prepare the statement again at every \
+  run (a feed's snapshot 5–10 % faster).
 - Resume latency: the answer's settling commit and the completing turn's commit, one store \
   operation each (the question is checked inside the settling transaction, and that transaction \
   also takes the run's lease and reads the next step's state).
