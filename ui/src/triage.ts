@@ -1,7 +1,7 @@
 // How the inbox's keyboard reaches the call shown in its detail pane: the approval card there
 // registers what `a` and `r` do, and each action sent from the pane moves the selection on.
 import { createContext } from "preact";
-import { useContext, useEffect } from "preact/hooks";
+import { useContext, useLayoutEffect } from "preact/hooks";
 
 export interface TriageActions {
   approve: () => void;
@@ -21,10 +21,14 @@ export const TriageContext = createContext<Triage | undefined>(undefined);
 
 export const useTriage = () => useContext(TriageContext);
 
-/** Registers `actions` with the inbox's keyboard while the card is shown (outside the inbox, nothing). */
+/**
+ * Registers `actions` with the inbox's keyboard while the card is shown (outside the inbox, nothing),
+ * in the same commit that draws the card: a key pressed as soon as the card shows acts on it (with
+ * an effect after paint, an `a` pressed in between did nothing).
+ */
 export function useTriageActions(actions: TriageActions | undefined, deps: unknown[]) {
   const triage = useTriage();
-  useEffect(() => {
+  useLayoutEffect(() => {
     if (!triage) return;
     triage.register(actions);
     return () => triage.register(undefined);
