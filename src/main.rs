@@ -44,7 +44,7 @@ enum Command {
 
 /// mimalloc rather than glibc's malloc: rows are made on the store's reader threads and freed on
 /// the runtime's workers, and frames the other way. Against glibc, in interleaved rounds on
-/// 3 December 2026: 24–34 % more round trips at 64 streams, 36 % more starts, 11 % more RSS with
+/// 3 December 2026: 15–34 % more round trips at 64 streams, 36 % more starts, 11 % more RSS with
 /// 100,000 runs held. Built without transparent huge pages (`no_thp`): with them its arenas held
 /// 50 % more RSS than glibc, and peaked at four times as much.
 #[global_allocator]

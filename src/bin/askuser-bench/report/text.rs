@@ -65,7 +65,7 @@ pub(super) const LIMITS: &str = "\
   with a partial status index were simulated: 3–4% fewer WAL frames (21% with no status index at \
   all), a few percent of the server's CPU at most. Kept on 3 December 2026, measured in \
   interleaved rounds against the build before: mimalloc instead of glibc's malloc, built without \
-  transparent huge pages (24–34 % more round trips at 64 streams, sequential within the spread, \
+  transparent huge pages (15–34 % more round trips at 64 streams, sequential within the spread, \
   36 % more starts, a feed's snapshot 12 % faster, 11 % more RSS with 100,000 runs held; on an \
   earlier machine it had not paid); prepared statements that keep their plans (SQLite's QPSG), \
   so that a value bound to `LIMIT ?` no longer has SQLite prepare the statement again at every \
