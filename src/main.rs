@@ -51,14 +51,21 @@ enum Command {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// mimalloc's `mi_option_purge_delay`: its place in `mi_option_e` of the mimalloc v3 that
-/// `libmimalloc-sys` 0.1.49 builds, whose bindings lack it.
+/// `libmimalloc-sys` 0.1.49 builds, whose bindings lack it; its default there is 1000 (ms).
 const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+const DEFAULT_PURGE_DELAY_MS: std::ffi::c_long = 1000;
 
 fn main() -> ExitCode {
     // Freed memory goes back to the OS after 10 ms rather than 1 s, which let a burst of answers
-    // peak at about 50 % more RSS.
-    // SAFETY: `mi_option_set` stores a value in mimalloc's table of options.
-    unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, 10) };
+    // peak at about 50 % more RSS. Only over the default: a `MIMALLOC_PURGE_DELAY` stands, and
+    // a mimalloc whose option 15 is something else is left alone.
+    // SAFETY: `mi_option_get` and `mi_option_set` read and store a value in mimalloc's table of
+    // options.
+    unsafe {
+        if libmimalloc_sys::mi_option_get(PURGE_DELAY) == DEFAULT_PURGE_DELAY_MS {
+            libmimalloc_sys::mi_option_set(PURGE_DELAY, 10);
+        }
+    }
     match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
