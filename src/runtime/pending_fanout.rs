@@ -40,7 +40,8 @@ pub(super) enum TenantChange {
 #[derive(Default)]
 pub(super) struct PendingFanout {
     tenants: Mutex<HashMap<String, broadcast::Sender<TenantChange>>>,
-    owners: Mutex<HashMap<String, String>>,
+    /// Keyed by server-made run ids, so a fast hash is safe; a snapshot notes every run it reads.
+    owners: Mutex<foldhash::HashMap<String, Arc<str>>>,
 }
 
 impl PendingFanout {
@@ -74,19 +75,22 @@ impl PendingFanout {
         if !self.tenants.lock().is_ok_and(|t| !t.is_empty()) {
             return;
         }
+        let tenant: Arc<str> = Arc::from(tenant);
         if let Ok(mut owners) = self.owners.lock() {
             for run_id in run_ids {
-                if owners.len() < MAX_OWNERS {
-                    owners.insert(run_id.to_owned(), tenant.to_owned());
-                } else if let Some(owner) = owners.get_mut(run_id) {
-                    tenant.clone_into(owner);
+                if let Some(owner) = owners.get_mut(run_id) {
+                    if **owner != *tenant {
+                        *owner = Arc::clone(&tenant);
+                    }
+                } else if owners.len() < MAX_OWNERS {
+                    owners.insert(run_id.to_owned(), Arc::clone(&tenant));
                 }
             }
         }
     }
 
     fn owner(&self, run_id: &str) -> Option<String> {
-        self.owners.lock().ok()?.get(run_id).cloned()
+        Some(self.owners.lock().ok()?.get(run_id)?.to_string())
     }
 
     fn forget(&self, run_id: &str) {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use futures::Stream;
 use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::RuntimeError;
@@ -18,7 +19,7 @@ use super::shared::Shared;
 use crate::domain::{
     PendingCall, Principal, RunRecord, SettledBy, SettledCall, SuspendKind, ToolResultKind,
 };
-use crate::store::{CallStatus, PendingQuery, RunPendingCall, Tenancy};
+use crate::store::{CallStatus, PendingQuery, RunPendingCall, StoreError, Tenancy, page_after};
 
 /// Which calls a feed sends; an empty list matches everything.
 #[derive(Clone, Debug, Default)]
@@ -63,8 +64,10 @@ pub type PendingStream = Pin<Box<dyn Stream<Item = Result<PendingEvent, RuntimeE
 /// Calls read from the store per round trip while taking a snapshot.
 const SNAPSHOT_PAGE: usize = 512;
 
-/// What a feed has sent: per run, each waiting call with what it waits for.
-type Sent = HashMap<String, HashMap<String, SuspendKind>>;
+/// What a feed has sent: per run, each waiting call with what it waits for. A run waits on a few
+/// calls at once, so a list; runs are keyed by their server-made ids, so a fast hash is safe (a
+/// snapshot inserts every run it sends).
+type Sent = foldhash::HashMap<String, Vec<(String, SuspendKind)>>;
 
 impl Shared {
     /// The calls that wait for someone across `principal`'s tenant's runs: a snapshot, then changes
@@ -79,37 +82,28 @@ impl Shared {
         // viewer's tenant's runs come, each read once for all its feeds.
         let mut changes = shared.pending_fanout.subscribe(&principal.tenant);
         Box::pin(async_stream::try_stream! {
-            let mut sent = Sent::new();
+            let mut sent = Sent::default();
             // The first snapshot goes out page by page: every call is new to a new feed, so no
-            // more than two pages are held (a resync after a lag diffs the whole set instead).
-            let mut page = shared.pending_page(&principal, None).await?;
-            loop {
-                let (calls, next) = page;
-                // The next page is read while this one is sent, so the store's read and the
-                // encoding run side by side; dropping the feed drops the read.
-                let ahead = next.map(|after| {
-                    let (shared, viewer) = (Arc::clone(&shared), principal.clone());
-                    AbortOnDropHandle::new(tokio::spawn(async move {
-                        shared.pending_page(&viewer, Some(after)).await
-                    }))
-                });
-                for call in calls {
+            // more than a few pages are held (a resync after a lag diffs the whole set instead).
+            let (mut pages, mut reader) = shared.snapshot_pages(&principal);
+            while let Some(page) = pages.recv().await {
+                let page = page?;
+                crate::metrics::pending_feed_read();
+                shared.pending_fanout
+                    .remember_all(page.iter().map(|call| call.run_id.as_str()), &principal.tenant);
+                for call in page {
                     if filter.matches(&call.agent_id, &call.call, &principal) {
                         sent.entry(call.run_id.clone())
                             .or_default()
-                            .insert(call.call.tool_call_id.clone(), call.call.suspension.kind);
+                            .push((call.call.tool_call_id.clone(), call.call.suspension.kind));
                         yield PendingEvent::Pending(Box::new(call));
                     }
                 }
-                match ahead {
-                    Some(read) => {
-                        page = read.await.map_err(|error| {
-                            RuntimeError::Internal(format!("a snapshot's page failed: {error}"))
-                        })??;
-                    }
-                    None => break,
-                }
             }
+            // The pages end when the reading ends: make sure it ended, not failed.
+            (&mut reader).await.map_err(|error| {
+                RuntimeError::Internal(format!("a snapshot's read failed: {error}"))
+            })?;
             yield PendingEvent::SnapshotDone;
             loop {
                 let change = tokio::select! {
@@ -133,6 +127,28 @@ impl Shared {
         })
     }
 
+    /// The pages of a new feed's snapshot, read by a task of their own while the feed sends the
+    /// ones before, so the store's reads and the encoding run side by side. The task ends after the
+    /// last page or the first error, and with the returned handle (when the feed is dropped).
+    fn snapshot_pages(
+        self: &Arc<Self>,
+        viewer: &Principal,
+    ) -> (
+        mpsc::Receiver<Result<Vec<RunPendingCall>, StoreError>>,
+        AbortOnDropHandle<()>,
+    ) {
+        // One page waits in the channel while one is sent and the next is read.
+        let (pages, received) = mpsc::channel(1);
+        let (shared, tenant) = (Arc::clone(self), viewer.tenant.clone());
+        let reader = tokio::spawn(async move {
+            shared
+                .store
+                .send_pending_pages(Tenancy::Only(&tenant), SNAPSHOT_PAGE, pages)
+                .await;
+        });
+        (received, AbortOnDropHandle::new(reader))
+    }
+
     /// One page of the pending calls of the viewer's tenant's runs after `after` (each run noted for
     /// the fan-out), and where the next page starts: `None` after the last.
     async fn pending_page(
@@ -149,10 +165,7 @@ impl Shared {
                 limit: SNAPSHOT_PAGE,
             })
             .await?;
-        let next = page
-            .last()
-            .filter(|_| page.len() == SNAPSHOT_PAGE)
-            .map(|last| (last.run_id.clone(), last.call.tool_call_id.clone()));
+        let next = page_after(&page, SNAPSHOT_PAGE);
         self.pending_fanout
             .remember_all(page.iter().map(|call| call.run_id.as_str()), &viewer.tenant);
         Ok((page, next))
@@ -231,11 +244,15 @@ impl Shared {
         settled: Option<&[SettledCall]>,
     ) -> Result<Vec<PendingEvent>, RuntimeError> {
         let before = sent.remove(run_id).unwrap_or_default();
-        let now: HashMap<String, SuspendKind> = calls
+        let now: Vec<(String, SuspendKind)> = calls
             .iter()
             .map(|c| (c.call.tool_call_id.clone(), c.call.suspension.kind))
             .collect();
-        let gone: Vec<&String> = before.keys().filter(|id| !now.contains_key(*id)).collect();
+        let gone: Vec<&String> = before
+            .iter()
+            .map(|(id, _)| id)
+            .filter(|id| !now.iter().any(|(waiting, _)| waiting == *id))
+            .collect();
         let read;
         let settled = match settled {
             Some(settled) => settled,
@@ -270,7 +287,11 @@ impl Shared {
             });
         }
         for call in calls {
-            if before.get(&call.call.tool_call_id) != Some(&call.call.suspension.kind) {
+            let unchanged = (call.call.tool_call_id.as_str(), call.call.suspension.kind);
+            if !before
+                .iter()
+                .any(|(id, kind)| (id.as_str(), *kind) == unchanged)
+            {
                 events.push(PendingEvent::Pending(Box::new(call)));
             }
         }

@@ -31,9 +31,19 @@ impl Readers {
         T: Send + 'static,
         F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
     {
+        self.run_each(move |conn| read(conn, work)).await
+    }
+
+    /// Runs `work` on a blocking thread in no transaction: each of its statements is its own read,
+    /// so that work reading page after page holds no snapshot of the store between them.
+    pub(super) async fn run_each<T, F>(&self, work: F) -> StoreResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+    {
         let conn = self.take()?;
         let (conn, outcome) = tokio::task::spawn_blocking(move || {
-            let outcome = read(&conn, work);
+            let outcome = work(&conn);
             (conn, outcome)
         })
         .await

@@ -1,6 +1,9 @@
 //! SQLite's tool calls: settling, claiming, listing and expiring them ([`ToolCallTable`]).
 
 use async_trait::async_trait;
+use tokio::sync::mpsc::error::TrySendError;
+
+use crate::store::{PendingPages, page_after};
 
 use super::*;
 
@@ -143,19 +146,53 @@ impl ToolCallTable for SqliteStore {
     async fn pending_calls(&self, query: PendingQuery<'_>) -> StoreResult<Vec<RunPendingCall>> {
         let (tenant, after, limit) = (query.tenancy.param(), query.after, query.limit);
         self.readers
-            .run(move |conn| {
-                let (run_id, call_id) = after.unwrap_or_default();
-                let rows: Vec<(String, String, PendingRow)> = conn
-                    .prepare_cached(&SQLITE_PENDING_FEED_QUERY)?
-                    .query_map(params![run_id, call_id, tenant, limit as i64], |row| {
-                        Ok((row.get(0)?, row.get(1)?, read_pending_row(row, 2)?))
-                    })?
-                    .collect::<Result<_, _>>()?;
-                rows.into_iter()
-                    .map(|(run_id, agent_id, row)| row.into_run_pending(run_id, agent_id))
-                    .collect()
-            })
+            .run(move |conn| read_pending_page(conn, tenant.as_deref(), after, limit))
             .await
+    }
+
+    async fn send_pending_pages(&self, tenancy: Tenancy<'_>, limit: usize, pages: PendingPages) {
+        let tenant = tenancy.param();
+        let mut after = None;
+        loop {
+            // One blocking thread reads page after page while the channel has room: no hop back
+            // to the runtime between pages. A page it has no room for comes back here to wait,
+            // so a slow receiver holds no thread.
+            let (tenant, sender) = (tenant.clone(), pages.clone());
+            let read = self
+                .readers
+                .run_each(move |conn| {
+                    let mut after = after;
+                    loop {
+                        let page = read_pending_page(conn, tenant.as_deref(), after.take(), limit)?;
+                        let next = page_after(&page, limit);
+                        match sender.try_send(Ok(page)) {
+                            Ok(()) => {}
+                            Err(TrySendError::Full(Ok(page))) => return Ok(Some((page, next))),
+                            Err(_) => return Ok(None),
+                        }
+                        match next {
+                            Some(next) => after = Some(next),
+                            None => return Ok(None),
+                        }
+                    }
+                })
+                .await;
+            let (page, next) = match read {
+                Ok(Some(waiting)) => waiting,
+                Ok(None) => return,
+                Err(error) => {
+                    let _ = pages.send(Err(error)).await;
+                    return;
+                }
+            };
+            if pages.send(Ok(page)).await.is_err() {
+                return;
+            }
+            match next {
+                Some(next) => after = Some(next),
+                None => return,
+            }
+        }
     }
 
     async fn pending_counts(&self, now_ms: i64) -> StoreResult<PendingCounts> {
@@ -204,4 +241,24 @@ impl ToolCallTable for SqliteStore {
         })
         .await
     }
+}
+
+/// One page of [`SQLITE_PENDING_FEED_QUERY`]: the pending calls of `tenant`'s runs (any run's when
+/// `None`) after `after`, at most `limit`.
+fn read_pending_page(
+    conn: &Connection,
+    tenant: Option<&str>,
+    after: Option<(String, String)>,
+    limit: usize,
+) -> StoreResult<Vec<RunPendingCall>> {
+    let (run_id, call_id) = after.unwrap_or_default();
+    let rows: Vec<(String, String, PendingRow)> = conn
+        .prepare_cached(&SQLITE_PENDING_FEED_QUERY)?
+        .query_map(params![run_id, call_id, tenant, limit as i64], |row| {
+            Ok((row.get(0)?, row.get(1)?, read_pending_row(row, 2)?))
+        })?
+        .collect::<Result<_, _>>()?;
+    rows.into_iter()
+        .map(|(run_id, agent_id, row)| row.into_run_pending(run_id, agent_id))
+        .collect()
 }

@@ -59,6 +59,17 @@ pub struct PendingQuery<'a> {
     pub limit: usize,
 }
 
+/// Where [`ToolCallTable::send_pending_pages`] sends a snapshot: its pages in order, or an error as
+/// the last item.
+pub type PendingPages = tokio::sync::mpsc::Sender<StoreResult<Vec<RunPendingCall>>>;
+
+/// Where the page after `page` starts, if `page` is full (`limit` calls): its last call.
+pub fn page_after(page: &[RunPendingCall], limit: usize) -> Option<(String, String)> {
+    page.last()
+        .filter(|_| page.len() == limit)
+        .map(|last| (last.run_id.clone(), last.call.tool_call_id.clone()))
+}
+
 /// Tool calls: reading, settling, claiming, listing and expiring them, and the results of the calls the server ran.
 #[async_trait]
 pub trait ToolCallTable: Send + Sync {
@@ -79,6 +90,32 @@ pub trait ToolCallTable: Send + Sync {
     /// Pending calls of every run, ordered by run and call id, after the given (run id, call id),
     /// at most `limit`.
     async fn pending_calls(&self, query: PendingQuery<'_>) -> StoreResult<Vec<RunPendingCall>>;
+    /// Every pending call of `tenancy`'s runs in (run id, call id) order, sent to `pages` in pages
+    /// of at most `limit` as they are read, each page its own read; an error goes as the last item.
+    /// Returns when all are sent, or when `pages` is closed. A store may read ahead of the
+    /// receiver by as much as the channel holds.
+    async fn send_pending_pages(&self, tenancy: Tenancy<'_>, limit: usize, pages: PendingPages) {
+        let mut after = None;
+        loop {
+            let query = PendingQuery {
+                tenancy,
+                after: after.take(),
+                limit,
+            };
+            let page = self.pending_calls(query).await;
+            let next = page
+                .as_deref()
+                .ok()
+                .and_then(|page| page_after(page, limit));
+            if pages.send(page).await.is_err() {
+                return;
+            }
+            match next {
+                Some(next) => after = Some(next),
+                None => return,
+            }
+        }
+    }
     /// Runs not finished and calls waiting, over every tenant's runs.
     /// What waits now (`now_ms`: for the webhook deliveries due).
     async fn pending_counts(&self, now_ms: i64) -> StoreResult<PendingCounts>;
