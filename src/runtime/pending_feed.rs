@@ -19,7 +19,7 @@ use super::shared::Shared;
 use crate::domain::{
     PendingCall, Principal, RunRecord, SettledBy, SettledCall, SuspendKind, ToolResultKind,
 };
-use crate::store::{CallStatus, PendingQuery, RunPendingCall, StoreError, Tenancy, page_after};
+use crate::store::{CallStatus, RunPendingCall, StoreError, Tenancy};
 
 /// Which calls a feed sends; an empty list matches everything.
 #[derive(Clone, Debug, Default)]
@@ -64,6 +64,35 @@ pub type PendingStream = Pin<Box<dyn Stream<Item = Result<PendingEvent, RuntimeE
 /// Calls read from the store per round trip while taking a snapshot.
 const SNAPSHOT_PAGE: usize = 512;
 
+/// The pages of a snapshot as the store sends them, and the task that reads them.
+struct SnapshotPages {
+    pages: mpsc::Receiver<Result<Vec<RunPendingCall>, StoreError>>,
+    reader: AbortOnDropHandle<()>,
+}
+
+impl SnapshotPages {
+    /// The next page, its runs noted for the fan-out; `None` once the reading has ended, not
+    /// failed.
+    async fn next(
+        &mut self,
+        shared: &Shared,
+        viewer: &Principal,
+    ) -> Result<Option<Vec<RunPendingCall>>, RuntimeError> {
+        let Some(page) = self.pages.recv().await else {
+            (&mut self.reader).await.map_err(|error| {
+                RuntimeError::Internal(format!("a snapshot's read failed: {error}"))
+            })?;
+            return Ok(None);
+        };
+        let page = page?;
+        crate::metrics::pending_feed_read();
+        shared
+            .pending_fanout
+            .remember_all(page.iter().map(|call| call.run_id.as_str()), &viewer.tenant);
+        Ok(Some(page))
+    }
+}
+
 /// What a feed has sent: per run, each waiting call with what it waits for. A run waits on a few
 /// calls at once, so a list; runs are keyed by their server-made ids, so a fast hash is safe (a
 /// snapshot inserts every run it sends).
@@ -85,12 +114,8 @@ impl Shared {
             let mut sent = Sent::default();
             // The first snapshot goes out page by page: every call is new to a new feed, so no
             // more than a few pages are held (a resync after a lag diffs the whole set instead).
-            let (mut pages, mut reader) = shared.snapshot_pages(&principal);
-            while let Some(page) = pages.recv().await {
-                let page = page?;
-                crate::metrics::pending_feed_read();
-                shared.pending_fanout
-                    .remember_all(page.iter().map(|call| call.run_id.as_str()), &principal.tenant);
+            let mut pages = shared.snapshot_pages(&principal);
+            while let Some(page) = pages.next(&shared, &principal).await? {
                 for call in page {
                     if filter.matches(&call.agent_id, &call.call, &principal) {
                         sent.entry(call.run_id.clone())
@@ -100,10 +125,6 @@ impl Shared {
                     }
                 }
             }
-            // The pages end when the reading ends: make sure it ended, not failed.
-            (&mut reader).await.map_err(|error| {
-                RuntimeError::Internal(format!("a snapshot's read failed: {error}"))
-            })?;
             yield PendingEvent::SnapshotDone;
             loop {
                 let change = tokio::select! {
@@ -127,16 +148,10 @@ impl Shared {
         })
     }
 
-    /// The pages of a new feed's snapshot, read by a task of their own while the feed sends the
-    /// ones before, so the store's reads and the encoding run side by side. The task ends after the
-    /// last page or the first error, and with the returned handle (when the feed is dropped).
-    fn snapshot_pages(
-        self: &Arc<Self>,
-        viewer: &Principal,
-    ) -> (
-        mpsc::Receiver<Result<Vec<RunPendingCall>, StoreError>>,
-        AbortOnDropHandle<()>,
-    ) {
+    /// The pages of the pending calls of the viewer's tenant's runs, read by a task of their own
+    /// while the feed sends the ones before, so the store's reads and the encoding run side by
+    /// side. The task ends after the last page or the first error, and when the pages are dropped.
+    fn snapshot_pages(self: &Arc<Self>, viewer: &Principal) -> SnapshotPages {
         // One page waits in the channel while one is sent and the next is read.
         let (pages, received) = mpsc::channel(1);
         let (shared, tenant) = (Arc::clone(self), viewer.tenant.clone());
@@ -146,51 +161,27 @@ impl Shared {
                 .send_pending_pages(Tenancy::Only(&tenant), SNAPSHOT_PAGE, pages)
                 .await;
         });
-        (received, AbortOnDropHandle::new(reader))
-    }
-
-    /// One page of the pending calls of the viewer's tenant's runs after `after` (each run noted for
-    /// the fan-out), and where the next page starts: `None` after the last.
-    async fn pending_page(
-        &self,
-        viewer: &Principal,
-        after: Option<(String, String)>,
-    ) -> Result<(Vec<RunPendingCall>, Option<(String, String)>), RuntimeError> {
-        crate::metrics::pending_feed_read();
-        let page = self
-            .store
-            .pending_calls(PendingQuery {
-                tenancy: Tenancy::Only(&viewer.tenant),
-                after,
-                limit: SNAPSHOT_PAGE,
-            })
-            .await?;
-        let next = page_after(&page, SNAPSHOT_PAGE);
-        self.pending_fanout
-            .remember_all(page.iter().map(|call| call.run_id.as_str()), &viewer.tenant);
-        Ok((page, next))
+        SnapshotPages {
+            pages: received,
+            reader: AbortOnDropHandle::new(reader),
+        }
     }
 
     /// Reads every pending call of the viewer's tenant's runs and sends what changed since `sent`.
     async fn resync(
-        &self,
+        self: &Arc<Self>,
         viewer: &Principal,
         filter: &PendingFilter,
         sent: &mut Sent,
     ) -> Result<Vec<PendingEvent>, RuntimeError> {
         let tenancy = Tenancy::Only(&viewer.tenant);
         let mut now: HashMap<String, Vec<RunPendingCall>> = HashMap::new();
-        let mut after = None;
-        loop {
-            let (page, next) = self.pending_page(viewer, after.take()).await?;
+        let mut pages = self.snapshot_pages(viewer);
+        while let Some(page) = pages.next(self, viewer).await? {
             for call in page {
                 if filter.matches(&call.agent_id, &call.call, viewer) {
                     now.entry(call.run_id.clone()).or_default().push(call);
                 }
-            }
-            match next {
-                Some(next) => after = Some(next),
-                None => break,
             }
         }
         let runs: HashSet<String> = sent.keys().chain(now.keys()).cloned().collect();
