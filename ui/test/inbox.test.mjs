@@ -225,7 +225,9 @@ test("sorted by urgency: expiring soonest first, then the oldest; the selected c
   const context = page.locator(`.detail .run-context[data-run="${survey.runId}"]`);
   await context.locator(".so-far li").waitFor();
   assert.match(await context.locator(".prompt").textContent(), /Prompt · survey.*prompt for survey/);
-  assert.match(await context.locator(".so-far li").textContent(), /^What is your name\? answered by key:bob · just now — Ada$/);
+  // The item may be drawn before its question's text is known (then it names the tool): wait for it.
+  const soFar = /^What is your name\? answered by key:bob · just now — Ada$/;
+  await eventually("the answer so far under its question", async () => soFar.test(await context.locator(".so-far li").textContent()));
 
   for (const { runId } of [old, survey, later, sooner]) await bob.cancelRun(runId, "done with it");
   await eventually("the list to empty", async () => (await page.locator("button.row").count()) === 0);
