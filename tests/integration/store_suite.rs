@@ -1785,6 +1785,91 @@ async fn migrations_are_idempotent(location: StoreLocation) {
     assert_eq!(run_status(&store, "run-1").await, RunStatus::Running);
 }
 
+/// On PostgreSQL, each page of the pending-calls feed reads about its own rows from the indexes:
+/// with 20,000 calls held, a snapshot's pages together read each call and each run's owner about
+/// once. (A page's plan was a merge join walking the runs' index from its start, or a bitmap of
+/// every later call sorted: pages that read more the further the snapshot went.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_feed_pages_read_only_their_own_rows() {
+    const RUNS: i64 = 20_000;
+    let Some(location) = StoreLocation::postgres().await else {
+        return;
+    };
+    let StoreLocation::Postgres { url } = &location else {
+        unreachable!("a PostgreSQL location");
+    };
+    let store = location.open().await;
+    let db = common::postgres_client(url).await;
+    // Every tenth run is another tenant's; each run waits on one call. Rows are written directly:
+    // 20,000 suspensions through the store would take minutes with fsync on.
+    db.batch_execute(&format!(
+        "INSERT INTO runs (run_id, agent_id, status, prompt, metadata, last_sequence, created_ms, \
+         updated_ms, tenant) SELECT 'run-' || lpad(g::text, 6, '0'), 'asker', 'suspended', '', '{{}}', \
+         3, 0, 0, CASE WHEN g % 10 = 0 THEN 'acme' ELSE 'default' END \
+         FROM generate_series(1, {RUNS}) g; \
+         INSERT INTO tool_calls (run_id, tool_call_id, turn, position, tool_name, arguments_json, \
+         status, payload) SELECT 'run-' || lpad(g::text, 6, '0'), 'call-1', 1, 0, 'ask_user', '{{}}', \
+         'pending', NULL FROM generate_series(1, {RUNS}) g; \
+         ANALYZE runs; ANALYZE tool_calls; SELECT pg_stat_reset();"
+    ))
+    .await
+    .expect("held runs");
+
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store
+            .pending_calls(PendingQuery {
+                tenancy: Tenancy::Only("default"),
+                after: after.clone(),
+                limit: 512,
+            })
+            .await
+            .expect("page");
+        let Some(last) = page.last() else { break };
+        after = Some((last.run_id.clone(), last.call.tool_call_id.clone()));
+        seen.extend(page.into_iter().map(|pending| pending.run_id));
+    }
+    let expected: Vec<String> = (1..=RUNS)
+        .filter(|g| g % 10 != 0)
+        .map(|g| format!("run-{g:06}"))
+        .collect();
+    assert_eq!(seen.len(), expected.len());
+    assert!(seen == expected, "every default run's call once, in order");
+
+    // Each backend reports its reads when it goes idle, within a second or so: wait until the
+    // calls' reads are all reported, then the runs' are too.
+    let index_reads = async || -> (i64, i64) {
+        let row = db
+            .query_one(
+                "SELECT COALESCE(SUM(idx_tup_read) FILTER (WHERE relname = 'tool_calls'), 0)::bigint, \
+                 COALESCE(SUM(idx_tup_read) FILTER (WHERE relname = 'runs'), 0)::bigint \
+                 FROM pg_stat_user_indexes",
+                &[],
+            )
+            .await
+            .expect("index statistics");
+        (row.get(0), row.get(1))
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let (calls_read, runs_read) = loop {
+        let reads = index_reads().await;
+        if reads.0 >= RUNS || tokio::time::Instant::now() > deadline {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            break index_reads().await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(
+        calls_read >= RUNS,
+        "the calls' reads were reported: {calls_read}"
+    );
+    assert!(
+        calls_read <= 2 * RUNS && runs_read <= 2 * RUNS,
+        "index tuples read for {RUNS} held calls: {calls_read} of calls, {runs_read} of runs"
+    );
+}
+
 /// Starts that carry one request id, one after another and all at once, create one run: the others
 /// get its id and write nothing.
 async fn a_start_repeating_a_request_id_returns_the_first_run(store: Arc<dyn RunStore>) {
