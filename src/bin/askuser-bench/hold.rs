@@ -23,6 +23,9 @@ pub struct HoldPoint {
     /// Server CPU time spent meanwhile.
     pub server_cpu: Duration,
     pub rss_kib: u64,
+    /// The anonymous part of the RSS (`RssAnon`): what the server allocated. The rest is mostly
+    /// the binary's own pages mapped from its file, which depend on the machine's read-ahead.
+    pub anon_kib: u64,
     pub store: StoreSize,
     /// How long a new pending-calls feed took to deliver its whole snapshot (every held call),
     /// measured up to [`SNAPSHOT_UP_TO`] held runs.
@@ -114,18 +117,20 @@ pub(crate) async fn hold(
             started: count,
             server_cpu,
             rss_kib: server.rss_kib()?,
+            anon_kib: server.anon_kib()?,
             store: server.store_size().await?,
             snapshot,
         };
         println!(
             "  {} runs suspended: {count} starts in {:.1} s = {:.0} starts/s (server CPU {:.0} µs \
-             per start); server RSS {:.1} MiB; store {:.0} bytes/run ({:.1} MiB, and {:.1} MiB of \
+             per start); server RSS {:.1} MiB ({:.1} MiB anonymous); store {:.0} bytes/run ({:.1} MiB, and {:.1} MiB of \
              WAL){}",
             point.runs,
             elapsed.as_secs_f64(),
             point.starts_per_second(),
             server_cpu.as_secs_f64() * 1e6 / count.max(1) as f64,
             point.rss_kib as f64 / 1024.0,
+            point.anon_kib as f64 / 1024.0,
             point.store.database as f64 / point.runs as f64,
             point.store.database as f64 / 1048576.0,
             point.store.wal as f64 / 1048576.0,

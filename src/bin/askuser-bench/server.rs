@@ -194,6 +194,11 @@ impl ServerProcess {
         self.status_kib("VmRSS:")
     }
 
+    /// The anonymous part of the server's resident set in KiB (`RssAnon`).
+    pub fn anon_kib(&self) -> Result<u64, BenchError> {
+        self.status_kib("RssAnon:")
+    }
+
     /// The server's peak resident set size in KiB (`VmHWM`).
     pub fn peak_rss_kib(&self) -> Result<u64, BenchError> {
         self.status_kib("VmHWM:")

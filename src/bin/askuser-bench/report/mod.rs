@@ -326,19 +326,20 @@ fn store_section(
         let _ = writeln!(
             out,
             "| runs suspended | starts | time | starts/s | server CPU per start | server RSS (VmRSS) \
-             | database file | per run | WAL not yet checkpointed |"
+             | of it anonymous (RssAnon) | database file | per run | WAL not yet checkpointed |"
         );
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
         for point in &hold.points {
             let _ = writeln!(
                 out,
-                "| {} | {} | {:.1} s | {:.0} | {:.0} µs | {:.1} MB | {:.1} MB | {:.0} bytes | {:.1} MB |",
+                "| {} | {} | {:.1} s | {:.0} | {:.0} µs | {:.1} MB | {:.1} MB | {:.1} MB | {:.0} bytes | {:.1} MB |",
                 point.runs,
                 point.started,
                 point.elapsed.as_secs_f64(),
                 point.starts_per_second(),
                 point.server_cpu.as_secs_f64() * 1e6 / point.started.max(1) as f64,
                 mb(point.rss_kib),
+                mb(point.anon_kib),
                 point.store.database as f64 / 1e6,
                 point.store.database as f64 / point.runs as f64,
                 point.store.wal as f64 / 1e6,

@@ -140,7 +140,12 @@ pub(super) fn target_cells(
                 ),
                 Some(point) => mine(
                     (
-                        format!("{:.1} MB with {} runs held", mb(point.rss_kib), point.runs),
+                        format!(
+                            "{:.1} MB with {} runs held ({:.1} MB of it anonymous)",
+                            mb(point.rss_kib),
+                            point.runs,
+                            mb(point.anon_kib)
+                        ),
                         Verdict::of(mb(point.rss_kib) < 50.0),
                     ),
                     sqlite,
