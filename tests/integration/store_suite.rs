@@ -1837,8 +1837,8 @@ async fn postgres_feed_pages_read_only_their_own_rows() {
     assert_eq!(seen.len(), expected.len());
     assert!(seen == expected, "every default run's call once, in order");
 
-    // Each backend reports its reads when it goes idle, within a second or so: wait until the
-    // calls' reads are all reported, then the runs' are too.
+    // An idle backend reports its reads within about ten seconds (PostgreSQL's idle interval):
+    // wait until the calls' reads are all reported, then the runs' are too.
     let index_reads = async || -> (i64, i64) {
         let row = db
             .query_one(
@@ -1851,7 +1851,7 @@ async fn postgres_feed_pages_read_only_their_own_rows() {
             .expect("index statistics");
         (row.get(0), row.get(1))
     };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
     let (calls_read, runs_read) = loop {
         let reads = index_reads().await;
         if reads.0 >= RUNS || tokio::time::Instant::now() > deadline {
