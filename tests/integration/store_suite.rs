@@ -18,7 +18,7 @@ use askuser::store::{
     ClaimOutcome, Committed, CreateOutcome, Decide, DeliveryClaim, EventQuery, Lease, NewCallState,
     NewRun, NewToolCall, PendingQuery, PostgresSettings, PostgresStore, RunEnd, RunFilter,
     RunQuery, RunStore, SecretRotation, SettleOutcome, Settlement, SqliteStore, Step, StepEvents,
-    StepState, Synchronous, Tenancy, TurnCommit, TurnOutcome,
+    StepState, Synchronous, Tenancy, TurnCommit, TurnOutcome, page_after,
 };
 use futures::future::join_all;
 
@@ -1821,14 +1821,16 @@ async fn postgres_feed_pages_read_only_their_own_rows() {
         let page = store
             .pending_calls(PendingQuery {
                 tenancy: Tenancy::Only("default"),
-                after: after.clone(),
+                after: after.take(),
                 limit: 512,
             })
             .await
             .expect("page");
-        let Some(last) = page.last() else { break };
-        after = Some((last.run_id.clone(), last.call.tool_call_id.clone()));
+        after = page_after(&page, 512);
         seen.extend(page.into_iter().map(|pending| pending.run_id));
+        if after.is_none() {
+            break;
+        }
     }
     let expected: Vec<String> = (1..=RUNS)
         .filter(|g| g % 10 != 0)

@@ -85,7 +85,7 @@ pub(super) const LIMITS: &str = "\
 - Server RSS with many suspended runs: a suspended run holds no memory in the server (no task, \
   no channel, no cache entry); what grows is SQLite's page cache (bounded at its default 2 MB) \
   and allocator slack. The rest of the RSS is not allocated (the hold's table shows the anonymous \
-  part apart): it is the binary's own pages mapped from its file, about 30 MB of a freshly started \
+  part apart): it is mostly the binary's own pages mapped from its file, about 30 MB of a freshly started \
   server on the 3 December 2026 machine, whose disk reads ahead 8 MB (`read_ahead_kb`). A \
   snapshot's record of the runs it noted was kept after its feed closed (a cleared map keeps \
   its table, about 5 MB); it is freed since 3 December 2026.
