@@ -19,7 +19,7 @@ use super::shared::Shared;
 use crate::domain::{
     PendingCall, Principal, RunRecord, SettledBy, SettledCall, SuspendKind, ToolResultKind,
 };
-use crate::store::{CallStatus, RunPendingCall, StoreError, Tenancy};
+use crate::store::{CallStatus, PendingPage, RunPendingCall, StoreError, Tenancy};
 
 /// Which calls a feed sends; an empty list matches everything.
 #[derive(Clone, Debug, Default)]
@@ -66,7 +66,7 @@ const SNAPSHOT_PAGE: usize = 512;
 
 /// The pages of a snapshot as the store sends them, and the task that reads them.
 struct SnapshotPages {
-    pages: mpsc::Receiver<Result<Vec<RunPendingCall>, StoreError>>,
+    pages: mpsc::Receiver<Result<PendingPage, StoreError>>,
     reader: AbortOnDropHandle<()>,
 }
 
@@ -84,7 +84,7 @@ impl SnapshotPages {
             })?;
             return Ok(None);
         };
-        let page = page?;
+        let page = page?.calls()?;
         crate::metrics::pending_feed_read();
         shared
             .pending_fanout

@@ -34,8 +34,8 @@ pub use postgres_connect::PostgresSettings;
 pub use sqlite::{SqliteKeyFile, SqliteStore, Synchronous};
 pub use tables::{
     CallOfRun, CallSettlement, Cancellation, Claim, EventQuery, EventTable, ExecutedResults,
-    PendingPages, PendingQuery, RunTable, Step, StepEvents, StoreService, ToolCallTable,
-    page_after,
+    PendingPage, PendingPages, PendingQuery, RunTable, Step, StepEvents, StoreService,
+    ToolCallTable, page_after,
 };
 
 /// Errors of the store layer.

@@ -341,7 +341,7 @@ mod tests {
         });
         let (mut calls, mut sizes) = (Vec::new(), Vec::new());
         while let Some(page) = received.recv().await {
-            let page = page.expect("a page");
+            let page = page.expect("a page").calls().expect("its calls");
             sizes.push(page.len());
             calls.extend(page.into_iter().map(|c| (c.run_id, c.call.tool_call_id)));
             // Slower than the reader: the channel fills, and the next page waits for room.

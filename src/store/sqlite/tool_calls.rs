@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use tokio::sync::mpsc::error::TrySendError;
 
-use crate::store::{PendingPages, page_after};
+use crate::store::{PendingPage, PendingPages};
 
 use super::*;
 
@@ -146,7 +146,7 @@ impl ToolCallTable for SqliteStore {
     async fn pending_calls(&self, query: PendingQuery<'_>) -> StoreResult<Vec<RunPendingCall>> {
         let (tenant, after, limit) = (query.tenancy.param(), query.after, query.limit);
         self.readers
-            .run(move |conn| read_pending_page(conn, tenant.as_deref(), after, limit))
+            .run(move |conn| read_pending_page(conn, tenant.as_deref(), after, limit)?.calls())
             .await
     }
 
@@ -164,8 +164,8 @@ impl ToolCallTable for SqliteStore {
                     let mut after = after;
                     loop {
                         let page = read_pending_page(conn, tenant.as_deref(), after.take(), limit)?;
-                        let next = page_after(&page, limit);
-                        match sender.try_send(Ok(page)) {
+                        let next = page.after(limit);
+                        match sender.try_send(Ok(page.deferred())) {
                             Ok(()) => {}
                             Err(TrySendError::Full(Ok(page))) => return Ok(Some((page, next))),
                             Err(_) => return Ok(None),
@@ -244,21 +244,45 @@ impl ToolCallTable for SqliteStore {
 }
 
 /// One page of [`SQLITE_PENDING_FEED_QUERY`]: the pending calls of `tenant`'s runs (any run's when
-/// `None`) after `after`, at most `limit`.
+/// `None`) after `after`, at most `limit`, as read.
 fn read_pending_page(
     conn: &Connection,
     tenant: Option<&str>,
     after: Option<(String, String)>,
     limit: usize,
-) -> StoreResult<Vec<RunPendingCall>> {
+) -> StoreResult<PendingRows> {
     let (run_id, call_id) = after.unwrap_or_default();
-    let rows: Vec<(String, String, PendingRow)> = conn
+    let rows = conn
         .prepare_cached(&SQLITE_PENDING_FEED_QUERY)?
         .query_map(params![run_id, call_id, tenant, limit as i64], |row| {
             Ok((row.get(0)?, row.get(1)?, read_pending_row(row, 2)?))
         })?
         .collect::<Result<_, _>>()?;
-    rows.into_iter()
-        .map(|(run_id, agent_id, row)| row.into_run_pending(run_id, agent_id))
-        .collect()
+    Ok(PendingRows(rows))
+}
+
+/// A page's rows as SQLite gave them: (run id, agent id, the call's columns).
+struct PendingRows(Vec<(String, String, PendingRow)>);
+
+impl PendingRows {
+    /// Where the next page starts, if this one is full (`limit` calls): as [`page_after`](crate::store::page_after).
+    fn after(&self, limit: usize) -> Option<(String, String)> {
+        self.0
+            .last()
+            .filter(|_| self.0.len() == limit)
+            .map(|(run_id, _, row)| (run_id.clone(), row.tool_call_id.clone()))
+    }
+
+    /// The calls (their payloads parsed).
+    fn calls(self) -> StoreResult<Vec<RunPendingCall>> {
+        self.0
+            .into_iter()
+            .map(|(run_id, agent_id, row)| row.into_run_pending(run_id, agent_id))
+            .collect()
+    }
+
+    /// The page to send: its calls are made by the receiver.
+    fn deferred(self) -> PendingPage {
+        PendingPage::deferred(move || self.calls())
+    }
 }

@@ -10,6 +10,6 @@ pub use events::{EventQuery, EventTable, StepEvents};
 pub use runs::{Cancellation, RunTable, Step};
 pub use service::StoreService;
 pub use tool_calls::{
-    CallOfRun, CallSettlement, Claim, ExecutedResults, PendingPages, PendingQuery, ToolCallTable,
-    page_after,
+    CallOfRun, CallSettlement, Claim, ExecutedResults, PendingPage, PendingPages, PendingQuery,
+    ToolCallTable, page_after,
 };

@@ -61,7 +61,30 @@ pub struct PendingQuery<'a> {
 
 /// Where [`ToolCallTable::send_pending_pages`] sends a snapshot: its pages in order, or an error as
 /// the last item.
-pub type PendingPages = tokio::sync::mpsc::Sender<StoreResult<Vec<RunPendingCall>>>;
+pub type PendingPages = tokio::sync::mpsc::Sender<StoreResult<PendingPage>>;
+
+/// A page of a snapshot as the store read it. Its calls are made by [`PendingPage::calls`] on the
+/// receiver's thread: the reader, which every page waits for, goes on to the next page meanwhile.
+pub struct PendingPage(Box<dyn FnOnce() -> StoreResult<Vec<RunPendingCall>> + Send>);
+
+impl PendingPage {
+    /// A page whose calls are made already.
+    pub fn made(calls: Vec<RunPendingCall>) -> Self {
+        Self(Box::new(move || Ok(calls)))
+    }
+
+    /// A page whose calls `make` makes when asked.
+    pub(in crate::store) fn deferred(
+        make: impl FnOnce() -> StoreResult<Vec<RunPendingCall>> + Send + 'static,
+    ) -> Self {
+        Self(Box::new(make))
+    }
+
+    /// The page's calls.
+    pub fn calls(self) -> StoreResult<Vec<RunPendingCall>> {
+        (self.0)()
+    }
+}
 
 /// Where the page after `page` starts, if `page` is full (`limit` calls): its last call.
 pub fn page_after(page: &[RunPendingCall], limit: usize) -> Option<(String, String)> {
@@ -107,7 +130,7 @@ pub trait ToolCallTable: Send + Sync {
                 .as_deref()
                 .ok()
                 .and_then(|page| page_after(page, limit));
-            if pages.send(page).await.is_err() {
+            if pages.send(page.map(PendingPage::made)).await.is_err() {
                 return;
             }
             match next {
