@@ -265,7 +265,8 @@ fn read_pending_page(
 struct PendingRows(Vec<(String, String, PendingRow)>);
 
 impl PendingRows {
-    /// Where the next page starts, if this one is full (`limit` calls): as [`page_after`](crate::store::page_after).
+    /// Where the next page starts, if this one is full (`limit` calls): its last call, as
+    /// [`page_after`](crate::store::page_after) finds it in made calls.
     fn after(&self, limit: usize) -> Option<(String, String)> {
         self.0
             .last()

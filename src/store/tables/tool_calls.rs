@@ -69,7 +69,7 @@ pub struct PendingPage(Box<dyn FnOnce() -> StoreResult<Vec<RunPendingCall>> + Se
 
 impl PendingPage {
     /// A page whose calls are made already.
-    pub fn made(calls: Vec<RunPendingCall>) -> Self {
+    pub(in crate::store) fn made(calls: Vec<RunPendingCall>) -> Self {
         Self(Box::new(move || Ok(calls)))
     }
 
