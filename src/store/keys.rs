@@ -50,8 +50,9 @@ pub struct KeyRevocation<'a> {
     pub now_ms: i64,
 }
 
-/// Where API keys live: in the run store itself, so that every replica sees a key (and its
-/// revocation) as soon as it is written. It also moves runs between tenants, which `askuser keys`
+/// Where API keys live: with the run store (PostgreSQL: its database; SQLite: a file of their own
+/// beside the store's), so that every replica sees a key (and its revocation) as soon as it is
+/// written. It also moves runs between tenants, which `askuser keys`
 /// does offline beside the keys.
 #[async_trait]
 pub trait KeyStore: Send + Sync + 'static {

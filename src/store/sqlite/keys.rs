@@ -1,8 +1,8 @@
-//! API keys in the SQLite file: the statements, shared by the server's store and by
-//! [`SqliteKeyFile`], which `askuser keys` uses while a server may hold the file.
+//! API keys in SQLite: the statements, run on the key file ([`KeyFile`]) by the server's store and
+//! by [`SqliteKeyFile`], which `askuser keys` uses while a server may hold the files. A tenant's
+//! runs are in the store's file.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -11,9 +11,8 @@ use super::super::records::{
     COUNT_TENANT_RUNS, INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, MOVE_TENANT_RUNS,
     REVOKE_KEY, scopes_text,
 };
-use super::super::{
-    ApiKeyRecord, KeyRevocation, KeyStore, NewApiKey, StoreError, StoreResult, Tenancy,
-};
+use super::super::{ApiKeyRecord, KeyRevocation, KeyStore, NewApiKey, StoreResult, Tenancy};
+use super::key_file::{KeyFile, SharedConnection};
 use super::{SqliteStore, connect, migrate};
 
 fn insert(conn: &Connection, key: &NewApiKey) -> StoreResult<()> {
@@ -78,14 +77,12 @@ fn move_runs(conn: &Connection, from: &str, to: &str) -> StoreResult<u64> {
 #[async_trait]
 impl KeyStore for SqliteStore {
     async fn create_key(&self, key: NewApiKey) -> StoreResult<()> {
-        self.db
-            .commit("create_key", move |conn| insert(conn, &key))
-            .await
+        self.keys.conn().with(move |conn| insert(conn, &key)).await
     }
 
     async fn list_keys(&self, tenancy: Tenancy<'_>) -> StoreResult<Vec<ApiKeyRecord>> {
         let tenant = tenancy.param();
-        self.readers
+        self.key_readers
             .run(move |conn| list(conn, tenant.as_deref()))
             .await
     }
@@ -93,15 +90,14 @@ impl KeyStore for SqliteStore {
     async fn revoke_key(&self, revocation: KeyRevocation<'_>) -> StoreResult<bool> {
         let now_ms = revocation.now_ms;
         let (key_id, tenant) = (revocation.key_id.to_owned(), revocation.tenancy.param());
-        self.db
-            .commit("revoke_key", move |conn| {
-                revoke(conn, &key_id, tenant.as_deref(), now_ms)
-            })
+        self.keys
+            .conn()
+            .with(move |conn| revoke(conn, &key_id, tenant.as_deref(), now_ms))
             .await
     }
 
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
-        self.readers.point(|conn| by_hash(conn, secret_hash))
+        self.key_readers.point(|conn| by_hash(conn, secret_hash))
     }
 
     async fn tenant_runs(&self, tenant: &str) -> StoreResult<u64> {
@@ -119,70 +115,70 @@ impl KeyStore for SqliteStore {
     }
 }
 
-/// The keys of a SQLite file, without taking the file as a server does: keys are created and
-/// revoked through it while a server runs on the same file, which sees them at its next lookup.
+/// The keys of a store's SQLite files, without taking them as a server does: keys are created and
+/// revoked through it while a server runs on the same files, which sees them at its next lookup.
 pub struct SqliteKeyFile {
-    conn: Arc<Mutex<Connection>>,
+    /// The store's file, for its runs' tenants.
+    main: SharedConnection,
+    keys: KeyFile,
 }
 
 impl SqliteKeyFile {
-    /// Opens (creating if needed) the database file and brings its schema up to date.
+    /// Opens (creating if needed) the store's file `path` and its key file, and brings their
+    /// schemas up to date.
     pub fn open(path: &Path) -> StoreResult<Self> {
         super::data_dir(path)?;
-        let mut conn = connect(path)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        migrate(&mut conn)?;
+        let mut main = connect(path)?;
+        main.pragma_update(None, "journal_mode", "WAL")?;
+        migrate(&mut main)?;
+        let keys = KeyFile::open(path, &main)?;
         Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
+            main: SharedConnection::new(main),
+            keys,
         })
-    }
-
-    async fn with<T: Send + 'static>(
-        &self,
-        work: impl FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
-    ) -> StoreResult<T> {
-        let conn = Arc::clone(&self.conn);
-        tokio::task::spawn_blocking(move || {
-            let conn = conn
-                .lock()
-                .map_err(|_| StoreError::Task("the keys connection is poisoned".into()))?;
-            work(&conn)
-        })
-        .await
-        .map_err(|error| StoreError::Task(error.to_string()))?
     }
 }
 
 #[async_trait]
 impl KeyStore for SqliteKeyFile {
     async fn create_key(&self, key: NewApiKey) -> StoreResult<()> {
-        self.with(move |conn| insert(conn, &key)).await
+        self.keys.conn().with(move |conn| insert(conn, &key)).await
     }
 
     async fn list_keys(&self, tenancy: Tenancy<'_>) -> StoreResult<Vec<ApiKeyRecord>> {
         let tenant = tenancy.param();
-        self.with(move |conn| list(conn, tenant.as_deref())).await
+        self.keys
+            .conn()
+            .with(move |conn| list(conn, tenant.as_deref()))
+            .await
     }
 
     async fn revoke_key(&self, revocation: KeyRevocation<'_>) -> StoreResult<bool> {
         let now_ms = revocation.now_ms;
         let (key_id, tenant) = (revocation.key_id.to_owned(), revocation.tenancy.param());
-        self.with(move |conn| revoke(conn, &key_id, tenant.as_deref(), now_ms))
+        self.keys
+            .conn()
+            .with(move |conn| revoke(conn, &key_id, tenant.as_deref(), now_ms))
             .await
     }
 
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
         let secret_hash = secret_hash.to_owned();
-        self.with(move |conn| by_hash(conn, &secret_hash)).await
+        self.keys
+            .conn()
+            .with(move |conn| by_hash(conn, &secret_hash))
+            .await
     }
 
     async fn tenant_runs(&self, tenant: &str) -> StoreResult<u64> {
         let tenant = tenant.to_owned();
-        self.with(move |conn| tenant_runs(conn, &tenant)).await
+        self.main.with(move |conn| tenant_runs(conn, &tenant)).await
     }
 
     async fn move_runs(&self, from: &str, to: &str) -> StoreResult<u64> {
         let (from, to) = (from.to_owned(), to.to_owned());
-        self.with(move |conn| move_runs(conn, &from, &to)).await
+        self.main
+            .with(move |conn| move_runs(conn, &from, &to))
+            .await
     }
 }

@@ -92,18 +92,24 @@ pub(super) fn keep_plans(conn: &Connection) -> StoreResult<()> {
 }
 
 pub(super) fn migrate(conn: &mut Connection) -> StoreResult<()> {
+    migrate_to(conn, &MIGRATIONS, "database")
+}
+
+/// Brings the file of `conn` (`what` names it in an error) to the newest of `versions`, which
+/// are the statements of version 1, 2, ... in order; its `user_version` is its current version.
+pub(super) fn migrate_to(conn: &mut Connection, versions: &[&str], what: &str) -> StoreResult<()> {
     let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
-    let newest = MIGRATIONS.len() as i64;
+    let newest = versions.len() as i64;
     if version > newest {
         return Err(StoreError::Corrupt(format!(
-            "database schema version {version} is newer than this server's {newest}"
+            "{what} schema version {version} is newer than this server's {newest}"
         )));
     }
     if version == newest {
         return Ok(());
     }
     let tx = conn.transaction()?;
-    for sql in &MIGRATIONS[usize::try_from(version).unwrap_or(0)..] {
+    for sql in &versions[usize::try_from(version).unwrap_or(0)..] {
         tx.execute_batch(sql)?;
     }
     tx.pragma_update(None, "user_version", newest)?;
