@@ -96,6 +96,16 @@ pub(super) const LIMITS: &str = "\
   `malloc_trim`, at most every 100 ms): mimalloc returned a thread's emptied pages only when that \
   thread allocated again, so the workers kept them after a burst of starts (with 1,000,000 runs \
   held, anonymous RSS about 25 MiB before and 19 MiB after, in two interleaved rounds).
+- `--auth keys`: a round trip looks its key up twice, when its stream opens and again before its \
+  answer is taken (a revoked key answers nothing), and keeps no cache (a key revoked by \
+  `askuser keys` in another process stops at once). Until 4 December 2026 the keys were in the \
+  store's file, whose WAL every run commit changes, and a change makes SQLite drop each reader's \
+  page cache at its next read: every lookup read the key's pages again (perf: about 29 µs of \
+  the 40–50 µs of server CPU the keys cost per round trip). In a file of their own \
+  (`askuser.keys.sqlite3`) their pages stay cached: three interleaved rounds, the cost on the \
+  sequential rate −5.8, −7.0, −8.2 % before and −2.9, −2.9, −3.5 % after. Memory-mapping the \
+  store's file for its readers, tried first, made it worse (−22 %): SQLite unmaps it at every read \
+  after a change.
 - Idle streams: each stream holds its HTTP/2 stream state, its task and body future, a broadcast \
   receiver (channel capacity 16 batches) and 1 KiB codec buffers per direction (tonic's default \
   is 8 KiB each, allocated up front).
