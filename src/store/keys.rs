@@ -52,8 +52,7 @@ pub struct KeyRevocation<'a> {
 
 /// Where API keys live: with the run store (PostgreSQL: its database; SQLite: a file of their own
 /// beside the store's), so that every replica sees a key (and its revocation) as soon as it is
-/// written. It also moves runs between tenants, which `askuser keys`
-/// does offline beside the keys.
+/// written. It also moves runs between tenants, which `askuser keys` does offline beside the keys.
 #[async_trait]
 pub trait KeyStore: Send + Sync + 'static {
     async fn create_key(&self, key: NewApiKey) -> StoreResult<()>;

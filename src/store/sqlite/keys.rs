@@ -77,7 +77,8 @@ fn move_runs(conn: &Connection, from: &str, to: &str) -> StoreResult<u64> {
 #[async_trait]
 impl KeyStore for SqliteStore {
     async fn create_key(&self, key: NewApiKey) -> StoreResult<()> {
-        self.keys.conn().with(move |conn| insert(conn, &key)).await
+        let creating = self.keys.conn().with(move |conn| insert(conn, &key));
+        crate::store::timed("create_key", creating).await
     }
 
     async fn list_keys(&self, tenancy: Tenancy<'_>) -> StoreResult<Vec<ApiKeyRecord>> {
@@ -90,10 +91,11 @@ impl KeyStore for SqliteStore {
     async fn revoke_key(&self, revocation: KeyRevocation<'_>) -> StoreResult<bool> {
         let now_ms = revocation.now_ms;
         let (key_id, tenant) = (revocation.key_id.to_owned(), revocation.tenancy.param());
-        self.keys
+        let revoking = self
+            .keys
             .conn()
-            .with(move |conn| revoke(conn, &key_id, tenant.as_deref(), now_ms))
-            .await
+            .with(move |conn| revoke(conn, &key_id, tenant.as_deref(), now_ms));
+        crate::store::timed("revoke_key", revoking).await
     }
 
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
