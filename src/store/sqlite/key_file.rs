@@ -23,39 +23,19 @@ pub(super) fn key_file_path(db_path: &Path) -> PathBuf {
     db_path.with_extension("keys.sqlite3")
 }
 
-/// A read-write connection to the key file, shared by those who create and revoke keys (a
-/// server, and `askuser keys` while a server may run).
-pub(super) struct KeyFile {
-    path: PathBuf,
-    conn: SharedConnection,
-}
-
-impl KeyFile {
-    /// Opens (creating if needed) the key file of the store's file `db_path`, with its schema up
-    /// to date, and takes over the keys the store's file still holds (`main`, open on it).
-    pub(super) fn open(db_path: &Path, main: &Connection) -> StoreResult<Self> {
-        let path = key_file_path(db_path);
-        let mut conn = connect(&path)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        // Keys are written seldom, and a revocation must survive a power loss.
-        conn.pragma_update(None, "synchronous", "FULL")?;
-        migrate_to(&mut conn, &VERSIONS, "key file")?;
-        take_over(main, &path)?;
-        Ok(Self {
-            path,
-            conn: SharedConnection::new(conn),
-        })
-    }
-
-    /// The key file's path, for the connections that only read it.
-    pub(super) fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The read-write connection.
-    pub(super) fn conn(&self) -> &SharedConnection {
-        &self.conn
-    }
+/// Opens (creating if needed) the key file of the store's file `db_path`, with its schema up to
+/// date, and takes over the keys the store's file still holds (`main`, open on it): the
+/// read-write connection of those who create and revoke keys (a server, and `askuser keys` while
+/// a server may run).
+pub(super) fn open_key_file(db_path: &Path, main: &Connection) -> StoreResult<SharedConnection> {
+    let path = key_file_path(db_path);
+    let mut conn = connect(&path)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    // Keys are written seldom, and a revocation must survive a power loss.
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    migrate_to(&mut conn, &VERSIONS, "key file")?;
+    take_over(main, &path)?;
+    Ok(SharedConnection::new(conn))
 }
 
 /// A connection that work takes in turn, each on a blocking thread.

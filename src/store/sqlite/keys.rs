@@ -1,4 +1,4 @@
-//! API keys in SQLite: the statements, run on the key file ([`KeyFile`]) by the server's store and
+//! API keys in SQLite: the statements, run on the key file ([`open_key_file`]) by the server's store and
 //! by [`SqliteKeyFile`], which `askuser keys` uses while a server may hold the files. A tenant's
 //! runs are in the store's file.
 
@@ -12,7 +12,7 @@ use super::super::records::{
     REVOKE_KEY, scopes_text,
 };
 use super::super::{ApiKeyRecord, KeyRevocation, KeyStore, NewApiKey, StoreResult, Tenancy};
-use super::key_file::{KeyFile, SharedConnection};
+use super::key_file::{SharedConnection, open_key_file};
 use super::{SqliteStore, connect, migrate};
 
 fn insert(conn: &Connection, key: &NewApiKey) -> StoreResult<()> {
@@ -77,7 +77,7 @@ fn move_runs(conn: &Connection, from: &str, to: &str) -> StoreResult<u64> {
 #[async_trait]
 impl KeyStore for SqliteStore {
     async fn create_key(&self, key: NewApiKey) -> StoreResult<()> {
-        let creating = self.keys.conn().with(move |conn| insert(conn, &key));
+        let creating = self.keys.with(move |conn| insert(conn, &key));
         crate::store::timed("create_key", creating).await
     }
 
@@ -93,7 +93,6 @@ impl KeyStore for SqliteStore {
         let (key_id, tenant) = (revocation.key_id.to_owned(), revocation.tenancy.param());
         let revoking = self
             .keys
-            .conn()
             .with(move |conn| revoke(conn, &key_id, tenant.as_deref(), now_ms));
         crate::store::timed("revoke_key", revoking).await
     }
@@ -122,7 +121,8 @@ impl KeyStore for SqliteStore {
 pub struct SqliteKeyFile {
     /// The store's file, for its runs' tenants.
     main: SharedConnection,
-    keys: KeyFile,
+    /// The key file.
+    keys: SharedConnection,
 }
 
 impl SqliteKeyFile {
@@ -133,7 +133,7 @@ impl SqliteKeyFile {
         let mut main = connect(path)?;
         main.pragma_update(None, "journal_mode", "WAL")?;
         migrate(&mut main)?;
-        let keys = KeyFile::open(path, &main)?;
+        let keys = open_key_file(path, &main)?;
         Ok(Self {
             main: SharedConnection::new(main),
             keys,
@@ -144,13 +144,12 @@ impl SqliteKeyFile {
 #[async_trait]
 impl KeyStore for SqliteKeyFile {
     async fn create_key(&self, key: NewApiKey) -> StoreResult<()> {
-        self.keys.conn().with(move |conn| insert(conn, &key)).await
+        self.keys.with(move |conn| insert(conn, &key)).await
     }
 
     async fn list_keys(&self, tenancy: Tenancy<'_>) -> StoreResult<Vec<ApiKeyRecord>> {
         let tenant = tenancy.param();
         self.keys
-            .conn()
             .with(move |conn| list(conn, tenant.as_deref()))
             .await
     }
@@ -159,7 +158,6 @@ impl KeyStore for SqliteKeyFile {
         let now_ms = revocation.now_ms;
         let (key_id, tenant) = (revocation.key_id.to_owned(), revocation.tenancy.param());
         self.keys
-            .conn()
             .with(move |conn| revoke(conn, &key_id, tenant.as_deref(), now_ms))
             .await
     }
@@ -167,7 +165,6 @@ impl KeyStore for SqliteKeyFile {
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
         let secret_hash = secret_hash.to_owned();
         self.keys
-            .conn()
             .with(move |conn| by_hash(conn, &secret_hash))
             .await
     }

@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use checkpoint::Checkpointer;
 use group_commit::GroupCommit;
-use key_file::KeyFile;
+use key_file::{SharedConnection, key_file_path, open_key_file};
 pub use keys::SqliteKeyFile;
 use readers::Readers;
 
@@ -64,12 +64,12 @@ pub enum Synchronous {
 
 /// A [`RunStore`](super::RunStore) on one SQLite file: a group-commit task owns the connection every write uses;
 /// reads have connections of their own, and a checkpoint thread has another. API keys are in a
-/// file of their own ([`KeyFile`]).
+/// file of their own ([`open_key_file`]).
 pub struct SqliteStore {
     db: GroupCommit,
     readers: Readers,
     /// The API keys' own file, and reader connections to it.
-    keys: KeyFile,
+    keys: SharedConnection,
     key_readers: Readers,
     /// The lock on the database file, held as long as the store lives.
     _lock: std::fs::File,
@@ -139,7 +139,7 @@ impl SqliteStore {
         // Room for every statement the store prepares, so none is parsed again.
         conn.set_prepared_statement_cache_capacity(64);
         migrate(&mut conn)?;
-        let keys = KeyFile::open(path, &conn)?;
+        let keys = open_key_file(path, &conn)?;
         // Leases of a previous process are void: nobody else can use this file.
         conn.execute(
             "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL WHERE lease_owner IS NOT NULL",
@@ -154,7 +154,7 @@ impl SqliteStore {
         Ok(Self {
             db: GroupCommit::start(conn, checkpointer)?,
             readers: Readers::new(path),
-            key_readers: Readers::new(keys.path()),
+            key_readers: Readers::new(&key_file_path(path)),
             keys,
             _lock: lock,
         })
