@@ -15,10 +15,10 @@ use askuser::domain::{
 };
 use askuser::store::{
     CallChange, CallOfRun, CallSettlement, CallStatus, CancelOutcome, Cancellation, Claim,
-    ClaimOutcome, Committed, CreateOutcome, Decide, DeliveryClaim, EventQuery, Lease, NewCallState,
-    NewRun, NewToolCall, PendingQuery, PostgresSettings, PostgresStore, RunEnd, RunFilter,
-    RunQuery, RunStore, SecretRotation, SettleOutcome, Settlement, SqliteStore, Step, StepEvents,
-    StepState, Synchronous, Tenancy, TurnCommit, TurnOutcome, page_after,
+    ClaimOutcome, CommitNotice, Committed, CreateOutcome, Decide, DeliveryClaim, EventQuery, Lease,
+    NewCallState, NewRun, NewToolCall, PendingQuery, PostgresSettings, PostgresStore, RunEnd,
+    RunFilter, RunQuery, RunStore, SecretRotation, SettleOutcome, Settlement, SqliteStore, Step,
+    StepEvents, StepState, Synchronous, Tenancy, TurnCommit, TurnOutcome, page_after,
 };
 use futures::future::join_all;
 
@@ -1870,6 +1870,80 @@ async fn postgres_feed_pages_read_only_their_own_rows() {
         calls_read <= 2 * RUNS && runs_read <= 2 * RUNS,
         "index tuples read for {RUNS} held calls: {calls_read} of calls, {runs_read} of runs"
     );
+}
+
+/// Replicas hear of each commit by a notice sent in the commit's flight, after the commit: in commit
+/// order, once the commit can be read, and never for a change whose transaction failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_notices_announce_only_commits_that_went_through() {
+    let Some(location) = StoreLocation::postgres().await else {
+        return;
+    };
+    let writer = location.open().await;
+    let listener = location.open().await;
+    let mut notices = listener
+        .commit_feed()
+        .await
+        .expect("commit feed")
+        .expect("PostgreSQL has a commit feed");
+    let listening = async {
+        while listener.ping().await.is_err() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), listening)
+        .await
+        .expect("the listener's LISTEN is up");
+    let mut next_notice = async || {
+        tokio::time::timeout(Duration::from_secs(10), notices.recv())
+            .await
+            .expect("a notice within 10 s")
+            .expect("the feed is open")
+    };
+
+    leased_run(&writer, "run-n").await;
+    assert_eq!(
+        next_notice().await,
+        CommitNotice::Committed {
+            run_id: "run-n".into(),
+            last_sequence: 1,
+            status: RunStatus::Running,
+        }
+    );
+
+    // Two calls with one id: the calls' insert fails in the flight, after the notice was sent
+    // with the COMMIT (which then rolls back).
+    let doubled = turn(
+        "Two of one",
+        vec![pending_call("same", None), pending_call("same", None)],
+    );
+    let failed = writer
+        .commit_turn(
+            Step {
+                run_id: "run-n",
+                owner: OWNER,
+                expected_turns: 0,
+            },
+            doubled,
+        )
+        .await;
+    assert!(failed.is_err(), "a turn with two calls of one id fails");
+    assert_eq!(run_status(&writer, "run-n").await, RunStatus::Running);
+
+    let completed = commit(&writer, "run-n", 0, completing_turn("Done")).await;
+    assert_eq!(completed.status, RunStatus::Completed);
+    // The next notice is the completion's: none came of the failed turn.
+    assert_eq!(
+        next_notice().await,
+        CommitNotice::Committed {
+            run_id: "run-n".into(),
+            last_sequence: completed.events.last().expect("events").sequence,
+            status: RunStatus::Completed,
+        }
+    );
+    assert_eq!(run_status(&listener, "run-n").await, RunStatus::Completed);
+    let quiet = tokio::time::timeout(Duration::from_millis(500), notices.recv()).await;
+    assert!(quiet.is_err(), "no more notices: {quiet:?}");
 }
 
 /// Starts that carry one request id, one after another and all at once, create one run: the others

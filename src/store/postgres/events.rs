@@ -42,14 +42,10 @@ impl EventTable for PostgresStore {
                     &plan.events,
                 ),
                 exec_write(client, &run_update, &plan.run_update),
-                self.notify(
-                    client,
+                tx.commit_announcing(
                     &notice,
-                    run_id,
-                    plan.last_sequence,
-                    RunStatus::Running
+                    self.notice(run_id, plan.last_sequence, RunStatus::Running)
                 ),
-                tx.commit(),
             )?;
             Ok(plan.outcome())
         })

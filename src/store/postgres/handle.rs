@@ -19,6 +19,15 @@ pub struct PostgresStore {
     pub(super) feed: Arc<FeedState>,
 }
 
+/// A commit's notice to every replica ([`PostgresStore::notice`]).
+pub(super) struct Notice {
+    pub(super) run_id: String,
+    /// The run's newest sequence after the commit: the notice goes only once the run has it.
+    pub(super) last_sequence: i64,
+    /// What the commit feed's listeners parse: run, sequence, status, origin.
+    pub(super) payload: String,
+}
+
 /// The state of the commit feed's connection, for health checks.
 #[derive(Default)]
 pub(super) struct FeedState {
@@ -58,22 +67,18 @@ impl PostgresStore {
         Ok(store)
     }
 
-    /// Announces a commit to every replica; delivered when the transaction commits.
-    pub(super) async fn notify(
-        &self,
-        client: &impl GenericClient,
-        statement: &Statement,
-        run_id: &str,
-        last_sequence: u64,
-        status: RunStatus,
-    ) -> StoreResult<()> {
-        let payload = format!(
-            "{run_id} {last_sequence} {} {}",
-            status.as_str(),
-            self.origin
-        );
-        exec(client, statement, &[&NOTIFY_CHANNEL, &payload]).await?;
-        Ok(())
+    /// The notice of a commit that leaves `run_id` at `last_sequence` with `status`, tagged with
+    /// this store; [`TxClient::commit_announcing`] sends it.
+    pub(super) fn notice(&self, run_id: &str, last_sequence: u64, status: RunStatus) -> Notice {
+        Notice {
+            run_id: run_id.to_owned(),
+            last_sequence: last_sequence as i64,
+            payload: format!(
+                "{run_id} {last_sequence} {} {}",
+                status.as_str(),
+                self.origin
+            ),
+        }
     }
 
     pub(super) async fn migrate(&self) -> StoreResult<()> {

@@ -47,7 +47,11 @@ pub(super) const TAKE_LEASE: &str = "UPDATE runs SET lease_owner = $2, lease_exp
 pub(super) static TAKE_STEP_LEASE: LazyLock<String> =
     LazyLock::new(|| counting_step_start(TAKE_LEASE));
 
-pub(super) const NOTIFY: &str = "SELECT pg_notify($1, $2)";
+/// Sends a commit's notice on channel `$1` with payload `$2` if run `$3` has reached sequence `$4`
+/// (its commit went through), in a transaction of its own whose commit waits for no WAL flush:
+/// see [`TxClient::commit_announcing`].
+pub(super) const NOTIFY: &str = "SELECT pg_notify($1, $2), \
+     set_config('synchronous_commit', 'off', true) FROM runs WHERE run_id = $3 AND last_sequence >= $4";
 
 pub(super) fn run_row(row: &Row) -> RunRow {
     RunRow {

@@ -67,8 +67,7 @@ impl RunTable for PostgresStore {
                         plan.webhooks.as_deref(),
                         &plan.events,
                     ),
-                    self.notify(client, &notice, &run_id, 1, RunStatus::Running),
-                    tx.commit(),
+                    tx.commit_announcing(&notice, self.notice(&run_id, 1, RunStatus::Running)),
                 )?;
             } else {
                 try_join!(
@@ -80,8 +79,7 @@ impl RunTable for PostgresStore {
                         plan.webhooks.as_deref(),
                         &plan.events,
                     ),
-                    self.notify(client, &notice, &run_id, 1, RunStatus::Running),
-                    tx.commit(),
+                    tx.commit_announcing(&notice, self.notice(&run_id, 1, RunStatus::Running)),
                 )?;
             }
             Ok(plan.outcome())
@@ -215,8 +213,10 @@ impl RunTable for PostgresStore {
                 ),
                 insert_calls(client, &call_insert, run_id, plan.turn, &plan.calls),
                 exec_write(client, &run_update, &plan.run_update),
-                self.notify(client, &notice, run_id, plan.last_sequence, plan.status),
-                tx.commit(),
+                tx.commit_announcing(
+                    &notice,
+                    self.notice(run_id, plan.last_sequence, plan.status)
+                ),
             )?;
             Ok(plan.outcome())
         })
@@ -299,14 +299,10 @@ impl RunTable for PostgresStore {
                 ),
                 exec(client, &calls_update, &calls_params),
                 exec_write(client, &run_update, &plan.run_update),
-                self.notify(
-                    client,
+                tx.commit_announcing(
                     &notice,
-                    run_id,
-                    plan.last_sequence,
-                    RunStatus::Cancelled
+                    self.notice(run_id, plan.last_sequence, RunStatus::Cancelled)
                 ),
-                tx.commit(),
             )?;
             Ok(plan.outcome())
         })

@@ -82,7 +82,7 @@ impl ToolCallTable for PostgresStore {
                 }
                 _ => None,
             };
-            let (_, changed, _, step, _, ()) = try_join!(
+            let (_, changed, _, step, ()) = try_join!(
                 insert_events(
                     client,
                     [&events_insert, &deliveries_insert],
@@ -99,8 +99,10 @@ impl ToolCallTable for PostgresStore {
                         None => Ok(None),
                     }
                 },
-                self.notify(client, &notice, run_id, plan.last_sequence, plan.status),
-                tx.commit(),
+                tx.commit_announcing(
+                    &notice,
+                    self.notice(run_id, plan.last_sequence, plan.status)
+                ),
             )?;
             // Cannot happen (every writer of a call locks its run first); the flight has committed
             // by now, so this only reports it.
@@ -188,8 +190,10 @@ impl ToolCallTable for PostgresStore {
                 ),
                 futures::future::try_join_all(updates),
                 exec_write(client, &run_update, &plan.run_update),
-                self.notify(client, &notice, run_id, plan.last_sequence, plan.status),
-                tx.commit(),
+                tx.commit_announcing(
+                    &notice,
+                    self.notice(run_id, plan.last_sequence, plan.status)
+                ),
             )?;
             Ok(plan.outcome())
         })

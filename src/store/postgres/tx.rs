@@ -8,8 +8,9 @@
 //! and each sends all its statements on its first poll), in the same transaction: a flight may
 //! take the run's lock first and read or write under it, and a read sees the writes sent before
 //! it. `BEGIN` and `COMMIT` are statements of flights too ([`TxClient`]), so a change is a flight
-//! of `BEGIN` and the reads that decide it (the lock first), then one of every write, `pg_notify`
-//! and `COMMIT`: two round trips, one for a change that needs no reads. A change decided against
+//! of `BEGIN` and the reads that decide it (the lock first), then one of every write and `COMMIT`
+//! (with the commit's notice, [`TxClient::commit_announcing`]): two round trips, one for a change
+//! that needs no reads. A change decided against
 //! after its reads ends with `ROLLBACK`. A flight's statements are prepared before it starts
 //! ([`prepare()`]), as a future still waiting on its own preparation would send out of order; and a
 //! flight joins no `try_join_all` of more than 30 futures, which may poll some only later, after
@@ -100,6 +101,8 @@ pub(super) struct TxClient {
     /// `Some` until dropped.
     client: Option<Client>,
     begin: Statement,
+    /// `BEGIN` of the notice's own transaction after the commit ([`Self::commit_announcing`]).
+    begin_notice: Statement,
     commit: Statement,
     rollback: Statement,
     /// Whether a transaction may be open.
@@ -111,10 +114,12 @@ impl TxClient {
     /// [`BEGIN_SNAPSHOT`]).
     pub(super) async fn get(pool: &Pool, begin: &str) -> StoreResult<Self> {
         let client = pool.get().await?;
-        let [begin, commit, rollback] = prepare(&client, [begin, "COMMIT", "ROLLBACK"]).await?;
+        let [begin, begin_notice, commit, rollback] =
+            prepare(&client, [begin, BEGIN, "COMMIT", "ROLLBACK"]).await?;
         Ok(Self {
             client: Some(client),
             begin,
+            begin_notice,
             commit,
             rollback,
             open: AtomicBool::new(false),
@@ -143,6 +148,41 @@ impl TxClient {
     /// (the flight then returns that statement's error).
     pub(super) async fn commit(&self) -> StoreResult<()> {
         self.run(&self.commit).await?;
+        self.open.store(false, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// [`Self::commit`], then `notice` ([`NOTIFY`], prepared as `statement`) to every replica in a
+    /// transaction of its own, all in the same flight.
+    ///
+    /// A `NOTIFY` takes a lock on the database that PostgreSQL holds until the transaction has
+    /// committed, WAL flush included: every notifying transaction of every replica commits one
+    /// after another, and their flushes are never shared. Inside the change's transaction, that
+    /// lock capped the commits of all replicas together at about one per flush (at 64 concurrent
+    /// round trips, most backends were seen waiting for it). The notice's own transaction commits
+    /// without waiting for its flush, so it holds the lock for microseconds. The notice is still
+    /// sent only once the change has committed: it goes only if the run has reached the notice's
+    /// sequence, which only this change writes. And it is as sure to go as before: it is on
+    /// the wire with the `COMMIT`, so PostgreSQL runs it even if this process dies right after;
+    /// should PostgreSQL itself crash, every listener reconnects and reads everything again.
+    pub(super) async fn commit_announcing(
+        &self,
+        statement: &Statement,
+        notice: Notice,
+    ) -> StoreResult<()> {
+        let client = self.client()?;
+        let Notice {
+            run_id,
+            last_sequence,
+            payload,
+        } = &notice;
+        let params: [&(dyn ToSql + Sync); 4] = [&NOTIFY_CHANNEL, payload, run_id, last_sequence];
+        try_join!(
+            self.run(&self.commit),
+            self.run(&self.begin_notice),
+            exec(client, statement, &params),
+            self.run(&self.commit),
+        )?;
         self.open.store(false, Ordering::Relaxed);
         Ok(())
     }
