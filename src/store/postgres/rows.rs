@@ -48,8 +48,9 @@ pub(super) static TAKE_STEP_LEASE: LazyLock<String> =
     LazyLock::new(|| counting_step_start(TAKE_LEASE));
 
 /// Sends a commit's notice on channel `$1` with payload `$2` if run `$3` has reached sequence `$4`
-/// (its commit went through), in a transaction of its own whose commit waits for no WAL flush:
-/// see [`TxClient::commit_announcing`].
+/// (its commit went through), as a transaction of its own: see [`TxClient::commit_announcing`].
+/// PostgreSQL 15 writes nothing to flush for a transaction that only notifies; `set_config` makes
+/// sure its commit waits for no flush should a version write one.
 pub(super) const NOTIFY: &str = "SELECT pg_notify($1, $2), \
      set_config('synchronous_commit', 'off', true) FROM runs WHERE run_id = $3 AND last_sequence >= $4";
 

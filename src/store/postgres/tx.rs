@@ -101,8 +101,6 @@ pub(super) struct TxClient {
     /// `Some` until dropped.
     client: Option<Client>,
     begin: Statement,
-    /// `BEGIN` of the notice's own transaction after the commit ([`Self::commit_announcing`]).
-    begin_notice: Statement,
     commit: Statement,
     rollback: Statement,
     /// Whether a transaction may be open.
@@ -114,12 +112,10 @@ impl TxClient {
     /// [`BEGIN_SNAPSHOT`]).
     pub(super) async fn get(pool: &Pool, begin: &str) -> StoreResult<Self> {
         let client = pool.get().await?;
-        let [begin, begin_notice, commit, rollback] =
-            prepare(&client, [begin, BEGIN, "COMMIT", "ROLLBACK"]).await?;
+        let [begin, commit, rollback] = prepare(&client, [begin, "COMMIT", "ROLLBACK"]).await?;
         Ok(Self {
             client: Some(client),
             begin,
-            begin_notice,
             commit,
             rollback,
             open: AtomicBool::new(false),
@@ -152,19 +148,18 @@ impl TxClient {
         Ok(())
     }
 
-    /// [`Self::commit`], then `notice` ([`NOTIFY`], prepared as `statement`) to every replica in a
-    /// transaction of its own, all in the same flight.
+    /// [`Self::commit`], then `notice` ([`NOTIFY`], prepared as `statement`) to every replica as a
+    /// statement of its own (its own transaction), in the same flight.
     ///
-    /// A `NOTIFY` takes a lock on the database that PostgreSQL holds until the transaction has
-    /// committed, WAL flush included: every notifying transaction of every replica commits one
-    /// after another, and their flushes are never shared. Inside the change's transaction, that
-    /// lock capped the commits of all replicas together at about one per flush (at 64 concurrent
-    /// round trips, most backends were seen waiting for it). The notice's own transaction commits
-    /// without waiting for its flush, so it holds the lock for microseconds. The notice is still
-    /// sent only once the change has committed: it goes only if the run has reached the notice's
-    /// sequence, which only this change writes. And it is as sure to go as before: it is on
-    /// the wire with the `COMMIT`, so PostgreSQL runs it even if this process dies right after;
-    /// should PostgreSQL itself crash, every listener reconnects and reads everything again.
+    /// PostgreSQL holds a database-wide lock from a `NOTIFY` until its transaction has committed,
+    /// WAL flush included. Inside the change's transaction, that made every commit of every
+    /// replica wait for the one before, their flushes never shared (at 64 concurrent round trips
+    /// most backends were seen waiting for it). A transaction that only notifies writes nothing
+    /// to flush, so it holds the lock for microseconds. The notice still goes only once the change
+    /// has committed: only if the run has reached the notice's sequence (a change that failed
+    /// leaves it below). And it is as sure to go as before: it is on the wire with the `COMMIT`,
+    /// so PostgreSQL runs it even if this process dies right after; should PostgreSQL itself
+    /// crash, every listener reconnects and reads everything again.
     pub(super) async fn commit_announcing(
         &self,
         statement: &Statement,
@@ -177,13 +172,7 @@ impl TxClient {
             payload,
         } = &notice;
         let params: [&(dyn ToSql + Sync); 4] = [&NOTIFY_CHANNEL, payload, run_id, last_sequence];
-        try_join!(
-            self.run(&self.commit),
-            self.run(&self.begin_notice),
-            exec(client, statement, &params),
-            self.run(&self.commit),
-        )?;
-        self.open.store(false, Ordering::Relaxed);
+        try_join!(self.commit(), exec(client, statement, &params))?;
         Ok(())
     }
 
