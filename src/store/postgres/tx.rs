@@ -159,7 +159,9 @@ impl TxClient {
     /// has committed: only if the run has reached the notice's sequence (a change that failed
     /// leaves it below). And it is as sure to go as before: it is on the wire with the `COMMIT`,
     /// so PostgreSQL runs it even if this process dies right after; should PostgreSQL itself
-    /// crash, every listener reconnects and reads everything again.
+    /// crash, every listener reconnects and reads everything again. A notice that fails after
+    /// the `COMMIT` (its connection broke between the two) is logged, not returned: the change
+    /// is made, and other replicas' followers of the run see it at the run's next notice.
     pub(super) async fn commit_announcing(
         &self,
         statement: &Statement,
@@ -172,7 +174,12 @@ impl TxClient {
             payload,
         } = &notice;
         let params: [&(dyn ToSql + Sync); 4] = [&NOTIFY_CHANNEL, payload, run_id, last_sequence];
-        try_join!(self.commit(), exec(client, statement, &params))?;
+        let (committed, noticed) = futures::join!(self.commit(), exec(client, statement, &params));
+        committed?;
+        // The change is made: a failed notice must not report it as failed (and have it retried).
+        if let Err(error) = noticed {
+            warn!(%error, run_id, "a commit's notice to the other replicas failed");
+        }
         Ok(())
     }
 
