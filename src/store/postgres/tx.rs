@@ -10,11 +10,11 @@
 //! it. `BEGIN` and `COMMIT` are statements of flights too ([`TxClient`]), so a change is a flight
 //! of `BEGIN` and the reads that decide it (the lock first), then one of every write and `COMMIT`
 //! (with the commit's notice, [`TxClient::commit_announcing`]): two round trips, one for a change
-//! that needs no reads. A change decided against
-//! after its reads ends with `ROLLBACK`. A flight's statements are prepared before it starts
-//! ([`prepare()`]), as a future still waiting on its own preparation would send out of order; and a
-//! flight joins no `try_join_all` of more than 30 futures, which may poll some only later, after
-//! the `COMMIT` (a turn's calls are thus one statement, like its events).
+//! that needs no reads. A change decided against after its reads ends with `ROLLBACK`. A flight's
+//! statements are prepared before it starts ([`prepare()`]), as a future still waiting on its own
+//! preparation would send out of order; and a flight joins no `try_join_all` of more than 30
+//! futures, which may poll some only later, after the `COMMIT` (a turn's calls are thus one
+//! statement, like its events).
 
 use super::*;
 
