@@ -1872,8 +1872,8 @@ async fn postgres_feed_pages_read_only_their_own_rows() {
     );
 }
 
-/// Replicas hear of each commit by a notice sent in the commit's flight, after the commit: in commit
-/// order, once the commit can be read, and never for a change whose transaction failed.
+/// Replicas hear of each commit by a notice sent in the commit's flight, after the commit: in
+/// commit order, once the commit can be read, and never for a change whose transaction failed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_notices_announce_only_commits_that_went_through() {
     let Some(location) = StoreLocation::postgres().await else {

@@ -20,8 +20,8 @@ pub struct PostgresStore {
 }
 
 /// A commit's notice to every replica ([`PostgresStore::notice`]).
-pub(super) struct Notice {
-    pub(super) run_id: String,
+pub(super) struct Notice<'a> {
+    pub(super) run_id: &'a str,
     /// The run's newest sequence after the commit: the notice goes only once the run has it.
     pub(super) last_sequence: i64,
     /// What the commit feed's listeners parse: run, sequence, status, origin.
@@ -69,9 +69,14 @@ impl PostgresStore {
 
     /// The notice of a commit that leaves `run_id` at `last_sequence` with `status`, tagged with
     /// this store; [`TxClient::commit_announcing`] sends it.
-    pub(super) fn notice(&self, run_id: &str, last_sequence: u64, status: RunStatus) -> Notice {
+    pub(super) fn notice<'a>(
+        &self,
+        run_id: &'a str,
+        last_sequence: u64,
+        status: RunStatus,
+    ) -> Notice<'a> {
         Notice {
-            run_id: run_id.to_owned(),
+            run_id,
             last_sequence: last_sequence as i64,
             payload: format!(
                 "{run_id} {last_sequence} {} {}",

@@ -52,7 +52,8 @@ pub(super) static TAKE_STEP_LEASE: LazyLock<String> =
 /// PostgreSQL 15 writes nothing to flush for a transaction that only notifies; `set_config` makes
 /// sure its commit waits for no flush should a version write one.
 pub(super) const NOTIFY: &str = "SELECT pg_notify($1, $2), \
-     set_config('synchronous_commit', 'off', true) FROM runs WHERE run_id = $3 AND last_sequence >= $4";
+     set_config('synchronous_commit', 'off', true) \
+     FROM runs WHERE run_id = $3 AND last_sequence >= $4";
 
 pub(super) fn run_row(row: &Row) -> RunRow {
     RunRow {

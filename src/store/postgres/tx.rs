@@ -165,7 +165,7 @@ impl TxClient {
     pub(super) async fn commit_announcing(
         &self,
         statement: &Statement,
-        notice: Notice,
+        notice: Notice<'_>,
     ) -> StoreResult<()> {
         let client = self.client()?;
         let Notice {

@@ -1,6 +1,6 @@
-//! API keys in SQLite: the statements, run on the key file ([`open_key_file`]) by the server's store and
-//! by [`SqliteKeyFile`], which `askuser keys` uses while a server may hold the files. A tenant's
-//! runs are in the store's file.
+//! API keys in SQLite: the statements, run on the key file ([`open_key_file`]) by the server's
+//! store and by [`SqliteKeyFile`], which `askuser keys` uses while a server may hold the files. A
+//! tenant's runs are in the store's file.
 
 use std::path::Path;
 

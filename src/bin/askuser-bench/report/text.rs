@@ -115,13 +115,13 @@ pub(super) const LIMITS: &str = "\
   this disk, by `pg_test_fsync`). Sequentially, four commits' round trips and flushes and \
   PostgreSQL's CPU time for about 34 statements (counted in the code) lie on the critical path. \
   Each commit's `NOTIFY` to the other replicas goes in the commit's last flight, after its \
-  `COMMIT`, as a statement (and transaction) of its own, which has nothing to flush: PostgreSQL holds a \
-  database-wide lock from a `NOTIFY` until its transaction's flush is done, and while the notice \
-  was inside the change's transaction every commit waited for the one before (at 64 streams most \
-  backends were seen waiting on that lock, with the CPU 15–18 % idle; 4 December 2026, two \
-  interleaved rounds: 681 and 688 round trips/s before, 1,034 and 1,050 after, sequential unchanged). \
-  With 16 or more streams both cores are now busy, shared by the PostgreSQL backends, the server (its CPU per round trip is above: the \
-  client side of the database protocol costs it more than SQLite does) and the bench. PostgreSQL \
+  `COMMIT`, as a statement (and transaction) of its own, which has nothing to flush: PostgreSQL \
+  holds a database-wide lock from a `NOTIFY` until its transaction's flush is done, and while the \
+  notice was inside the change's transaction every commit waited for the one before (at 64 \
+  streams most backends were seen waiting on that lock, with the CPU 15–18 % idle; 4 December \
+  2026, two interleaved rounds: 681 and 688 round trips/s before, 1,034 and 1,050 after, \
+  sequential unchanged). With 16 or more streams both cores are now busy, shared by the \
+  PostgreSQL backends, the server (its CPU per round trip is above: the client side of the database protocol costs it more than SQLite does) and the bench. PostgreSQL \
   on a machine of its own was not measured. A new feed's snapshot on PostgreSQL reads each page by \
   one index range (a row comparison) and looks each call's run up in `runs_owner`: before 3 \
   December 2026 every page was a merge join that walked the runs' index from its start, and \
