@@ -59,8 +59,8 @@ use super::webhook_records::{DeliveryInsert, deliveries_of};
 use super::{
     CallOfRun, CallSettlement, CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome,
     CommitNotice, CreateOutcome, EventPage, EventQuery, EventTable, ExecutedResults, Lease, NewRun,
-    PendingCounts, PendingQuery, RunPendingCall, RunQuery, RunTable, SettleOutcome, Step,
-    StepEvents, StepState, StoreError, StoreResult, StoreService, Tenancy, ToolCallRecord,
+    PendingCounts, PendingPage, PendingQuery, RunPendingCall, RunQuery, RunTable, SettleOutcome,
+    Step, StepEvents, StepState, StoreError, StoreResult, StoreService, Tenancy, ToolCallRecord,
     ToolCallTable, TurnCommit, TurnOutcome, timed,
 };
 use crate::domain::{Event, PendingCall, RunRecord, RunStatus, now_millis};

@@ -4,6 +4,47 @@ use async_trait::async_trait;
 
 use super::*;
 
+/// Has the planner of the transaction's statements walk an index in its order rather than
+/// sort what a bitmap of it found. A page of the feed is then one range of `tool_calls_pending`,
+/// whatever the statistics: on tables filled and not yet analyzed (autovacuum analyzes a table
+/// once a tenth of it changed), the planner made each page a bitmap of every later call, sorted,
+/// and a snapshot of 100,000 calls took 14 s instead of half a second.
+const PLAN_BY_INDEX: &str = "SELECT set_config('enable_bitmapscan', 'off', true), \
+     set_config('enable_sort', 'off', true)";
+
+impl PostgresStore {
+    /// The rows of [`PENDING_FEED_QUERY`] for `query`: one flight, whose transaction plans the
+    /// page by the index ([`PLAN_BY_INDEX`]).
+    async fn pending_feed_rows(&self, query: PendingQuery<'_>) -> StoreResult<Vec<Row>> {
+        let PendingQuery {
+            tenancy,
+            after,
+            limit,
+        } = query;
+        let tx = TxClient::get(&self.pool, BEGIN).await?;
+        let client = tx.client()?;
+        let [plan_by_index, page] =
+            prepare(client, [PLAN_BY_INDEX, PENDING_FEED_QUERY.as_str()]).await?;
+        let (run_id, call_id) = after.unwrap_or_default();
+        let params: [&(dyn ToSql + Sync); 4] =
+            [&run_id, &call_id, &tenancy.param(), &(limit as i64)];
+        let ((), (), rows, ()) = try_join!(
+            tx.begin(),
+            tx.run(&plan_by_index),
+            async { Ok(client.query(&page, &params).await?) },
+            tx.commit(),
+        )?;
+        Ok(rows)
+    }
+}
+
+/// The calls of [`PENDING_FEED_QUERY`]'s rows: the run's id and agent, then [`PENDING_COLUMNS`].
+fn pending_feed_calls(rows: &[Row]) -> StoreResult<Vec<RunPendingCall>> {
+    rows.iter()
+        .map(|row| pending_row(row, 2).into_run_pending(row.get(0), row.get(1)))
+        .collect()
+}
+
 #[async_trait]
 impl ToolCallTable for PostgresStore {
     async fn get_tool_call(&self, call: CallOfRun<'_>) -> StoreResult<Option<ToolCallRecord>> {
@@ -252,22 +293,25 @@ impl ToolCallTable for PostgresStore {
     }
 
     async fn pending_calls(&self, query: PendingQuery<'_>) -> StoreResult<Vec<RunPendingCall>> {
-        let PendingQuery {
-            tenancy,
-            after,
-            limit,
-        } = query;
-        let client = self.pool.get().await?;
-        let (run_id, call_id) = after.unwrap_or_default();
-        select(
-            &client,
-            &PENDING_FEED_QUERY,
-            &[&run_id, &call_id, &tenancy.param(), &(limit as i64)],
-        )
-        .await?
-        .iter()
-        .map(|row| pending_row(row, 2).into_run_pending(row.get(0), row.get(1)))
-        .collect()
+        pending_feed_calls(&self.pending_feed_rows(query).await?)
+    }
+
+    async fn pending_page(
+        &self,
+        query: PendingQuery<'_>,
+    ) -> StoreResult<(PendingPage, Option<(String, String)>)> {
+        let limit = query.limit;
+        let rows = self.pending_feed_rows(query).await?;
+        // The page after starts after the last row: (run id, call id) are its columns 0 and 2.
+        let next = rows
+            .last()
+            .filter(|_| rows.len() == limit)
+            .map(|last| (last.get(0), last.get(2)));
+        // The feed makes the rows into calls, while the reader goes on to the next page.
+        Ok((
+            PendingPage::deferred(move || pending_feed_calls(&rows)),
+            next,
+        ))
     }
 
     async fn pending_counts(&self, now_ms: i64) -> StoreResult<PendingCounts> {

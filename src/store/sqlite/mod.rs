@@ -309,58 +309,6 @@ mod tests {
         assert_eq!(reprepared, 0);
     }
 
-    /// A snapshot's pages come whole and in order, each pending call of the tenant's runs once, when
-    /// the receiver falls behind the reader and pages wait for room in the channel.
-    #[tokio::test]
-    async fn a_snapshot_sent_to_a_slow_receiver_comes_whole_and_in_order() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("askuser.sqlite3");
-        let store = SqliteStore::open(&path, Synchronous::Normal).expect("open and migrate");
-        let mut waiting = Vec::new();
-        {
-            let conn = Connection::open(&path).expect("open");
-            for run in 0..26 {
-                let (run_id, tenant) = (format!("run-{run:02}"), ["default", "other"][run / 25]);
-                conn.execute(
-                    "INSERT INTO runs (run_id, agent_id, status, prompt, metadata, last_sequence, \
-                     created_ms, updated_ms, tenant) VALUES (?1, 'agent', 'suspended', 'Hi', '{}', \
-                     1, 1, 1, ?2)",
-                    params![run_id, tenant],
-                )
-                .expect("a run");
-                for (call, status) in [(0, "pending"), (1, "answered"), (2, "pending")] {
-                    let call_id = format!("call-{call}");
-                    conn.execute(
-                        "INSERT INTO tool_calls (run_id, tool_call_id, turn, position, tool_name, \
-                         arguments_json, status) VALUES (?1, ?2, 0, ?3, 'ask_user', '{}', ?4)",
-                        params![run_id, call_id, call, status],
-                    )
-                    .expect("a call");
-                    if status == "pending" && tenant == "default" {
-                        waiting.push((run_id.clone(), call_id));
-                    }
-                }
-            }
-        }
-        let (pages, mut received) = tokio::sync::mpsc::channel(1);
-        let sending = tokio::spawn(async move {
-            store
-                .send_pending_pages(Tenancy::Only("default"), 4, pages)
-                .await;
-        });
-        let (mut calls, mut sizes) = (Vec::new(), Vec::new());
-        while let Some(page) = received.recv().await {
-            let page = page.expect("a page").calls().expect("its calls");
-            sizes.push(page.len());
-            calls.extend(page.into_iter().map(|c| (c.run_id, c.call.tool_call_id)));
-            // Slower than the reader: the channel fills, and the next page waits for room.
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
-        sending.await.expect("every page sent");
-        assert_eq!(calls, waiting);
-        assert_eq!(sizes, [4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 2]);
-    }
-
     /// Version 10 takes each delivery's subscription index from its `webhook-id` and drops the URL
     /// and secret's variable it copied.
     #[tokio::test]

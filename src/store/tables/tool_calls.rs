@@ -113,6 +113,17 @@ pub trait ToolCallTable: Send + Sync {
     /// Pending calls of every run, ordered by run and call id, after the given (run id, call id),
     /// at most `limit`.
     async fn pending_calls(&self, query: PendingQuery<'_>) -> StoreResult<Vec<RunPendingCall>>;
+    /// [`Self::pending_calls`] as a page of a snapshot, and where the page after it starts if it
+    /// is full. A store may leave its calls to be made by the receiver ([`PendingPage::deferred`]).
+    async fn pending_page(
+        &self,
+        query: PendingQuery<'_>,
+    ) -> StoreResult<(PendingPage, Option<(String, String)>)> {
+        let limit = query.limit;
+        let calls = self.pending_calls(query).await?;
+        let next = page_after(&calls, limit);
+        Ok((PendingPage::made(calls), next))
+    }
     /// Every pending call of `tenancy`'s runs in (run id, call id) order, sent to `pages` in pages
     /// of at most `limit` as they are read, each page its own read; an error goes as the last item.
     /// Returns when all are sent, or when `pages` is closed. A store may read ahead of the
@@ -125,12 +136,11 @@ pub trait ToolCallTable: Send + Sync {
                 after: after.take(),
                 limit,
             };
-            let page = self.pending_calls(query).await;
-            let next = page
-                .as_deref()
-                .ok()
-                .and_then(|page| page_after(page, limit));
-            if pages.send(page.map(PendingPage::made)).await.is_err() {
+            let (page, next) = match self.pending_page(query).await {
+                Ok((page, next)) => (Ok(page), next),
+                Err(error) => (Err(error), None),
+            };
+            if pages.send(page).await.is_err() {
                 return;
             }
             match next {
