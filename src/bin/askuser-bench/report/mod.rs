@@ -302,9 +302,12 @@ fn store_section(
             out,
             "\n### Hold: runs left suspended\n\nRuns started {} at a time over {} connections; \
              each stream is closed once its `tool_call_suspended` arrives, leaving the run \
-             suspended in the store. Server RSS before the first start: {:.1} MB.\n",
+             suspended in the store. At each size up to 100,000 runs, {} new \
+             `WatchPendingCalls` feeds read their snapshot of every held call one after another; \
+             the targets give the median. Server RSS before the first start: {:.1} MB.\n",
             hold.concurrency,
             hold.connections,
+            crate::hold::SNAPSHOTS,
             mb(hold.baseline_rss_kib)
         );
         let held = hold.points.last().map_or(0, |point| point.runs);
