@@ -121,8 +121,14 @@ pub(super) const LIMITS: &str = "\
   streams most backends were seen waiting on that lock, with the CPU 15–18 % idle; 4 December \
   2026, two interleaved rounds: 681 and 688 round trips/s before, 1,034 and 1,050 after, \
   sequential unchanged). With 16 or more streams both cores are now busy, shared by the \
-  PostgreSQL backends, the server (its CPU per round trip is above: the client side of the database protocol costs it more than SQLite does) and the bench. PostgreSQL \
-  on a machine of its own was not measured. A new feed's snapshot on PostgreSQL reads each page by \
+  PostgreSQL backends, the server (its CPU per round trip is above: the client side of the \
+  database protocol costs it more than SQLite does) and the bench. PostgreSQL on a machine of its \
+  own was not measured. Tried on 4 December 2026 and dropped: each change's writes joined into \
+  one statement (a data-modifying `WITH`), and a run without a request id created by one \
+  statement with no transaction around it: 25 statements per round trip instead of 35 (counted \
+  in PostgreSQL's log), but no more round trips a second in two interleaved rounds (at 64 streams \
+  820 and 849 before, 815 and 782 after; sequential 262 and 305 before, 272 and 307 after). A new \
+  feed's snapshot on PostgreSQL reads each page by \
   one index range (a row comparison) and looks each call's run up in `runs_owner`: before 3 \
   December 2026 every page was a merge join that walked the runs' index from its start, and \
   100,000 calls took 5.7–6.4 s. On tables not yet analyzed (after a burst of suspensions, \
