@@ -1804,7 +1804,7 @@ async fn postgres_feed_pages_read_only_their_own_rows_before_the_tables_are_anal
 }
 
 /// Whether the tables of a test have the planner's statistics.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Statistics {
     Analyzed,
     /// Never analyzed: autovacuum is off for them.
