@@ -19,7 +19,7 @@ use crate::runtime::{
 };
 use crate::store::RunFilter;
 use crate::wire::{
-    form_to_proto, kind_to_proto, payload_to_proto, settled_by_to_proto, suspend_kind_to_proto,
+    form_to_proto, kind_to_proto, payload_into_proto, settled_by_to_proto, suspend_kind_to_proto,
     timestamp, usage_to_proto,
 };
 
@@ -444,7 +444,7 @@ fn pending_to_proto(call: PendingCall) -> pb::PendingToolCall {
     pb::PendingToolCall {
         tool_call_id: call.tool_call_id,
         tool_name: call.tool_name,
-        suspend_payload: call.suspension.payload.as_ref().map(payload_to_proto),
+        suspend_payload: call.suspension.payload.map(payload_into_proto),
         form: call.suspension.form.as_deref().map(form_to_proto),
         expire_time: call.expire_ms.map(timestamp),
         kind: suspend_kind_to_proto(call.suspension.kind) as i32,

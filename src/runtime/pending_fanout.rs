@@ -4,8 +4,9 @@
 //! however many feeds it concerns.
 //!
 //! The reader knows a run's tenant from its start on this server (while any feed is open) or from
-//! a feed's snapshot. Of a run it does not know (started on another replica, or before any feed
-//! was open) it asks the store once per tenant that has feeds open, and remembers the answer.
+//! a feed's snapshot (while feeds of more than one tenant are open). Of a run it does not know
+//! (started on another replica, or before any feed was open) it asks the store once per tenant that
+//! has feeds open, and remembers the answer.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -66,7 +67,21 @@ impl PendingFanout {
         self.remember_all([run_id], tenant);
     }
 
-    /// [`Self::remember`] for many runs of one tenant (a snapshot's page), under one lock.
+    /// Notes the runs of a page of `tenant`'s snapshot, when knowing them can save a read: only
+    /// while feeds of another tenant are open too. With one tenant's feeds open, a run of no known
+    /// tenant is read once, in that tenant, as a known one is; noting every run of a snapshot of
+    /// 100,000 calls cost it a twelfth of its time.
+    pub(super) fn remember_snapshot<'a>(
+        &self,
+        run_ids: impl IntoIterator<Item = &'a str>,
+        tenant: &str,
+    ) {
+        if self.tenants.lock().is_ok_and(|t| t.len() > 1) {
+            self.remember_all(run_ids, tenant);
+        }
+    }
+
+    /// [`Self::remember`] for many runs of one tenant, under one lock.
     pub(super) fn remember_all<'a>(
         &self,
         run_ids: impl IntoIterator<Item = &'a str>,
@@ -78,11 +93,12 @@ impl PendingFanout {
         let tenant: Arc<str> = Arc::from(tenant);
         if let Ok(mut owners) = self.owners.lock() {
             for run_id in run_ids {
-                if let Some(owner) = owners.get_mut(run_id) {
-                    if **owner != *tenant {
-                        *owner = Arc::clone(&tenant);
-                    }
-                } else if owners.len() < MAX_OWNERS {
+                // A run's tenant never changes: a full map has nothing left to learn (a snapshot
+                // of 100,000 calls looked each run up for nothing).
+                if owners.len() >= MAX_OWNERS {
+                    break;
+                }
+                if !owners.contains_key(run_id) {
                     owners.insert(run_id.to_owned(), Arc::clone(&tenant));
                 }
             }
@@ -263,5 +279,18 @@ mod tests {
         let owners = fanout.owners.lock().expect("owners");
         assert!(owners.is_empty());
         assert_eq!(owners.capacity(), 0, "the table is freed, not only emptied");
+    }
+
+    /// A snapshot notes its runs only while another tenant's feeds are open: with one tenant's,
+    /// a run of no known tenant is read once anyway.
+    #[test]
+    fn a_snapshot_notes_its_runs_only_while_another_tenants_feeds_are_open() {
+        let fanout = Arc::new(PendingFanout::default());
+        let _acme = fanout.subscribe("acme");
+        fanout.remember_snapshot(["run-1"], "acme");
+        assert_eq!(fanout.owner("run-1"), None);
+        let _globex = fanout.subscribe("globex");
+        fanout.remember_snapshot(["run-1"], "acme");
+        assert_eq!(fanout.owner("run-1").as_deref(), Some("acme"));
     }
 }

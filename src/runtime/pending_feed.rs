@@ -8,6 +8,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use futures::Stream;
+use smallvec::SmallVec;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use tokio_util::task::AbortOnDropHandle;
@@ -71,7 +72,7 @@ struct SnapshotPages {
 }
 
 impl SnapshotPages {
-    /// The next page, its runs noted for the fan-out; `None` once the reading has ended, not
+    /// The next page, its runs offered to the fan-out; `None` once the reading has ended, not
     /// failed.
     async fn next(
         &mut self,
@@ -88,15 +89,18 @@ impl SnapshotPages {
         crate::metrics::pending_feed_read();
         shared
             .pending_fanout
-            .remember_all(page.iter().map(|call| call.run_id.as_str()), &viewer.tenant);
+            .remember_snapshot(page.iter().map(|call| call.run_id.as_str()), &viewer.tenant);
         Ok(Some(page))
     }
 }
 
-/// What a feed has sent: per run, each waiting call with what it waits for. A run waits on a few
-/// calls at once, so a list; runs are keyed by their server-made ids, so a fast hash is safe (a
-/// snapshot inserts every run it sends).
-type Sent = foldhash::HashMap<String, Vec<(String, SuspendKind)>>;
+/// What a feed has sent: per run, each waiting call with what it waits for. Runs are keyed by their
+/// server-made ids, so a fast hash is safe; a snapshot inserts every run it sends, so an entry is
+/// kept small (boxed ids, and one call, the usual number, inline).
+type Sent = foldhash::HashMap<Box<str>, SentCalls>;
+
+/// The calls sent for one run: a run waits on one call, or a few at once.
+type SentCalls = SmallVec<[(Box<str>, SuspendKind); 1]>;
 
 impl Shared {
     /// The calls that wait for someone across `principal`'s tenant's runs: a snapshot, then changes
@@ -118,9 +122,9 @@ impl Shared {
             while let Some(page) = pages.next(&shared, &principal).await? {
                 for call in page {
                     if filter.matches(&call.agent_id, &call.call, &principal) {
-                        sent.entry(call.run_id.clone())
+                        sent.entry(Box::from(call.run_id.as_str()))
                             .or_default()
-                            .push((call.call.tool_call_id.clone(), call.call.suspension.kind));
+                            .push((Box::from(call.call.tool_call_id.as_str()), call.call.suspension.kind));
                         yield PendingEvent::Pending(Box::new(call));
                     }
                 }
@@ -184,7 +188,11 @@ impl Shared {
                 }
             }
         }
-        let runs: HashSet<String> = sent.keys().chain(now.keys()).cloned().collect();
+        let runs: HashSet<String> = sent
+            .keys()
+            .map(|run_id| run_id.to_string())
+            .chain(now.keys().cloned())
+            .collect();
         let mut events = Vec::new();
         for run_id in runs {
             let calls = now.remove(&run_id).unwrap_or_default();
@@ -235,11 +243,16 @@ impl Shared {
         settled: Option<&[SettledCall]>,
     ) -> Result<Vec<PendingEvent>, RuntimeError> {
         let before = sent.remove(run_id).unwrap_or_default();
-        let now: Vec<(String, SuspendKind)> = calls
+        let now: SentCalls = calls
             .iter()
-            .map(|c| (c.call.tool_call_id.clone(), c.call.suspension.kind))
+            .map(|c| {
+                (
+                    Box::from(c.call.tool_call_id.as_str()),
+                    c.call.suspension.kind,
+                )
+            })
             .collect();
-        let gone: Vec<&String> = before
+        let gone: Vec<&Box<str>> = before
             .iter()
             .map(|(id, _)| id)
             .filter(|id| !now.iter().any(|(waiting, _)| waiting == *id))
@@ -261,33 +274,30 @@ impl Shared {
         };
         let mut events = Vec::new();
         for tool_call_id in gone {
-            let (kind, settled_by) = match settled.iter().find(|c| &c.tool_call_id == tool_call_id)
-            {
-                Some(call) => (Some(call.kind), call.settled_by.clone()),
-                // No result yet (an approved tool runs), or the run is gone.
-                None => (
-                    self.unsettled_kind(tenancy, run_id, tool_call_id).await?,
-                    None,
-                ),
-            };
+            let (kind, settled_by) =
+                match settled.iter().find(|c| *c.tool_call_id == **tool_call_id) {
+                    Some(call) => (Some(call.kind), call.settled_by.clone()),
+                    // No result yet (an approved tool runs), or the run is gone.
+                    None => (
+                        self.unsettled_kind(tenancy, run_id, tool_call_id).await?,
+                        None,
+                    ),
+                };
             events.push(PendingEvent::Settled {
                 run_id: run_id.to_owned(),
-                tool_call_id: tool_call_id.clone(),
+                tool_call_id: tool_call_id.to_string(),
                 kind,
                 settled_by,
             });
         }
         for call in calls {
             let unchanged = (call.call.tool_call_id.as_str(), call.call.suspension.kind);
-            if !before
-                .iter()
-                .any(|(id, kind)| (id.as_str(), *kind) == unchanged)
-            {
+            if !before.iter().any(|(id, kind)| (&**id, *kind) == unchanged) {
                 events.push(PendingEvent::Pending(Box::new(call)));
             }
         }
         if !now.is_empty() {
-            sent.insert(run_id.to_owned(), now);
+            sent.insert(Box::from(run_id), now);
         }
         Ok(events)
     }

@@ -30,14 +30,19 @@ fn mode_to_proto(mode: SelectionMode) -> pb::SelectionMode {
 }
 
 pub fn payload_to_proto(payload: &domain::SuspendPayload) -> pb::SuspendPayload {
+    payload_into_proto(payload.clone())
+}
+
+/// [`payload_to_proto`] of a payload no longer needed: its strings move, not copied.
+pub fn payload_into_proto(payload: domain::SuspendPayload) -> pb::SuspendPayload {
     pb::SuspendPayload {
-        question: payload.question.clone(),
+        question: payload.question,
         options: payload
             .options
-            .iter()
+            .into_iter()
             .map(|o| pb::AskUserOption {
-                label: o.label.clone(),
-                description: o.description.clone(),
+                label: o.label,
+                description: o.description,
             })
             .collect(),
         selection_mode: payload.selection_mode.map(|m| mode_to_proto(m) as i32),

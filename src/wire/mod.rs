@@ -6,7 +6,7 @@ mod event;
 mod form;
 
 pub use event::{
-    event_to_proto, kind_to_proto, payload_to_proto, settled_by_to_proto, suspend_kind_to_proto,
-    timestamp, usage_to_proto,
+    event_to_proto, kind_to_proto, payload_into_proto, payload_to_proto, settled_by_to_proto,
+    suspend_kind_to_proto, timestamp, usage_to_proto,
 };
 pub use form::form_to_proto;
