@@ -122,9 +122,11 @@ impl Shared {
             while let Some(page) = pages.next(&shared, &principal).await? {
                 for call in page {
                     if filter.matches(&call.agent_id, &call.call, &principal) {
-                        sent.entry(Box::from(call.run_id.as_str()))
-                            .or_default()
-                            .push((Box::from(call.call.tool_call_id.as_str()), call.call.suspension.kind));
+                        let sent_call = (
+                            Box::from(call.call.tool_call_id.as_str()),
+                            call.call.suspension.kind,
+                        );
+                        sent.entry(Box::from(call.run_id.as_str())).or_default().push(sent_call);
                         yield PendingEvent::Pending(Box::new(call));
                     }
                 }
