@@ -70,7 +70,7 @@ impl PendingFanout {
     /// Notes the runs of a page of `tenant`'s snapshot, when knowing them can save a read: only
     /// while feeds of another tenant are open too. With one tenant's feeds open, a run of no known
     /// tenant is read once, in that tenant, as a known one is; noting every run of a snapshot of
-    /// 100,000 calls cost it a twelfth of its time.
+    /// 100,000 calls was 7 % of its server CPU (perf).
     pub(super) fn remember_snapshot<'a>(
         &self,
         run_ids: impl IntoIterator<Item = &'a str>,
