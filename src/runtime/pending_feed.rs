@@ -164,7 +164,7 @@ impl Shared {
         let reader = tokio::spawn(async move {
             shared
                 .store
-                .send_pending_pages(Tenancy::Only(&tenant), SNAPSHOT_PAGE, pages)
+                .send_pending_pages(&tenant, SNAPSHOT_PAGE, pages)
                 .await;
         });
         SnapshotPages {

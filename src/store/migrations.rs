@@ -2,7 +2,7 @@
 //! keeps its own versions 1 and 2 and appends these; never edit a released one, add the next.
 
 /// Versions 3, 4, ... in order.
-pub(super) const SHARED: [&str; 12] = [
+pub(super) const SHARED: [&str; 13] = [
     include_str!("../../migrations/postgres/0003_tools.sql"),
     include_str!("../../migrations/postgres/0004_step_starts.sql"),
     include_str!("../../migrations/postgres/0005_keys.sql"),
@@ -15,6 +15,7 @@ pub(super) const SHARED: [&str; 12] = [
     include_str!("../../migrations/postgres/0012_call_continuation.sql"),
     include_str!("../../migrations/postgres/0013_requests.sql"),
     include_str!("../../migrations/postgres/0014_run_owners_index.sql"),
+    include_str!("../../migrations/postgres/0015_call_owners.sql"),
 ];
 
 /// A store's schema versions: its own first ones, then [`SHARED`]; version `n` at index `n - 1`.

@@ -74,7 +74,7 @@ pub(super) const RUN_IN_TENANT: &str = concat!(
 macro_rules! run_head_query {
     ($suffix:literal) => {
         concat!(
-            "SELECT status, last_sequence, turns, lease_owner, webhooks, agent_id FROM runs \
+            "SELECT status, last_sequence, turns, lease_owner, webhooks, agent_id, tenant FROM runs \
              WHERE run_id = $1 AND ",
             in_tenant!("tenant"),
             $suffix
@@ -303,49 +303,24 @@ pub(super) static PENDING_QUERY: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// Pending calls of every run of tenant `$3` (of any tenant when NULL) after (`$1`, `$2`) in (run
-/// id, call id) order, at most `$4`: the run's id and agent, then [`PENDING_COLUMNS`].
+/// Pending calls of every run of tenant `$3` after (`$1`, `$2`) in (run id, call id) order, at
+/// most `$4`: the run's id and agent, then [`PENDING_COLUMNS`]. Each call carries its run's tenant
+/// and agent (schema v15), so a page is one range of `tool_calls_pending` (tenant, run id, call
+/// id) and reads no run: before, each call's run was looked up in `runs_owner`, a second B-tree
+/// search per call.
 ///
-/// For PostgreSQL: the bound is one row comparison, which is an index condition of
-/// `tool_calls_pending` (the planner made an `OR` of two bounds a bitmap of every later call, then
-/// sorted it), and each call's run is looked up by `runs_owner` in a nested loop (`OFFSET 0` keeps
-/// the lateral subquery from being flattened into a join the planner may make a merge join, which
-/// walked the runs' index from its start on every page). A page reads its own rows only (a
-/// snapshot of 100,000 calls took 6 s, its pages' reads growing with the calls before them). On
-/// tables filled and not yet analyzed the planner would still sort a bitmap of every later call,
-/// so PostgreSQL's store plans the query by the index whatever the statistics (`PLAN_BY_INDEX`).
+/// The bound is one row comparison, which both stores take as an index condition (PostgreSQL made
+/// an `OR` of two bounds a bitmap of every later call, then sorted it). On tables filled and not
+/// yet analyzed PostgreSQL's planner would still sort a bitmap of every later call, so its store
+/// plans the query by the index whatever the statistics (`PLAN_BY_INDEX`). (SQLite numbers `$n`
+/// parameters in the order they first appear: keep them in order.)
 pub(super) static PENDING_FEED_QUERY: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT c.run_id, r.agent_id, {columns} FROM tool_calls c CROSS JOIN LATERAL \
-         (SELECT agent_id FROM runs r WHERE r.run_id = c.run_id \
-         AND (CAST($3 AS TEXT) IS NULL OR r.tenant = $3) OFFSET 0) r \
-         WHERE c.status = 'pending' AND (c.run_id, c.tool_call_id) > ($1, $2) \
-         ORDER BY c.run_id, c.tool_call_id LIMIT $4",
-        columns = qualified_pending_columns()
+        "SELECT run_id, agent_id, {PENDING_COLUMNS} FROM tool_calls \
+         WHERE status = 'pending' AND (run_id, tool_call_id) > ($1, $2) AND tenant = $3 \
+         ORDER BY run_id, tool_call_id LIMIT $4"
     )
 });
-
-/// [`PENDING_FEED_QUERY`] for SQLite: its planner looks a run up by the primary key's index and
-/// then reads the run's row, where `runs_owner` alone covers what the feed needs. (SQLite numbers
-/// `$n` parameters in the order they first appear: keep them in order.)
-pub(super) static SQLITE_PENDING_FEED_QUERY: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT c.run_id, r.agent_id, {columns} FROM tool_calls c \
-         JOIN runs r INDEXED BY runs_owner ON r.run_id = c.run_id \
-         WHERE c.status = 'pending' AND (c.run_id > $1 OR (c.run_id = $1 AND c.tool_call_id > $2)) \
-         AND (CAST($3 AS TEXT) IS NULL OR r.tenant = $3) ORDER BY c.run_id, c.tool_call_id LIMIT $4",
-        columns = qualified_pending_columns()
-    )
-});
-
-/// [`PENDING_COLUMNS`] of the calls' table `c`.
-fn qualified_pending_columns() -> String {
-    PENDING_COLUMNS
-        .split(", ")
-        .map(|c| format!("c.{c}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
 
 /// A pending `tool_calls` row.
 pub(super) struct PendingRow {
@@ -695,6 +670,7 @@ pub(super) struct RunHead {
     /// Its webhook plan (`runs.webhooks`), which decides the deliveries its events make.
     pub webhooks: Option<String>,
     pub agent_id: String,
+    pub tenant: String,
 }
 
 impl RunHead {
@@ -705,7 +681,7 @@ impl RunHead {
         turns: i64,
         lease_owner: Option<String>,
         webhooks: Option<String>,
-        agent_id: String,
+        (agent_id, tenant): (String, String),
     ) -> StoreResult<Self> {
         Ok(RunHead {
             status: parse_status(status)?,
@@ -714,6 +690,7 @@ impl RunHead {
             lease_owner,
             webhooks,
             agent_id,
+            tenant,
         })
     }
 

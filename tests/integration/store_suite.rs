@@ -1851,7 +1851,7 @@ async fn feed_pages_read_only_their_own_rows(statistics: Statistics) {
     loop {
         let page = store
             .pending_calls(PendingQuery {
-                tenancy: Tenancy::Only("default"),
+                tenant: "default",
                 after: after.take(),
                 limit: 512,
             })
@@ -2128,7 +2128,7 @@ async fn another_tenants_run_is_not_found_and_left_unchanged(store: Arc<dyn RunS
     assert!(
         store
             .pending_calls(PendingQuery {
-                tenancy: other,
+                tenant: "acme",
                 after: None,
                 limit: 100
             })
@@ -2169,7 +2169,7 @@ async fn another_tenants_run_is_not_found_and_left_unchanged(store: Arc<dyn RunS
     assert_eq!(page.map(|page| page.events.len()), Some(log.len()));
     let feed = store
         .pending_calls(PendingQuery {
-            tenancy: own,
+            tenant: "default",
             after: None,
             limit: 100,
         })
@@ -2222,9 +2222,7 @@ async fn a_snapshots_pages_hold_every_pending_call_once_in_order(store: Arc<dyn 
     let (pages, mut received) = tokio::sync::mpsc::channel(1);
     let reader = Arc::clone(&store);
     let sending = tokio::spawn(async move {
-        reader
-            .send_pending_pages(Tenancy::Only("default"), 4, pages)
-            .await;
+        reader.send_pending_pages("default", 4, pages).await;
     });
     let (mut calls, mut sizes) = (Vec::new(), Vec::new());
     while let Some(page) = received.recv().await {
@@ -2283,7 +2281,7 @@ async fn a_calls_assignees_are_kept_with_it(store: Arc<dyn RunStore>) {
     assert_eq!(call.suspension.assignees, assignees);
     let feed = store
         .pending_calls(PendingQuery {
-            tenancy: Tenancy::Any,
+            tenant: "default",
             after: None,
             limit: 10,
         })

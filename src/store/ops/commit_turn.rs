@@ -26,6 +26,8 @@ pub(in crate::store) struct TurnPlan<'c> {
     pub calls: Vec<CallRow<'c>>,
     /// The turn the calls belong to.
     pub turn: i64,
+    /// The run's tenant and agent, which each call carries (`tool_calls.tenant`, `.agent_id`).
+    pub owner: (String, String),
     pub run_update: Write,
     /// The run's webhook plan, for the deliveries the events make.
     pub webhooks: Option<String>,
@@ -90,6 +92,7 @@ pub(in crate::store) fn plan<'c>(
         events,
         calls,
         turn: i64::from(turns) - 1,
+        owner: (head.tenant, head.agent_id),
         run_update,
         webhooks: head.webhooks,
         status,

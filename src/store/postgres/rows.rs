@@ -152,7 +152,7 @@ pub(super) async fn lock_run(
                 row.get(2),
                 row.get(3),
                 row.get(4),
-                row.get(5),
+                (row.get(5), row.get(6)),
             )
         })
         .transpose()
@@ -383,14 +383,15 @@ pub(super) async fn read_step(
     if taken { rows.into_step() } else { Ok(None) }
 }
 
-/// Inserts a turn's calls, each column but the run's and the turn's as an array.
+/// Inserts a turn's calls, each column but the run's, the turn's and the run's owner's (tenant and
+/// agent) as an array.
 pub(super) const INSERT_CALLS: &str = "INSERT INTO tool_calls (run_id, turn, tool_call_id, position, \
      tool_name, arguments_json, status, payload, expire_ms, result_content, result_is_error, \
      result_kind, result_sequence, suspend_kind, run_arguments, approval_reason, assignees, \
-     suspended_ms) SELECT $1::TEXT, $2::BIGINT, * FROM UNNEST($3::TEXT[], \
-     $4::BIGINT[], $5::TEXT[], $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::BIGINT[], $10::TEXT[], \
-     $11::BOOLEAN[], $12::TEXT[], $13::BIGINT[], $14::TEXT[], $15::TEXT[], $16::TEXT[], \
-     $17::TEXT[], $18::BIGINT[])";
+     suspended_ms, tenant, agent_id) SELECT $1::TEXT, $2::BIGINT, *, $19::TEXT, $20::TEXT \
+     FROM UNNEST($3::TEXT[], $4::BIGINT[], $5::TEXT[], $6::TEXT[], $7::TEXT[], $8::TEXT[], \
+     $9::BIGINT[], $10::TEXT[], $11::BOOLEAN[], $12::TEXT[], $13::BIGINT[], $14::TEXT[], \
+     $15::TEXT[], $16::TEXT[], $17::TEXT[], $18::BIGINT[])";
 
 /// Inserts a turn's calls ([`CallRow`]) with one statement ([`INSERT_CALLS`]).
 pub(super) async fn insert_calls(
@@ -398,6 +399,7 @@ pub(super) async fn insert_calls(
     statement: &Statement,
     run_id: &str,
     turn: i64,
+    (tenant, agent_id): &(String, String),
     calls: &[CallRow<'_>],
 ) -> StoreResult<()> {
     if calls.is_empty() {
@@ -429,6 +431,8 @@ pub(super) async fn insert_calls(
             &column(calls, |c| c.approval_reason),
             &column(calls, |c| c.assignees.as_deref()),
             &column(calls, |c| c.suspended_ms),
+            tenant,
+            agent_id,
         ],
     )
     .await?;

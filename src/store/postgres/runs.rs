@@ -211,7 +211,14 @@ impl RunTable for PostgresStore {
                     plan.webhooks.as_deref(),
                     &plan.events,
                 ),
-                insert_calls(client, &call_insert, run_id, plan.turn, &plan.calls),
+                insert_calls(
+                    client,
+                    &call_insert,
+                    run_id,
+                    plan.turn,
+                    &plan.owner,
+                    &plan.calls
+                ),
                 exec_write(client, &run_update, &plan.run_update),
                 tx.commit_announcing(
                     &notice,

@@ -17,7 +17,7 @@ impl PostgresStore {
     /// page by the index ([`PLAN_BY_INDEX`]).
     async fn pending_feed_rows(&self, query: PendingQuery<'_>) -> StoreResult<Vec<Row>> {
         let PendingQuery {
-            tenancy,
+            tenant,
             after,
             limit,
         } = query;
@@ -26,8 +26,7 @@ impl PostgresStore {
         let [plan_by_index, page] =
             prepare(client, [PLAN_BY_INDEX, PENDING_FEED_QUERY.as_str()]).await?;
         let (run_id, call_id) = after.unwrap_or_default();
-        let params: [&(dyn ToSql + Sync); 4] =
-            [&run_id, &call_id, &tenancy.param(), &(limit as i64)];
+        let params: [&(dyn ToSql + Sync); 4] = [&run_id, &call_id, &tenant, &(limit as i64)];
         let ((), (), rows, ()) = try_join!(
             tx.begin(),
             tx.run(&plan_by_index),

@@ -33,13 +33,13 @@ use super::ops::settle::{SettleReads, Settling};
 use super::ops::{Write, cancel, commit_executed, commit_turn, create, settle, step_events};
 use super::records::{
     AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, EXECUTING_QUERY,
-    OLDEST_PENDING_CALLS_QUERY, PENDING_CALLS_COUNT_QUERY, PENDING_COLUMNS, PENDING_QUERY,
-    PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_HEAD_QUERY, RUN_IN_TENANT,
+    OLDEST_PENDING_CALLS_QUERY, PENDING_CALLS_COUNT_QUERY, PENDING_COLUMNS, PENDING_FEED_QUERY,
+    PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_HEAD_QUERY, RUN_IN_TENANT,
     RUN_OF_REQUEST_QUERY, RUN_QUERY, RUN_STATE_QUERY, RunHead, RunRow, SETTLED_QUERY,
-    SQLITE_PENDING_FEED_QUERY, STEP_RUN_QUERY, SettledRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY,
-    TURNS_QUERY, ToolCallRow, TranscriptCall, UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY,
-    UNSETTLED_QUERY, WEBHOOKS_DUE_QUERY, assemble_transcript, counting_step_start, executing_call,
-    from_json, parse_status, pending_counts, to_json,
+    STEP_RUN_QUERY, SettledRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow,
+    TranscriptCall, UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY,
+    WEBHOOKS_DUE_QUERY, assemble_transcript, counting_step_start, executing_call, from_json,
+    parse_status, pending_counts, to_json,
 };
 use super::run_filter::{Dialect, list_runs_query};
 use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of};
@@ -260,31 +260,27 @@ mod tests {
         assert_eq!(version, MIGRATIONS.len() as i64);
     }
 
-    /// A new feed's snapshot reads the pending calls' index and each call's run from
-    /// `runs_owner` alone: no table is scanned, and no run's row is read.
+    /// A new feed's snapshot reads one range of the pending calls' index, its tenant's: no table
+    /// is scanned, and no run is looked up (each call carries its run's tenant and agent).
     #[tokio::test]
-    async fn the_snapshot_reads_indexes_only() {
+    async fn the_snapshot_reads_one_index_range() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("askuser.sqlite3");
         drop(SqliteStore::open(&path, Synchronous::Normal).expect("open and migrate"));
         let conn = Connection::open(&path).expect("open");
-        let plan: Vec<String> = conn
-            .prepare(&format!(
-                "EXPLAIN QUERY PLAN {}",
-                *SQLITE_PENDING_FEED_QUERY
-            ))
-            .expect("plan")
-            .query_map(params!["", "", "default", 512], |row| row.get(3))
-            .expect("plan rows")
-            .collect::<Result<_, _>>()
-            .expect("plan rows");
+        let plan = |sql: &str| -> Vec<String> {
+            conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .expect("plan")
+                .query_map(params!["", "", "default", 512], |row| row.get(3))
+                .expect("plan rows")
+                .collect::<Result<_, _>>()
+                .expect("plan rows")
+        };
         assert_eq!(
-            plan,
+            plan(&PENDING_FEED_QUERY),
             [
-                "SEARCH c USING INDEX tool_calls_pending (run_id>?)",
-                "SEARCH r USING COVERING INDEX runs_owner (run_id=?)",
+                "SEARCH tool_calls USING INDEX tool_calls_pending (tenant=? AND (run_id,tool_call_id)>(?,?))"
             ],
-            "{plan:#?}"
         );
     }
 
@@ -297,7 +293,7 @@ mod tests {
         drop(SqliteStore::open(&path, Synchronous::Normal).expect("open and migrate"));
         let reprepared = Readers::new(&path)
             .run(|conn| {
-                let mut page = conn.prepare_cached(&SQLITE_PENDING_FEED_QUERY)?;
+                let mut page = conn.prepare_cached(&PENDING_FEED_QUERY)?;
                 for (run_id, call_id) in [("", ""), ("run-1", "call-1"), ("run-2", "call-2")] {
                     page.query_map(params![run_id, call_id, "default", 512], |_| Ok(()))?
                         .collect::<Result<Vec<()>, _>>()?;
@@ -309,6 +305,17 @@ mod tests {
         assert_eq!(reprepared, 0);
     }
 
+    /// A database file at schema version `version`, as a server of that version left it.
+    fn file_at_version(path: &Path, version: usize) -> Connection {
+        let conn = Connection::open(path).expect("open");
+        for sql in &MIGRATIONS[..version] {
+            conn.execute_batch(sql).expect("an older schema");
+        }
+        conn.pragma_update(None, "user_version", version as i64)
+            .expect("user_version");
+        conn
+    }
+
     /// Version 10 takes each delivery's subscription index from its `webhook-id` and drops the URL
     /// and secret's variable it copied.
     #[tokio::test]
@@ -316,12 +323,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("askuser.sqlite3");
         {
-            let conn = Connection::open(&path).expect("open");
-            for sql in &MIGRATIONS[..8] {
-                conn.execute_batch(sql).expect("schema v8");
-            }
-            conn.pragma_update(None, "user_version", 8)
-                .expect("user_version");
+            let conn = file_at_version(&path, 8);
             for (id, sequence, permille) in
                 [("r-1:3:0", 3, None), ("r-1:13:12:r500", 13, Some(500))]
             {
@@ -349,5 +351,46 @@ mod tests {
             subscriptions,
             vec![("r-1:3:0".to_owned(), 0), ("r-1:13:12:r500".to_owned(), 12)]
         );
+    }
+
+    /// Version 15 gives each call its run's tenant and agent, so that a tenant's feed finds the
+    /// calls waiting before it, and no other tenant's.
+    #[tokio::test]
+    async fn version_15_gives_calls_their_runs_owner() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("askuser.sqlite3");
+        {
+            let conn = file_at_version(&path, 14);
+            for (run_id, tenant, agent_id) in [("r-1", "acme", "deploy"), ("r-2", "beta", "ops")] {
+                conn.execute(
+                    "INSERT INTO runs (run_id, agent_id, status, prompt, metadata, last_sequence, \
+                     created_ms, updated_ms, tenant) VALUES (?1, ?2, 'suspended', '', '{}', 1, 1, \
+                     1, ?3)",
+                    params![run_id, agent_id, tenant],
+                )
+                .expect("a version 14 run");
+                conn.execute(
+                    "INSERT INTO tool_calls (run_id, tool_call_id, turn, position, tool_name, \
+                     arguments_json, status, suspend_kind) VALUES (?1, 'c-1', 0, 0, 'ask_user', \
+                     '{}', 'pending', 'approval')",
+                    [run_id],
+                )
+                .expect("a version 14 call");
+            }
+        }
+        let store = SqliteStore::open(&path, Synchronous::Normal).expect("open and migrate");
+        let page = store
+            .pending_calls(PendingQuery {
+                tenant: "acme",
+                after: None,
+                limit: 10,
+            })
+            .await
+            .expect("acme's calls");
+        let owners: Vec<_> = page
+            .iter()
+            .map(|c| (c.run_id.as_str(), c.agent_id.as_str()))
+            .collect();
+        assert_eq!(owners, [("r-1", "deploy")]);
     }
 }

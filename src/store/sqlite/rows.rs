@@ -143,12 +143,12 @@ pub(super) fn run_head(
                 row.get::<_, i64>(2)?,
                 row.get::<_, Option<String>>(3)?,
                 row.get::<_, Option<String>>(4)?,
-                row.get::<_, String>(5)?,
+                (row.get::<_, String>(5)?, row.get::<_, String>(6)?),
             ))
         })
         .optional()?;
-    row.map(|(status, last, turns, lease_owner, webhooks, agent_id)| {
-        RunHead::from_columns(&status, last, turns, lease_owner, webhooks, agent_id)
+    row.map(|(status, last, turns, lease_owner, webhooks, owner)| {
+        RunHead::from_columns(&status, last, turns, lease_owner, webhooks, owner)
     })
     .transpose()
 }

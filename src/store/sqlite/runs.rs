@@ -108,9 +108,10 @@ impl RunTable for SqliteStore {
                     "INSERT INTO tool_calls (run_id, tool_call_id, turn, position, tool_name, \
                      arguments_json, status, payload, expire_ms, result_content, result_is_error, \
                      result_kind, result_sequence, suspend_kind, run_arguments, approval_reason, \
-                     assignees, suspended_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, \
-                     ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                     assignees, suspended_ms, tenant, agent_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, \
+                     ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
                 )?;
+                let (tenant, agent_id) = &plan.owner;
                 for row in &plan.calls {
                     insert.execute(params![
                         run_id,
@@ -130,7 +131,9 @@ impl RunTable for SqliteStore {
                         row.run_arguments,
                         row.approval_reason,
                         row.assignees,
-                        row.suspended_ms
+                        row.suspended_ms,
+                        tenant,
+                        agent_id
                     ])?;
                 }
                 execute(conn, &plan.run_update)?;

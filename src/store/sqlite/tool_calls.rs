@@ -144,26 +144,25 @@ impl ToolCallTable for SqliteStore {
     }
 
     async fn pending_calls(&self, query: PendingQuery<'_>) -> StoreResult<Vec<RunPendingCall>> {
-        let (tenant, after, limit) = (query.tenancy.param(), query.after, query.limit);
+        let (tenant, after, limit) = (query.tenant.to_owned(), query.after, query.limit);
         self.readers
-            .run(move |conn| read_pending_page(conn, tenant.as_deref(), after, limit)?.calls())
+            .run(move |conn| read_pending_page(conn, &tenant, after, limit)?.calls())
             .await
     }
 
-    async fn send_pending_pages(&self, tenancy: Tenancy<'_>, limit: usize, pages: PendingPages) {
-        let tenant = tenancy.param();
+    async fn send_pending_pages(&self, tenant: &str, limit: usize, pages: PendingPages) {
         let mut after = None;
         loop {
             // One blocking thread reads page after page while the channel has room: no hop back
             // to the runtime between pages. A page it has no room for comes back here to wait,
             // so a slow receiver holds no thread.
-            let (tenant, sender) = (tenant.clone(), pages.clone());
+            let (tenant, sender) = (tenant.to_owned(), pages.clone());
             let read = self
                 .readers
                 .run_each(move |conn| {
                     let mut after = after;
                     loop {
-                        let page = read_pending_page(conn, tenant.as_deref(), after.take(), limit)?;
+                        let page = read_pending_page(conn, &tenant, after.take(), limit)?;
                         let next = page.after(limit);
                         match sender.try_send(Ok(page.deferred())) {
                             Ok(()) => {}
@@ -243,17 +242,17 @@ impl ToolCallTable for SqliteStore {
     }
 }
 
-/// One page of [`SQLITE_PENDING_FEED_QUERY`]: the pending calls of `tenant`'s runs (any run's when
-/// `None`) after `after`, at most `limit`, as read.
+/// One page of [`PENDING_FEED_QUERY`]: the pending calls of `tenant`'s runs after `after`,
+/// at most `limit`, as read.
 fn read_pending_page(
     conn: &Connection,
-    tenant: Option<&str>,
+    tenant: &str,
     after: Option<(String, String)>,
     limit: usize,
 ) -> StoreResult<PendingRows> {
     let (run_id, call_id) = after.unwrap_or_default();
     let rows = conn
-        .prepare_cached(&SQLITE_PENDING_FEED_QUERY)?
+        .prepare_cached(&PENDING_FEED_QUERY)?
         .query_map(params![run_id, call_id, tenant, limit as i64], |row| {
             Ok((row.get(0)?, row.get(1)?, read_pending_row(row, 2)?))
         })?

@@ -50,11 +50,12 @@ pub struct ExecutedResults<'a> {
     pub step_goes_on: bool,
 }
 
-/// A page of the pending calls of `tenancy`'s runs, for [`ToolCallTable::pending_calls`]: those
-/// after the given (run id, call id), at most `limit`.
+/// A page of the pending calls of `tenant`'s runs, for [`ToolCallTable::pending_calls`]: those
+/// after the given (run id, call id), at most `limit`. A feed is always one tenant's: the calls'
+/// index leads with the tenant.
 #[derive(Clone, Debug)]
 pub struct PendingQuery<'a> {
-    pub tenancy: Tenancy<'a>,
+    pub tenant: &'a str,
     pub after: Option<(String, String)>,
     pub limit: usize,
 }
@@ -110,8 +111,8 @@ pub trait ToolCallTable: Send + Sync {
     /// claimant of the same principal renews its own, the same claimant name of another principal
     /// does not.
     async fn claim_call(&self, claim: Claim<'_>) -> StoreResult<ClaimOutcome>;
-    /// Pending calls of every run, ordered by run and call id, after the given (run id, call id),
-    /// at most `limit`.
+    /// Pending calls of the tenant's runs, ordered by run and call id, after the given (run id,
+    /// call id), at most `limit`.
     async fn pending_calls(&self, query: PendingQuery<'_>) -> StoreResult<Vec<RunPendingCall>>;
     /// [`Self::pending_calls`] as a page of a snapshot, and where the page after it starts if it
     /// is full. A store may leave its calls to be made by the receiver ([`PendingPage::deferred`]).
@@ -124,15 +125,15 @@ pub trait ToolCallTable: Send + Sync {
         let next = page_after(&calls, limit);
         Ok((PendingPage::made(calls), next))
     }
-    /// Every pending call of `tenancy`'s runs in (run id, call id) order, sent to `pages` in pages
+    /// Every pending call of `tenant`'s runs in (run id, call id) order, sent to `pages` in pages
     /// of at most `limit` as they are read, each page its own read; an error goes as the last item.
     /// Returns when all are sent, or when `pages` is closed. A store may read ahead of the
     /// receiver by as much as the channel holds.
-    async fn send_pending_pages(&self, tenancy: Tenancy<'_>, limit: usize, pages: PendingPages) {
+    async fn send_pending_pages(&self, tenant: &str, limit: usize, pages: PendingPages) {
         let mut after = None;
         loop {
             let query = PendingQuery {
-                tenancy,
+                tenant,
                 after: after.take(),
                 limit,
             };
