@@ -82,7 +82,17 @@ pub(super) const LIMITS: &str = "\
   tenant is read once anyway), its record of what it sent keys boxed ids with a run's one call \
   inline, and a call's question moves into its frame instead of being copied (two interleaved \
   rounds of five snapshots of 100,000 calls: medians 302 and 313 ms before, 256 and 257 ms \
-  after; server CPU 430–450 ms before, 360–370 ms after).
+  after; server CPU 430–450 ms before, 360–370 ms after). Kept later that day: each call \
+  carries its run's tenant and agent (schema version 15) and the pending calls' index leads \
+  with the tenant, so a snapshot's page is one range of that index, with no lookup of each \
+  call's run (a second B-tree search per call); the index that served those lookups \
+  (`runs_owner`) is gone, and with it an index write per run (two interleaved rounds of five \
+  snapshots of 100,000 calls: medians 274 and 263 ms before, 230 and 224 ms after; server CPU \
+  390 and 360 ms before, 330 ms after). Tried then and dropped: mimalloc's purge delay at \
+  100 ms or at its default of 1 s instead of 10 ms, which a profile of the snapshot pointed at \
+  (its `madvise` calls and the page faults after them, about 5 % of the server's samples): no \
+  change (two interleaved rounds, medians 222 and 223 ms at 10 ms, 225 and 223 ms at 100 ms, \
+  225 and 226 ms at 1 s).
 - Resume latency: the answer's settling commit and the completing turn's commit, one store \
   operation each (the question is checked inside the settling transaction, and that transaction \
   also takes the run's lease and reads the next step's state).
@@ -136,9 +146,11 @@ pub(super) const LIMITS: &str = "\
   in PostgreSQL's log), but no more round trips a second in two interleaved rounds (at 64 streams \
   820 and 849 before, 815 and 782 after; sequential 262 and 305 before, 272 and 307 after). A new \
   feed's snapshot on PostgreSQL reads each page by \
-  one index range (a row comparison) and looks each call's run up in `runs_owner`: before 3 \
-  December 2026 every page was a merge join that walked the runs' index from its start, and \
-  100,000 calls took 5.7–6.4 s. On tables not yet analyzed (after a burst of suspensions, \
+  one index range (the tenant, then a row comparison) and, since schema version 15, no run: \
+  each call carries its run's tenant and agent (after the hold of 100,000 runs, five snapshots' \
+  median 478 ms when each call's run was looked up in `runs_owner`, 338 ms without; one round). \
+  Before 3 December 2026 every page was a merge join that walked the runs' index from its start, \
+  and 100,000 calls took 5.7–6.4 s. On tables not yet analyzed (after a burst of suspensions, \
   before autovacuum came by) the planner still made each page a bitmap of every later call, \
   sorted: the first feed after the hold's 100,000 starts took 14.7 s. Since 4 December 2026 a \
   page's transaction has the planner walk the index in its order (no bitmap scan, no sort) \
