@@ -217,7 +217,7 @@ impl RunTable for PostgresStore {
                     run_id,
                     plan.turn,
                     &plan.owner,
-                    &plan.calls
+                    &plan.calls,
                 ),
                 exec_write(client, &run_update, &plan.run_update),
                 tx.commit_announcing(
