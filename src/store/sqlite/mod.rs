@@ -268,16 +268,15 @@ mod tests {
         let path = dir.path().join("askuser.sqlite3");
         drop(SqliteStore::open(&path, Synchronous::Normal).expect("open and migrate"));
         let conn = Connection::open(&path).expect("open");
-        let plan = |sql: &str| -> Vec<String> {
-            conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
-                .expect("plan")
-                .query_map(params!["", "", "default", 512], |row| row.get(3))
-                .expect("plan rows")
-                .collect::<Result<_, _>>()
-                .expect("plan rows")
-        };
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", *PENDING_FEED_QUERY))
+            .expect("plan")
+            .query_map(params!["", "", "default", 512], |row| row.get(3))
+            .expect("plan rows")
+            .collect::<Result<_, _>>()
+            .expect("plan rows");
         assert_eq!(
-            plan(&PENDING_FEED_QUERY),
+            plan,
             [
                 "SEARCH tool_calls USING INDEX tool_calls_pending (tenant=? AND (run_id,tool_call_id)>(?,?))"
             ],
