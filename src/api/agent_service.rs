@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
-use futures::{FutureExt, Stream, StreamExt};
+use futures::{Stream, StreamExt};
 use tonic::{Request, Response, Status, Streaming};
 
 use super::caller::{caller, credential};
@@ -15,6 +15,7 @@ use super::convert::{self, answer_from_proto};
 use super::error::ApiError;
 use super::inbound::Inbound;
 use super::limits::{self, Field, RequestLimits};
+use super::pending_frames::{PendingFrameStream, pending_frames};
 use super::recheck::{rechecked, still_valid};
 use super::stream_caps::{StreamCaps, StreamSlot};
 use crate::auth::{AuthError, Credential};
@@ -23,15 +24,10 @@ use crate::proto::v1 as pb;
 use crate::proto::v1::agent_service_server::AgentService;
 use crate::proto::v1::run_agent_request::Frame;
 use crate::runtime::ask_user::describe;
-use crate::runtime::{
-    EventStream, FollowUntil, PendingStream, RejectReason, Runtime, RuntimeError, short_id,
-};
+use crate::runtime::{EventStream, FollowUntil, RejectReason, Runtime, RuntimeError, short_id};
 
 /// The frames a server-streaming RPC sends.
 pub type FrameStream = Pin<Box<dyn Stream<Item = Result<pb::RunAgentResponse, Status>> + Send>>;
-/// The events of the pending-calls feed.
-pub type PendingFrameStream =
-    Pin<Box<dyn Stream<Item = Result<pb::WatchPendingCallsResponse, Status>> + Send>>;
 
 /// How the service's streams and pages are bounded.
 #[derive(Clone, Copy, Debug)]
@@ -221,48 +217,6 @@ impl AgentApi {
         });
         rechecked(frames, credential)
     }
-}
-
-/// The pending-calls feed as frames, with a heartbeat whenever nothing else went out for a whole
-/// interval.
-fn pending_frames(
-    permit: StreamPermit,
-    mut events: PendingStream,
-    heartbeat: Duration,
-) -> PendingFrameStream {
-    Box::pin(async_stream::stream! {
-        // Held as long as the feed is open.
-        let _permit = permit;
-        // One timer for the feed, armed only when it waits: a snapshot of many calls sends them
-        // without registering a timer per call.
-        let quiet = tokio::time::sleep(heartbeat);
-        tokio::pin!(quiet);
-        loop {
-            let event = match events.next().now_or_never() {
-                Some(event) => event,
-                None => {
-                    quiet.as_mut().reset(tokio::time::Instant::now() + heartbeat);
-                    tokio::select! {
-                        event = events.next() => event,
-                        () = &mut quiet => {
-                            yield Ok(pb::WatchPendingCallsResponse {
-                                event: Some(pb::watch_pending_calls_response::Event::Heartbeat(pb::Heartbeat {})),
-                            });
-                            continue;
-                        }
-                    }
-                }
-            };
-            match event {
-                Some(Ok(event)) => yield Ok(convert::pending_event_to_proto(event)),
-                Some(Err(error)) => {
-                    yield Err(Status::from(ApiError::from(error)));
-                    break;
-                }
-                None => break,
-            }
-        }
-    })
 }
 
 async fn answer_frame(

@@ -9,15 +9,16 @@ use super::limits::RequestLimits;
 use super::reason::reject_code;
 use crate::domain::{
     self, AnswerInput, ApprovalDecision, PendingCall, Principal, RunRecord, RunStatus,
-    SelectionMode, SettledCall, SuspendKind, ToolDefinition, WebhookEvent,
+    SelectionMode, SettledBy, SettledCall, SuspendKind, ToolDefinition, ToolResultKind,
+    WebhookEvent,
 };
 use crate::proto::v1 as pb;
 use crate::runtime::tools::{ApprovalPolicy, ToolKind, schema_text};
 use crate::runtime::{
-    AgentDefinition, AnswerAck, AnswerRequest, PendingEvent, PendingFilter, RejectReason,
-    RunWebhook, StartRunRequest, Violation,
+    AgentDefinition, AnswerAck, AnswerRequest, PendingFilter, RejectReason, RunWebhook,
+    StartRunRequest, Violation,
 };
-use crate::store::RunFilter;
+use crate::store::{RunFilter, RunPendingCall};
 use crate::wire::{
     form_to_proto, kind_to_proto, payload_into_proto, settled_by_to_proto, suspend_kind_to_proto,
     timestamp, usage_to_proto,
@@ -335,33 +336,39 @@ pub fn run_tools_from_proto(
         .collect()
 }
 
-fn pending_event_frame(event: PendingEvent) -> pb::watch_pending_calls_response::Event {
-    use pb::watch_pending_calls_response::Event as E;
-    match event {
-        PendingEvent::Pending(call) => E::CallPending(pb::CallPending {
+/// The frame of a call that waits.
+pub fn call_pending_frame(call: RunPendingCall) -> pb::WatchPendingCallsResponse {
+    pending_calls_frame(pb::watch_pending_calls_response::Event::CallPending(
+        pb::CallPending {
             run_id: call.run_id,
             agent_id: call.agent_id,
             call: Some(pending_to_proto(call.call)),
-        }),
-        PendingEvent::Settled {
-            run_id,
-            tool_call_id,
-            kind,
-            settled_by,
-        } => E::CallSettled(pb::CallSettled {
+        },
+    ))
+}
+
+/// The frame of a call that no longer waits.
+pub fn call_settled_frame(
+    run_id: String,
+    tool_call_id: String,
+    kind: Option<ToolResultKind>,
+    settled_by: Option<SettledBy>,
+) -> pb::WatchPendingCallsResponse {
+    pending_calls_frame(pb::watch_pending_calls_response::Event::CallSettled(
+        pb::CallSettled {
             run_id,
             tool_call_id,
             kind: kind.map_or(pb::ToolResultKind::Unspecified, kind_to_proto) as i32,
             settled_by: settled_by.map(settled_by_to_proto),
-        }),
-        PendingEvent::SnapshotDone => E::SnapshotDone(pb::SnapshotDone {}),
-    }
+        },
+    ))
 }
 
-pub fn pending_event_to_proto(event: PendingEvent) -> pb::WatchPendingCallsResponse {
-    pb::WatchPendingCallsResponse {
-        event: Some(pending_event_frame(event)),
-    }
+/// A frame of the pending-calls feed.
+pub fn pending_calls_frame(
+    event: pb::watch_pending_calls_response::Event,
+) -> pb::WatchPendingCallsResponse {
+    pb::WatchPendingCallsResponse { event: Some(event) }
 }
 
 /// A frame that is not stored (sequence 0), stamped now.

@@ -15,6 +15,7 @@ mod human_service;
 mod inbound;
 mod limits;
 mod mcp;
+mod pending_frames;
 mod reason;
 mod recheck;
 mod stream_caps;

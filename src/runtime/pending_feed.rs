@@ -46,8 +46,10 @@ impl PendingFilter {
 /// One event of the feed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum PendingEvent {
-    /// A call that waits (sent again when what it waits for changes).
-    Pending(Box<RunPendingCall>),
+    /// Calls that wait, each sent again when what it waits for changes: a page of the snapshot,
+    /// or a run's calls. A page is handed on as the store read it, so a snapshot's call is moved
+    /// and handled once per page, not once per call.
+    Pending(Vec<RunPendingCall>),
     /// A call sent before no longer waits; `kind` is its result's, if it has one yet, and
     /// `settled_by` who settled it, if anybody did.
     Settled {
@@ -119,16 +121,17 @@ impl Shared {
             // The first snapshot goes out page by page: every call is new to a new feed, so no
             // more than a few pages are held (a resync after a lag diffs the whole set instead).
             let mut pages = shared.snapshot_pages(&principal);
-            while let Some(page) = pages.next(&shared, &principal).await? {
-                for call in page {
-                    if filter.matches(&call.agent_id, &call.call, &principal) {
-                        let sent_call = (
-                            Box::from(call.call.tool_call_id.as_str()),
-                            call.call.suspension.kind,
-                        );
-                        sent.entry(Box::from(call.run_id.as_str())).or_default().push(sent_call);
-                        yield PendingEvent::Pending(Box::new(call));
-                    }
+            while let Some(mut page) = pages.next(&shared, &principal).await? {
+                page.retain(|call| filter.matches(&call.agent_id, &call.call, &principal));
+                for call in &page {
+                    let sent_call = (
+                        Box::from(call.call.tool_call_id.as_str()),
+                        call.call.suspension.kind,
+                    );
+                    sent.entry(Box::from(call.run_id.as_str())).or_default().push(sent_call);
+                }
+                if !page.is_empty() {
+                    yield PendingEvent::Pending(page);
                 }
             }
             yield PendingEvent::SnapshotDone;
@@ -292,11 +295,15 @@ impl Shared {
                 settled_by,
             });
         }
-        for call in calls {
-            let unchanged = (call.call.tool_call_id.as_str(), call.call.suspension.kind);
-            if !before.iter().any(|(id, kind)| (&**id, *kind) == unchanged) {
-                events.push(PendingEvent::Pending(Box::new(call)));
-            }
+        let waiting: Vec<RunPendingCall> = calls
+            .into_iter()
+            .filter(|call| {
+                let unchanged = (call.call.tool_call_id.as_str(), call.call.suspension.kind);
+                !before.iter().any(|(id, kind)| (&**id, *kind) == unchanged)
+            })
+            .collect();
+        if !waiting.is_empty() {
+            events.push(PendingEvent::Pending(waiting));
         }
         if !now.is_empty() {
             sent.insert(Box::from(run_id), now);

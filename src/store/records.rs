@@ -322,18 +322,19 @@ pub(super) static PENDING_FEED_QUERY: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// A pending `tool_calls` row.
-pub(super) struct PendingRow {
-    pub tool_call_id: String,
-    pub tool_name: String,
-    pub payload: Option<String>,
+/// A pending `tool_calls` row, its text columns as `S`: owned strings, or borrowed from a reader's
+/// buffer (whence a call copies only what it keeps, and not its payload's JSON or its kind's name).
+pub(super) struct PendingRow<S = String> {
+    pub tool_call_id: S,
+    pub tool_name: S,
+    pub payload: Option<S>,
     pub expire_ms: Option<i64>,
-    pub suspend_kind: String,
-    pub run_arguments: String,
-    pub approval_reason: String,
-    pub claimant: Option<String>,
+    pub suspend_kind: S,
+    pub run_arguments: S,
+    pub approval_reason: S,
+    pub claimant: Option<S>,
     pub claim_expires_ms: Option<i64>,
-    pub assignees: Option<String>,
+    pub assignees: Option<S>,
     pub suspended_ms: Option<i64>,
 }
 
@@ -383,20 +384,20 @@ fn parse_suspend_kind(name: &str) -> StoreResult<SuspendKind> {
     SuspendKind::parse(name).ok_or_else(|| StoreError::Corrupt(format!("suspend kind {name}")))
 }
 
-impl PendingRow {
+impl<S: AsRef<str> + Into<String>> PendingRow<S> {
     pub fn into_pending(self) -> StoreResult<PendingCall> {
         Ok(PendingCall {
             suspension: suspension_from(
-                &self.suspend_kind,
-                self.payload.as_deref(),
-                self.run_arguments,
-                self.approval_reason,
-                self.assignees.as_deref(),
+                self.suspend_kind.as_ref(),
+                self.payload.as_ref().map(AsRef::as_ref),
+                self.run_arguments.into(),
+                self.approval_reason.into(),
+                self.assignees.as_ref().map(AsRef::as_ref),
             )?,
-            tool_call_id: self.tool_call_id,
-            tool_name: self.tool_name,
+            tool_call_id: self.tool_call_id.into(),
+            tool_name: self.tool_name.into(),
             expire_ms: self.expire_ms,
-            claim: self.claimant.zip(self.claim_expires_ms),
+            claim: self.claimant.map(Into::into).zip(self.claim_expires_ms),
             suspended_ms: self.suspended_ms,
         })
     }
@@ -407,6 +408,25 @@ impl PendingRow {
             agent_id,
             call: self.into_pending()?,
         })
+    }
+}
+
+impl<S> PendingRow<S> {
+    /// The same row with each text column made into a `T` by `text`.
+    pub fn map<T>(self, mut text: impl FnMut(S) -> T) -> PendingRow<T> {
+        PendingRow {
+            tool_call_id: text(self.tool_call_id),
+            tool_name: text(self.tool_name),
+            payload: self.payload.map(&mut text),
+            expire_ms: self.expire_ms,
+            suspend_kind: text(self.suspend_kind),
+            run_arguments: text(self.run_arguments),
+            approval_reason: text(self.approval_reason),
+            claimant: self.claimant.map(&mut text),
+            claim_expires_ms: self.claim_expires_ms,
+            assignees: self.assignees.map(&mut text),
+            suspended_ms: self.suspended_ms,
+        }
     }
 }
 

@@ -17,8 +17,9 @@ use askuser::store::{
     CallChange, CallOfRun, CallSettlement, CallStatus, CancelOutcome, Cancellation, Claim,
     ClaimOutcome, CommitNotice, Committed, CreateOutcome, Decide, DeliveryClaim, EventQuery, Lease,
     NewCallState, NewRun, NewToolCall, PendingQuery, PostgresSettings, PostgresStore, RunEnd,
-    RunFilter, RunQuery, RunStore, SecretRotation, SettleOutcome, Settlement, SqliteStore, Step,
-    StepEvents, StepState, Synchronous, Tenancy, TurnCommit, TurnOutcome, page_after,
+    RunFilter, RunPendingCall, RunQuery, RunStore, SecretRotation, SettleOutcome, Settlement,
+    SqliteStore, Step, StepEvents, StepState, Synchronous, Tenancy, TurnCommit, TurnOutcome,
+    page_after,
 };
 use futures::future::join_all;
 
@@ -141,6 +142,7 @@ on_both_stores! {
         a_runs_trace_context_is_handed_to_its_steps,
         webhook_secrets_rotate_with_an_overlap,
         a_snapshots_pages_hold_every_pending_call_once_in_order,
+        a_snapshots_page_reads_each_call_as_its_run_does,
     ],
     locations: [migrations_are_idempotent],
 }
@@ -2244,6 +2246,58 @@ async fn a_snapshots_pages_hold_every_pending_call_once_in_order(store: Arc<dyn 
     sending.await.expect("every page sent");
     assert_eq!(calls, waiting);
     assert_eq!(sizes, [4, 4, 4, 1]);
+}
+
+/// A snapshot's page reads every column of a waiting call as a read of its run does (SQLite's
+/// reader copies the page's text into one buffer, PostgreSQL's borrows it from the rows): a
+/// question with assignees, an expiry and a claim, and a plain one.
+async fn a_snapshots_page_reads_each_call_as_its_run_does(store: Arc<dyn RunStore>) {
+    leased_run(&store, "run-1").await;
+    let mut full = pending_call("call-1", Some(now_millis() + 3_600_000));
+    if let NewCallState::Pending { suspension, .. } = &mut full.state {
+        suspension.assignees = vec!["alice".to_owned(), "group:oncall".to_owned()];
+    }
+    let asked = turn("Let me ask", vec![full, pending_call("call-2", None)]);
+    commit(&store, "run-1", 0, asked).await;
+    let claim = store.claim_call(Claim {
+        run_id: "run-1",
+        tenancy: Tenancy::Any,
+        tool_call_id: "call-1",
+        claimant: "worker",
+        subject: "key:w",
+        until_ms: now_millis() + 60_000,
+    });
+    assert!(
+        matches!(claim.await.expect("claim"), ClaimOutcome::Claimed { .. }),
+        "a waiting call can be claimed"
+    );
+    let run = store
+        .get_run("run-1", Tenancy::Any)
+        .await
+        .expect("get")
+        .expect("run");
+    assert!(run.pending[0].claim.is_some() && run.pending[0].expire_ms.is_some());
+
+    let (pages, mut received) = tokio::sync::mpsc::channel(1);
+    let reader = Arc::clone(&store);
+    let sending = tokio::spawn(async move {
+        reader.send_pending_pages("default", 10, pages).await;
+    });
+    let mut read = Vec::new();
+    while let Some(page) = received.recv().await {
+        read.extend(page.expect("a page").calls().expect("its calls"));
+    }
+    sending.await.expect("every page sent");
+    let expected: Vec<RunPendingCall> = run
+        .pending
+        .into_iter()
+        .map(|call| RunPendingCall {
+            run_id: "run-1".into(),
+            agent_id: "agent".into(),
+            call,
+        })
+        .collect();
+    assert_eq!(read, expected);
 }
 
 /// The assignees decided when a call is asked are stored with it and read back by every read of

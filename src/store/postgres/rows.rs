@@ -75,8 +75,9 @@ pub(super) fn run_row(row: &Row) -> RunRow {
     }
 }
 
-/// A [`PendingRow`] from its columns ([`PENDING_COLUMNS`]), starting at `first`.
-pub(super) fn pending_row(row: &Row, first: usize) -> PendingRow {
+/// A [`PendingRow`] from its columns ([`PENDING_COLUMNS`]), starting at `first`, its text
+/// borrowed from the row: a call copies only the strings it keeps.
+pub(super) fn pending_row(row: &Row, first: usize) -> PendingRow<&str> {
     PendingRow {
         tool_call_id: row.get(first),
         tool_name: row.get(first + 1),

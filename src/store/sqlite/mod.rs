@@ -19,6 +19,7 @@ mod events;
 mod group_commit;
 mod key_file;
 mod keys;
+mod pending_rows;
 mod readers;
 mod rows;
 mod runs;

@@ -3,7 +3,9 @@
 use async_trait::async_trait;
 use tokio::sync::mpsc::error::TrySendError;
 
-use crate::store::{PendingPage, PendingPages};
+use crate::store::PendingPages;
+
+use super::pending_rows::read_pending_page;
 
 use super::*;
 
@@ -239,50 +241,5 @@ impl ToolCallTable for SqliteStore {
                 .query_row([], |row| row.get(0))?)
         })
         .await
-    }
-}
-
-/// One page of [`PENDING_FEED_QUERY`]: the pending calls of `tenant`'s runs after `after`,
-/// at most `limit`, as read.
-fn read_pending_page(
-    conn: &Connection,
-    tenant: &str,
-    after: Option<(String, String)>,
-    limit: usize,
-) -> StoreResult<PendingRows> {
-    let (run_id, call_id) = after.unwrap_or_default();
-    let rows = conn
-        .prepare_cached(&PENDING_FEED_QUERY)?
-        .query_map(params![run_id, call_id, tenant, limit as i64], |row| {
-            Ok((row.get(0)?, row.get(1)?, read_pending_row(row, 2)?))
-        })?
-        .collect::<Result<_, _>>()?;
-    Ok(PendingRows(rows))
-}
-
-/// A page's rows as SQLite gave them: (run id, agent id, the call's columns).
-struct PendingRows(Vec<(String, String, PendingRow)>);
-
-impl PendingRows {
-    /// Where the next page starts, if this one is full (`limit` calls): its last call, as
-    /// [`page_after`](crate::store::page_after) finds it in made calls.
-    fn after(&self, limit: usize) -> Option<(String, String)> {
-        self.0
-            .last()
-            .filter(|_| self.0.len() == limit)
-            .map(|(run_id, _, row)| (run_id.clone(), row.tool_call_id.clone()))
-    }
-
-    /// The calls (their payloads parsed).
-    fn calls(self) -> StoreResult<Vec<RunPendingCall>> {
-        self.0
-            .into_iter()
-            .map(|(run_id, agent_id, row)| row.into_run_pending(run_id, agent_id))
-            .collect()
-    }
-
-    /// The page to send: its calls are made by the receiver.
-    fn deferred(self) -> PendingPage {
-        PendingPage::deferred(move || self.calls())
     }
 }

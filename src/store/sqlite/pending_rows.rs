@@ -1,0 +1,142 @@
+//! A page of a pending-calls feed's snapshot as SQLite's reader thread reads it: the rows' text
+//! packed in one buffer, made into calls by the feed.
+
+use rusqlite::types::ValueRef;
+
+use crate::store::PendingPage;
+
+use super::*;
+
+/// One page of [`PENDING_FEED_QUERY`]: the pending calls of `tenant`'s runs after `after`,
+/// at most `limit`, as read.
+pub(super) fn read_pending_page(
+    conn: &Connection,
+    tenant: &str,
+    after: Option<(String, String)>,
+    limit: usize,
+) -> StoreResult<PendingRows> {
+    let (run_id, call_id) = after.unwrap_or_default();
+    let mut query = conn.prepare_cached(&PENDING_FEED_QUERY)?;
+    let mut rows = query.query(params![run_id, call_id, tenant, limit as i64])?;
+    let mut page = PendingRows::with_capacity(limit);
+    while let Some(row) = rows.next()? {
+        page.push(row)?;
+    }
+    Ok(page)
+}
+
+/// Where a text column's value lies in a page's buffer.
+#[derive(Clone, Copy)]
+struct Span {
+    start: usize,
+    end: usize,
+}
+
+/// A page's rows as SQLite gave them: (run id, agent id, the call's columns), their text copied
+/// into one buffer. The reader thread, which the feed waits on for every page, makes a few
+/// allocations per page instead of several per call; the feed makes the strings a call keeps,
+/// on its own thread, where they are also freed (mimalloc frees memory allocated by another
+/// thread on a slower path). The payload's JSON and the kind's name are parsed from the buffer
+/// and never copied into strings of their own.
+pub(super) struct PendingRows {
+    text: String,
+    rows: Vec<(Span, Span, PendingRow<Span>)>,
+}
+
+impl PendingRows {
+    fn with_capacity(rows: usize) -> Self {
+        PendingRows {
+            // About what an ask-user call's columns take.
+            text: String::with_capacity(rows * 256),
+            rows: Vec::with_capacity(rows),
+        }
+    }
+
+    /// Adds a row of [`PENDING_FEED_QUERY`].
+    fn push(&mut self, row: &rusqlite::Row<'_>) -> StoreResult<()> {
+        let mut text = |column: usize| self.copy(row, column);
+        let (run_id, agent_id) = (text(0)?, text(1)?);
+        let call = PendingRow {
+            tool_call_id: text(2)?,
+            tool_name: text(3)?,
+            payload: optional(row, 4, &mut text)?,
+            expire_ms: row.get(5)?,
+            suspend_kind: text(6)?,
+            run_arguments: text(7)?,
+            approval_reason: text(8)?,
+            claimant: optional(row, 9, &mut text)?,
+            claim_expires_ms: row.get(10)?,
+            assignees: optional(row, 11, &mut text)?,
+            suspended_ms: row.get(12)?,
+        };
+        self.rows.push((run_id, agent_id, call));
+        Ok(())
+    }
+
+    /// Copies a text column's value to the buffer.
+    fn copy(&mut self, row: &rusqlite::Row<'_>, column: usize) -> StoreResult<Span> {
+        let value = match row.get_ref(column)? {
+            ValueRef::Text(bytes) => std::str::from_utf8(bytes)
+                .map_err(|_| StoreError::Corrupt(format!("pending call column {column}")))?,
+            other => {
+                return Err(StoreError::Corrupt(format!(
+                    "pending call column {column} is {:?}, not text",
+                    other.data_type()
+                )));
+            }
+        };
+        let start = self.text.len();
+        self.text.push_str(value);
+        Ok(Span {
+            start,
+            end: self.text.len(),
+        })
+    }
+
+    fn str(&self, span: Span) -> &str {
+        &self.text[span.start..span.end]
+    }
+
+    /// Where the next page starts, if this one is full (`limit` calls): its last call, as
+    /// [`page_after`](crate::store::page_after) finds it in made calls.
+    pub(super) fn after(&self, limit: usize) -> Option<(String, String)> {
+        self.rows
+            .last()
+            .filter(|_| self.rows.len() == limit)
+            .map(|(run_id, _, row)| {
+                (
+                    self.str(*run_id).to_owned(),
+                    self.str(row.tool_call_id).to_owned(),
+                )
+            })
+    }
+
+    /// The calls (their payloads parsed).
+    pub(super) fn calls(self) -> StoreResult<Vec<RunPendingCall>> {
+        let PendingRows { text, rows } = self;
+        let text = |span: Span| &text[span.start..span.end];
+        rows.into_iter()
+            .map(|(run_id, agent_id, row)| {
+                row.map(text)
+                    .into_run_pending(text(run_id).to_owned(), text(agent_id).to_owned())
+            })
+            .collect()
+    }
+
+    /// The page to send: its calls are made by the receiver.
+    pub(super) fn deferred(self) -> PendingPage {
+        PendingPage::deferred(move || self.calls())
+    }
+}
+
+/// A text column that may be NULL.
+fn optional(
+    row: &rusqlite::Row<'_>,
+    column: usize,
+    text: &mut impl FnMut(usize) -> StoreResult<Span>,
+) -> StoreResult<Option<Span>> {
+    match row.get_ref(column)? {
+        ValueRef::Null => Ok(None),
+        _ => text(column).map(Some),
+    }
+}
