@@ -25,6 +25,9 @@ pub(super) fn read_pending_page(
     Ok(page)
 }
 
+/// The most rows a page makes room for before it is read (a snapshot reads 512 a page).
+const ROOM_FOR_ROWS: usize = 1024;
+
 /// Where a text column's value lies in a page's buffer.
 #[derive(Clone, Copy)]
 struct Span {
@@ -44,7 +47,9 @@ pub(super) struct PendingRows {
 }
 
 impl PendingRows {
+    /// Room for `rows` rows, at most [`ROOM_FOR_ROWS`]: a page of more grows as it is read.
     fn with_capacity(rows: usize) -> Self {
+        let rows = rows.min(ROOM_FOR_ROWS);
         PendingRows {
             // About what an ask-user call's columns take.
             text: String::with_capacity(rows * 256),
