@@ -42,9 +42,9 @@ pub(super) fn pending_frames(
                     tokio::select! {
                         event = events.next() => event,
                         () = &mut quiet => {
-                            yield Frames::One(Some(Box::new(Ok(convert::pending_calls_frame(
+                            yield Frames::one(Ok(convert::pending_calls_frame(
                                 pb::watch_pending_calls_response::Event::Heartbeat(pb::Heartbeat {}),
-                            )))));
+                            )));
                             continue;
                         }
                     }
@@ -53,7 +53,7 @@ pub(super) fn pending_frames(
             match event {
                 Some(Ok(event)) => yield Frames::of(event),
                 Some(Err(error)) => {
-                    yield Frames::One(Some(Box::new(Err(Status::from(ApiError::from(error))))));
+                    yield Frames::one(Err(Status::from(ApiError::from(error))));
                     break;
                 }
                 None => break,
@@ -85,7 +85,11 @@ impl Frames {
                 pb::watch_pending_calls_response::Event::SnapshotDone(pb::SnapshotDone {}),
             ),
         };
-        Frames::One(Some(Box::new(Ok(frame))))
+        Frames::one(Ok(frame))
+    }
+
+    fn one(frame: Frame) -> Frames {
+        Frames::One(Some(Box::new(frame)))
     }
 }
 

@@ -35,6 +35,13 @@ struct Span {
     end: usize,
 }
 
+impl Span {
+    /// The value, in the page's buffer `text`.
+    fn of(self, text: &str) -> &str {
+        &text[self.start..self.end]
+    }
+}
+
 /// A page's rows as SQLite gave them: (run id, agent id, the call's columns), their text copied
 /// into one buffer. The reader thread, which the feed waits on for every page, makes a few
 /// allocations per page instead of several per call; the feed makes the strings a call keeps,
@@ -60,27 +67,31 @@ impl PendingRows {
     /// Adds a row of [`PENDING_FEED_QUERY`].
     fn push(&mut self, row: &rusqlite::Row<'_>) -> StoreResult<()> {
         let mut text = |column: usize| self.copy(row, column);
-        let (run_id, agent_id) = (text(0)?, text(1)?);
+        let required = |span: Option<Span>| {
+            span.ok_or_else(|| StoreError::Corrupt("a pending call's text column is NULL".into()))
+        };
+        let (run_id, agent_id) = (required(text(0)?)?, required(text(1)?)?);
         let call = PendingRow {
-            tool_call_id: text(2)?,
-            tool_name: text(3)?,
-            payload: optional(row, 4, &mut text)?,
+            tool_call_id: required(text(2)?)?,
+            tool_name: required(text(3)?)?,
+            payload: text(4)?,
             expire_ms: row.get(5)?,
-            suspend_kind: text(6)?,
-            run_arguments: text(7)?,
-            approval_reason: text(8)?,
-            claimant: optional(row, 9, &mut text)?,
+            suspend_kind: required(text(6)?)?,
+            run_arguments: required(text(7)?)?,
+            approval_reason: required(text(8)?)?,
+            claimant: text(9)?,
             claim_expires_ms: row.get(10)?,
-            assignees: optional(row, 11, &mut text)?,
+            assignees: text(11)?,
             suspended_ms: row.get(12)?,
         };
         self.rows.push((run_id, agent_id, call));
         Ok(())
     }
 
-    /// Copies a text column's value to the buffer.
-    fn copy(&mut self, row: &rusqlite::Row<'_>, column: usize) -> StoreResult<Span> {
+    /// Copies a text column's value to the buffer; `None` if it is NULL.
+    fn copy(&mut self, row: &rusqlite::Row<'_>, column: usize) -> StoreResult<Option<Span>> {
         let value = match row.get_ref(column)? {
+            ValueRef::Null => return Ok(None),
             ValueRef::Text(bytes) => std::str::from_utf8(bytes)
                 .map_err(|_| StoreError::Corrupt(format!("pending call column {column}")))?,
             other => {
@@ -92,14 +103,10 @@ impl PendingRows {
         };
         let start = self.text.len();
         self.text.push_str(value);
-        Ok(Span {
+        Ok(Some(Span {
             start,
             end: self.text.len(),
-        })
-    }
-
-    fn str(&self, span: Span) -> &str {
-        &self.text[span.start..span.end]
+        }))
     }
 
     /// Where the next page starts, if this one is full (`limit` calls): its last call, as
@@ -110,8 +117,8 @@ impl PendingRows {
             .filter(|_| self.rows.len() == limit)
             .map(|(run_id, _, row)| {
                 (
-                    self.str(*run_id).to_owned(),
-                    self.str(row.tool_call_id).to_owned(),
+                    run_id.of(&self.text).to_owned(),
+                    row.tool_call_id.of(&self.text).to_owned(),
                 )
             })
     }
@@ -119,11 +126,10 @@ impl PendingRows {
     /// The calls (their payloads parsed).
     pub(super) fn calls(self) -> StoreResult<Vec<RunPendingCall>> {
         let PendingRows { text, rows } = self;
-        let text = |span: Span| &text[span.start..span.end];
         rows.into_iter()
             .map(|(run_id, agent_id, row)| {
-                row.map(text)
-                    .into_run_pending(text(run_id).to_owned(), text(agent_id).to_owned())
+                row.map(|span| span.of(&text))
+                    .into_run_pending(run_id.of(&text).to_owned(), agent_id.of(&text).to_owned())
             })
             .collect()
     }
@@ -131,17 +137,5 @@ impl PendingRows {
     /// The page to send: its calls are made by the receiver.
     pub(super) fn deferred(self) -> PendingPage {
         PendingPage::deferred(move || self.calls())
-    }
-}
-
-/// A text column that may be NULL.
-fn optional(
-    row: &rusqlite::Row<'_>,
-    column: usize,
-    text: &mut impl FnMut(usize) -> StoreResult<Span>,
-) -> StoreResult<Option<Span>> {
-    match row.get_ref(column)? {
-        ValueRef::Null => Ok(None),
-        _ => text(column).map(Some),
     }
 }
