@@ -14,6 +14,7 @@ mod claims;
 mod effects;
 mod error;
 mod executor;
+mod feed_id;
 mod follow;
 pub mod forms;
 mod hub;

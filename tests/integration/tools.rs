@@ -6,6 +6,8 @@ use crate::common;
 
 use std::collections::HashSet;
 
+use futures::StreamExt;
+
 use askuser::proto::v1 as pb;
 use askuser::proto::v1::agent_service_client::AgentServiceClient;
 use askuser::proto::v1::run_agent_request::Frame;
@@ -589,20 +591,27 @@ async fn the_feed_filters_by_kind_and_a_reconnect_gets_the_snapshot() {
     assert_eq!(fields, ["claimant", "ttl"]);
 }
 
-/// A snapshot longer than a page of the store (512 calls) comes whole, each call once, and a call
-/// that waits after it comes live.
+/// A snapshot longer than two pages of the store (2,048 calls each) comes whole, each call once,
+/// and a call that waits after it comes live.
 #[tokio::test]
 async fn a_snapshot_of_many_pages_comes_whole_then_changes_come_live() {
-    const RUNS: usize = 1100;
+    const RUNS: usize = 2 * 2048 + 100;
     let server = Server::start();
     let mut client = server.agents().await;
-    let mut waiting = HashSet::new();
-    for _ in 0..RUNS {
-        // Each stream ends at its run's first question, which stays pending.
-        let mut run = RunStream::start(&mut client, "greeter").await;
-        let call = run.next_suspended().await.tool_call_id;
-        waiting.insert((run.run_id.clone(), call));
-    }
+    // Started 32 at a time; each stream ends at its run's first question, which stays pending.
+    let waiting: HashSet<(String, String)> = futures::stream::iter(0..RUNS)
+        .map(|_| {
+            let mut client = client.clone();
+            async move {
+                let mut run = RunStream::start(&mut client, "greeter").await;
+                let call = run.next_suspended().await.tool_call_id;
+                (run.run_id.clone(), call)
+            }
+        })
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    assert_eq!(waiting.len(), RUNS);
     let mut feed = client
         .watch_pending_calls(pb::WatchPendingCallsRequest::default())
         .await

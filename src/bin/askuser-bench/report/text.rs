@@ -99,7 +99,14 @@ pub(super) const LIMITS: &str = "\
   the strings a call keeps on its own thread, where they are also freed, and parses a payload's \
   JSON and its kind from the buffer (two interleaved rounds of five snapshots of 100,000 calls: \
   medians 222 and 229 ms before, 187 and 187 ms after; server CPU 320 and 330 ms before, 250 \
-  and 260 ms after).
+  and 260 ms after). Kept later that day: a feed's record of what it sent keeps the ids the \
+  server makes (a run's UUID, a call's `call_` and 32 hex digits) as 16 bytes inline instead of \
+  a boxed string each: a profile of PostgreSQL's snapshot put a tenth of the server's samples in \
+  hashing those strings, which growing the record's map does again for every id behind its \
+  pointer (three interleaved rounds of five snapshots of 100,000 calls on SQLite: medians 181, \
+  193 and 177 ms before, 165, 172 and 166 ms after; server CPU 240–250 ms before, 220–230 ms \
+  after). Pages of 2,048 calls instead of 512 made no difference on SQLite (two interleaved \
+  rounds: 172 and 176 ms at 512, 174 and 176 ms at 2,048).
 - Resume latency: the answer's settling commit and the completing turn's commit, one store \
   operation each (the question is checked inside the settling transaction, and that transaction \
   also takes the run's lease and reads the next step's state).
@@ -165,7 +172,12 @@ pub(super) const LIMITS: &str = "\
   SQLite (two rounds of five snapshots after the hold of 100,000 runs: medians 539 and 615 ms \
   before, 523 ms with the rows made by the feed, 502 ms with both). The page as one event and \
   the rows' text borrowed rather than copied (5 December 2026) did not move it: one round, \
-  median 318 ms before, 314 ms after. \
+  median 318 ms before, 314 ms after. Its snapshot reads pages of 2,048 calls since 5 December \
+  2026: a page costs a flight of four statements (the transaction, the planner's settings, the \
+  page) whatever its length, and at 512 calls a page the snapshot spent about a third of its \
+  time on them (one round each: medians 296 ms with pages of 512, 208 and 207 ms with 2,048, \
+  207 ms with 8,192). The feed's smaller record of what it sent (above) did not move \
+  PostgreSQL's (one round: 284 ms before, 304 ms after, within its spread). \
   Reading four pages of a snapshot ahead instead of one, tried on 4 December 2026, made \
   PostgreSQL's slower (two interleaved rounds: medians 479 and 517 ms with one, 530 and 547 ms \
   with four) and was dropped.
