@@ -65,12 +65,6 @@ pub enum PendingEvent {
 
 pub type PendingStream = Pin<Box<dyn Stream<Item = Result<PendingEvent, RuntimeError>> + Send>>;
 
-/// Calls read from the store per round trip while taking a snapshot. A page of PostgreSQL's costs
-/// a flight of four statements whatever its length, and at 512 calls a snapshot of 100,000 spent
-/// about a third of its time on them (2,048: 296 → 208 ms; 8,192 did no better); SQLite's is the
-/// same at either length.
-const SNAPSHOT_PAGE: usize = 2048;
-
 /// The pages of a snapshot as the store sends them, and the task that reads them.
 struct SnapshotPages {
     pages: mpsc::Receiver<Result<PendingPage, StoreError>>,
@@ -169,7 +163,7 @@ impl Shared {
         let reader = tokio::spawn(async move {
             shared
                 .store
-                .send_pending_pages(&tenant, SNAPSHOT_PAGE, pages)
+                .send_pending_pages(&tenant, shared.store.snapshot_page(), pages)
                 .await;
         });
         SnapshotPages {
@@ -276,20 +270,19 @@ impl Shared {
             }
         };
         let mut events = Vec::new();
-        for tool_call_id in gone {
-            let (kind, settled_by) = match settled.iter().find(|c| tool_call_id.is(&c.tool_call_id))
-            {
+        for gone_id in gone {
+            let tool_call_id = gone_id.to_string();
+            let (kind, settled_by) = match settled.iter().find(|c| c.tool_call_id == tool_call_id) {
                 Some(call) => (Some(call.kind), call.settled_by.clone()),
                 // No result yet (an approved tool runs), or the run is gone.
                 None => (
-                    self.unsettled_kind(tenancy, run_id, &tool_call_id.to_string())
-                        .await?,
+                    self.unsettled_kind(tenancy, run_id, &tool_call_id).await?,
                     None,
                 ),
             };
             events.push(PendingEvent::Settled {
                 run_id: run_id.to_owned(),
-                tool_call_id: tool_call_id.to_string(),
+                tool_call_id,
                 kind,
                 settled_by,
             });

@@ -591,8 +591,8 @@ async fn the_feed_filters_by_kind_and_a_reconnect_gets_the_snapshot() {
     assert_eq!(fields, ["claimant", "ttl"]);
 }
 
-/// A snapshot longer than two pages of the store (2,048 calls each) comes whole, each call once,
-/// and a call that waits after it comes live.
+/// A snapshot longer than two pages of either store (512 calls each on SQLite, 2,048 on
+/// PostgreSQL) comes whole, each call once, and a call that waits after it comes live.
 #[tokio::test]
 async fn a_snapshot_of_many_pages_comes_whole_then_changes_come_live() {
     const RUNS: usize = 2 * 2048 + 100;

@@ -25,8 +25,8 @@ pub(super) fn read_pending_page(
     Ok(page)
 }
 
-/// The most rows a page makes room for before it is read (a snapshot reads 2,048 a page).
-const ROOM_FOR_ROWS: usize = 2048;
+/// The most rows a page makes room for before it is read (a snapshot reads 512 a page).
+const ROOM_FOR_ROWS: usize = 1024;
 
 /// Where a text column's value lies in a page's buffer.
 #[derive(Clone, Copy)]

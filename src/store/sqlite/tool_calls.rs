@@ -152,6 +152,14 @@ impl ToolCallTable for SqliteStore {
             .await
     }
 
+    /// 512: pages of 2,048 read no faster here, and a page's buffers are made on a reader thread,
+    /// which keeps what is freed of them until it allocates again (a report with pages of 2,048
+    /// held 2.2 MiB more anonymous memory with 1,000,000 runs suspended after snapshots of
+    /// 100,000).
+    fn snapshot_page(&self) -> usize {
+        512
+    }
+
     async fn send_pending_pages(&self, tenant: &str, limit: usize, pages: PendingPages) {
         let mut after = None;
         loop {

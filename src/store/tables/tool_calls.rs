@@ -125,6 +125,9 @@ pub trait ToolCallTable: Send + Sync {
         let next = page_after(&calls, limit);
         Ok((PendingPage::made(calls), next))
     }
+    /// How many calls a page of a snapshot holds ([`Self::send_pending_pages`]): a read of the
+    /// store per page, against a page's memory while the feed sends it.
+    fn snapshot_page(&self) -> usize;
     /// Every pending call of `tenant`'s runs in (run id, call id) order, sent to `pages` in pages
     /// of at most `limit` as they are read, each page its own read; an error goes as the last item.
     /// Returns when all are sent, or when `pages` is closed. A store may read ahead of the
