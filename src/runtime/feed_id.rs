@@ -63,35 +63,19 @@ impl fmt::Display for FeedId {
 
 /// The bytes of a UUID spelt as `uuid` spells one hyphenated: 8-4-4-4-12 lowercase hex digits.
 fn hyphenated_uuid(id: &str) -> Option<[u8; 16]> {
-    let id = id.as_bytes();
-    if id.len() != 36 || [8, 13, 18, 23].iter().any(|&at| id[at] != b'-') {
-        return None;
-    }
-    hex_bytes(id.iter().copied().filter(|&digit| digit != b'-'))
+    let uuid = uuid::Uuid::try_parse(id).ok()?;
+    let spelt = uuid
+        .hyphenated()
+        .encode_lower(&mut uuid::Uuid::encode_buffer())
+        == id;
+    spelt.then(|| uuid.into_bytes())
 }
 
 /// The bytes of a UUID spelt as `uuid` spells one simple: 32 lowercase hex digits.
 fn simple_uuid(id: &str) -> Option<[u8; 16]> {
-    (id.len() == 32).then_some(())?;
-    hex_bytes(id.bytes())
-}
-
-/// Sixteen bytes from exactly 32 lowercase hex digits.
-fn hex_bytes(mut digits: impl Iterator<Item = u8>) -> Option<[u8; 16]> {
-    let mut bytes = [0u8; 16];
-    for byte in &mut bytes {
-        *byte = (lowercase_hex(digits.next()?)? << 4) | lowercase_hex(digits.next()?)?;
-    }
-    digits.next().is_none().then_some(bytes)
-}
-
-/// The value of one lowercase hex digit.
-fn lowercase_hex(digit: u8) -> Option<u8> {
-    match digit {
-        b'0'..=b'9' => Some(digit - b'0'),
-        b'a'..=b'f' => Some(digit - b'a' + 10),
-        _ => None,
-    }
+    let uuid = uuid::Uuid::try_parse(id).ok()?;
+    let spelt = uuid.simple().encode_lower(&mut uuid::Uuid::encode_buffer()) == id;
+    spelt.then(|| uuid.into_bytes())
 }
 
 #[cfg(test)]
