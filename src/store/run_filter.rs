@@ -13,15 +13,16 @@ pub(super) enum Dialect {
     Postgres,
 }
 
-/// A run listing as one query: [`RUN_COLUMNS`] of the runs `query` selects, newest id first, with
-/// its parameters (`$1`, `$2`, ... in order of appearance, as SQLite numbers them). Every filter is
-/// a condition of the query, the tenant's too, so paging (`run_id` below the last one listed)
-/// combines with any of them.
+/// A run listing as one query: [`RUN_COLUMNS`], then the tenant (PostgreSQL reads the runs'
+/// pending calls by it), of the runs `query` selects, newest id first, with its parameters (`$1`,
+/// `$2`, ... in order of appearance, as SQLite numbers them). Every filter is a condition of the
+/// query, the tenant's too, so paging (`run_id` below the last one listed) combines with any of
+/// them.
 pub(super) fn list_runs_query(
     query: &RunQuery,
     dialect: Dialect,
 ) -> StoreResult<(String, Vec<SqlValue>)> {
-    let mut sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE TRUE");
+    let mut sql = format!("SELECT {RUN_COLUMNS}, tenant FROM runs WHERE TRUE");
     let mut params = Vec::new();
     // Appends ` AND template`, each `{}` in it numbered as the next of `values`.
     let mut condition = |sql: &mut String, template: &str, values: Vec<SqlValue>| {

@@ -1815,42 +1815,9 @@ enum Statistics {
 }
 
 async fn feed_pages_read_only_their_own_rows(statistics: Statistics) {
-    const RUNS: i64 = 20_000;
-    let Some(location) = StoreLocation::postgres().await else {
+    let Some((store, db)) = held_runs_written_directly(statistics).await else {
         return;
     };
-    let StoreLocation::Postgres { url } = &location else {
-        unreachable!("a PostgreSQL location");
-    };
-    let store = location.open().await;
-    let db = common::postgres_client(url).await;
-    let analyze = match statistics {
-        Statistics::Analyzed => "ANALYZE runs; ANALYZE tool_calls;",
-        Statistics::None => "",
-    };
-    db.batch_execute(
-        "ALTER TABLE runs SET (autovacuum_enabled = false); \
-         ALTER TABLE tool_calls SET (autovacuum_enabled = false);",
-    )
-    .await
-    .expect("autovacuum off");
-    // Every tenth run is another tenant's; each run waits on one call. Rows are written directly:
-    // 20,000 suspensions through the store would take minutes with fsync on.
-    db.batch_execute(&format!(
-        "INSERT INTO runs (run_id, agent_id, status, prompt, metadata, last_sequence, created_ms, \
-         updated_ms, tenant) SELECT 'run-' || lpad(g::text, 6, '0'), 'asker', 'suspended', '', '{{}}', \
-         3, 0, 0, CASE WHEN g % 10 = 0 THEN 'acme' ELSE 'default' END \
-         FROM generate_series(1, {RUNS}) g; \
-         INSERT INTO tool_calls (run_id, tool_call_id, turn, position, tool_name, arguments_json, \
-         status, payload, tenant, agent_id) SELECT 'run-' || lpad(g::text, 6, '0'), 'call-1', 1, 0, \
-         'ask_user', '{{}}', 'pending', NULL, \
-         CASE WHEN g % 10 = 0 THEN 'acme' ELSE 'default' END, 'asker' \
-         FROM generate_series(1, {RUNS}) g; \
-         {analyze} SELECT pg_stat_reset();"
-    ))
-    .await
-    .expect("held runs");
-
     let mut seen = Vec::new();
     let mut after = None;
     loop {
@@ -1868,7 +1835,7 @@ async fn feed_pages_read_only_their_own_rows(statistics: Statistics) {
             break;
         }
     }
-    let expected: Vec<String> = (1..=RUNS)
+    let expected: Vec<String> = (1..=HELD_RUNS)
         .filter(|g| g % 10 != 0)
         .map(|g| format!("run-{g:06}"))
         .collect();
@@ -1876,8 +1843,132 @@ async fn feed_pages_read_only_their_own_rows(statistics: Statistics) {
     assert!(seen == expected, "every default run's call once, in order");
     let held = expected.len() as i64;
 
-    // An idle backend reports its reads within about ten seconds (PostgreSQL's idle interval):
-    // wait until the calls' reads are all reported, then the runs' are too.
+    let (calls_read, runs_read) = index_reads_reported(&db, held).await;
+    // Fewer than a page's worth: no run is looked up call by call.
+    assert!(
+        calls_read <= 2 * held && runs_read < 512,
+        "index tuples read for {held} held calls: {calls_read} of calls, {runs_read} of runs"
+    );
+}
+
+/// On PostgreSQL, each page of a run listing reads about its own runs and their calls from the
+/// indexes: with 20,000 runs held, listing the 18,000 suspended runs of a tenant and then every
+/// run, 100 a page, reads each listed run and its call about once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_listing_pages_read_only_their_own_rows() {
+    listing_pages_read_only_their_own_rows(Statistics::Analyzed).await;
+}
+
+/// [`postgres_listing_pages_read_only_their_own_rows`] on tables filled and not yet analyzed: the
+/// planner made each page a bitmap of every run of the tenant, sorted, and read the page's calls
+/// from a bitmap of every pending call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_listing_pages_read_only_their_own_rows_before_the_tables_are_analyzed() {
+    listing_pages_read_only_their_own_rows(Statistics::None).await;
+}
+
+async fn listing_pages_read_only_their_own_rows(statistics: Statistics) {
+    const PAGE: usize = 100;
+    let Some((store, db)) = held_runs_written_directly(statistics).await else {
+        return;
+    };
+    let mut listed = 0;
+    for tenant in [Some("default"), None] {
+        let mut seen = Vec::new();
+        let mut before_run_id = None;
+        loop {
+            let page = store
+                .list_runs(RunQuery {
+                    tenant: tenant.map(str::to_owned),
+                    filter: RunFilter {
+                        status: Some(RunStatus::Suspended),
+                        ..RunFilter::default()
+                    },
+                    before_run_id: before_run_id.take(),
+                    limit: PAGE,
+                })
+                .await
+                .expect("page");
+            for run in &page {
+                let calls: Vec<_> = run.pending.iter().map(|c| &c.tool_call_id).collect();
+                assert_eq!(calls, ["call-1"], "the call {} waits on", run.run_id);
+            }
+            before_run_id = (page.len() == PAGE).then(|| page[PAGE - 1].run_id.clone());
+            seen.extend(page.into_iter().map(|run| run.run_id));
+            if before_run_id.is_none() {
+                break;
+            }
+        }
+        let expected: Vec<String> = (1..=HELD_RUNS)
+            .rev()
+            .filter(|g| tenant.is_none() || g % 10 != 0)
+            .map(|g| format!("run-{g:06}"))
+            .collect();
+        assert_eq!(seen.len(), expected.len(), "runs listed of {tenant:?}");
+        assert!(
+            seen == expected,
+            "every run of {tenant:?} once, newest first"
+        );
+        listed += expected.len() as i64;
+    }
+
+    let (calls_read, runs_read) = index_reads_reported(&db, listed).await;
+    assert!(
+        calls_read <= 2 * listed && runs_read <= 2 * listed,
+        "index tuples read for {listed} runs listed: {calls_read} of calls, {runs_read} of runs"
+    );
+}
+
+/// How many runs [`held_runs_written_directly`] holds.
+const HELD_RUNS: i64 = 20_000;
+
+/// A PostgreSQL store holding [`HELD_RUNS`] suspended runs, `run-000001` on, each waiting on its
+/// `call-1`, every tenth of them tenant `acme`'s and the others `default`'s; the tables have the
+/// planner's statistics or none, as `statistics` says, and the activity statistics are reset.
+/// With a client of the database; `None` without PostgreSQL.
+async fn held_runs_written_directly(
+    statistics: Statistics,
+) -> Option<(Arc<dyn RunStore>, tokio_postgres::Client)> {
+    let location = StoreLocation::postgres().await?;
+    let StoreLocation::Postgres { url } = &location else {
+        unreachable!("a PostgreSQL location");
+    };
+    let store = location.open().await;
+    let db = common::postgres_client(url).await;
+    let analyze = match statistics {
+        Statistics::Analyzed => "ANALYZE runs; ANALYZE tool_calls;",
+        Statistics::None => "",
+    };
+    db.batch_execute(
+        "ALTER TABLE runs SET (autovacuum_enabled = false); \
+         ALTER TABLE tool_calls SET (autovacuum_enabled = false);",
+    )
+    .await
+    .expect("autovacuum off");
+    // Rows are written directly: 20,000 suspensions through the store would take minutes with
+    // fsync on.
+    db.batch_execute(&format!(
+        "INSERT INTO runs (run_id, agent_id, status, prompt, metadata, last_sequence, created_ms, \
+         updated_ms, tenant) SELECT 'run-' || lpad(g::text, 6, '0'), 'asker', 'suspended', '', '{{}}', \
+         3, 0, 0, CASE WHEN g % 10 = 0 THEN 'acme' ELSE 'default' END \
+         FROM generate_series(1, {HELD_RUNS}) g; \
+         INSERT INTO tool_calls (run_id, tool_call_id, turn, position, tool_name, arguments_json, \
+         status, payload, tenant, agent_id) SELECT 'run-' || lpad(g::text, 6, '0'), 'call-1', 1, 0, \
+         'ask_user', '{{}}', 'pending', NULL, \
+         CASE WHEN g % 10 = 0 THEN 'acme' ELSE 'default' END, 'asker' \
+         FROM generate_series(1, {HELD_RUNS}) g; \
+         {analyze} SELECT pg_stat_reset();"
+    ))
+    .await
+    .expect("held runs");
+    Some((store, db))
+}
+
+/// The index tuples read of `tool_calls` and of `runs` since the statistics were reset, once at
+/// least `calls` of the calls' are reported. An idle backend reports its reads within about ten
+/// seconds (PostgreSQL's idle interval): wait until the calls' reads are all reported, then the
+/// runs' are too.
+async fn index_reads_reported(db: &tokio_postgres::Client, calls: i64) -> (i64, i64) {
     let index_reads = async || -> (i64, i64) {
         let row = db
             .query_one(
@@ -1893,21 +1984,17 @@ async fn feed_pages_read_only_their_own_rows(statistics: Statistics) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
     let (calls_read, runs_read) = loop {
         let reads = index_reads().await;
-        if reads.0 >= held || tokio::time::Instant::now() > deadline {
+        if reads.0 >= calls || tokio::time::Instant::now() > deadline {
             tokio::time::sleep(Duration::from_secs(2)).await;
             break index_reads().await;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert!(
-        calls_read >= held,
+        calls_read >= calls,
         "the calls' reads were reported: {calls_read}"
     );
-    // Fewer than a page's worth: no run is looked up call by call.
-    assert!(
-        calls_read <= 2 * held && runs_read < 512,
-        "index tuples read for {held} held calls: {calls_read} of calls, {runs_read} of runs"
-    );
+    (calls_read, runs_read)
 }
 
 /// Replicas hear of each commit by a notice sent in the commit's flight, after the commit: in

@@ -116,15 +116,20 @@ impl RunTable for PostgresStore {
     }
 
     async fn list_runs(&self, query: RunQuery) -> StoreResult<Vec<RunRecord>> {
-        let client = self.pool.get().await?;
         let (sql, params) = list_runs_query(&query, Dialect::Postgres)?;
         let params: Vec<_> = params.iter().map(SqlValue::as_postgres).collect();
-        let rows = select(&client, &sql, &params).await?;
+        // Planned by the index: a page is the first runs of an index in the listing's order
+        // rather than every run of the tenant, sorted, while the tables have no statistics.
+        let tx = TxClient::get(&self.pool, BEGIN).await?;
+        let rows = tx.select_by_index(&sql, &params).await?;
         if rows.is_empty() {
             return Ok(Vec::new());
         }
-        let run_ids: Vec<String> = rows.iter().map(|row| row.get(0)).collect();
-        let mut pending = pending_of_runs(&client, &run_ids).await?;
+        let owners: (Vec<String>, Vec<String>) = rows
+            .iter()
+            .map(|row| (row.get(0), row.get(AFTER_RUN_COLUMNS)))
+            .unzip();
+        let mut pending = pending_of_runs(tx.client()?, &owners).await?;
         rows.iter()
             .map(|row| {
                 let raw = run_row(row);

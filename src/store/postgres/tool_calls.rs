@@ -4,14 +4,6 @@ use async_trait::async_trait;
 
 use super::*;
 
-/// Has the planner of the transaction's statements walk an index in its order rather than
-/// sort what a bitmap of it found. A page of the feed is then one range of `tool_calls_pending`,
-/// whatever the statistics: on tables filled and not yet analyzed (autovacuum analyzes a table
-/// once a tenth of it changed), the planner made each page a bitmap of every later call, sorted,
-/// and a snapshot of 100,000 calls took 14 s instead of half a second.
-const PLAN_BY_INDEX: &str = "SELECT set_config('enable_bitmapscan', 'off', true), \
-     set_config('enable_sort', 'off', true)";
-
 impl PostgresStore {
     /// The rows of [`PENDING_FEED_QUERY`] for `query`: one flight, whose transaction plans the
     /// page by the index ([`PLAN_BY_INDEX`]).
@@ -21,19 +13,12 @@ impl PostgresStore {
             after,
             limit,
         } = query;
-        let tx = TxClient::get(&self.pool, BEGIN).await?;
-        let client = tx.client()?;
-        let [plan_by_index, page] =
-            prepare(client, [PLAN_BY_INDEX, PENDING_FEED_QUERY.as_str()]).await?;
         let (run_id, call_id) = after.unwrap_or_default();
         let params: [&(dyn ToSql + Sync); 4] = [&run_id, &call_id, &tenant, &(limit as i64)];
-        let ((), (), rows, ()) = try_join!(
-            tx.begin(),
-            tx.run(&plan_by_index),
-            async { Ok(client.query(&page, &params).await?) },
-            tx.commit(),
-        )?;
-        Ok(rows)
+        TxClient::get(&self.pool, BEGIN)
+            .await?
+            .select_by_index(&PENDING_FEED_QUERY, &params)
+            .await
     }
 }
 

@@ -84,6 +84,14 @@ pub(super) const BEGIN: &str = "BEGIN";
 /// Begins a transaction whose reads share one snapshot.
 pub(super) const BEGIN_SNAPSHOT: &str = "BEGIN ISOLATION LEVEL REPEATABLE READ";
 
+/// Has the planner of the transaction's statements walk an index in its order rather than sort
+/// what a bitmap of it found: a page (of the feed, of a listing) is then one range of an index,
+/// whatever the statistics. On tables filled and not yet analyzed (autovacuum analyzes a table
+/// once a tenth of it changed), the planner made each page a bitmap of every row of the tenant,
+/// sorted: a snapshot of the feed of 100,000 calls took 14 s instead of half a second.
+pub(super) const PLAN_BY_INDEX: &str = "SELECT set_config('enable_bitmapscan', 'off', true), \
+     set_config('enable_sort', 'off', true)";
+
 /// A pooled connection for one transaction whose `BEGIN` and `COMMIT` are statements of its
 /// first and last flights ([`Self::begin`], [`Self::commit`]) rather than round trips of their
 /// own; one that changes nothing after all ends with [`Self::rollback`].
@@ -131,6 +139,24 @@ impl TxClient {
     pub(super) async fn run(&self, statement: &Statement) -> StoreResult<()> {
         exec(self.client()?, statement, &[]).await?;
         Ok(())
+    }
+
+    /// The rows of `sql` as a transaction of one flight reads them, planned by the index
+    /// ([`PLAN_BY_INDEX`]).
+    pub(super) async fn select_by_index(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> StoreResult<Vec<Row>> {
+        let client = self.client()?;
+        let [plan_by_index, query] = prepare(client, [PLAN_BY_INDEX, sql]).await?;
+        let ((), (), rows, ()) = try_join!(
+            self.begin(),
+            self.run(&plan_by_index),
+            async { Ok(client.query(&query, params).await?) },
+            self.commit(),
+        )?;
+        Ok(rows)
     }
 
     /// `BEGIN`: the first statement of the first flight.
