@@ -5,6 +5,7 @@
 use crate::common;
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use askuser::proto::v1 as pb;
 use askuser::proto::v1::agent_service_client::AgentServiceClient;
@@ -89,6 +90,9 @@ async fn list_runs_filters_page_and_get_run_shows_timings() {
         ("sayer", "compute"),
     ] {
         runs.push(start(&mut client, agent, team).await);
+        // Each run in a millisecond of its own: the creation-time window below is bounded by the
+        // third's and the fifth's, which must differ (five runs can start within one).
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let newest_first =
         |indexes: &[usize]| -> Vec<String> { indexes.iter().map(|&i| runs[i].clone()).collect() };
