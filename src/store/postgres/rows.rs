@@ -461,18 +461,19 @@ pub(super) fn settled_calls(rows: &[Row]) -> StoreResult<Vec<SettledCall>> {
         .collect()
 }
 
-/// The pending calls of the runs `(run ids, their tenants)`, by run, with one query.
+/// The pending calls of the runs `run_ids`, whose tenants are `tenants`, by run, with one query.
 ///
 /// Each run's calls are one range of `tool_calls_pending` (tenant, run id), looked up run by run
 /// whatever the statistics. (As `run_id = ANY($1) AND status = 'pending'`, the planner of tables
 /// not yet analyzed read every pending call of the tenant for each page of a listing.)
 pub(super) async fn pending_of_runs(
     client: &impl GenericClient,
-    (run_ids, tenants): &(Vec<String>, Vec<String>),
+    run_ids: &[String],
+    tenants: &[String],
 ) -> StoreResult<HashMap<String, Vec<PendingCall>>> {
     let mut pending: HashMap<String, Vec<PendingCall>> = HashMap::new();
     // [`PENDING_COLUMNS`] first, then the run's id.
-    for row in select(client, &LISTED_PENDING_QUERY, &[run_ids, tenants]).await? {
+    for row in select(client, &PENDING_OF_RUNS_QUERY, &[&run_ids, &tenants]).await? {
         pending
             .entry(row.get(11))
             .or_default()
@@ -484,7 +485,7 @@ pub(super) async fn pending_of_runs(
 /// The query of [`pending_of_runs`]. `OFFSET 0` keeps the lookup of each run's calls a subquery
 /// of its own, an index search by (tenant, run), rather than one join the planner might make a
 /// hash of every pending call.
-static LISTED_PENDING_QUERY: LazyLock<String> = LazyLock::new(|| {
+static PENDING_OF_RUNS_QUERY: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {PENDING_COLUMNS}, run_id FROM unnest($1::TEXT[], $2::TEXT[]) \
          AS owner(owner_run, owner_tenant) CROSS JOIN LATERAL \

@@ -125,11 +125,11 @@ impl RunTable for PostgresStore {
         if rows.is_empty() {
             return Ok(Vec::new());
         }
-        let owners: (Vec<String>, Vec<String>) = rows
+        let (run_ids, tenants): (Vec<String>, Vec<String>) = rows
             .iter()
             .map(|row| (row.get(0), row.get(AFTER_RUN_COLUMNS)))
             .unzip();
-        let mut pending = pending_of_runs(tx.client()?, &owners).await?;
+        let mut pending = pending_of_runs(tx.client()?, &run_ids, &tenants).await?;
         rows.iter()
             .map(|row| {
                 let raw = run_row(row);
