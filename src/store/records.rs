@@ -21,6 +21,19 @@ pub(super) fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> StoreResu
     serde_json::from_str(text).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
+/// The items of `made`, or its first error, in a vector allocated once for all of them: a page of
+/// calls collected through `Result` grew by doubling, copying the calls made so far each time
+/// (about 5 % of the server's CPU time in a snapshot's profile on PostgreSQL).
+pub(super) fn collect_exact<T>(
+    made: impl ExactSizeIterator<Item = StoreResult<T>>,
+) -> StoreResult<Vec<T>> {
+    let mut items = Vec::with_capacity(made.len());
+    for item in made {
+        items.push(item?);
+    }
+    Ok(items)
+}
+
 pub(super) fn parse_status(name: &str) -> StoreResult<RunStatus> {
     RunStatus::parse(name).ok_or_else(|| StoreError::Corrupt(format!("run status {name}")))
 }

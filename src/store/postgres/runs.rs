@@ -121,7 +121,7 @@ impl RunTable for PostgresStore {
         // Planned by the index: a page is the first runs of an index in the listing's order
         // rather than every run of the tenant, sorted, while the tables have no statistics.
         let tx = TxClient::get(&self.pool, BEGIN).await?;
-        let rows = tx.select_by_index(&sql, &params).await?;
+        let rows = tx.select_by_index(&sql, &params, query.limit).await?;
         if rows.is_empty() {
             return Ok(Vec::new());
         }

@@ -17,16 +17,17 @@ impl PostgresStore {
         let params: [&(dyn ToSql + Sync); 4] = [&run_id, &call_id, &tenant, &(limit as i64)];
         TxClient::get(&self.pool, BEGIN)
             .await?
-            .select_by_index(&PENDING_FEED_QUERY, &params)
+            .select_by_index(&PENDING_FEED_QUERY, &params, limit)
             .await
     }
 }
 
 /// The calls of [`PENDING_FEED_QUERY`]'s rows: the run's id and agent, then [`PENDING_COLUMNS`].
 fn pending_feed_calls(rows: &[Row]) -> StoreResult<Vec<RunPendingCall>> {
-    rows.iter()
-        .map(|row| pending_row(row, 2).into_run_pending(row.get(0), row.get(1)))
-        .collect()
+    collect_exact(
+        rows.iter()
+            .map(|row| pending_row(row, 2).into_run_pending(row.get(0), row.get(1))),
+    )
 }
 
 #[async_trait]

@@ -16,7 +16,13 @@
 //! futures, which may poll some only later, after the `COMMIT` (a turn's calls are thus one
 //! statement, like its events).
 
+use futures::TryStreamExt;
+
 use super::*;
+
+/// The most rows [`TxClient::select_by_index`] makes room for before any has come: a snapshot's
+/// page (2,048) and a listing's; a larger `limit` (a command line's) grows as rows come.
+const PREALLOCATED_ROWS: usize = 4096;
 
 /// Runs a statement prepared once per pooled connection: it then takes one round trip to the
 /// server instead of two (parse, then execute).
@@ -141,19 +147,29 @@ impl TxClient {
         Ok(())
     }
 
-    /// The rows of `sql` as a transaction of one flight reads them, planned by the index
-    /// ([`PLAN_BY_INDEX`]).
+    /// The rows of `sql` (at most `limit`) as a transaction of one flight reads them, planned by
+    /// the index ([`PLAN_BY_INDEX`]). They are collected into a vector made for `limit` rows (up
+    /// to [`PREALLOCATED_ROWS`]): `query`'s grew by doubling, copying the rows so far each time.
     pub(super) async fn select_by_index(
         &self,
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
+        limit: usize,
     ) -> StoreResult<Vec<Row>> {
         let client = self.client()?;
         let [plan_by_index, query] = prepare(client, [PLAN_BY_INDEX, sql]).await?;
         let ((), (), rows, ()) = try_join!(
             self.begin(),
             self.run(&plan_by_index),
-            async { Ok(client.query(&query, params).await?) },
+            async {
+                let mut rows = Vec::with_capacity(limit.min(PREALLOCATED_ROWS));
+                let stream = client.query_raw(&query, params.iter().copied()).await?;
+                futures::pin_mut!(stream);
+                while let Some(row) = stream.try_next().await? {
+                    rows.push(row);
+                }
+                Ok(rows)
+            },
             self.commit(),
         )?;
         Ok(rows)

@@ -39,8 +39,8 @@ use super::records::{
     RUN_OF_REQUEST_QUERY, RUN_QUERY, RUN_STATE_QUERY, RunHead, RunRow, SETTLED_QUERY,
     STEP_RUN_QUERY, SettledRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow,
     TranscriptCall, UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY,
-    WEBHOOKS_DUE_QUERY, assemble_transcript, counting_step_start, executing_call, from_json,
-    parse_status, pending_counts, to_json,
+    WEBHOOKS_DUE_QUERY, assemble_transcript, collect_exact, counting_step_start, executing_call,
+    from_json, parse_status, pending_counts, to_json,
 };
 use super::run_filter::{Dialect, list_runs_query};
 use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of};

@@ -126,12 +126,10 @@ impl PendingRows {
     /// The calls (their payloads parsed).
     pub(super) fn calls(self) -> StoreResult<Vec<RunPendingCall>> {
         let PendingRows { text, rows } = self;
-        rows.into_iter()
-            .map(|(run_id, agent_id, row)| {
-                row.map(|span| span.of(&text))
-                    .into_run_pending(run_id.of(&text).to_owned(), agent_id.of(&text).to_owned())
-            })
-            .collect()
+        collect_exact(rows.into_iter().map(|(run_id, agent_id, row)| {
+            row.map(|span| span.of(&text))
+                .into_run_pending(run_id.of(&text).to_owned(), agent_id.of(&text).to_owned())
+        }))
     }
 
     /// The page to send: its calls are made by the receiver.
