@@ -190,7 +190,7 @@ pub(super) const LIMITS: &str = "\
   freed memory that mimalloc gave back and the next page faulted in again). Two interleaved \
   rounds of twenty snapshots of 100,000 calls: medians 219 and 224 ms before, 215 and 191 ms \
   after; server CPU 210 and 200 ms before, 180 and 160 ms after; the server's page faults in 5 \
-  seconds of snapshots 374,000 before, 277,000 after. Tried then and dropped: the reader making \
+  seconds of snapshots 381,000 before, 277,000 after. Tried then and dropped: the reader making \
   a page's rows into calls as it reads them (259 and 261 ms: the feed then waits on the reader), \
   and mimalloc's purge delay at 100 ms instead of 10 (one round: 218 ms; server CPU 170 ms).
 ";
