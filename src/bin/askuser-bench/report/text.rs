@@ -137,7 +137,7 @@ pub(super) const LIMITS: &str = "\
   before, 46.1 and 45.8 MiB after; its file-backed part 28.4 and 28.1 MiB before, 25.7 and 26.0 \
   after). Tried then and dropped: the crates off the request path (JSON Schema, CEL, MCP, the \
   model provider's HTTP client, the CLI's parsing) built for size (`opt-level = \"z\"`), which made \
-  the text 3.4 MB smaller and the round trip no slower, but the RSS no smaller (file-backed 24.3 \
+  the text 3.6 MB smaller and the round trip no slower, but the RSS no smaller (file-backed 24.3 \
   and 24.6 MiB before, 24.7 and 24.6 MiB after, two interleaved rounds): their code does not run, \
   so its pages are not mapped.
 - `--auth keys`: a round trip looks its key up twice, when its stream opens and again before its \
