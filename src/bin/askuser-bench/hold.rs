@@ -28,7 +28,7 @@ pub struct HoldPoint {
     pub anon_kib: u64,
     pub store: StoreSize,
     /// How long a new pending-calls feed took to deliver its whole snapshot (every held call),
-    /// the median of [`SNAPSHOTS`] feeds, measured up to [`SNAPSHOT_UP_TO`] held runs.
+    /// the median of [`Plan::snapshots`] feeds, measured up to [`SNAPSHOT_UP_TO`] held runs.
     pub snapshot: Option<Snapshot>,
 }
 
@@ -41,7 +41,8 @@ pub struct Snapshot {
     pub server_cpu: Duration,
 }
 
-/// How many new feeds' snapshots are timed at each size: one can land on a neighbour's burst.
+/// How many new feeds' snapshots are timed at each size by default (`--snapshots` for more, e.g.
+/// to profile them): one can land on a neighbour's burst.
 pub const SNAPSHOTS: usize = 5;
 
 impl Snapshot {
@@ -71,6 +72,8 @@ impl HoldPoint {
 pub struct Hold {
     pub concurrency: usize,
     pub connections: usize,
+    /// New feeds' snapshots timed at each size.
+    pub snapshots: usize,
     pub baseline_rss_kib: u64,
     pub points: Vec<HoldPoint>,
     pub answer_elapsed: Duration,
@@ -118,8 +121,13 @@ pub(crate) async fn hold(
         // Let the last closed streams be torn down before reading the RSS.
         tokio::time::sleep(Duration::from_millis(500)).await;
         let snapshot = if held.len() <= SNAPSHOT_UP_TO {
-            let mut timed = Vec::with_capacity(SNAPSHOTS);
-            for _ in 0..SNAPSHOTS {
+            println!(
+                "  {} runs suspended; timing {} new feeds' snapshots",
+                held.len(),
+                plan.snapshots
+            );
+            let mut timed = Vec::with_capacity(plan.snapshots);
+            for _ in 0..plan.snapshots {
                 let cpu_before = cpu_time(server.pid())?;
                 let elapsed = workload::feed_snapshot(&mut clients[0].clone(), held.len()).await?;
                 let server_cpu = cpu_time(server.pid())?.saturating_sub(cpu_before);
@@ -134,7 +142,7 @@ pub(crate) async fn hold(
                 .collect();
             println!(
                 "  {} new feeds' snapshots of {} calls: {} ms",
-                SNAPSHOTS,
+                plan.snapshots,
                 held.len(),
                 times.join(", ")
             );
@@ -229,6 +237,7 @@ pub(crate) async fn hold(
     Ok(Hold {
         concurrency: plan.hold_concurrency,
         connections: plan.hold_connections,
+        snapshots: plan.snapshots,
         baseline_rss_kib,
         points,
         answer_elapsed,

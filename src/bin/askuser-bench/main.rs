@@ -94,6 +94,9 @@ struct Args {
     /// 50,000).
     #[arg(long)]
     one_connection_runs: Option<usize>,
+    /// New feeds' snapshots timed at each size of the hold, instead of the plan's (5).
+    #[arg(long)]
+    snapshots: Option<usize>,
     /// Idle feeds of the feeds scenario, instead of the plan's (5,000; --quick 1,000).
     #[arg(long)]
     feeds: Option<usize>,
@@ -173,6 +176,9 @@ async fn run(args: Args) -> Result<(), BenchError> {
         }
         if let Some(runs) = args.one_connection_runs {
             plan.one_connection_runs = runs;
+        }
+        if let Some(snapshots) = args.snapshots {
+            plan.snapshots = snapshots.max(1);
         }
         if let Some(feeds) = args.feeds {
             plan.feeds = feeds;

@@ -63,6 +63,9 @@ pub struct Plan {
     pub hold: Vec<usize>,
     pub hold_concurrency: usize,
     pub hold_connections: usize,
+    /// New feeds' snapshots timed at each size of the hold up to 100,000 runs; the median is
+    /// reported.
+    pub snapshots: usize,
     pub streams: usize,
     pub streams_per_connection: usize,
     /// Idle pending-calls feeds one tenant opens, and another tenant's round trips timed with
@@ -88,6 +91,7 @@ impl Plan {
                 hold: vec![20_000],
                 hold_concurrency: 256,
                 hold_connections: 16,
+                snapshots: crate::hold::SNAPSHOTS,
                 streams: 2_000,
                 streams_per_connection: 100,
                 feeds: 1_000,
@@ -106,6 +110,7 @@ impl Plan {
             hold: vec![100_000, 1_000_000],
             hold_concurrency: 256,
             hold_connections: 16,
+            snapshots: crate::hold::SNAPSHOTS,
             streams: 10_000,
             streams_per_connection: 100,
             feeds: 5_000,

@@ -154,8 +154,8 @@ impl SqliteStore {
         let checkpointer = Checkpointer::start(connect(path)?)?;
         Ok(Self {
             db: GroupCommit::start(conn, checkpointer)?,
-            readers: Readers::new(path),
-            key_readers: Readers::new(&key_file_path(path)),
+            readers: Readers::of_store(path),
+            key_readers: Readers::of_seldom_written(&key_file_path(path)),
             keys,
             _lock: lock,
         })
@@ -284,6 +284,28 @@ mod tests {
         );
     }
 
+    /// The store's readers keep a small page cache (every commit empties it), the keys' readers
+    /// SQLite's default (their file is seldom written, so their pages stay cached).
+    #[tokio::test]
+    async fn store_readers_keep_a_small_page_cache() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("askuser.sqlite3");
+        let store = SqliteStore::open(&path, Synchronous::Normal).expect("open and migrate");
+        let cache_size = |conn: &Connection| -> StoreResult<i64> {
+            Ok(conn.pragma_query_value(None, "cache_size", |row| row.get(0))?)
+        };
+        let store_cache = store.readers.run(cache_size).await.expect("read");
+        let keys_cache = store.key_readers.run(cache_size).await.expect("read");
+        let default = cache_size(&Connection::open_in_memory().expect("a connection"))
+            .expect("SQLite's default");
+        assert_eq!(store_cache, -256, "a store reader's cache, in KiB");
+        assert_ne!(default, -256);
+        assert_eq!(
+            keys_cache, default,
+            "a keys reader's cache is SQLite's default"
+        );
+    }
+
     /// A statement keeps the plan it was prepared with whatever is bound to it: SQLite prepared the
     /// snapshot's page query again for every page, as a value bound to `LIMIT ?` may change a plan.
     #[tokio::test]
@@ -291,7 +313,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("askuser.sqlite3");
         drop(SqliteStore::open(&path, Synchronous::Normal).expect("open and migrate"));
-        let reprepared = Readers::new(&path)
+        let reprepared = Readers::of_store(&path)
             .run(|conn| {
                 let mut page = conn.prepare_cached(&PENDING_FEED_QUERY)?;
                 for (run_id, call_id) in [("", ""), ("run-1", "call-1"), ("run-2", "call-2")] {

@@ -12,15 +12,35 @@ use super::super::{StoreError, StoreResult};
 /// Idle reader connections kept for reuse; more are opened while reads run at once.
 const KEPT: usize = 4;
 
+/// The page cache of a reader of the store's file, in KiB. Every commit changes the WAL, and a
+/// reader that finds it changed empties its page cache at its next read: under writes a large
+/// cache only holds memory (SQLite's default of 2 MB per connection was kept by each reader that a
+/// feed's snapshot or a listing had filled).
+const STORE_READER_CACHE_KIB: i64 = 256;
+
 pub(super) struct Readers {
     path: PathBuf,
+    /// The page cache of each connection, in KiB; `None` for SQLite's default.
+    cache_kib: Option<i64>,
     idle: Mutex<Vec<Connection>>,
 }
 
 impl Readers {
-    pub(super) fn new(path: &Path) -> Self {
+    /// Readers of the store's file, whose commits empty their caches (a small one each).
+    pub(super) fn of_store(path: &Path) -> Self {
+        Self::new(path, Some(STORE_READER_CACHE_KIB))
+    }
+
+    /// Readers of a file that is seldom written (the keys'), whose pages stay cached (SQLite's
+    /// default cache each).
+    pub(super) fn of_seldom_written(path: &Path) -> Self {
+        Self::new(path, None)
+    }
+
+    fn new(path: &Path, cache_kib: Option<i64>) -> Self {
         Self {
             path: path.to_owned(),
+            cache_kib,
             idle: Mutex::new(Vec::new()),
         }
     }
@@ -69,7 +89,7 @@ impl Readers {
     fn take(&self) -> StoreResult<Connection> {
         match self.idle.lock().ok().and_then(|mut idle| idle.pop()) {
             Some(conn) => Ok(conn),
-            None => open(&self.path),
+            None => open(&self.path, self.cache_kib),
         }
     }
 
@@ -91,7 +111,7 @@ fn read<T>(conn: &Connection, work: impl FnOnce(&Connection) -> StoreResult<T>) 
     outcome
 }
 
-fn open(path: &Path) -> StoreResult<Connection> {
+fn open(path: &Path, cache_kib: Option<i64>) -> StoreResult<Connection> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -100,5 +120,9 @@ fn open(path: &Path) -> StoreResult<Connection> {
     // A reader waits only for a checkpoint's brief restart of the WAL.
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
     conn.set_prepared_statement_cache_capacity(32);
+    if let Some(kib) = cache_kib {
+        // A negative size is in KiB.
+        conn.pragma_update(None, "cache_size", -kib)?;
+    }
     Ok(conn)
 }

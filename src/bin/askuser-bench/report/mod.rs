@@ -307,7 +307,7 @@ fn store_section(
              the targets give the median. Server RSS before the first start: {:.1} MB.\n",
             hold.concurrency,
             hold.connections,
-            crate::hold::SNAPSHOTS,
+            hold.snapshots,
             mb(hold.baseline_rss_kib)
         );
         let held = hold.points.last().map_or(0, |point| point.runs);

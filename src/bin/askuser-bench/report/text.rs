@@ -121,8 +121,8 @@ pub(super) const LIMITS: &str = "\
 - Starts to suspension: two commits per start (create, suspend), group-committed; the limit is \
   CPU (the server's per start, in the hold table, plus the bench's).
 - Server RSS with many suspended runs: a suspended run holds no memory in the server (no task, \
-  no channel, no cache entry); what grows is SQLite's page cache (bounded at its default 2 MB) \
-  and allocator slack. The rest of the RSS is not allocated (the hold's table shows the anonymous \
+  no channel, no cache entry); what grows is SQLite's page caches (the writer's at its default \
+  2 MB, each reader's at 256 KiB) and allocator slack. The rest of the RSS is not allocated (the hold's table shows the anonymous \
   part apart): it is mostly the binary's own pages mapped from its file, about 30 MB of a freshly started \
   server on the 3 December 2026 machine, whose disk reads ahead 8 MB (`read_ahead_kb`). A \
   snapshot's record of the runs it noted was kept after its feed closed (a cleared map keeps \
@@ -139,7 +139,17 @@ pub(super) const LIMITS: &str = "\
   model provider's HTTP client, the CLI's parsing) built for size (`opt-level = \"z\"`), which made \
   the text 3.6 MB smaller and the round trip no slower, but the RSS no smaller (file-backed 24.3 \
   and 24.6 MiB before, 24.7 and 24.6 MiB after, two interleaved rounds): their code does not run, \
-  so its pages are not mapped.
+  so its pages are not mapped. Since 6 December 2026 each reader of the store's file keeps a page \
+  cache of 256 KiB instead of SQLite's default 2 MB: every commit changes the WAL, and a reader \
+  that finds it changed empties its cache at its next read, so under writes a large cache only \
+  held memory, filled by a feed's snapshot or a listing and kept by the idle reader afterwards \
+  (the keys' readers keep the default: their file is seldom written). Three interleaved rounds of \
+  the hold to 1,000,000 runs: anonymous RSS 19.9, 20.7 and 20.8 MiB before, 16.6, 16.8 and 18.9 \
+  MiB after (total 43.7, 44.5 and 44.7 MiB before, 40.8, 40.9 and 43.1 after); peak RSS while \
+  the 1,000,000 runs were answered 178.7 MiB before, 91.2 after (one round). On a noisy machine \
+  the rest did not move beyond its spread: snapshots of 100,000 calls (medians 206, 222 and 197 \
+  ms before, 211, 269 and 201 after), sequential round trips (1,215 and 1,016 a second before, \
+  1,229 and 1,164 after) and at 64 streams (6,276 and 5,823 before, 5,339 and 5,839 after).
 - `--auth keys`: a round trip looks its key up twice, when its stream opens and again before its \
   answer is taken (a revoked key answers nothing), and keeps no cache (a key revoked by \
   `askuser keys` in another process stops at once). Until 4 December 2026 the keys were in the \
@@ -201,5 +211,14 @@ pub(super) const LIMITS: &str = "\
   after; server CPU 210 and 200 ms before, 180 and 160 ms after; the server's page faults in 5 \
   seconds of snapshots 381,000 before, 277,000 after. Tried then and dropped: the reader making \
   a page's rows into calls as it reads them (259 and 261 ms: the feed then waits on the reader), \
-  and mimalloc's purge delay at 100 ms instead of 10 (one round: 218 ms; server CPU 170 ms).
+  and mimalloc's purge delay at 100 ms instead of 10 (one round: 218 ms; server CPU 170 ms). \
+  Where the server's time goes in that snapshot, by a profile of 40 of them on 6 December 2026 \
+  (`askuser-bench --only hold --snapshots 40`, perf with DWARF call graphs; median 249 ms that \
+  day, server CPU 220 ms): the kernel 23 % (scheduler, page faults, loopback TCP), reading the \
+  rows (tokio-postgres's row stream and message parsing, each text column's UTF-8 check) 16 %, \
+  encoding the frames 10 %, each call's payload JSON parsed into its question 10 %, malloc and \
+  free 9 %, memory copies 9 % (moving each frame, a `Result` of a few hundred bytes, through the \
+  stream adapters to tonic's encoder about 3 %), the feed's streams and HTTP/2 8 %, its record of \
+  what it sent 3 %: the work is spread thin, and none of it that could be spared comes near the \
+  tenth by which the snapshot misses its target.
 ";
