@@ -122,8 +122,8 @@ pub(super) const LIMITS: &str = "\
   CPU (the server's per start, in the hold table, plus the bench's).
 - Server RSS with many suspended runs: a suspended run holds no memory in the server (no task, \
   no channel, no cache entry); what grows is SQLite's page caches (the writer's at its default \
-  2 MB, each reader's at 256 KiB) and allocator slack. The rest of the RSS is not allocated (the hold's table shows the anonymous \
-  part apart): it is mostly the binary's own pages mapped from its file, about 30 MB of a freshly started \
+  2 MB, each reader's at 256 KiB) and allocator slack. The rest of the RSS is not allocated (the \
+  hold's table shows the anonymous part apart): it is mostly the binary's own pages mapped from its file, about 30 MB of a freshly started \
   server on the 3 December 2026 machine, whose disk reads ahead 8 MB (`read_ahead_kb`). A \
   snapshot's record of the runs it noted was kept after its feed closed (a cleared map keeps \
   its table, about 5 MB); it is freed since 3 December 2026. Since then too, a runtime worker \
@@ -159,7 +159,10 @@ pub(super) const LIMITS: &str = "\
   (`askuser.keys.sqlite3`) their pages stay cached: three interleaved rounds, the cost on the \
   sequential rate −5.8, −7.0, −8.2 % before and −2.9, −2.9, −3.5 % after. Memory-mapping the \
   store's file for its readers, tried first, made it worse (−22 %): SQLite unmaps it at every read \
-  after a change.
+  after a change. The cost moves by a few percent from run to run on a noisy machine: the report \
+  of 6 December 2026 gave −5.7 %, and the features scenario alone, right after it, −1.3 and \
+  −2.5 % with that build and −3.8 and +0.1 % with the build before (two interleaved rounds; the \
+  keys' path was the same in both).
 - Idle streams: each stream holds its HTTP/2 stream state, its task and body future, a broadcast \
   receiver (channel capacity 16 batches) and 1 KiB codec buffers per direction (tonic's default \
   is 8 KiB each, allocated up front).
