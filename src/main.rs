@@ -105,12 +105,9 @@ fn main() -> ExitCode {
             libmimalloc_sys::mi_option_set(PURGE_DELAY, 10);
         }
     }
-    match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .on_thread_park(release_freed_memory)
-        .build()
-    {
-        Ok(runtime) => runtime.block_on(run()),
+    let cli = Cli::parse();
+    match runtime(&cli) {
+        Ok(runtime) => runtime.block_on(run(cli)),
         Err(error) => {
             eprintln!("askuser: cannot start Tokio: {error}");
             ExitCode::FAILURE
@@ -118,8 +115,19 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run() -> ExitCode {
-    let cli = Cli::parse();
+/// The async runtime: a thread per CPU core, or as many as `serve --worker-threads` says.
+fn runtime(cli: &Cli) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all().on_thread_park(release_freed_memory);
+    if let Command::Serve(args) = &cli.command
+        && let Some(threads) = args.worker_threads
+    {
+        builder.worker_threads(threads);
+    }
+    builder.build()
+}
+
+async fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Serve(args) => {
             let telemetry =
@@ -167,6 +175,17 @@ mod tests {
     #[test]
     fn the_command_tree_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn serve_runs_on_as_many_worker_threads_as_asked() {
+        let cli = |flags: &[&str]| Cli::try_parse_from(["askuser", "serve"].iter().chain(flags));
+        for threads in [1, 3] {
+            let cli = cli(&["--worker-threads", &threads.to_string()]).expect("valid flags");
+            let runtime = runtime(&cli).expect("a runtime");
+            assert_eq!(runtime.metrics().num_workers(), threads);
+        }
+        assert!(cli(&["--worker-threads", "0"]).is_err());
     }
 
     #[test]

@@ -56,7 +56,21 @@ pub(super) const LIMITS: &str = "\
   than in the store's own task (about 6% slower); one connection with exclusive locking and \
   checkpoints inside commits (no file-lock calls, which `perf stat` counted at ~23 `fcntl` per \
   round trip before, and a resume p99 of 0.37 ms instead of 0.6 ms, but the same rate, and \
-  checkpoint stalls doubled the p99 at 64 and 256 streams). Tried again on 3 December \
+  checkpoint stalls doubled the p99 at 64 and 256 streams). \
+  Measured again on 6 December 2026, two interleaved rounds of 3 repeats: one worker gave 19 and \
+  26 % more sequential round trips (1,414 and 1,730 a second against 1,184 and 1,375; resume p50 \
+  0.28 and 0.24 ms against 0.35 and 0.32), and 28–57 % fewer at 16, 64 and 256 streams. Tokio's \
+  scheduler runs at most three tasks in a row from a worker's LIFO slot and wakes another worker \
+  whenever more than one task is ready; a round trip hands work between the stream, its write's \
+  task, the store's task and the run's step (in a profile, the store's replies and the run's \
+  broadcasts woke the other worker), and on 2 vCPUs each of those wake-ups is dear: the server's \
+  workers slept about 8 times per round trip (`/proc` switch counts), and `perf stat` counted 48 \
+  `pwrite` (a WAL frame's header and its page are one each) and 20 `fcntl` per round trip. So \
+  `serve --worker-threads` (since that day) lets a deployment that serves one request at a time \
+  choose one thread; the default stays one per core. Not waking the pending-calls feeds' reader \
+  on every commit while no feed is open did not move the rate (two interleaved rounds: 1,106 and \
+  1,262 a second with it, 1,227 and 1,252 without). \
+  Tried again on 3 December \
   2026, three interleaved rounds on a quiet machine: the caller-led batch as a queue that whoever \
   finds it idle drains, batch after batch (+3 % sequential, −2.5 % at 64 streams); SQLite built \
   with a page cache per connection (without `SQLITE_ENABLE_MEMORY_MANAGEMENT`, whose shared cache \
