@@ -74,9 +74,10 @@ pub struct ServeArgs {
     /// without `OTEL_EXPORTER_OTLP_ENDPOINT`) no traces are made.
     #[arg(long, env = "ASKUSER_OTLP_ENDPOINT")]
     pub otlp_endpoint: Option<String>,
-    /// Threads the server's async runtime runs on (default: one per CPU core). With few cores
-    /// and requests served one at a time, 1 answers sooner (a task woken for another no longer
-    /// wakes a second thread); under concurrent load it serves about half as many (BENCHMARKS.md).
+    /// Threads the server's async runtime runs on (default: one per CPU core). On SQLite, with few
+    /// cores and requests served one at a time, 1 answers sooner (a task woken for another no
+    /// longer wakes a second thread); under concurrent load it serves about half as many
+    /// (docs/deployment.md).
     #[arg(long, env = "ASKUSER_WORKER_THREADS", value_parser = positive)]
     pub worker_threads: Option<usize>,
     /// Most options a question may offer.

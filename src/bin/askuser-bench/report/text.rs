@@ -67,10 +67,12 @@ pub(super) const LIMITS: &str = "\
   workers slept about 8 times per round trip (`/proc` switch counts), and `perf stat` counted 48 \
   `pwrite` (a WAL frame's header and its page are one each) and 20 `fcntl` per round trip. So \
   `serve --worker-threads` (since that day) lets a deployment that serves one request at a time \
-  choose one thread; the default stays one per core. Not waking the pending-calls feeds' reader \
-  on every commit while no feed is open did not move the rate (two interleaved rounds: 1,106 and \
-  1,262 a second with it, 1,227 and 1,252 without). \
-  Tried again on 3 December \
+  choose one thread; the default stays one per core. \
+  On PostgreSQL, whose commits wait for the database, one worker made no difference one at a \
+  time (303 and 299 a second with two, 310 and 274 with one) and 7 % fewer at 64 streams (744 \
+  and 759 against 692 and 705). Not waking the pending-calls feeds' reader on every commit while \
+  no feed is open did not move the rate (two interleaved rounds: 1,106 and 1,262 a second with \
+  it, 1,227 and 1,252 without). Tried again on 3 December \
   2026, three interleaved rounds on a quiet machine: the caller-led batch as a queue that whoever \
   finds it idle drains, batch after batch (+3 % sequential, −2.5 % at 64 streams); SQLite built \
   with a page cache per connection (without `SQLITE_ENABLE_MEMORY_MANAGEMENT`, whose shared cache \
