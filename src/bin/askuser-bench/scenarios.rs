@@ -182,6 +182,8 @@ pub struct Throughput {
     /// CPU time (user + system) the server and the bench used meanwhile.
     pub server_cpu: Duration,
     pub client_cpu: Duration,
+    /// CPU time PostgreSQL's processes used meanwhile, when it runs on this machine.
+    pub database_cpu: Option<Duration>,
     /// Frames a round trip received before the answer and after it.
     pub frames: (usize, usize),
 }
@@ -199,6 +201,18 @@ impl Throughput {
     /// Bench (client) CPU time per round trip.
     pub fn client_cpu_per_run(&self) -> Duration {
         self.client_cpu / self.runs.max(1) as u32
+    }
+
+    /// PostgreSQL's CPU time per round trip, when measured.
+    pub fn database_cpu_per_run(&self) -> Option<Duration> {
+        self.database_cpu.map(|cpu| cpu / self.runs.max(1) as u32)
+    }
+
+    /// The server's, the bench's and (when measured) PostgreSQL's CPU time per round trip.
+    pub fn all_cpu_per_run(&self) -> Duration {
+        self.server_cpu_per_run()
+            + self.client_cpu_per_run()
+            + self.database_cpu_per_run().unwrap_or_default()
     }
 }
 
@@ -332,7 +346,7 @@ fn print_throughput(label: &str, figures: &Throughput) {
     println!(
         "  {label}: {} runs in {:.2} s = {:.0} round trips/s; resume p50 {:.3} ms p99 {:.3} ms \
          p99.9 {:.3} ms max {:.3} ms; round trip p50 {:.3} ms p99 {:.3} ms; CPU per round \
-         trip: server {:.0} µs, bench {:.0} µs; frames {} before the answer, {} after",
+         trip: server {:.0} µs, bench {:.0} µs{}; frames {} before the answer, {} after",
         figures.runs,
         figures.elapsed.as_secs_f64(),
         figures.rate(),
@@ -344,6 +358,10 @@ fn print_throughput(label: &str, figures: &Throughput) {
         ms(figures.total.p99),
         figures.server_cpu_per_run().as_secs_f64() * 1e6,
         figures.client_cpu_per_run().as_secs_f64() * 1e6,
+        figures
+            .database_cpu_per_run()
+            .map(|cpu| format!(", PostgreSQL {:.0} µs", cpu.as_secs_f64() * 1e6))
+            .unwrap_or_default(),
         figures.frames.0,
         figures.frames.1,
     );
@@ -525,17 +543,27 @@ pub async fn measure(
     let deadline = Instant::now() + plan.time_limit;
     let credential = credential.as_deref();
     round_trips(&clients, shape, plan.warmup_runs, deadline, credential).await?;
+    // Read before the clock starts and after it stops: it opens a connection of its own.
+    let database_cpu = server.database_cpu().await?;
     let started = Instant::now();
     let server_cpu = cpu_time(server.pid())?;
     let client_cpu = cpu_time(std::process::id())?;
     let trips = round_trips(&clients, shape, shape.runs(plan), deadline, credential).await?;
+    let elapsed = started.elapsed();
+    let server_cpu = cpu_time(server.pid())?.saturating_sub(server_cpu);
+    let client_cpu = cpu_time(std::process::id())?.saturating_sub(client_cpu);
+    let database_cpu = match (server.database_cpu().await?, database_cpu) {
+        (Some(after), Some(before)) => Some(after.since(&before)),
+        _ => None,
+    };
     let figures = Throughput {
         runs: trips.len(),
-        elapsed: started.elapsed(),
+        elapsed,
         total: Percentiles::of(trips.iter().map(|t| t.total).collect()),
         resume: Percentiles::of(trips.iter().map(|t| t.resume).collect()),
-        server_cpu: cpu_time(server.pid())?.saturating_sub(server_cpu),
-        client_cpu: cpu_time(std::process::id())?.saturating_sub(client_cpu),
+        server_cpu,
+        client_cpu,
+        database_cpu,
         frames: trips.first().map_or((0, 0), |trip| trip.frames),
     };
     drop(clients);

@@ -1,6 +1,7 @@
 //! The server under test: a real `askuser serve` child process on 127.0.0.1:0 with a fresh store
 //! (a new SQLite data directory, or a new PostgreSQL database) for every scenario.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -9,6 +10,7 @@ use askuser::proto::v1::agent_service_client::AgentServiceClient;
 use tonic::transport::{Channel, Endpoint};
 
 use crate::BenchError;
+use crate::scenarios::cpu_time;
 
 /// How long the server may take to print its address, and to exit after SIGTERM.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -67,6 +69,20 @@ pub struct StoreSize {
     pub database: u64,
     /// The SQLite WAL, not yet copied into the database file; 0 for PostgreSQL.
     pub wal: u64,
+}
+
+/// CPU time so far of each of a database's processes, by process id.
+pub struct DatabaseCpu(BTreeMap<u32, Duration>);
+
+impl DatabaseCpu {
+    /// CPU time the database's processes used since `before`: a process that started since
+    /// counts whole; one that ended since is not counted.
+    pub fn since(&self, before: &DatabaseCpu) -> Duration {
+        self.0
+            .iter()
+            .map(|(pid, cpu)| cpu.saturating_sub(before.0.get(pid).copied().unwrap_or_default()))
+            .sum()
+    }
 }
 
 /// A running server and the store it owns.
@@ -172,6 +188,33 @@ impl ServerProcess {
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// CPU time so far of each of the database's processes (its backends and background
+    /// processes, as `pg_stat_activity` lists them, but the one this asks through), when the
+    /// database is PostgreSQL on this machine; `None` for SQLite, which runs in the server, or
+    /// when its processes cannot be read here.
+    pub async fn database_cpu(&self) -> Result<Option<DatabaseCpu>, BenchError> {
+        let Some(database) = &self.database else {
+            return Ok(None);
+        };
+        let client = postgres_client(&database.url).await?;
+        let rows = client
+            .query(
+                "SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid()",
+                &[],
+            )
+            .await?;
+        let mut processes = BTreeMap::new();
+        for row in rows {
+            let pid = u32::try_from(row.get::<_, i32>(0))
+                .map_err(|_| BenchError::failed("PostgreSQL listed a negative process id"))?;
+            // A process that ended since, or one on another machine, is left out.
+            if let Ok(cpu) = cpu_time(pid) {
+                processes.insert(pid, cpu);
+            }
+        }
+        Ok((!processes.is_empty()).then_some(DatabaseCpu(processes)))
     }
 
     /// Opens `count` HTTP/2 connections to the server.
@@ -350,5 +393,19 @@ impl Database {
             .batch_execute(&format!("DROP DATABASE IF EXISTS {}", self.name))
             .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_cpu_counts_what_each_process_used_since() {
+        let ms = Duration::from_millis;
+        let before = DatabaseCpu(BTreeMap::from([(10, ms(100)), (11, ms(50)), (12, ms(70))]));
+        // 10 used 30 ms more, 11 ended, 12 used none, 13 started and used 20 ms.
+        let after = DatabaseCpu(BTreeMap::from([(10, ms(130)), (12, ms(70)), (13, ms(20))]));
+        assert_eq!(after.since(&before), ms(50));
     }
 }

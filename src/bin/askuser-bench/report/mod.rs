@@ -17,7 +17,7 @@ pub use mastra::MastraFigures;
 
 use floor::{features_table, floor_line, floor_section};
 use targets::{TARGETS, Verdict, target_cells};
-use text::{LIMITS, METHOD};
+use text::{CPU_BUDGET, LIMITS, METHOD};
 
 /// What the bench ran on.
 pub struct Machine {
@@ -125,18 +125,36 @@ fn mb(kib: u64) -> f64 {
 }
 
 fn throughput_table(out: &mut String, scenario: &Repeated) {
+    // PostgreSQL's own CPU, when it was measured (on this machine).
+    let database = scenario.repeats.iter().all(|t| t.database_cpu.is_some());
     let _ = writeln!(
         out,
         "| repeat | runs | time | round trips/s | resume p50 | p99 | p99.9 | max | round trip p50 \
-         | p99 | server CPU per round trip | bench CPU per round trip |"
+         | p99 | server CPU per round trip | bench CPU per round trip |{}",
+        if database {
+            " PostgreSQL CPU per round trip |"
+        } else {
+            ""
+        }
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        out,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|{}",
+        if database { "---|" } else { "" }
+    );
     let micros = |cpu: Duration| cpu.as_secs_f64() * 1e6;
+    let database_cell = |cpu: f64| {
+        if database {
+            format!(" {cpu:.0} µs |")
+        } else {
+            String::new()
+        }
+    };
     for (index, t) in scenario.repeats.iter().enumerate() {
         let _ = writeln!(
             out,
             "| {} | {} | {:.2} s | {:.0} | {:.3} ms | {:.3} ms | {:.3} ms | {:.3} ms | {:.3} ms \
-             | {:.3} ms | {:.0} µs | {:.0} µs |",
+             | {:.3} ms | {:.0} µs | {:.0} µs |{}",
             index + 1,
             t.runs,
             t.elapsed.as_secs_f64(),
@@ -149,12 +167,13 @@ fn throughput_table(out: &mut String, scenario: &Repeated) {
             ms(t.total.p99),
             micros(t.server_cpu_per_run()),
             micros(t.client_cpu_per_run()),
+            database_cell(micros(t.database_cpu_per_run().unwrap_or_default())),
         );
     }
     let _ = writeln!(
         out,
         "| **median** | | | **{:.0}** | **{:.3} ms** | **{:.3} ms** | **{:.3} ms** | {:.3} ms \
-         | {:.3} ms | {:.3} ms | {:.0} µs | {:.0} µs |",
+         | {:.3} ms | {:.3} ms | {:.0} µs | {:.0} µs |{}",
         scenario.rate(),
         scenario.ms(|t| t.resume.p50),
         scenario.ms(|t| t.resume.p99),
@@ -164,7 +183,55 @@ fn throughput_table(out: &mut String, scenario: &Repeated) {
         scenario.ms(|t| t.total.p99),
         scenario.ms(Throughput::server_cpu_per_run) * 1000.0,
         scenario.ms(Throughput::client_cpu_per_run) * 1000.0,
+        database_cell(scenario.ms(|t| t.database_cpu_per_run().unwrap_or_default()) * 1000.0),
     );
+}
+
+/// Where the CPU time of a round trip goes, when PostgreSQL's was measured, and the rate that CPU
+/// time allows on `cpus` cores: one round trip after another when sequential (its pieces run in
+/// turn), every core busy when concurrent.
+fn cpu_budget_section(out: &mut String, figures: &StoreFigures, cpus: usize) {
+    let scenarios: Vec<&Repeated> = figures
+        .sequential
+        .iter()
+        .chain(&figures.concurrent)
+        .filter(|s| s.repeats.iter().all(|t| t.database_cpu.is_some()))
+        .collect();
+    if scenarios.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n### Where a round trip's CPU time goes\n\n{}\n",
+        CPU_BUDGET.replace("{cpus}", &cpus.to_string())
+    );
+    let _ = writeln!(
+        out,
+        "| round trips | round trips/s | server | PostgreSQL | bench | all three | the rate that \
+         allows | reached | the rate PostgreSQL's share alone allows |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+    for scenario in scenarios {
+        let micros = |figure: fn(&Throughput) -> Duration| scenario.ms(figure) * 1000.0;
+        let all = micros(Throughput::all_cpu_per_run);
+        let database = micros(|t| t.database_cpu_per_run().unwrap_or_default());
+        let (label, cores) = match scenario.concurrency {
+            1 => ("sequential".to_owned(), 1),
+            c => (format!("{c} at a time"), cpus.max(1)),
+        };
+        let allows = |cpu: f64| cores as f64 * 1e6 / cpu.max(1.0);
+        let _ = writeln!(
+            out,
+            "| {label} | {:.0} | {:.0} µs | {database:.0} µs | {:.0} µs | {all:.0} µs | {:.0} \
+             | {:.0} % | {:.0} |",
+            scenario.rate(),
+            micros(Throughput::server_cpu_per_run),
+            micros(Throughput::client_cpu_per_run),
+            allows(all),
+            scenario.rate() / allows(all) * 100.0,
+            allows(database),
+        );
+    }
 }
 
 /// The tools scenario's medians, each against the ask_user round trip's.
@@ -458,8 +525,86 @@ pub fn render(
     mastra::section(&mut out, mastra, results);
     for (kind, plan, figures) in results {
         store_section(&mut out, kind, plan, floor, figures);
+        cpu_budget_section(&mut out, figures, machine.cpus);
         fairness_sections(&mut out, figures);
     }
     let _ = writeln!(out, "\n## What limits the figures\n\n{LIMITS}");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenarios::Percentiles;
+
+    fn repeat(runs: usize, secs: u64, cpu_ms: [u64; 3]) -> Throughput {
+        let ms = Duration::from_millis;
+        Throughput {
+            runs,
+            elapsed: Duration::from_secs(secs),
+            total: Percentiles::default(),
+            resume: Percentiles::default(),
+            server_cpu: ms(cpu_ms[0]),
+            client_cpu: ms(cpu_ms[1]),
+            database_cpu: Some(ms(cpu_ms[2])),
+            frames: (3, 5),
+        }
+    }
+
+    fn figures(sequential: Repeated, concurrent: Vec<Repeated>) -> StoreFigures {
+        StoreFigures {
+            sequential: Some(sequential),
+            tools: Vec::new(),
+            concurrent,
+            hold: None,
+            streams: None,
+            feeds: None,
+            one_connection: None,
+            features: None,
+        }
+    }
+
+    #[test]
+    fn the_cpu_budget_gives_the_rate_each_round_trip_s_cpu_time_allows() {
+        // Sequential: 1,000 round trips in 4 s with 1 ms of server, 0.25 ms of bench and 2.75 ms
+        // of PostgreSQL each: 4 ms in all, so one after another allows 250 a second.
+        let sequential = Repeated {
+            concurrency: 1,
+            connections: 1,
+            repeats: vec![repeat(1000, 4, [1000, 250, 2750])],
+        };
+        // 64 at a time: 2,000 in 2 s, 2 ms each in all: two cores allow 1,000 a second.
+        let concurrent = Repeated {
+            concurrency: 64,
+            connections: 4,
+            repeats: vec![repeat(2000, 2, [1000, 200, 2800])],
+        };
+        let mut out = String::new();
+        cpu_budget_section(&mut out, &figures(sequential, vec![concurrent]), 2);
+        assert!(out.contains("all on the same 2 cores"), "{out}");
+        assert!(
+            out.contains(
+                "| sequential | 250 | 1000 µs | 2750 µs | 250 µs | 4000 µs | 250 | 100 % | 364 |"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("| 64 at a time | 1000 | 500 µs | 1400 µs | 100 µs | 2000 µs | 1000 | 100 % | 1429 |"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn no_cpu_budget_without_the_database_s_cpu() {
+        let mut unmeasured = repeat(1000, 1, [500, 100, 0]);
+        unmeasured.database_cpu = None;
+        let sequential = Repeated {
+            concurrency: 1,
+            connections: 1,
+            repeats: vec![unmeasured],
+        };
+        let mut out = String::new();
+        cpu_budget_section(&mut out, &figures(sequential, Vec::new()), 2);
+        assert_eq!(out, "");
+    }
 }

@@ -33,6 +33,17 @@ the scripted model says \"Deploying to <answer>\". One round trip = `RunAgent` s
   does not end as expected.
 ";
 
+/// How the CPU budget of a round trip on PostgreSQL is read (`{cpus}`: the machine's cores).
+pub(super) const CPU_BUDGET: &str = "\
+The CPU time per round trip (medians over the repeats) of the server, of PostgreSQL's processes \
+(its backends and background processes, as `pg_stat_activity` lists them, read from /proc before \
+and after each repeat) and of the bench, all on the same {cpus} cores. \"The rate that allows\" is \
+what that CPU time alone permits: one round trip after another when sequential, since nothing of \
+one overlaps the next and its pieces mostly run in turn (1 s ÷ all three), and with every core \
+busy when concurrent ({cpus} × 1 s ÷ all three). The last column is what PostgreSQL's share \
+would allow if the server and the bench took no CPU time at all: no change to the server alone \
+can take the rate past it.";
+
 /// What the profiles (perf, on the bench's own scenarios) showed limits each figure.
 pub(super) const LIMITS: &str = "\
 - Where the server's CPU time goes at 64 concurrent: `scripts/profile` records it with perf and \
@@ -72,7 +83,10 @@ pub(super) const LIMITS: &str = "\
   time (303 and 299 a second with two, 310 and 274 with one) and 7 % fewer at 64 streams (744 \
   and 759 against 692 and 705). Not waking the pending-calls feeds' reader on every commit while \
   no feed is open did not move the rate (two interleaved rounds: 1,106 and 1,262 a second with \
-  it, 1,227 and 1,252 without). Tried again on 3 December \
+  it, 1,227 and 1,252 without), nor did the run's next step running on the task of the write that \
+  called for it instead of one spawned for it (two interleaved rounds: 1,341 and 1,344 a second \
+  before, 1,357 and 1,339 after; at 64 streams 6,289 and 5,981 before, 6,211 and 6,292 after; \
+  the same switch counts). Tried again on 3 December \
   2026, three interleaved rounds on a quiet machine: the caller-led batch as a queue that whoever \
   finds it idle drains, batch after batch (+3 % sequential, −2.5 % at 64 streams); SQLite built \
   with a page cache per connection (without `SQLITE_ENABLE_MEMORY_MANAGEMENT`, whose shared cache \
@@ -196,7 +210,21 @@ pub(super) const LIMITS: &str = "\
   sequential unchanged). With 16 or more streams both cores are now busy, shared by the \
   PostgreSQL backends, the server (its CPU per round trip is above: the client side of the \
   database protocol costs it more than SQLite does) and the bench. PostgreSQL on a machine of its \
-  own was not measured. Tried on 4 December 2026 and dropped: each change's writes joined into \
+  own was not measured. Since 6 December 2026 the bench reads PostgreSQL's CPU time too (\"Where \
+  a round trip's CPU time goes\", above): PostgreSQL's processes use more CPU per round trip than \
+  the server and the bench together, both rates are within a few percent of what the three \
+  shares allow, and on these 2 cores PostgreSQL's share alone allows about the sequential target \
+  (which the server and the bench would then have to reach in no time at all) and well under the \
+  concurrent one: no change to the server can reach them here; PostgreSQL would have to do less \
+  per round trip. Where its time goes, by `pg_stat_statements` and `pg_stat_wal` with \
+  `track_wal_io_timing` that day (2,200 sequential runs): the statements' own execution was 0.71 \
+  ms per round trip, the rest of its CPU time being its work around them (a response and a socket \
+  write per statement, the commits, loopback TCP); four WAL flushes per round trip, 0.20 ms each. \
+  Tried that day and dropped: no `NOTIFY` at all (a build made for the measurement, as if no \
+  other replica listened): 3–9 % more sequential round trips and 11–16 % more at 64 streams (two \
+  interleaved rounds: 299 and 287 a second with, 307 and 313 without; at 64 streams 728 and 743 \
+  with, 807 and 859 without), too little for either target, and replicas would need a way to \
+  know that no other one listens that no commit can race. Tried on 4 December 2026 and dropped: each change's writes joined into \
   one statement (a data-modifying `WITH`), and a run without a request id created by one \
   statement with no transaction around it: 25 statements per round trip instead of 35 (counted \
   in PostgreSQL's log), but no more round trips a second in two interleaved rounds (at 64 streams \
