@@ -268,4 +268,11 @@ pub(super) const LIMITS: &str = "\
   stream adapters to tonic's encoder about 3 %), the feed's streams and HTTP/2 8 %, its record of \
   what it sent 3 %: the work is spread thin, and none of it that could be spared comes near the \
   tenth by which the snapshot misses its target.
+- The report of 6 December 2026 at 2673e0c ran on a slower day than the one before it (at \
+  676b308, the same day): the floor's sequential rate was 3,399 a second against 5,267. On \
+  SQLite a new feed's snapshot of 100,000 calls then took 270 ms (196 ms before) and the \
+  sequential resume p99 1.05 ms (0.76 ms before). The server's code was the same but for \
+  `--worker-threads`, which changes nothing unless given: that day, two interleaved rounds of \
+  nine snapshots gave medians of 305 and 307 ms with the build of 676b308 and 291 and 301 ms \
+  with this one.
 ";
