@@ -85,6 +85,12 @@ impl DatabaseCpu {
     }
 }
 
+/// Whether process `pid` of this machine is a PostgreSQL process.
+fn is_postgres(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .is_ok_and(|name| name.trim_end() == "postgres")
+}
+
 /// A running server and the store it owns.
 pub struct ServerProcess {
     child: Child,
@@ -209,8 +215,11 @@ impl ServerProcess {
         for row in rows {
             let pid = u32::try_from(row.get::<_, i32>(0))
                 .map_err(|_| BenchError::failed("PostgreSQL listed a negative process id"))?;
-            // A process that ended since, or one on another machine, is left out.
-            if let Ok(cpu) = cpu_time(pid) {
+            // A process that ended since, or one on another machine (whose id may be a local
+            // process's of another program), is left out.
+            if is_postgres(pid)
+                && let Ok(cpu) = cpu_time(pid)
+            {
                 processes.insert(pid, cpu);
             }
         }
@@ -407,5 +416,12 @@ mod tests {
         // 10 used 30 ms more, 11 ended, 12 used none, 13 started and used 20 ms.
         let after = DatabaseCpu(BTreeMap::from([(10, ms(130)), (12, ms(70)), (13, ms(20))]));
         assert_eq!(after.since(&before), ms(50));
+    }
+
+    #[test]
+    fn only_postgres_processes_are_read_as_the_database_s() {
+        // This test's own process is not PostgreSQL; a process id no process has is not either.
+        assert!(!is_postgres(std::process::id()));
+        assert!(!is_postgres(u32::MAX));
     }
 }
