@@ -239,6 +239,11 @@ impl Repeated {
         self.median(Throughput::rate)
     }
 
+    /// Whether PostgreSQL's CPU time was read in every repeat.
+    pub fn database_cpu_measured(&self) -> bool {
+        self.repeats.iter().all(|t| t.database_cpu.is_some())
+    }
+
     /// Median over repeats of a latency figure, in milliseconds.
     pub fn ms(&self, figure: impl Fn(&Throughput) -> Duration) -> f64 {
         self.median(|t| figure(t).as_secs_f64() * 1000.0)

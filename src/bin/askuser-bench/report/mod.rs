@@ -126,7 +126,7 @@ fn mb(kib: u64) -> f64 {
 
 fn throughput_table(out: &mut String, scenario: &Repeated) {
     // PostgreSQL's own CPU, when it was measured (on this machine).
-    let database = scenario.repeats.iter().all(|t| t.database_cpu.is_some());
+    let database = scenario.database_cpu_measured();
     let _ = writeln!(
         out,
         "| repeat | runs | time | round trips/s | resume p50 | p99 | p99.9 | max | round trip p50 \
@@ -195,7 +195,7 @@ fn cpu_budget_section(out: &mut String, figures: &StoreFigures, cpus: usize) {
         .sequential
         .iter()
         .chain(&figures.concurrent)
-        .filter(|s| s.repeats.iter().all(|t| t.database_cpu.is_some()))
+        .filter(|scenario| scenario.database_cpu_measured())
         .collect();
     if scenarios.is_empty() {
         return;
