@@ -86,7 +86,18 @@ pub(super) const LIMITS: &str = "\
   it, 1,227 and 1,252 without), nor did the run's next step running on the task of the write that \
   called for it instead of one spawned for it (two interleaved rounds: 1,341 and 1,344 a second \
   before, 1,357 and 1,339 after; at 64 streams 6,289 and 5,981 before, 6,211 and 6,292 after; \
-  the same switch counts). Tried again on 3 December \
+  the same switch counts). Tried later that day and dropped, two interleaved rounds each: SQLite \
+  pages of 1,024 or 2,048 bytes instead of 4,096, fewer bytes for each WAL frame (sequential \
+  1,250 and 1,280 a second at 4,096, 1,192 and 1,227 at 1,024, 1,267 and 1,183 at 2,048; at 64 \
+  streams 5,592 and 5,465, 4,796 and 5,114, 6,039 and 5,907); and the statement journals that \
+  back a batch's savepoints in chunks of 64 KiB or 1 MiB (SQLite's `STMTJRNL_SPILL`, spilling to \
+  a file past it) instead of the 1 KiB chunks of a journal held in memory, whose allocations \
+  (each passing a memory barrier in `sqlite3_initialize`) were 1.4 % of the server's samples at \
+  64 streams: 17–24 % fewer sequential round trips (1,226 and 1,210 a second before, 1,009 and \
+  984 at 64 KiB, 933 and 958 at 1 MiB), the same at 64 streams. The WAL's writes themselves \
+  (`pwrite`, a frame's header and its page one call each) were about 7 % of the server's CPU at \
+  64 streams in a profile; a shim of SQLite's file layer that wrote a commit's frames in one call \
+  could spare part of that, too little for the target, and was not built. Tried again on 3 December \
   2026, three interleaved rounds on a quiet machine: the caller-led batch as a queue that whoever \
   finds it idle drains, batch after batch (+3 % sequential, −2.5 % at 64 streams); SQLite built \
   with a page cache per connection (without `SQLITE_ENABLE_MEMORY_MANAGEMENT`, whose shared cache \
@@ -268,11 +279,12 @@ pub(super) const LIMITS: &str = "\
   stream adapters to tonic's encoder about 3 %), the feed's streams and HTTP/2 8 %, its record of \
   what it sent 3 %: the work is spread thin, and none of it that could be spared comes near the \
   tenth by which the snapshot misses its target.
-- The report of 6 December 2026 at 2673e0c ran on a slower day than the one before it (at \
-  676b308, the same day): the floor's sequential rate was 3,399 a second against 5,267. On \
-  SQLite a new feed's snapshot of 100,000 calls then took 270 ms (196 ms before) and the \
-  sequential resume p99 1.05 ms (0.76 ms before). The server's code was the same but for \
-  `--worker-threads`, which changes nothing unless given: that day, two interleaved rounds of \
-  nine snapshots gave medians of 305 and 307 ms with the build of 676b308 and 291 and 301 ms \
-  with this one.
+- Two figures are targets in milliseconds rather than ratios to the floor, and are met or missed \
+  with the day: a new feed's snapshot of 100,000 calls on SQLite and the sequential resume p99. \
+  Three reports ran on 6 December 2026 with the same server code (but for `--worker-threads`, \
+  which changes nothing unless given): at 676b308, with the floor's sequential rate at 5,267 a \
+  second, 196 ms and 0.76 ms; at 2673e0c, with the floor at 3,399, 270 ms and 1.05 ms; at \
+  165929d (the commits after 2673e0c changed only the bench), with the floor at 4,369, 204 ms \
+  and 0.91 ms. In the slow hours of the report at 2673e0c, two interleaved rounds of nine \
+  snapshots gave medians of 305 and 307 ms with the build of 676b308 and 291 and 301 ms with 2673e0c.
 ";
