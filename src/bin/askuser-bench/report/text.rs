@@ -97,7 +97,26 @@ pub(super) const LIMITS: &str = "\
   984 at 64 KiB, 933 and 958 at 1 MiB), the same at 64 streams. The WAL's writes themselves \
   (`pwrite`, a frame's header and its page one call each) were about 7 % of the server's CPU at \
   64 streams in a profile; a shim of SQLite's file layer that wrote a commit's frames in one call \
-  could spare part of that, too little for the target, and was not built. Tried again on 3 December \
+  could spare part of that, too little for the target, and was not built. Kept later on 6 \
+  December 2026: the checkpoint thread runs at nice 10, below the request path, whose round \
+  trips its bursts of page copies and fsyncs had delayed: the sequential resume p99 was lower in \
+  each of six interleaved rounds (three with the thread reniced from outside, three with the \
+  build: 0.74, 0.88 and 0.88 ms before, 0.66, 0.76 and 0.84 ms after in those three), the rates \
+  the same within their spread (summed over the six rounds, 7,187 sequential round trips a second \
+  before and 7,189 after; at 64 streams 33,498 before, 33,809 after). The thread's own CPU time \
+  was 3 % of the server's in a sequential run. Tried then and dropped: checkpoints every 250 ms, \
+  500 ms or 1 s instead of every 50 ms, which lowered the sequential p99 as much but raised the \
+  p99.9 at 64 streams from 16–19 ms to 25–26 ms (250 and 500 ms) and 34–43 ms (1 s), the rates \
+  within their spread (five interleaved rounds at 1 s); a batch topped up after its task yields \
+  once or three times to the others while the batches hold more than one operation (at 64 \
+  streams batches of 31 operations on average instead of 8.5, and 4,837 or 5,443 round trips a \
+  second against 5,671, one round each); and batches without a savepoint per operation, measured \
+  as the most that sparing them could give (it would not be safe: a failed operation's writes \
+  would commit with the rest): two interleaved rounds, 1,172 and 1,115 sequential round trips a \
+  second with them, 1,254 and 1,083 without; at 64 streams 6,056 and 4,684 with, 5,914 and 5,533 \
+  without. Counted by `perf stat` on the server in a sequential run that day, a round trip made \
+  about 60 `pwrite` calls (30 WAL frames), 24 `fcntl`, 10 context switches, 6 `epoll_wait`, 4 \
+  `futex` and 4 `write`s waking a parked worker. Tried again on 3 December \
   2026, three interleaved rounds on a quiet machine: the caller-led batch as a queue that whoever \
   finds it idle drains, batch after batch (+3 % sequential, −2.5 % at 64 streams); SQLite built \
   with a page cache per connection (without `SQLITE_ENABLE_MEMORY_MANAGEMENT`, whose shared cache \
