@@ -227,7 +227,11 @@ pub(super) const LIMITS: &str = "\
   after a change. The cost moves by a few percent from run to run on a noisy machine: the report \
   of 6 December 2026 gave −5.7 %, and the features scenario alone, right after it, −1.3 and \
   −2.5 % with that build and −3.8 and +0.1 % with the build before (two interleaved rounds; the \
-  keys' path was the same in both).
+  keys' path was the same in both). The report at 87f71a0, later that day, gave −9.8 %; right \
+  after it, the features scenario alone in two interleaved rounds of three repeats gave −5.9 and \
+  −7.3 % with the build before (the last change, the checkpoint thread's priority, is off the \
+  keys' path) and +6.8 and −6.9 % with 87f71a0's, while keeping metrics, which neither touched, \
+  gave −10.4 and −4.8 % with the one and +2.9 and +13.3 % with the other.
 - Idle streams: each stream holds its HTTP/2 stream state, its task and body future, a broadcast \
   receiver (channel capacity 16 batches) and 1 KiB codec buffers per direction (tonic's default \
   is 8 KiB each, allocated up front).
