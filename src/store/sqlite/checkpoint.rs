@@ -9,9 +9,9 @@
 //!
 //! The thread runs at a lower priority (nice [`NICE`]) than the request path: a checkpoint is a
 //! burst of page copies and fsyncs that can wait, and on a machine with few cores it otherwise
-//! took a core from round trips in flight (the sequential resume p99 was 14–21 % lower with it
-//! lowered, in three interleaved rounds, the rates unchanged). Under full load it still gets its
-//! share of the CPU, only a smaller one.
+//! took a core from round trips in flight (the sequential resume p99 was 5–21 % lower with it
+//! lowered, in each of six interleaved rounds, the rates unchanged). Under full load it still gets
+//! its share of the CPU, only a smaller one.
 
 use std::sync::mpsc;
 use std::time::Duration;
@@ -76,7 +76,7 @@ fn lower_priority() {
         if lowered != 0 {
             warn!(
                 error = %std::io::Error::last_os_error(),
-                "the WAL checkpoint thread runs at the default priority"
+                "the WAL checkpoint thread runs at the server's priority"
             );
         }
     }
