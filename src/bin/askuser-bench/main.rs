@@ -80,6 +80,9 @@ struct Args {
     /// Times each throughput scenario is repeated, instead of the plan's.
     #[arg(long)]
     repeats: Option<usize>,
+    /// Repeats of the features scenario, instead of the plan's (9; --quick 1).
+    #[arg(long)]
+    feature_repeats: Option<usize>,
     /// Concurrency levels of the concurrency scenario and the floor, instead of the plan's
     /// (16,64,256).
     #[arg(long, value_delimiter = ',')]
@@ -185,6 +188,9 @@ async fn run(args: Args) -> Result<(), BenchError> {
         }
         if let Some(repeats) = args.repeats {
             plan.repeats = repeats;
+        }
+        if let Some(repeats) = args.feature_repeats {
+            plan.feature_repeats = repeats.max(1);
         }
         if let Some(levels) = &args.concurrency {
             plan.concurrency_levels = levels.clone();

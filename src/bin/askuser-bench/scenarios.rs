@@ -55,6 +55,10 @@ pub struct Plan {
     pub scenarios: Vec<Scenario>,
     /// Times each throughput scenario is run (on a fresh server each time); figures are medians.
     pub repeats: usize,
+    /// Repeats of the features scenario, each running the defaults and each feature once: a
+    /// feature's cost is a few percent, less than the machine's drift between repeats, so it
+    /// takes more pairs than a rate does.
+    pub feature_repeats: usize,
     pub warmup_runs: usize,
     pub sequential_runs: usize,
     pub concurrency_levels: Vec<usize>,
@@ -84,6 +88,7 @@ impl Plan {
             return Plan {
                 scenarios: ALL_SCENARIOS.to_vec(),
                 repeats: 1,
+                feature_repeats: 1,
                 warmup_runs: 200,
                 sequential_runs: 2_000,
                 concurrency_levels: vec![16, 64, 256],
@@ -103,6 +108,7 @@ impl Plan {
         Plan {
             scenarios: ALL_SCENARIOS.to_vec(),
             repeats: 5,
+            feature_repeats: 9,
             warmup_runs: 500,
             sequential_runs: 10_000,
             concurrency_levels: vec![16, 64, 256],
@@ -136,6 +142,7 @@ impl Plan {
         }
         Plan {
             repeats: 3,
+            feature_repeats: 3,
             warmup_runs: 200,
             sequential_runs: 2_000,
             concurrent_runs: 10_000,
@@ -228,11 +235,7 @@ impl Repeated {
     fn median(&self, figure: impl Fn(&Throughput) -> f64) -> f64 {
         let mut values: Vec<f64> = self.repeats.iter().map(figure).collect();
         values.sort_by(f64::total_cmp);
-        match values.len() {
-            0 => 0.0,
-            n if n % 2 == 1 => values[n / 2],
-            n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-        }
+        median_of_sorted(&values)
     }
 
     pub fn rate(&self) -> f64 {
@@ -322,9 +325,28 @@ pub struct Features {
 }
 
 impl Features {
-    /// What a feature costs: the fraction of the defaults' rate it loses (negative: none).
+    /// What a feature costs: the fraction of the defaults' rate it loses (negative: none), the
+    /// median over the repeats of each repeat's loss against the defaults of the same repeat. A
+    /// ratio of the two medians would set a repeat's slow defaults against another's fast
+    /// feature: the machine's speed drifts by more between repeats than a feature costs.
     pub fn cost(with: &Repeated, defaults: &Repeated) -> f64 {
-        1.0 - with.rate() / defaults.rate()
+        let mut losses: Vec<f64> = with
+            .repeats
+            .iter()
+            .zip(&defaults.repeats)
+            .map(|(with, defaults)| 1.0 - with.rate() / defaults.rate())
+            .collect();
+        losses.sort_by(f64::total_cmp);
+        median_of_sorted(&losses)
+    }
+}
+
+/// The median of sorted `values` (0 if there are none).
+fn median_of_sorted(values: &[f64]) -> f64 {
+    match values.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
     }
 }
 
@@ -423,7 +445,7 @@ pub async fn run_all(
         println!(
             "== {store}: sequential round trips with the defaults, --auth keys and metrics \
              ({} runs x {} repeats each, interleaved)",
-            plan.sequential_runs, plan.repeats
+            plan.sequential_runs, plan.feature_repeats
         );
         figures.features = Some(features(binary, work_dir, kind, plan).await?);
     }
@@ -643,7 +665,9 @@ pub async fn floor(work_dir: &Path, plan: &Plan) -> Result<FloorFigures, BenchEr
 
 /// Sequential round trips with the defaults, with `--auth keys` (each trip presenting an API
 /// key) and with metrics kept (`--metrics-listen`), one of each per repeat so that drift in the
-/// machine's speed falls on all three alike.
+/// machine's speed falls on all three alike; each repeat starts one later in the three than the
+/// one before, so that none always runs first (on a server started while the last one's files
+/// are still being written back, say).
 async fn features(
     binary: &Path,
     work_dir: &Path,
@@ -660,13 +684,15 @@ async fn features(
         ),
     ];
     let mut repeats: [Vec<Throughput>; 3] = Default::default();
-    for repeat in 0..plan.repeats {
-        for (index, (name, flags, key_tenant)) in launches.iter().enumerate() {
+    for repeat in 0..plan.feature_repeats {
+        for turn in 0..launches.len() {
+            let index = (repeat + turn) % launches.len();
+            let (name, flags, key_tenant) = launches[index];
             let launch = Launch::Server {
                 binary,
                 kind,
                 flags,
-                key_tenant: *key_tenant,
+                key_tenant,
             };
             let dir = work_dir.join(format!("features-{index}-r{repeat}"));
             let figures = measure(launch, &dir, plan, Shape::SEQUENTIAL).await?;

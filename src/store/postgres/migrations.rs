@@ -4,8 +4,11 @@ use std::sync::LazyLock;
 
 /// The schema versions, applied in order; version `n` at index `n - 1`.
 pub(super) static MIGRATIONS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
-    crate::store::migrations::versions(&[
-        include_str!("../../../migrations/postgres/0001_init.sql"),
-        include_str!("../../../migrations/postgres/0002_usage.sql"),
-    ])
+    crate::store::migrations::versions(
+        &[
+            include_str!("../../../migrations/postgres/0001_init.sql"),
+            include_str!("../../../migrations/postgres/0002_usage.sql"),
+        ],
+        crate::store::migrations::Dialect::Postgres,
+    )
 });

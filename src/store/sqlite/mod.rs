@@ -261,27 +261,110 @@ mod tests {
         assert_eq!(version, MIGRATIONS.len() as i64);
     }
 
-    /// A new feed's snapshot reads one range of the pending calls' index, its tenant's: no table
-    /// is scanned, and no run is looked up (each call carries its run's tenant and agent).
+    /// A new feed's snapshot reads one range of the pending calls' index, its tenant's, and
+    /// nothing else: no table is scanned, no run is looked up (each call carries its run's tenant
+    /// and agent), and no call is looked up in `tool_calls` (the index holds every column read,
+    /// since version 16), in a new file and in one brought from version 15.
     #[tokio::test]
     async fn the_snapshot_reads_one_index_range() {
         let dir = tempfile::tempdir().expect("temp dir");
+        let fresh = dir.path().join("fresh.sqlite3");
+        drop(SqliteStore::open(&fresh, Synchronous::Normal).expect("open and migrate"));
+        let migrated = dir.path().join("migrated.sqlite3");
+        drop(file_at_version(&migrated, 15));
+        drop(SqliteStore::open(&migrated, Synchronous::Normal).expect("open and migrate"));
+        for path in [fresh, migrated] {
+            let conn = Connection::open(&path).expect("open");
+            let plan: Vec<String> = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {}", *PENDING_FEED_QUERY))
+                .expect("plan")
+                .query_map(params!["", "", "default", 512], |row| row.get(3))
+                .expect("plan rows")
+                .collect::<Result<_, _>>()
+                .expect("plan rows");
+            assert_eq!(
+                plan,
+                [
+                    "SEARCH tool_calls USING COVERING INDEX tool_calls_pending (tenant=? AND (run_id,tool_call_id)>(?,?))"
+                ],
+                "{}",
+                path.display()
+            );
+        }
+    }
+
+    /// Version 16 rebuilds the pending calls' index with every column a snapshot reads: the calls
+    /// waiting before it are in the snapshot as they were, and the settled ones are not.
+    #[tokio::test]
+    async fn version_16_keeps_the_pending_calls_as_they_were() {
+        let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("askuser.sqlite3");
-        drop(SqliteStore::open(&path, Synchronous::Normal).expect("open and migrate"));
-        let conn = Connection::open(&path).expect("open");
-        let plan: Vec<String> = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {}", *PENDING_FEED_QUERY))
-            .expect("plan")
-            .query_map(params!["", "", "default", 512], |row| row.get(3))
-            .expect("plan rows")
-            .collect::<Result<_, _>>()
-            .expect("plan rows");
+        {
+            let conn = file_at_version(&path, 15);
+            conn.execute(
+                "INSERT INTO runs (run_id, agent_id, status, prompt, metadata, last_sequence, \
+                 created_ms, updated_ms, tenant) VALUES ('r-1', 'deploy', 'suspended', '', '{}', \
+                 1, 1, 1, 'acme')",
+                [],
+            )
+            .expect("a version 15 run");
+            for (call_id, status) in [("c-1", "pending"), ("c-2", "answered"), ("c-3", "pending")] {
+                conn.execute(
+                    "INSERT INTO tool_calls (run_id, tool_call_id, turn, position, tool_name, \
+                     arguments_json, status, payload, expire_ms, suspend_kind, run_arguments, \
+                     approval_reason, claimant, claim_expires_ms, assignees, suspended_ms, \
+                     tenant, agent_id) VALUES ('r-1', ?1, 0, 0, 'deploy_prod', '{}', ?2, NULL, \
+                     9000, 'approval', '{\"env\":\"prod\"}', 'deploys need a person', 'ann', \
+                     8000, '[\"ann\",\"bob\"]', 7000, 'acme', 'deploy')",
+                    params![call_id, status],
+                )
+                .expect("a version 15 call");
+            }
+        }
+        let page = acmes_pending_calls(&path).await;
+        let calls: Vec<_> = page
+            .iter()
+            .map(|c| {
+                (
+                    c.run_id.as_str(),
+                    c.agent_id.as_str(),
+                    c.call.tool_call_id.as_str(),
+                    c.call.tool_name.as_str(),
+                    c.call.expire_ms,
+                    c.call.claim.clone(),
+                    c.call.suspended_ms,
+                )
+            })
+            .collect();
+        let claim = Some(("ann".to_owned(), 8000));
         assert_eq!(
-            plan,
+            calls,
             [
-                "SEARCH tool_calls USING INDEX tool_calls_pending (tenant=? AND (run_id,tool_call_id)>(?,?))"
-            ],
+                (
+                    "r-1",
+                    "deploy",
+                    "c-1",
+                    "deploy_prod",
+                    Some(9000),
+                    claim.clone(),
+                    Some(7000)
+                ),
+                (
+                    "r-1",
+                    "deploy",
+                    "c-3",
+                    "deploy_prod",
+                    Some(9000),
+                    claim,
+                    Some(7000)
+                ),
+            ]
         );
+        // The approval's arguments, reason and assignees, read from the index's copy.
+        let suspension = format!("{:?}", page[0].call.suspension);
+        for part in ["prod", "deploys need a person", "bob"] {
+            assert!(suspension.contains(part), "{part} in {suspension}");
+        }
     }
 
     /// The store's readers keep a small page cache (every commit empties it), the keys' readers
@@ -325,6 +408,19 @@ mod tests {
             .await
             .expect("three pages");
         assert_eq!(reprepared, 0);
+    }
+
+    /// The pending calls of tenant `acme` in the file at `path`, opened (and migrated) as a store.
+    async fn acmes_pending_calls(path: &Path) -> Vec<RunPendingCall> {
+        let store = SqliteStore::open(path, Synchronous::Normal).expect("open and migrate");
+        store
+            .pending_calls(PendingQuery {
+                tenant: "acme",
+                after: None,
+                limit: 10,
+            })
+            .await
+            .expect("acme's calls")
     }
 
     /// A database file at schema version `version`, as a server of that version left it.
@@ -400,15 +496,7 @@ mod tests {
                 .expect("a version 14 call");
             }
         }
-        let store = SqliteStore::open(&path, Synchronous::Normal).expect("open and migrate");
-        let page = store
-            .pending_calls(PendingQuery {
-                tenant: "acme",
-                after: None,
-                limit: 10,
-            })
-            .await
-            .expect("acme's calls");
+        let page = acmes_pending_calls(&path).await;
         let owners: Vec<_> = page
             .iter()
             .map(|c| (c.run_id.as_str(), c.agent_id.as_str()))

@@ -1,13 +1,15 @@
-//! The SQLite schema: its versions as migrations (v1 and v2 here, v3 on shared with PostgreSQL's
-//! files), applied when a connection opens the file.
+//! The SQLite schema: its versions as migrations (v1 and v2 here, v3 on shared with PostgreSQL's,
+//! `crate::store::migrations`), applied when a connection opens the file.
 
 use super::*;
 use rusqlite::config::DbConfig;
 
+use crate::store::migrations::Dialect;
+
 /// The schema's versions, each the statements that bring the previous one to it (the first from
 /// an empty file); never edit a released one, add the next.
 pub(super) static MIGRATIONS: LazyLock<Vec<&'static str>> =
-    LazyLock::new(|| crate::store::migrations::versions(&[SCHEMA_V1, USAGE_V2]));
+    LazyLock::new(|| crate::store::migrations::versions(&[SCHEMA_V1, USAGE_V2], Dialect::Sqlite));
 
 /// Version 2: the tokens each run has used so far. (Version 3 is PostgreSQL's own file: its SQL is
 /// the same on both.)

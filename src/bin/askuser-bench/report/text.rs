@@ -175,7 +175,21 @@ pub(super) const LIMITS: &str = "\
   each call to a map of runs that grows to 100,000), listed call by call as the pages went out \
   and made into the map, sized once, after the snapshot's last frame: three interleaved rounds \
   of nine snapshots of 100,000 calls gave medians of 209, 202 and 214 ms before, 202, 210 and \
-  202 ms after, server CPU 260–280 ms either way.
+  202 ms after, server CPU 260–280 ms either way. Kept later that day (schema version 16, \
+  SQLite only): the pending calls' index holds every column a snapshot reads after its key, so a \
+  page is one range of the index and nothing else; before, each call of the range was looked up \
+  again in `tool_calls`, a second B-tree search per call (in a profile of the snapshot, the \
+  searches, their key comparisons, the page cache's mutex and the copies of the table's pages \
+  from the kernel made about a tenth of the server's samples). Two interleaved rounds of nine \
+  snapshots of 100,000 calls: medians 205 and 198 ms before, 163 and 164 ms after; server CPU \
+  270 ms before, 210 and 220 ms after. What it costs: the index repeats each pending call's \
+  columns until it is settled (the store's file 1,996 bytes per held run instead of 1,807), and \
+  in the same rounds the 100,000 starts ran 4.7 and 8.9 % slower (11,593 and 11,062 a second \
+  against 12,173 and 12,138; server CPU 123 and 131 µs per start against 120 and 119). Round \
+  trips did not move beyond their spread (two interleaved rounds: sequential 1,230 and 1,029 a \
+  second before, 1,049 and 1,155 after; at 64 streams 5,542 and 5,813 before, 5,571 and 5,237 \
+  after). PostgreSQL keeps its index: an entry of its B-trees is limited to about 2.7 kB, which a \
+  call's payload can pass.
 - Resume latency: the answer's settling commit and the completing turn's commit, one store \
   operation each (the question is checked inside the settling transaction, and that transaction \
   also takes the run's lease and reads the next step's state).
@@ -231,7 +245,13 @@ pub(super) const LIMITS: &str = "\
   after it, the features scenario alone in two interleaved rounds of three repeats gave −5.9 and \
   −7.3 % with the build before (the last change, the checkpoint thread's priority, is off the \
   keys' path) and +6.8 and −6.9 % with 87f71a0's, while keeping metrics, which neither touched, \
-  gave −10.4 and −4.8 % with the one and +2.9 and +13.3 % with the other.
+  gave −10.4 and −4.8 % with the one and +2.9 and +13.3 % with the other. So since then the \
+  features scenario runs nine repeats instead of the throughput scenarios' five, the three \
+  servers in an order that turns from one repeat to the next, and a feature's cost is the median \
+  of each repeat's loss against the defaults in the same repeat, not the ratio of two medians: \
+  in the first run so measured (the features scenario alone, with the build of 87f71a0), the \
+  keys changed single repeats' rates by −15 to +17 %, and the medians were −4.5 % for the keys \
+  and −2.5 % for metrics.
 - Idle streams: each stream holds its HTTP/2 stream state, its task and body future, a broadcast \
   receiver (channel capacity 16 batches) and 1 KiB codec buffers per direction (tonic's default \
   is 8 KiB each, allocated up front).

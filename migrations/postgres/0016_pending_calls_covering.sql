@@ -1,0 +1,5 @@
+-- askuser schema v16: on SQLite the pending calls' index holds every column a feed's snapshot
+-- reads (migrations/sqlite/0016_pending_calls_covering.sql). PostgreSQL keeps its index as it is:
+-- a B-tree entry of PostgreSQL is limited to about 2.7 kB, which a call's payload can pass, and
+-- its index-only scans would still visit the table for rows changed since the last vacuum, as
+-- pending calls are. Nothing changes here; the version keeps both stores' numbers the same.
