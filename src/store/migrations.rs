@@ -4,7 +4,7 @@
 //! edit a released one, add the next.
 
 /// A shared version's SQL on each store.
-pub(super) struct Shared {
+struct Shared {
     postgres: &'static str,
     sqlite: &'static str,
 }
