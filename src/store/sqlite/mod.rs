@@ -25,6 +25,7 @@ mod rows;
 mod runs;
 mod schema;
 mod tool_calls;
+mod wal_writes;
 
 use rows::*;
 use schema::*;
@@ -124,7 +125,7 @@ impl SqliteStore {
             ))),
             std::fs::TryLockError::Error(error) => StoreError::Io(error),
         })?;
-        let mut conn = connect(path)?;
+        let mut conn = connect_writer(path)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         let sync = match synchronous {
             Synchronous::Normal => "NORMAL",

@@ -75,7 +75,23 @@ CREATE TABLE events (
 /// Opens a connection that waits out the other's short locks: the checkpointer's restart waits
 /// for the writer's batch, the writer for a restart.
 pub(super) fn connect(path: &Path) -> StoreResult<Connection> {
-    let conn = Connection::open(path)?;
+    configure(Connection::open(path)?)
+}
+
+/// [`connect`] for the connection that writes the store: its WAL frames go to the file one
+/// commit at a time ([`super::wal_writes`]).
+pub(super) fn connect_writer(path: &Path) -> StoreResult<Connection> {
+    if !super::wal_writes::register() {
+        return connect(path);
+    }
+    configure(Connection::open_with_flags_and_vfs(
+        path,
+        rusqlite::OpenFlags::default(),
+        super::wal_writes::VFS_NAME,
+    )?)
+}
+
+fn configure(conn: Connection) -> StoreResult<Connection> {
     keep_plans(&conn)?;
     conn.busy_handler(Some(|attempt| {
         // Polls every 100 µs for up to 5 s: the locks are held for a batch or a restart at most.

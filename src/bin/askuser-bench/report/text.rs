@@ -97,7 +97,8 @@ pub(super) const LIMITS: &str = "\
   984 at 64 KiB, 933 and 958 at 1 MiB), the same at 64 streams. The WAL's writes themselves \
   (`pwrite`, a frame's header and its page one call each) were about 7 % of the server's CPU at \
   64 streams in a profile; a shim of SQLite's file layer that wrote a commit's frames in one call \
-  could spare part of that, too little for the target, and was not built. Kept later on 6 \
+  could spare part of that, too little for the target, and was not built \
+  then (it was later that day, below). Kept later on 6 \
   December 2026: the checkpoint thread runs at nice 10, below the request path, whose round \
   trips its bursts of page copies and fsyncs had delayed: the sequential resume p99 was lower in \
   each of six interleaved rounds (three with the thread reniced from outside, three with the \
@@ -189,7 +190,38 @@ pub(super) const LIMITS: &str = "\
   trips did not move beyond their spread (two interleaved rounds: sequential 1,230 and 1,029 a \
   second before, 1,049 and 1,155 after; at 64 streams 5,542 and 5,813 before, 5,571 and 5,237 \
   after). PostgreSQL keeps its index: an entry of its B-trees is limited to about 2.7 kB, which a \
-  call's payload can pass.
+  call's payload can pass. Looked at again later on 6 December 2026, in sequential runs of the \
+  build of 961aa99 (about 1,100 round trips a second): perf's scheduler events over one second \
+  found both cores idle 42 % of the time, the server's two workers going to sleep 7.4 times per \
+  round trip between them and the bench 3.5 times. Their `sched_waking` events with call stacks \
+  put the wake-ups of a sleeping worker, 4.7 per round trip, at the store's replies to the tasks \
+  waiting on them (1.7), the run's broadcasts of its events (0.8), hyper spawning each new \
+  stream's task (0.6), tasks ending (0.4) and h2 queueing a frame to send (0.3). Tried then and \
+  dropped: Tokio's limit of three tasks in a row from a worker's LIFO slot raised to 64 (a \
+  build made for the measurement, with Tokio patched), which keeps a chain of woken tasks on \
+  one worker: fewer round trips, not more (two interleaved rounds: sequential 884 and 985 a \
+  second against 1,051 and 1,019; at 64 streams 4,432 and 4,338 against 5,419 and 5,174), \
+  probably because the frames the bench waits for, and works on while the server commits, then \
+  wait behind the chain. Where the server's CPU goes in a sequential round trip, by a profile with DWARF call \
+  graphs that day (server CPU 902 µs per round trip, the bench's 195 µs): the store's task 39 % \
+  of the server's samples (SQLite's statements and commits 30 %, of which writing the WAL frames \
+  12 %), the connection's task 16 %, the streams' tasks 13 %, the runs' steps 10 %, workers \
+  parking and waking 10 %, the checkpoint thread 4 %. By that share, a store that cost nothing \
+  would leave about 550 µs of server CPU per round trip: 1 s ÷ (550 + 195 µs), the arithmetic \
+  of the CPU table above, is about 1,340 round trips a second, and about 1,580 if the bench and \
+  the server overlapped as much as they did in that run (1,077 a second against the 912 that \
+  the arithmetic gives for it): 37 to 44 % of the floor's 3,624 a second in the report of that \
+  day. The target asks for the work around the four commits to shrink as well as the commits \
+  themselves. Kept then: the writer's WAL frames held in memory and written by one `pwrite` per \
+  commit (one per 124 KiB) by a file layer of askuser's over SQLite's \
+  (src/store/sqlite/wal_writes.rs), where SQLite made a call for each frame's header and \
+  another for its page; the frames are in the file, as before, when SQLite makes them visible to \
+  readers. `perf stat` on the server in a sequential run counted 58 `pwrite` per round trip \
+  before and 5 after (the checkpoints' included). Six interleaved rounds of 3 repeats, \
+  sequential: 1,046, 1,143, 1,095, 1,128, 982 and 1,108 round trips a second after, against \
+  935, 983, 1,072, 1,035, 944 and 1,125 before (6.7 % more summed, five rounds of six faster); \
+  at 64 streams within the spread (four rounds: 5,489, 4,682, 4,539 and 6,071 a second after, \
+  5,772, 4,715, 5,002 and 5,696 before).
 - Resume latency: the answer's settling commit and the completing turn's commit, one store \
   operation each (the question is checked inside the settling transaction, and that transaction \
   also takes the run's lease and reads the next step's state).
