@@ -91,6 +91,7 @@ pub(super) fn connect_writer(path: &Path) -> StoreResult<Connection> {
     )?)
 }
 
+/// What every connection of the store has: plans kept, and a busy handler.
 fn configure(conn: Connection) -> StoreResult<Connection> {
     keep_plans(&conn)?;
     conn.busy_handler(Some(|attempt| {
