@@ -347,13 +347,34 @@ async fn watch(
         .map(tonic::Response::into_inner)
 }
 
+/// A stream watching `run_id`, once the server has a place for it (within 2.5 s).
+async fn watch_when_free(
+    client: &mut askuser::proto::v1::agent_service_client::AgentServiceClient<
+        tonic::transport::Channel,
+    >,
+    run_id: &str,
+) -> tonic::Streaming<pb::RunAgentResponse> {
+    for _ in 0..50 {
+        match watch(client, run_id).await {
+            Ok(stream) => return stream,
+            Err(status) if status.code() == tonic::Code::ResourceExhausted => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            Err(status) => panic!("watching the run: {status:?}"),
+        }
+    }
+    panic!("no place for a stream was given back within 2.5 s")
+}
+
 #[tokio::test]
 async fn streams_beyond_the_server_wide_cap_are_resource_exhausted() {
     let server = Server::start_with(None, &["--max-open-streams", "2"]);
     let run_id = suspended_greeter(&server).await;
     let mut client = server.agents().await;
-    let first = watch(&mut client, &run_id).await.expect("first stream");
-    let _second = watch(&mut client, &run_id).await.expect("second stream");
+    // The `RunAgent` stream that made the run holds a place until the server has seen it end,
+    // which may come after the client dropped it.
+    let first = watch_when_free(&mut client, &run_id).await;
+    let _second = watch_when_free(&mut client, &run_id).await;
     let refused = watch(&mut client, &run_id)
         .await
         .expect_err("a third stream");
@@ -364,15 +385,7 @@ async fn streams_beyond_the_server_wide_cap_are_resource_exhausted() {
     );
     // A stream that ends gives its place back.
     drop(first);
-    let mut reopened = None;
-    for _ in 0..50 {
-        if let Ok(stream) = watch(&mut client, &run_id).await {
-            reopened = Some(stream);
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert!(reopened.is_some(), "the freed place was never given back");
+    watch_when_free(&mut client, &run_id).await;
 }
 
 /// A pending-calls feed as `key`.
