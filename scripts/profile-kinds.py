@@ -1,7 +1,8 @@
-"""Sorts a profile's samples by the kind of work they were doing (scripts/profile).
+"""Sorts a profile's samples by the kind of work they were doing, and by the task or thread that
+did it (scripts/profile).
 
 Reads folded stacks (`frame;frame;...;leaf count`, inferno-collapse-perf's output) on stdin and
-prints each kind's share of the samples. A sample taken in the kernel goes to the first kernel
+prints each kind's share of the samples, then each task's. A sample taken in the kernel goes to the first kernel
 kind whose rule matches its kernel frames (SQLite's file I/O first); one taken in user space to
 the allocator or copies when its leaf is one, else to the innermost frame that names a known
 library (walking from the leaf up): the code the CPU was running on behalf of.
@@ -57,7 +58,36 @@ def kind_of(frames):
     return "other"
 
 
-totals = {}
+# (task, pattern): the first whose pattern is in a sample's stack is the task or thread it ran in.
+# A Tokio task's frames start at the future it was spawned with, so a task's own pattern cannot
+# appear in another's stack (a step waits for the store's task; it does not run in it).
+TASKS = [
+    ("the store's task (SQLite's writes, in batches)", r"group_commit::\{impl#\d+\}::start"),
+    ("the checkpoint thread", r"sqlite::checkpoint"),
+    ("SQLite's reader threads (feeds' snapshots, listings)", r"sqlite::readers"),
+    ("the runs' steps", r"executor::\{impl#\d+\}::kick|Shared::drive"),
+    ("writes (commit, then publish and kick)", r"runtime::writes"),
+    ("the connections' tasks (HTTP/2 framing, socket reads and writes)", r"serve_connection"),
+    ("the streams' tasks (RPC handlers and their frames)", r"H2Stream"),
+    ("Tokio workers between tasks (parking, waking, the I/O driver)", r"tokio::runtime::"),
+]
+TASK_PATTERNS = [(task, re.compile(pattern)) for task, pattern in TASKS]
+
+
+def task_of(stack):
+    for task, pattern in TASK_PATTERNS:
+        if pattern.search(stack):
+            return task
+    return "other"
+
+
+def shares(totals, samples):
+    for name, count in sorted(totals.items(), key=lambda item: -item[1]):
+        print(f"{100 * count / max(samples, 1):5.1f} %  {name}")
+
+
+kinds = {}
+tasks = {}
 samples = 0
 for line in sys.stdin:
     stack, _, count = line.rstrip("\n").rpartition(" ")
@@ -66,8 +96,13 @@ for line in sys.stdin:
     count = int(count)
     samples += count
     kind = kind_of(stack.split(";"))
-    totals[kind] = totals.get(kind, 0) + count
+    kinds[kind] = kinds.get(kind, 0) + count
+    task = task_of(stack)
+    tasks[task] = tasks.get(task, 0) + count
 
-for kind, count in sorted(totals.items(), key=lambda item: -item[1]):
-    print(f"{100 * count / max(samples, 1):5.1f} %  {kind}")
+shares(kinds, samples)
+print()
+print("the same samples by the task or thread they ran in:")
+print()
+shares(tasks, samples)
 
