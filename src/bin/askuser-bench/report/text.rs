@@ -47,11 +47,22 @@ can take the rate past it.";
 /// What the profiles (perf, on the bench's own scenarios) showed limits each figure.
 pub(super) const LIMITS: &str = "\
 - Where the server's CPU time goes at 64 concurrent: `scripts/profile` records it with perf and \
-  writes a flame graph (docs/profile/sqlite-c64.svg) and the share of each kind of work \
-  (docs/profile/sqlite-c64.txt). On 3 December 2026: SQLite 23 % and the kernel's file writes \
-  and reads for it 14 %, askuser's own code 16 %, malloc and free 11 %, loopback TCP 7 %, Tokio \
-  6 %, HTTP/2 5 %, memory copies 5 %, the scheduler 4 %, tonic 3 %, tracing under 1 % (it was 8 % \
-  before h2's trace-level spans stopped being made when nothing exports them).
+  writes a flame graph (docs/profile/sqlite-c64.svg) and the share of each kind of work and of \
+  each task (docs/profile/sqlite-c64.txt). On 3 December 2026: SQLite 23 % and the kernel's file \
+  writes and reads for it 14 %, askuser's own code 16 %, malloc and free 11 %, loopback TCP 7 %, \
+  Tokio 6 %, HTTP/2 5 %, memory copies 5 %, the scheduler 4 %, tonic 3 %, tracing under 1 % (it \
+  was 8 % before h2's trace-level spans stopped being made when nothing exports them). On 6 \
+  December 2026, after the WAL layer below (5,574 round trips a second in that recording; server \
+  CPU 255 µs and the bench's 51 µs per round trip): SQLite 27 % and the kernel's file writes \
+  and reads for it 9 %; by task, the store's task 50 % (nearly all of it SQLite's statements, \
+  commits and their file writes: askuser's own code in it, planning the writes and making the \
+  events' JSON, under 2 %), the connections' tasks 14 %, the streams' tasks 13 %, the runs' steps \
+  11 %, writes 3 %, the checkpoint thread 3 % and the workers between tasks 4 %. The target \
+  (30 % of a floor of about 24,000 a second) asks for about 7,200 round trips a second; at 306 \
+  µs of CPU per round trip, two cores kept fully busy allow 6,500 (the recording's cores were \
+  about 85 % busy): the CPU per round trip would have to fall by a tenth with every core busy, \
+  or by about a quarter at the same 85 %; half of the server's share is its store's task, that \
+  is SQLite's work for the four commits.
 - Sequential round trips: nothing of one round trip overlaps the next, so the rate is one over a \
   critical path made of CPU time run one piece after another: the bench's and the server's (the \
   table above), on 2 vCPUs where waking a sleeping thread is dear (perf: about a third of the \
