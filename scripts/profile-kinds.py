@@ -2,10 +2,10 @@
 did it (scripts/profile).
 
 Reads folded stacks (`frame;frame;...;leaf count`, inferno-collapse-perf's output) on stdin and
-prints each kind's share of the samples, then each task's. A sample taken in the kernel goes to the first kernel
-kind whose rule matches its kernel frames (SQLite's file I/O first); one taken in user space to
-the allocator or copies when its leaf is one, else to the innermost frame that names a known
-library (walking from the leaf up): the code the CPU was running on behalf of.
+prints each kind's share of the samples, then each task's. A sample taken in the kernel goes to
+the first kernel kind whose rule matches its kernel frames (SQLite's file I/O first); one taken in
+user space to the allocator or copies when its leaf is one, else to the innermost frame that names
+a known library (walking from the leaf up): the code the CPU was running on behalf of.
 """
 
 import re

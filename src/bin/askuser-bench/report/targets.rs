@@ -229,8 +229,8 @@ pub(super) fn target_cells(
 }
 
 /// Round trips over one connection against the target of 1,000,000 with none failed. A run made
-/// smaller (PostgreSQL's, which would take about an hour at that size) is not measured unless
-/// one of its round trips failed: that misses the target at any size.
+/// smaller (PostgreSQL's: about half an hour at that size, at its rate here) is not measured
+/// unless one of its round trips failed, which misses the target at any size.
 fn one_connection_cell(one: &OneConnection) -> (String, Verdict) {
     let figure = format!(
         "{} round trips, {} failed, in {:.0} s",
