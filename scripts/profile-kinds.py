@@ -58,9 +58,10 @@ def kind_of(frames):
     return "other"
 
 
-# (task, pattern): the first whose pattern is in a sample's stack is the task or thread it ran in.
-# A Tokio task's frames start at the future it was spawned with, so a task's own pattern cannot
-# appear in another's stack (a step waits for the store's task; it does not run in it).
+# (task, pattern): a sample ran in the task or thread named by its outermost frame that matches
+# one. A Tokio task's frames start at the future it was spawned with, so that frame is the task's
+# own; a pattern further in is work the task started (a stream's call that spawns a write, a
+# write's kick that spawns a step). A sample that matches none, but for the last, is the workers'.
 TASKS = [
     ("the store's task (SQLite's writes, in batches)", r"group_commit::\{impl#\d+\}::start"),
     ("the checkpoint thread", r"sqlite::checkpoint"),
@@ -74,11 +75,13 @@ TASKS = [
 TASK_PATTERNS = [(task, re.compile(pattern)) for task, pattern in TASKS]
 
 
-def task_of(stack):
-    for task, pattern in TASK_PATTERNS:
-        if pattern.search(stack):
-            return task
-    return "other"
+def task_of(frames):
+    for frame in frames:
+        for task, pattern in TASK_PATTERNS[:-1]:
+            if pattern.search(frame):
+                return task
+    workers, pattern = TASK_PATTERNS[-1]
+    return workers if any(pattern.search(frame) for frame in frames) else "other"
 
 
 def shares(totals, samples):
@@ -95,9 +98,10 @@ for line in sys.stdin:
         continue
     count = int(count)
     samples += count
-    kind = kind_of(stack.split(";"))
+    frames = stack.split(";")
+    kind = kind_of(frames)
     kinds[kind] = kinds.get(kind, 0) + count
-    task = task_of(stack)
+    task = task_of(frames)
     tasks[task] = tasks.get(task, 0) + count
 
 shares(kinds, samples)

@@ -388,7 +388,8 @@ mod tests {
                     .expect("insert");
             }
             writer.execute_batch("COMMIT").expect("commit");
-            // SQLite made two calls per frame, a header and a page.
+            // One write for the commit's frames, where SQLite makes two per frame (its header,
+            // then its page).
             assert_eq!(HELD_WRITES.get() - before, 1, "commit {commit}: one write");
             assert_eq!(
                 rows(&reader),
