@@ -52,7 +52,7 @@ fn revoke(conn: &Connection, key_id: &str, tenant: Option<&str>, now_ms: i64) ->
         > 0)
 }
 
-fn by_hash(conn: &Connection, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
+pub(super) fn by_hash(conn: &Connection, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
     conn.prepare_cached(&KEY_BY_HASH_QUERY)?
         .query_row([secret_hash], read_key_row)
         .optional()?
@@ -98,7 +98,7 @@ impl KeyStore for SqliteStore {
     }
 
     async fn key_by_hash(&self, secret_hash: &str) -> StoreResult<Option<ApiKeyRecord>> {
-        self.key_readers.point(|conn| by_hash(conn, secret_hash))
+        self.key_lookups.by_hash(secret_hash)
     }
 
     async fn tenant_runs(&self, tenant: &str) -> StoreResult<u64> {

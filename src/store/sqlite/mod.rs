@@ -10,6 +10,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use checkpoint::Checkpointer;
 use group_commit::GroupCommit;
 use key_file::{SharedConnection, key_file_path, open_key_file};
+use key_lookups::KeyLookups;
 pub use keys::SqliteKeyFile;
 use readers::Readers;
 
@@ -18,6 +19,7 @@ mod deliveries;
 mod events;
 mod group_commit;
 mod key_file;
+mod key_lookups;
 mod keys;
 mod pending_rows;
 mod readers;
@@ -73,6 +75,7 @@ pub struct SqliteStore {
     /// The API keys' own file, and reader connections to it.
     keys: SharedConnection,
     key_readers: Readers,
+    key_lookups: KeyLookups,
     /// The lock on the database file, held as long as the store lives.
     _lock: std::fs::File,
 }
@@ -157,6 +160,7 @@ impl SqliteStore {
             db: GroupCommit::start(conn, checkpointer)?,
             readers: Readers::of_store(path),
             key_readers: Readers::of_seldom_written(&key_file_path(path)),
+            key_lookups: KeyLookups::new(&key_file_path(path)),
             keys,
             _lock: lock,
         })

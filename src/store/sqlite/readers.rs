@@ -72,24 +72,10 @@ impl Readers {
         outcome
     }
 
-    /// Runs one statement looking up by a unique index (one row, a few pages) on the calling thread. It takes
-    /// microseconds and a WAL reader never waits for the writer, so the hop to a blocking thread
-    /// and back would cost more than the read (it was most of what `--auth keys` cost per call).
-    pub(super) fn point<T>(
-        &self,
-        work: impl FnOnce(&Connection) -> StoreResult<T>,
-    ) -> StoreResult<T> {
-        let conn = self.take()?;
-        // One statement is its own read transaction.
-        let outcome = work(&conn);
-        self.give_back(conn);
-        outcome
-    }
-
     fn take(&self) -> StoreResult<Connection> {
         match self.idle.lock().ok().and_then(|mut idle| idle.pop()) {
             Some(conn) => Ok(conn),
-            None => open(&self.path, self.cache_kib),
+            None => open_reader(&self.path, self.cache_kib),
         }
     }
 
@@ -111,7 +97,8 @@ fn read<T>(conn: &Connection, work: impl FnOnce(&Connection) -> StoreResult<T>) 
     outcome
 }
 
-fn open(path: &Path, cache_kib: Option<i64>) -> StoreResult<Connection> {
+/// A read-only connection to `path`, its page cache `cache_kib` KiB (`None`: SQLite's default).
+pub(super) fn open_reader(path: &Path, cache_kib: Option<i64>) -> StoreResult<Connection> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,

@@ -273,8 +273,8 @@ pub(super) const LIMITS: &str = "\
   ms before, 211, 269 and 201 after), sequential round trips (1,215 and 1,016 a second before, \
   1,229 and 1,164 after) and at 64 streams (6,276 and 5,823 before, 5,339 and 5,839 after).
 - `--auth keys`: a round trip looks its key up twice, when its stream opens and again before its \
-  answer is taken (a revoked key answers nothing), and keeps no cache (a key revoked by \
-  `askuser keys` in another process stops at once). Until 4 December 2026 the keys were in the \
+  answer is taken (a revoked key answers nothing); a key revoked by `askuser keys` in another \
+  process stops at once. Until 4 December 2026 the keys were in the \
   store's file, whose WAL every run commit changes, and a change makes SQLite drop each reader's \
   page cache at its next read: every lookup read the key's pages again (perf: about 29 µs of \
   the 40–50 µs of server CPU the keys cost per round trip). In a file of their own \
@@ -294,7 +294,20 @@ pub(super) const LIMITS: &str = "\
   of each repeat's loss against the defaults in the same repeat, not the ratio of two medians: \
   in the first run so measured (the features scenario alone, with the build of 87f71a0), the \
   keys changed single repeats' rates by −15 to +17 %, and the medians were −4.5 % for the keys \
-  and −2.5 % for metrics.
+  and −2.5 % for metrics. Since 6 December 2026, later, a lookup is answered from memory while \
+  the key file is unchanged: SQLite's `data_version`, read from the WAL's header without a \
+  statement on the keys' table, changes whenever another connection (the server's own that \
+  writes keys, or `askuser keys` in another process) has committed to the file, and the lookups \
+  remembered are then forgotten; and the stream that ends at a re-check finding its key revoked \
+  is written out rather than made by a generator with a `select!` around every frame. In \
+  profiles of the keys' server in the features scenario (perf with DWARF call graphs, 4 s, two \
+  interleaved rounds), authentication (the two lookups, the key's hash, the principal) took \
+  28 and 30 µs of server CPU per round trip before (3.3 and 3.2 % of its samples) and 18 and 16 \
+  µs after (2.4 and 2.2 %); the stream's wrapper around the frames took 12 and 9 µs before, 5 \
+  and 2 after: about 20 µs, 2.5 % of a sequential round trip's server CPU, of the 40–50 µs the \
+  keys cost. The rates of those rounds moved by more than that from repeat to repeat (the keys' \
+  median cost −8.1 and −6.7 % with the build before, −10.0 and −5.4 % after; metrics, which \
+  neither build changed, +9.3 and −5.4 % with the one and −12.8 and −4.4 % with the other).
 - Idle streams: each stream holds its HTTP/2 stream state, its task and body future, a broadcast \
   receiver (channel capacity 16 batches) and 1 KiB codec buffers per direction (tonic's default \
   is 8 KiB each, allocated up front).
