@@ -75,6 +75,7 @@ pub struct SqliteStore {
     /// The API keys' own file, and reader connections to it.
     keys: SharedConnection,
     key_readers: Readers,
+    /// Lookups of a key by its hash, remembered while the key file is unchanged.
     key_lookups: KeyLookups,
     /// The lock on the database file, held as long as the store lives.
     _lock: std::fs::File,
