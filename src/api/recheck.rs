@@ -4,7 +4,6 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
-use std::time::Duration;
 
 use futures::Stream;
 use tokio::time::{Instant, Sleep};
@@ -27,12 +26,10 @@ pub fn rechecked<T: Send + 'static>(
     let Some(credential) = credential else {
         return stream;
     };
-    let period = credential.interval();
     Box::pin(Rechecked {
         stream,
+        next_check: Box::pin(tokio::time::sleep(credential.interval())),
         credential,
-        period,
-        next_check: Box::pin(tokio::time::sleep(period)),
         checking: None,
         ended: false,
     })
@@ -47,7 +44,6 @@ type Check = Pin<Box<dyn Future<Output = Result<(), AuthError>> + Send>>;
 struct Rechecked<T> {
     stream: StatusStream<T>,
     credential: Credential,
-    period: Duration,
     next_check: Pin<Box<Sleep>>,
     /// The re-check under way: the stream's items wait for it.
     checking: Option<Check>,
@@ -76,7 +72,9 @@ impl<T> Stream for Rechecked<T> {
                         return Poll::Ready(Some(Err(Status::from(error))));
                     }
                 }
-                this.next_check.as_mut().reset(Instant::now() + this.period);
+                this.next_check
+                    .as_mut()
+                    .reset(Instant::now() + this.credential.interval());
             }
             // The timer first: a stream that always has an item ready is re-checked all the same.
             if this.next_check.as_mut().poll(cx).is_ready() {
