@@ -129,6 +129,7 @@ impl SqliteKeyFile {
     /// Opens (creating if needed) the store's file `path` and its key file, and brings their
     /// schemas up to date.
     pub fn open(path: &Path) -> StoreResult<Self> {
+        super::memory::configure();
         super::data_dir(path)?;
         let mut main = connect(path)?;
         main.pragma_update(None, "journal_mode", "WAL")?;

@@ -21,6 +21,7 @@ mod group_commit;
 mod key_file;
 mod key_lookups;
 mod keys;
+mod memory;
 mod pending_rows;
 mod readers;
 mod rows;
@@ -113,6 +114,7 @@ pub(super) fn naming(error: std::io::Error, path: &Path) -> StoreError {
 impl SqliteStore {
     /// Opens (creating if needed) the database file and brings its schema up to date.
     pub fn open(path: &Path, synchronous: Synchronous) -> StoreResult<Self> {
+        memory::configure();
         data_dir(path)?;
         // One process per file: a second server on the same data directory fails here.
         let lock_path = path.with_extension("lock");

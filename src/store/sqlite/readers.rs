@@ -64,6 +64,7 @@ impl Readers {
         let conn = self.take()?;
         let (conn, outcome) = tokio::task::spawn_blocking(move || {
             let outcome = work(&conn);
+            super::memory::release_thread_memory();
             (conn, outcome)
         })
         .await
