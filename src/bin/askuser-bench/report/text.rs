@@ -244,7 +244,11 @@ pub(super) const LIMITS: &str = "\
   stay with glibc: with every block from mimalloc the server's RSS with 1,000,000 runs held was \
   49.0 MiB against 46.5 (one run each), past the target's 50 MB, as the pages that reader \
   threads freed stayed in their heaps; with the pages left to glibc it was 45.3 MiB (19.4 \
-  anonymous, 21.6 before).
+  anonymous, 21.6 before). \
+  In two interleaved rounds of the hold to 100,000 runs, the answers ran faster (ResumeRun: \
+  2,448 and 2,385 a second before, 3,220 and 3,561 after) and the starts slower (10,355 and \
+  11,680 a second before, 9,764 and 11,046 after; server CPU 142 and 126 µs per start before, \
+  151 and 134 after), which is not explained yet.
 - Resume latency: the answer's settling commit and the completing turn's commit, one store \
   operation each (the question is checked inside the settling transaction, and that transaction \
   also takes the run's lease and reads the next step's state).
