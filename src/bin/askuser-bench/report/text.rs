@@ -237,8 +237,8 @@ pub(super) const LIMITS: &str = "\
   journals' memory) allocated by mimalloc, and SQLite's memory statistics off \
   (src/store/sqlite/memory.rs): SQLite counted every allocation and free under a process-wide \
   mutex that nothing here reads, and in a profile of 64 streams its allocations and frees, that \
-  mutex included, were 7.0 % of the server's samples; in the same profile of the new build, 2.6 \
-  %. The rates did not move beyond their spread (64 streams, three interleaved rounds: 6,304, \
+  mutex included, were 7.0 % of the server's samples; in a profile of the new build made the \
+  same way, 2.6 %. The rates did not move beyond their spread (64 streams, three interleaved rounds: 6,304, \
   5,736 and 6,020 round trips a second before, 5,993, 6,162 and 6,212 after; sequential, two \
   rounds: 1,096 and 1,189 before, 1,225 and 1,063 after). Larger blocks, the page caches' pages, \
   stay with glibc: with every block from mimalloc the server's RSS with 1,000,000 runs held was \
