@@ -46,6 +46,22 @@ can take the rate past it.";
 
 /// What the profiles (perf, on the bench's own scenarios) showed limits each figure.
 pub(super) const LIMITS: &str = "\
+- What the two rate targets on SQLite ask for, by a profile of sequential round trips on 7 \
+  December 2026 on the machine of this report (perf with DWARF call graphs, 4 s, the server of \
+  d8bb602, the same as this report's; 2,759 round trips a second, server CPU 347 µs and the \
+  bench's 66 µs per round trip): the store's task was 42.7 % of the server's samples, about \
+  148 µs per round trip for its four commits (SQLite's statements, commits and file writes 30 \
+  of those points, askuser's own code in that task 6.4). The sequential target, 45 % of that day's floor of 12,515 \
+  round trips a second, is about 5,630 a second, 178 µs a round trip, of which the transport \
+  alone takes 80 µs: the store's task alone takes longer than the target leaves for everything \
+  the server does beyond the transport. While a round trip is four commits in a row, each durable \
+  before what it records is announced (the run, the question, the answer, the end), with a \
+  model's reply of unknown length between them, the sequential target is out of reach with \
+  SQLite on this machine even if the rest of the server's work cost nothing. At 64 streams the \
+  same day (server CPU 162 µs and the bench's 30 µs per round trip, 8,980 round trips a second, \
+  86 % of what two fully busy cores allow for that CPU time), 30 % of the floor's 38,476 is 11,543 \
+  a second: the server's CPU per round trip would have to fall by 12 % with both cores busy, or \
+  by 26 % at the same 86 %.
 - Where the server's CPU time goes at 64 concurrent: `scripts/profile` records it with perf and \
   writes a flame graph (docs/profile/sqlite-c64.svg) and the share of each kind of work and of \
   each task (docs/profile/sqlite-c64.txt). On 3 December 2026: SQLite 23 % and the kernel's file \
@@ -248,7 +264,15 @@ pub(super) const LIMITS: &str = "\
   In two interleaved rounds of the hold to 100,000 runs, the answers ran faster (ResumeRun: \
   2,448 and 2,385 a second before, 3,220 and 3,561 after) and the starts slower (10,355 and \
   11,680 a second before, 9,764 and 11,046 after; server CPU 142 and 126 µs per start before, \
-  151 and 134 after), which is not explained yet.
+  151 and 134 after). On 7 December 2026, on the machine of this report (AMD EPYC, where the \
+  floor ran about three times as fast), four interleaved rounds of the same hold, the base being \
+  the same build with SQLite's configuration turned off (by a switch made for the measurement): \
+  starts 20,072, 18,797, 18,416 and 18,532 a second before, 18,204, 18,034, 17,890 and 18,647 \
+  after, server CPU 71–77 µs per start either way, so the starts' loss did not show beyond the \
+  first round; answers 4,792, 4,902, 4,884 and 4,695 a second before, 8,092, 7,733, 7,782 and \
+  8,035 after. In profiles of the starts of both (perf with DWARF call graphs, 3.5 s each), the \
+  allocator's share of the server's samples was 17.9 % before and 15.4 % after, and no other \
+  kind of work moved by more than a point.
 - Resume latency: the answer's settling commit and the completing turn's commit, one store \
   operation each (the question is checked inside the settling transaction, and that transaction \
   also takes the run's lease and reads the next step's state).
