@@ -57,11 +57,12 @@ pub(super) const LIMITS: &str = "\
   the server does beyond the transport. While a round trip is four commits in a row, each durable \
   before what it records is announced (the run, the question, the answer, the end), with a \
   model's reply of unknown length between them, the sequential target is out of reach with \
-  SQLite on this machine even if the rest of the server's work cost nothing. At 64 streams the \
-  same day (server CPU 162 µs and the bench's 30 µs per round trip, 8,980 round trips a second, \
-  86 % of what two fully busy cores allow for that CPU time), 30 % of the floor's 38,476 is 11,543 \
-  a second: the server's CPU per round trip would have to fall by 12 % with both cores busy, or \
-  by 26 % at the same 86 %.
+  SQLite on this machine even if the rest of the server's work cost nothing. At 64 streams, in \
+  the report of that day at 1afdaec, the median repeat ran 10,201 round trips a second with 138 µs \
+  of server CPU and the bench's 26 µs per round trip, 84 % of the 12,195 a second that two fully \
+  busy cores allow for that CPU time; the target, 30 % of the floor's 36,475, is 10,943 a second \
+  (the first two of the five repeats passed it, at 11,808 and 11,492 a second): at the same 84 %, \
+  the server's CPU per round trip would have to fall by 8 %.
 - Where the server's CPU time goes at 64 concurrent: `scripts/profile` records it with perf and \
   writes a flame graph (docs/profile/sqlite-c64.svg) and the share of each kind of work and of \
   each task (docs/profile/sqlite-c64.txt). On 3 December 2026: SQLite 23 % and the kernel's file \
@@ -78,7 +79,16 @@ pub(super) const LIMITS: &str = "\
   µs of CPU per round trip, two cores kept fully busy allow 6,500 (the recording's cores were \
   about 85 % busy): the CPU per round trip would have to fall by a tenth with every core busy, \
   or by about a quarter at the same 85 %; half of the server's share is its store's task, that \
-  is SQLite's work for the four commits.
+  is SQLite's work for the four commits. \
+  On 7 December 2026, on the machine of this report, the profile now in docs/profile \
+  (`scripts/profile --seconds 6` at 1afdaec; 10,211 round trips a second over the recorded run, server CPU 137 µs and the bench's 27 µs per round trip) \
+  put SQLite at 26 % of the server's samples and the kernel's file writes and reads for it at 6 %, \
+  askuser's own code 20 %, malloc and free 13 %, memory copies 7.5 %, loopback TCP 7 %, Tokio 7 %, \
+  HTTP/2 6 %, tonic 3 %; by task, the store's task 49 %, the streams' tasks 14 %, the runs' steps \
+  13.5 %, the connections' tasks 13 %. Within the store's task, a profile of 64 streams that day \
+  (perf with DWARF call graphs, 4 s, the same server) put rusqlite's cache of prepared statements \
+  at 4.3 % of the server's samples (finding a statement by its SQL text, and putting it back), \
+  the events' inserts at 7.9 % and the batches' savepoints at 2.9 %.
 - Sequential round trips: nothing of one round trip overlaps the next, so the rate is one over a \
   critical path made of CPU time run one piece after another: the bench's and the server's (the \
   table above), on 2 vCPUs where waking a sleeping thread is dear (perf: about a third of the \
