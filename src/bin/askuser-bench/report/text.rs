@@ -51,15 +51,16 @@ pub(super) const LIMITS: &str = "\
   d8bb602, the same as this report's; 2,759 round trips a second, server CPU 347 µs and the \
   bench's 66 µs per round trip): the store's task was 42.7 % of the server's samples, about \
   148 µs per round trip for its four commits (SQLite's statements, commits and file writes 30 \
-  of those points, askuser's own code in that task 6.4). The sequential target, 45 % of that day's floor of 12,515 \
-  round trips a second, is about 5,630 a second, 178 µs a round trip, of which the transport \
-  alone takes 80 µs: the store's task alone takes longer than the target leaves for everything \
-  the server does beyond the transport. While a round trip is four commits in a row, each durable \
+  of those points, askuser's own code in that task 6.4). The sequential target, 45 % of the \
+  floor in the report of that day at 1afdaec (14,557 round trips a second), is about 6,550 a \
+  second, 153 µs a round trip, of which the transport alone takes 69 µs: the store's task \
+  alone takes longer than the target leaves for everything the server does beyond the \
+  transport. While a round trip is four commits in a row, each durable \
   before what it records is announced (the run, the question, the answer, the end), with a \
   model's reply of unknown length between them, the sequential target is out of reach with \
   SQLite on this machine even if the rest of the server's work cost nothing. At 64 streams, in \
-  the report of that day at 1afdaec, the median repeat ran 10,201 round trips a second with 138 µs \
-  of server CPU and the bench's 26 µs per round trip, 84 % of the 12,195 a second that two fully \
+  the same report, the median repeat ran 10,201 round trips a second with 138 µs of server CPU \
+  and the bench's 26 µs per round trip, 84 % of the 12,195 a second that two fully \
   busy cores allow for that CPU time; the target, 30 % of the floor's 36,475, is 10,943 a second \
   (the first two of the five repeats passed it, at 11,808 and 11,492 a second): at the same 84 %, \
   the server's CPU per round trip would have to fall by 8 %.
@@ -81,11 +82,11 @@ pub(super) const LIMITS: &str = "\
   or by about a quarter at the same 85 %; half of the server's share is its store's task, that \
   is SQLite's work for the four commits. \
   On 7 December 2026, on the machine of this report, the profile now in docs/profile \
-  (`scripts/profile --seconds 6` at 1afdaec; 10,211 round trips a second over the recorded run, server CPU 137 µs and the bench's 27 µs per round trip) \
-  put SQLite at 26 % of the server's samples and the kernel's file writes and reads for it at 6 %, \
+  (`scripts/profile --seconds 6` at 1afdaec; 10,211 round trips a second over the recorded \
+  run, server CPU 137 µs and the bench's 27 µs per round trip) put SQLite at 26 % of the server's samples and the kernel's file writes and reads for it at 6 %, \
   askuser's own code 20 %, malloc and free 13 %, memory copies 7.5 %, loopback TCP 7 %, Tokio 7 %, \
   HTTP/2 6 %, tonic 3 %; by task, the store's task 49 %, the streams' tasks 14 %, the runs' steps \
-  13.5 %, the connections' tasks 13 %. Within the store's task, a profile of 64 streams that day \
+  13.5 %, the connections' tasks 13 %. In the store's task, a profile of 64 streams that day \
   (perf with DWARF call graphs, 4 s, the same server) put rusqlite's cache of prepared statements \
   at 4.3 % of the server's samples (finding a statement by its SQL text, and putting it back), \
   the events' inserts at 7.9 % and the batches' savepoints at 2.9 %.
@@ -275,7 +276,7 @@ pub(super) const LIMITS: &str = "\
   2,448 and 2,385 a second before, 3,220 and 3,561 after) and the starts slower (10,355 and \
   11,680 a second before, 9,764 and 11,046 after; server CPU 142 and 126 µs per start before, \
   151 and 134 after). On 7 December 2026, on the machine of this report (AMD EPYC, where the \
-  floor ran about three times as fast), four interleaved rounds of the same hold, the base being \
+  floor ran about 3.5 times as fast as in the report of 6 December), four interleaved rounds of the same hold, the base being \
   the same build with SQLite's configuration turned off (by a switch made for the measurement): \
   starts 20,072, 18,797, 18,416 and 18,532 a second before, 18,204, 18,034, 17,890 and 18,647 \
   after, server CPU 71–77 µs per start either way, so the starts' loss did not show beyond the \
