@@ -43,9 +43,10 @@ pub(super) fn configure() -> bool {
 /// Lets the memory the calling thread freed go back to the OS, for a thread that may now stay idle
 /// (a blocking thread after a read). mimalloc keeps a thread's freed pages in its own heap until
 /// that thread allocates or collects again; here the thread's empty pages go back to the arenas,
-/// which the runtime's workers purge as they go idle (`mi_collect` in `main.rs`). With every block
-/// of SQLite's from mimalloc, the anonymous RSS with 1,000,000 runs held was 24.8 MiB without this
-/// and 22.5 MiB with it (one run each, after five feeds' snapshots on reader threads).
+/// which the runtime's workers purge as they go idle (`mi_collect` in `main.rs`). With 1,000,000
+/// runs held, after five feeds' snapshots on reader threads, the server's RSS was 48.9 and 51.7 MB
+/// without this (21.8 and 24.5 MB anonymous), past the 50 MB target once, and 46.5 and 47.4 MB
+/// with it (19.1 and 20.4 anonymous), the snapshots as fast (two interleaved rounds).
 pub(super) fn release_thread_memory() {
     // SAFETY: `mi_collect` frees the calling thread's empty pages; it takes no pointer and may be
     // called at any time.
