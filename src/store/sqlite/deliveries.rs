@@ -3,9 +3,10 @@
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{OptionalExtension, params};
 
 use super::SqliteStore;
+use super::statements::Db;
 use crate::store::deliveries::{
     DeliveryClaim, DeliveryQuery, DeliveryRecord, DeliveryStore, DueDelivery, FinishedAttempt,
     RedeliverOutcome, Redelivery, SecretRotation, StoredWebhookSecrets,
@@ -39,11 +40,11 @@ fn delivery_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryRow> {
 }
 
 fn delivery_in_tenant(
-    conn: &Connection,
+    conn: &Db<'_>,
     webhook_id: &str,
     tenant: Option<&str>,
 ) -> StoreResult<Option<DeliveryRecord>> {
-    conn.prepare_cached(&DELIVERY_IN_TENANT_QUERY)?
+    conn.statement(&DELIVERY_IN_TENANT_QUERY)?
         .query_row(params![webhook_id, tenant], delivery_row)
         .optional()?
         .map(DeliveryRow::into_record)
@@ -63,13 +64,13 @@ impl DeliveryStore for SqliteStore {
         self.db
             .commit("claim_deliveries", move |conn| {
                 let claimed: Vec<String> = conn
-                    .prepare_cached(&CLAIM_DELIVERIES)?
+                    .statement(&CLAIM_DELIVERIES)?
                     .query_map(
                         params![owner, lease_until_ms, now_ms, skip, limit as i64],
                         |row| row.get(0),
                     )?
                     .collect::<Result<_, _>>()?;
-                let mut read = conn.prepare_cached(&DUE_DELIVERY_QUERY)?;
+                let mut read = conn.statement(&DUE_DELIVERY_QUERY)?;
                 claimed
                     .iter()
                     .map(|webhook_id| {
@@ -99,7 +100,7 @@ impl DeliveryStore for SqliteStore {
         self.db
             .commit("finish_delivery", move |conn| {
                 let (status, attempts, next_ms, attempt_ms, error) = finish_values(outcome, now_ms);
-                let changed = conn.prepare_cached(FINISH_DELIVERY)?.execute(params![
+                let changed = conn.statement(FINISH_DELIVERY)?.execute(params![
                     status, attempts, next_ms, attempt_ms, error, webhook_id, owner
                 ])?;
                 Ok(changed == 1)
@@ -112,7 +113,7 @@ impl DeliveryStore for SqliteStore {
             .run(move |conn| {
                 let (after_ms, after_id) = query.after.unwrap_or((i64::MIN, String::new()));
                 let rows: Vec<DeliveryRow> = conn
-                    .prepare_cached(&LIST_DELIVERIES_QUERY)?
+                    .statement(&LIST_DELIVERIES_QUERY)?
                     .query_map(
                         params![
                             query.tenant,
@@ -135,8 +136,12 @@ impl DeliveryStore for SqliteStore {
         let (now_ms, previous_until_ms) = (rotation.now_ms, rotation.previous_until_ms);
         self.db
             .commit("rotate_webhook_secret", move |conn| {
-                conn.prepare_cached(ROTATE_WEBHOOK_SECRET)?
-                    .execute(params![tenant, sealed, now_ms, previous_until_ms])?;
+                conn.statement(ROTATE_WEBHOOK_SECRET)?.execute(params![
+                    tenant,
+                    sealed,
+                    now_ms,
+                    previous_until_ms
+                ])?;
                 Ok(())
             })
             .await
@@ -147,7 +152,7 @@ impl DeliveryStore for SqliteStore {
         self.readers
             .run(move |conn| {
                 Ok(conn
-                    .prepare_cached(WEBHOOK_SECRETS_QUERY)?
+                    .statement(WEBHOOK_SECRETS_QUERY)?
                     .query_row([tenant], |row| {
                         Ok(webhook_secrets_record(
                             row.get(0)?,
@@ -167,7 +172,7 @@ impl DeliveryStore for SqliteStore {
         self.db
             .commit("redeliver", move |conn| {
                 let changed = conn
-                    .prepare_cached(REDELIVER)?
+                    .statement(REDELIVER)?
                     .execute(params![now_ms, webhook_id, tenant])?;
                 Ok(
                     match delivery_in_tenant(conn, &webhook_id, tenant.as_deref())? {

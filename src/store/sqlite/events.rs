@@ -30,14 +30,14 @@ impl EventTable for SqliteStore {
         let (after_sequence, limit) = (query.after_sequence, query.limit);
         self.readers.run(move |conn| {
             let Some((status, last_sequence)) = conn
-                .prepare_cached(RUN_STATE_QUERY)?
+                .statement(RUN_STATE_QUERY)?
                 .query_row(params![&run_id, tenant], |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?)))
                 .optional()?
             else {
                 return Ok(None);
             };
             let rows: Vec<(i64, i64, String)> = conn
-                .prepare_cached(
+                .statement(
                     "SELECT sequence, time_ms, body FROM events WHERE run_id = ?1 AND sequence > ?2 \
                      ORDER BY sequence LIMIT ?3",
                 )?

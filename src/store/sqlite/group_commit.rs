@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::super::{StoreError, StoreResult};
 use super::checkpoint::Checkpointer;
+use super::statements::Db;
 
 /// The most operations one transaction takes: bounds how long a batch makes its callers wait.
 const MAX_BATCH: usize = 256;
@@ -24,7 +25,7 @@ const MAX_BATCH: usize = 256;
 /// A queued operation and its caller.
 trait Operation: Send {
     /// Runs the operation; returns whether it succeeded.
-    fn run(&mut self, conn: &Connection) -> bool;
+    fn run(&mut self, conn: &Db<'_>) -> bool;
     /// Hands the outcome to the caller: the operation's, or `failure` when its transaction failed
     /// (or it could not run).
     fn deliver(self: Box<Self>, failure: Option<&StoreError>);
@@ -39,9 +40,9 @@ struct Call<T, F> {
 impl<T, F> Operation for Call<T, F>
 where
     T: Send,
-    F: FnOnce(&Connection) -> StoreResult<T> + Send,
+    F: FnOnce(&Db<'_>) -> StoreResult<T> + Send,
 {
-    fn run(&mut self, conn: &Connection) -> bool {
+    fn run(&mut self, conn: &Db<'_>) -> bool {
         let Some(work) = self.work.take() else {
             return false;
         };
@@ -99,7 +100,7 @@ impl GroupCommit {
     pub async fn run<T, F>(&self, work: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+        F: FnOnce(&Db<'_>) -> StoreResult<T> + Send + 'static,
     {
         self.submit(Request::Batched, work).await
     }
@@ -109,7 +110,7 @@ impl GroupCommit {
     pub async fn commit<T, F>(&self, operation: &'static str, work: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+        F: FnOnce(&Db<'_>) -> StoreResult<T> + Send + 'static,
     {
         crate::store::timed(operation, self.run(work)).await
     }
@@ -118,7 +119,7 @@ impl GroupCommit {
     pub async fn run_alone<T, F>(&self, work: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+        F: FnOnce(&Db<'_>) -> StoreResult<T> + Send + 'static,
     {
         self.submit(Request::Alone, work).await
     }
@@ -130,7 +131,7 @@ impl GroupCommit {
     ) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+        F: FnOnce(&Db<'_>) -> StoreResult<T> + Send + 'static,
     {
         let (reply, result) = oneshot::channel();
         let call = Call {
@@ -160,7 +161,7 @@ async fn serve(conn: Connection, mut queue: mpsc::UnboundedReceiver<Request>) {
                     if !batch.is_empty() {
                         commit_batch(&conn, std::mem::take(&mut batch));
                     }
-                    operation.run(&conn);
+                    operation.run(&Db::new(&conn));
                     operation.deliver(None);
                 }
             }
@@ -171,12 +172,12 @@ async fn serve(conn: Connection, mut queue: mpsc::UnboundedReceiver<Request>) {
     }
 }
 
-fn execute(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(sql)?.execute([]).map(drop)
+fn execute(conn: &Db<'_>, sql: &'static str) -> rusqlite::Result<()> {
+    conn.statement(sql)?.execute([]).map(drop)
 }
 
 /// Runs one operation of a batch of several in its own savepoint; returns whether it succeeded.
-fn run_isolated(conn: &Connection, operation: &mut dyn Operation) -> rusqlite::Result<bool> {
+fn run_isolated(conn: &Db<'_>, operation: &mut dyn Operation) -> rusqlite::Result<bool> {
     execute(conn, "SAVEPOINT operation")?;
     let succeeded = operation.run(conn);
     if !succeeded {
@@ -189,14 +190,15 @@ fn run_isolated(conn: &Connection, operation: &mut dyn Operation) -> rusqlite::R
 /// Runs a batch in one transaction and delivers every outcome after its end. A batch of one needs
 /// no savepoint: its transaction rolls back if it fails.
 fn commit_batch(conn: &Connection, mut batch: Vec<Box<dyn Operation>>) {
-    let failure = run_batch(conn, &mut batch).err();
+    // The batch's statements go back to the connection's cache before its callers hear of it.
+    let failure = run_batch(&Db::new(conn), &mut batch).err();
     for operation in batch {
         operation.deliver(failure.as_ref());
     }
 }
 
 /// Runs the batch; the error is why its transaction failed.
-fn run_batch(conn: &Connection, batch: &mut [Box<dyn Operation>]) -> StoreResult<()> {
+fn run_batch(conn: &Db<'_>, batch: &mut [Box<dyn Operation>]) -> StoreResult<()> {
     execute(conn, "BEGIN IMMEDIATE")?;
     let alone = batch.len() == 1;
     let mut succeeded = true;
@@ -223,7 +225,7 @@ fn run_batch(conn: &Connection, batch: &mut [Box<dyn Operation>]) -> StoreResult
 }
 
 /// Ends a transaction that cannot commit; returns why.
-fn abort(conn: &Connection, error: rusqlite::Error) -> StoreError {
+fn abort(conn: &Db<'_>, error: rusqlite::Error) -> StoreError {
     let _ = execute(conn, "ROLLBACK");
     StoreError::from(error)
 }

@@ -27,11 +27,13 @@ mod readers;
 mod rows;
 mod runs;
 mod schema;
+mod statements;
 mod tool_calls;
 mod wal_writes;
 
 use rows::*;
 use schema::*;
+use statements::Db;
 
 use super::ops::commit_executed::ExecutedReads;
 use super::ops::settle::{SettleReads, Settling};
@@ -382,13 +384,13 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("askuser.sqlite3");
         let store = SqliteStore::open(&path, Synchronous::Normal).expect("open and migrate");
-        let cache_size = |conn: &Connection| -> StoreResult<i64> {
+        let cache_size = |conn: &Db<'_>| -> StoreResult<i64> {
             Ok(conn.pragma_query_value(None, "cache_size", |row| row.get(0))?)
         };
         let store_cache = store.readers.run(cache_size).await.expect("read");
         let keys_cache = store.key_readers.run(cache_size).await.expect("read");
-        let default = cache_size(&Connection::open_in_memory().expect("a connection"))
-            .expect("SQLite's default");
+        let memory = Connection::open_in_memory().expect("a connection");
+        let default = cache_size(&Db::new(&memory)).expect("SQLite's default");
         assert_eq!(store_cache, -256, "a store reader's cache, in KiB");
         assert_ne!(default, -256);
         assert_eq!(
@@ -406,7 +408,7 @@ mod tests {
         drop(SqliteStore::open(&path, Synchronous::Normal).expect("open and migrate"));
         let reprepared = Readers::of_store(&path)
             .run(|conn| {
-                let mut page = conn.prepare_cached(&PENDING_FEED_QUERY)?;
+                let mut page = conn.statement(&PENDING_FEED_QUERY)?;
                 for (run_id, call_id) in [("", ""), ("run-1", "call-1"), ("run-2", "call-2")] {
                     page.query_map(params![run_id, call_id, "default", 512], |_| Ok(()))?
                         .collect::<Result<Vec<()>, _>>()?;

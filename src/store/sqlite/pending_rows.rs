@@ -10,13 +10,13 @@ use super::*;
 /// One page of [`PENDING_FEED_QUERY`]: the pending calls of `tenant`'s runs after `after`,
 /// at most `limit`, as read.
 pub(super) fn read_pending_page(
-    conn: &Connection,
+    conn: &Db<'_>,
     tenant: &str,
     after: Option<(String, String)>,
     limit: usize,
 ) -> StoreResult<PendingRows> {
     let (run_id, call_id) = after.unwrap_or_default();
-    let mut query = conn.prepare_cached(&PENDING_FEED_QUERY)?;
+    let mut query = conn.statement(&PENDING_FEED_QUERY)?;
     let mut rows = query.query(params![run_id, call_id, tenant, limit as i64])?;
     let mut page = PendingRows::with_capacity(limit);
     while let Some(row) = rows.next()? {

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use rusqlite::{Connection, OpenFlags};
 
 use super::super::{StoreError, StoreResult};
+use super::statements::Db;
 
 /// Idle reader connections kept for reuse; more are opened while reads run at once.
 const KEPT: usize = 4;
@@ -49,7 +50,7 @@ impl Readers {
     pub(super) async fn run<T, F>(&self, work: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+        F: FnOnce(&Db<'_>) -> StoreResult<T> + Send + 'static,
     {
         self.run_each(move |conn| read(conn, work)).await
     }
@@ -59,11 +60,11 @@ impl Readers {
     pub(super) async fn run_each<T, F>(&self, work: F) -> StoreResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> StoreResult<T> + Send + 'static,
+        F: FnOnce(&Db<'_>) -> StoreResult<T> + Send + 'static,
     {
         let conn = self.take()?;
         let (conn, outcome) = tokio::task::spawn_blocking(move || {
-            let outcome = work(&conn);
+            let outcome = work(&Db::new(&conn));
             super::memory::release_thread_memory();
             (conn, outcome)
         })
@@ -90,11 +91,11 @@ impl Readers {
     }
 }
 
-fn read<T>(conn: &Connection, work: impl FnOnce(&Connection) -> StoreResult<T>) -> StoreResult<T> {
-    conn.execute_batch("BEGIN")?;
+fn read<T>(conn: &Db<'_>, work: impl FnOnce(&Db<'_>) -> StoreResult<T>) -> StoreResult<T> {
+    conn.statement("BEGIN")?.execute([])?;
     let outcome = work(conn);
     // A read transaction has nothing to keep: ending it only lets the WAL be checkpointed.
-    conn.execute_batch("COMMIT")?;
+    conn.statement("COMMIT")?.execute([])?;
     outcome
 }
 

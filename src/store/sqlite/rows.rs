@@ -25,12 +25,12 @@ pub(super) fn read_run_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> 
 
 /// Run `run_id` if it belongs to `tenant` (to any tenant when `None`).
 pub(super) fn load_run(
-    conn: &Connection,
+    conn: &Db<'_>,
     run_id: &str,
     tenant: Option<&str>,
 ) -> StoreResult<Option<RunRecord>> {
     let raw = conn
-        .prepare_cached(&RUN_QUERY)?
+        .statement(&RUN_QUERY)?
         .query_row(params![run_id, tenant], read_run_row)
         .optional()?;
     let Some(raw) = raw else {
@@ -38,7 +38,7 @@ pub(super) fn load_run(
     };
     let pending = load_pending(conn, run_id)?;
     let settled: Vec<SettledRow> = conn
-        .prepare_cached(SETTLED_QUERY)?
+        .statement(SETTLED_QUERY)?
         .query_map(params![run_id, tenant], |row| {
             Ok(SettledRow {
                 tool_call_id: row.get(0)?,
@@ -84,7 +84,7 @@ pub(super) fn read_pending_row(
 
 /// Whether the run belongs to `tenant` ([`RUN_IN_TENANT`]); any run does when `None`.
 pub(super) fn run_in_tenant(
-    conn: &Connection,
+    conn: &Db<'_>,
     run_id: &str,
     tenant: Option<&str>,
 ) -> StoreResult<bool> {
@@ -92,24 +92,24 @@ pub(super) fn run_in_tenant(
         return Ok(true);
     }
     Ok(conn
-        .prepare_cached(RUN_IN_TENANT)?
+        .statement(RUN_IN_TENANT)?
         .query_row(params![run_id, tenant], |_| Ok(()))
         .optional()?
         .is_some())
 }
 
-pub(super) fn load_pending(conn: &Connection, run_id: &str) -> StoreResult<Vec<PendingCall>> {
+pub(super) fn load_pending(conn: &Db<'_>, run_id: &str) -> StoreResult<Vec<PendingCall>> {
     let rows: Vec<PendingRow> = conn
-        .prepare_cached(&PENDING_QUERY)?
+        .statement(&PENDING_QUERY)?
         .query_map([run_id], |row| read_pending_row(row, 0))?
         .collect::<Result<_, _>>()?;
     rows.into_iter().map(PendingRow::into_pending).collect()
 }
 
-pub(super) fn load_executing(conn: &Connection, run_id: &str) -> StoreResult<Vec<ExecutingCall>> {
+pub(super) fn load_executing(conn: &Db<'_>, run_id: &str) -> StoreResult<Vec<ExecutingCall>> {
     type Row = (String, String, String, Option<String>, Option<String>);
     let rows: Vec<Row> = conn
-        .prepare_cached(EXECUTING_QUERY)?
+        .statement(EXECUTING_QUERY)?
         .query_map([run_id], |row| {
             Ok((
                 row.get(0)?,
@@ -130,12 +130,12 @@ pub(super) fn load_executing(conn: &Connection, run_id: &str) -> StoreResult<Vec
 /// The run's head ([`RUN_HEAD_QUERY`]); `None` when there is no such run (of `tenant`, when
 /// given).
 pub(super) fn run_head(
-    conn: &Connection,
+    conn: &Db<'_>,
     run_id: &str,
     tenant: Option<&str>,
 ) -> StoreResult<Option<RunHead>> {
     let row = conn
-        .prepare_cached(RUN_HEAD_QUERY)?
+        .statement(RUN_HEAD_QUERY)?
         .query_row(params![run_id, tenant], |row| {
             Ok((
                 row.get::<_, String>(0)?,
@@ -164,23 +164,23 @@ pub(super) static LISTED_PENDING_QUERY: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// Runs a write of a plan.
-pub(super) fn execute(conn: &Connection, write: &Write) -> StoreResult<usize> {
+pub(super) fn execute(conn: &Db<'_>, write: &Write) -> StoreResult<usize> {
     Ok(conn
-        .prepare_cached(write.sql)?
+        .statement(write.sql)?
         .execute(rusqlite::params_from_iter(&write.params))?)
 }
 
 /// Inserts events of one run, with the webhook deliveries they make for a run whose plan is
 /// `webhooks` (`runs.webhooks`).
 pub(super) fn insert_events(
-    conn: &Connection,
+    conn: &Db<'_>,
     webhooks: Option<&str>,
     events: &[Event],
 ) -> StoreResult<()> {
     let Some(first) = events.first() else {
         return Ok(());
     };
-    let mut stmt = conn.prepare_cached(
+    let mut stmt = conn.statement(
         "INSERT INTO events (run_id, sequence, time_ms, body) VALUES (?1, ?2, ?3, ?4)",
     )?;
     for event in events {
@@ -191,7 +191,7 @@ pub(super) fn insert_events(
             to_json(&event.kind)?
         ])?;
     }
-    let mut insert = conn.prepare_cached(INSERT_DELIVERY)?;
+    let mut insert = conn.statement(INSERT_DELIVERY)?;
     for delivery in deliveries_of(webhooks, events)? {
         let d = DeliveryInsert::new(&delivery);
         insert.execute(params![
@@ -210,18 +210,18 @@ pub(super) fn insert_events(
 }
 
 /// How many of the run's calls wait for someone, and how many the server runs.
-pub(super) fn call_counts(conn: &Connection, run_id: &str) -> StoreResult<(i64, i64)> {
+pub(super) fn call_counts(conn: &Db<'_>, run_id: &str) -> StoreResult<(i64, i64)> {
     Ok(conn
-        .prepare_cached(CALL_COUNTS_QUERY)?
+        .statement(CALL_COUNTS_QUERY)?
         .query_row([run_id], |row| Ok((row.get(0)?, row.get(1)?)))?)
 }
 
 pub(super) fn load_tool_call(
-    conn: &Connection,
+    conn: &Db<'_>,
     run_id: &str,
     tool_call_id: &str,
 ) -> StoreResult<Option<ToolCallRecord>> {
-    conn.prepare_cached(TOOL_CALL_QUERY)?
+    conn.statement(TOOL_CALL_QUERY)?
         .query_row([run_id, tool_call_id], |row| {
             Ok(ToolCallRow {
                 tool_name: row.get(0)?,
@@ -245,13 +245,13 @@ pub(super) fn load_tool_call(
         .transpose()
 }
 
-pub(super) fn load_transcript(conn: &Connection, run: &RunRecord) -> StoreResult<Vec<Message>> {
+pub(super) fn load_transcript(conn: &Db<'_>, run: &RunRecord) -> StoreResult<Vec<Message>> {
     let turns: Vec<(i64, String)> = conn
-        .prepare_cached(TURNS_QUERY)?
+        .statement(TURNS_QUERY)?
         .query_map([&run.run_id], |row| Ok((row.get(0)?, row.get(1)?)))?
         .collect::<Result<_, _>>()?;
     let calls: Vec<TranscriptCall> = conn
-        .prepare_cached(TRANSCRIPT_CALLS_QUERY)?
+        .statement(TRANSCRIPT_CALLS_QUERY)?
         .query_map([&run.run_id], |row| {
             Ok(TranscriptCall {
                 turn: row.get(0)?,
@@ -268,9 +268,9 @@ pub(super) fn load_transcript(conn: &Connection, run: &RunRecord) -> StoreResult
 }
 
 /// The state a step of a run starts from; `None` when there is no such run.
-pub(super) fn read_step(conn: &Connection, run_id: &str) -> StoreResult<Option<StepState>> {
+pub(super) fn read_step(conn: &Db<'_>, run_id: &str) -> StoreResult<Option<StepState>> {
     let row = conn
-        .prepare_cached(&STEP_RUN_QUERY)?
+        .statement(&STEP_RUN_QUERY)?
         .query_row([run_id], |row| {
             Ok((
                 read_run_row(row)?,
@@ -306,7 +306,7 @@ pub(super) static TAKE_STEP_LEASE: LazyLock<String> =
 
 /// Takes or renews the lease of a running run unless another owner holds an unexpired one.
 pub(super) fn take_lease(
-    conn: &Connection,
+    conn: &Db<'_>,
     run_id: &str,
     owner: &str,
     until_ms: i64,
@@ -316,7 +316,7 @@ pub(super) fn take_lease(
 
 /// [`take_lease`] to start the run's next step: counts the start.
 pub(super) fn take_step_lease(
-    conn: &Connection,
+    conn: &Db<'_>,
     run_id: &str,
     owner: &str,
     until_ms: i64,
@@ -325,14 +325,14 @@ pub(super) fn take_step_lease(
 }
 
 pub(super) fn lease_statement(
-    conn: &Connection,
-    sql: &str,
+    conn: &Db<'_>,
+    sql: &'static str,
     run_id: &str,
     owner: &str,
     until_ms: i64,
 ) -> StoreResult<bool> {
-    let taken =
-        conn.prepare_cached(sql)?
-            .execute(params![run_id, owner, until_ms, now_millis()])?;
+    let taken = conn
+        .statement(sql)?
+        .execute(params![run_id, owner, until_ms, now_millis()])?;
     Ok(taken == 1)
 }

@@ -12,7 +12,7 @@ impl RunTable for SqliteStore {
             .commit("create_run", move |conn| {
                 if let Some(request_id) = &run.request_id {
                     let existing: Option<String> = conn
-                        .prepare_cached(RUN_OF_REQUEST_QUERY)?
+                        .statement(RUN_OF_REQUEST_QUERY)?
                         .query_row([&run.tenant, request_id], |row| row.get(0))
                         .optional()?;
                     if let Some(run_id) = existing {
@@ -52,7 +52,7 @@ impl RunTable for SqliteStore {
                 // The pending calls of every run listed, with one query; [`PENDING_COLUMNS`] first.
                 let run_ids = to_json(&raws.iter().map(|raw| &raw.run_id).collect::<Vec<_>>())?;
                 let rows: Vec<(String, PendingRow)> = conn
-                    .prepare_cached(&LISTED_PENDING_QUERY)?
+                    .statement(&LISTED_PENDING_QUERY)?
                     .query_map([run_ids], |row| {
                         Ok((row.get(11)?, read_pending_row(row, 0)?))
                     })?
@@ -104,7 +104,7 @@ impl RunTable for SqliteStore {
                     execute(conn, turn_insert)?;
                 }
                 insert_events(conn, plan.webhooks.as_deref(), &plan.events)?;
-                let mut insert = conn.prepare_cached(
+                let mut insert = conn.statement(
                     "INSERT INTO tool_calls (run_id, tool_call_id, turn, position, tool_name, \
                      arguments_json, status, payload, expire_ms, result_content, result_is_error, \
                      result_kind, result_sequence, suspend_kind, run_arguments, approval_reason, \
@@ -154,7 +154,7 @@ impl RunTable for SqliteStore {
             .commit("cancel_run", move |conn| {
                 let head = run_head(conn, &run_id, tenant.as_deref())?;
                 let unsettled: Vec<String> = conn
-                    .prepare_cached(UNSETTLED_QUERY)?
+                    .statement(UNSETTLED_QUERY)?
                     .query_map([&run_id], |row| row.get(0))?
                     .collect::<Result<_, _>>()?;
                 let plan = match cancel::plan(
@@ -171,7 +171,7 @@ impl RunTable for SqliteStore {
                 };
                 insert_events(conn, plan.webhooks.as_deref(), &plan.events)?;
                 let calls = &plan.calls;
-                let mut settle = conn.prepare_cached(
+                let mut settle = conn.statement(
                     "UPDATE tool_calls SET status = 'cancelled', result_content = ?3, \
                      result_kind = ?4, result_sequence = ?5, settled_by = ?6, settled_ms = ?7 \
                      WHERE run_id = ?1 AND tool_call_id = ?2",
@@ -197,7 +197,7 @@ impl RunTable for SqliteStore {
         self.db
             .commit("prune_finished", move |conn| {
                 let runs: Vec<String> = conn
-                    .prepare_cached(PRUNABLE_RUNS_QUERY)?
+                    .statement(PRUNABLE_RUNS_QUERY)?
                     .query_map(params![before_ms, limit as i64], |row| row.get(0))?
                     .collect::<Result<_, _>>()?;
                 let mut deletes = PRUNED_TABLES
@@ -219,7 +219,7 @@ impl RunTable for SqliteStore {
         self.readers
             .run(move |conn| {
                 Ok(conn
-                    .prepare_cached(UNFINISHED_BEFORE_QUERY)?
+                    .statement(UNFINISHED_BEFORE_QUERY)?
                     .query_map(params![before_ms, limit as i64], |row| row.get(0))?
                     .collect::<Result<_, _>>()?)
             })
@@ -239,7 +239,7 @@ impl RunTable for SqliteStore {
         let (run_id, owner) = (run_id.to_owned(), owner.to_owned());
         self.db
             .commit("release_lease", move |conn| {
-                conn.prepare_cached(
+                conn.statement(
                     "UPDATE runs SET lease_owner = NULL, lease_expires_ms = NULL \
                  WHERE run_id = ?1 AND lease_owner = ?2",
                 )?
@@ -252,7 +252,7 @@ impl RunTable for SqliteStore {
     async fn unleased_runs(&self, now_ms: i64, limit: usize) -> StoreResult<Vec<String>> {
         self.readers.run(move |conn| {
             Ok(conn
-                .prepare_cached(
+                .statement(
                     "SELECT run_id FROM runs WHERE status = 'running' \
                      AND (lease_owner IS NULL OR lease_expires_ms < ?1) ORDER BY updated_ms LIMIT ?2",
                 )?

@@ -115,7 +115,7 @@ impl ToolCallTable for SqliteStore {
                 if !run_in_tenant(conn, &run_id, tenant.as_deref())? {
                     return Ok(ClaimOutcome::NotFound);
                 }
-                let claimed = conn.prepare_cached(CLAIM_UPDATE)?.execute(params![
+                let claimed = conn.statement(CLAIM_UPDATE)?.execute(params![
                     claimant,
                     subject,
                     until_ms,
@@ -132,11 +132,11 @@ impl ToolCallTable for SqliteStore {
                 if call.status != CallStatus::Pending {
                     return Ok(ClaimOutcome::NotPending(Box::new(call)));
                 }
-                let (holder, until): (Option<String>, Option<i64>) = conn
-                    .prepare_cached(CLAIM_QUERY)?
-                    .query_row([&run_id, &tool_call_id], |row| {
-                        Ok((row.get(0)?, row.get(1)?))
-                    })?;
+                let (holder, until): (Option<String>, Option<i64>) =
+                    conn.statement(CLAIM_QUERY)?
+                        .query_row([&run_id, &tool_call_id], |row| {
+                            Ok((row.get(0)?, row.get(1)?))
+                        })?;
                 Ok(ClaimOutcome::Held {
                     claimant: holder.unwrap_or_default(),
                     until_ms: until.unwrap_or(0),
@@ -208,7 +208,7 @@ impl ToolCallTable for SqliteStore {
             .run(move |conn| {
                 let counts = |sql| -> StoreResult<Vec<(String, i64)>> {
                     Ok(conn
-                        .prepare_cached(sql)?
+                        .statement(sql)?
                         .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
                         .collect::<Result<_, _>>()?)
                 };
@@ -216,7 +216,7 @@ impl ToolCallTable for SqliteStore {
                 let calls = counts(PENDING_CALLS_COUNT_QUERY)?;
                 let oldest = counts(OLDEST_PENDING_CALLS_QUERY)?;
                 let webhooks_due = conn
-                    .prepare_cached(WEBHOOKS_DUE_QUERY)?
+                    .statement(WEBHOOKS_DUE_QUERY)?
                     .query_row([now_ms], |row| row.get(0))?;
                 pending_counts(runs, calls, oldest, webhooks_due)
             })
@@ -227,7 +227,7 @@ impl ToolCallTable for SqliteStore {
         self.readers
             .run(move |conn| {
                 Ok(conn
-                    .prepare_cached(
+                    .statement(
                         "SELECT run_id, tool_call_id FROM tool_calls WHERE status = 'pending' \
                      AND expire_ms IS NOT NULL AND expire_ms <= ?1 ORDER BY expire_ms LIMIT ?2",
                     )?
@@ -242,7 +242,7 @@ impl ToolCallTable for SqliteStore {
     async fn next_expiry(&self) -> StoreResult<Option<i64>> {
         self.readers.run(|conn| {
             Ok(conn
-                .prepare_cached(
+                .statement(
                     "SELECT MIN(expire_ms) FROM tool_calls WHERE status = 'pending' AND expire_ms IS NOT NULL",
                 )?
                 .query_row([], |row| row.get(0))?)
