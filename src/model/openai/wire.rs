@@ -76,14 +76,14 @@ fn message(message: &Message) -> Value {
 
 /// A tool, in strict mode when its schema allows it: the model's arguments then always match the
 /// schema's shape. The server checks every call against the schema either way.
-fn tool(spec: &ToolSpec) -> Value {
+fn tool(spec: &ToolSpec<'_>) -> Value {
     json!({
         "type": "function",
         "function": {
             "name": spec.name,
             "description": spec.description,
             "parameters": spec.parameters,
-            "strict": strict_compatible(&spec.parameters),
+            "strict": strict_compatible(spec.parameters),
         },
     })
 }

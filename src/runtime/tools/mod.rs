@@ -149,11 +149,11 @@ impl Tool {
     }
 
     /// The tool as a model is told about it.
-    pub fn spec(&self) -> ToolSpec {
+    pub fn spec(&self) -> ToolSpec<'_> {
         ToolSpec {
-            name: self.name.clone(),
-            description: self.description.clone(),
-            parameters: self.schema.source().clone(),
+            name: &self.name,
+            description: &self.description,
+            parameters: self.schema.source(),
         }
     }
 }
@@ -198,7 +198,7 @@ impl<'a> RunTools<'a> {
     }
 
     /// Every tool as the model is told about it.
-    pub fn specs(&self) -> Vec<ToolSpec> {
+    pub fn specs(&self) -> Vec<ToolSpec<'_>> {
         self.agent
             .iter()
             .map(|t| t.spec())
