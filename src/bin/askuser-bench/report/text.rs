@@ -89,7 +89,21 @@ pub(super) const LIMITS: &str = "\
   13.5 %, the connections' tasks 13 %. In the store's task, a profile of 64 streams that day \
   (perf with DWARF call graphs, 4 s, the same server) put rusqlite's cache of prepared statements \
   at 4.3 % of the server's samples (finding a statement by its SQL text, and putting it back), \
-  the events' inserts at 7.9 % and the batches' savepoints at 2.9 %.
+  the events' inserts at 7.9 % and the batches' savepoints at 2.9 %. Kept later that day, \
+  measured against the build before in five interleaved rounds of three repeats at 64 streams: \
+  a batch of the group commit (and a read) keeps the statements it used and finds them by their \
+  static SQL text's address, and they go back to rusqlite's cache once, when it ends (the \
+  cache's share of the server's samples fell from 4.95 % to 1.81 %); and a step tells its model \
+  of its tools by borrowing each tool's name, description and JSON schema, where it copied and \
+  dropped them at every step (2.5 % of the samples). Together: medians of 9,565 to 9,678 round \
+  trips a second against 9,261 to 9,361, server CPU 146 to 148 µs per round trip against 153 to \
+  156; sequentially, four interleaved rounds, 2,776 to 2,815 a second against 2,738 to 2,779. \
+  With both, SQLite's own trace of its statements (the same server with a count added, a build \
+  not kept) counted about 34 statements per round trip at 64 streams, about 55 µs of the \
+  server's 150 µs of CPU per round trip inside them: 7 events' inserts; 5 operations, about 3.7 \
+  of them in savepoints; 3 reads of the run's head; 2 turns; a run's insert and 3 updates; a \
+  call's insert and its update; a lease; 7 reads of a step's state and of a call; and half a \
+  batch (its BEGIN IMMEDIATE and its COMMIT, 13 µs a round trip between them).
 - Sequential round trips: nothing of one round trip overlaps the next, so the rate is one over a \
   critical path made of CPU time run one piece after another: the bench's and the server's (the \
   table above), on 2 vCPUs where waking a sleeping thread is dear (perf: about a third of the \
