@@ -102,8 +102,10 @@ impl Shared {
         let run_id = run_id.to_owned();
         // What asked for the work (an answer's RPC), which its steps link to.
         let cause = telemetry::current_span_context();
+        // Boxed: the steps' future is about 5.8 KB, which Tokio would copy into the task at the
+        // spawn and write over again as the task ends.
         self.tasks
-            .spawn(async move { shared.drive(run_id, leased, cause).await });
+            .spawn(Box::pin(shared.drive(run_id, leased, cause)));
     }
 
     async fn drive(
