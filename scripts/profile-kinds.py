@@ -66,7 +66,7 @@ TASKS = [
     ("the store's task (SQLite's writes, in batches)", r"group_commit::\{impl#\d+\}::start"),
     ("the checkpoint thread", r"sqlite::checkpoint"),
     ("SQLite's reader threads (feeds' snapshots, listings)", r"sqlite::readers"),
-    ("the runs' steps", r"executor::\{impl#\d+\}::kick|Shared::drive"),
+    ("the runs' steps", r"executor::\{impl#\d+\}::(kick|drive)|Shared::drive"),
     ("writes (commit, then publish and kick)", r"runtime::writes"),
     ("the connections' tasks (HTTP/2 framing, socket reads and writes)", r"serve_connection"),
     ("the streams' tasks (RPC handlers and their frames)", r"H2Stream"),

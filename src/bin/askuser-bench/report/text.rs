@@ -81,7 +81,7 @@ pub(super) const LIMITS: &str = "\
   about 85 % busy): the CPU per round trip would have to fall by a tenth with every core busy, \
   or by about a quarter at the same 85 %; half of the server's share is its store's task, that \
   is SQLite's work for the four commits. \
-  On 7 December 2026, on the machine of this report, the profile now in docs/profile \
+  On 7 December 2026, on the machine of this report, a profile made as docs/profile's is \
   (`scripts/profile --seconds 6` at 1afdaec; 10,211 round trips a second over the recorded \
   run, server CPU 137 µs and the bench's 27 µs per round trip) put SQLite at 26 % of the server's samples and the kernel's file writes and reads for it at 6 %, \
   askuser's own code 20 %, malloc and free 13 %, memory copies 7.5 %, loopback TCP 7 %, Tokio 7 %, \
@@ -109,7 +109,13 @@ pub(super) const LIMITS: &str = "\
   trip: memory copies at spawns and task ends fell from 0.88 % to 0.13 % of the server's samples \
   at 64 streams, and all memory copies from 7.4 % to 7.0 %; the rate moved within its spread \
   (five interleaved rounds of three repeats: medians 9,622 to 9,840 round trips a second \
-  against 9,587 to 9,818).
+  against 9,587 to 9,818). The profile now in docs/profile (`scripts/profile --seconds 6` at \
+  ba9352c, with all three; 10,086 round trips a second over the recorded run, server CPU 140 µs \
+  and the bench's 28 µs per round trip): SQLite 23.5 % of the server's samples and the kernel's \
+  file writes and reads for it 6 %, askuser's own code 19 %, malloc and free 15 %, Tokio 8 %, \
+  memory copies 7 %, loopback TCP 6.5 %, HTTP/2 6.4 %, tonic 3.6 %; by task, the store's task \
+  46 %, the streams' tasks 16 %, the connections' tasks 13 %, the runs' steps 11 % (13.5 % in \
+  the profile of 1afdaec above), writes 5 %.
 - Sequential round trips: nothing of one round trip overlaps the next, so the rate is one over a \
   critical path made of CPU time run one piece after another: the bench's and the server's (the \
   table above), on 2 vCPUs where waking a sleeping thread is dear (perf: about a third of the \
