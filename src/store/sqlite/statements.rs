@@ -104,6 +104,8 @@ mod tests {
     const INSERT: &str = "INSERT INTO t (n) VALUES (?1)";
     const COUNT: &str = "SELECT count(*) FROM t";
     const SUM: &str = "SELECT sum(n) FROM t";
+    /// As long as [`SUM`]: a statement is found by its text's address, not its length.
+    const MAX: &str = "SELECT max(n) FROM t";
 
     fn value(statement: &mut Statement<'_>) -> i64 {
         statement.query_row([], |row| row.get(0)).expect("a value")
@@ -134,6 +136,7 @@ mod tests {
             drop((first, second, sum));
             assert_eq!(db.idle.borrow().len(), 4, "every statement is idle again");
             assert_eq!(value(&mut db.statement(SUM).expect("prepared")), 6);
+            assert_eq!(value(&mut db.statement(MAX).expect("prepared")), 3);
         }
         // Statements outlive their unit in the connection's cache, and still work.
         let db = Db::new(&conn);
