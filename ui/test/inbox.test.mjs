@@ -262,7 +262,8 @@ test("keyboard triage: j / k move, Enter opens, a approves, r rejects with a rea
   await page.keyboard.press("r");
   const reason = card(second.calls[0]).getByLabel("Why reject? (the model reads it)");
   await reason.waitFor();
-  assert.equal(await reason.evaluate((input) => input === document.activeElement), true, "the reason has the focus");
+  // The field takes the focus as it is drawn, which may be a frame after it appears.
+  await eventually("the reason to have the focus", () => reason.evaluate((input) => input === document.activeElement));
   assert.equal(await reason.inputValue(), "");
   await page.keyboard.type("just a test, ajkr");
   assert.equal(await reason.inputValue(), "just a test, ajkr", "keys typed in a field are text");
@@ -274,7 +275,7 @@ test("keyboard triage: j / k move, Enter opens, a approves, r rejects with a rea
   // selected call with its field focused.
   await page.keyboard.press("/");
   const filter = page.getByRole("searchbox", { name: "Filter" });
-  assert.equal(await filter.evaluate((input) => input === document.activeElement), true);
+  await eventually("the filter to have the focus", () => filter.evaluate((input) => input === document.activeElement));
   await page.keyboard.type("name");
   await eventually("the filter to leave the question only", async () => JSON.stringify(await rowIds()) === JSON.stringify([ids[2]]));
   await eventually("the question selected", async () => (await current()) === ids[2]);
