@@ -1935,16 +1935,29 @@ async fn held_runs_written_directly(
     };
     let store = location.open().await;
     let db = common::postgres_client(url).await;
-    let analyze = match statistics {
-        Statistics::Analyzed => "ANALYZE runs; ANALYZE tool_calls;",
-        Statistics::None => "",
-    };
+    autovacuum_off(&db).await;
+    write_held_runs(&db, statistics).await;
+    Some((store, db))
+}
+
+/// Turns autovacuum off for the tables of runs and calls (a change of their definition: plans
+/// prepared before it are made again).
+async fn autovacuum_off(db: &tokio_postgres::Client) {
     db.batch_execute(
         "ALTER TABLE runs SET (autovacuum_enabled = false); \
          ALTER TABLE tool_calls SET (autovacuum_enabled = false);",
     )
     .await
     .expect("autovacuum off");
+}
+
+/// Writes [`HELD_RUNS`] suspended runs as [`held_runs_written_directly`] says, and resets the
+/// activity statistics.
+async fn write_held_runs(db: &tokio_postgres::Client, statistics: Statistics) {
+    let analyze = match statistics {
+        Statistics::Analyzed => "ANALYZE runs; ANALYZE tool_calls;",
+        Statistics::None => "",
+    };
     // Rows are written directly: 20,000 suspensions through the store would take minutes with
     // fsync on.
     db.batch_execute(&format!(
@@ -1961,7 +1974,130 @@ async fn held_runs_written_directly(
     ))
     .await
     .expect("held runs");
-    Some((store, db))
+}
+
+/// On PostgreSQL, the statements of one run's pending calls (a settle, the step its settler
+/// reads, a claim, a run read for its tenant) find them by a key, however the table grew after
+/// they were planned. Prepared (and planned, for good after five runs) while the table was
+/// small, the settle walked the whole pending calls' index, whose first column (the tenant) it
+/// was not given: about 110 pages per settle after 10,000 runs at 64 streams, and here every one
+/// of the 20,000 calls written after the planning, for each settle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_statements_of_a_runs_pending_calls_read_only_its_own_after_the_table_grew() {
+    const MEASURED: i64 = 20;
+    let Some(StoreLocation::Postgres { url }) = StoreLocation::postgres().await else {
+        return;
+    };
+    // One connection, so that every statement runs where it was planned.
+    let store: Arc<dyn RunStore> = Arc::new(
+        PostgresStore::connect(
+            &url,
+            &PostgresSettings {
+                pool_size: 1,
+                ..PostgresSettings::default()
+            },
+        )
+        .await
+        .expect("connect PostgreSQL store"),
+    );
+    let db = common::postgres_client(&url).await;
+    autovacuum_off(&db).await;
+    let round = async |run_id: &str| {
+        suspended_run(&store, run_id, &["call-1"]).await;
+        let claimed = store
+            .claim_call(Claim {
+                run_id,
+                tenancy: Tenancy::Any,
+                tool_call_id: "call-1",
+                claimant: "worker",
+                subject: "key:w",
+                until_ms: now_millis() + 60_000,
+            })
+            .await
+            .expect("claim");
+        assert!(
+            matches!(claimed, ClaimOutcome::Claimed { .. }),
+            "{claimed:?}"
+        );
+        let run = store
+            .get_run(run_id, Tenancy::Only("default"))
+            .await
+            .expect("get run")
+            .expect("the run is the default tenant's");
+        assert_eq!(run.pending.len(), 1, "call-1 waits");
+        let settled = store
+            .settle_tool_call(CallSettlement {
+                run_id,
+                tenancy: Tenancy::Any,
+                tool_call_id: "call-1",
+                decide: settle_with(answered("blue", "answer-1")),
+                lease: Some(Lease {
+                    owner: OWNER,
+                    until_ms: now_millis() + 60_000,
+                }),
+            })
+            .await
+            .expect("settle");
+        let SettleOutcome::Settled {
+            step: Some(step), ..
+        } = settled
+        else {
+            panic!("the settle of {run_id} took no step: {settled:?}");
+        };
+        assert!(
+            step.run.pending.is_empty(),
+            "nothing waits after the settle"
+        );
+    };
+    for n in 0..8 {
+        round(&format!("planned-{n}")).await;
+    }
+    // The rows are written by a connection of their own, and the statistics reset once it has
+    // ended: a backend reports its statistics after its statements, and at the latest as it exits.
+    let writer = common::postgres_client(&url).await;
+    let writer_pid: i32 = writer
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .expect("backend")
+        .get(0);
+    write_held_runs(&writer, Statistics::None).await;
+    drop(writer);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while db
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)",
+            &[&writer_pid],
+        )
+        .await
+        .expect("activity")
+        .get::<_, bool>(0)
+    {
+        assert!(tokio::time::Instant::now() < deadline, "the writer ended");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    db.batch_execute("SELECT pg_stat_reset()")
+        .await
+        .expect("reset");
+    for n in 0..MEASURED {
+        round(&format!("measured-{n}")).await;
+    }
+    // Index tuples read count only those a scan returned, not those it walked past: the pages
+    // read tell. Once the rounds' reads are reported, their pages are.
+    index_reads_reported(&db, MEASURED).await;
+    let pages: i64 = db
+        .query_one(
+            "SELECT COALESCE(SUM(idx_blks_hit + idx_blks_read), 0)::bigint \
+             FROM pg_statio_user_indexes WHERE relname = 'tool_calls'",
+            &[],
+        )
+        .await
+        .expect("index pages")
+        .get(0);
+    eprintln!("index pages of tool_calls for {MEASURED} rounds: {pages}");
+    assert!(
+        pages <= 80 * MEASURED,
+        "index pages of tool_calls read for {MEASURED} runs' rounds: {pages}"
+    );
 }
 
 /// The index tuples read of `tool_calls` and of `runs` since the statistics were reset, once at

@@ -9,12 +9,18 @@ use crate::store::{
 };
 
 /// Rewrites a pending call as a [`CallUpdate`] says.
+///
+/// The call's tenant (its run's) is in the condition so that every index PostgreSQL may choose
+/// finds the call by its whole key. Without it, PostgreSQL's prepared plan walked all of
+/// `tool_calls_pending` (tenant, run, call), whose first column it was not given: planned while
+/// the table was small, and kept as settled calls' dead entries filled the index (about 110
+/// pages read per settle after 10,000 runs, 0.2 ms of the database's time).
 pub(in crate::store) const UPDATE_CALL: &str = "UPDATE tool_calls SET status = $1, suspend_kind = $2, \
      run_arguments = $3, expire_ms = $4, answer = $5, answer_id = $6, decision = $7, \
      result_content = $8, result_is_error = $9, result_kind = $10, result_sequence = $11, \
      assignees = $12, settled_by = $13, settled_ms = $14, suspended_ms = $15, continuation = $16, \
      claimant = NULL, claim_expires_ms = NULL WHERE run_id = $17 AND tool_call_id = $18 \
-     AND status = 'pending'";
+     AND status = 'pending' AND tenant = $19";
 
 /// The run's state after the settle.
 pub(in crate::store) const UPDATE_RUN: &str =
@@ -110,6 +116,7 @@ pub(in crate::store) fn plan(
             update.continuation.into(),
             run_id.into(),
             tool_call_id.into(),
+            head.tenant.into(),
         ],
     };
     let run_update = Write {

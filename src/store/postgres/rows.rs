@@ -270,7 +270,7 @@ impl StepStatements {
             [
                 TAKE_STEP_LEASE.as_str(),
                 STEP_RUN_QUERY.as_str(),
-                PENDING_QUERY.as_str(),
+                PENDING_OF_RUN_QUERY.as_str(),
                 TURNS_QUERY,
                 TRANSCRIPT_CALLS_QUERY,
                 EXECUTING_QUERY,
