@@ -156,7 +156,7 @@ pub(super) const RUN_STATE_QUERY: &str = concat!(
 
 /// Pending calls ([`PendingRow`]) of run `$1` if it belongs to tenant `$2`, in the order made.
 /// The calls are found by their tenant (the run's, which the subquery reads) and run: see
-/// [`PENDING_OF_RUN_QUERY`].
+/// `settle::UPDATE_CALL`.
 pub(super) static PENDING_IN_TENANT_QUERY: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {PENDING_COLUMNS} FROM tool_calls \
@@ -312,26 +312,10 @@ pub(super) const PENDING_COLUMNS: &str = "tool_call_id, tool_name, payload, expi
      run_arguments, approval_reason, claimant, claim_expires_ms, assignees, suspended_ms";
 
 /// The query that reads pending calls ([`PendingRow`]) of run `$1`/`?1`, in the order made.
-/// SQLite's planner finds them by the table's key (the run, then the call); PostgreSQL reads
-/// [`PENDING_OF_RUN_QUERY`] instead.
 pub(super) static PENDING_QUERY: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {PENDING_COLUMNS} FROM tool_calls WHERE run_id = $1 AND status = 'pending' \
          ORDER BY turn, position"
-    )
-});
-
-/// [`PENDING_QUERY`] with the calls' tenant (their run's) in the condition, for PostgreSQL. Every
-/// statement of one run's pending calls there gives the tenant (see `settle::UPDATE_CALL`): the
-/// pending calls' index starts with it, and without it PostgreSQL's prepared plan walked the
-/// whole index for the run and call (it was planned while the table was small, and settled
-/// calls' dead entries filled the index as it ran: after 10,000 runs at 64 streams this read
-/// about 70 pages and took 0.16 ms of the database's time each).
-pub(super) static PENDING_OF_RUN_QUERY: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT {PENDING_COLUMNS} FROM tool_calls \
-         WHERE tenant = (SELECT tenant FROM runs WHERE run_id = $1) \
-         AND run_id = $1 AND status = 'pending' ORDER BY turn, position"
     )
 });
 
@@ -462,10 +446,35 @@ impl<S> PendingRow<S> {
     }
 }
 
+/// The columns of one call ([`ToolCallRow`]), in this order.
+macro_rules! tool_call_columns {
+    () => {
+        "tool_name, status, payload, expire_ms, answer, answer_id, result_sequence, suspend_kind, \
+         run_arguments, approval_reason, decision, assignees, suspended_ms, continuation"
+    };
+}
+
 /// The query that reads one call ([`ToolCallRow`]) by run `$1` and id `$2`.
-pub(super) const TOOL_CALL_QUERY: &str = "SELECT tool_name, status, payload, expire_ms, answer, \
-     answer_id, result_sequence, suspend_kind, run_arguments, approval_reason, decision, \
-     assignees, suspended_ms, continuation FROM tool_calls WHERE run_id = $1 AND tool_call_id = $2";
+pub(super) const TOOL_CALL_QUERY: &str = concat!(
+    "SELECT ",
+    tool_call_columns!(),
+    " FROM tool_calls WHERE run_id = $1 AND tool_call_id = $2"
+);
+
+/// What a settle reads of call `$2` of run `$1`, in one statement: the call ([`ToolCallRow`], its
+/// columns first), then how many of the run's calls wait for someone and how many the server
+/// runs (the last two columns, as [`CALL_COUNTS_QUERY`]). No row when there is no such call.
+pub(super) static SETTLE_CALL_QUERY: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {}, counts.* FROM tool_calls, ({CALL_COUNTS_QUERY}) AS counts \
+         WHERE run_id = $1 AND tool_call_id = $2",
+        tool_call_columns!()
+    )
+});
+
+/// The first of [`SETTLE_CALL_QUERY`]'s two counts: the calls that wait, then those the server
+/// runs.
+pub(super) const SETTLE_CALL_COUNTS: usize = 14;
 
 /// A `tool_calls` row as [`TOOL_CALL_QUERY`] reads it.
 pub(super) struct ToolCallRow {
@@ -515,12 +524,7 @@ impl ToolCallRow {
     }
 }
 
-/// The calls of run `$1` the server is to run, in the order made: id, tool, arguments, decision,
-/// continuation.
-pub(super) const EXECUTING_QUERY: &str = "SELECT tool_call_id, tool_name, run_arguments, decision, \
-     continuation FROM tool_calls WHERE run_id = $1 AND status = 'executing' ORDER BY turn, position";
-
-/// An executing call from [`EXECUTING_QUERY`]'s columns.
+/// An executing call from its id, tool, arguments, decision and continuation.
 pub(super) fn executing_call(
     tool_call_id: String,
     tool_name: String,
@@ -575,7 +579,7 @@ pub(super) fn settled_by_column(settled_by: Option<&SettledBy>) -> StoreResult<O
 
 /// Claims a pending call unless another claimant, or the same claimant name of another principal,
 /// holds an unexpired claim; parameters in order of appearance: claimant, subject, until, run,
-/// call, now. The call's tenant (its run's) is in the condition: see [`PENDING_OF_RUN_QUERY`].
+/// call, now. The call's tenant (its run's) is in the condition: see `settle::UPDATE_CALL`.
 pub(super) const CLAIM_UPDATE: &str = "UPDATE tool_calls SET claimant = $1, claim_subject = $2, \
      claim_expires_ms = $3 WHERE run_id = $4 AND tool_call_id = $5 AND status = 'pending' \
      AND (claimant IS NULL OR (claimant = $1 AND claim_subject = $2) OR claim_expires_ms <= $6) \
@@ -602,13 +606,45 @@ pub(super) const PRUNED_TABLES: [&str; 5] = [
 pub(super) const UNFINISHED_BEFORE_QUERY: &str = "SELECT run_id FROM runs \
      WHERE status IN ('running', 'suspended') AND created_ms < $1 ORDER BY created_ms LIMIT $2";
 
-/// The queries that read a run's turns and calls for its transcript.
+/// The query that reads a run's turns for its transcript.
 pub(super) const TURNS_QUERY: &str = "SELECT turn, text FROM turns WHERE run_id = $1 ORDER BY turn";
-pub(super) const TRANSCRIPT_CALLS_QUERY: &str = "SELECT turn, tool_call_id, tool_name, \
-     arguments_json, result_content, result_kind, result_is_error FROM tool_calls \
-     WHERE run_id = $1 ORDER BY turn, position";
 
-/// A `tool_calls` row as [`TRANSCRIPT_CALLS_QUERY`] reads it.
+/// Every call of run `$1`, in the order made, with all a step reads of it: its part of the
+/// transcript ([`TranscriptCall`], the first seven columns), whether it waits and whether the
+/// server runs it ([`STEP_CALL_WAITS`], [`STEP_CALL_EXECUTES`]), the decision and continuation of
+/// one the server runs, then [`PENDING_COLUMNS`] from [`STEP_CALL_PENDING`] on (the payload only
+/// of a waiting call). One statement where a step read three: the transcript's calls, the
+/// waiting ones and the executing ones (two statements fewer per round trip; on PostgreSQL, each
+/// is a message, a plan's start and a reply).
+pub(super) const STEP_CALLS_QUERY: &str = "SELECT turn, tool_call_id, tool_name, arguments_json, \
+     result_content, result_kind, result_is_error, status = 'pending', status = 'executing', \
+     decision, continuation, tool_call_id, tool_name, \
+     CASE WHEN status = 'pending' THEN payload END, expire_ms, suspend_kind, run_arguments, \
+     approval_reason, claimant, claim_expires_ms, assignees, suspended_ms \
+     FROM tool_calls WHERE run_id = $1 ORDER BY turn, position";
+
+/// Columns of [`STEP_CALLS_QUERY`]: whether the call waits, whether the server runs it, its
+/// decision and continuation (read for one the server runs), and the first of the
+/// [`PENDING_COLUMNS`] (read for one that waits; its arguments are the sixth of them).
+pub(super) const STEP_CALL_WAITS: usize = 7;
+pub(super) const STEP_CALL_EXECUTES: usize = 8;
+pub(super) const STEP_CALL_DECISION: usize = 9;
+pub(super) const STEP_CALL_CONTINUATION: usize = 10;
+pub(super) const STEP_CALL_PENDING: usize = 11;
+pub(super) const STEP_CALL_ARGUMENTS: usize = STEP_CALL_PENDING + 5;
+
+/// A step's calls as [`STEP_CALLS_QUERY`] reads them, each in the order made.
+#[derive(Default)]
+pub(super) struct StepCalls {
+    /// Every call, for the transcript.
+    pub transcript: Vec<TranscriptCall>,
+    /// The calls that wait for someone.
+    pub pending: Vec<PendingCall>,
+    /// The calls the server runs.
+    pub executing: Vec<ExecutingCall>,
+}
+
+/// A `tool_calls` row as the transcript reads it (the first columns of [`STEP_CALLS_QUERY`]).
 pub(super) struct TranscriptCall {
     pub turn: i64,
     pub tool_call_id: String,

@@ -1,8 +1,8 @@
 //! The shared store: PostgreSQL, for several replicas on one database.
 //!
 //! Every change locks its run's row (`SELECT … FOR UPDATE`), so sequences are allocated and tool
-//! calls settled one transaction at a time per run, across replicas; each commit notifies
-//! `askuser_commits` so followers on other replicas see it at once.
+//! calls settled one transaction at a time per run, across replicas; each commit (but a run's
+//! creation) notifies `askuser_commits` so followers on other replicas see it at once.
 //!
 //! Round trips, not fsyncs, bound this store, so statements go in *flights* ([`tx`]): a
 //! plan's reads are one flight, its writes another.
@@ -44,15 +44,16 @@ use super::ops::{
 };
 use super::postgres_connect::{Connection, PostgresSettings, connection, pool};
 use super::records::{
-    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, EXECUTED_UPDATE,
-    EXECUTING_QUERY, INSERT_RUN, LOCK_RUN, OLDEST_PENDING_CALLS_QUERY, PENDING_CALLS_COUNT_QUERY,
-    PENDING_COLUMNS, PENDING_FEED_QUERY, PENDING_IN_TENANT_QUERY, PENDING_OF_RUN_QUERY,
-    PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_IN_TENANT, RUN_OF_REQUEST_QUERY, RUN_QUERY,
-    RunHead, RunRow, SETTLED_QUERY, STEP_RUN_QUERY, SUSPEND_EXECUTING_UPDATE, SettledRow,
-    TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow, TranscriptCall,
-    UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY, WEBHOOKS_DUE_QUERY,
-    assemble_transcript, collect_exact, counting_step_start, executing_call, from_json,
-    parse_status, pending_counts, to_json, unsigned,
+    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, EXECUTED_UPDATE, INSERT_RUN,
+    LOCK_RUN, OLDEST_PENDING_CALLS_QUERY, PENDING_CALLS_COUNT_QUERY, PENDING_COLUMNS,
+    PENDING_FEED_QUERY, PENDING_IN_TENANT_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow,
+    RUN_IN_TENANT, RUN_OF_REQUEST_QUERY, RUN_QUERY, RunHead, RunRow, SETTLE_CALL_COUNTS,
+    SETTLE_CALL_QUERY, SETTLED_QUERY, STEP_CALL_ARGUMENTS, STEP_CALL_CONTINUATION,
+    STEP_CALL_DECISION, STEP_CALL_EXECUTES, STEP_CALL_PENDING, STEP_CALL_WAITS, STEP_CALLS_QUERY,
+    STEP_RUN_QUERY, SUSPEND_EXECUTING_UPDATE, SettledRow, StepCalls, TOOL_CALL_QUERY, TURNS_QUERY,
+    ToolCallRow, TranscriptCall, UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY,
+    UNSETTLED_QUERY, WEBHOOKS_DUE_QUERY, assemble_transcript, collect_exact, counting_step_start,
+    executing_call, from_json, parse_status, pending_counts, to_json, unsigned,
 };
 use super::run_filter::{Dialect, list_runs_query};
 use super::webhook_records::{DeliveryInsert, deliveries_of};

@@ -257,33 +257,27 @@ pub(super) async fn take_lease(
 pub(super) struct StepStatements {
     take_lease: Statement,
     run: Statement,
-    pending: Statement,
     turns: Statement,
     calls: Statement,
-    executing: Statement,
 }
 
 impl StepStatements {
     pub(super) async fn prepare(client: &impl GenericClient) -> StoreResult<Self> {
-        let [take_lease, run, pending, turns, calls, executing] = prepare(
+        let [take_lease, run, turns, calls] = prepare(
             client,
             [
                 TAKE_STEP_LEASE.as_str(),
                 STEP_RUN_QUERY.as_str(),
-                PENDING_OF_RUN_QUERY.as_str(),
                 TURNS_QUERY,
-                TRANSCRIPT_CALLS_QUERY,
-                EXECUTING_QUERY,
+                STEP_CALLS_QUERY,
             ],
         )
         .await?;
         Ok(Self {
             take_lease,
             run,
-            pending,
             turns,
             calls,
-            executing,
         })
     }
 }
@@ -291,10 +285,8 @@ impl StepStatements {
 /// The rows a step's state is made of.
 pub(super) struct StepRows {
     run: Option<Row>,
-    pending: Vec<Row>,
     turns: Vec<Row>,
     calls: Vec<Row>,
-    executing: Vec<Row>,
 }
 
 /// Reads a step's rows in one flight; within a transaction, so that its statements agree.
@@ -303,20 +295,42 @@ pub(super) async fn fetch_step(
     statements: &StepStatements,
     run_id: &str,
 ) -> StoreResult<StepRows> {
-    let (run, pending, turns, calls, executing) = try_join!(
+    let (run, turns, calls) = try_join!(
         row_of_run(client, &statements.run, run_id),
-        rows_of_run(client, &statements.pending, run_id),
         rows_of_run(client, &statements.turns, run_id),
         rows_of_run(client, &statements.calls, run_id),
-        rows_of_run(client, &statements.executing, run_id),
     )?;
-    Ok(StepRows {
-        run,
-        pending,
-        turns,
-        calls,
-        executing,
-    })
+    Ok(StepRows { run, turns, calls })
+}
+
+/// A step's calls from the rows of [`STEP_CALLS_QUERY`].
+fn step_calls(rows: &[Row]) -> StoreResult<StepCalls> {
+    let mut calls = StepCalls::default();
+    for row in rows {
+        if row.get(STEP_CALL_WAITS) {
+            calls
+                .pending
+                .push(pending_row(row, STEP_CALL_PENDING).into_pending()?);
+        } else if row.get(STEP_CALL_EXECUTES) {
+            calls.executing.push(executing_call(
+                row.get(1),
+                row.get(2),
+                row.get(STEP_CALL_ARGUMENTS),
+                row.get(STEP_CALL_DECISION),
+                row.get(STEP_CALL_CONTINUATION),
+            )?);
+        }
+        calls.transcript.push(TranscriptCall {
+            turn: row.get(0),
+            tool_call_id: row.get(1),
+            tool_name: row.get(2),
+            arguments_json: row.get(3),
+            result_content: row.get(4),
+            result_kind: row.get(5),
+            result_is_error: row.get(6),
+        });
+    }
+    Ok(calls)
 }
 
 impl StepRows {
@@ -326,26 +340,14 @@ impl StepRows {
             return Ok(None);
         };
         let step_attempt: i64 = row.get(AFTER_RUN_COLUMNS);
-        let run = run_row(&row).into_record(pending_calls(&self.pending)?)?;
+        let calls = step_calls(&self.calls)?;
+        let run = run_row(&row).into_record(calls.pending)?;
         let turns: Vec<(i64, String)> = self
             .turns
             .iter()
             .map(|row| (row.get(0), row.get(1)))
             .collect();
-        let calls: Vec<TranscriptCall> = self
-            .calls
-            .iter()
-            .map(|row| TranscriptCall {
-                turn: row.get(0),
-                tool_call_id: row.get(1),
-                tool_name: row.get(2),
-                arguments_json: row.get(3),
-                result_content: row.get(4),
-                result_kind: row.get(5),
-                result_is_error: row.get(6),
-            })
-            .collect();
-        let transcript = assemble_transcript(&run.prompt, turns, &calls)?;
+        let transcript = assemble_transcript(&run.prompt, turns, &calls.transcript)?;
         Ok(Some(StepState {
             run,
             transcript,
@@ -354,13 +356,7 @@ impl StepRows {
                 .unwrap_or(u32::MAX),
             trace_context: row.get(AFTER_RUN_COLUMNS + 2),
             request: row.get(AFTER_RUN_COLUMNS + 3),
-            executing: self
-                .executing
-                .iter()
-                .map(|row| {
-                    executing_call(row.get(0), row.get(1), row.get(2), row.get(3), row.get(4))
-                })
-                .collect::<StoreResult<_>>()?,
+            executing: calls.executing,
         }))
     }
 }

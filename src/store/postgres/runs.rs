@@ -11,25 +11,21 @@ impl RunTable for PostgresStore {
             let tx = TxClient::get(&self.pool, BEGIN).await?;
             let client = tx.client()?;
             let now = self.now_ms();
-            let [
-                insert_run,
-                events_insert,
-                deliveries_insert,
-                notice,
-                existing,
-            ] = prepare(
+            // A run's creation is announced to no other replica: nothing there can follow it yet
+            // (it has no id before this commit), and it waits for nobody. Its first notice is its
+            // next commit's. (A notice is a statement and a transaction of its own, and a read
+            // of the run by each replica with a pending-calls feed open.)
+            let [insert_run, events_insert, deliveries_insert, existing] = prepare(
                 client,
                 [
                     INSERT_RUN,
                     INSERT_EVENTS,
                     INSERT_DELIVERIES,
-                    NOTIFY,
                     RUN_OF_REQUEST_QUERY,
                 ],
             )
             .await?;
             let (tenant, request_id) = (run.tenant.clone(), run.request_id.clone());
-            let run_id = run.run_id.clone();
             let plan = create::plan(run, by, now)?;
             let insert = exec_write(client, &insert_run, &plan.run_insert);
             if let Some(request_id) = &request_id {
@@ -67,7 +63,7 @@ impl RunTable for PostgresStore {
                         plan.webhooks.as_deref(),
                         &plan.events,
                     ),
-                    tx.commit_announcing(&notice, self.notice(&run_id, 1, RunStatus::Running)),
+                    tx.commit(),
                 )?;
             } else {
                 try_join!(
@@ -79,7 +75,7 @@ impl RunTable for PostgresStore {
                         plan.webhooks.as_deref(),
                         &plan.events,
                     ),
-                    tx.commit_announcing(&notice, self.notice(&run_id, 1, RunStatus::Running)),
+                    tx.commit(),
                 )?;
             }
             Ok(plan.outcome())

@@ -60,7 +60,6 @@ impl ToolCallTable for PostgresStore {
             let [
                 lock,
                 call_query,
-                count,
                 events_insert,
                 deliveries_insert,
                 call_update,
@@ -70,8 +69,7 @@ impl ToolCallTable for PostgresStore {
                 client,
                 [
                     LOCK_RUN,
-                    TOOL_CALL_QUERY,
-                    CALL_COUNTS_QUERY,
+                    SETTLE_CALL_QUERY.as_str(),
                     INSERT_EVENTS,
                     INSERT_DELIVERIES,
                     settle::UPDATE_CALL,
@@ -84,20 +82,23 @@ impl ToolCallTable for PostgresStore {
             // after the lock in this flight see the run as locked. The lock is what checks the
             // tenant: the call read in the same flight is not used unless it passed.
             let tenant = tenancy.param();
-            let ((), head, call, counts) = try_join!(
+            let ((), head, call) = try_join!(
                 tx.begin(),
                 lock_run(client, &lock, run_id, tenant.as_deref()),
                 fetch_tool_call(client, &call_query, run_id, tool_call_id),
-                call_counts(client, &count, run_id),
             )?;
-            let reads = SettleReads {
-                call: match (&head, call) {
-                    (Some(_), Some(call)) => Some(tool_call_record(&call, run_id, tool_call_id)?),
-                    _ => None,
-                },
-                head,
-                counts,
+            let (call, counts) = match (&head, call) {
+                (Some(_), Some(call)) => (
+                    Some(tool_call_record(&call, run_id, tool_call_id)?),
+                    (
+                        call.get(SETTLE_CALL_COUNTS),
+                        call.get(SETTLE_CALL_COUNTS + 1),
+                    ),
+                ),
+                // No such call (of the tenant's run): a settle of it changes nothing.
+                _ => (None, (0, 0)),
             };
+            let reads = SettleReads { head, call, counts };
             let plan = match settle::plan(run_id, tool_call_id, reads, decide, now)? {
                 Settling::Unchanged(outcome) => return Ok(tx.rollback(outcome).await),
                 Settling::Write(plan) => plan,

@@ -39,11 +39,13 @@ use super::ops::commit_executed::ExecutedReads;
 use super::ops::settle::{SettleReads, Settling};
 use super::ops::{Write, cancel, commit_executed, commit_turn, create, settle, step_events};
 use super::records::{
-    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, EXECUTING_QUERY,
-    OLDEST_PENDING_CALLS_QUERY, PENDING_CALLS_COUNT_QUERY, PENDING_COLUMNS, PENDING_FEED_QUERY,
-    PENDING_QUERY, PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_HEAD_QUERY, RUN_IN_TENANT,
-    RUN_OF_REQUEST_QUERY, RUN_QUERY, RUN_STATE_QUERY, RunHead, RunRow, SETTLED_QUERY,
-    STEP_RUN_QUERY, SettledRow, TOOL_CALL_QUERY, TRANSCRIPT_CALLS_QUERY, TURNS_QUERY, ToolCallRow,
+    AFTER_RUN_COLUMNS, CALL_COUNTS_QUERY, CLAIM_QUERY, CLAIM_UPDATE, OLDEST_PENDING_CALLS_QUERY,
+    PENDING_CALLS_COUNT_QUERY, PENDING_COLUMNS, PENDING_FEED_QUERY, PENDING_QUERY,
+    PRUNABLE_RUNS_QUERY, PRUNED_TABLES, PendingRow, RUN_HEAD_QUERY, RUN_IN_TENANT,
+    RUN_OF_REQUEST_QUERY, RUN_QUERY, RUN_STATE_QUERY, RunHead, RunRow, SETTLE_CALL_COUNTS,
+    SETTLE_CALL_QUERY, SETTLED_QUERY, STEP_CALL_ARGUMENTS, STEP_CALL_CONTINUATION,
+    STEP_CALL_DECISION, STEP_CALL_EXECUTES, STEP_CALL_PENDING, STEP_CALL_WAITS, STEP_CALLS_QUERY,
+    STEP_RUN_QUERY, SettledRow, StepCalls, TOOL_CALL_QUERY, TURNS_QUERY, ToolCallRow,
     TranscriptCall, UNFINISHED_BEFORE_QUERY, UNFINISHED_RUNS_COUNT_QUERY, UNSETTLED_QUERY,
     WEBHOOKS_DUE_QUERY, assemble_transcript, collect_exact, counting_step_start, executing_call,
     from_json, parse_status, pending_counts, to_json,
@@ -52,12 +54,12 @@ use super::run_filter::{Dialect, list_runs_query};
 use super::webhook_records::{DeliveryInsert, INSERT_DELIVERY, deliveries_of};
 use super::{
     CallOfRun, CallSettlement, CallStatus, CancelOutcome, Cancellation, Claim, ClaimOutcome,
-    CreateOutcome, EventPage, EventQuery, EventTable, ExecutedResults, ExecutingCall, Lease,
-    NewRun, PendingCounts, PendingQuery, RunPendingCall, RunQuery, RunTable, SettleOutcome, Step,
+    CreateOutcome, EventPage, EventQuery, EventTable, ExecutedResults, Lease, NewRun,
+    PendingCounts, PendingQuery, RunPendingCall, RunQuery, RunTable, SettleOutcome, Step,
     StepEvents, StepState, StoreError, StoreResult, StoreService, Tenancy, ToolCallRecord,
     ToolCallTable, TurnCommit, TurnOutcome,
 };
-use crate::domain::{Event, Message, PendingCall, RunRecord, now_millis};
+use crate::domain::{Event, PendingCall, RunRecord, now_millis};
 
 /// How hard SQLite works to make a commit durable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -106,27 +106,6 @@ pub(super) fn load_pending(conn: &Db<'_>, run_id: &str) -> StoreResult<Vec<Pendi
     rows.into_iter().map(PendingRow::into_pending).collect()
 }
 
-pub(super) fn load_executing(conn: &Db<'_>, run_id: &str) -> StoreResult<Vec<ExecutingCall>> {
-    type Row = (String, String, String, Option<String>, Option<String>);
-    let rows: Vec<Row> = conn
-        .statement(EXECUTING_QUERY)?
-        .query_map([run_id], |row| {
-            Ok((
-                row.get(0)?,
-                row.get(1)?,
-                row.get(2)?,
-                row.get(3)?,
-                row.get(4)?,
-            ))
-        })?
-        .collect::<Result<_, _>>()?;
-    rows.into_iter()
-        .map(|(id, name, arguments, decision, continuation)| {
-            executing_call(id, name, arguments, decision, continuation)
-        })
-        .collect()
-}
-
 /// The run's head ([`RUN_HEAD_QUERY`]); `None` when there is no such run (of `tenant`, when
 /// given).
 pub(super) fn run_head(
@@ -216,55 +195,95 @@ pub(super) fn call_counts(conn: &Db<'_>, run_id: &str) -> StoreResult<(i64, i64)
         .query_row([run_id], |row| Ok((row.get(0)?, row.get(1)?)))?)
 }
 
+/// A call's columns ([`TOOL_CALL_QUERY`]'s), the first of `row`.
+fn read_tool_call_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ToolCallRow> {
+    Ok(ToolCallRow {
+        tool_name: row.get(0)?,
+        status: row.get(1)?,
+        payload: row.get(2)?,
+        expire_ms: row.get(3)?,
+        answer: row.get(4)?,
+        answer_id: row.get(5)?,
+        result_sequence: row.get(6)?,
+        suspend_kind: row.get(7)?,
+        run_arguments: row.get(8)?,
+        approval_reason: row.get(9)?,
+        decision: row.get(10)?,
+        assignees: row.get(11)?,
+        suspended_ms: row.get(12)?,
+        continuation: row.get(13)?,
+    })
+}
+
 pub(super) fn load_tool_call(
     conn: &Db<'_>,
     run_id: &str,
     tool_call_id: &str,
 ) -> StoreResult<Option<ToolCallRecord>> {
     conn.statement(TOOL_CALL_QUERY)?
-        .query_row([run_id, tool_call_id], |row| {
-            Ok(ToolCallRow {
-                tool_name: row.get(0)?,
-                status: row.get(1)?,
-                payload: row.get(2)?,
-                expire_ms: row.get(3)?,
-                answer: row.get(4)?,
-                answer_id: row.get(5)?,
-                result_sequence: row.get(6)?,
-                suspend_kind: row.get(7)?,
-                run_arguments: row.get(8)?,
-                approval_reason: row.get(9)?,
-                decision: row.get(10)?,
-                assignees: row.get(11)?,
-                suspended_ms: row.get(12)?,
-                continuation: row.get(13)?,
-            })
-        })
+        .query_row([run_id, tool_call_id], read_tool_call_row)
         .optional()?
         .map(|row| row.into_record(run_id, tool_call_id))
         .transpose()
 }
 
-pub(super) fn load_transcript(conn: &Db<'_>, run: &RunRecord) -> StoreResult<Vec<Message>> {
-    let turns: Vec<(i64, String)> = conn
-        .statement(TURNS_QUERY)?
-        .query_map([&run.run_id], |row| Ok((row.get(0)?, row.get(1)?)))?
-        .collect::<Result<_, _>>()?;
-    let calls: Vec<TranscriptCall> = conn
-        .statement(TRANSCRIPT_CALLS_QUERY)?
-        .query_map([&run.run_id], |row| {
-            Ok(TranscriptCall {
-                turn: row.get(0)?,
-                tool_call_id: row.get(1)?,
-                tool_name: row.get(2)?,
-                arguments_json: row.get(3)?,
-                result_content: row.get(4)?,
-                result_kind: row.get(5)?,
-                result_is_error: row.get(6)?,
-            })
-        })?
-        .collect::<Result<_, _>>()?;
-    assemble_transcript(&run.prompt, turns, &calls)
+/// What a settle reads of its call ([`SETTLE_CALL_QUERY`]): the call (`None`: no such call), and
+/// how many of the run's calls wait for someone and how many the server runs (none when there is
+/// no such call: a settle of it changes nothing).
+pub(super) fn load_settled_call(
+    conn: &Db<'_>,
+    run_id: &str,
+    tool_call_id: &str,
+) -> StoreResult<(Option<ToolCallRecord>, (i64, i64))> {
+    let Some((row, counts)) = conn
+        .statement(&SETTLE_CALL_QUERY)?
+        .query_row([run_id, tool_call_id], |row| {
+            Ok((
+                read_tool_call_row(row)?,
+                (
+                    row.get(SETTLE_CALL_COUNTS)?,
+                    row.get(SETTLE_CALL_COUNTS + 1)?,
+                ),
+            ))
+        })
+        .optional()?
+    else {
+        return Ok((None, (0, 0)));
+    };
+    Ok((Some(row.into_record(run_id, tool_call_id)?), counts))
+}
+
+/// A step's calls ([`STEP_CALLS_QUERY`]): the transcript's, the waiting ones and the executing
+/// ones, in the order made.
+fn read_step_calls(conn: &Db<'_>, run_id: &str) -> StoreResult<StepCalls> {
+    let mut calls = StepCalls::default();
+    let mut statement = conn.statement(STEP_CALLS_QUERY)?;
+    let mut rows = statement.query([run_id])?;
+    while let Some(row) = rows.next()? {
+        if row.get(STEP_CALL_WAITS)? {
+            calls
+                .pending
+                .push(read_pending_row(row, STEP_CALL_PENDING)?.into_pending()?);
+        } else if row.get(STEP_CALL_EXECUTES)? {
+            calls.executing.push(executing_call(
+                row.get(1)?,
+                row.get(2)?,
+                row.get(STEP_CALL_ARGUMENTS)?,
+                row.get(STEP_CALL_DECISION)?,
+                row.get(STEP_CALL_CONTINUATION)?,
+            )?);
+        }
+        calls.transcript.push(TranscriptCall {
+            turn: row.get(0)?,
+            tool_call_id: row.get(1)?,
+            tool_name: row.get(2)?,
+            arguments_json: row.get(3)?,
+            result_content: row.get(4)?,
+            result_kind: row.get(5)?,
+            result_is_error: row.get(6)?,
+        });
+    }
+    Ok(calls)
 }
 
 /// The state a step of a run starts from; `None` when there is no such run.
@@ -284,14 +303,19 @@ pub(super) fn read_step(conn: &Db<'_>, run_id: &str) -> StoreResult<Option<StepS
     let Some((raw, step_attempt, step_starts, trace_context, request)) = row else {
         return Ok(None);
     };
-    let run = raw.into_record(load_pending(conn, run_id)?)?;
-    let transcript = load_transcript(conn, &run)?;
+    let calls = read_step_calls(conn, run_id)?;
+    let run = raw.into_record(calls.pending)?;
+    let turns: Vec<(i64, String)> = conn
+        .statement(TURNS_QUERY)?
+        .query_map([run_id], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let transcript = assemble_transcript(&run.prompt, turns, &calls.transcript)?;
     Ok(Some(StepState {
         run,
         transcript,
         step_attempt: u32::try_from(step_attempt).unwrap_or(0),
         step_starts: u32::try_from(step_starts).unwrap_or(u32::MAX),
-        executing: load_executing(conn, run_id)?,
+        executing: calls.executing,
         trace_context,
         request,
     }))

@@ -36,11 +36,9 @@ impl ToolCallTable for SqliteStore {
             .map(|lease| (lease.owner.to_owned(), lease.until_ms));
         self.db
             .commit("settle_tool_call", move |conn| {
-                let reads = SettleReads {
-                    head: run_head(conn, &run_id, tenant.as_deref())?,
-                    call: load_tool_call(conn, &run_id, &tool_call_id)?,
-                    counts: call_counts(conn, &run_id)?,
-                };
+                let head = run_head(conn, &run_id, tenant.as_deref())?;
+                let (call, counts) = load_settled_call(conn, &run_id, &tool_call_id)?;
+                let reads = SettleReads { head, call, counts };
                 let plan = match settle::plan(&run_id, &tool_call_id, reads, decide, now_millis())?
                 {
                     Settling::Unchanged(outcome) => return Ok(outcome),
