@@ -411,9 +411,9 @@ pub(super) const LIMITS: &str = "\
   a round trip's CPU time goes\", above): PostgreSQL's processes use more CPU per round trip than \
   the server and the bench together, both rates are within a few percent of what the three \
   shares allow, and on these 2 cores PostgreSQL's share alone allows about the sequential target \
-  (which the server and the bench would then have to reach in no time at all) and well under the \
-  concurrent one: no change to the server can reach them here; PostgreSQL would have to do less \
-  per round trip. Where its time goes, by `pg_stat_statements` and `pg_stat_wal` with \
+  (which the server and the bench would then have to reach in no time at all) and, that day, well \
+  under the concurrent one: no change to the server's own work could reach them; PostgreSQL had \
+  to do less per round trip (on 7 December 2026 it did: below). Where its time goes, by `pg_stat_statements` and `pg_stat_wal` with \
   `track_wal_io_timing` that day (2,200 sequential runs): the statements' own execution was 0.71 \
   ms per round trip, the rest of its CPU time being its work around them (a response and a socket \
   write per statement, the commits, loopback TCP); four WAL flushes per round trip, 0.20 ms each. \
@@ -425,7 +425,29 @@ pub(super) const LIMITS: &str = "\
   one statement (a data-modifying `WITH`), and a run without a request id created by one \
   statement with no transaction around it: 25 statements per round trip instead of 35 (counted \
   in PostgreSQL's log), but no more round trips a second in two interleaved rounds (at 64 streams \
-  820 and 849 before, 815 and 782 after; sequential 262 and 305 before, 272 and 307 after). A new \
+  820 and 849 before, 815 and 782 after; sequential 262 and 305 before, 272 and 307 after). On 7 \
+  December 2026 `pg_stat_statements` at 64 streams (10,000 runs) put 43 % of the statements' \
+  time in two of them: a settle's update of its call (196 µs and 78 pages read each) and a step's \
+  read of its run's waiting calls (157 µs, 73 pages). Prepared while the table was small, both \
+  had been planned on the pending calls' index (tenant, run, call) without its first column, a \
+  walk of the whole index, and the plan was kept as settled calls' dead entries filled it. Since \
+  then every statement of one run's waiting calls gives their tenant (the settle's update reads 8 \
+  pages in 24 µs); a test plans them on a small table and counts the index pages they read once \
+  20,000 calls are added (10,725 for its 20 rounds before, 645 after). Two interleaved rounds \
+  of two repeats of 10,000 runs at 64 streams: medians 1,233 and 1,247 before, 1,367 and 1,447 \
+  after; PostgreSQL's CPU per round trip 1,027–1,054 µs before, 817–889 after. Kept later \
+  that day, fewer statements per round trip: a step reads all its run's calls with one statement \
+  instead of three (the transcript's, the waiting and the executing ones; both stores), a settle \
+  its call and the run's counts with one instead of two (both stores), and a run's creation \
+  sends no notice to other replicas (nothing there can follow a run before it exists, and a \
+  running run waits for nobody). Three interleaved rounds of two repeats each: the step's read \
+  1,448, 1,421 and 1,429 round trips a second before, 1,462, 1,471 and 1,449 after; then the \
+  other two 1,474, 1,457 and 1,504 before, 1,566, 1,512 and 1,503 after (PostgreSQL's CPU 773–834 \
+  µs per round trip before, 737–790 after). In a profile of PostgreSQL's processes then (perf, \
+  4 s at 64 streams), the statements' execution was under half of their samples, their commits \
+  a sixth (WAL flushes included), and the rest the work around each statement (its messages, \
+  its plan's start and end, its portal), which fewer statements spare; the commit notices' \
+  sending and delivery were under 3 %. A new \
   feed's snapshot on PostgreSQL reads each page by \
   one index range (the tenant, then a row comparison) and, since schema version 15, no run: \
   each call carries its run's tenant and agent (after the hold of 100,000 runs, five snapshots' \
