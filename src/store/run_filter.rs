@@ -65,8 +65,9 @@ pub(super) fn list_runs_query(
     if let Some(kind) = filter.pending_kind {
         condition(
             &mut sql,
-            "EXISTS (SELECT 1 FROM tool_calls c WHERE c.run_id = runs.run_id \
-             AND c.status = 'pending' AND c.suspend_kind = {})",
+            // The tenant too (a call's is its run's): the pending calls' index starts with it.
+            "EXISTS (SELECT 1 FROM tool_calls c WHERE c.tenant = runs.tenant \
+             AND c.run_id = runs.run_id AND c.status = 'pending' AND c.suspend_kind = {})",
             vec![SqlValue::from(kind.as_str())],
         );
     }
