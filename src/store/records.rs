@@ -813,12 +813,27 @@ pub(super) const REVOKE_KEY: &str = "UPDATE api_keys SET revoked_ms = $1 WHERE k
 
 /// How many runs tenant `$1` holds.
 pub(super) const COUNT_TENANT_RUNS: &str = "SELECT COUNT(*) FROM runs WHERE tenant = $1";
-/// Moves the runs of tenant `$2` to tenant `$1`, but those whose start's request id `$1` uses
-/// already (a request id is unique within its tenant): one statement, the same on both stores
-/// (`$1` first: SQLite numbers parameters in the order they first appear).
-pub(super) const MOVE_TENANT_RUNS: &str = "UPDATE runs SET tenant = $1 WHERE tenant = $2 \
-     AND (request_id IS NULL OR request_id NOT IN \
-     (SELECT request_id FROM runs WHERE tenant = $1 AND request_id IS NOT NULL))";
+/// The runs of tenant `$2` that move to tenant `$1`: all but those whose start's request id `$1`
+/// uses already (a request id is unique within its tenant). (`$1` first: SQLite numbers
+/// parameters in the order they first appear.)
+macro_rules! moving_runs {
+    () => {
+        "tenant = $2 AND (request_id IS NULL OR request_id NOT IN \
+         (SELECT request_id FROM runs WHERE tenant = $1 AND request_id IS NOT NULL))"
+    };
+}
+
+/// Moves the calls of the runs that [`MOVE_TENANT_RUNS`] moves, before it (each call carries its
+/// run's tenant): the same statement on both stores, in the same transaction as the runs'.
+pub(super) const MOVE_TENANT_CALLS: &str = concat!(
+    "UPDATE tool_calls SET tenant = $1 WHERE run_id IN (SELECT run_id FROM runs WHERE ",
+    moving_runs!(),
+    ")"
+);
+
+/// Moves the runs of tenant `$2` to tenant `$1` (after their calls: [`MOVE_TENANT_CALLS`]).
+pub(super) const MOVE_TENANT_RUNS: &str =
+    concat!("UPDATE runs SET tenant = $1 WHERE ", moving_runs!());
 
 /// Scopes as `api_keys.scopes` keeps them: their names, space-separated.
 pub(super) fn scopes_text(scopes: &[Scope]) -> String {

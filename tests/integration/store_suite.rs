@@ -122,6 +122,7 @@ on_both_stores! {
         step_events_are_appended_and_their_attempt_recorded,
         the_runs_token_usage_is_kept_with_each_turn,
         settling_is_a_compare_and_set,
+        moved_runs_take_their_waiting_calls_to_their_new_tenant,
         a_refused_settlement_leaves_the_call_pending,
         changes_that_end_unmade_leave_no_transaction_open,
         leases_taken_with_a_commit_hand_over_the_next_step,
@@ -824,6 +825,45 @@ async fn settling_is_a_compare_and_set(store: Arc<dyn RunStore>) {
     assert_eq!(run.status, RunStatus::Running);
     assert!(run.pending.is_empty());
     assert_eq!(run.last_sequence, result_sequence + 1);
+}
+
+/// Moving a tenant's runs (`askuser keys move-runs`) moves their calls too. Each call carries its
+/// run's tenant, which the pending-calls feed pages by and every statement of one run's waiting
+/// calls gives: a call left with the old tenant stayed in that tenant's feed, out of the new
+/// one's, and its settle found nothing to change.
+async fn moved_runs_take_their_waiting_calls_to_their_new_tenant(store: Arc<dyn RunStore>) {
+    suspended_run(&store, "run-1", &["call-1"]).await;
+    assert_eq!(store.move_runs("default", "acme").await.expect("move"), 1);
+    let waiting = async |tenant: &str| -> Vec<String> {
+        store
+            .pending_calls(PendingQuery {
+                tenant,
+                after: None,
+                limit: 10,
+            })
+            .await
+            .expect("pending calls")
+            .into_iter()
+            .map(|pending| pending.run_id)
+            .collect()
+    };
+    assert_eq!(waiting("acme").await, ["run-1"]);
+    assert!(waiting("default").await.is_empty(), "default's feed");
+    let settled = store
+        .settle_tool_call(CallSettlement {
+            run_id: "run-1",
+            tenancy: Tenancy::Only("acme"),
+            tool_call_id: "call-1",
+            decide: settle_with(answered("blue", "answer-1")),
+            lease: None,
+        })
+        .await
+        .expect("settle");
+    assert!(
+        matches!(settled, SettleOutcome::Settled { .. }),
+        "{settled:?}"
+    );
+    assert!(waiting("acme").await.is_empty(), "the call was settled");
 }
 
 async fn a_refused_settlement_leaves_the_call_pending(store: Arc<dyn RunStore>) {

@@ -5,8 +5,8 @@ use tokio_postgres::Row;
 
 use super::PostgresStore;
 use crate::store::records::{
-    COUNT_TENANT_RUNS, INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, MOVE_TENANT_RUNS,
-    REVOKE_KEY, scopes_text,
+    COUNT_TENANT_RUNS, INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, MOVE_TENANT_CALLS,
+    MOVE_TENANT_RUNS, REVOKE_KEY, scopes_text,
 };
 use crate::store::timed;
 use crate::store::{ApiKeyRecord, KeyRevocation, KeyStore, NewApiKey, StoreResult, Tenancy};
@@ -94,9 +94,14 @@ impl KeyStore for PostgresStore {
 
     async fn move_runs(&self, from: &str, to: &str) -> StoreResult<u64> {
         timed("move_runs", async {
-            let client = self.pool.get().await?;
-            let statement = client.prepare_cached(MOVE_TENANT_RUNS).await?;
-            Ok(client.execute(&statement, &[&to, &from]).await?)
+            let mut client = self.pool.get().await?;
+            let transaction = client.transaction().await?;
+            let calls = transaction.prepare_cached(MOVE_TENANT_CALLS).await?;
+            transaction.execute(&calls, &[&to, &from]).await?;
+            let runs = transaction.prepare_cached(MOVE_TENANT_RUNS).await?;
+            let moved = transaction.execute(&runs, &[&to, &from]).await?;
+            transaction.commit().await?;
+            Ok(moved)
         })
         .await
     }

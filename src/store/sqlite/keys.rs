@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::super::records::{
-    COUNT_TENANT_RUNS, INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, MOVE_TENANT_RUNS,
-    REVOKE_KEY, scopes_text,
+    COUNT_TENANT_RUNS, INSERT_KEY, KEY_BY_HASH_QUERY, KeyRow, LIST_KEYS_QUERY, MOVE_TENANT_CALLS,
+    MOVE_TENANT_RUNS, REVOKE_KEY, scopes_text,
 };
 use super::super::{ApiKeyRecord, KeyRevocation, KeyStore, NewApiKey, StoreResult, Tenancy};
 use super::key_file::{SharedConnection, open_key_file};
@@ -67,7 +67,10 @@ fn tenant_runs(conn: &Connection, tenant: &str) -> StoreResult<u64> {
     Ok(u64::try_from(count).unwrap_or_default())
 }
 
+/// Moves tenant `from`'s runs and their calls to tenant `to`; within a transaction (the caller's).
 fn move_runs(conn: &Connection, from: &str, to: &str) -> StoreResult<u64> {
+    conn.prepare_cached(MOVE_TENANT_CALLS)?
+        .execute(params![to, from])?;
     let moved = conn
         .prepare_cached(MOVE_TENANT_RUNS)?
         .execute(params![to, from])?;
@@ -178,7 +181,12 @@ impl KeyStore for SqliteKeyFile {
     async fn move_runs(&self, from: &str, to: &str) -> StoreResult<u64> {
         let (from, to) = (from.to_owned(), to.to_owned());
         self.main
-            .with(move |conn| move_runs(conn, &from, &to))
+            .with(move |conn| {
+                let transaction = conn.unchecked_transaction()?;
+                let moved = move_runs(&transaction, &from, &to)?;
+                transaction.commit()?;
+                Ok(moved)
+            })
             .await
     }
 }
