@@ -169,7 +169,6 @@ async fn run(args: Args) -> Result<(), BenchError> {
     let machine = report::Machine::detect(args.database_url.as_deref()).await;
     println!("{}", machine.summary());
     let mut results = Vec::new();
-    let mut floor = None;
     for (kind, mut plan) in stores {
         match (&kind, &args.hold, &args.pg_hold) {
             (StoreKind::Sqlite, Some(hold), _) | (StoreKind::Postgres { .. }, _, Some(hold)) => {
@@ -204,10 +203,6 @@ async fn run(args: Args) -> Result<(), BenchError> {
         if !args.only.is_empty() {
             plan.scenarios = args.only.clone();
         }
-        // The floor once, with the first store's plan, before any store's figures.
-        if floor.is_none() && plan.scenarios.contains(&Scenario::Floor) {
-            floor = Some(scenarios::floor(&work_dir, &plan).await?);
-        }
         let figures = scenarios::run_all(&args.server, &work_dir, &kind, &plan).await?;
         results.push((kind, plan, figures));
     }
@@ -216,7 +211,6 @@ async fn run(args: Args) -> Result<(), BenchError> {
         &machine,
         &args.command,
         args.quick,
-        floor.as_ref(),
         mastra.as_ref(),
         &results,
     );

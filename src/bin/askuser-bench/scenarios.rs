@@ -27,7 +27,8 @@ pub enum Scenario {
     /// Many round trips, 16 in flight, over one connection (`--one-connection-runs`).
     OneConnection,
     /// The sequential and concurrent round trips on a bare tonic service (the transport floor,
-    /// src/bin/askuser-bench/floor.rs), which every round-trip rate is shown against.
+    /// src/bin/askuser-bench/floor.rs), which every round-trip rate is shown against: one repeat
+    /// of the floor in turn with each repeat of a store's sequential and concurrent round trips.
     Floor,
     /// Sequential round trips with `--auth keys`, and with metrics kept, against the defaults,
     /// interleaved repeat by repeat.
@@ -232,7 +233,8 @@ pub struct Repeated {
 }
 
 impl Repeated {
-    fn median(&self, figure: impl Fn(&Throughput) -> f64) -> f64 {
+    /// The median over the repeats of `figure`.
+    pub fn median(&self, figure: impl Fn(&Throughput) -> f64) -> f64 {
         let mut values: Vec<f64> = self.repeats.iter().map(figure).collect();
         values.sort_by(f64::total_cmp);
         median_of_sorted(&values)
@@ -250,6 +252,25 @@ impl Repeated {
     /// Median over repeats of a latency figure, in milliseconds.
     pub fn ms(&self, figure: impl Fn(&Throughput) -> Duration) -> f64 {
         self.median(|t| figure(t).as_secs_f64() * 1000.0)
+    }
+
+    /// `figure` of these repeats as a share of `base`'s: the median over the repeats of each
+    /// repeat's ratio to the repeat of `base` run in turn with it. A ratio of the two medians
+    /// would set a repeat on the machine's slow minutes against another on its fast ones: the
+    /// machine's speed changes from minute to minute by more than the targets' margins. Without
+    /// as many repeats on each side (no pairs), the ratio of the medians.
+    pub fn share_of(&self, base: &Repeated, figure: impl Fn(&Throughput) -> f64) -> f64 {
+        if self.repeats.len() != base.repeats.len() || self.repeats.is_empty() {
+            return self.median(&figure) / base.median(&figure);
+        }
+        let mut ratios: Vec<f64> = self
+            .repeats
+            .iter()
+            .zip(&base.repeats)
+            .map(|(ours, base)| figure(ours) / figure(base))
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        median_of_sorted(&ratios)
     }
 }
 
@@ -281,6 +302,10 @@ pub struct StoreFigures {
     pub feeds: Option<crate::feeds::Feeds>,
     pub one_connection: Option<crate::one_connection::OneConnection>,
     pub features: Option<Features>,
+    /// The transport floor, each repeat run in turn with one of this store's (sequential and
+    /// at each concurrency level), so that each ratio compares the two at one speed of the
+    /// machine.
+    pub floor: Option<FloorFigures>,
 }
 
 impl StoreFigures {
@@ -303,16 +328,16 @@ fn at_concurrency<'a>(
 }
 
 /// The transport floor's figures: sequential, and at each concurrency level of the plan.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct FloorFigures {
-    pub sequential: Repeated,
+    pub sequential: Option<Repeated>,
     pub concurrent: Vec<Repeated>,
 }
 
 impl FloorFigures {
     /// The floor's figures at `concurrency` (1: sequential).
     pub fn at(&self, concurrency: usize) -> Option<&Repeated> {
-        at_concurrency(Some(&self.sequential), &self.concurrent, concurrency)
+        at_concurrency(self.sequential.as_ref(), &self.concurrent, concurrency)
     }
 }
 
@@ -418,13 +443,24 @@ pub async fn run_all(
         feeds: None,
         one_connection: None,
         features: None,
+        floor: None,
     };
+    let with_floor = runs(Scenario::Floor);
+    let mut floor = FloorFigures::default();
     if runs(Scenario::Sequential) {
         println!(
-            "== {store}: sequential round trips ({} runs x {} repeats)",
-            plan.sequential_runs, plan.repeats
+            "== {store}: sequential round trips ({} runs x {} repeats){}",
+            plan.sequential_runs,
+            plan.repeats,
+            if with_floor {
+                ", each in turn with one of the transport floor's"
+            } else {
+                ""
+            }
         );
-        figures.sequential = Some(repeated(server, work_dir, plan, Shape::SEQUENTIAL).await?);
+        let (ours, base) = in_turns(server, with_floor, work_dir, plan, Shape::SEQUENTIAL).await?;
+        figures.sequential = Some(ours);
+        floor.sequential = base;
     }
     if runs(Scenario::Tools) {
         for workload in &TOOL_WORKLOADS {
@@ -450,7 +486,28 @@ pub async fn run_all(
         figures.features = Some(features(binary, work_dir, kind, plan).await?);
     }
     if runs(Scenario::Concurrency) {
-        figures.concurrent = at_each_concurrency(server, store, work_dir, plan).await?;
+        for (ours, base) in at_each_concurrency(server, with_floor, store, work_dir, plan).await? {
+            figures.concurrent.push(ours);
+            floor.concurrent.extend(base);
+        }
+    }
+    if with_floor && !runs(Scenario::Sequential) && !runs(Scenario::Concurrency) {
+        // The floor alone (`--only floor`): its figures, with nothing to set beside them.
+        println!("== the transport floor alone: sequential and at each concurrency level");
+        let alone = Launch::Floor;
+        floor.sequential = Some(
+            in_turns(alone, false, work_dir, plan, Shape::SEQUENTIAL)
+                .await?
+                .0,
+        );
+        for (base, _) in
+            at_each_concurrency(alone, false, "the transport floor", work_dir, plan).await?
+        {
+            floor.concurrent.push(base);
+        }
+    }
+    if with_floor {
+        figures.floor = Some(floor);
     }
     if runs(Scenario::Hold) && !plan.hold.is_empty() {
         println!("== {store}: hold {:?} runs suspended", plan.hold);
@@ -523,12 +580,34 @@ pub async fn repeated(
     plan: &Plan,
     shape: Shape<'_>,
 ) -> Result<Repeated, BenchError> {
+    Ok(in_turns(launch, false, work_dir, plan, shape).await?.0)
+}
+
+/// `shape` on a fresh server of `launch`, `plan.repeats` times; `with_floor`, each repeat in
+/// turn with one of the transport floor's (the floor first in even repeats, second in odd ones,
+/// so that neither always follows the other's files being written back), so that the two are
+/// compared at the same speed of the machine, which changes from minute to minute.
+async fn in_turns(
+    launch: Launch<'_>,
+    with_floor: bool,
+    work_dir: &Path,
+    plan: &Plan,
+    shape: Shape<'_>,
+) -> Result<(Repeated, Option<Repeated>), BenchError> {
     let mut repeats = Vec::with_capacity(plan.repeats);
+    let mut floor = Vec::new();
     for repeat in 0..plan.repeats {
         let dir = work_dir.join(format!("c{}-r{repeat}", shape.concurrency));
+        let floor_first = repeat % 2 == 0;
+        if with_floor && floor_first {
+            floor.push(floor_repeat(&dir, plan, shape, repeat).await?);
+        }
         let figures = measure(launch, &dir, plan, shape).await?;
         print_throughput(&format!("repeat {}", repeat + 1), &figures);
         repeats.push(figures);
+        if with_floor && !floor_first {
+            floor.push(floor_repeat(&dir, plan, shape, repeat).await?);
+        }
     }
     let result = Repeated {
         concurrency: shape.concurrency,
@@ -536,7 +615,32 @@ pub async fn repeated(
         repeats,
     };
     print_median(&result);
-    Ok(result)
+    let floor = with_floor.then_some(Repeated {
+        concurrency: shape.concurrency,
+        connections: shape.connections,
+        repeats: floor,
+    });
+    if let Some(floor) = &floor {
+        println!(
+            "  the floor's median: {:.0} round trips/s; this rate's share of it, the median of \
+             the repeats' own: {:.1} %",
+            floor.rate(),
+            100.0 * result.share_of(floor, Throughput::rate)
+        );
+    }
+    Ok((result, floor))
+}
+
+/// One repeat of `shape` on the transport floor.
+async fn floor_repeat(
+    dir: &Path,
+    plan: &Plan,
+    shape: Shape<'_>,
+    repeat: usize,
+) -> Result<Throughput, BenchError> {
+    let figures = measure(Launch::Floor, &dir.with_extension("floor"), plan, shape).await?;
+    print_throughput(&format!("the floor, repeat {}", repeat + 1), &figures);
+    Ok(figures)
 }
 
 pub fn print_median(result: &Repeated) {
@@ -623,44 +727,37 @@ async fn round_trips(
     .await
 }
 
-/// The ask_user round trips at each concurrency level of `plan` on `launch` (called `name`).
+/// The ask_user round trips at each concurrency level of `plan` on `launch` (called `name`);
+/// `with_floor`, each repeat in turn with one of the transport floor's.
 async fn at_each_concurrency(
     launch: Launch<'_>,
+    with_floor: bool,
     name: &str,
     work_dir: &Path,
     plan: &Plan,
-) -> Result<Vec<Repeated>, BenchError> {
+) -> Result<Vec<(Repeated, Option<Repeated>)>, BenchError> {
     let mut results = Vec::new();
     for &concurrency in &plan.concurrency_levels {
         let connections = connections_for(concurrency);
         println!(
             "== {name}: round trips at concurrency {concurrency} over {connections} \
-             connection(s) ({} runs x {} repeats)",
-            plan.concurrent_runs, plan.repeats
+             connection(s) ({} runs x {} repeats){}",
+            plan.concurrent_runs,
+            plan.repeats,
+            if with_floor {
+                ", each in turn with one of the transport floor's"
+            } else {
+                ""
+            }
         );
         let shape = Shape {
             concurrency,
             connections,
             workload: &ASK_USER,
         };
-        results.push(repeated(launch, work_dir, plan, shape).await?);
+        results.push(in_turns(launch, with_floor, work_dir, plan, shape).await?);
     }
     Ok(results)
-}
-
-/// The transport floor, sequential and at each concurrency level of `plan`.
-pub async fn floor(work_dir: &Path, plan: &Plan) -> Result<FloorFigures, BenchError> {
-    println!(
-        "== the transport floor: sequential round trips ({} runs x {} repeats)",
-        plan.sequential_runs, plan.repeats
-    );
-    let dir = work_dir.join("floor");
-    let sequential = repeated(Launch::Floor, &dir, plan, Shape::SEQUENTIAL).await?;
-    let concurrent = at_each_concurrency(Launch::Floor, "the transport floor", &dir, plan).await?;
-    Ok(FloorFigures {
-        sequential,
-        concurrent,
-    })
 }
 
 /// Sequential round trips with the defaults, with `--auth keys` (each trip presenting an API

@@ -2,39 +2,49 @@
 
 use std::fmt::Write;
 
-use super::targets::{Verdict, percent_of};
+use super::targets::Verdict;
 use crate::scenarios::{Features, FloorFigures, Plan, Repeated, StoreFigures, Throughput};
 use crate::server::StoreKind;
 
-/// askuser against the transport floor, figure by figure.
-pub(super) fn floor_section(
-    out: &mut String,
-    floor: &FloorFigures,
-    results: &[(StoreKind, Plan, StoreFigures)],
-) {
+/// askuser against the transport floor, figure by figure, each store beside the floor measured
+/// in turn with its repeats.
+pub(super) fn floor_section(out: &mut String, results: &[(StoreKind, Plan, StoreFigures)]) {
+    let stores: Vec<(&StoreKind, &StoreFigures, &FloorFigures)> = results
+        .iter()
+        .filter_map(|(kind, _, figures)| Some((kind, figures, figures.floor.as_ref()?)))
+        .collect();
+    let Some(&(_, _, first)) = stores.first() else {
+        return;
+    };
     let _ = writeln!(
         out,
         "\n## Against the transport floor\n\nThe floor is the same round trip's frame pattern \
          (three frames out after the start, the answer in, five frames out, the end: counted \
-         below) with the same payloads on a bare tonic `AgentService` with no store and no agent (src/bin/askuser-bench/floor.rs), two \
-         worker threads, driven by the same client code, measured first in this run ({} repeats \
-         each). Machines here differ 2× from day to day; these ratios are what carries from one \
-         run to the next. Rates: askuser ÷ floor; latencies and CPU: floor ÷ askuser (100 % = as \
-         fast as the transport alone).\n",
-        floor.sequential.repeats.len()
+         below) with the same payloads on a bare tonic `AgentService` with no store and no agent \
+         (src/bin/askuser-bench/floor.rs), two worker threads, driven by the same client code. \
+         Each repeat of a store's round trips runs in turn with one of the floor's of the same \
+         shape and size, on a fresh server each (the floor first in odd-numbered repeats, the \
+         store first in even-numbered ones), so each store has a floor of its own. A share is the \
+         median over the repeats of each repeat's ratio to the floor's repeat beside it: the \
+         machine's speed changes from minute to minute, and a ratio of two medians could set a \
+         store's slow minutes against the floor's fast ones. So a share need not equal the \
+         ratio of the two medians shown beside it. Machines here differ 2× from day to day; \
+         these ratios are what carries from one run to the next. Rates: askuser ÷ floor; \
+         latencies and CPU: floor ÷ askuser (100 % = as fast as the transport alone).\n"
     );
-    let mut header = String::from("| figure | floor |");
-    let mut rule = String::from("|---|---|");
-    for (kind, _, _) in results {
-        header.push_str(&format!(" {} | of the floor |", kind.name()));
-        rule.push_str("---|---|");
+    let mut header = String::from("| figure |");
+    let mut rule = String::from("|---|");
+    for (kind, _, _) in &stores {
+        let store = kind.name();
+        header.push_str(&format!(" floor beside {store} | {store} | of the floor |"));
+        rule.push_str("---|---|---|");
     }
     let _ = writeln!(out, "{header}\n{rule}");
-    type Figure = fn(&Repeated) -> f64;
-    let rate: Figure = Repeated::rate;
-    let p50: Figure = |r| r.ms(|t| t.resume.p50);
-    let p99: Figure = |r| r.ms(|t| t.resume.p99);
-    let cpu: Figure = |r| r.ms(Throughput::server_cpu_per_run) * 1000.0;
+    type Figure = fn(&Throughput) -> f64;
+    let rate: Figure = Throughput::rate;
+    let p50: Figure = |t| t.resume.p50.as_secs_f64() * 1000.0;
+    let p99: Figure = |t| t.resume.p99.as_secs_f64() * 1000.0;
+    let cpu: Figure = |t| t.server_cpu_per_run().as_secs_f64() * 1e6;
     let mut rows: Vec<(String, usize, Figure, bool, &str)> = vec![
         ("sequential round trips/s".into(), 1, rate, true, ""),
         ("resume p50 (sequential)".into(), 1, p50, false, " ms"),
@@ -47,7 +57,7 @@ pub(super) fn floor_section(
             " µs",
         ),
     ];
-    for concurrent in &floor.concurrent {
+    for concurrent in &first.concurrent {
         let c = concurrent.concurrency;
         rows.push((
             format!("round trips/s at concurrency {c}"),
@@ -65,38 +75,46 @@ pub(super) fn floor_section(
         ));
     }
     for (name, concurrency, figure, higher_is_better, unit) in rows {
-        let Some(base) = floor.at(concurrency) else {
-            continue;
-        };
-        let base_value = figure(base);
         let digits = if unit == " ms" { 3 } else { 0 };
-        let mut line = format!("| {name} | {base_value:.digits$}{unit} |");
-        for (_, _, figures) in results {
-            match figures.at(concurrency) {
-                Some(ours) => {
-                    let value = figure(ours);
+        let mut line = format!("| {name} |");
+        for (_, figures, floor) in &stores {
+            match (floor.at(concurrency), figures.at(concurrency)) {
+                (Some(base), Some(ours)) => {
                     let share = if higher_is_better {
-                        percent_of(value, base_value)
+                        ours.share_of(base, figure)
                     } else {
-                        percent_of(base_value, value)
+                        base.share_of(ours, figure)
                     };
-                    line.push_str(&format!(" {value:.digits$}{unit} | {share:.0} % |"));
+                    line.push_str(&format!(
+                        " {:.digits$}{unit} | {:.digits$}{unit} | {:.0} % |",
+                        base.median(figure),
+                        ours.median(figure),
+                        100.0 * share
+                    ));
                 }
-                None => line.push_str(" not run | |"),
+                (Some(base), None) => line.push_str(&format!(
+                    " {:.digits$}{unit} | not run | |",
+                    base.median(figure)
+                )),
+                _ => line.push_str(" not run | | |"),
             }
         }
         let _ = writeln!(out, "{line}");
     }
-    let mut counted = format!("floor {}", frames(&floor.sequential));
-    for (kind, _, figures) in results {
+    let mut counted = Vec::new();
+    for (kind, figures, floor) in &stores {
+        if let Some(base) = &floor.sequential {
+            counted.push(format!("floor beside {} {}", kind.name(), frames(base)));
+        }
         if let Some(sequential) = &figures.sequential {
-            counted.push_str(&format!(", {} {}", kind.name(), frames(sequential)));
+            counted.push(format!("{} {}", kind.name(), frames(sequential)));
         }
     }
     let _ = writeln!(
         out,
         "\nFrames a round trip receives (before the answer + after it, up to `run_completed`, as \
-         counted by the bench): {counted}."
+         counted by the bench): {}.",
+        counted.join(", ")
     );
 }
 
@@ -113,11 +131,18 @@ pub(super) fn floor_line(out: &mut String, floor: Option<&FloorFigures>, ours: &
     if let Some(base) = floor.and_then(|f| f.at(ours.concurrency)) {
         let _ = writeln!(
             out,
-            "\nThe transport floor at this shape: {:.0} round trips/s, resume p99 {:.3} ms; this \
-             store: **{:.0} %** of its rate.",
+            "\nThe transport floor at this shape, in turn with these repeats: {:.0} round \
+             trips/s, resume p99 {:.3} ms; this store: **{:.0} %** of its rate (the median of \
+             the repeats' shares: {}).",
             base.rate(),
             base.ms(|t| t.resume.p99),
-            percent_of(ours.rate(), base.rate())
+            100.0 * ours.share_of(base, Throughput::rate),
+            ours.repeats
+                .iter()
+                .zip(&base.repeats)
+                .map(|(ours, base)| format!("{:.0} %", 100.0 * ours.rate() / base.rate()))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
 }

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
-use crate::scenarios::{FloorFigures, Plan, Repeated, StoreFigures, TOOL_WORKLOADS, Throughput};
+use crate::scenarios::{Plan, Repeated, StoreFigures, TOOL_WORKLOADS, Throughput};
 use crate::server::{StoreKind, postgres_client};
 
 mod floor;
@@ -308,14 +308,9 @@ fn fairness_sections(out: &mut String, figures: &StoreFigures) {
     }
 }
 
-fn store_section(
-    out: &mut String,
-    kind: &StoreKind,
-    plan: &Plan,
-    floor: Option<&FloorFigures>,
-    figures: &StoreFigures,
-) {
+fn store_section(out: &mut String, kind: &StoreKind, plan: &Plan, figures: &StoreFigures) {
     let store = kind.name();
+    let floor = figures.floor.as_ref();
     let _ = writeln!(out, "\n## {store} store\n");
     let _ = writeln!(
         out,
@@ -461,7 +456,6 @@ pub fn render(
     machine: &Machine,
     command: &str,
     quick: bool,
-    floor: Option<&FloorFigures>,
     mastra: Option<&MastraFigures>,
     results: &[(StoreKind, Plan, StoreFigures)],
 ) -> String {
@@ -510,7 +504,7 @@ pub fn render(
     let _ = writeln!(out, "{header}\n{rule}");
     let cells: Vec<Vec<(String, Verdict)>> = results
         .iter()
-        .map(|(kind, _, figures)| target_cells(kind, floor, figures))
+        .map(|(kind, _, figures)| target_cells(kind, figures))
         .collect();
     for (row, target) in TARGETS.iter().enumerate() {
         let mut line = format!("| {target} |");
@@ -522,12 +516,15 @@ pub fn render(
         }
         let _ = writeln!(out, "{line}");
     }
-    if let Some(floor) = floor {
-        floor_section(&mut out, floor, results);
+    if results
+        .iter()
+        .any(|(_, _, figures)| figures.floor.is_some())
+    {
+        floor_section(&mut out, results);
     }
     mastra::section(&mut out, mastra, results);
     for (kind, plan, figures) in results {
-        store_section(&mut out, kind, plan, floor, figures);
+        store_section(&mut out, kind, plan, figures);
         cpu_budget_section(&mut out, figures, machine.cpus);
         fairness_sections(&mut out, figures);
     }
@@ -554,6 +551,21 @@ mod tests {
         }
     }
 
+    /// Repeats of 1,000 round trips each, taking `secs` seconds each.
+    fn thousand_runs_in(secs: &[f64]) -> Repeated {
+        Repeated {
+            concurrency: 1,
+            connections: 1,
+            repeats: secs
+                .iter()
+                .map(|&secs| Throughput {
+                    elapsed: Duration::from_secs_f64(secs),
+                    ..repeat(1000, 1, [0, 0, 0])
+                })
+                .collect(),
+        }
+    }
+
     fn figures(sequential: Repeated, concurrent: Vec<Repeated>) -> StoreFigures {
         StoreFigures {
             sequential: Some(sequential),
@@ -564,6 +576,7 @@ mod tests {
             feeds: None,
             one_connection: None,
             features: None,
+            floor: None,
         }
     }
 
@@ -602,23 +615,27 @@ mod tests {
         // 1,000 runs in 10, 5 and 4 s: the machine got faster from repeat to repeat. Against the
         // same repeat's defaults the feature lost 10 %, 0 % and 20 %: 10 % at the median. The
         // medians' ratio (200 against 200 a second) would show no cost at all.
-        let of = |secs: [f64; 3]| Repeated {
-            concurrency: 1,
-            connections: 1,
-            repeats: secs
-                .iter()
-                .map(|&secs| Throughput {
-                    elapsed: Duration::from_secs_f64(secs),
-                    ..repeat(1000, 1, [0, 0, 0])
-                })
-                .collect(),
-        };
-        let defaults = of([10.0, 5.0, 4.0]);
-        let with = of([10.0 / 0.9, 5.0, 4.0 / 0.8]);
+        let defaults = thousand_runs_in(&[10.0, 5.0, 4.0]);
+        let with = thousand_runs_in(&[10.0 / 0.9, 5.0, 4.0 / 0.8]);
         assert!((defaults.rate() - 200.0).abs() < 1e-9);
         assert!((with.rate() - 200.0).abs() < 1e-9);
         let cost = Features::cost(&with, &defaults);
         assert!((cost - 0.10).abs() < 1e-9, "{cost}");
+    }
+
+    #[test]
+    fn a_share_of_the_floor_is_the_median_of_each_repeat_s_ratio_to_the_floor_beside_it() {
+        // 1,000 runs a repeat. The floor's repeats ran slow, fast, fast (1,000, 2,000 and 2,000 a
+        // second); the store's beside them slow, slow, fast (250, 250 and 500): 25 %, 12.5 % and
+        // 25 % of the floor beside each. The medians' ratio, 250 against 2,000, would say 12.5 %.
+        let floor = thousand_runs_in(&[1.0, 0.5, 0.5]);
+        let ours = thousand_runs_in(&[4.0, 4.0, 2.0]);
+        assert!((ours.rate() / floor.rate() - 0.125).abs() < 1e-9);
+        let share = ours.share_of(&floor, Throughput::rate);
+        assert!((share - 0.25).abs() < 1e-9, "{share}");
+        // Without pairs (a repeat missing on one side), the medians' ratio: 250 against 2,000.
+        let unpaired = thousand_runs_in(&[4.0, 4.0]).share_of(&floor, Throughput::rate);
+        assert!((unpaired - 0.125).abs() < 1e-9, "{unpaired}");
     }
 
     #[test]

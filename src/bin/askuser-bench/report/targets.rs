@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::{mb, ms};
 use crate::one_connection::OneConnection;
-use crate::scenarios::{Features, FloorFigures, Repeated, StoreFigures};
+use crate::scenarios::{Features, Repeated, StoreFigures, Throughput};
 use crate::server::StoreKind;
 
 /// How a figure stands against its target.
@@ -33,19 +33,15 @@ impl Verdict {
     }
 }
 
-/// `ours` as a percentage of the floor's `floor`.
-pub(super) fn percent_of(ours: f64, floor: f64) -> f64 {
-    100.0 * ours / floor
-}
-
 /// A rate against the floor's at the same shape, and whether it reaches `share` of it.
 fn rate_cell(ours: &Repeated, floor: Option<&Repeated>, share: f64) -> (String, Verdict) {
     match floor {
         Some(floor) => {
-            let percent = percent_of(ours.rate(), floor.rate());
+            let percent = 100.0 * ours.share_of(floor, Throughput::rate);
             (
                 format!(
-                    "{:.0} round trips/s = {percent:.0} % of the floor's {:.0}",
+                    "{:.0} round trips/s = {percent:.0} % of the floor's {:.0} (the median of \
+                     the repeats' shares)",
                     ours.rate(),
                     floor.rate()
                 ),
@@ -61,11 +57,8 @@ fn rate_cell(ours: &Repeated, floor: Option<&Repeated>, share: f64) -> (String, 
 
 /// One store's figures against the targets, as table cells: SQLite's targets are the ratios to
 /// the floor, latency, starts, memory and the costs of features; PostgreSQL's its two rates.
-pub(super) fn target_cells(
-    kind: &StoreKind,
-    floor: Option<&FloorFigures>,
-    figures: &StoreFigures,
-) -> Vec<(String, Verdict)> {
+pub(super) fn target_cells(kind: &StoreKind, figures: &StoreFigures) -> Vec<(String, Verdict)> {
+    let floor = figures.floor.as_ref();
     let sqlite = matches!(kind, StoreKind::Sqlite);
     // A verdict on a target of this store; a figure only on another's.
     let mine = |cell: (String, Verdict), ours: bool| {
@@ -83,7 +76,7 @@ pub(super) fn target_cells(
             let p50 = sequential.ms(|t| t.resume.p50);
             let p99 = sequential.ms(|t| t.resume.p99);
             cells.push(mine(
-                rate_cell(sequential, floor.map(|f| &f.sequential), 0.45),
+                rate_cell(sequential, floor.and_then(|f| f.at(1)), 0.45),
                 sqlite,
             ));
             cells.push(mine(
