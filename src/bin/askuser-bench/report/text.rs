@@ -139,13 +139,19 @@ pub(super) const LIMITS: &str = "\
   trip: memory copies at spawns and task ends fell from 0.88 % to 0.13 % of the server's samples \
   at 64 streams, and all memory copies from 7.4 % to 7.0 %; the rate moved within its spread \
   (five interleaved rounds of three repeats: medians 9,622 to 9,840 round trips a second \
-  against 9,587 to 9,818). The profile now in docs/profile (`scripts/profile --seconds 6` at \
-  ba9352c, with all three; 10,086 round trips a second over the recorded run, server CPU 140 µs \
-  and the bench's 28 µs per round trip): SQLite 23.5 % of the server's samples and the kernel's \
-  file writes and reads for it 6 %, askuser's own code 19 %, malloc and free 15 %, Tokio 8 %, \
-  memory copies 7 %, loopback TCP 6.5 %, HTTP/2 6.4 %, tonic 3.6 %; by task, the store's task \
-  46 %, the streams' tasks 16 %, the connections' tasks 13 %, the runs' steps 11 % (13.5 % in \
-  the profile of 1afdaec above), writes 5 %.
+  against 9,587 to 9,818). The profile of ba9352c, with all three (`scripts/profile --seconds \
+  6`; 10,086 round trips a second over the recorded run, server CPU 140 µs and the bench's 28 µs \
+  per round trip): SQLite 23.5 % of the server's samples and the kernel's file writes and reads \
+  for it 6 %, askuser's own code 19 %, malloc and free 15 %, Tokio 8 %, memory copies 7 %, \
+  loopback TCP 6.5 %, HTTP/2 6.4 %, tonic 3.6 %; by task, the store's task 46 %, the streams' \
+  tasks 16 %, the connections' tasks 13 %, the runs' steps 11 % (13.5 % in the profile of \
+  1afdaec above), writes 5 %. The profile now in docs/profile, made the same way at 9a75523 on 7 \
+  December 2026 (the round trip's code that of the report of that day at 1f8bc7a; 10,713 round \
+  trips a second over the recorded run, server CPU 129 µs and the bench's 26 µs per round \
+  trip), has the same shape: SQLite 25.9 % and the kernel's file writes and reads for it 7.6 %, \
+  askuser's own code 16.1 %, malloc and free 13.2 %, Tokio 7.4 %, HTTP/2 7.2 %, loopback TCP \
+  7.0 %, memory copies 7.0 %, tonic 3.6 %; by task, the store's task 46.8 %, the streams' tasks \
+  15.5 %, the connections' tasks 14.5 %, the runs' steps 9.5 %, writes 4.5 %.
 - Sequential round trips: nothing of one round trip overlaps the next, so the rate is one over a \
   critical path made of CPU time run one piece after another: the bench's and the server's (the \
   table above), on 2 vCPUs where waking a sleeping thread is dear (perf: about a third of the \
