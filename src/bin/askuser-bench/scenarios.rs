@@ -584,9 +584,10 @@ pub async fn repeated(
 }
 
 /// `shape` on a fresh server of `launch`, `plan.repeats` times; `with_floor`, each repeat in
-/// turn with one of the transport floor's (the floor first in even repeats, second in odd ones,
-/// so that neither always follows the other's files being written back), so that the two are
-/// compared at the same speed of the machine, which changes from minute to minute.
+/// turn with one of the transport floor's (the floor first in the first, third, ... repeat, the
+/// store first in the others, so that neither always follows the other's files being written
+/// back), so that the two are compared at the same speed of the machine, which changes from
+/// minute to minute.
 async fn in_turns(
     launch: Launch<'_>,
     with_floor: bool,
