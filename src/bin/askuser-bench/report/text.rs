@@ -87,7 +87,7 @@ pub(super) const LIMITS: &str = "\
   pairs): the machine's fast phase sped the floor up by more than askuser, so a share taken in \
   it is lower, not higher; in the fifth the floor ran fast (52,622) and the store, after it, \
   slow (9,170). At the slow speed the server's CPU per round trip at 64 streams (148–156 µs in \
-  that report) would have to fall by about 13 % for the target. Simulated that day and not \
+  that report) would have to fall by about 11 % for the target. Simulated that day and not \
   built: a commit's events written as one row of the log rather than a row each (the log's \
   readers left broken for the measurement; the events' inserts were 17 % of the store task's \
   samples in a profile at 64 streams): four interleaved rounds of three repeats at 64 streams, \
