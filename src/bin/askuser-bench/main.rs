@@ -5,6 +5,7 @@
 //! It is a client of the server, outside the server's layers. Every load loop is bounded in count
 //! and in time.
 
+mod features;
 mod feeds;
 mod floor;
 mod hold;
@@ -12,6 +13,7 @@ mod one_connection;
 mod report;
 mod scenarios;
 mod server;
+mod streams;
 mod workload;
 
 use std::path::PathBuf;

@@ -1,17 +1,17 @@
-//! The scenarios: sequential round trips, round trips at several concurrencies, runs held
-//! suspended (hold.rs), and idle open streams. Each starts its own server with a fresh store.
+//! The scenarios: sequential round trips and round trips at several concurrencies (each repeat in
+//! turn with the transport floor's), and the figures every scenario shares; the others have a file
+//! each (hold.rs, streams.rs, features.rs, feeds.rs, one_connection.rs). Each starts its own
+//! server with a fresh store.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::BenchError;
 pub use crate::hold::Hold;
 use crate::hold::hold;
-use crate::server::{Launch, ServerProcess, StoreKind};
-use crate::workload::{
-    self, APPROVAL, ASK_USER, CLIENT_TOOL, Client, OpenRun, RoundTrip, Workload,
-};
+use crate::server::{Launch, StoreKind};
+use crate::workload::{self, APPROVAL, ASK_USER, CLIENT_TOOL, Client, RoundTrip, Workload};
 
 /// The scenarios of the bench.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -274,22 +274,6 @@ impl Repeated {
     }
 }
 
-#[derive(Clone, Debug)]
-pub struct Streams {
-    pub streams: usize,
-    pub connections: usize,
-    pub rss_before_kib: u64,
-    pub rss_after_kib: u64,
-    pub open_elapsed: Duration,
-    pub answered: usize,
-}
-
-impl Streams {
-    pub fn bytes_per_stream(&self) -> f64 {
-        (self.rss_after_kib.saturating_sub(self.rss_before_kib) * 1024) as f64 / self.streams as f64
-    }
-}
-
 /// Every figure of one store.
 #[derive(Clone, Debug)]
 pub struct StoreFigures {
@@ -298,10 +282,10 @@ pub struct StoreFigures {
     pub tools: Vec<Repeated>,
     pub concurrent: Vec<Repeated>,
     pub hold: Option<Hold>,
-    pub streams: Option<Streams>,
+    pub streams: Option<crate::streams::Streams>,
     pub feeds: Option<crate::feeds::Feeds>,
     pub one_connection: Option<crate::one_connection::OneConnection>,
-    pub features: Option<Features>,
+    pub features: Option<crate::features::Features>,
     /// The transport floor, each repeat run in turn with one of this store's (sequential and
     /// at each concurrency level), so that each ratio compares the two at one speed of the
     /// machine.
@@ -341,33 +325,8 @@ impl FloorFigures {
     }
 }
 
-/// Sequential round trips with the defaults, with `--auth keys` and with metrics kept.
-#[derive(Clone, Debug)]
-pub struct Features {
-    pub defaults: Repeated,
-    pub auth: Repeated,
-    pub metrics: Repeated,
-}
-
-impl Features {
-    /// What a feature costs: the fraction of the defaults' rate it loses (negative: none), the
-    /// median over the repeats of each repeat's loss against the defaults of the same repeat. A
-    /// ratio of the two medians would set a repeat's slow defaults against another's fast
-    /// feature: the machine's speed drifts by more between repeats than a feature costs.
-    pub fn cost(with: &Repeated, defaults: &Repeated) -> f64 {
-        let mut losses: Vec<f64> = with
-            .repeats
-            .iter()
-            .zip(&defaults.repeats)
-            .map(|(with, defaults)| 1.0 - with.rate() / defaults.rate())
-            .collect();
-        losses.sort_by(f64::total_cmp);
-        median_of_sorted(&losses)
-    }
-}
-
 /// The median of sorted `values` (0 if there are none).
-fn median_of_sorted(values: &[f64]) -> f64 {
+pub(crate) fn median_of_sorted(values: &[f64]) -> f64 {
     match values.len() {
         0 => 0.0,
         n if n % 2 == 1 => values[n / 2],
@@ -394,7 +353,7 @@ fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
 }
 
-fn print_throughput(label: &str, figures: &Throughput) {
+pub(crate) fn print_throughput(label: &str, figures: &Throughput) {
     println!(
         "  {label}: {} runs in {:.2} s = {:.0} round trips/s; resume p50 {:.3} ms p99 {:.3} ms \
          p99.9 {:.3} ms max {:.3} ms; round trip p50 {:.3} ms p99 {:.3} ms; CPU per round \
@@ -483,7 +442,7 @@ pub async fn run_all(
              ({} runs x {} repeats each, interleaved)",
             plan.sequential_runs, plan.feature_repeats
         );
-        figures.features = Some(features(binary, work_dir, kind, plan).await?);
+        figures.features = Some(crate::features::features(binary, work_dir, kind, plan).await?);
     }
     if runs(Scenario::Concurrency) {
         for (ours, base) in at_each_concurrency(server, with_floor, store, work_dir, plan).await? {
@@ -518,7 +477,9 @@ pub async fn run_all(
             "== {store}: {} open streams idle on a suspension",
             plan.streams
         );
-        figures.streams = Some(open_streams(binary, &work_dir.join("streams"), kind, plan).await?);
+        figures.streams = Some(
+            crate::streams::open_streams(binary, &work_dir.join("streams"), kind, plan).await?,
+        );
     }
     if runs(Scenario::Feeds) {
         println!(
@@ -759,147 +720,4 @@ async fn at_each_concurrency(
         results.push(in_turns(launch, with_floor, work_dir, plan, shape).await?);
     }
     Ok(results)
-}
-
-/// Sequential round trips with the defaults, with `--auth keys` (each trip presenting an API
-/// key) and with metrics kept (`--metrics-listen`), one of each per repeat so that drift in the
-/// machine's speed falls on all three alike; each repeat starts one later in the three than the
-/// one before, so that none always runs first (on a server started while the last one's files
-/// are still being written back, say).
-async fn features(
-    binary: &Path,
-    work_dir: &Path,
-    kind: &StoreKind,
-    plan: &Plan,
-) -> Result<Features, BenchError> {
-    let launches = [
-        ("defaults", &[][..], None),
-        ("--auth keys", &["--auth", "keys"][..], Some("bench")),
-        (
-            "--metrics-listen",
-            &["--metrics-listen", "127.0.0.1:0"][..],
-            None,
-        ),
-    ];
-    let mut repeats: [Vec<Throughput>; 3] = Default::default();
-    for repeat in 0..plan.feature_repeats {
-        for turn in 0..launches.len() {
-            let index = (repeat + turn) % launches.len();
-            let (name, flags, key_tenant) = launches[index];
-            let launch = Launch::Server {
-                binary,
-                kind,
-                flags,
-                key_tenant,
-            };
-            let dir = work_dir.join(format!("features-{index}-r{repeat}"));
-            let figures = measure(launch, &dir, plan, Shape::SEQUENTIAL).await?;
-            print_throughput(&format!("{name}, repeat {}", repeat + 1), &figures);
-            repeats[index].push(figures);
-        }
-    }
-    let [defaults, auth, metrics] = repeats.map(|repeats| Repeated {
-        concurrency: 1,
-        connections: 1,
-        repeats,
-    });
-    let features = Features {
-        defaults,
-        auth,
-        metrics,
-    };
-    println!(
-        "  medians: defaults {:.0}, --auth keys {:.0} ({:+.1} %), metrics {:.0} ({:+.1} %) round \
-         trips/s",
-        features.defaults.rate(),
-        features.auth.rate(),
-        -100.0 * Features::cost(&features.auth, &features.defaults),
-        features.metrics.rate(),
-        -100.0 * Features::cost(&features.metrics, &features.defaults),
-    );
-    Ok(features)
-}
-
-/// Opens `plan.streams` RunAgent streams that each wait on their run's question, measures the
-/// server's RSS with all of them open, then answers every run on its stream.
-async fn open_streams(
-    binary: &Path,
-    dir: &Path,
-    kind: &StoreKind,
-    plan: &Plan,
-) -> Result<Streams, BenchError> {
-    let server = ServerProcess::start(binary, dir, kind).await?;
-    let connections = plan.streams.div_ceil(plan.streams_per_connection);
-    let clients = server.connect(connections).await?;
-    let deadline = Instant::now() + plan.time_limit;
-    // The same work once, with the streams closed again, so the RSS before counts warmed-up
-    // connections, allocator and caches, not the streams' first-time costs.
-    workload::run_concurrently(
-        &clients,
-        connections,
-        connections * 2,
-        deadline,
-        |mut client, _| async move { workload::round_trip(&mut client, &ASK_USER).await },
-    )
-    .await?;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let rss_before_kib = server.rss_kib()?;
-    let started = Instant::now();
-    let open: Vec<OpenRun> = workload::run_concurrently(
-        &clients,
-        connections,
-        plan.streams,
-        deadline,
-        |mut client, _| async move { workload::start_run(&mut client, &ASK_USER).await },
-    )
-    .await?;
-    let open_elapsed = started.elapsed();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let rss_after_kib = server.rss_kib()?;
-    let figures = Streams {
-        streams: open.len(),
-        connections,
-        rss_before_kib,
-        rss_after_kib,
-        open_elapsed,
-        answered: 0,
-    };
-    println!(
-        "  {} streams open over {connections} connections in {:.1} s; server RSS {:.1} MiB -> \
-         {:.1} MiB = {:.0} bytes per stream",
-        figures.streams,
-        open_elapsed.as_secs_f64(),
-        rss_before_kib as f64 / 1024.0,
-        rss_after_kib as f64 / 1024.0,
-        figures.bytes_per_stream(),
-    );
-    // Each stream is answered on itself: the answer goes up the open stream, and the run's
-    // completion comes down it.
-    let open: Arc<Vec<Mutex<Option<OpenRun>>>> =
-        Arc::new(open.into_iter().map(|run| Mutex::new(Some(run))).collect());
-    let answered = workload::run_concurrently(
-        &clients,
-        connections,
-        open.len(),
-        deadline,
-        move |_, index| {
-            let run = open[index].lock().ok().and_then(|mut run| run.take());
-            async move {
-                match run {
-                    Some(run) => run.answer().await,
-                    None => Err(BenchError::failed("an open stream was answered twice")),
-                }
-            }
-        },
-    )
-    .await?
-    .len();
-    println!("  answered all {answered} runs on their open streams");
-    drop(clients);
-    server.stop().await?;
-    let _ = std::fs::remove_dir_all(dir);
-    Ok(Streams {
-        answered,
-        ..figures
-    })
 }

@@ -3,7 +3,8 @@
 use std::fmt::Write;
 
 use super::targets::Verdict;
-use crate::scenarios::{Features, FloorFigures, Plan, Repeated, StoreFigures, Throughput};
+use crate::features::Features;
+use crate::scenarios::{FloorFigures, Plan, Repeated, StoreFigures, Throughput};
 use crate::server::StoreKind;
 
 /// askuser against the transport floor, figure by figure, each store beside the floor measured

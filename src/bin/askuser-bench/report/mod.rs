@@ -535,7 +535,8 @@ pub fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenarios::{Features, Percentiles};
+    use crate::features::Features;
+    use crate::scenarios::Percentiles;
 
     fn repeat(runs: usize, secs: u64, cpu_ms: [u64; 3]) -> Throughput {
         let ms = Duration::from_millis;

@@ -3,8 +3,9 @@
 use std::time::Duration;
 
 use super::{mb, ms};
+use crate::features::Features;
 use crate::one_connection::OneConnection;
-use crate::scenarios::{Features, Repeated, StoreFigures, Throughput};
+use crate::scenarios::{Repeated, StoreFigures, Throughput};
 use crate::server::StoreKind;
 
 /// How a figure stands against its target.
