@@ -93,7 +93,45 @@ pub(super) const LIMITS: &str = "\
   samples in a profile at 64 streams): four interleaved rounds of three repeats at 64 streams, \
   whose repeats at the slow speed took 137–148 µs of server CPU per round trip (9,670 to 10,325 \
   a second) against 142–147 µs (9,493 to 10,225) with a row per event, about 1.5 % less: too \
-  little for a change to the schema of both stores.
+  little for a change to the schema of both stores. Measured later that day at 64 streams on \
+  the server of 4d4d5da (the round trip's code that of 1f8bc7a), by rounds of three repeats \
+  interleaved with the same build: the cores are not all busy. Over a repeat `vmstat` gave 10 % \
+  idle and 4 % waiting for the disk; the server's two workers were each about 70 % busy, its \
+  checkpoint thread 3 %, the bench's one thread 28 %. The floor at 64 streams left 7 to 8 % idle, \
+  and at 256 streams askuser left the same 10 % (11,093 round trips a second): it is not for want \
+  of streams in flight. Part of it is the WAL's restarts. Every 16,384 frames (about every 0.35 s \
+  at 64 streams) the checkpoint thread's restart holds the writer's lock while it copies the last \
+  frames and syncs the WAL and the database file (fsyncs of 7 to 35 ms, by strace), and the \
+  store's writer sleeps in its busy handler meanwhile (perf's `sched_switch` stacks: about 310 \
+  sleeps a second, from `btreeBeginTrans`). With the restarts off, in a build for the \
+  measurement whose WAL grows without end, there were no such sleeps, the cores were idle \
+  (by `perf sched`) 12 % of the time instead of 15 %, the repeats' resume p99 was 5.1 to 6.2 \
+  ms instead of 7.6 to 15.7 ms, and the repeats at the slow speed ran 2.3 % more round trips \
+  (10,023 a second on average against 9,795; three rounds). Restarting every 65,536 frames ran \
+  1.2 % more (9,913 a second, within the spread; a repeat of 20,000 runs wrote about one such \
+  WAL, and its resume p99 was 5.5 to 6.4 ms), every 4,096 frames 4.8 % fewer (two rounds). SQLite needs those fsyncs to start its WAL over \
+  safely, so the restarts stay at 16,384 frames (a WAL of 64 MB). Three or four Tokio workers \
+  instead of two did not fill the idle time (medians 9,398 and 9,463, and 9,266 and 10,464 round \
+  trips a second, against 9,708 and 9,773; two rounds). The client costs more too: the bench \
+  spends 28 µs of CPU per round trip against askuser and 17 µs against the floor, since a client \
+  that is less busy wakes for fewer frames at a time (per round trip 1.6 `epoll_wait`, 1.8 \
+  `recvfrom` and 1.2 `writev` against askuser; 0.4, 0.7 and 0.7 against the floor; the servers' \
+  `writev` per round trip about the same, 3.8 and 3.6). With the floor's 92 % of two cores busy \
+  and its client's 17 µs, askuser's 146 µs of server CPU per round trip would allow about 11,300 \
+  round trips a second, 31 % of the floor. So the server's own CPU per round trip is about what \
+  the target allows; what misses is the cores left idle around a single writer and the client's \
+  cost at askuser's pace. Fewer indexed writes, bounded from above: the same server with the \
+  runs' three secondary indexes dropped (`runs_by_status`, `runs_by_agent` and `runs_by_tenant`; \
+  a build for the measurement, whose listings no longer work) ran medians of 9,956, 9,946 and \
+  9,832 round trips a second against 9,693, 9,792 and 9,564, with server CPU 142 to 146 µs per \
+  round trip against 144 to 148: about 2 %. The runs' indexes are not where the missing tenth \
+  is. A round trip of three store operations instead of four would be nearer: the run's creation \
+  written in one transaction with its first turn when the first step ends quickly, so that \
+  `run_started` leaves with the question after one commit and nothing is announced before it is \
+  durable. In the profile of 64 streams that day, the creation's operation took 5.5 % of the \
+  server's samples and its write task (publish, then kick) 2.5 %. Its run's row and event would \
+  still be written, so a fold would save part of that 8 %, plus a wake-up of the client. That \
+  changes what a start announces and when, which is for the issue's owner to decide.
 - Where the server's CPU time goes at 64 concurrent: `scripts/profile` records it with perf and \
   writes a flame graph (docs/profile/sqlite-c64.svg) and the share of each kind of work and of \
   each task (docs/profile/sqlite-c64.txt). On 3 December 2026: SQLite 23 % and the kernel's file \
@@ -349,7 +387,8 @@ pub(super) const LIMITS: &str = "\
 - Resume latency: the answer's settling commit and the completing turn's commit, one store \
   operation each (the question is checked inside the settling transaction, and that transaction \
   also takes the run's lease and reads the next step's state).
-- Concurrency: both cores are busy; the store's group commit puts every operation queued during \
+- Concurrency: both cores are mostly busy (about 85 % at 64 streams on 7 December 2026: see the \
+  first point); the store's group commit puts every operation queued during \
   a batch into the next transaction, so a commit's WAL write is shared by up to 256 operations \
   and the server's CPU time per round trip drops to well under half of the sequential one. \
   Beyond 64 streams the throughput stays flat and only the queueing latency grows.
