@@ -63,7 +63,7 @@ def kind_of(frames):
 # own; a pattern further in is work the task started (a stream's call that spawns a write, a
 # write's kick that spawns a step). A sample that matches none, but for the last, is the workers'.
 TASKS = [
-    ("the store's task (SQLite's writes, in batches)", r"group_commit::\{impl#\d+\}::start"),
+    ("the store's writer thread (SQLite's writes, in batches)", r"^askuser-writer|group_commit::\{impl#\d+\}::start"),
     ("the checkpoint thread", r"sqlite::checkpoint"),
     ("SQLite's reader threads (feeds' snapshots, listings)", r"sqlite::readers"),
     ("the runs' steps", r"executor::\{impl#\d+\}::(kick|drive)|Shared::drive"),

@@ -115,14 +115,14 @@ fn main() -> ExitCode {
     }
 }
 
-/// The async runtime: a thread per CPU core, or as many as `serve --worker-threads` says.
+/// The async runtime: for `serve`, as many threads as [`ServeArgs::runtime_workers`] says; for
+/// the other commands, a thread per CPU core.
 fn runtime(cli: &Cli) -> std::io::Result<tokio::runtime::Runtime> {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all().on_thread_park(release_freed_memory);
-    if let Command::Serve(args) = &cli.command
-        && let Some(threads) = args.worker_threads
-    {
-        builder.worker_threads(threads);
+    if let Command::Serve(args) = &cli.command {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        builder.worker_threads(args.runtime_workers(cores));
     }
     builder.build()
 }
@@ -186,6 +186,27 @@ mod tests {
             assert_eq!(runtime.metrics().num_workers(), threads);
         }
         assert!(cli(&["--worker-threads", "0"]).is_err());
+    }
+
+    /// By default SQLite's writer thread has a core to itself; PostgreSQL, which has no such
+    /// thread, gets every core.
+    #[test]
+    fn serve_leaves_a_core_to_sqlite_s_writer_by_default() {
+        let serve =
+            |flags: &[&str]| match Cli::try_parse_from(["askuser", "serve"].iter().chain(flags)) {
+                Ok(Cli {
+                    command: Command::Serve(args),
+                    ..
+                }) => args,
+                _ => panic!("serve takes {flags:?}"),
+            };
+        let sqlite = serve(&[]);
+        assert_eq!(sqlite.runtime_workers(2), 1);
+        assert_eq!(sqlite.runtime_workers(8), 7);
+        assert_eq!(sqlite.runtime_workers(1), 1);
+        let postgres = serve(&["--database-url", "postgres://localhost/askuser"]);
+        assert_eq!(postgres.runtime_workers(2), 2);
+        assert_eq!(serve(&["--worker-threads", "3"]).runtime_workers(2), 3);
     }
 
     #[test]

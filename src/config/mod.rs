@@ -74,9 +74,8 @@ pub struct ServeArgs {
     /// without `OTEL_EXPORTER_OTLP_ENDPOINT`) no traces are made.
     #[arg(long, env = "ASKUSER_OTLP_ENDPOINT")]
     pub otlp_endpoint: Option<String>,
-    /// Threads the server's async runtime runs on (default: one per CPU core). On SQLite, with few
-    /// cores and requests served one at a time, 1 answers sooner (a task woken for another no
-    /// longer wakes a second thread); under concurrent load it serves about half as many
+    /// Threads the server's async runtime runs on. Default: on SQLite, one per CPU core but one (at
+    /// least one), since SQLite's writer has a thread of its own; on PostgreSQL, one per core
     /// (docs/deployment.md).
     #[arg(long, env = "ASKUSER_WORKER_THREADS", value_parser = positive)]
     pub worker_threads: Option<usize>,
@@ -319,6 +318,19 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// The async runtime's worker threads ([`Self::worker_threads`] or its default) on a machine
+    /// of `cores` cores. On SQLite one core is left to the store's writer thread: on 2 cores, one
+    /// worker beside the writer ran 6 % more round trips at 64 streams than two (server CPU per
+    /// round trip 116–118 µs against 129–134) and 8 % more one at a time (two interleaved rounds
+    /// of three repeats on 7 December 2026), and more at 16 and 256 streams too.
+    pub fn runtime_workers(&self, cores: usize) -> usize {
+        self.worker_threads.unwrap_or(if self.store.is_sqlite() {
+            cores.saturating_sub(1).max(1)
+        } else {
+            cores.max(1)
+        })
+    }
+
     /// Whether the web inbox is served.
     pub fn ui(&self) -> bool {
         !self.no_ui

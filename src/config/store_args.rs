@@ -75,6 +75,11 @@ impl StoreArgs {
         }
     }
 
+    /// Whether the store is SQLite (no PostgreSQL URL given).
+    pub fn is_sqlite(&self) -> bool {
+        self.database_url.is_none() && self.database_url_file.is_none()
+    }
+
     /// The SQLite file in --data-dir.
     pub fn sqlite_path(&self) -> PathBuf {
         self.data_dir.join("askuser.sqlite3")

@@ -1,8 +1,14 @@
 //! The transport floor: the round trip's frame pattern on a bare tonic `AgentService` with no
 //! store, no agent and no checks beyond the pattern itself. The bench runs it as a child process
-//! of its own binary (`askuser-bench --serve-floor`, two worker threads as the server has here)
-//! and drives it with the same client code as askuser, so that every askuser figure can be shown
-//! as a fraction of what the transport alone does on the same machine in the same run.
+//! of its own binary (`askuser-bench --serve-floor`) and drives it with the same client code as
+//! askuser, so that every askuser figure can be shown as a fraction of what the transport alone
+//! does on the same machine in the same run.
+//!
+//! It runs on two worker threads, as issue 24 defines the floor (a worker per core here). The
+//! server on SQLite runs one worker beside its writer's thread on 2 cores; the floor on one worker
+//! ran faster (on 7 December 2026, two rounds of two repeats: 44,278–44,936 round trips a second
+//! at 64 streams against 35,853–38,110 on two, 16,625–16,845 sequentially against 14,466–15,095),
+//! which the report's text says beside the shares it gives.
 //!
 //! The pattern is the ask_user round trip's as askuser sends it (the bench counts both and the
 //! report shows the counts): three frames out after the start (`run_started`, `tool_call`,

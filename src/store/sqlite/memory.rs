@@ -53,6 +53,15 @@ pub(super) fn release_thread_memory() {
     unsafe { libmimalloc_sys::mi_collect(false) }
 }
 
+/// Gives back the memory a thread that has gone idle freed: its empty pages, and the arenas' free
+/// memory, which no runtime worker may purge soon if the server idles with it (the writer's
+/// thread, once it has had nothing to do for a while).
+pub(super) fn release_idle_thread_memory() {
+    // SAFETY: `mi_collect` frees the calling thread's empty pages and purges the arenas' free
+    // memory; it takes no pointer and may be called at any time.
+    unsafe { libmimalloc_sys::mi_collect(true) }
+}
+
 /// Blocks larger than this stay with glibc's `malloc`, as before: the page caches' (a 4 KiB page
 /// and its header each, or several at once). A page cache holds them while the server idles, and
 /// glibc's free memory is given back by `malloc_trim` as the runtime's workers go idle

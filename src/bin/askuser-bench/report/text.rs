@@ -93,45 +93,43 @@ pub(super) const LIMITS: &str = "\
   samples in a profile at 64 streams): four interleaved rounds of three repeats at 64 streams, \
   whose repeats at the slow speed took 137–148 µs of server CPU per round trip (9,670 to 10,325 \
   a second) against 142–147 µs (9,493 to 10,225) with a row per event, about 1.5 % less: too \
-  little for a change to the schema of both stores. Measured later that day at 64 streams on \
-  the server of 4d4d5da (the round trip's code that of 1f8bc7a), by rounds of three repeats \
-  interleaved with the same build: the cores are not all busy. Over a repeat `vmstat` gave 10 % \
-  idle and 4 % waiting for the disk; the server's two workers were each about 70 % busy, its \
-  checkpoint thread 3 %, the bench's one thread 28 %. The floor at 64 streams left 7 to 8 % idle, \
-  and at 256 streams askuser left the same 10 % (11,093 round trips a second): it is not for want \
-  of streams in flight. Part of it is the WAL's restarts. Every 16,384 frames (about every 0.35 s \
-  at 64 streams) the checkpoint thread's restart holds the writer's lock while it copies the last \
-  frames and syncs the WAL and the database file (fsyncs of 7 to 35 ms, by strace), and the \
-  store's writer sleeps in its busy handler meanwhile (perf's `sched_switch` stacks: about 310 \
-  sleeps a second, from `btreeBeginTrans`). With the restarts off, in a build for the \
-  measurement whose WAL grows without end, there were no such sleeps, the cores were idle \
-  (by `perf sched`) 12 % of the time instead of 15 %, the repeats' resume p99 was 5.1 to 6.2 \
-  ms instead of 7.6 to 15.7 ms, and the repeats at the slow speed ran 2.3 % more round trips \
-  (10,023 a second on average against 9,795; three rounds). Restarting every 65,536 frames ran \
-  1.2 % more (9,913 a second, within the spread; a repeat of 20,000 runs wrote about one such \
-  WAL, and its resume p99 was 5.5 to 6.4 ms), every 4,096 frames 4.8 % fewer (two rounds). SQLite needs those fsyncs to start its WAL over \
-  safely, so the restarts stay at 16,384 frames (a WAL of 64 MB). Three or four Tokio workers \
-  instead of two did not fill the idle time (medians 9,398 and 9,463, and 9,266 and 10,464 round \
-  trips a second, against 9,708 and 9,773; two rounds). The client costs more too: the bench \
-  spends 28 µs of CPU per round trip against askuser and 17 µs against the floor, since a client \
-  that is less busy wakes for fewer frames at a time (per round trip 1.6 `epoll_wait`, 1.8 \
-  `recvfrom` and 1.2 `writev` against askuser; 0.4, 0.7 and 0.7 against the floor; the servers' \
-  `writev` per round trip about the same, 3.8 and 3.6). With the floor's 92 % of two cores busy \
-  and its client's 17 µs, askuser's 146 µs of server CPU per round trip would allow about 11,300 \
-  round trips a second, 31 % of the floor. So the server's own CPU per round trip is about what \
-  the target allows; what misses is the cores left idle around a single writer and the client's \
-  cost at askuser's pace. Fewer indexed writes, bounded from above: the same server with the \
-  runs' three secondary indexes dropped (`runs_by_status`, `runs_by_agent` and `runs_by_tenant`; \
-  a build for the measurement, whose listings no longer work) ran medians of 9,956, 9,946 and \
-  9,832 round trips a second against 9,693, 9,792 and 9,564, with server CPU 142 to 146 µs per \
-  round trip against 144 to 148: about 2 %. The runs' indexes are not where the missing tenth \
-  is. A round trip of three store operations instead of four would be nearer: the run's creation \
-  written in one transaction with its first turn when the first step ends quickly, so that \
-  `run_started` leaves with the question after one commit and nothing is announced before it is \
-  durable. In the profile of 64 streams that day, the creation's operation took 5.5 % of the \
-  server's samples and its write task (publish, then kick) 2.5 %. Its run's row and event would \
-  still be written, so a fold would save part of that 8 %, plus a wake-up of the client. That \
-  changes what a start announces and when, which is for the issue's owner to decide.
+  little for a change to the schema of both stores. Kept later that day: SQLite's writer as a \
+  thread of its own (`askuser-writer`, src/store/sqlite/group_commit.rs) instead of a task on the \
+  runtime's workers, and on SQLite one runtime worker fewer than cores (at least one) by default, \
+  so that on 2 cores the writer and one worker have a core each. As a task the writer waited in a \
+  worker's queue behind the streams that waited for it, and its replies woke the other worker to \
+  steal them. Three interleaved rounds of three repeats against the build of 4d4d5da: 64 streams \
+  11,261, 11,402 and 11,322 round trips a second against 9,754, 9,878 and 9,793 (+15 %), server \
+  CPU per round trip 117–118 µs against 143–148; sequentially 3,457, 3,494 and 3,464 against \
+  2,843, 2,816 and 2,832 (+22 %), 222–235 µs against 321–345, resume p50 0.10 ms against 0.15. \
+  Beside the writer's thread, one worker against two (two rounds): 6 % more at 64 streams, 8 % \
+  more sequentially, and more at 16 and 256 streams. The floor keeps two workers, as issue 24 \
+  defines it; on one it ran faster that day (two rounds of two repeats: 44,278 to 44,936 round \
+  trips a second at 64 streams against 35,853 to 38,110 on two, 16,625 to 16,845 sequentially \
+  against 14,466 to 15,095), so against a floor of one worker askuser's shares would be about a \
+  fifth lower at 64 streams and a tenth lower sequentially. What is left idle: over a repeat at 64 streams `vmstat` gave 14 % \
+  idle and 5 % waiting for the disk with the writer's thread (its thread 67 % busy, the worker \
+  62 %, the checkpoint thread 4 %, the bench 29 %), against 10 % and 3 % with the task on two \
+  workers (each 71 %); the floor at 64 streams leaves 7 to 8 % idle. The new build does the same \
+  work in less CPU; it does not keep the cores busier. A caution on that day's other figures: the \
+  comparisons made in its morning against a base build were made against a stale binary left in \
+  target/release, the events-one-row simulation above; the figures here are against a build of \
+  4d4d5da's sources, and the profile that docs/profile held from 67c5d6d was recorded on the same \
+  stale binary (its stacks serialize a commit's events as one array) and has been replaced. \
+  Measured against the build of 4d4d5da, at 64 streams, three interleaved rounds, the repeats at \
+  the slow speed (server CPU 139 µs or more per round trip): the WAL's restarts cost about 3 %. \
+  Every 16,384 frames (about every 0.35 s at 64 streams) the checkpoint thread's restart holds the \
+  writer's lock while it copies the last frames and syncs the WAL and the database file (fsyncs of \
+  7 to 35 ms, by strace), and the writer sleeps in its busy handler meanwhile (perf's \
+  `sched_switch` stacks: about 310 sleeps a second, from `btreeBeginTrans`). With the restarts \
+  off, in a build for the measurement whose WAL grows without end, those repeats ran 10,102 round \
+  trips a second on average against 9,816, and the resume p99 of all nine repeats was 5.4 to 6.6 \
+  ms against 10.3 to 15.8 ms. SQLite needs those fsyncs to start its WAL over safely, so the \
+  restarts stay, at 16,384 frames (a WAL of 64 MB). Fewer indexed writes, bounded from above: \
+  with the runs' three secondary indexes dropped (`runs_by_status`, `runs_by_agent`, \
+  `runs_by_tenant`; a build for the measurement, whose listings no longer work) the same repeats \
+  ran 10,321 a second on average against 9,816 (+5 %), server CPU 139–142 µs per round trip \
+  against 142–149: a listing of runs by status, agent or tenant needs them.
 - Where the server's CPU time goes at 64 concurrent: `scripts/profile` records it with perf and \
   writes a flame graph (docs/profile/sqlite-c64.svg) and the share of each kind of work and of \
   each task (docs/profile/sqlite-c64.txt). On 3 December 2026: SQLite 23 % and the kernel's file \
@@ -183,13 +181,9 @@ pub(super) const LIMITS: &str = "\
   for it 6 %, askuser's own code 19 %, malloc and free 15 %, Tokio 8 %, memory copies 7 %, \
   loopback TCP 6.5 %, HTTP/2 6.4 %, tonic 3.6 %; by task, the store's task 46 %, the streams' \
   tasks 16 %, the connections' tasks 13 %, the runs' steps 11 % (13.5 % in the profile of \
-  1afdaec above), writes 5 %. The profile now in docs/profile, made the same way at 9a75523 on 7 \
-  December 2026 (the round trip's code that of the report of that day at 1f8bc7a; 10,713 round \
-  trips a second over the recorded run, server CPU 129 µs and the bench's 26 µs per round \
-  trip), has the same shape: SQLite 25.9 % and the kernel's file writes and reads for it 7.6 %, \
-  askuser's own code 16.1 %, malloc and free 13.2 %, Tokio 7.4 %, HTTP/2 7.2 %, loopback TCP \
-  7.0 %, memory copies 7.0 %, tonic 3.6 %; by task, the store's task 46.8 %, the streams' tasks \
-  15.5 %, the connections' tasks 14.5 %, the runs' steps 9.5 %, writes 4.5 %.
+  1afdaec above), writes 5 %. The profile committed at 67c5d6d as made at 9a75523 was recorded \
+  on a stale binary, the events-one-row simulation (see the first point), not on 9a75523's code; \
+  its figures (10,713 round trips a second, server CPU 129 µs per round trip) are withdrawn.
 - Sequential round trips: nothing of one round trip overlaps the next, so the rate is one over a \
   critical path made of CPU time run one piece after another: the bench's and the server's (the \
   table above), on 2 vCPUs where waking a sleeping thread is dear (perf: about a third of the \
@@ -387,8 +381,8 @@ pub(super) const LIMITS: &str = "\
 - Resume latency: the answer's settling commit and the completing turn's commit, one store \
   operation each (the question is checked inside the settling transaction, and that transaction \
   also takes the run's lease and reads the next step's state).
-- Concurrency: both cores are mostly busy (about 85 % at 64 streams on 7 December 2026: see the \
-  first point); the store's group commit puts every operation queued during \
+- Concurrency: the cores are 80 to 90 % busy at 64 streams (on 7 December 2026: see the first \
+  point); the store's group commit puts every operation queued during \
   a batch into the next transaction, so a commit's WAL write is shared by up to 256 operations \
   and the server's CPU time per round trip drops to well under half of the sequential one. \
   Beyond 64 streams the throughput stays flat and only the queueing latency grows.
