@@ -129,7 +129,14 @@ pub(super) const LIMITS: &str = "\
   with the runs' three secondary indexes dropped (`runs_by_status`, `runs_by_agent`, \
   `runs_by_tenant`; a build for the measurement, whose listings no longer work) the same repeats \
   ran 10,321 a second on average against 9,816 (+5 %), server CPU 139–142 µs per round trip \
-  against 142–149: a listing of runs by status, agent or tenant needs them.
+  against 142–149: a listing of runs by status, agent or tenant needs them. In the report of \
+  that day at 3919f68, the first with the writer's thread: SQLite at 64 streams 12,507 round \
+  trips a second at the median, 35 % of the floor beside it (met; 26 % at 1f8bc7a), sequentially \
+  3,437, 24 % (not met; 19 %). `--auth keys` then cost 5.7 % of the sequential rate, past its 5 \
+  %: the features scenario alone, twice each way, gave −5.4 and −6.0 % with the writer's thread \
+  and −3.0 and −2.6 % with the build of 4d4d5da; the keys' server CPU per round trip was about 15 \
+  µs (243 µs against 223–232) against about 10 (328–342 against 322–332). The same cost on a \
+  faster round trip is a larger share, and with one worker nothing of it runs beside the rest.
 - Where the server's CPU time goes at 64 concurrent: `scripts/profile` records it with perf and \
   writes a flame graph (docs/profile/sqlite-c64.svg) and the share of each kind of work and of \
   each task (docs/profile/sqlite-c64.txt). On 3 December 2026: SQLite 23 % and the kernel's file \
@@ -183,7 +190,14 @@ pub(super) const LIMITS: &str = "\
   tasks 16 %, the connections' tasks 13 %, the runs' steps 11 % (13.5 % in the profile of \
   1afdaec above), writes 5 %. The profile committed at 67c5d6d as made at 9a75523 was recorded \
   on a stale binary, the events-one-row simulation (see the first point), not on 9a75523's code; \
-  its figures (10,713 round trips a second, server CPU 129 µs per round trip) are withdrawn.
+  its figures (10,713 round trips a second, server CPU 129 µs per round trip) are withdrawn. The \
+  profile now in docs/profile, made the same way at 9aecb63 (the server of 3919f68, whose report \
+  this is, with SQLite's writer on its own thread and one runtime worker; 11,161 round trips a \
+  second over the recorded run, server CPU 116 µs and the bench's 26 µs per round trip): SQLite \
+  25.3 % of the server's samples and the kernel's file writes and reads for it 5.4 %, askuser's \
+  own code 18.8 %, malloc and free 14.2 %, memory copies 8.2 %, loopback TCP 7.9 %, Tokio 7.3 %, \
+  HTTP/2 5.2 %, tonic 2.6 %; by thread or task, the writer's thread 49.0 %, the connections' \
+  tasks 14.0 %, the streams' tasks 13.9 %, the runs' steps 10.3 %, writes 5.5 %.
 - Sequential round trips: nothing of one round trip overlaps the next, so the rate is one over a \
   critical path made of CPU time run one piece after another: the bench's and the server's (the \
   table above), on 2 vCPUs where waking a sleeping thread is dear (perf: about a third of the \
