@@ -120,8 +120,9 @@ pub(super) const LIMITS: &str = "\
   the slow speed (server CPU 139 µs or more per round trip): the WAL's restarts cost about 3 %. \
   Every 16,384 frames (about every 0.35 s at 64 streams) the checkpoint thread's restart holds the \
   writer's lock while it copies the last frames and syncs the WAL and the database file (fsyncs of \
-  7 to 35 ms, by strace), and the writer sleeps in its busy handler meanwhile (perf's \
-  `sched_switch` stacks: about 310 sleeps a second, from `btreeBeginTrans`). With the restarts \
+  7 to 35 ms, by strace on the stale build, whose checkpoints are the same), and the writer sleeps \
+  in its busy handler meanwhile (perf's `sched_switch` stacks on that build: about 310 sleeps a \
+  second, from `btreeBeginTrans`; none with the restarts off). With the restarts \
   off, in a build for the measurement whose WAL grows without end, those repeats ran 10,102 round \
   trips a second on average against 9,816, and the resume p99 of all nine repeats was 5.4 to 6.6 \
   ms against 10.3 to 15.8 ms. SQLite needs those fsyncs to start its WAL over safely, so the \
