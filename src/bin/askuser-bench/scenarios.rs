@@ -411,11 +411,7 @@ pub async fn run_all(
             "== {store}: sequential round trips ({} runs x {} repeats){}",
             plan.sequential_runs,
             plan.repeats,
-            if with_floor {
-                ", each in turn with one of the transport floor's"
-            } else {
-                ""
-            }
+            in_turns_heading(with_floor)
         );
         let (ours, base) = in_turns(server, with_floor, work_dir, plan, Shape::SEQUENTIAL).await?;
         figures.sequential = Some(ours);
@@ -593,6 +589,15 @@ async fn in_turns(
     Ok((result, floor))
 }
 
+/// What a scenario's heading adds when its repeats run [`in_turns`] with the floor's.
+fn in_turns_heading(with_floor: bool) -> &'static str {
+    if with_floor {
+        ", each in turn with one of the transport floor's"
+    } else {
+        ""
+    }
+}
+
 /// One repeat of `shape` on the transport floor.
 async fn floor_repeat(
     dir: &Path,
@@ -706,11 +711,7 @@ async fn at_each_concurrency(
              connection(s) ({} runs x {} repeats){}",
             plan.concurrent_runs,
             plan.repeats,
-            if with_floor {
-                ", each in turn with one of the transport floor's"
-            } else {
-                ""
-            }
+            in_turns_heading(with_floor)
         );
         let shape = Shape {
             concurrency,
