@@ -1,9 +1,11 @@
 //! Key lookups answered from memory while the key file is unchanged. `--auth keys` looks a key up
 //! when a stream opens and again before an answer is taken (a revoked key answers nothing); each
-//! lookup was a statement on the key file. SQLite's `data_version` tells, by a read of the WAL's
-//! header alone, whether any other connection (a server's, or `askuser keys` in another process)
-//! has committed to the file since it was last asked: the lookups remembered are forgotten then,
-//! so a key created or revoked is seen at the next lookup, as before.
+//! lookup was a statement on the key file. Whether any other connection (a server's, or
+//! `askuser keys` in another process) has committed to the file since the lookups remembered were
+//! read is told first by the WAL index's header ([`super::wal_index`], one read of the `-shm`
+//! file) and, when that changed or cannot tell, by SQLite's `data_version`; the lookups
+//! remembered are forgotten when `data_version` changed, so a key created or revoked is seen at
+//! the next lookup, as before.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,6 +16,7 @@ use rusqlite::Connection;
 use super::super::{ApiKeyRecord, StoreError, StoreResult};
 use super::keys::by_hash;
 use super::readers::open_reader;
+use super::wal_index::{Header, WalIndex};
 
 /// Lookups remembered at most; past it they are forgotten at once (unknown hashes are remembered
 /// too, and a caller may present as many as it likes).
@@ -30,6 +33,15 @@ struct Remembered {
     conn: Connection,
     /// The key file's `data_version` when `found` was last emptied.
     data_version: i64,
+    /// The key file's WAL index, once `conn` has read from it; `None` if it cannot be opened
+    /// (every lookup then asks `data_version`).
+    wal_index: Option<WalIndex>,
+    /// The WAL index's header read before `data_version` was last asked: while it is unchanged,
+    /// so is `data_version`.
+    header: Option<Header>,
+    /// How many lookups asked `data_version`.
+    #[cfg(test)]
+    asked: usize,
     /// What a lookup found for each hash, `None` for no key.
     found: HashMap<String, Option<ApiKeyRecord>>,
 }
@@ -53,16 +65,34 @@ impl KeyLookups {
             None => state.insert(Remembered {
                 conn: open_reader(&self.path, None)?,
                 data_version: i64::MIN,
+                wal_index: None,
+                header: None,
+                #[cfg(test)]
+                asked: 0,
                 found: HashMap::new(),
             }),
         };
-        let data_version: i64 = remembered
-            .conn
-            .prepare_cached("PRAGMA data_version")?
-            .query_row([], |row| row.get(0))?;
-        if data_version != remembered.data_version {
-            remembered.found.clear();
-            remembered.data_version = data_version;
+        let header = remembered.wal_index.as_ref().and_then(WalIndex::header);
+        if header.is_none() || header != remembered.header {
+            // Read before `data_version`: a commit between the two changes the header again, so
+            // the next lookup asks `data_version` again.
+            remembered.header = header;
+            #[cfg(test)]
+            {
+                remembered.asked += 1;
+            }
+            let data_version: i64 = remembered
+                .conn
+                .prepare_cached("PRAGMA data_version")?
+                .query_row([], |row| row.get(0))?;
+            if data_version != remembered.data_version {
+                remembered.found.clear();
+                remembered.data_version = data_version;
+            }
+            if remembered.wal_index.is_none() {
+                // `conn` has read the file: its `-shm` file exists, and lasts while `conn` does.
+                remembered.wal_index = WalIndex::open(&self.path).ok();
+            }
         }
         if let Some(found) = remembered.found.get(secret_hash) {
             return Ok(found.clone());
@@ -93,6 +123,26 @@ mod tests {
                 .as_ref()
                 .map_or(0, |remembered| remembered.found.len())
         }
+
+        fn asked_data_version(&self) -> usize {
+            let state = self.state.lock().expect("lock");
+            state.as_ref().map_or(0, |remembered| remembered.asked)
+        }
+    }
+
+    /// Creates key `k`, whose secret's hash is `hash-of-k`.
+    async fn create_k(store: &SqliteStore) {
+        store
+            .create_key(NewApiKey {
+                key_id: "k".into(),
+                tenant: "acme".into(),
+                name: "k".into(),
+                scopes: Vec::new(),
+                secret_hash: "hash-of-k".into(),
+                created_ms: 1,
+            })
+            .await
+            .expect("create");
     }
 
     /// A lookup answered from memory is never older than the key file: a key revoked through the
@@ -105,17 +155,7 @@ mod tests {
         let store = SqliteStore::open(&path, Synchronous::Normal).expect("open");
         let lookups = KeyLookups::new(&key_file_path(&path));
         assert_eq!(lookups.by_hash("hash-of-k").expect("look up"), None);
-        store
-            .create_key(NewApiKey {
-                key_id: "k".into(),
-                tenant: "acme".into(),
-                name: "k".into(),
-                scopes: Vec::new(),
-                secret_hash: "hash-of-k".into(),
-                created_ms: 1,
-            })
-            .await
-            .expect("create");
+        create_k(&store).await;
         for _ in 0..3 {
             let found = lookups.by_hash("hash-of-k").expect("look up");
             assert_eq!(found.map(|key| key.revoked_ms), Some(None));
@@ -137,5 +177,47 @@ mod tests {
         assert!(lookups.remembered() <= KEPT, "{}", lookups.remembered());
         let found = lookups.by_hash("hash-of-k").expect("look up");
         assert_eq!(found.and_then(|key| key.revoked_ms), Some(9));
+    }
+
+    /// Commits of connections of their own, as `askuser keys` in another process makes them (each
+    /// opened, written through and closed), are seen at the next lookup; while nothing commits,
+    /// lookups are answered without asking SQLite's `data_version`.
+    #[tokio::test]
+    async fn another_connection_s_commits_are_seen_at_the_next_lookup() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("askuser.sqlite3");
+        let store = SqliteStore::open(&path, Synchronous::Normal).expect("open");
+        create_k(&store).await;
+        let lookups = KeyLookups::new(&key_file_path(&path));
+        let revoked = || {
+            let found = lookups.by_hash("hash-of-k").expect("look up");
+            found.expect("the key").revoked_ms
+        };
+        assert_eq!(revoked(), None);
+        assert_eq!(revoked(), None);
+        let asked = lookups.asked_data_version();
+        for _ in 0..20 {
+            assert_eq!(revoked(), None);
+        }
+        assert_eq!(lookups.asked_data_version(), asked, "nothing committed");
+
+        for (round, revoked_ms) in [Some(5), None, Some(7)].into_iter().enumerate() {
+            let other = Connection::open(key_file_path(&path)).expect("open");
+            other
+                .execute(
+                    "UPDATE api_keys SET revoked_ms = ?1 WHERE key_id = 'k'",
+                    [revoked_ms],
+                )
+                .expect("update");
+            if round == 1 {
+                other
+                    .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+                    .expect("checkpoint");
+            }
+            drop(other);
+            assert_eq!(revoked(), revoked_ms, "round {round}");
+            assert_eq!(revoked(), revoked_ms, "round {round}, remembered");
+        }
+        drop(store);
     }
 }

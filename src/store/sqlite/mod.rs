@@ -29,6 +29,7 @@ mod runs;
 mod schema;
 mod statements;
 mod tool_calls;
+mod wal_index;
 mod wal_writes;
 
 use rows::*;
