@@ -137,7 +137,17 @@ pub(super) const LIMITS: &str = "\
   %: the features scenario alone, twice each way, gave −5.4 and −6.0 % with the writer's thread \
   and −3.0 and −2.6 % with the build of 4d4d5da; the keys' server CPU per round trip was about 15 \
   µs (243 µs against 223–232) against about 10 (328–342 against 322–332). The same cost on a \
-  faster round trip is a larger share, and with one worker nothing of it runs beside the rest.
+  faster round trip is a larger share, and with one worker nothing of it runs beside the rest. \
+  In the report of that day at be769e6, after the keys' lookups below: SQLite at 64 streams \
+  11,407 round trips a second at the median, 32 % of the floor beside it (met; the five repeats' \
+  shares 31, 31, 35, 32 and 35 %; three of its repeats ran at 116–118 µs of server CPU per round \
+  trip, where three of 3919f68's ran at 99–102 µs), sequentially 3,440, 23 % (not met); `--auth \
+  keys` cost 2.0 % of the sequential rate (met). Tried that day and dropped: the writer's thread \
+  spinning for up to 60 µs before it sleeps, when its queue is empty (a build for the \
+  measurement), two interleaved rounds of three repeats: sequentially 3,675 and 3,616 round \
+  trips a second against 3,557 and 3,467 (+3–4 %) for 90 µs more server CPU per round trip, at \
+  64 streams 11,420 and 11,253 against 11,416 and 11,514 (no gain): a core burnt for a few \
+  percent of one rate.
 - Where the server's CPU time goes at 64 concurrent: `scripts/profile` records it with perf and \
   writes a flame graph (docs/profile/sqlite-c64.svg) and the share of each kind of work and of \
   each task (docs/profile/sqlite-c64.txt). On 3 December 2026: SQLite 23 % and the kernel's file \
