@@ -12,11 +12,11 @@
 //! or of another version says nothing, and the caller asks SQLite.
 //!
 //! The `-shm` file stays the same file while any connection has the database open: only the last
-//! connection to close may delete it, and the reader of this header keeps one open.
+//! connection to close may delete it, and the reader of this header keeps one open. Read at an
+//! offset on Unix only; elsewhere the header never tells, and the caller always asks SQLite.
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// The bytes of one copy of the header.
@@ -52,7 +52,7 @@ impl WalIndex {
     /// built, a file too short, a read that failed).
     pub(super) fn header(&self) -> Option<Header> {
         let mut copies = [0u8; 2 * HEADER];
-        self.shm.read_exact_at(&mut copies, 0).ok()?;
+        read_start(&self.shm, &mut copies).ok()?;
         let (first, second) = copies.split_at(HEADER);
         let version = u32::from_ne_bytes(first[..4].try_into().ok()?);
         if first != second || version != VERSION || first[IS_INIT] == 0 {
@@ -62,7 +62,18 @@ impl WalIndex {
     }
 }
 
-#[cfg(test)]
+/// Reads the first bytes of `file` into `buffer`, whatever its position.
+#[cfg(unix)]
+fn read_start(file: &File, buffer: &mut [u8]) -> io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buffer, 0)
+}
+
+#[cfg(not(unix))]
+fn read_start(_file: &File, _buffer: &mut [u8]) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+#[cfg(all(test, unix))]
 mod tests {
     use rusqlite::Connection;
 
