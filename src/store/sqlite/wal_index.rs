@@ -2,8 +2,9 @@
 //! read of its WAL index's header (the `-shm` file) rather than by a statement.
 //!
 //! `PRAGMA data_version` answers the same question, but as a statement: it opens a read
-//! transaction, taking and releasing the WAL's read lock with `fcntl` each time, and on this
-//! machine that was about a tenth of what `--auth keys` cost a round trip. The header is what
+//! transaction, taking and releasing the WAL's read lock with `fcntl` each time, and on the
+//! 2-core machine of BENCHMARKS.md that was more than half of what `--auth keys` cost a
+//! sequential round trip (two lookups each; 7 December 2026). The header is what
 //! SQLite itself reads to learn of commits: every commit rewrites it, after the commit's frames are
 //! written and before the commit returns, so a header unchanged since a given read means no commit
 //! has ended since. Its layout is part of SQLite's file format (<https://sqlite.org/walformat.html>,
@@ -80,7 +81,7 @@ mod tests {
     use super::*;
 
     /// The header changes with every commit, whichever connection makes it, and with none else: a
-    /// read or a checkpoint leaves it as it was.
+    /// read or a passive checkpoint leaves it as it was.
     #[test]
     fn the_header_changes_with_every_commit_and_only_then() {
         let dir = tempfile::tempdir().expect("temp dir");
