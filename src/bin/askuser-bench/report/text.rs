@@ -147,7 +147,19 @@ pub(super) const LIMITS: &str = "\
   measurement), two interleaved rounds of three repeats: sequentially 3,675 and 3,616 round \
   trips a second against 3,557 and 3,467 (+3–4 %) for 90 µs more server CPU per round trip, at \
   64 streams 11,420 and 11,253 against 11,416 and 11,514 (no gain): a core burnt for a few \
-  percent of one rate.
+  percent of one rate. What the sequential target asks of the writer's thread, by a profile that \
+  day of the server of 3919f68 (perf with DWARF call graphs, 3 s of the defaults' server in the \
+  features scenario, 3,465 round trips a second): server CPU 230 µs and the bench's 48 µs per \
+  round trip, together the round trip's whole wall time (289 µs), so its steps run one after \
+  another and only less CPU per round trip makes it faster. The writer's thread took 106 µs per \
+  round trip for the four commits, about half of it the same for every commit (the WAL's frames \
+  written and checksummed about 22 µs, waking the worker with each reply 13, beginning the \
+  transaction 9, the shared memory's locks with `fcntl` 8). The target, 45 % of a floor of \
+  about 14,700 a second, is about 6,600 round trips a second, 150 µs each, of which the bench \
+  takes 48: the server would have about 100 µs, less than its writer alone takes for four \
+  commits. Locking the shared memory within the process only (no `fcntl`) would let another \
+  process that opens the store's file (`askuser keys`, or a second server on the same data \
+  directory by mistake) write it at the same time, and was not tried.
 - Where the server's CPU time goes at 64 concurrent: `scripts/profile` records it with perf and \
   writes a flame graph (docs/profile/sqlite-c64.svg) and the share of each kind of work and of \
   each task (docs/profile/sqlite-c64.txt). On 3 December 2026: SQLite 23 % and the kernel's file \
