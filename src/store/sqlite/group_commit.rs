@@ -188,20 +188,17 @@ fn serve(conn: Connection, queue: mpsc::Receiver<Request>) {
 /// `false` once the queue is closed. A writer idle for [`IDLE`] gives back the memory it freed
 /// before it sleeps on: no runtime worker's idle hook runs on this thread.
 fn next_requests(queue: &mpsc::Receiver<Request>, requests: &mut Vec<Request>) -> bool {
-    let first = match queue.try_recv() {
+    // A request already queued is taken at once.
+    let first = match queue.recv_timeout(IDLE) {
         Ok(request) => request,
-        Err(mpsc::TryRecvError::Disconnected) => return false,
-        Err(mpsc::TryRecvError::Empty) => match queue.recv_timeout(IDLE) {
-            Ok(request) => request,
-            Err(mpsc::RecvTimeoutError::Disconnected) => return false,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                super::memory::release_idle_thread_memory();
-                match queue.recv() {
-                    Ok(request) => request,
-                    Err(mpsc::RecvError) => return false,
-                }
+        Err(mpsc::RecvTimeoutError::Disconnected) => return false,
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            super::memory::release_idle_thread_memory();
+            match queue.recv() {
+                Ok(request) => request,
+                Err(mpsc::RecvError) => return false,
             }
-        },
+        }
     };
     requests.push(first);
     requests.extend(queue.try_iter().take(MAX_BATCH - 1));
