@@ -114,7 +114,7 @@ impl KeyStore for SqliteStore {
     async fn move_runs(&self, from: &str, to: &str) -> StoreResult<u64> {
         let (from, to) = (from.to_owned(), to.to_owned());
         self.db
-            .commit("move_runs", move |conn| move_runs(conn, &from, &to))
+            .commit_large("move_runs", move |conn| move_runs(conn, &from, &to))
             .await
     }
 }

@@ -15,6 +15,7 @@ pub use keys::SqliteKeyFile;
 use readers::Readers;
 
 mod checkpoint;
+mod commit_traffic;
 mod deliveries;
 mod events;
 mod group_commit;
@@ -188,9 +189,9 @@ impl StoreService for SqliteStore {
     }
 
     async fn ping(&self) -> StoreResult<()> {
-        // Through the writer's queue: a stuck or stopped writer fails the ping.
+        // On the writer's thread (never run by the caller): a stuck or stopped writer fails it.
         self.db
-            .run(|conn| Ok(conn.query_row("SELECT 1", [], |_| Ok(()))?))
+            .run_alone(|conn| Ok(conn.query_row("SELECT 1", [], |_| Ok(()))?))
             .await
     }
 }

@@ -195,7 +195,7 @@ impl RunTable for SqliteStore {
 
     async fn prune_finished(&self, before_ms: i64, limit: usize) -> StoreResult<u64> {
         self.db
-            .commit("prune_finished", move |conn| {
+            .commit_large("prune_finished", move |conn| {
                 let runs: Vec<String> = conn
                     .statement(PRUNABLE_RUNS_QUERY)?
                     .query_map(params![before_ms, limit as i64], |row| row.get(0))?

@@ -91,10 +91,28 @@ pub(super) fn connect_writer(path: &Path) -> StoreResult<Connection> {
     )?)
 }
 
+thread_local! {
+    /// Set while a runtime worker begins a commit of its own: it takes the lock at once or not at
+    /// all, and never sleeps in the busy handler.
+    static NO_WAITING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `work`, in which a lock held elsewhere fails at once (`SQLITE_BUSY`) instead of being
+/// waited for.
+pub(super) fn without_waiting<T>(work: impl FnOnce() -> T) -> T {
+    NO_WAITING.set(true);
+    let result = work();
+    NO_WAITING.set(false);
+    result
+}
+
 /// What every connection of the store has: plans kept, and a busy handler.
 fn configure(conn: Connection) -> StoreResult<Connection> {
     keep_plans(&conn)?;
     conn.busy_handler(Some(|attempt| {
+        if NO_WAITING.get() {
+            return false;
+        }
         // Polls every 100 µs for up to 5 s: the locks are held for a batch or a restart at most.
         std::thread::sleep(std::time::Duration::from_micros(100));
         attempt < 50_000
