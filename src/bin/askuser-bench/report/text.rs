@@ -159,7 +159,34 @@ pub(super) const LIMITS: &str = "\
   takes 48: the server would have about 100 µs, less than its writer alone takes for four \
   commits. Locking the shared memory within the process only (no `fcntl`) would let another \
   process that opens the store's file (`askuser keys`, or a second server on the same data \
-  directory by mistake) write it at the same time, and was not tried.
+  directory by mistake) write it at the same time, and was not tried. \
+  Kept on the afternoon of that day (src/store/sqlite/commit_traffic.rs): a commit with no other \
+  in flight, after a spell of 16 such in a row, runs on the runtime worker that asked for it, as \
+  a batch of one, instead of through the writer's queue, where each commit cost two thread \
+  wake-ups (the worker waking the writer, and the writer's reply waking the worker, which had \
+  nothing else to do). One commit in 64 of a spell still goes through the queue, and a commit \
+  that finds another in flight ends the spell: under load the queue's batches are what pay. The \
+  write lock is taken at once or the commit is queued, so no runtime worker ever waits for a \
+  checkpoint's restart or another process. Two interleaved rounds of three repeats against the \
+  build of be769e6: sequentially 4,073 and 3,989 round trips a second against 3,442 and 3,463 \
+  (+17 %), server CPU per round trip 185–188 µs against 225–236, resume p50 0.19 ms against \
+  0.24; at 64 streams 11,184 and 11,144 against 12,309 and 11,272 (the same at the same speed: \
+  the base's repeats at 94–102 µs of server CPU per round trip were the machine's fast phase, \
+  every other repeat of both builds ran at 116–120 µs; in two more rounds after the report \
+  below, 12,781 and 11,433 against 11,252 and 13,389, both with repeats at either speed); at 4 \
+  streams 5,915 against 5,820. \
+  Without the spell (every commit with none other in flight run by its caller; a build for the \
+  measurement), 64 streams fell to 6,361 and 6,438 a second against 11,164 and 11,161: one \
+  worker committing one operation at a time, the writer's core idle. A profile of sequential \
+  round trips with the change (perf with DWARF call graphs, 3 s, 3,853 round trips a second; \
+  server CPU 195 µs and the bench's 45 µs per round trip): SQLite's statements 68 µs per round \
+  trip, 50 of them in the four commits (the WAL's frames 27); HTTP/2 and the socket calls under \
+  it 43 (31 of them those calls); the checkpoint thread 10, beside the round trip rather than in it. The target's 100 µs \
+  for the server is still less than what SQLite and HTTP/2 alone take. In \
+  the report of that day at 3bfd5c1, with it: SQLite sequentially 4,068 round trips a second at the \
+  median, 28 % of the floor beside it (not met; 23 % at be769e6), resume p50 0.085 ms against \
+  0.105, server CPU 191 µs per round trip; at 64 streams 11,251, 32 % (met, as at be769e6); \
+  `--auth keys` and metrics cost 2.4 and 2.5 % of the sequential rate (met).
 - Where the server's CPU time goes at 64 concurrent: `scripts/profile` records it with perf and \
   writes a flame graph (docs/profile/sqlite-c64.svg) and the share of each kind of work and of \
   each task (docs/profile/sqlite-c64.txt). On 3 December 2026: SQLite 23 % and the kernel's file \
