@@ -21,7 +21,7 @@
 //! lock held by a checkpoint or by another process is waited for on the writer's thread, never on a
 //! runtime worker.
 
-use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use rusqlite::Connection;
@@ -194,13 +194,11 @@ impl GroupCommit {
             .await
             .map_err(|_| StoreError::Task("the SQLite writer dropped an operation".into()))?
     }
-}
 
-impl GroupCommit {
     /// Commits `operation` as a batch of one on this thread if the connection is free and the
     /// write lock can be had at once; otherwise gives it back, for the writer's queue.
     fn commit_here(&self, operation: Box<dyn Operation>) -> Option<Box<dyn Operation>> {
-        // Busy (the writer's batch) or poisoned (the writer's thread mends that): queued.
+        // Busy (the writer's batch) or poisoned (the writer's thread clears that): queued.
         let Ok(conn) = self.conn.try_lock() else {
             return Some(operation);
         };
@@ -229,12 +227,15 @@ fn is_busy(error: &rusqlite::Error) -> bool {
 
 /// The writer's loop: takes whatever is queued (up to [`MAX_BATCH`]) as one batch; an operation
 /// that runs alone splits it. Ends when every sender is gone.
-fn serve(conn: &Mutex<Connection>, queue: mpsc::Receiver<Request>) {
+fn serve(connection: &Mutex<Connection>, queue: mpsc::Receiver<Request>) {
     let mut requests = Vec::with_capacity(MAX_BATCH);
     while next_requests(&queue, &mut requests) {
         // A caller's operation that panicked poisoned the lock and may have left its transaction
         // open: the connection is still good once that is rolled back.
-        let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
+        let conn = connection.lock().unwrap_or_else(|poisoned| {
+            connection.clear_poison();
+            poisoned.into_inner()
+        });
         if !conn.is_autocommit() {
             let _ = execute(&Db::new(&conn), "ROLLBACK");
         }
@@ -344,6 +345,8 @@ fn abort(conn: &Db<'_>, error: rusqlite::Error) -> StoreError {
 
 #[cfg(test)]
 mod tests {
+    use futures::FutureExt;
+
     use super::*;
 
     /// A writer on a fresh WAL file in `dir`, its connection with the store's busy handler.
@@ -412,6 +415,36 @@ mod tests {
         });
         assert_eq!(thread_of_a_commit(&writer).await, WRITER_THREAD);
         holder.join().expect("the holder");
+    }
+
+    /// An operation that panics on its caller's thread, holding the connection inside its
+    /// transaction, leaves the store usable: its write is rolled back, the next commit goes to the
+    /// writer's thread, and callers commit on their own again after that.
+    #[tokio::test]
+    async fn a_caller_s_operation_that_panics_leaves_the_store_usable() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (writer, path) = start_writer(&dir);
+        let here = std::thread::current().name().unwrap_or("").to_owned();
+        for _ in 0..20 {
+            thread_of_a_commit(&writer).await;
+        }
+        let panics = |conn: &Db<'_>| -> StoreResult<()> {
+            conn.statement("INSERT INTO t VALUES (2)")?.execute([])?;
+            panic!("a bug in an operation");
+        };
+        let outcome = std::panic::AssertUnwindSafe(writer.run(panics))
+            .catch_unwind()
+            .await;
+        assert!(outcome.is_err(), "the operation ran on this thread");
+        assert_eq!(thread_of_a_commit(&writer).await, WRITER_THREAD);
+        assert_eq!(thread_of_a_commit(&writer).await, here);
+        let count = |sql: &str| -> i64 {
+            Connection::open(&path)
+                .and_then(|conn| conn.query_row(sql, [], |row| row.get(0)))
+                .expect("count")
+        };
+        assert_eq!(count("SELECT count(*) FROM t WHERE x = 2"), 0);
+        assert_eq!(count("SELECT count(*) FROM t"), 22);
     }
 
     /// The writer's operations run on its own thread, not on the runtime that asked for them.
