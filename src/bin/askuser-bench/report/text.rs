@@ -262,13 +262,20 @@ pub(super) const LIMITS: &str = "\
   1afdaec above), writes 5 %. The profile committed at 67c5d6d as made at 9a75523 was recorded \
   on a stale binary, the events-one-row simulation (see the first point), not on 9a75523's code; \
   its figures (10,713 round trips a second, server CPU 129 µs per round trip) are withdrawn. The \
-  profile now in docs/profile, made the same way at 9aecb63 (the server of 3919f68, whose report \
-  this is, with SQLite's writer on its own thread and one runtime worker; 11,161 round trips a \
-  second over the recorded run, server CPU 116 µs and the bench's 26 µs per round trip): SQLite \
+  profile made the same way at 9aecb63 (the server of 3919f68, with SQLite's writer on its own \
+  thread and one runtime worker; 11,161 round trips a second over the recorded run, server CPU 116 µs and the bench's 26 µs per round trip): SQLite \
   25.3 % of the server's samples and the kernel's file writes and reads for it 5.4 %, askuser's \
   own code 18.8 %, malloc and free 14.2 %, memory copies 8.2 %, loopback TCP 7.9 %, Tokio 7.3 %, \
   HTTP/2 5.2 %, tonic 2.6 %; by thread or task, the writer's thread 49.0 %, the connections' \
-  tasks 14.0 %, the streams' tasks 13.9 %, the runs' steps 10.3 %, writes 5.5 %.
+  tasks 14.0 %, the streams' tasks 13.9 %, the runs' steps 10.3 %, writes 5.5 %. The profile \
+  now in docs/profile, made the same way at 840fecc (the server of this report's 9fed76b, with \
+  commits alone run by their callers and pages of 2,048 bytes; 11,849 round trips a second over \
+  the recorded run, server CPU 110 µs and the bench's 25 µs per round trip): SQLite 27.9 % of \
+  the server's samples and the kernel's file writes and reads for it 5.3 %, askuser's own code \
+  17.6 %, malloc and free 13.0 %, memory copies 7.8 %, loopback TCP 7.6 %, Tokio 7.2 %, HTTP/2 \
+  5.7 %, tonic 2.7 %; by thread or task, the writer's thread 49.4 % (49.0 at 9aecb63: at 64 \
+  streams the commits still go through its queue), the connections' tasks 14.2 %, the streams' tasks 13.5 \
+  %, the runs' steps 10.4 %, writes 4.6 %.
 - Sequential round trips: nothing of one round trip overlaps the next, so the rate is one over a \
   critical path made of CPU time run one piece after another: the bench's and the server's (the \
   table above), on 2 vCPUs where waking a sleeping thread is dear (perf: about a third of the \
