@@ -13,10 +13,11 @@
 //! ends.
 //!
 //! On 7 December 2026, on 2 cores, two interleaved rounds of three repeats against the queue
-//! alone: sequentially 3,948 and 4,048 round trips a second against 3,454 and 3,462, with 190 µs
-//! of server CPU per round trip against 227; at 64 streams the same within the machine's noise.
-//! Without the spell and its probes (every commit alone run by its caller), 64 streams fell from
-//! 11,164 to 6,400 a second: one worker committing one operation at a time.
+//! alone (the build of be769e6): sequentially 4,073 and 3,989 round trips a second against 3,442
+//! and 3,463, with 185–188 µs of server CPU per round trip against 225–236; at 64 streams the same
+//! at the same speed of the machine. Without the spell and its probes (every commit alone run by
+//! its caller), 64 streams fell to 6,361 and 6,438 a second against 11,164 and 11,161: one worker
+//! committing one operation at a time.
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 

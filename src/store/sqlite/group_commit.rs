@@ -181,11 +181,13 @@ impl GroupCommit {
             reply,
         };
         let (_in_flight, here) = self.traffic.start();
-        let mut operation: Option<Box<dyn Operation>> = Some(Box::new(call));
-        if short && here {
-            operation = operation.and_then(|operation| self.commit_here(operation));
-        }
-        if let Some(operation) = operation {
+        let operation: Box<dyn Operation> = Box::new(call);
+        let queued = if short && here {
+            self.commit_here(operation)
+        } else {
+            Some(operation)
+        };
+        if let Some(operation) = queued {
             self.requests
                 .send(request(operation))
                 .map_err(|_| StoreError::Task("the SQLite writer has stopped".into()))?;
