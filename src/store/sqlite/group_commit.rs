@@ -21,7 +21,7 @@
 //! lock held by a checkpoint or by another process is waited for on the writer's thread, never on a
 //! runtime worker.
 
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, MutexGuard, mpsc};
 use std::time::Duration;
 
 use rusqlite::Connection;
@@ -232,33 +232,37 @@ fn is_busy(error: &rusqlite::Error) -> bool {
 fn serve(connection: &Mutex<Connection>, queue: mpsc::Receiver<Request>) {
     let mut requests = Vec::with_capacity(MAX_BATCH);
     while next_requests(&queue, &mut requests) {
-        // A caller's operation that panicked poisoned the lock and may have left its transaction
-        // open: the connection is still good once that is rolled back.
-        let conn = connection.lock().unwrap_or_else(|poisoned| {
-            connection.clear_poison();
-            poisoned.into_inner()
-        });
-        if !conn.is_autocommit() {
-            let _ = execute(&Db::new(&conn), "ROLLBACK");
-        }
-        let conn = &*conn;
         let mut batch = Vec::with_capacity(requests.len());
         for request in requests.drain(..) {
             match request {
                 Request::Batched(operation) => batch.push(operation),
                 Request::Alone(mut operation) => {
                     if !batch.is_empty() {
-                        commit_batch(conn, std::mem::take(&mut batch));
+                        commit_batch(connection, std::mem::take(&mut batch));
                     }
-                    operation.run(&Db::new(conn));
+                    operation.run(&Db::new(&lock(connection)));
                     operation.deliver(None);
                 }
             }
         }
         if !batch.is_empty() {
-            commit_batch(conn, batch);
+            commit_batch(connection, batch);
         }
     }
+}
+
+/// Takes the connection for the writer's thread, however long a caller holds it.
+fn lock(connection: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    // A caller's operation that panicked poisoned the lock and may have left its transaction
+    // open: the connection is still good once that is rolled back.
+    let conn = connection.lock().unwrap_or_else(|poisoned| {
+        connection.clear_poison();
+        poisoned.into_inner()
+    });
+    if !conn.is_autocommit() {
+        let _ = execute(&Db::new(&conn), "ROLLBACK");
+    }
+    conn
 }
 
 /// Waits for at least one request, then takes what else is queued, up to [`MAX_BATCH`] in all;
@@ -297,11 +301,12 @@ fn run_isolated(conn: &Db<'_>, operation: &mut dyn Operation) -> rusqlite::Resul
     Ok(succeeded)
 }
 
-/// Runs a batch in one transaction and delivers every outcome after its end. A batch of one needs
-/// no savepoint: its transaction rolls back if it fails.
-fn commit_batch(conn: &Connection, mut batch: Vec<Box<dyn Operation>>) {
+/// Runs a batch in one transaction and delivers every outcome after its end, with the connection
+/// let go: a caller woken by its outcome finds it free to commit its next operation itself. A
+/// batch of one needs no savepoint: its transaction rolls back if it fails.
+fn commit_batch(connection: &Mutex<Connection>, mut batch: Vec<Box<dyn Operation>>) {
     // The batch's statements go back to the connection's cache before its callers hear of it.
-    let failure = run_batch(&Db::new(conn), &mut batch).err();
+    let failure = run_batch(&Db::new(&lock(connection)), &mut batch).err();
     for operation in batch {
         operation.deliver(failure.as_ref());
     }
