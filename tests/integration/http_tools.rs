@@ -447,14 +447,12 @@ async fn a_request_cut_by_a_crash_is_sent_again_with_the_same_key() {
 
 #[tokio::test]
 async fn a_missing_header_variable_stops_serve_naming_the_tool() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("agents.toml");
+    std::fs::write(&config, agents("http://127.0.0.1:9/deploy", "")).expect("write");
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_askuser"))
         .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg({
-            let dir = tempfile::tempdir().expect("temp dir").keep();
-            let path = dir.join("agents.toml");
-            std::fs::write(&path, agents("http://127.0.0.1:9/deploy", "")).expect("write");
-            path
-        })
+        .arg(&config)
         .env_remove(TOKEN_ENV)
         .output()
         .expect("run askuser");

@@ -2,7 +2,7 @@
 // temporary directory, --auth keys), Debian's Chromium driven by playwright-core, and the Node
 // client (clients/typescript) as the backend that starts runs and answers from elsewhere.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join, normalize } from "node:path";
@@ -135,12 +135,14 @@ export class Server {
     this.url = `http://127.0.0.1:${this.#proxy.address().port}`;
   }
 
-  /** Stops the server and the pages' proxy, if any, for good. */
+  /** Stops the server and the pages' proxy, if any, for good; removes the server's directory
+   * unless a test failed (`process.exitCode` is set by then), for its log. */
   async close() {
     await this.stop();
     await new Promise((resolve) => (this.#receiver ? this.#receiver.close(resolve) : resolve()));
     this.#proxy?.closeAllConnections();
     await new Promise((resolve) => (this.#proxy ? this.#proxy.close(resolve) : resolve()));
+    if (!process.exitCode) rmSync(this.dir, { recursive: true, force: true });
   }
 
   async stop() {

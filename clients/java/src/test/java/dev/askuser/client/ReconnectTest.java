@@ -12,7 +12,6 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -24,6 +23,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.CleanupMode;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Reattachment and retries against a server of the test's own that it kills (SIGKILL) and starts
@@ -34,13 +35,15 @@ import org.junit.jupiter.api.Timeout;
 class ReconnectTest {
   private static final Path ROOT = Path.of("../..").toAbsolutePath().normalize();
 
-  private Path dir;
+  /** The server's data and log: removed after a test that passed, kept for one that failed. */
+  @TempDir(cleanup = CleanupMode.ON_SUCCESS)
+  Path dir;
+
   private int port;
   private Process server;
 
   @BeforeEach
   void startServer() throws IOException {
-    dir = Files.createTempDirectory("askuser-java-reconnect");
     try (ServerSocket probe = new ServerSocket(0)) {
       port = probe.getLocalPort();
     }
@@ -48,8 +51,9 @@ class ReconnectTest {
   }
 
   @AfterEach
-  void stopServer() {
-    server.destroyForcibly();
+  void stopServer() throws InterruptedException {
+    // Gone before its directory is removed.
+    server.destroyForcibly().waitFor();
   }
 
   private void start() throws IOException {
