@@ -207,7 +207,17 @@ pub(super) const LIMITS: &str = "\
   where the floor beside them sped up more); `--auth keys` and metrics cost 3.7 and 2.3 % of the \
   sequential rate (met). What the sequential target still asks: 45 % of that floor is about \
   6,700 round trips a second, 149 µs each, of which the bench takes about 45; the server's 177 \
-  µs would have to fall to about 100, while its four commits alone take about 80 on the worker.
+  µs would have to fall to about 100, while its four commits alone take about 80 on the worker. \
+  Tried later that day and dropped, against the build of 27bfdea, two interleaved rounds of \
+  three repeats each, sequentially: two runtime workers instead of one, now that commits run on \
+  their callers (2,909 and 2,951 round trips a second against 4,535 and 4,468, server CPU \
+  331–335 µs per round trip against 176–180: the round trip's tasks hop between the workers); \
+  the runs table without a rowid, so that a run is found and inserted in one B-tree instead of \
+  two (a build for the measurement; an existing file would need the table rebuilt), 4,659 and \
+  4,563 against 4,444 and 4,514 (+1 to +5 %, server CPU 172–176 µs against 175–181). The \
+  worker's system calls in one second of sequential round trips (strace, 882 round trips): per \
+  round trip 4 `writev` and 2 `recvfrom` on the socket and 2.3 `epoll_wait`; per commit one \
+  `pwrite` of the WAL and 6 `fcntl` on the locks of its shared memory.
 - Where the server's CPU time goes at 64 concurrent: `scripts/profile` records it with perf and \
   writes a flame graph (docs/profile/sqlite-c64.svg) and the share of each kind of work and of \
   each task (docs/profile/sqlite-c64.txt). On 3 December 2026: SQLite 23 % and the kernel's file \
