@@ -454,6 +454,49 @@ mod tests {
         assert_eq!(count("SELECT count(*) FROM t"), 22);
     }
 
+    /// An operation that says, as its outcome is delivered, whether the connection was free then.
+    struct SeesTheConnection {
+        conn: Arc<Mutex<Connection>>,
+        free: mpsc::Sender<bool>,
+    }
+
+    impl Operation for SeesTheConnection {
+        fn run(&mut self, _: &Db<'_>) -> bool {
+            true
+        }
+
+        fn deliver(self: Box<Self>, _: Option<&StoreError>) {
+            let _ = self.free.send(self.conn.try_lock().is_ok());
+        }
+    }
+
+    /// The writer's thread lets go of the connection before it delivers an outcome: a caller
+    /// woken by it, about to commit its next operation itself, finds the connection free.
+    #[test]
+    fn outcomes_are_delivered_with_the_connection_let_go() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (writer, _) = start_writer(&dir);
+        let (free, seen) = mpsc::channel();
+        let requests: [fn(Box<dyn Operation>) -> Request; 2] = [Request::Batched, Request::Alone];
+        for request in requests {
+            let operation = SeesTheConnection {
+                conn: Arc::clone(&writer.conn),
+                free: free.clone(),
+            };
+            writer
+                .requests
+                .send(request(Box::new(operation)))
+                .expect("queued");
+            let free = seen
+                .recv_timeout(Duration::from_secs(10))
+                .expect("delivered");
+            assert!(
+                free,
+                "the connection was still held when the outcome was delivered"
+            );
+        }
+    }
+
     /// The writer's operations run on its own thread, not on the runtime that asked for them.
     #[tokio::test]
     async fn operations_run_on_the_writer_s_own_thread() {
