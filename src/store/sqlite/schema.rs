@@ -100,10 +100,17 @@ thread_local! {
 /// Runs `work`, in which a lock held elsewhere fails at once (`SQLITE_BUSY`) instead of being
 /// waited for.
 pub(super) fn without_waiting<T>(work: impl FnOnce() -> T) -> T {
+    /// Lets the busy handler wait again however `work` ends: the flag belongs to a runtime worker
+    /// that goes on running other tasks.
+    struct WaitAgain;
+    impl Drop for WaitAgain {
+        fn drop(&mut self) {
+            NO_WAITING.set(false);
+        }
+    }
     NO_WAITING.set(true);
-    let result = work();
-    NO_WAITING.set(false);
-    result
+    let _wait_again = WaitAgain;
+    work()
 }
 
 /// What every connection of the store has: plans kept, and a busy handler.
