@@ -217,7 +217,18 @@ pub(super) const LIMITS: &str = "\
   4,563 against 4,444 and 4,514 (+1 to +5 %, server CPU 172–176 µs against 175–181). The \
   worker's system calls in one second of sequential round trips (strace, 882 round trips): per \
   round trip 4 `writev` and 2 `recvfrom` on the socket and 2.3 `epoll_wait`; per commit one \
-  `pwrite` of the WAL and 6 `fcntl` on the locks of its shared memory.
+  `pwrite` of the WAL and 6 `fcntl` on the locks of its shared memory. What a commit costs \
+  beyond its pages, measured later that day with the build of 818a433 and a switch made for \
+  the measurement (each step's commit followed by a second commit of one row, an `UPDATE` of \
+  the run's row), on against off, two interleaved rounds of three repeats, sequentially: 3,929 and 3,926 round \
+  trips a second against 4,462 and 4,452, server CPU 210–214 µs per round trip against \
+  175–181, about 17 µs per commit. While each commit is durable before what it records is \
+  announced, a round trip needs two at the least (the question before it is sent, the answer \
+  and the run's end before they are); writing a run's creation with its first step, and an \
+  answer with the step after it, would save two of the four, about 34 µs, for about 5,300 \
+  round trips a second at that speed: 35 % of the floor, short of the target's 45 %, and only \
+  for a model that replies at once, since the start frame or the answer's acknowledgement would \
+  otherwise wait for the model.
 - Where the server's CPU time goes at 64 concurrent: `scripts/profile` records it with perf and \
   writes a flame graph (docs/profile/sqlite-c64.svg) and the share of each kind of work and of \
   each task (docs/profile/sqlite-c64.txt). On 3 December 2026: SQLite 23 % and the kernel's file \
