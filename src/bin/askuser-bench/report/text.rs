@@ -228,7 +228,18 @@ pub(super) const LIMITS: &str = "\
   answer with the step after it, would save two of the four, about 34 µs, for about 5,300 \
   round trips a second at that speed: 35 % of the floor, short of the target's 45 %, and only \
   for a model that replies at once, since the start frame or the answer's acknowledgement would \
-  otherwise wait for the model.
+  otherwise wait for the model. Where a round trip's pages go, from the WAL of a store copied \
+  while the sequential round trips ran (378 commits): 33.4 pages of 2,048 bytes per round trip, \
+  the events' 10.9, `runs_by_status` 4.4, the runs' rows 4.1, the calls' 3.7, the turns' 2.9, \
+  `tool_calls_pending` 2.0, the runs' other three indexes 4.3 and the file's first page 1.1. \
+  Tried then and dropped: restarting the WAL every 65,536 frames instead of 16,384, or never (a \
+  switch made for the measurement), two interleaved rounds of three repeats, sequentially: \
+  4,496 and 4,530 round trips a second at 65,536 and 4,292 and 4,302 with no restarts, against \
+  4,498 and 4,569 (server CPU 190–194 µs per round trip with no restarts, against 171–177: a \
+  longer WAL makes every read search more of its index). The resume's p99.9 over the six \
+  repeats of each was 1.6 to 3.8 ms with no restarts, 2.8 to 3.8 at 65,536 and 3.8 to 6.6 at \
+  16,384: the restarts' fsyncs make only part of that tail, and fewer restarts did not raise \
+  the rate.
 - Where the server's CPU time goes at 64 concurrent: `scripts/profile` records it with perf and \
   writes a flame graph (docs/profile/sqlite-c64.svg) and the share of each kind of work and of \
   each task (docs/profile/sqlite-c64.txt). On 3 December 2026: SQLite 23 % and the kernel's file \
