@@ -706,18 +706,19 @@ async fn at_each_concurrency(
     let mut results = Vec::new();
     for &concurrency in &plan.concurrency_levels {
         let connections = connections_for(concurrency);
-        println!(
-            "== {name}: round trips at concurrency {concurrency} over {connections} \
-             connection(s) ({} runs x {} repeats){}",
-            plan.concurrent_runs,
-            plan.repeats,
-            in_turns_heading(with_floor)
-        );
         let shape = Shape {
             concurrency,
             connections,
             workload: &ASK_USER,
         };
+        // The runs this shape makes: a concurrency of 1 is sequential, and runs as many.
+        println!(
+            "== {name}: round trips at concurrency {concurrency} over {connections} \
+             connection(s) ({} runs x {} repeats){}",
+            shape.runs(plan),
+            plan.repeats,
+            in_turns_heading(with_floor)
+        );
         results.push(in_turns(launch, with_floor, work_dir, plan, shape).await?);
     }
     Ok(results)
