@@ -239,7 +239,13 @@ pub(super) const LIMITS: &str = "\
   longer WAL makes every read search more of its index). The resume's p99.9 over the six \
   repeats of each was 1.6 to 3.8 ms with no restarts, 2.8 to 3.8 at 65,536 and 3.8 to 6.6 at \
   16,384: the restarts' fsyncs make only part of that tail, and fewer restarts did not raise \
-  the rate.
+  the rate. A profile of sequential round trips, made as docs/profile's at 64 streams is \
+  (`scripts/profile --concurrency 1 --seconds 6` at afadc90; 4,276 round trips a second, server \
+  CPU 191 µs and the bench's 47 µs per round trip), is in docs/profile/sqlite-c1.svg and \
+  docs/profile/sqlite-c1.txt: SQLite 24.9 % of the server's samples and the kernel's file writes \
+  and reads for it 11.8 %, askuser's own code 17.7 % (no library or function in it above 2.2 %, \
+  rusqlite's wrappers), loopback TCP 17.4 %, HTTP/2 6.7 %; by task the writes 26.3 %, the \
+  connections 25.1 %, the runs' steps 24.9 %, the streams 11.6 %, the checkpoint thread 4.1 %.
 - Where the server's CPU time goes at 64 concurrent: `scripts/profile` records it with perf and \
   writes a flame graph (docs/profile/sqlite-c64.svg) and the share of each kind of work and of \
   each task (docs/profile/sqlite-c64.txt). On 3 December 2026: SQLite 23 % and the kernel's file \
