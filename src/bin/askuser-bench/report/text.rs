@@ -220,9 +220,9 @@ pub(super) const LIMITS: &str = "\
   `pwrite` of the WAL and 6 `fcntl` on the locks of its shared memory. What a commit costs \
   beyond its pages, measured later that day with the build of 818a433 and a switch made for \
   the measurement (each step's commit followed by a second commit of one row, an `UPDATE` of \
-  the run's row), on against off, two interleaved rounds of three repeats, sequentially: 3,929 and 3,926 round \
-  trips a second against 4,462 and 4,452, server CPU 210–214 µs per round trip against \
-  175–181, about 17 µs per commit. While each commit is durable before what it records is \
+  the run's row), on against off, two interleaved rounds of three repeats, sequentially: \
+  3,929 and 3,926 round trips a second against 4,462 and 4,452, server CPU 210–214 µs per \
+  round trip against 175–181, about 17 µs per commit. While each commit is durable before what it records is \
   announced, a round trip needs two at the least (the question before it is sent, the answer \
   and the run's end before they are); writing a run's creation with its first step, and an \
   answer with the step after it, would save two of the four, about 34 µs, for about 5,300 \
