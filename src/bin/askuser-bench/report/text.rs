@@ -245,7 +245,13 @@ pub(super) const LIMITS: &str = "\
   docs/profile/sqlite-c1.txt: SQLite 24.9 % of the server's samples and the kernel's file writes \
   and reads for it 11.8 %, askuser's own code 17.7 % (no library or function in it above 2.2 %, \
   rusqlite's wrappers), loopback TCP 17.4 %, HTTP/2 6.7 %; by task the writes 26.3 %, the \
-  connections 25.1 %, the runs' steps 24.9 %, the streams 11.6 %, the checkpoint thread 4.1 %.
+  connections 25.1 %, the runs' steps 24.9 %, the streams 11.6 %, the checkpoint thread 4.1 %. \
+  In the report of that day at 571217b (the server's code that of 818a433): SQLite \
+  sequentially 4,501 round trips a second at the median, 36 % of the floor beside it (not met; \
+  the repeats' shares 24, 37, 30, 37 and 36 %), where askuser's five repeats ran at 4,396 to \
+  4,525 a second and the floor's at 12,055 to 18,907 (its server CPU 36 to 63 µs per round \
+  trip): the share moved with the floor's speed, not with askuser's; at 64 streams 11,270, 32 % \
+  (met); `--auth keys` and metrics cost 4.7 and 3.1 % of the sequential rate (met).
 - Where the server's CPU time goes at 64 concurrent: `scripts/profile` records it with perf and \
   writes a flame graph (docs/profile/sqlite-c64.svg) and the share of each kind of work and of \
   each task (docs/profile/sqlite-c64.txt). On 3 December 2026: SQLite 23 % and the kernel's file \
