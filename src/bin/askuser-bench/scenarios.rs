@@ -711,7 +711,7 @@ async fn at_each_concurrency(
             connections,
             workload: &ASK_USER,
         };
-        // The runs this shape makes: a concurrency of 1 is sequential, and runs as many.
+        // The runs this shape makes: at a concurrency of 1, the plan's sequential runs.
         println!(
             "== {name}: round trips at concurrency {concurrency} over {connections} \
              connection(s) ({} runs x {} repeats){}",
